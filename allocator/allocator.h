@@ -1,0 +1,242 @@
+/* allocator.h - the caching allocator: PyTorch-grade policy with per-stream
+ * pools and deferred, event-ordered reuse (SPEC sections 4 and 5).
+ *
+ * This is the whole interface the preload library, the benchmarks and the
+ * replay tool use. It knows nothing of CUDA symbols or interposition: every
+ * device operation goes through the fs_device_ops table (device.h), and
+ * streams are opaque handles that the caller registers.
+ *
+ * Threads: every function is thread-safe. Blocks of distinct (device, stream)
+ * pairs are served under distinct locks; statistics are atomics. */
+#ifndef FS_ALLOCATOR_H
+#define FS_ALLOCATOR_H
+
+#include "device.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- configuration ---------------------------------------------------- */
+
+typedef enum fs_free_semantics {
+    FS_FREE_SEMANTICS_SYNC,   /* cudaFree synchronises the device, then caches the block */
+    FS_FREE_SEMANTICS_DEVICE, /* reuse once every stream with work has passed the free (default) */
+    FS_FREE_SEMANTICS_STREAM, /* reuse at once on the block's stream, as PyTorch's allocator */
+} fs_free_semantics;
+
+typedef enum fs_cross_stream_reuse {
+    FS_REUSE_NONE,      /* a stream only ever takes its own free blocks (PyTorch) */
+    FS_REUSE_COMPLETED, /* also another stream's block whose free has completed (default) */
+    FS_REUSE_WAIT,      /* also pending ones, the taker waiting on the GPU (stream-ordered only) */
+} fs_cross_stream_reuse;
+
+/* PyTorch's roundup_power2_divisions buckets: one per power of two from
+ * 1 MiB up, the last one covering everything larger. 0 = no rounding. */
+#define FS_ROUNDUP_BUCKETS 16
+
+typedef struct fs_alloc_config {
+    fs_free_semantics free_semantics;
+    fs_cross_stream_reuse cross_stream_reuse;
+    size_t max_split_size;                       /* bytes; SIZE_MAX = unlimited */
+    unsigned roundup_divisions[FS_ROUNDUP_BUCKETS];
+    double garbage_collection_threshold;         /* 0 = off, else in (0, 1) */
+    bool expandable_segments;
+} fs_alloc_config;
+
+/* Fills the SPEC's defaults. */
+void fs_alloc_config_default(fs_alloc_config *cfg);
+
+/* Applies one FSDPSHIM_CONF key that belongs to the allocator
+ * (free_semantics, cross_stream_reuse, max_split_size_mb,
+ * roundup_power2_divisions, garbage_collection_threshold,
+ * expandable_segments). Returns 1 when applied, 0 when the key is not an
+ * allocator key, -1 when the value is bad: then `err` holds one line naming
+ * the valid choices and `cfg` is unchanged. */
+int fs_alloc_config_set(fs_alloc_config *cfg, const char *key, const char *value, char *err,
+                        size_t errlen);
+
+/* ---- lifetime --------------------------------------------------------- */
+
+typedef struct fs_allocator fs_allocator;
+
+typedef enum fs_status {
+    FS_OK = 0,
+    FS_ERR_OOM,       /* out of memory after release-and-retry */
+    FS_ERR_INVALID,   /* inside a segment we own but not the start of a live block */
+    FS_ERR_NOT_OWNED, /* outside every segment we own: the caller passes it through */
+    FS_ERR_DEVICE,    /* the device failed a call */
+} fs_status;
+
+/* Creates an allocator for devices [0, device_count). `ops` must outlive it. */
+fs_allocator *fs_allocator_create(const fs_alloc_config *cfg, const fs_device_ops *ops,
+                                  int device_count);
+
+/* Releases every cached segment through the device and frees the metadata.
+ * Live blocks are forgotten, not freed. */
+void fs_allocator_destroy(fs_allocator *a);
+
+/* ---- streams ----------------------------------------------------------- */
+
+enum fs_stream_kind {
+    FS_STREAM_LEGACY,      /* the legacy default stream: its events order every blocking stream */
+    FS_STREAM_BLOCKING,    /* synchronises with the legacy stream */
+    FS_STREAM_NONBLOCKING, /* cudaStreamNonBlocking: needs its own fence event */
+};
+
+/* Tells the allocator a stream exists (created by the program or first seen
+ * in a call). Registering twice is harmless. */
+void fs_alloc_stream_register(fs_allocator *a, int device, fs_stream_t s, enum fs_stream_kind kind);
+
+/* Notes that work was issued on `s` since the last fence (cheap: a flag). */
+void fs_alloc_stream_note_work(fs_allocator *a, int device, fs_stream_t s);
+
+/* The stream is being destroyed: cached blocks tagged with it are retagged
+ * so that a new stream that reuses the handle never inherits them. */
+void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s);
+
+/* ---- allocation -------------------------------------------------------- */
+
+enum fs_alloc_flags {
+    FS_ALLOC_STREAM_ORDERED = 1u << 0, /* cudaMallocAsync: cross_stream_reuse:wait allowed */
+};
+
+/* Allocates `size` (> 0) bytes on `device` for `stream`. On FS_ERR_OOM the
+ * OOM figures are passed to the observer (if any) and *out is untouched. */
+fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream, size_t size, unsigned flags,
+                    void **out);
+
+/* A fence: the events that must all complete before freed memory may be
+ * reused. Reference counted; used by the all-gather rate limiter. */
+typedef struct fs_fence fs_fence;
+
+/* cudaFree: applies the configured free_semantics. If `fence_out` is not
+ * NULL the block's fence is recorded now and returned with a reference the
+ * caller must drop with fs_fence_release(). */
+fs_status fs_free(fs_allocator *a, void *ptr, fs_fence **fence_out);
+
+/* cudaFreeAsync(ptr, stream): reusable at once by allocations on `stream`,
+ * by others once the free has completed on the GPU (and recorded uses too). */
+fs_status fs_free_async(fs_allocator *a, void *ptr, fs_stream_t stream, fs_fence **fence_out);
+
+/* Records that the live block containing `ptr` (any interior address) is
+ * used on `stream`: its reuse waits for that use. FS_ERR_NOT_OWNED if `ptr`
+ * is in no live block. */
+fs_status fs_record_stream(fs_allocator *a, void *ptr, fs_stream_t stream);
+
+/* Fence queries: FS_DEV_OK when every event has completed, else NOT_READY.
+ * fs_fence_wait blocks on the host until complete (events only, never a
+ * device synchronisation). */
+fs_dev_status fs_fence_query(fs_allocator *a, fs_fence *f);
+fs_dev_status fs_fence_wait(fs_allocator *a, fs_fence *f);
+void fs_fence_release(fs_allocator *a, fs_fence *f);
+
+/* ---- maintenance ------------------------------------------------------- */
+
+/* The host synchronised with `device` (or with every device when -1), e.g.
+ * after cudaDeviceSynchronize: retire deferred frees whose events completed. */
+void fs_alloc_note_host_sync(fs_allocator *a, int device);
+
+/* Releases every cached, unused segment of `device` (all devices when -1),
+ * waiting for pending frees' events first (torch.cuda.empty_cache). */
+fs_status fs_alloc_empty_cache(fs_allocator *a, int device);
+
+/* Releases cached memory until at most `keep_bytes` of unused reserved
+ * memory stays (cudaMemPoolTrimTo). */
+fs_status fs_alloc_trim(fs_allocator *a, int device, size_t keep_bytes);
+
+/* cudaDeviceReset: forgets every segment, stream and event of `device`
+ * without calling the device (they are already gone) and starts afresh. */
+void fs_alloc_device_reset(fs_allocator *a, int device);
+
+/* Pins the segment containing `ptr` (NCCL registration): it is never
+ * released while pinned. Calls nest. */
+fs_status fs_alloc_segment_pin(fs_allocator *a, void *ptr, bool pin);
+
+/* ---- introspection ----------------------------------------------------- */
+
+typedef struct fs_block_info {
+    int device;
+    fs_stream_t stream;
+    void *block;         /* start of the live block containing the address */
+    size_t block_size;   /* rounded size */
+    size_t requested;    /* size the program asked for */
+    void *segment;       /* enclosing segment (cuMemGetAddressRange, IPC handles) */
+    size_t segment_size;
+} fs_block_info;
+
+/* Describes the live block containing `ptr`. FS_ERR_NOT_OWNED otherwise. */
+fs_status fs_alloc_block_info(fs_allocator *a, const void *ptr, fs_block_info *out);
+
+/* One statistic as PyTorch names it. */
+typedef struct fs_stat {
+    int64_t current, peak, allocated, freed;
+} fs_stat;
+
+enum { FS_POOL_ALL, FS_POOL_SMALL, FS_POOL_LARGE, FS_POOL_KINDS };
+
+typedef struct fs_alloc_stats {
+    fs_stat allocation[FS_POOL_KINDS];
+    fs_stat segment[FS_POOL_KINDS];
+    fs_stat active[FS_POOL_KINDS];
+    fs_stat inactive_split[FS_POOL_KINDS];
+    fs_stat allocated_bytes[FS_POOL_KINDS];
+    fs_stat reserved_bytes[FS_POOL_KINDS];
+    fs_stat active_bytes[FS_POOL_KINDS];
+    fs_stat inactive_split_bytes[FS_POOL_KINDS];
+    fs_stat requested_bytes[FS_POOL_KINDS];
+    int64_t num_alloc_retries;
+    int64_t num_ooms;
+    int64_t num_sync_all_streams;
+    int64_t num_device_alloc;
+    int64_t num_device_free;
+    /* Beyond PyTorch: frees waiting on events and their bytes, and the largest free block. */
+    int64_t pending_frees;
+    int64_t pending_free_bytes;
+    int64_t largest_free_block;
+} fs_alloc_stats;
+
+/* Fills `out` for `device` (sums over every device when -1). */
+void fs_alloc_get_stats(fs_allocator *a, int device, fs_alloc_stats *out);
+
+/* Resets peaks to current values (torch.cuda.reset_peak_memory_stats). */
+void fs_alloc_reset_peak(fs_allocator *a, int device);
+
+/* Writes a torch.cuda.memory_summary()-shaped text into buf (NUL
+ * terminated, truncated to len). Returns the length it needed. */
+size_t fs_alloc_summary(fs_allocator *a, int device, char *buf, size_t len);
+
+/* ---- observation (traces) --------------------------------------------- */
+
+typedef struct fs_oom_info {
+    int device;
+    fs_stream_t stream;
+    size_t requested;     /* bytes asked for */
+    size_t allocated;     /* bytes in live blocks */
+    size_t reserved_free; /* reserved but not allocated */
+    size_t largest_free;  /* largest free block */
+    size_t reserved;      /* all reserved bytes */
+} fs_oom_info;
+
+typedef enum fs_alloc_event_kind {
+    FS_EV_ALLOC,
+    FS_EV_FREE_REQUESTED,
+    FS_EV_FREE_COMPLETED,
+    FS_EV_SEGMENT_ALLOC,
+    FS_EV_SEGMENT_FREE,
+    FS_EV_SEGMENT_MAP,
+    FS_EV_SEGMENT_UNMAP,
+} fs_alloc_event_kind;
+
+/* Optional callbacks, called outside the allocator's locks where possible;
+ * they must not call back into the allocator. */
+typedef struct fs_alloc_observer {
+    void *ctx;
+    void (*on_event)(void *ctx, fs_alloc_event_kind kind, int device, fs_stream_t stream,
+                     const void *addr, size_t size);
+    void (*on_oom)(void *ctx, const fs_oom_info *info);
+} fs_alloc_observer;
+
+void fs_alloc_set_observer(fs_allocator *a, const fs_alloc_observer *obs);
+
+#endif /* FS_ALLOCATOR_H */

@@ -1,0 +1,25 @@
+/* sim_private.h - the private seam between the simulated runtime and the
+ * simulated NCCL.
+ *
+ * libnccl.so.2 (sim) runs its collectives as device work on the caller's
+ * stream, like a kernel: in stream order, not serialised with host functions
+ * the way cudaLaunchHostFunc work is. The simulated libcudart.so.13 exports
+ * these two functions (under a private version node) for that purpose only. */
+#ifndef FS_SIM_PRIVATE_H
+#define FS_SIM_PRIVATE_H
+
+#include <cuda_runtime_api.h>
+
+typedef void (*fs_sim_work_fn)(void *arg);
+
+/* Enqueues fn(arg) on `stream` as device work. Stream 0 means what it means
+ * for the calling thread (legacy, or per-thread under the _ptsz variants:
+ * pass per_thread accordingly). Returns cudaErrorInvalidResourceHandle for a
+ * destroyed or unknown stream. */
+cudaError_t fs_sim_stream_enqueue(cudaStream_t stream, int per_thread, fs_sim_work_fn fn,
+                                  void *arg);
+
+/* The device a stream belongs to, or -1 for an unknown stream. */
+int fs_sim_stream_device(cudaStream_t stream);
+
+#endif /* FS_SIM_PRIVATE_H */
