@@ -1,0 +1,115 @@
+/* shim.h - the internal contract of libfsdpshim.so.
+ *
+ * Everything the interposer files share: logging, finding the program's own
+ * CUDA runtime and NCCL, the parsed FSDPSHIM_CONF, the process-wide
+ * allocator, the mapping from program streams to allocator stream keys, the
+ * reentrancy guard and the program's last-error state. The CUDA runtime glue
+ * (cuda_*.c) and the NCCL glue (nccl*.c, rate_limiter.c) both code against
+ * this header only; it stays stable once committed.
+ *
+ * Interposed entry points are defined with FS_EXPORT and no symbol version,
+ * so they bind ahead of cudaMalloc@libcudart.so.13 (SPEC section 1). */
+#ifndef FS_SHIM_H
+#define FS_SHIM_H
+
+#include "../allocator/allocator.h"
+
+#include <cuda_runtime_api.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define FS_EXPORT __attribute__((visibility("default")))
+#define fs_likely(x) __builtin_expect(!!(x), 1)
+#define fs_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- logging (log.c) ----------------------------------------------------
+ * FSDPSHIM_LOG=error|warn|info|debug [warn], on stderr, prefix "fsdpshim: ".
+ * fs_log checks the level itself; wrap expensive arguments in
+ * fs_log_enabled(). */
+enum fs_log_level { FS_LOG_ERROR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };
+bool fs_log_enabled(enum fs_log_level level);
+void fs_log(enum fs_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- real symbols (real.c) ----------------------------------------------
+ * The program's own CUDA runtime / NCCL, found among the loaded objects:
+ * RTLD_NEXT first, then every loaded object (including RTLD_LOCAL dlopen'ed
+ * ones) through dl_iterate_phdr and a dlopen(RTLD_NOLOAD) handle of its own.
+ * Never loads a library. NULL while the library is not loaded. Callers cache
+ * the pointer once non-NULL (a library, once loaded, stays). */
+enum fs_lib { FS_LIB_CUDART, FS_LIB_NCCL };
+void *fs_real_symbol(enum fs_lib lib, const char *name);
+
+/* ---- configuration (config.c) -------------------------------------------
+ * Parsed once from FSDPSHIM_CONF; unknown keys and bad values are reported
+ * once with the valid choices, and the defaults are used. */
+typedef struct fs_shim_config {
+    fs_alloc_config alloc;     /* allocator keys (allocator/allocator.h) */
+    unsigned ag_limit;         /* all-gathers in flight, 0 = off [2] */
+    size_t ag_limit_bytes;     /* ag_limit_mb in bytes, 0 = off */
+    bool stream_pool;          /* [true] */
+    unsigned stream_pool_size; /* idle streams kept per (device, flags, priority) [32] */
+    int trace;                 /* 0 off, 1 events, 2 stacks, 3 python */
+    unsigned trace_frames;     /* [64] */
+} fs_shim_config;
+const fs_shim_config *fs_shim_config_get(void);
+
+/* ---- the allocator (shim.c) ---------------------------------------------
+ * The process-wide allocator, created on first use over cuda_device.c. NULL
+ * when the shim is inactive: the CUDA runtime is not loaded (yet), or the
+ * device count could not be read. */
+fs_allocator *fs_shim_allocator(void);
+
+/* ---- streams (streams.c) ------------------------------------------------
+ * The allocator's key for a program stream. Handle 0 means the legacy
+ * stream, or the calling thread's per-thread stream when per_thread is true
+ * (the _ptsz/_ptds variants and CUDA_API_PER_THREAD_DEFAULT_STREAM);
+ * cudaStreamPerThread is a stream of its own per thread, cudaStreamLegacy the
+ * legacy stream. Registers the stream with the allocator (legacy, blocking or
+ * non-blocking) on first sight. *device receives the stream's device (the
+ * current device for the legacy and per-thread streams); it may be NULL.
+ * Returns the key; on a bad handle returns the legacy key and *device = -1. */
+fs_stream_t fs_shim_stream_key(cudaStream_t stream, bool per_thread, int *device);
+
+/* The program's current device: cached per thread, kept right by the
+ * interposed cudaSetDevice. -1 when the runtime cannot say. */
+int fs_shim_current_device(void);
+
+/* True while `stream` is being captured into a CUDA graph (as far as the
+ * interposed capture calls tell): nothing may be recorded on it then, and
+ * allocations on it go straight to the real runtime. */
+bool fs_shim_stream_capturing(cudaStream_t stream, bool per_thread);
+
+/* ---- reentrancy (shim.c) ------------------------------------------------
+ * While a thread is inside the shim, interposed entry points it reaches (the
+ * shim's own calls into the runtime, or a runtime that calls itself) pass
+ * straight through. fs_shim_enter() returns false if the thread is already
+ * inside: then pass through and do not call fs_shim_leave(). */
+bool fs_shim_enter(void);
+void fs_shim_leave(void);
+
+/* ---- the program's last-error state (errstate.c) ------------------------
+ * The shim's internal runtime calls must not leave an error behind, nor clear
+ * one the program caused: bracket them with fs_err_save()/fs_err_restore().
+ * When the shim itself returns an error, fs_shim_return_error() makes it the
+ * last error as the real call would, and returns it. */
+typedef struct fs_err_state {
+    cudaError_t pending; /* the program's last error before the internal calls */
+} fs_err_state;
+void fs_err_save(fs_err_state *st);
+void fs_err_restore(const fs_err_state *st);
+cudaError_t fs_shim_return_error(cudaError_t err);
+
+/* ---- free hook (shim.c) -------------------------------------------------
+ * The all-gather rate limiter asks for the free fence of chosen blocks.
+ * wants_fence(ptr) is called on every free of a shim-owned block (keep it
+ * cheap); when it returns true the free is made with a fence and
+ * on_fence(device, ptr, fence) receives it with one reference that the hook
+ * must drop with fs_fence_release(). Both are called inside the shim
+ * (fs_shim_enter held) and outside allocator locks. One hook per process. */
+typedef struct fs_shim_free_hook {
+    bool (*wants_fence)(void *ptr);
+    void (*on_fence)(int device, void *ptr, fs_fence *fence);
+} fs_shim_free_hook;
+void fs_shim_set_free_hook(const fs_shim_free_hook *hook);
+
+#endif /* FS_SHIM_H */
