@@ -1,0 +1,292 @@
+/* nccl.c - NCCL's data-moving calls and groups: automatic record-stream and
+ * the all-gather rate limiter (SPEC section 7).
+ *
+ * Every collective and point-to-point call passes through to the program's
+ * NCCL. Once NCCL has taken it, each buffer the call touches is recorded as
+ * used on the call's stream (fs_record_stream): a block freed while NCCL
+ * still reads or writes it on another stream is reused only after that
+ * stream has passed the use, exactly what PyTorch's record_stream does when
+ * the framework remembers to call it. The stream is also noted as having
+ * work, so that a later cudaFree (free_semantics:device) fences it.
+ * ncclAllGather additionally waits in the rate limiter before it is issued
+ * and marks its output so that the output's free feeds the limiter.
+ *
+ * Groups: between ncclGroupStart and ncclGroupEnd NCCL only collects calls
+ * and enqueues them all at the outermost ncclGroupEnd. Recording a use is
+ * harmless early (events are recorded at the free, after the group), but
+ * noting a stream's work before the work is on it would let a fence taken
+ * in between miss it; so inside a group the (device, stream) pairs are kept
+ * per thread and noted after the outermost ncclGroupEnd. The rate limiter's
+ * wait happens at the all-gather's own call, inside the group or not:
+ * nothing of the group is on a stream yet, so the fences it waits on cannot
+ * be behind the group's work (rate_limiter.c says more).
+ *
+ * Buffers are recorded only when the call moves data (count > 0) and with
+ * the pointers the call was given: any address inside a shim block names
+ * that block; pointers outside every shim block are not ours to track. */
+#include "nccl_internal.h"
+#include "rate_limiter.h"
+
+#include <stdlib.h>
+
+/* ---- groups ------------------------------------------------------------ */
+
+struct stream_note {
+    int device;
+    fs_stream_t stream;
+};
+
+/* Distinct (device, stream) pairs of the open group: a few inline, more on
+ * the heap (freed when the group closes). */
+#define GROUP_INLINE_NOTES 8
+
+static __thread struct {
+    int depth;
+    size_t len, cap;
+    struct stream_note *notes; /* inline_notes, or a heap array */
+    struct stream_note inline_notes[GROUP_INLINE_NOTES];
+} group;
+
+int fs_nccl_group_depth(void)
+{
+    return group.depth;
+}
+
+/* Keeps a note for the outermost ncclGroupEnd; false when memory ran out
+ * (the caller then notes at once: early beats never). */
+static bool group_keep_note(int device, fs_stream_t stream)
+{
+    if (!group.notes) {
+        group.notes = group.inline_notes;
+        group.cap = GROUP_INLINE_NOTES;
+    }
+    for (size_t i = 0; i < group.len; i++)
+        if (group.notes[i].device == device && group.notes[i].stream == stream)
+            return true;
+    if (group.len == group.cap) {
+        size_t cap = group.cap * 2;
+        struct stream_note *grown = group.notes == group.inline_notes
+                                        ? malloc(cap * sizeof(*grown))
+                                        : realloc(group.notes, cap * sizeof(*grown));
+        if (!grown)
+            return false;
+        if (group.notes == group.inline_notes)
+            for (size_t i = 0; i < group.len; i++)
+                grown[i] = group.inline_notes[i];
+        group.notes = grown;
+        group.cap = cap;
+    }
+    group.notes[group.len++] = (struct stream_note){ device, stream };
+    return true;
+}
+
+/* The outermost group has been enqueued: its streams have work now. */
+static void group_flush_notes(void)
+{
+    fs_allocator *a = fs_shim_allocator();
+    for (size_t i = 0; a && i < group.len; i++)
+        fs_alloc_stream_note_work(a, group.notes[i].device, group.notes[i].stream);
+    if (group.notes != group.inline_notes)
+        free(group.notes);
+    group.notes = NULL;
+    group.len = group.cap = 0;
+}
+
+FS_EXPORT ncclResult_t ncclGroupStart(void)
+{
+    FS_NCCL_ENTRY(ncclGroupStart, real);
+    if (!fs_shim_enter())
+        return real();
+    ncclResult_t r = real();
+    if (r == ncclSuccess)
+        group.depth++;
+    fs_shim_leave();
+    return r;
+}
+
+/* NCCL leaves the group whatever the outcome (on an error the group's calls
+ * are dropped); keeping our notes anyway only costs a fence event. */
+static ncclResult_t group_end(ncclResult_t r)
+{
+    if (group.depth > 0 && --group.depth == 0)
+        group_flush_notes();
+    return r;
+}
+
+FS_EXPORT ncclResult_t ncclGroupEnd(void)
+{
+    FS_NCCL_ENTRY(ncclGroupEnd, real);
+    if (!fs_shim_enter())
+        return real();
+    ncclResult_t r = group_end(real());
+    fs_shim_leave();
+    return r;
+}
+
+/* The same group end, with NCCL's estimate of the time it would take. */
+FS_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
+{
+    FS_NCCL_ENTRY(ncclGroupSimulateEnd, real);
+    if (!fs_shim_enter())
+        return real(simInfo);
+    ncclResult_t r = group_end(real(simInfo));
+    fs_shim_leave();
+    return r;
+}
+
+/* ---- bookkeeping around one call ------------------------------------------ */
+
+/* The device a call on `comm` runs on: the communicator's; failing that
+ * (a communicator NCCL cannot describe yet), the current device. */
+static int call_device(ncclComm_t comm)
+{
+    fs_nccl_comm_info info;
+    return fs_nccl_comm_info_get(comm, &info) ? info.device : fs_shim_current_device();
+}
+
+/* NCCL took the call: its work is on `stream` now or at the group's end. */
+static bool issued(ncclResult_t r)
+{
+    return r == ncclSuccess || r == ncclInProgress;
+}
+
+static void record_use(fs_allocator *a, const void *buf, fs_stream_t stream)
+{
+    /* FS_ERR_NOT_OWNED: not a shim block (NCCL's own memory, say). */
+    if (buf)
+        fs_record_stream(a, (void *)buf, stream);
+}
+
+/* After an issued call: records its buffers as used on `stream` and notes
+ * the stream's work (at the group's end inside a group). */
+static void after_call(ncclComm_t comm, cudaStream_t stream, const void *buf0, const void *buf1)
+{
+    fs_allocator *a = fs_shim_allocator();
+    if (!a)
+        return;
+    fs_err_state err;
+    fs_err_save(&err);
+    int stream_device;
+    fs_stream_t key = fs_shim_stream_key(stream, false, &stream_device);
+    record_use(a, buf0, key);
+    if (buf1 != buf0)
+        record_use(a, buf1, key);
+    /* The legacy stream's key does not say which device's legacy stream
+     * NCCL used; the communicator does. */
+    int device = call_device(comm);
+    if (device < 0)
+        device = stream_device;
+    if (device >= 0 && (group.depth == 0 || !group_keep_note(device, key)))
+        fs_alloc_stream_note_work(a, device, key);
+    fs_err_restore(&err);
+}
+
+/* One data-moving entry point. NCCL is compiled without per-thread default
+ * streams, so its stream 0 is the legacy stream whatever the program uses. */
+#define DATA_CALL(fn, count, buf0, buf1, ...)                          \
+    FS_NCCL_ENTRY(fn, real);                                           \
+    if (!fs_shim_enter())                                              \
+        return real(__VA_ARGS__);                                      \
+    ncclResult_t r = real(__VA_ARGS__);                                \
+    if (issued(r) && (count) > 0)                                      \
+        after_call(comm, stream, (buf0), (buf1));                      \
+    fs_shim_leave();                                                   \
+    return r
+
+/* ---- the calls ------------------------------------------------------------ */
+
+FS_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                     ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
+{
+    FS_NCCL_ENTRY(ncclAllGather, real);
+    if (!fs_shim_enter())
+        return real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
+    uint64_t wait_end = 0;
+    bool limited = sendcount > 0 && fs_ratelimit_enabled();
+    /* A capture records the call for later replays: a host wait now would
+     * order nothing that the replays do. */
+    if (limited && !fs_shim_stream_capturing(stream, false))
+        wait_end = fs_ratelimit_wait(call_device(comm));
+    fs_ratelimit_launched(wait_end);
+    ncclResult_t r = real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
+    if (issued(r) && sendcount > 0) {
+        after_call(comm, stream, sendbuff, recvbuff);
+        if (limited)
+            fs_ratelimit_mark_output(recvbuff);
+    }
+    fs_shim_leave();
+    return r;
+}
+
+FS_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                         cudaStream_t stream)
+{
+    DATA_CALL(ncclReduceScatter, recvcount, sendbuff, recvbuff, sendbuff, recvbuff, recvcount,
+              datatype, op, comm, stream);
+}
+
+FS_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                     ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                     cudaStream_t stream)
+{
+    DATA_CALL(ncclAllReduce, count, sendbuff, recvbuff, sendbuff, recvbuff, count, datatype, op,
+              comm, stream);
+}
+
+FS_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                                     ncclDataType_t datatype, int root, ncclComm_t comm,
+                                     cudaStream_t stream)
+{
+    DATA_CALL(ncclBroadcast, count, sendbuff, recvbuff, sendbuff, recvbuff, count, datatype, root,
+              comm, stream);
+}
+
+FS_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
+                                 ncclComm_t comm, cudaStream_t stream)
+{
+    DATA_CALL(ncclBcast, count, buff, buff, buff, count, datatype, root, comm, stream);
+}
+
+FS_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                  ncclDataType_t datatype, ncclRedOp_t op, int root,
+                                  ncclComm_t comm, cudaStream_t stream)
+{
+    DATA_CALL(ncclReduce, count, sendbuff, recvbuff, sendbuff, recvbuff, count, datatype, op, root,
+              comm, stream);
+}
+
+FS_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
+                                int peer, ncclComm_t comm, cudaStream_t stream)
+{
+    DATA_CALL(ncclSend, count, sendbuff, sendbuff, sendbuff, count, datatype, peer, comm, stream);
+}
+
+FS_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                                ncclComm_t comm, cudaStream_t stream)
+{
+    DATA_CALL(ncclRecv, count, recvbuff, recvbuff, recvbuff, count, datatype, peer, comm, stream);
+}
+
+FS_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
+                                    ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
+{
+    DATA_CALL(ncclAlltoAll, count, sendbuff, recvbuff, sendbuff, recvbuff, count, datatype, comm,
+              stream);
+}
+
+FS_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
+                                  ncclDataType_t datatype, int root, ncclComm_t comm,
+                                  cudaStream_t stream)
+{
+    DATA_CALL(ncclGather, count, sendbuff, recvbuff, sendbuff, recvbuff, count, datatype, root,
+              comm, stream);
+}
+
+FS_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
+                                   ncclDataType_t datatype, int root, ncclComm_t comm,
+                                   cudaStream_t stream)
+{
+    DATA_CALL(ncclScatter, count, sendbuff, recvbuff, sendbuff, recvbuff, count, datatype, root,
+              comm, stream);
+}
