@@ -1,0 +1,87 @@
+/* fsdpshim.h - the public C API of libfsdpshim.so (SPEC section 10).
+ *
+ * For programs (or Python through ctypes) running under the shim that want
+ * to tell it more than the CUDA API says, or read what it knows. Only plain C
+ * types cross this interface: streams and pointers are void *, devices int,
+ * counters int64_t, so ctypes can call every function without a header:
+ *
+ *     lib = ctypes.CDLL(None)  # the preloaded libfsdpshim.so is in the process
+ *     v = ctypes.c_int64()
+ *     lib.fsdpshim_stat(b"allocated_bytes.all.peak", 0, ctypes.byref(v))
+ *
+ * Every function returns an fsdpshim_status and never crashes: while the
+ * shim is not active (not preloaded, no CUDA runtime loaded yet, no device)
+ * each one is a no-op returning FSDPSHIM_ERR_INACTIVE. A program that must
+ * also run without the shim can link nothing and look the functions up with
+ * dlsym(RTLD_DEFAULT, "fsdpshim_active"). */
+#ifndef FSDPSHIM_H
+#define FSDPSHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fsdpshim_status {
+    FSDPSHIM_OK = 0,
+    FSDPSHIM_ERR_INACTIVE = 1,  /* the shim is not managing memory in this process */
+    FSDPSHIM_ERR_INVALID = 2,   /* a bad argument (null out-pointer, bad device, bad stream) */
+    FSDPSHIM_ERR_NOT_OWNED = 3, /* the pointer is in no live block of the shim */
+    FSDPSHIM_ERR_NOT_FOUND = 4, /* no statistic of that name */
+    FSDPSHIM_ERR_EMPTY = 5,     /* annotation pop with none pushed */
+    FSDPSHIM_ERR_DEVICE = 6,    /* the device failed a call */
+} fsdpshim_status;
+
+/* FSDPSHIM_OK when the shim manages this process's device memory (the CUDA
+ * runtime is loaded and a device is present), else FSDPSHIM_ERR_INACTIVE. */
+int fsdpshim_active(void);
+
+/* Records that `stream` (a cudaStream_t) uses the block containing `ptr`:
+ * the block is reused only after that use completes (torch's
+ * Tensor.record_stream). FSDPSHIM_ERR_NOT_OWNED for memory the shim did not
+ * allocate. */
+int fsdpshim_record_stream(void *ptr, void *stream);
+
+/* Sets / reads the calling thread's current stream: cudaMalloc on this
+ * thread allocates for it (NULL: the legacy default stream). */
+int fsdpshim_set_stream(void *stream);
+int fsdpshim_get_stream(void **stream);
+
+/* Releases every cached, unused segment of `device` (-1: every device),
+ * after waiting for pending frees (torch.cuda.empty_cache). */
+int fsdpshim_empty_cache(int device);
+
+/* Reads one statistic by its PyTorch name, for `device` (-1: summed over
+ * devices): "<stat>.<all|small_pool|large_pool>.<current|peak|allocated|
+ * freed>" for allocation, segment, active, inactive_split, allocated_bytes,
+ * reserved_bytes, active_bytes, inactive_split_bytes, requested_bytes; or a
+ * plain counter: num_alloc_retries, num_ooms, num_sync_all_streams,
+ * num_device_alloc, num_device_free, pending_frees, pending_free_bytes,
+ * largest_free_block. */
+int fsdpshim_stat(const char *name, int device, int64_t *value);
+
+/* Resets peak statistics of `device` (-1: all) to their current values. */
+int fsdpshim_reset_peak_stats(int device);
+
+/* Writes a torch.cuda.memory_summary()-shaped text for `device` (-1: all)
+ * into buf (NUL terminated, truncated to len). *needed (if not NULL)
+ * receives the length the whole text needs, without the NUL. */
+int fsdpshim_memory_summary(int device, char *buf, size_t len, size_t *needed);
+
+/* Pushes / pops an annotation on the calling thread's stack: events in
+ * between are attributed to it in traces. Names are copied. */
+int fsdpshim_annotation_push(const char *name);
+int fsdpshim_annotation_pop(void);
+
+/* Marks a snapshot point in the trace / writes buffered trace data out.
+ * While tracing is off (the default) both succeed and do nothing. */
+int fsdpshim_snapshot(const char *label);
+int fsdpshim_trace_flush(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FSDPSHIM_H */

@@ -1,0 +1,342 @@
+/* cuda_device.c - the allocator's device table over the program's own CUDA
+ * runtime (and, for expandable segments, the driver's virtual-memory API).
+ *
+ * Every entry is an internal call: it must not re-enter the shim (the real
+ * entry points are called directly), must not disturb the program's
+ * last-error state, and must not invalidate a graph capture under way in
+ * another thread (relaxed capture mode while any capture is active). Driver
+ * entry points come through cudaGetDriverEntryPointByVersion, as PyTorch
+ * gets them, so the shim never links libcuda either. */
+#include "real.h"
+#include "runtime.h"
+
+#include <cuda.h>
+
+void fs_internal_begin(fs_internal_call *c, int device)
+{
+    fs_err_save(&c->err);
+    c->relaxed = fs_capture_active() > 0;
+    if (c->relaxed) {
+        c->mode = cudaStreamCaptureModeRelaxed;
+        FS_REAL(cudaThreadExchangeStreamCaptureMode)(&c->mode);
+    }
+    c->prev_device = -1;
+    if (device >= 0) {
+        int cur = fs_shim_current_device();
+        if (cur != device && FS_REAL(cudaSetDevice)(device) == cudaSuccess)
+            c->prev_device = cur;
+    }
+}
+
+void fs_internal_end(fs_internal_call *c)
+{
+    if (c->prev_device >= 0)
+        FS_REAL(cudaSetDevice)(c->prev_device);
+    if (c->relaxed)
+        FS_REAL(cudaThreadExchangeStreamCaptureMode)(&c->mode);
+    fs_err_restore(&c->err);
+}
+
+static fs_dev_status status_of(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess:
+        return FS_DEV_OK;
+    case cudaErrorNotReady:
+        return FS_DEV_NOT_READY;
+    case cudaErrorMemoryAllocation:
+        return FS_DEV_OUT_OF_MEMORY;
+    default:
+        return FS_DEV_ERROR;
+    }
+}
+
+static fs_dev_status segment_alloc(void *ctx, int device, size_t size, void **out)
+{
+    fs_internal_call c;
+    cudaError_t e;
+
+    (void)ctx;
+    fs_internal_begin(&c, device);
+    e = FS_REAL(cudaMalloc)(out, size);
+    fs_internal_end(&c);
+    return status_of(e);
+}
+
+static fs_dev_status segment_free(void *ctx, int device, void *ptr)
+{
+    fs_internal_call c;
+    cudaError_t e;
+
+    (void)ctx;
+    fs_internal_begin(&c, device);
+    e = FS_REAL(cudaFree)(ptr);
+    fs_internal_end(&c);
+    return status_of(e);
+}
+
+static fs_dev_status event_create(void *ctx, int device, fs_event_t *out)
+{
+    fs_internal_call c;
+    cudaEvent_t ev = NULL;
+    cudaError_t e;
+
+    (void)ctx;
+    fs_internal_begin(&c, device);
+    e = FS_REAL(cudaEventCreateWithFlags)(&ev, cudaEventDisableTiming);
+    fs_internal_end(&c);
+    *out = (fs_event_t)ev;
+    return status_of(e);
+}
+
+static void event_destroy(void *ctx, int device, fs_event_t event)
+{
+    fs_internal_call c;
+
+    (void)ctx;
+    fs_internal_begin(&c, device);
+    FS_REAL(cudaEventDestroy)((cudaEvent_t)event);
+    fs_internal_end(&c);
+}
+
+static fs_dev_status event_record(void *ctx, int device, fs_event_t event, fs_stream_t stream)
+{
+    fs_internal_call c;
+    cudaError_t e;
+
+    (void)ctx;
+    fs_internal_begin(&c, device);
+    e = FS_REAL(cudaEventRecord)((cudaEvent_t)event, fs_stream_handle(stream));
+    fs_internal_end(&c);
+    return status_of(e);
+}
+
+static fs_dev_status event_query(void *ctx, int device, fs_event_t event)
+{
+    fs_internal_call c;
+    cudaError_t e;
+
+    (void)ctx;
+    (void)device;
+    fs_internal_begin(&c, -1);
+    e = FS_REAL(cudaEventQuery)((cudaEvent_t)event);
+    fs_internal_end(&c);
+    return status_of(e);
+}
+
+static fs_dev_status event_synchronize(void *ctx, int device, fs_event_t event)
+{
+    fs_internal_call c;
+    cudaError_t e;
+
+    (void)ctx;
+    (void)device;
+    fs_internal_begin(&c, -1);
+    e = FS_REAL(cudaEventSynchronize)((cudaEvent_t)event);
+    fs_internal_end(&c);
+    return status_of(e);
+}
+
+static fs_dev_status stream_wait_event(void *ctx, int device, fs_stream_t stream,
+                                       fs_event_t event)
+{
+    fs_internal_call c;
+    cudaError_t e;
+
+    (void)ctx;
+    (void)device;
+    fs_internal_begin(&c, -1);
+    e = FS_REAL(cudaStreamWaitEvent)(fs_stream_handle(stream), (cudaEvent_t)event, 0);
+    fs_internal_end(&c);
+    return status_of(e);
+}
+
+static bool stream_is_capturing(void *ctx, int device, fs_stream_t stream)
+{
+    (void)ctx;
+    (void)device;
+    return fs_capture_active() > 0 && fs_capture_key_capturing(stream);
+}
+
+static bool capture_underway(void *ctx)
+{
+    (void)ctx;
+    return fs_capture_global_underway();
+}
+
+static fs_dev_status device_synchronize(void *ctx, int device)
+{
+    fs_internal_call c;
+    cudaError_t e;
+
+    (void)ctx;
+    fs_internal_begin(&c, device);
+    e = FS_REAL(cudaDeviceSynchronize)();
+    fs_internal_end(&c);
+    return status_of(e);
+}
+
+/* ---- expandable segments: the driver's virtual-memory API ---- */
+
+static struct {
+    __typeof__(&cuMemGetAllocationGranularity) granularity;
+    __typeof__(&cuMemAddressReserve) reserve;
+    __typeof__(&cuMemAddressFree) release;
+    __typeof__(&cuMemCreate) create;
+    __typeof__(&cuMemMap) map;
+    __typeof__(&cuMemSetAccess) set_access;
+    __typeof__(&cuMemRelease) handle_release;
+    __typeof__(&cuMemUnmap) unmap;
+} drv;
+
+static bool driver_entry(const char *name, void **out)
+{
+    enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    __typeof__(&cudaGetDriverEntryPointByVersion) get = FS_REAL(cudaGetDriverEntryPointByVersion);
+    fs_internal_call c;
+    cudaError_t e;
+
+    if (!get)
+        return false;
+    fs_internal_begin(&c, -1);
+    e = get(name, out, 12000, cudaEnableDefault, &q);
+    fs_internal_end(&c);
+    return e == cudaSuccess && q == cudaDriverEntryPointSuccess && *out;
+}
+
+static bool driver_vm_load(void)
+{
+    return driver_entry("cuMemGetAllocationGranularity", (void **)&drv.granularity) &&
+           driver_entry("cuMemAddressReserve", (void **)&drv.reserve) &&
+           driver_entry("cuMemAddressFree", (void **)&drv.release) &&
+           driver_entry("cuMemCreate", (void **)&drv.create) &&
+           driver_entry("cuMemMap", (void **)&drv.map) &&
+           driver_entry("cuMemSetAccess", (void **)&drv.set_access) &&
+           driver_entry("cuMemRelease", (void **)&drv.handle_release) &&
+           driver_entry("cuMemUnmap", (void **)&drv.unmap);
+}
+
+static CUmemAllocationProp device_prop(int device)
+{
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    return prop;
+}
+
+static fs_dev_status drv_status(CUresult r)
+{
+    return r == CUDA_SUCCESS ? FS_DEV_OK
+           : r == CUDA_ERROR_OUT_OF_MEMORY ? FS_DEV_OUT_OF_MEMORY
+                                           : FS_DEV_ERROR;
+}
+
+static size_t vm_granularity(void *ctx, int device)
+{
+    CUmemAllocationProp prop = device_prop(device);
+    size_t g = 0;
+
+    (void)ctx;
+    if (drv.granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS || !g)
+        g = 2u << 20;
+    return g;
+}
+
+static fs_dev_status vm_reserve(void *ctx, int device, size_t size, void **out)
+{
+    CUdeviceptr p = 0;
+    fs_internal_call c;
+    CUresult r;
+
+    (void)ctx;
+    fs_internal_begin(&c, device);
+    r = drv.reserve(&p, size, 0, 0, 0);
+    fs_internal_end(&c);
+    *out = (void *)(uintptr_t)p;
+    return drv_status(r);
+}
+
+static fs_dev_status vm_release(void *ctx, int device, void *base, size_t size)
+{
+    fs_internal_call c;
+    CUresult r;
+
+    (void)ctx;
+    fs_internal_begin(&c, device);
+    r = drv.release((CUdeviceptr)(uintptr_t)base, size);
+    fs_internal_end(&c);
+    return drv_status(r);
+}
+
+/* Creates physical memory, maps it and grants the device access; the
+ * allocation handle is released at once, so the mapping alone keeps the
+ * memory and vm_unmap frees it. */
+static fs_dev_status vm_map(void *ctx, int device, void *addr, size_t size)
+{
+    CUmemAllocationProp prop = device_prop(device);
+    CUmemAccessDesc access = {.location = prop.location,
+                              .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)addr;
+    CUmemGenericAllocationHandle h;
+    fs_internal_call c;
+    CUresult r;
+
+    (void)ctx;
+    fs_internal_begin(&c, device);
+    r = drv.create(&h, size, &prop, 0);
+    if (r == CUDA_SUCCESS) {
+        r = drv.map(p, size, 0, h, 0);
+        drv.handle_release(h);
+        if (r == CUDA_SUCCESS) {
+            r = drv.set_access(p, size, &access, 1);
+            if (r != CUDA_SUCCESS)
+                drv.unmap(p, size);
+        }
+    }
+    fs_internal_end(&c);
+    return drv_status(r);
+}
+
+static fs_dev_status vm_unmap(void *ctx, int device, void *addr, size_t size)
+{
+    fs_internal_call c;
+    CUresult r;
+
+    (void)ctx;
+    fs_internal_begin(&c, device);
+    r = drv.unmap((CUdeviceptr)(uintptr_t)addr, size);
+    fs_internal_end(&c);
+    return drv_status(r);
+}
+
+static fs_device_ops cuda_ops = {
+    .segment_alloc = segment_alloc,
+    .segment_free = segment_free,
+    .event_create = event_create,
+    .event_destroy = event_destroy,
+    .event_record = event_record,
+    .event_query = event_query,
+    .event_synchronize = event_synchronize,
+    .stream_wait_event = stream_wait_event,
+    .stream_is_capturing = stream_is_capturing,
+    .capture_underway = capture_underway,
+    .device_synchronize = device_synchronize,
+};
+
+const fs_device_ops *fs_cuda_device_ops(bool want_vm)
+{
+    if (want_vm && !cuda_ops.vm_map) {
+        if (driver_vm_load()) {
+            cuda_ops.vm_granularity = vm_granularity;
+            cuda_ops.vm_reserve = vm_reserve;
+            cuda_ops.vm_release = vm_release;
+            cuda_ops.vm_map = vm_map;
+            cuda_ops.vm_unmap = vm_unmap;
+        } else {
+            fs_log(FS_LOG_WARN, "expandable_segments: the driver's virtual-memory API is not "
+                                "reachable; using plain segments");
+        }
+    }
+    return &cuda_ops;
+}

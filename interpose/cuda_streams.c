@@ -1,0 +1,407 @@
+/* cuda_streams.c - the runtime's stream calls as the allocator needs to see
+ * them.
+ *
+ * Stream creation and destruction go through the stream pools; work issued
+ * on a stream (kernel launches, host functions, async copies and sets, graph
+ * launches, event waits) marks the stream busy for the allocator's free
+ * fences, and the async copies and sets also record a use of the shim blocks
+ * they touch (record-stream); host synchronisation lets the allocator retire
+ * deferred frees; capture calls keep the capture list.
+ *
+ * Each entry point with a per-thread-default-stream variant (_ptsz, _ptds)
+ * is defined twice: stream 0 means the legacy stream in the plain one and
+ * the calling thread's per-thread stream in the variant. */
+#include "real.h"
+#include "runtime.h"
+
+/* ---- what the allocator is told ---- */
+
+/* Work was issued on `s`: frees must fence it. */
+static void note_work(cudaStream_t s, bool pt)
+{
+    fs_allocator *a = fs_shim_allocator_peek();
+    fs_stream_t key;
+    int dev;
+
+    if (!a || !fs_shim_enter())
+        return;
+    if (!fs_shim_stream_capturing(s, pt)) {
+        key = fs_shim_stream_key(s, pt, &dev);
+        if (dev >= 0)
+            fs_alloc_stream_note_work(a, dev, key);
+    }
+    fs_shim_leave();
+}
+
+/* `s` works on the memory at `p`, `q`: record the use on the blocks the
+ * shim owns (others are not its business). */
+static void record_uses(const void *p, const void *q, cudaStream_t s, bool pt)
+{
+    fs_allocator *a = fs_shim_allocator_peek();
+    fs_stream_t key;
+    int dev;
+
+    if (!a || !fs_shim_enter())
+        return;
+    if (!fs_shim_stream_capturing(s, pt)) {
+        key = fs_shim_stream_key(s, pt, &dev);
+        if (dev >= 0) {
+            fs_alloc_stream_note_work(a, dev, key);
+            if (p)
+                fs_record_stream(a, (void *)p, key);
+            if (q)
+                fs_record_stream(a, (void *)q, key);
+        }
+    }
+    fs_shim_leave();
+}
+
+/* The host has waited for work on `device` (-1: unknown, any). */
+static void host_synced(int device)
+{
+    fs_allocator *a = fs_shim_allocator_peek();
+
+    if (!a || !fs_shim_enter())
+        return;
+    fs_alloc_note_host_sync(a, device);
+    fs_shim_leave();
+}
+
+#define REAL_OR_FAIL(var, expr)                                                                    \
+    __typeof__(expr) var = (expr);                                                                 \
+    if (!var)                                                                                      \
+    return cudaErrorInitializationError
+
+/* ---- creation and destruction: the stream pools ---- */
+
+FS_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream)
+{
+    return fs_pool_stream_create(pStream, cudaStreamDefault, 0);
+}
+
+FS_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+{
+    return fs_pool_stream_create(pStream, flags, 0);
+}
+
+FS_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
+                                                   int priority)
+{
+    return fs_pool_stream_create(pStream, flags, priority);
+}
+
+FS_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaStreamDestroy));
+    (void)real;
+    return fs_pool_stream_destroy(stream);
+}
+
+/* A pooled stream the program destroyed still exists in the runtime: the
+ * shim answers for it as for a destroyed stream. */
+FS_EXPORT cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaStreamGetFlags));
+    if (fs_stream_is_destroyed(hStream))
+        return fs_shim_return_error(cudaErrorInvalidResourceHandle);
+    return real(hStream, flags);
+}
+
+FS_EXPORT cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int *flags)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamGetFlags, "cudaStreamGetFlags_ptsz"));
+    if (fs_stream_is_destroyed(hStream))
+        return fs_shim_return_error(cudaErrorInvalidResourceHandle);
+    return real(hStream, flags);
+}
+
+FS_EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaStreamGetPriority));
+    if (fs_stream_is_destroyed(hStream))
+        return fs_shim_return_error(cudaErrorInvalidResourceHandle);
+    return real(hStream, priority);
+}
+
+FS_EXPORT cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *priority)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamGetPriority, "cudaStreamGetPriority_ptsz"));
+    if (fs_stream_is_destroyed(hStream))
+        return fs_shim_return_error(cudaErrorInvalidResourceHandle);
+    return real(hStream, priority);
+}
+
+/* ---- work on streams ---- */
+
+FS_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
+                                          unsigned int flags)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaStreamWaitEvent));
+    note_work(stream, false);
+    return real(stream, event, flags);
+}
+
+FS_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event,
+                                               unsigned int flags)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamWaitEvent, "cudaStreamWaitEvent_ptsz"));
+    note_work(stream, true);
+    return real(stream, event, flags);
+}
+
+FS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim,
+                                       void **args, size_t sharedMem, cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaLaunchKernel));
+    note_work(stream, false);
+    return real(func, gridDim, blockDim, args, sharedMem, stream);
+}
+
+FS_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
+                                            void **args, size_t sharedMem, cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaLaunchKernel, "cudaLaunchKernel_ptsz"));
+    note_work(stream, true);
+    return real(func, gridDim, blockDim, args, sharedMem, stream);
+}
+
+FS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,
+                                          void **args)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaLaunchKernelExC));
+    if (config)
+        note_work(config->stream, false);
+    return real(config, func, args);
+}
+
+FS_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config,
+                                               const void *func, void **args)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaLaunchKernelExC, "cudaLaunchKernelExC_ptsz"));
+    if (config)
+        note_work(config->stream, true);
+    return real(config, func, args);
+}
+
+FS_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaLaunchHostFunc));
+    note_work(stream, false);
+    return real(stream, fn, userData);
+}
+
+FS_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn,
+                                              void *userData)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaLaunchHostFunc, "cudaLaunchHostFunc_ptsz"));
+    note_work(stream, true);
+    return real(stream, fn, userData);
+}
+
+FS_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaGraphLaunch));
+    note_work(stream, false);
+    return real(graphExec, stream);
+}
+
+FS_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaGraphLaunch, "cudaGraphLaunch_ptsz"));
+    note_work(stream, true);
+    return real(graphExec, stream);
+}
+
+FS_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+                                      enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaMemcpyAsync));
+    record_uses(dst, src, stream, false);
+    return real(dst, src, count, kind, stream);
+}
+
+FS_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
+                                           enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaMemcpyAsync, "cudaMemcpyAsync_ptsz"));
+    record_uses(dst, src, stream, true);
+    return real(dst, src, count, kind, stream);
+}
+
+FS_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
+                                        size_t spitch, size_t width, size_t height,
+                                        enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaMemcpy2DAsync));
+    record_uses(dst, src, stream, false);
+    return real(dst, dpitch, src, spitch, width, height, kind, stream);
+}
+
+FS_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src,
+                                             size_t spitch, size_t width, size_t height,
+                                             enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaMemcpy2DAsync, "cudaMemcpy2DAsync_ptsz"));
+    record_uses(dst, src, stream, true);
+    return real(dst, dpitch, src, spitch, width, height, kind, stream);
+}
+
+FS_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src,
+                                          int srcDevice, size_t count, cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaMemcpyPeerAsync));
+    record_uses(dst, src, stream, false);
+    return real(dst, dstDevice, src, srcDevice, count, stream);
+}
+
+FS_EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaMemsetAsync));
+    record_uses(devPtr, NULL, stream, false);
+    return real(devPtr, value, count, stream);
+}
+
+FS_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count,
+                                           cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaMemsetAsync, "cudaMemsetAsync_ptsz"));
+    record_uses(devPtr, NULL, stream, true);
+    return real(devPtr, value, count, stream);
+}
+
+FS_EXPORT cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t width,
+                                        size_t height, cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaMemset2DAsync));
+    record_uses(devPtr, NULL, stream, false);
+    return real(devPtr, pitch, value, width, height, stream);
+}
+
+FS_EXPORT cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value,
+                                             size_t width, size_t height, cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaMemset2DAsync, "cudaMemset2DAsync_ptsz"));
+    record_uses(devPtr, NULL, stream, true);
+    return real(devPtr, pitch, value, width, height, stream);
+}
+
+/* ---- host synchronisation: deferred frees may have completed ---- */
+
+FS_EXPORT cudaError_t cudaDeviceSynchronize(void)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaDeviceSynchronize));
+    cudaError_t e = real();
+    if (e == cudaSuccess)
+        host_synced(fs_shim_current_device());
+    return e;
+}
+
+static cudaError_t stream_synchronize(cudaStream_t s, bool pt,
+                                      __typeof__(&cudaStreamSynchronize) real)
+{
+    cudaError_t e;
+    int dev = -1;
+
+    if (!real)
+        return cudaErrorInitializationError;
+    if (fs_stream_is_destroyed(s))
+        return fs_shim_return_error(cudaErrorInvalidResourceHandle);
+    e = real(s);
+    if (e == cudaSuccess && fs_shim_allocator_peek() && fs_shim_enter()) {
+        fs_shim_stream_key(s, pt, &dev);
+        fs_shim_leave();
+        host_synced(dev);
+    }
+    return e;
+}
+
+FS_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+    return stream_synchronize(stream, false, FS_REAL(cudaStreamSynchronize));
+}
+
+FS_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
+{
+    return stream_synchronize(stream, true,
+                              FS_REAL_AS(cudaStreamSynchronize, "cudaStreamSynchronize_ptsz"));
+}
+
+FS_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaEventSynchronize));
+    cudaError_t e = real(event);
+    if (e == cudaSuccess)
+        host_synced(-1);
+    return e;
+}
+
+/* ---- graph capture ---- */
+
+static cudaError_t begin_capture(cudaStream_t s, bool pt, enum cudaStreamCaptureMode mode,
+                                 cudaError_t e)
+{
+    if (e == cudaSuccess && fs_shim_enter()) {
+        fs_capture_begin(fs_shim_stream_key(s, pt, NULL), mode);
+        fs_shim_leave();
+    }
+    return e;
+}
+
+static cudaError_t end_capture(cudaStream_t s, bool pt, cudaError_t e)
+{
+    /* the capture is over whatever the outcome (an invalidated capture
+     * ends with an error too) */
+    if (fs_shim_enter()) {
+        fs_capture_end(fs_shim_stream_key(s, pt, NULL));
+        fs_shim_leave();
+    }
+    return e;
+}
+
+FS_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaStreamBeginCapture));
+    return begin_capture(stream, false, mode, real(stream, mode));
+}
+
+FS_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
+                                                  enum cudaStreamCaptureMode mode)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamBeginCapture, "cudaStreamBeginCapture_ptsz"));
+    return begin_capture(stream, true, mode, real(stream, mode));
+}
+
+FS_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
+                                                    const cudaGraphNode_t *dependencies,
+                                                    const cudaGraphEdgeData *dependencyData,
+                                                    size_t numDependencies,
+                                                    enum cudaStreamCaptureMode mode)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaStreamBeginCaptureToGraph));
+    return begin_capture(stream, false, mode,
+                         real(stream, graph, dependencies, dependencyData, numDependencies, mode));
+}
+
+FS_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
+                                                         const cudaGraphNode_t *dependencies,
+                                                         const cudaGraphEdgeData *dependencyData,
+                                                         size_t numDependencies,
+                                                         enum cudaStreamCaptureMode mode)
+{
+    REAL_OR_FAIL(real,
+                 FS_REAL_AS(cudaStreamBeginCaptureToGraph, "cudaStreamBeginCaptureToGraph_ptsz"));
+    return begin_capture(stream, true, mode,
+                         real(stream, graph, dependencies, dependencyData, numDependencies, mode));
+}
+
+FS_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaStreamEndCapture));
+    return end_capture(stream, false, real(stream, pGraph));
+}
+
+FS_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamEndCapture, "cudaStreamEndCapture_ptsz"));
+    return end_capture(stream, true, real(stream, pGraph));
+}

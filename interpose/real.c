@@ -1,0 +1,87 @@
+/* real.c - finding the program's own CUDA runtime and NCCL.
+ *
+ * The shim never links or loads libcudart/libnccl (SPEC section 1): loading
+ * a second runtime would give the process two CUDA contexts' worth of state.
+ * It looks the real entry points up among what is already loaded:
+ *   1. dlsym(RTLD_NEXT): the runtime the program was linked with, or one a
+ *      dlopen(RTLD_GLOBAL) put in the global scope;
+ *   2. otherwise every loaded object, through dl_iterate_phdr: a runtime
+ *      that Python (or any plugin loader) dlopen'ed with RTLD_LOCAL is
+ *      invisible to RTLD_NEXT, so the shim takes its own reference to it with
+ *      dlopen(RTLD_NOLOAD), which never loads anything.
+ * Lookups are slow; callers cache what they get (FS_REAL in real.h). */
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <string.h>
+
+static const char *const lib_prefix[] = {
+    [FS_LIB_CUDART] = "libcudart.so",
+    [FS_LIB_NCCL] = "libnccl.so",
+};
+
+/* Our own handles on libraries found by the phdr walk; once set they stay
+ * (a handle keeps its library loaded). */
+static void *lib_handle[2];
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct find_ctx {
+    const char *prefix;
+    char path[PATH_MAX];
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct find_ctx *ctx = arg;
+    const char *base;
+
+    (void)size;
+    if (!info->dlpi_name || !*info->dlpi_name)
+        return 0;
+    base = strrchr(info->dlpi_name, '/');
+    base = base ? base + 1 : info->dlpi_name;
+    if (strncmp(base, ctx->prefix, strlen(ctx->prefix)) != 0)
+        return 0;
+    strncpy(ctx->path, info->dlpi_name, sizeof ctx->path - 1);
+    ctx->path[sizeof ctx->path - 1] = '\0';
+    return 1;
+}
+
+/* A handle on the loaded copy of `lib`, or NULL while none is loaded. The
+ * dlopen happens outside dl_iterate_phdr, which holds the loader's lock. */
+static void *loaded_handle(enum fs_lib lib)
+{
+    void *h = __atomic_load_n(&lib_handle[lib], __ATOMIC_ACQUIRE);
+    struct find_ctx ctx;
+
+    if (h)
+        return h;
+    ctx.prefix = lib_prefix[lib];
+    ctx.path[0] = '\0';
+    if (!dl_iterate_phdr(find_object, &ctx))
+        return NULL;
+    pthread_mutex_lock(&lib_lock);
+    h = lib_handle[lib];
+    if (!h) {
+        h = dlopen(ctx.path, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+        if (h) {
+            __atomic_store_n(&lib_handle[lib], h, __ATOMIC_RELEASE);
+            fs_log(FS_LOG_DEBUG, "found %s among loaded objects", ctx.path);
+        }
+    }
+    pthread_mutex_unlock(&lib_lock);
+    return h;
+}
+
+void *fs_real_symbol(enum fs_lib lib, const char *name)
+{
+    void *h, *sym = dlsym(RTLD_NEXT, name);
+
+    if (sym)
+        return sym;
+    h = loaded_handle(lib);
+    return h ? dlsym(h, name) : NULL;
+}

@@ -1,0 +1,80 @@
+/* runtime.h - what the CUDA runtime glue files share among themselves.
+ *
+ * shim.h is the contract with the NCCL glue; this header is the runtime
+ * side's own plumbing: the stream table (streams.c), graph-capture tracking
+ * (capture.c), stream pools (stream_pool.c), the device table the allocator
+ * runs on (cuda_device.c) and the thread's stream set through the public API
+ * (shim.c). */
+#ifndef FS_RUNTIME_H
+#define FS_RUNTIME_H
+
+#include "shim.h"
+
+/* ---- shim.c ---- */
+/* The calling thread's current stream set by fsdpshim_set_stream(); NULL
+ * (the legacy stream) unless set. cudaMalloc allocates for it. */
+cudaStream_t fs_thread_stream(void);
+void fs_thread_stream_set(cudaStream_t s);
+/* The free hook, or NULL. */
+const fs_shim_free_hook *fs_free_hook(void);
+/* The allocator if it exists already; never creates it. */
+fs_allocator *fs_shim_allocator_peek(void);
+/* Device count the allocator was created for (0 before). */
+int fs_shim_device_count(void);
+
+/* ---- streams.c ---- */
+/* The runtime handle that names `key` for the calling thread: the legacy
+ * stream for key 0, cudaStreamPerThread for the calling thread's own
+ * per-thread stream and cudaStreamLegacy for another thread's (the legacy
+ * stream orders every blocking stream, so that is the safe stand-in). */
+cudaStream_t fs_stream_handle(fs_stream_t key);
+/* The stream is known to the shim and was destroyed by the program (it sits
+ * in a stream pool): calls on it fail as on a destroyed stream. */
+bool fs_stream_is_destroyed(cudaStream_t s);
+/* Records a stream the shim created (or re-issued from a pool) for the
+ * program; pooled says it goes back to a pool when destroyed. */
+void fs_stream_adopt(cudaStream_t s, int device, unsigned flags, int priority, bool pooled);
+/* The program destroyed `s`: returns true and fills the fields if the stream
+ * is pooled (then it is marked destroyed and the caller parks it); false if
+ * not (the entry is dropped and the caller destroys it for real). */
+bool fs_stream_release(cudaStream_t s, int *device, unsigned *flags, int *priority);
+/* The pooled stream `s` is destroyed for real: forget it. */
+void fs_stream_forget(cudaStream_t s);
+/* Forget every stream of `device` (cudaDeviceReset), or all (fork child). */
+void fs_streams_reset(int device);
+/* Sets the per-thread current device cache. */
+void fs_current_device_set(int device);
+
+/* ---- capture.c ---- */
+/* Number of captures under way in the process (any mode). */
+unsigned fs_capture_active(void);
+bool fs_capture_global_underway(void);
+bool fs_capture_key_capturing(fs_stream_t key);
+void fs_capture_begin(fs_stream_t key, enum cudaStreamCaptureMode mode);
+void fs_capture_end(fs_stream_t key);
+void fs_capture_reset(void);
+
+/* ---- cuda_device.c ---- */
+/* The allocator's device table over the program's runtime; expandable
+ * segments only if asked and the driver's VMM entry points are reachable. */
+const fs_device_ops *fs_cuda_device_ops(bool want_vm);
+
+/* Brackets a batch of internal runtime calls: the program's last error is
+ * kept, calls run in relaxed capture mode while a capture is under way, and
+ * `device` (if >= 0) is made current for the duration. */
+typedef struct fs_internal_call {
+    fs_err_state err;
+    int prev_device;
+    bool relaxed;
+    enum cudaStreamCaptureMode mode;
+} fs_internal_call;
+void fs_internal_begin(fs_internal_call *c, int device);
+void fs_internal_end(fs_internal_call *c);
+
+/* ---- stream_pool.c ---- */
+cudaError_t fs_pool_stream_create(cudaStream_t *out, unsigned flags, int priority);
+cudaError_t fs_pool_stream_destroy(cudaStream_t s);
+/* Forget pooled streams of `device` (cudaDeviceReset), or all (-1, fork). */
+void fs_pool_reset(int device);
+
+#endif /* FS_RUNTIME_H */
