@@ -1,0 +1,244 @@
+/* copy.c - cudaMemcpy*, cudaMemset*: stream-ordered byte moves.
+ *
+ * Every copy and set is an op on its stream (legacy or per-thread for the
+ * synchronous forms). When the caller waits follows the runtime's documented
+ * behaviour: a copy that touches pageable host memory blocks until it is
+ * done, even through cudaMemcpyAsync; with pinned memory (or device to
+ * device) cudaMemcpyAsync returns at once; synchronous cudaMemcpy waits
+ * except device to device; cudaMemset on device memory does not wait. The
+ * direction is never needed (addresses are unified) but an invalid kind is
+ * still refused. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct move {
+    char *dst;
+    const char *src; /* NULL for a memset */
+    size_t width, height, dpitch, spitch;
+    int value;
+};
+
+static void run_move(void *p)
+{
+    struct move *m = p;
+    for (size_t row = 0; row < m->height; row++) {
+        char *d = m->dst + row * m->dpitch;
+        if (m->src)
+            memmove(d, m->src + row * m->spitch, m->width);
+        else
+            memset(d, m->value, m->width);
+    }
+    free(m);
+}
+
+enum side { SIDE_PAGEABLE, SIDE_PINNED, SIDE_DEVICE };
+
+/* What the span [p, p+n) is; cudaErrorInvalidValue for NULL or a span that
+ * starts in device memory and runs past its allocation. */
+static cudaError_t classify(const void *p, size_t n, enum side *side)
+{
+    struct fs_range r;
+    if (!p)
+        return cudaErrorInvalidValue;
+    if (!fs_registry_find((uintptr_t)p, &r)) {
+        *side = SIDE_PAGEABLE;
+        return cudaSuccess;
+    }
+    if ((uintptr_t)p + n > r.base + r.size || (uintptr_t)p + n < (uintptr_t)p)
+        return cudaErrorInvalidValue;
+    *side = fs_range_is_device(&r) ? SIDE_DEVICE : SIDE_PINNED;
+    return cudaSuccess;
+}
+
+static size_t span(size_t pitch, size_t width, size_t height)
+{
+    return height ? pitch * (height - 1) + width : 0;
+}
+
+enum mode { MODE_SYNC, MODE_ASYNC };
+
+static cudaError_t copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                           size_t height, enum cudaMemcpyKind kind, cudaStream_t sh, int pt,
+                           enum mode mode)
+{
+    fs_init();
+    if ((unsigned)kind > cudaMemcpyDefault)
+        return fs_ret(cudaErrorInvalidMemcpyDirection);
+    if (height > 1 && (width > dpitch || width > spitch))
+        return fs_ret(cudaErrorInvalidPitchValue);
+    struct fs_stream *s;
+    cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    if (err)
+        return fs_ret(err);
+    if (width == 0 || height == 0)
+        return cudaSuccess;
+    enum side ds, ss;
+    err = classify(dst, span(dpitch, width, height), &ds);
+    if (!err)
+        err = classify(src, span(spitch, width, height), &ss);
+    if (err)
+        return fs_ret(err);
+
+    struct move *m = malloc(sizeof *m);
+    if (!m)
+        return fs_ret(cudaErrorMemoryAllocation);
+    *m = (struct move){dst, src, width, height, dpitch, spitch, 0};
+    uint64_t seq = fs_stream_submit(s, run_move, m, 0, NULL);
+    if (!seq) {
+        free(m);
+        return fs_ret(cudaErrorInvalidResourceHandle);
+    }
+    int wait;
+    if (mode == MODE_SYNC)
+        wait = !(ds == SIDE_DEVICE && ss == SIDE_DEVICE);
+    else
+        wait = ds == SIDE_PAGEABLE || ss == SIDE_PAGEABLE;
+    if (wait)
+        fs_stream_wait(s, seq);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
+{
+    return copy_2d(dst, n, src, n, n, 1, kind, NULL, 0, MODE_SYNC);
+}
+
+FS_API cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
+{
+    return copy_2d(dst, n, src, n, n, 1, kind, NULL, 1, MODE_SYNC);
+}
+
+FS_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                                   cudaStream_t s)
+{
+    return copy_2d(dst, n, src, n, n, 1, kind, s, 0, MODE_ASYNC);
+}
+
+FS_API cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n,
+                                        enum cudaMemcpyKind kind, cudaStream_t s)
+{
+    return copy_2d(dst, n, src, n, n, 1, kind, s, 1, MODE_ASYNC);
+}
+
+FS_API cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                size_t width, size_t height, enum cudaMemcpyKind kind)
+{
+    return copy_2d(dst, dpitch, src, spitch, width, height, kind, NULL, 0, MODE_SYNC);
+}
+
+FS_API cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                     size_t width, size_t height, enum cudaMemcpyKind kind)
+{
+    return copy_2d(dst, dpitch, src, spitch, width, height, kind, NULL, 1, MODE_SYNC);
+}
+
+FS_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                     size_t width, size_t height, enum cudaMemcpyKind kind,
+                                     cudaStream_t s)
+{
+    return copy_2d(dst, dpitch, src, spitch, width, height, kind, s, 0, MODE_ASYNC);
+}
+
+FS_API cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src,
+                                          size_t spitch, size_t width, size_t height,
+                                          enum cudaMemcpyKind kind, cudaStream_t s)
+{
+    return copy_2d(dst, dpitch, src, spitch, width, height, kind, s, 1, MODE_ASYNC);
+}
+
+static cudaError_t copy_peer(void *dst, int dst_dev, const void *src, int src_dev, size_t n,
+                             cudaStream_t s, enum mode mode)
+{
+    fs_init();
+    if (!fs_dev(dst_dev) || !fs_dev(src_dev))
+        return fs_ret(cudaErrorInvalidDevice);
+    return copy_2d(dst, n, src, n, n, 1, cudaMemcpyDeviceToDevice, s, 0, mode);
+}
+
+FS_API cudaError_t cudaMemcpyPeer(void *dst, int dst_dev, const void *src, int src_dev, size_t n)
+{
+    return copy_peer(dst, dst_dev, src, src_dev, n, NULL, MODE_SYNC);
+}
+
+FS_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_dev, const void *src, int src_dev,
+                                       size_t n, cudaStream_t s)
+{
+    return copy_peer(dst, dst_dev, src, src_dev, n, s, MODE_ASYNC);
+}
+
+static cudaError_t set_2d(void *dst, size_t pitch, int value, size_t width, size_t height,
+                          cudaStream_t sh, int pt, enum mode mode)
+{
+    fs_init();
+    if (height > 1 && width > pitch)
+        return fs_ret(cudaErrorInvalidPitchValue);
+    struct fs_stream *s;
+    cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    if (err)
+        return fs_ret(err);
+    if (width == 0 || height == 0)
+        return cudaSuccess;
+    enum side side;
+    err = classify(dst, span(pitch, width, height), &side);
+    if (!err && side == SIDE_PAGEABLE)
+        err = cudaErrorInvalidValue; /* memset needs memory the device can reach */
+    if (err)
+        return fs_ret(err);
+    struct move *m = malloc(sizeof *m);
+    if (!m)
+        return fs_ret(cudaErrorMemoryAllocation);
+    *m = (struct move){dst, NULL, width, height, pitch, 0, value};
+    uint64_t seq = fs_stream_submit(s, run_move, m, 0, NULL);
+    if (!seq) {
+        free(m);
+        return fs_ret(cudaErrorInvalidResourceHandle);
+    }
+    if (mode == MODE_SYNC && side == SIDE_PINNED)
+        fs_stream_wait(s, seq);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaMemset(void *dst, int value, size_t n)
+{
+    return set_2d(dst, n, value, n, 1, NULL, 0, MODE_SYNC);
+}
+
+FS_API cudaError_t cudaMemset_ptds(void *dst, int value, size_t n)
+{
+    return set_2d(dst, n, value, n, 1, NULL, 1, MODE_SYNC);
+}
+
+FS_API cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t s)
+{
+    return set_2d(dst, n, value, n, 1, s, 0, MODE_ASYNC);
+}
+
+FS_API cudaError_t cudaMemsetAsync_ptsz(void *dst, int value, size_t n, cudaStream_t s)
+{
+    return set_2d(dst, n, value, n, 1, s, 1, MODE_ASYNC);
+}
+
+FS_API cudaError_t cudaMemset2D(void *dst, size_t pitch, int value, size_t width, size_t height)
+{
+    return set_2d(dst, pitch, value, width, height, NULL, 0, MODE_SYNC);
+}
+
+FS_API cudaError_t cudaMemset2D_ptds(void *dst, size_t pitch, int value, size_t width,
+                                     size_t height)
+{
+    return set_2d(dst, pitch, value, width, height, NULL, 1, MODE_SYNC);
+}
+
+FS_API cudaError_t cudaMemset2DAsync(void *dst, size_t pitch, int value, size_t width,
+                                     size_t height, cudaStream_t s)
+{
+    return set_2d(dst, pitch, value, width, height, s, 0, MODE_ASYNC);
+}
+
+FS_API cudaError_t cudaMemset2DAsync_ptsz(void *dst, size_t pitch, int value, size_t width,
+                                          size_t height, cudaStream_t s)
+{
+    return set_2d(dst, pitch, value, width, height, s, 1, MODE_ASYNC);
+}

@@ -1,0 +1,202 @@
+/* device.c - the simulated devices, the thread's current device, device-wide
+ * synchronisation and reset.
+ *
+ * The current device is per thread and starts at 0, as in the runtime; there
+ * is no context to create, so cudaSetDevice, cudaInitDevice and cudaFree(0)
+ * only check the ordinal. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+static struct fs_device *devices;
+static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
+static __thread int current_device;
+
+static void devices_init(void)
+{
+    fs_init();
+    devices = calloc(fs_cfg.ndevices ? (size_t)fs_cfg.ndevices : 1, sizeof *devices);
+    if (!devices)
+        abort();
+    for (int d = 0; d < fs_cfg.ndevices; d++) {
+        struct fs_device *dev = &devices[d];
+        dev->ordinal = d;
+        pthread_mutex_init(&dev->mu, NULL);
+        pthread_mutex_init(&dev->hostfn_mu, NULL);
+        dev->pool = fs_pool_new(dev);
+    }
+}
+
+struct fs_device *fs_dev(int ordinal)
+{
+    pthread_once(&devices_once, devices_init);
+    if (ordinal < 0 || ordinal >= fs_cfg.ndevices)
+        return NULL;
+    return &devices[ordinal];
+}
+
+int fs_cur_device(void)
+{
+    return current_device;
+}
+
+struct fs_device *fs_cur_dev(void)
+{
+    struct fs_device *dev = fs_dev(current_device);
+    if (!dev) {
+        /* Only reachable with FSDPSHIM_SIM_DEVICES=0: nothing can run. */
+        fprintf(stderr, "fsdpshim-sim: no simulated device (FSDPSHIM_SIM_DEVICES=0)\n");
+        abort();
+    }
+    return dev;
+}
+
+void fs_device_sync(struct fs_device *dev)
+{
+    /* Snapshot every stream's last op, then wait outside the lock. */
+    pthread_mutex_lock(&dev->mu);
+    size_t n = 0;
+    for (struct fs_stream *s = dev->streams; s; s = s->dev_next)
+        n++;
+    struct fs_dep *deps = calloc(n ? n : 1, sizeof *deps);
+    size_t k = 0;
+    for (struct fs_stream *s = dev->streams; s && deps; s = s->dev_next)
+        deps[k++] = (struct fs_dep){s, fs_stream_last(s)};
+    pthread_mutex_unlock(&dev->mu);
+    for (size_t i = 0; i < k; i++)
+        fs_stream_wait(deps[i].stream, deps[i].seq);
+    free(deps);
+    fs_pool_trim_threshold(dev->pool);
+}
+
+FS_API cudaError_t cudaGetDeviceCount(int *count)
+{
+    fs_init();
+    if (!count)
+        return fs_ret(cudaErrorInvalidValue);
+    if (fs_cfg.ndevices == 0)
+        return fs_ret(cudaErrorNoDevice);
+    *count = fs_cfg.ndevices;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaSetDevice(int device)
+{
+    if (!fs_dev(device))
+        return fs_ret(cudaErrorInvalidDevice);
+    current_device = device;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaGetDevice(int *device)
+{
+    if (!device)
+        return fs_ret(cudaErrorInvalidValue);
+    *device = current_device;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags)
+{
+    (void)deviceFlags;
+    if (!fs_dev(device))
+        return fs_ret(cudaErrorInvalidDevice);
+    if (flags & ~(unsigned)cudaInitDeviceFlagsAreValid)
+        return fs_ret(cudaErrorInvalidValue);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaSetDeviceFlags(unsigned int flags)
+{
+    /* cudaDeviceMapHost is implied (always on); the schedule flags are one
+     * of spin/yield/blocking-sync/auto. */
+    unsigned known = cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax |
+                     cudaDeviceSyncMemops;
+    if (flags & ~known)
+        return fs_ret(cudaErrorInvalidValue);
+    struct fs_device *dev = fs_cur_dev();
+    pthread_mutex_lock(&dev->mu);
+    dev->flags = flags | cudaDeviceMapHost;
+    pthread_mutex_unlock(&dev->mu);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaGetDeviceFlags(unsigned int *flags)
+{
+    if (!flags)
+        return fs_ret(cudaErrorInvalidValue);
+    struct fs_device *dev = fs_cur_dev();
+    pthread_mutex_lock(&dev->mu);
+    *flags = dev->flags | cudaDeviceMapHost;
+    pthread_mutex_unlock(&dev->mu);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaDeviceSynchronize(void)
+{
+    fs_device_sync(fs_cur_dev());
+    return cudaSuccess;
+}
+
+/* Frees the device's cudaMalloc memory and invalidates its streams and
+ * events. Memory from cudaMallocAsync stays, as the runtime documents
+ * ("must be destroyed explicitly"). */
+FS_API cudaError_t cudaDeviceReset(void)
+{
+    struct fs_device *dev = fs_cur_dev();
+    fs_device_sync(dev);
+    fs_stream_forget_device(dev);
+    __atomic_add_fetch(&dev->reset_gen, 1, __ATOMIC_RELEASE);
+    fs_devmem_forget_device(dev->ordinal);
+    pthread_mutex_lock(&dev->mu);
+    dev->flags = 0;
+    pthread_mutex_unlock(&dev->mu);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaDriverGetVersion(int *version)
+{
+    if (!version)
+        return fs_ret(cudaErrorInvalidValue);
+    *version = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaRuntimeGetVersion(int *version)
+{
+    if (!version)
+        return fs_ret(cudaErrorInvalidValue);
+    *version = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
+{
+    if (least)
+        *least = 0;
+    if (greatest)
+        *greatest = -5;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaDeviceGetPCIBusId(char *bus_id, int len, int device)
+{
+    if (!bus_id || len <= 0)
+        return fs_ret(cudaErrorInvalidValue);
+    if (!fs_dev(device))
+        return fs_ret(cudaErrorInvalidDevice);
+    /* Bus numbers 0x18, 0x2a, ... like the GPUs of one node. */
+    snprintf(bus_id, (size_t)len, "00000000:%02X:00.0", 0x18 + 0x12 * device);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer)
+{
+    if (!can)
+        return fs_ret(cudaErrorInvalidValue);
+    if (!fs_dev(device) || !fs_dev(peer))
+        return fs_ret(cudaErrorInvalidDevice);
+    *can = device != peer;
+    return cudaSuccess;
+}

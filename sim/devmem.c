@@ -1,0 +1,130 @@
+/* devmem.c - device memory: capacity accounting per device, cudaMalloc /
+ * cudaFree and cudaMemGetInfo.
+ *
+ * Device memory is host memory: each allocation is its own anonymous
+ * MAP_NORESERVE mapping, so capacity costs nothing until pages are touched,
+ * and a freed allocation's pages go back to the kernel at once. Sizes are
+ * charged rounded up to 256 bytes, cudaMalloc's alignment guarantee. */
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+#define DEVMEM_ALIGN 256
+
+cudaError_t fs_capacity_take(struct fs_device *dev, size_t size)
+{
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&dev->mu);
+    if (size > fs_cfg.capacity - dev->used) {
+        err = cudaErrorMemoryAllocation;
+    } else {
+        dev->used += size;
+        if (dev->used > dev->peak)
+            dev->peak = dev->used;
+        dev->allocs++;
+        dev->touched = 1;
+    }
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
+void fs_capacity_give(struct fs_device *dev, size_t size)
+{
+    pthread_mutex_lock(&dev->mu);
+    dev->used -= size;
+    dev->frees++;
+    pthread_mutex_unlock(&dev->mu);
+}
+
+cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind,
+                            void **out)
+{
+    if (size > fs_cfg.capacity)
+        return cudaErrorMemoryAllocation; /* also catches sizes near SIZE_MAX */
+    size = (size + DEVMEM_ALIGN - 1) & ~(size_t)(DEVMEM_ALIGN - 1);
+    cudaError_t err = fs_capacity_take(dev, size);
+    if (err)
+        return err;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (p == MAP_FAILED) {
+        fs_capacity_give(dev, size);
+        return cudaErrorMemoryAllocation;
+    }
+    struct fs_range r = {(uintptr_t)p, size, kind, dev->ordinal, 1};
+    fs_registry_add(&r);
+    *out = p;
+    return cudaSuccess;
+}
+
+void fs_devmem_release(const struct fs_range *r)
+{
+    fs_registry_remove(r->base);
+    munmap((void *)r->base, r->size);
+    fs_capacity_give(fs_dev(r->device), r->size);
+}
+
+void fs_devmem_forget_device(int device)
+{
+    struct fs_range *list;
+    size_t n = fs_registry_collect(device, FS_RANGE_MALLOC, &list);
+    for (size_t i = 0; i < n; i++)
+        fs_devmem_release(&list[i]);
+    free(list);
+}
+
+FS_API cudaError_t cudaMalloc(void **ptr, size_t size)
+{
+    fs_init();
+    if (!ptr)
+        return fs_ret(cudaErrorInvalidValue);
+    if (size == 0) {
+        *ptr = NULL;
+        return cudaSuccess;
+    }
+    return fs_ret(fs_devmem_alloc(fs_cur_dev(), size, FS_RANGE_MALLOC, ptr));
+}
+
+/* The block `ptr` starts, claimed for freeing (so two racing frees cannot
+ * both succeed); cudaErrorInvalidValue for anything else. */
+cudaError_t fs_claim_device_block(const void *ptr, struct fs_range *r)
+{
+    if (!fs_registry_find((uintptr_t)ptr, r) || r->base != (uintptr_t)ptr ||
+        (r->kind != FS_RANGE_MALLOC && r->kind != FS_RANGE_POOL) ||
+        !fs_registry_set_live(r->base, 1, 0))
+        return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaFree(void *ptr)
+{
+    fs_init();
+    if (!ptr)
+        return cudaSuccess;
+    struct fs_range r;
+    cudaError_t err = fs_claim_device_block(ptr, &r);
+    if (err)
+        return fs_ret(err);
+    /* As on a GPU, cudaFree waits for all work on the device first. */
+    struct fs_device *dev = fs_dev(r.device);
+    fs_device_sync(dev);
+    if (r.kind == FS_RANGE_MALLOC)
+        fs_devmem_release(&r);
+    else
+        fs_pool_free_now(dev->pool, r.base);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
+{
+    fs_init();
+    if (!free_bytes || !total)
+        return fs_ret(cudaErrorInvalidValue);
+    struct fs_device *dev = fs_cur_dev();
+    pthread_mutex_lock(&dev->mu);
+    *free_bytes = fs_cfg.capacity - dev->used;
+    *total = fs_cfg.capacity;
+    pthread_mutex_unlock(&dev->mu);
+    return cudaSuccess;
+}

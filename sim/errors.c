@@ -1,0 +1,75 @@
+/* errors.c - the per-thread last error and the names and messages of every
+ * status code.
+ *
+ * The runtime's rules: every failing call records its error as the thread's
+ * last error, except cudaErrorNotReady (a query's "not yet", not an error);
+ * cudaGetLastError returns it and resets it to cudaSuccess;
+ * cudaPeekAtLastError returns it and leaves it. */
+#include <stddef.h>
+
+#include "error_table.h"
+#include "internal.h"
+
+static __thread cudaError_t last_error = cudaSuccess;
+
+cudaError_t fs_ret(cudaError_t err)
+{
+    if (err != cudaSuccess && err != cudaErrorNotReady)
+        last_error = err;
+    return err;
+}
+
+FS_API cudaError_t cudaGetLastError(void)
+{
+    cudaError_t err = last_error;
+    last_error = cudaSuccess;
+    return err;
+}
+
+FS_API cudaError_t cudaPeekAtLastError(void)
+{
+    return last_error;
+}
+
+static const struct fs_error_row *find(const struct fs_error_row *rows, size_t n, int code)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].code == code)
+            return &rows[i];
+    return NULL;
+}
+
+#define RUNTIME_ROWS (sizeof fs_runtime_errors / sizeof fs_runtime_errors[0])
+#define DRIVER_ROWS (sizeof fs_driver_errors / sizeof fs_driver_errors[0])
+
+FS_API const char *cudaGetErrorName(cudaError_t err)
+{
+    const struct fs_error_row *r = find(fs_runtime_errors, RUNTIME_ROWS, err);
+    return r ? r->name : "unrecognized error code";
+}
+
+FS_API const char *cudaGetErrorString(cudaError_t err)
+{
+    const struct fs_error_row *r = find(fs_runtime_errors, RUNTIME_ROWS, err);
+    return r ? r->text : "unrecognized error code";
+}
+
+/* Driver API (reached through cudaGetDriverEntryPoint): an unknown code is
+ * CUDA_ERROR_INVALID_VALUE with *str set to NULL, as cuda.h documents. */
+CUresult fs_cu_get_error_name(CUresult err, const char **str)
+{
+    if (!str)
+        return CUDA_ERROR_INVALID_VALUE;
+    const struct fs_error_row *r = find(fs_driver_errors, DRIVER_ROWS, err);
+    *str = r ? r->name : NULL;
+    return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult fs_cu_get_error_string(CUresult err, const char **str)
+{
+    if (!str)
+        return CUDA_ERROR_INVALID_VALUE;
+    const struct fs_error_row *r = find(fs_driver_errors, DRIVER_ROWS, err);
+    *str = r ? r->text : NULL;
+    return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}

@@ -1,0 +1,280 @@
+/* event.c - events: a record is an op on a stream that stamps the time when
+ * the stream reaches it; query, synchronise and cudaStreamWaitEvent look at
+ * the most recent record.
+ *
+ * cudaEventBlockingSync changes nothing (host waits always block on a
+ * condition variable); cudaEventInterprocess is accepted with
+ * cudaEventDisableTiming, as the runtime requires, but the sim has no IPC
+ * event handles. cudaDeviceReset invalidates the events of its device (their
+ * handles then fail with cudaErrorInvalidResourceHandle). An event is freed when it is destroyed and no record op of
+ * it is still pending. */
+#include <stdlib.h>
+#include <time.h>
+
+#include "internal.h"
+
+struct fs_event {
+    pthread_mutex_t mu;
+    unsigned flags;
+    int device;
+    uint64_t reset_gen; /* the device's reset generation at creation */
+    int refs; /* the handle's own reference + one per pending record op */
+    /* Latest record: stream NULL until the event is first recorded. */
+    struct fs_stream *stream;
+    uint64_t seq;
+    uint64_t gen;      /* bumped by every record */
+    uint64_t time_gen; /* generation whose time is in time_ns */
+    int64_t time_ns;
+};
+
+struct record {
+    struct fs_event *ev;
+    uint64_t gen;
+};
+
+static struct fs_handle_set *live_events;
+static pthread_once_t events_once = PTHREAD_ONCE_INIT;
+
+static void events_init(void)
+{
+    live_events = fs_handles_new();
+}
+
+static void unref(struct fs_event *ev)
+{
+    pthread_mutex_lock(&ev->mu);
+    int last = --ev->refs == 0;
+    pthread_mutex_unlock(&ev->mu);
+    if (last) {
+        pthread_mutex_destroy(&ev->mu);
+        free(ev);
+    }
+}
+
+static struct fs_event *lookup(cudaEvent_t h)
+{
+    pthread_once(&events_once, events_init);
+    if (!fs_handles_has(live_events, h))
+        return NULL;
+    /* cudaDeviceReset invalidates the events of its device. */
+    struct fs_event *ev = (struct fs_event *)h;
+    if (ev->reset_gen != __atomic_load_n(&fs_dev(ev->device)->reset_gen, __ATOMIC_ACQUIRE))
+        return NULL;
+    return ev;
+}
+
+static cudaError_t event_create(cudaEvent_t *out, unsigned flags)
+{
+    fs_init();
+    pthread_once(&events_once, events_init);
+    unsigned known = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
+    if (!out || (flags & ~known))
+        return fs_ret(cudaErrorInvalidValue);
+    if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming))
+        return fs_ret(cudaErrorInvalidValue);
+    struct fs_event *ev = calloc(1, sizeof *ev);
+    if (!ev)
+        return fs_ret(cudaErrorMemoryAllocation);
+    pthread_mutex_init(&ev->mu, NULL);
+    ev->flags = flags;
+    ev->device = fs_cur_device();
+    ev->reset_gen = __atomic_load_n(&fs_cur_dev()->reset_gen, __ATOMIC_ACQUIRE);
+    ev->refs = 1;
+    fs_handles_add(live_events, ev);
+    *out = (cudaEvent_t)ev;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaEventCreate(cudaEvent_t *out)
+{
+    return event_create(out, cudaEventDefault);
+}
+
+FS_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned int flags)
+{
+    return event_create(out, flags);
+}
+
+FS_API cudaError_t cudaEventDestroy(cudaEvent_t h)
+{
+    struct fs_event *ev = lookup(h);
+    if (!ev)
+        return fs_ret(cudaErrorInvalidResourceHandle);
+    fs_handles_remove(live_events, ev);
+    unref(ev);
+    return cudaSuccess;
+}
+
+static void stamp(void *p)
+{
+    struct record *r = p;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    pthread_mutex_lock(&r->ev->mu);
+    if (r->ev->gen == r->gen) {
+        r->ev->time_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+        r->ev->time_gen = r->gen;
+    }
+    pthread_mutex_unlock(&r->ev->mu);
+    unref(r->ev);
+    free(r);
+}
+
+static cudaError_t event_record(cudaEvent_t h, cudaStream_t sh, unsigned flags, int pt)
+{
+    struct fs_event *ev = lookup(h);
+    if (!ev)
+        return fs_ret(cudaErrorInvalidResourceHandle);
+    if (flags & ~(unsigned)cudaEventRecordExternal)
+        return fs_ret(cudaErrorInvalidValue);
+    struct fs_stream *s;
+    cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    if (err)
+        return fs_ret(err);
+    struct record *r = malloc(sizeof *r);
+    if (!r)
+        return fs_ret(cudaErrorMemoryAllocation);
+
+    /* The new record is visible to queries as soon as the call returns:
+     * take the generation and the sequence number under the event's lock
+     * while submitting, so that a racing query sees one or the other. */
+    pthread_mutex_lock(&ev->mu);
+    r->ev = ev;
+    r->gen = ++ev->gen;
+    ev->refs++;
+    pthread_mutex_unlock(&ev->mu);
+    uint64_t seq = fs_stream_submit(s, stamp, r, 0, NULL);
+    if (!seq) {
+        unref(ev);
+        free(r);
+        return fs_ret(cudaErrorInvalidResourceHandle);
+    }
+    pthread_mutex_lock(&ev->mu);
+    if (ev->gen == r->gen) {
+        ev->stream = s;
+        ev->seq = seq;
+    }
+    pthread_mutex_unlock(&ev->mu);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaEventRecord(cudaEvent_t h, cudaStream_t s)
+{
+    return event_record(h, s, 0, 0);
+}
+
+FS_API cudaError_t cudaEventRecord_ptsz(cudaEvent_t h, cudaStream_t s)
+{
+    return event_record(h, s, 0, 1);
+}
+
+FS_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t h, cudaStream_t s, unsigned int flags)
+{
+    return event_record(h, s, flags, 0);
+}
+
+FS_API cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t h, cudaStream_t s,
+                                                 unsigned int flags)
+{
+    return event_record(h, s, flags, 1);
+}
+
+/* The latest record as a dependency; returns 0 if never recorded. */
+static int latest(struct fs_event *ev, struct fs_dep *dep)
+{
+    pthread_mutex_lock(&ev->mu);
+    dep->stream = ev->stream;
+    dep->seq = ev->seq;
+    pthread_mutex_unlock(&ev->mu);
+    return dep->stream != NULL;
+}
+
+FS_API cudaError_t cudaEventQuery(cudaEvent_t h)
+{
+    struct fs_event *ev = lookup(h);
+    if (!ev)
+        return fs_ret(cudaErrorInvalidResourceHandle);
+    struct fs_dep dep;
+    if (!latest(ev, &dep))
+        return cudaSuccess; /* never recorded: complete */
+    return fs_stream_done(dep.stream, dep.seq) ? cudaSuccess : cudaErrorNotReady;
+}
+
+FS_API cudaError_t cudaEventSynchronize(cudaEvent_t h)
+{
+    struct fs_event *ev = lookup(h);
+    if (!ev)
+        return fs_ret(cudaErrorInvalidResourceHandle);
+    struct fs_dep dep;
+    if (latest(ev, &dep)) {
+        fs_stream_wait(dep.stream, dep.seq);
+        fs_pool_trim_threshold(dep.stream->dev->pool);
+    }
+    return cudaSuccess;
+}
+
+static cudaError_t stream_wait_event(cudaStream_t sh, cudaEvent_t h, unsigned flags, int pt)
+{
+    struct fs_event *ev = lookup(h);
+    if (!ev)
+        return fs_ret(cudaErrorInvalidResourceHandle);
+    if (flags & ~(unsigned)cudaEventWaitExternal)
+        return fs_ret(cudaErrorInvalidValue);
+    struct fs_stream *s;
+    cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    if (err)
+        return fs_ret(err);
+    struct fs_dep dep;
+    if (!latest(ev, &dep))
+        return cudaSuccess; /* waiting on a never-recorded event is a no-op */
+    if (!fs_stream_submit(s, NULL, NULL, 0, &dep))
+        return fs_ret(cudaErrorInvalidResourceHandle);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t ev, unsigned int flags)
+{
+    return stream_wait_event(s, ev, flags, 0);
+}
+
+FS_API cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t ev, unsigned int flags)
+{
+    return stream_wait_event(s, ev, flags, 1);
+}
+
+/* The time of the latest record, if it has completed. */
+static cudaError_t completed_time(struct fs_event *ev, int64_t *ns)
+{
+    pthread_mutex_lock(&ev->mu);
+    struct fs_stream *s = ev->stream;
+    uint64_t seq = ev->seq, gen = ev->gen;
+    unsigned flags = ev->flags;
+    pthread_mutex_unlock(&ev->mu);
+    if (!s || (flags & cudaEventDisableTiming))
+        return cudaErrorInvalidResourceHandle;
+    if (!fs_stream_done(s, seq))
+        return cudaErrorNotReady;
+    pthread_mutex_lock(&ev->mu);
+    int valid = ev->time_gen == gen;
+    *ns = ev->time_ns;
+    pthread_mutex_unlock(&ev->mu);
+    /* Re-recorded since we looked: the newer record is not complete. */
+    return valid ? cudaSuccess : cudaErrorNotReady;
+}
+
+FS_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+    if (!ms)
+        return fs_ret(cudaErrorInvalidValue);
+    struct fs_event *a = lookup(start), *b = lookup(end);
+    if (!a || !b)
+        return fs_ret(cudaErrorInvalidResourceHandle);
+    int64_t ta, tb;
+    cudaError_t err = completed_time(a, &ta);
+    if (!err)
+        err = completed_time(b, &tb);
+    if (err)
+        return fs_ret(err);
+    *ms = (float)((double)(tb - ta) / 1e6);
+    return cudaSuccess;
+}

@@ -1,0 +1,69 @@
+/* init.c - reads the sim's environment once, on the first CUDA call.
+ *
+ *   FSDPSHIM_SIM_DEVICES  number of devices (default 8, at most 64)
+ *   FSDPSHIM_SIM_MEM      capacity of each device: bytes or K/M/G/T suffixes
+ *                         (default 16G)
+ *   FSDPSHIM_SIM_STATS=1  print per-device allocation counts at exit */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+struct fs_config fs_cfg;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+size_t fs_parse_size(const char *s)
+{
+    if (!s || !isdigit((unsigned char)*s))
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': shift = 10; end++; break;
+    case 'M': shift = 20; end++; break;
+    case 'G': shift = 30; end++; break;
+    case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    /* Accept "16G", "16GB", "16GiB". */
+    if (shift && (*end == 'i' || *end == 'I'))
+        end++;
+    if (shift && (*end == 'b' || *end == 'B'))
+        end++;
+    if (*end != '\0' || (shift && v > (~0ull >> shift)))
+        return 0;
+    return (size_t)(v << shift);
+}
+
+static void init_once(void)
+{
+    fs_cfg.ndevices = 8;
+    fs_cfg.capacity = (size_t)16 << 30;
+    const char *e = getenv("FSDPSHIM_SIM_DEVICES");
+    if (e && *e) {
+        int n = atoi(e);
+        if (n >= 0 && n <= 64)
+            fs_cfg.ndevices = n;
+        else
+            fprintf(stderr, "fsdpshim-sim: ignoring FSDPSHIM_SIM_DEVICES=%s (0..64)\n", e);
+    }
+    e = getenv("FSDPSHIM_SIM_MEM");
+    if (e && *e) {
+        size_t cap = fs_parse_size(e);
+        if (cap)
+            fs_cfg.capacity = cap;
+        else
+            fprintf(stderr, "fsdpshim-sim: ignoring FSDPSHIM_SIM_MEM=%s\n", e);
+    }
+    e = getenv("FSDPSHIM_SIM_STATS");
+    fs_cfg.stats = e && e[0] == '1';
+    if (fs_cfg.stats)
+        fs_stats_install();
+}
+
+void fs_init(void)
+{
+    pthread_once(&once, init_once);
+}

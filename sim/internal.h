@@ -1,0 +1,179 @@
+/* internal.h - what the files of the simulated runtime share with each other,
+ * grouped by the file that owns each piece.
+ *
+ * Nothing here is exported: the library is built with -fvisibility=hidden and
+ * only the CUDA entry points listed in libcudart.map leave it. */
+#ifndef FS_SIM_INTERNAL_H
+#define FS_SIM_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "sim_private.h"
+
+/* Every CUDA entry point is defined with this so the version script can
+ * export it (the default visibility is hidden). */
+#define FS_API __attribute__((visibility("default")))
+
+/* ---- init.c: process-wide configuration, set once on first use ---- */
+struct fs_config {
+    int ndevices;    /* FSDPSHIM_SIM_DEVICES, default 8 */
+    size_t capacity; /* FSDPSHIM_SIM_MEM bytes per device, default 16 GiB */
+    int stats;       /* FSDPSHIM_SIM_STATS=1: per-device counts at exit */
+};
+extern struct fs_config fs_cfg;
+void fs_init(void);
+/* Parses "123", "64K", "512M", "16G" (also "KiB"/"MB"-style suffixes); 0 on
+ * error. */
+size_t fs_parse_size(const char *s);
+
+/* ---- errors.c: the per-thread last error ---- */
+/* Records err as the thread's last error (except cudaSuccess and
+ * cudaErrorNotReady, which the runtime never records) and returns it. */
+cudaError_t fs_ret(cudaError_t err);
+CUresult fs_cu_get_error_name(CUresult err, const char **str);
+CUresult fs_cu_get_error_string(CUresult err, const char **str);
+
+/* ---- device.c: devices and the thread's current device ---- */
+struct fs_pool;
+struct fs_stream;
+struct fs_device {
+    int ordinal;
+    pthread_mutex_t mu;        /* stream list, submission order, accounting */
+    struct fs_stream *streams; /* every stream with work possibly pending */
+    struct fs_stream *legacy;  /* the legacy default stream, made on first use */
+    /* Held while a host function of this device runs: the GPU's documented
+     * worst case is that host functions of all streams are serialised. */
+    pthread_mutex_t hostfn_mu;
+    size_t used, peak;             /* capacity accounting (under mu) */
+    uint64_t allocs, frees;        /* FSDPSHIM_SIM_STATS counts (under mu) */
+    int touched;                   /* used at all: gets a stats line */
+    unsigned flags;                /* cudaSetDeviceFlags */
+    struct fs_pool *pool;          /* default memory pool */
+    uint64_t reset_gen;            /* bumped by cudaDeviceReset (atomic) */
+};
+struct fs_device *fs_dev(int ordinal); /* NULL when out of range */
+int fs_cur_device(void);
+struct fs_device *fs_cur_dev(void);
+/* Waits for all work submitted to the device so far, then trims its pool. */
+void fs_device_sync(struct fs_device *dev);
+
+/* ---- props.c ---- */
+/* Value of a runtime (or driver: same numbering) device attribute; returns
+ * -1 for an attribute the sim does not know. */
+int fs_device_attribute(int attr, int device, int *value);
+
+/* ---- stream.c: stream objects, their workers and ordering ---- */
+struct fs_dep {
+    struct fs_stream *stream;
+    uint64_t seq;
+};
+enum fs_stream_kind { FS_STREAM_USER, FS_STREAM_LEGACY, FS_STREAM_PER_THREAD };
+struct fs_stream {
+    struct fs_device *dev;
+    enum fs_stream_kind kind;
+    unsigned flags; /* cudaStreamNonBlocking */
+    int priority;
+    unsigned long long id;
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv, done_cv;
+    struct fs_op *head, *tail;
+    uint64_t submitted, completed; /* sequence numbers of ops */
+    int destroyed;                 /* under mu */
+    int worker_running;            /* under mu */
+    struct fs_stream *dev_next;    /* in dev->streams (under dev->mu) */
+};
+/* Creates a stream on dev (worker started lazily). */
+struct fs_stream *fs_stream_new(struct fs_device *dev, enum fs_stream_kind kind, unsigned flags,
+                                int priority);
+/* Marks s destroyed: it accepts no more work, its worker drains and exits. */
+void fs_stream_destroy(struct fs_stream *s);
+/* Resolves a handle as the calling thread sees it; per_thread says whether
+ * handle 0 means the per-thread stream (_ptsz/_ptds variants). */
+cudaError_t fs_stream_resolve(cudaStream_t h, int per_thread, struct fs_stream **out);
+/* Submits fn(arg) in stream order after the stream's implicit dependencies
+ * (legacy/blocking) and `extra` (may be NULL). hostfn: run under the device's
+ * host-function lock. Returns the op's sequence number, or 0 when s was
+ * destroyed. */
+uint64_t fs_stream_submit(struct fs_stream *s, fs_sim_work_fn fn, void *arg, int hostfn,
+                          const struct fs_dep *extra);
+void fs_stream_wait(struct fs_stream *s, uint64_t seq);
+int fs_stream_done(struct fs_stream *s, uint64_t seq);
+uint64_t fs_stream_last(struct fs_stream *s);
+/* Marks every stream of dev destroyed (cudaDeviceReset). */
+void fs_stream_forget_device(struct fs_device *dev);
+
+/* ---- handles.c: sets of live handles, so a stale handle is an error, not a crash ---- */
+struct fs_handle_set;
+struct fs_handle_set *fs_handles_new(void);
+void fs_handles_add(struct fs_handle_set *set, const void *h);
+void fs_handles_remove(struct fs_handle_set *set, const void *h);
+int fs_handles_has(struct fs_handle_set *set, const void *h);
+
+/* ---- registry.c: what every known address range is ---- */
+enum fs_range_kind {
+    FS_RANGE_MALLOC,     /* cudaMalloc / cuMemAlloc */
+    FS_RANGE_POOL,       /* cudaMallocAsync block (live or cached in the pool) */
+    FS_RANGE_VMM,        /* a cuMemMap mapping */
+    FS_RANGE_PINNED,     /* cudaMallocHost / cudaHostAlloc */
+    FS_RANGE_REGISTERED, /* cudaHostRegister */
+};
+struct fs_range {
+    uintptr_t base;
+    size_t size;
+    enum fs_range_kind kind;
+    int device;
+    int live; /* 0 once freed (a pool block waiting in the pool) */
+};
+/* Returns 0, or -1 when [base, base+size) overlaps a known range. */
+int fs_registry_add(const struct fs_range *r);
+void fs_registry_remove(uintptr_t base);
+/* Finds the range containing addr; returns 1 and fills *out, or 0. */
+int fs_registry_find(uintptr_t addr, struct fs_range *out);
+/* Sets `live` of the range starting exactly at base if it is `expect`;
+ * returns 1 on success (used to claim a free atomically). */
+int fs_registry_set_live(uintptr_t base, int expect, int live);
+/* A malloc'd copy of every range of `kind` on `device`; returns the count. */
+size_t fs_registry_collect(int device, enum fs_range_kind kind, struct fs_range **out);
+static inline int fs_range_is_device(const struct fs_range *r)
+{
+    return r->kind == FS_RANGE_MALLOC || r->kind == FS_RANGE_POOL || r->kind == FS_RANGE_VMM;
+}
+
+/* ---- devmem.c: device memory and its capacity ---- */
+/* Charges size bytes to dev; cudaErrorMemoryAllocation when over capacity. */
+cudaError_t fs_capacity_take(struct fs_device *dev, size_t size);
+void fs_capacity_give(struct fs_device *dev, size_t size);
+/* Maps fresh device memory of `size` bytes (rounded to 256), charges it and
+ * registers it as `kind`. */
+cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind,
+                            void **out);
+/* Unmaps and uncharges a range made by fs_devmem_alloc. */
+void fs_devmem_release(const struct fs_range *r);
+/* Claims the live cudaMalloc/pool block starting at ptr for freeing;
+ * cudaErrorInvalidValue for an unknown or interior pointer or a double free. */
+cudaError_t fs_claim_device_block(const void *ptr, struct fs_range *r);
+/* Frees every cudaMalloc range of a device (cudaDeviceReset). */
+void fs_devmem_forget_device(int device);
+
+/* ---- mempool.c: the default memory pool of each device ---- */
+struct fs_pool *fs_pool_new(struct fs_device *dev);
+/* Releases cached blocks until the pool holds at most `keep` bytes. */
+void fs_pool_trim(struct fs_pool *pool, size_t keep);
+/* Trims to the release threshold (called after host synchronisation). */
+void fs_pool_trim_threshold(struct fs_pool *pool);
+/* A cudaFree of a pool block (after the device was synchronised). */
+void fs_pool_free_now(struct fs_pool *pool, uintptr_t base);
+
+/* ---- hostmem.c: pinned host memory ---- */
+/* 1 when [p, p+n) lies in page-locked host memory. */
+int fs_is_pinned(const void *p, size_t n);
+
+/* ---- stats.c ---- */
+void fs_stats_install(void);
+
+#endif /* FS_SIM_INTERNAL_H */

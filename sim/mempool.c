@@ -1,0 +1,385 @@
+/* mempool.c - the default memory pool of each device: cudaMallocAsync,
+ * cudaFreeAsync, the pool attributes and trimming.
+ *
+ * A pool block is one device allocation (rounded up to 512 bytes). Freed
+ * blocks stay reserved in the pool: a cudaFreeAsync block is reusable at
+ * once by later allocations on the stream that freed it (stream order makes
+ * that safe), and by any stream once the stream has reached the free, if
+ * cudaMemPoolReuseAllowOpportunistic is set (the default). The other two
+ * reuse attributes are stored and reported but change nothing: the sim has
+ * no event dependencies to follow. Cached blocks are released at host
+ * synchronisation down to the release threshold (default 0), by
+ * cudaMemPoolTrimTo, and when an allocation would otherwise fail. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+#define POOL_ALIGN 512
+
+struct pool_block {
+    struct pool_block *next;
+    uintptr_t base;
+    size_t size;
+    struct fs_stream *stream; /* the stream that freed it */
+    int ready;                /* the stream has reached the free */
+    uint64_t token;
+};
+
+struct fs_pool {
+    struct fs_device *dev;
+    pthread_mutex_t mu;
+    uint64_t threshold;
+    int reuse_follow, reuse_opportunistic, reuse_internal;
+    uint64_t reserved, reserved_high, used, used_high;
+    struct pool_block *cached;
+    uint64_t next_token;
+};
+
+struct fs_pool *fs_pool_new(struct fs_device *dev)
+{
+    struct fs_pool *pool = calloc(1, sizeof *pool);
+    if (!pool)
+        abort();
+    pool->dev = dev;
+    pthread_mutex_init(&pool->mu, NULL);
+    pool->reuse_follow = pool->reuse_opportunistic = pool->reuse_internal = 1;
+    return pool;
+}
+
+static struct fs_pool *pool_check(cudaMemPool_t h)
+{
+    for (int d = 0; d < fs_cfg.ndevices; d++)
+        if ((struct fs_pool *)h == fs_dev(d)->pool)
+            return (struct fs_pool *)h;
+    return NULL;
+}
+
+void fs_pool_trim(struct fs_pool *pool, size_t keep)
+{
+    struct pool_block *victims = NULL;
+    pthread_mutex_lock(&pool->mu);
+    for (struct pool_block **pp = &pool->cached; *pp && pool->reserved > keep;) {
+        struct pool_block *b = *pp;
+        if (!b->ready) {
+            pp = &b->next;
+            continue;
+        }
+        *pp = b->next;
+        pool->reserved -= b->size;
+        b->next = victims;
+        victims = b;
+    }
+    pthread_mutex_unlock(&pool->mu);
+    while (victims) {
+        struct pool_block *b = victims;
+        victims = b->next;
+        struct fs_range r = {b->base, b->size, FS_RANGE_POOL, pool->dev->ordinal, 0};
+        fs_devmem_release(&r);
+        free(b);
+    }
+}
+
+void fs_pool_trim_threshold(struct fs_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    uint64_t keep = pool->threshold;
+    pthread_mutex_unlock(&pool->mu);
+    fs_pool_trim(pool, keep);
+}
+
+static void count_use(struct fs_pool *pool, size_t size)
+{
+    pool->used += size;
+    if (pool->used > pool->used_high)
+        pool->used_high = pool->used;
+}
+
+/* A cached block for `need` bytes on stream s: the smallest that fits and
+ * wastes at most half of itself. */
+static struct pool_block *take_cached(struct fs_pool *pool, size_t need, struct fs_stream *s)
+{
+    struct pool_block **best = NULL;
+    for (struct pool_block **pp = &pool->cached; *pp; pp = &(*pp)->next) {
+        struct pool_block *b = *pp;
+        int usable = b->stream == s || (b->ready && pool->reuse_opportunistic);
+        if (usable && b->size >= need && b->size / 2 <= need && (!best || b->size < (*best)->size))
+            best = pp;
+    }
+    if (!best)
+        return NULL;
+    struct pool_block *b = *best;
+    *best = b->next;
+    return b;
+}
+
+static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_stream *s, void **out)
+{
+    if (size > fs_cfg.capacity)
+        return cudaErrorMemoryAllocation;
+    size_t need = (size + POOL_ALIGN - 1) & ~(size_t)(POOL_ALIGN - 1);
+
+    pthread_mutex_lock(&pool->mu);
+    struct pool_block *b = take_cached(pool, need, s);
+    if (b) {
+        count_use(pool, b->size);
+        fs_registry_set_live(b->base, 0, 1);
+        pthread_mutex_unlock(&pool->mu);
+        *out = (void *)b->base;
+        free(b);
+        return cudaSuccess;
+    }
+    pthread_mutex_unlock(&pool->mu);
+
+    void *p;
+    cudaError_t err = fs_devmem_alloc(pool->dev, need, FS_RANGE_POOL, &p);
+    if (err == cudaErrorMemoryAllocation) {
+        /* Give back what the pool caches, as the driver does, and retry. */
+        fs_pool_trim(pool, 0);
+        err = fs_devmem_alloc(pool->dev, need, FS_RANGE_POOL, &p);
+    }
+    if (err)
+        return err;
+    pthread_mutex_lock(&pool->mu);
+    pool->reserved += need;
+    if (pool->reserved > pool->reserved_high)
+        pool->reserved_high = pool->reserved;
+    count_use(pool, need);
+    pthread_mutex_unlock(&pool->mu);
+    *out = p;
+    return cudaSuccess;
+}
+
+/* Returns a freed block to the cache; ready says whether its stream has
+ * already passed the free. */
+static uint64_t cache_block(struct fs_pool *pool, const struct fs_range *r, struct fs_stream *s,
+                            int ready)
+{
+    struct pool_block *b = malloc(sizeof *b);
+    if (!b)
+        abort();
+    pthread_mutex_lock(&pool->mu);
+    *b = (struct pool_block){pool->cached, r->base, r->size, s, ready, ++pool->next_token};
+    pool->cached = b;
+    pool->used -= r->size;
+    uint64_t token = b->token;
+    pthread_mutex_unlock(&pool->mu);
+    return token;
+}
+
+void fs_pool_free_now(struct fs_pool *pool, uintptr_t base)
+{
+    struct fs_range r;
+    if (fs_registry_find(base, &r))
+        cache_block(pool, &r, NULL, 1);
+}
+
+struct free_point {
+    struct fs_pool *pool;
+    uint64_t token;
+};
+
+/* Runs when the stream reaches a cudaFreeAsync. The block may already have
+ * been reused by its own stream, in which case there is nothing to mark. */
+static void reach_free(void *p)
+{
+    struct free_point *fp = p;
+    pthread_mutex_lock(&fp->pool->mu);
+    for (struct pool_block *b = fp->pool->cached; b; b = b->next)
+        if (b->token == fp->token)
+            b->ready = 1;
+    pthread_mutex_unlock(&fp->pool->mu);
+    free(fp);
+}
+
+/* cudaFreeAsync of cudaMalloc memory: released when the stream gets there. */
+static void release_range(void *p)
+{
+    fs_devmem_release(p);
+    free(p);
+}
+
+static cudaError_t malloc_async(void **ptr, size_t size, struct fs_pool *pool, cudaStream_t sh,
+                                int pt)
+{
+    fs_init();
+    if (!ptr)
+        return fs_ret(cudaErrorInvalidValue);
+    struct fs_stream *s;
+    cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    if (err)
+        return fs_ret(err);
+    if (size == 0) {
+        *ptr = NULL;
+        return cudaSuccess;
+    }
+    return fs_ret(pool_alloc(pool ? pool : s->dev->pool, size, s, ptr));
+}
+
+FS_API cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t s)
+{
+    return malloc_async(ptr, size, NULL, s, 0);
+}
+
+FS_API cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size, cudaStream_t s)
+{
+    return malloc_async(ptr, size, NULL, s, 1);
+}
+
+static cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_t h, cudaStream_t s,
+                                    int pt)
+{
+    fs_init();
+    struct fs_pool *pool = pool_check(h);
+    if (!pool)
+        return fs_ret(cudaErrorInvalidValue);
+    return malloc_async(ptr, size, pool, s, pt);
+}
+
+FS_API cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool,
+                                           cudaStream_t s)
+{
+    return malloc_from_pool(ptr, size, pool, s, 0);
+}
+
+FS_API cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool,
+                                                cudaStream_t s)
+{
+    return malloc_from_pool(ptr, size, pool, s, 1);
+}
+
+static cudaError_t free_async(void *ptr, cudaStream_t sh, int pt)
+{
+    fs_init();
+    struct fs_stream *s;
+    cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    if (err)
+        return fs_ret(err);
+    if (!ptr)
+        return cudaSuccess;
+    struct fs_range r;
+    err = fs_claim_device_block(ptr, &r);
+    if (err)
+        return fs_ret(err);
+    uint64_t seq;
+    if (r.kind == FS_RANGE_MALLOC) {
+        struct fs_range *copy = malloc(sizeof *copy);
+        if (!copy)
+            abort();
+        *copy = r;
+        seq = fs_stream_submit(s, release_range, copy, 0, NULL);
+        if (!seq)
+            free(copy);
+    } else {
+        struct fs_pool *pool = fs_dev(r.device)->pool;
+        struct free_point *fp = malloc(sizeof *fp);
+        if (!fp)
+            abort();
+        *fp = (struct free_point){pool, cache_block(pool, &r, s, 0)};
+        seq = fs_stream_submit(s, reach_free, fp, 0, NULL);
+        if (!seq)
+            free(fp);
+    }
+    return seq ? cudaSuccess : fs_ret(cudaErrorInvalidResourceHandle);
+}
+
+FS_API cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s)
+{
+    return free_async(ptr, s, 0);
+}
+
+FS_API cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
+{
+    return free_async(ptr, s, 1);
+}
+
+FS_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
+{
+    if (!pool)
+        return fs_ret(cudaErrorInvalidValue);
+    struct fs_device *dev = fs_dev(device);
+    if (!dev)
+        return fs_ret(cudaErrorInvalidDevice);
+    *pool = (cudaMemPool_t)dev->pool;
+    return cudaSuccess;
+}
+
+/* The sim has only default pools, so the current pool is always it. */
+FS_API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device)
+{
+    return cudaDeviceGetDefaultMemPool(pool, device);
+}
+
+FS_API cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t pool)
+{
+    struct fs_device *dev = fs_dev(device);
+    if (!dev)
+        return fs_ret(cudaErrorInvalidDevice);
+    if ((struct fs_pool *)pool != dev->pool)
+        return fs_ret(cudaErrorInvalidValue);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t h, size_t keep)
+{
+    fs_init();
+    struct fs_pool *pool = pool_check(h);
+    if (!pool)
+        return fs_ret(cudaErrorInvalidValue);
+    fs_pool_trim(pool, keep);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr attr, void *value)
+{
+    fs_init();
+    struct fs_pool *pool = pool_check(h);
+    if (!pool || !value)
+        return fs_ret(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&pool->mu);
+    switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies: pool->reuse_follow = *(int *)value != 0; break;
+    case cudaMemPoolReuseAllowOpportunistic: pool->reuse_opportunistic = *(int *)value != 0; break;
+    case cudaMemPoolReuseAllowInternalDependencies: pool->reuse_internal = *(int *)value != 0; break;
+    case cudaMemPoolAttrReleaseThreshold: pool->threshold = *(uint64_t *)value; break;
+    /* The high-water marks can only be reset, by writing 0. */
+    case cudaMemPoolAttrReservedMemHigh:
+        if (*(uint64_t *)value)
+            err = cudaErrorInvalidValue;
+        else
+            pool->reserved_high = pool->reserved;
+        break;
+    case cudaMemPoolAttrUsedMemHigh:
+        if (*(uint64_t *)value)
+            err = cudaErrorInvalidValue;
+        else
+            pool->used_high = pool->used;
+        break;
+    default: err = cudaErrorInvalidValue; break;
+    }
+    pthread_mutex_unlock(&pool->mu);
+    return fs_ret(err);
+}
+
+FS_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr attr, void *value)
+{
+    fs_init();
+    struct fs_pool *pool = pool_check(h);
+    if (!pool || !value)
+        return fs_ret(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&pool->mu);
+    switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies: *(int *)value = pool->reuse_follow; break;
+    case cudaMemPoolReuseAllowOpportunistic: *(int *)value = pool->reuse_opportunistic; break;
+    case cudaMemPoolReuseAllowInternalDependencies: *(int *)value = pool->reuse_internal; break;
+    case cudaMemPoolAttrReleaseThreshold: *(uint64_t *)value = pool->threshold; break;
+    case cudaMemPoolAttrReservedMemCurrent: *(uint64_t *)value = pool->reserved; break;
+    case cudaMemPoolAttrReservedMemHigh: *(uint64_t *)value = pool->reserved_high; break;
+    case cudaMemPoolAttrUsedMemCurrent: *(uint64_t *)value = pool->used; break;
+    case cudaMemPoolAttrUsedMemHigh: *(uint64_t *)value = pool->used_high; break;
+    default: err = cudaErrorInvalidValue; break;
+    }
+    pthread_mutex_unlock(&pool->mu);
+    return fs_ret(err);
+}

@@ -1,0 +1,124 @@
+/* registry.c - every address range the sim knows (device allocations, pool
+ * blocks, VMM mappings, pinned and registered host memory), and
+ * cudaPointerGetAttributes, which reads it.
+ *
+ * A sorted array searched by binary search: lookups (every copy infers its
+ * direction here) far outnumber inserts. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct fs_range *ranges;
+static size_t count, cap;
+
+/* Index of the first range with base > addr. */
+static size_t upper(uintptr_t addr)
+{
+    size_t lo = 0, hi = count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ranges[mid].base <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int fs_registry_add(const struct fs_range *r)
+{
+    pthread_rwlock_wrlock(&lock);
+    size_t i = upper(r->base);
+    int overlap = (i > 0 && ranges[i - 1].base + ranges[i - 1].size > r->base) ||
+                  (i < count && r->base + r->size > ranges[i].base);
+    if (!overlap && count == cap) {
+        size_t ncap = cap ? cap * 2 : 256;
+        struct fs_range *n = realloc(ranges, ncap * sizeof *n);
+        if (!n)
+            overlap = 1;
+        else {
+            ranges = n;
+            cap = ncap;
+        }
+    }
+    if (!overlap) {
+        memmove(&ranges[i + 1], &ranges[i], (count - i) * sizeof *ranges);
+        ranges[i] = *r;
+        count++;
+    }
+    pthread_rwlock_unlock(&lock);
+    return overlap ? -1 : 0;
+}
+
+void fs_registry_remove(uintptr_t base)
+{
+    pthread_rwlock_wrlock(&lock);
+    size_t i = upper(base);
+    if (i > 0 && ranges[i - 1].base == base) {
+        memmove(&ranges[i - 1], &ranges[i], (count - i) * sizeof *ranges);
+        count--;
+    }
+    pthread_rwlock_unlock(&lock);
+}
+
+int fs_registry_find(uintptr_t addr, struct fs_range *out)
+{
+    pthread_rwlock_rdlock(&lock);
+    size_t i = upper(addr);
+    int found = i > 0 && addr < ranges[i - 1].base + ranges[i - 1].size;
+    if (found)
+        *out = ranges[i - 1];
+    pthread_rwlock_unlock(&lock);
+    return found;
+}
+
+int fs_registry_set_live(uintptr_t base, int expect, int live)
+{
+    pthread_rwlock_wrlock(&lock);
+    size_t i = upper(base);
+    int ok = i > 0 && ranges[i - 1].base == base && ranges[i - 1].live == expect;
+    if (ok)
+        ranges[i - 1].live = live;
+    pthread_rwlock_unlock(&lock);
+    return ok;
+}
+
+FS_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr)
+{
+    if (!attr)
+        return fs_ret(cudaErrorInvalidValue);
+    struct fs_range r;
+    memset(attr, 0, sizeof *attr);
+    if (!ptr || !fs_registry_find((uintptr_t)ptr, &r)) {
+        /* Since CUDA 11 plain host memory is not an error. */
+        attr->type = cudaMemoryTypeUnregistered;
+        attr->device = cudaInvalidDeviceId;
+        return cudaSuccess;
+    }
+    attr->device = r.device;
+    if (fs_range_is_device(&r)) {
+        attr->type = cudaMemoryTypeDevice;
+        attr->devicePointer = (void *)ptr;
+    } else {
+        /* Pinned host memory is mapped into every device (UVA). */
+        attr->type = cudaMemoryTypeHost;
+        attr->devicePointer = (void *)ptr;
+        attr->hostPointer = (void *)ptr;
+    }
+    return cudaSuccess;
+}
+
+size_t fs_registry_collect(int device, enum fs_range_kind kind, struct fs_range **out)
+{
+    pthread_rwlock_rdlock(&lock);
+    size_t n = 0;
+    struct fs_range *list = malloc((count ? count : 1) * sizeof *list);
+    for (size_t i = 0; list && i < count; i++)
+        if (ranges[i].device == device && ranges[i].kind == kind)
+            list[n++] = ranges[i];
+    pthread_rwlock_unlock(&lock);
+    *out = list;
+    return n;
+}

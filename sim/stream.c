@@ -1,0 +1,327 @@
+/* stream.c - streams as worker threads: submission order, the implicit
+ * ordering of the legacy default stream, and the per-thread default stream.
+ *
+ * Every stream runs its ops on its own worker thread, strictly in submission
+ * order. An op may carry dependencies (stream, sequence number) that must be
+ * complete before it runs: that is how cudaStreamWaitEvent and the legacy
+ * stream's implicit synchronisation are expressed. A dependency always names
+ * an op submitted earlier, so the graph of waits cannot have a cycle.
+ *
+ * Lock order: dev->mu, then any stream's mu. A stream's mu is a leaf lock.
+ * Stream objects are never freed (a destroyed stream keeps its few hundred
+ * bytes of bookkeeping) so dependencies and events may point at them freely;
+ * the thread of a destroyed stream exits once its work has drained. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct fs_op {
+    struct fs_op *next;
+    fs_sim_work_fn fn; /* NULL: the op only waits for its dependencies */
+    void *arg;
+    int hostfn;
+    uint64_t seq;
+    int ndeps;
+    struct fs_dep deps[];
+};
+
+static struct fs_handle_set *live_streams;
+static atomic_ullong next_stream_id = 1;
+
+/* Per-thread default streams, indexed by device, made on first use and
+ * destroyed when the thread exits. */
+static pthread_key_t pt_key;
+static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
+static __thread struct fs_stream **pt_streams;
+
+static void pt_release(void *p)
+{
+    struct fs_stream **arr = p;
+    for (int d = 0; d < fs_cfg.ndevices; d++)
+        if (arr[d])
+            fs_stream_destroy(arr[d]);
+    free(arr);
+}
+
+static void pt_key_init(void)
+{
+    pthread_key_create(&pt_key, pt_release);
+    live_streams = fs_handles_new();
+}
+
+static void streams_init(void)
+{
+    pthread_once(&pt_once, pt_key_init);
+}
+
+static void unlink_from_device(struct fs_stream *s)
+{
+    struct fs_device *dev = s->dev;
+    pthread_mutex_lock(&dev->mu);
+    for (struct fs_stream **pp = &dev->streams; *pp; pp = &(*pp)->dev_next) {
+        if (*pp == s) {
+            *pp = s->dev_next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&dev->mu);
+}
+
+static void *worker_main(void *p)
+{
+    struct fs_stream *s = p;
+    char name[16];
+    snprintf(name, sizeof name, "fs-sim-s%llu", s->id);
+    pthread_setname_np(pthread_self(), name);
+
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->head && !s->destroyed)
+            pthread_cond_wait(&s->work_cv, &s->mu);
+        if (!s->head)
+            break;
+        struct fs_op *op = s->head;
+        pthread_mutex_unlock(&s->mu);
+
+        for (int i = 0; i < op->ndeps; i++)
+            fs_stream_wait(op->deps[i].stream, op->deps[i].seq);
+        if (op->fn) {
+            if (op->hostfn)
+                pthread_mutex_lock(&s->dev->hostfn_mu);
+            op->fn(op->arg);
+            if (op->hostfn)
+                pthread_mutex_unlock(&s->dev->hostfn_mu);
+        }
+
+        pthread_mutex_lock(&s->mu);
+        s->head = op->next;
+        if (!s->head)
+            s->tail = NULL;
+        s->completed = op->seq;
+        pthread_cond_broadcast(&s->done_cv);
+        free(op);
+    }
+    s->worker_running = 0;
+    pthread_mutex_unlock(&s->mu);
+    unlink_from_device(s);
+    return NULL;
+}
+
+struct fs_stream *fs_stream_new(struct fs_device *dev, enum fs_stream_kind kind, unsigned flags,
+                                int priority)
+{
+    streams_init();
+    struct fs_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->dev = dev;
+    s->kind = kind;
+    s->flags = flags;
+    s->priority = priority;
+    s->id = atomic_fetch_add(&next_stream_id, 1);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->work_cv, NULL);
+    pthread_cond_init(&s->done_cv, NULL);
+
+    pthread_mutex_lock(&dev->mu);
+    s->dev_next = dev->streams;
+    dev->streams = s;
+    pthread_mutex_unlock(&dev->mu);
+    fs_handles_add(live_streams, s);
+    return s;
+}
+
+void fs_stream_destroy(struct fs_stream *s)
+{
+    fs_handles_remove(live_streams, s);
+    pthread_mutex_lock(&s->mu);
+    s->destroyed = 1;
+    int idle = !s->worker_running;
+    pthread_cond_signal(&s->work_cv);
+    pthread_mutex_unlock(&s->mu);
+    /* A running worker unlinks the stream itself once it has drained. */
+    if (idle)
+        unlink_from_device(s);
+}
+
+void fs_stream_forget_device(struct fs_device *dev)
+{
+    /* Collect first: destroying takes dev->mu to unlink. */
+    pthread_mutex_lock(&dev->mu);
+    size_t n = 0;
+    for (struct fs_stream *s = dev->streams; s; s = s->dev_next)
+        n++;
+    struct fs_stream **victims = calloc(n ? n : 1, sizeof *victims);
+    size_t k = 0;
+    for (struct fs_stream *s = dev->streams; s && victims; s = s->dev_next)
+        if (s->kind == FS_STREAM_USER)
+            victims[k++] = s;
+    pthread_mutex_unlock(&dev->mu);
+    for (size_t i = 0; i < k; i++)
+        fs_stream_destroy(victims[i]);
+    free(victims);
+}
+
+static struct fs_stream *legacy_of(struct fs_device *dev)
+{
+    pthread_mutex_lock(&dev->mu);
+    struct fs_stream *s = dev->legacy;
+    pthread_mutex_unlock(&dev->mu);
+    if (s)
+        return s;
+    s = fs_stream_new(dev, FS_STREAM_LEGACY, 0, 0);
+    pthread_mutex_lock(&dev->mu);
+    if (dev->legacy) {
+        /* Another thread won the race; ours never ran anything. */
+        struct fs_stream *loser = s;
+        s = dev->legacy;
+        pthread_mutex_unlock(&dev->mu);
+        fs_stream_destroy(loser);
+        return s;
+    }
+    dev->legacy = s;
+    pthread_mutex_unlock(&dev->mu);
+    return s;
+}
+
+static struct fs_stream *per_thread_of(struct fs_device *dev)
+{
+    streams_init();
+    if (!pt_streams) {
+        pt_streams = calloc((size_t)fs_cfg.ndevices, sizeof *pt_streams);
+        if (!pt_streams)
+            return NULL;
+        pthread_setspecific(pt_key, pt_streams);
+    }
+    if (!pt_streams[dev->ordinal])
+        pt_streams[dev->ordinal] = fs_stream_new(dev, FS_STREAM_PER_THREAD, 0, 0);
+    return pt_streams[dev->ordinal];
+}
+
+cudaError_t fs_stream_resolve(cudaStream_t h, int per_thread, struct fs_stream **out)
+{
+    fs_init();
+    streams_init();
+    struct fs_stream *s;
+    if (h == NULL)
+        s = per_thread ? per_thread_of(fs_cur_dev()) : legacy_of(fs_cur_dev());
+    else if (h == cudaStreamLegacy)
+        s = legacy_of(fs_cur_dev());
+    else if (h == cudaStreamPerThread)
+        s = per_thread_of(fs_cur_dev());
+    else if (fs_handles_has(live_streams, h))
+        s = (struct fs_stream *)h;
+    else
+        return cudaErrorInvalidResourceHandle;
+    if (!s)
+        return cudaErrorMemoryAllocation;
+    *out = s;
+    return cudaSuccess;
+}
+
+/* The dependency on t's latest op, if that op is still pending. */
+static int pending_dep(struct fs_stream *t, struct fs_dep *dep)
+{
+    pthread_mutex_lock(&t->mu);
+    int pending = t->submitted > t->completed;
+    dep->stream = t;
+    dep->seq = t->submitted;
+    pthread_mutex_unlock(&t->mu);
+    return pending;
+}
+
+uint64_t fs_stream_submit(struct fs_stream *s, fs_sim_work_fn fn, void *arg, int hostfn,
+                          const struct fs_dep *extra)
+{
+    struct fs_device *dev = s->dev;
+    pthread_mutex_lock(&dev->mu);
+
+    size_t cap = 2;
+    if (s->kind == FS_STREAM_LEGACY)
+        for (struct fs_stream *t = dev->streams; t; t = t->dev_next)
+            cap++;
+    struct fs_op *op = malloc(sizeof *op + cap * sizeof(struct fs_dep));
+    if (!op) {
+        pthread_mutex_unlock(&dev->mu);
+        return 0;
+    }
+    op->next = NULL;
+    op->fn = fn;
+    op->arg = arg;
+    op->hostfn = hostfn;
+    op->ndeps = 0;
+
+    /* Legacy work waits for everything before it on blocking streams; work
+     * on a blocking stream waits for everything before it on legacy. */
+    if (s->kind == FS_STREAM_LEGACY) {
+        for (struct fs_stream *t = dev->streams; t; t = t->dev_next)
+            if (t != s && !(t->flags & cudaStreamNonBlocking) &&
+                pending_dep(t, &op->deps[op->ndeps]))
+                op->ndeps++;
+    } else if (!(s->flags & cudaStreamNonBlocking) && dev->legacy) {
+        if (pending_dep(dev->legacy, &op->deps[op->ndeps]))
+            op->ndeps++;
+    }
+    if (extra && extra->stream != s && !fs_stream_done(extra->stream, extra->seq))
+        op->deps[op->ndeps++] = *extra;
+
+    pthread_mutex_lock(&s->mu);
+    if (s->destroyed) {
+        pthread_mutex_unlock(&s->mu);
+        pthread_mutex_unlock(&dev->mu);
+        free(op);
+        return 0;
+    }
+    op->seq = ++s->submitted;
+    if (s->tail)
+        s->tail->next = op;
+    else
+        s->head = op;
+    s->tail = op;
+    if (!s->worker_running) {
+        pthread_t tid;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&tid, &attr, worker_main, s);
+        pthread_attr_destroy(&attr);
+        if (rc != 0) {
+            fprintf(stderr, "fsdpshim-sim: cannot start a stream worker: %s\n", strerror(rc));
+            abort();
+        }
+        s->worker_running = 1;
+    } else {
+        pthread_cond_signal(&s->work_cv);
+    }
+    uint64_t seq = op->seq;
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&dev->mu);
+    return seq;
+}
+
+void fs_stream_wait(struct fs_stream *s, uint64_t seq)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->completed < seq)
+        pthread_cond_wait(&s->done_cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+int fs_stream_done(struct fs_stream *s, uint64_t seq)
+{
+    pthread_mutex_lock(&s->mu);
+    int done = s->completed >= seq;
+    pthread_mutex_unlock(&s->mu);
+    return done;
+}
+
+uint64_t fs_stream_last(struct fs_stream *s)
+{
+    pthread_mutex_lock(&s->mu);
+    uint64_t seq = s->submitted;
+    pthread_mutex_unlock(&s->mu);
+    return seq;
+}

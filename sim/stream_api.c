@@ -1,0 +1,349 @@
+/* stream_api.c - the cudaStream* entry points, host functions, capture
+ * queries, and the private seam NCCL (sim) enqueues its device work through.
+ *
+ * The sim has no graphs: no stream is ever capturing, so the capture queries
+ * always answer cudaStreamCaptureStatusNone. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+static __thread enum cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
+
+static cudaError_t stream_create(cudaStream_t *out, unsigned flags, int priority)
+{
+    fs_init();
+    if (!out || (flags & ~(unsigned)cudaStreamNonBlocking))
+        return fs_ret(cudaErrorInvalidValue);
+    /* Out-of-range priorities are clamped, as the runtime documents. */
+    if (priority > 0)
+        priority = 0;
+    if (priority < -5)
+        priority = -5;
+    struct fs_stream *s = fs_stream_new(fs_cur_dev(), FS_STREAM_USER, flags, priority);
+    if (!s)
+        return fs_ret(cudaErrorMemoryAllocation);
+    *out = (cudaStream_t)s;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaStreamCreate(cudaStream_t *out)
+{
+    return stream_create(out, cudaStreamDefault, 0);
+}
+
+FS_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned int flags)
+{
+    return stream_create(out, flags, 0);
+}
+
+FS_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *out, unsigned int flags, int priority)
+{
+    return stream_create(out, flags, priority);
+}
+
+FS_API cudaError_t cudaStreamDestroy(cudaStream_t h)
+{
+    struct fs_stream *s;
+    cudaError_t err = fs_stream_resolve(h, 0, &s);
+    if (err)
+        return fs_ret(err);
+    /* The default streams cannot be destroyed. */
+    if (s->kind != FS_STREAM_USER)
+        return fs_ret(cudaErrorInvalidResourceHandle);
+    fs_stream_destroy(s);
+    return cudaSuccess;
+}
+
+static cudaError_t stream_query(cudaStream_t h, int pt)
+{
+    struct fs_stream *s;
+    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    if (err)
+        return fs_ret(err);
+    return fs_stream_done(s, fs_stream_last(s)) ? cudaSuccess : cudaErrorNotReady;
+}
+
+FS_API cudaError_t cudaStreamQuery(cudaStream_t h)
+{
+    return stream_query(h, 0);
+}
+
+FS_API cudaError_t cudaStreamQuery_ptsz(cudaStream_t h)
+{
+    return stream_query(h, 1);
+}
+
+static cudaError_t stream_synchronize(cudaStream_t h, int pt)
+{
+    struct fs_stream *s;
+    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    if (err)
+        return fs_ret(err);
+    fs_stream_wait(s, fs_stream_last(s));
+    fs_pool_trim_threshold(s->dev->pool);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaStreamSynchronize(cudaStream_t h)
+{
+    return stream_synchronize(h, 0);
+}
+
+FS_API cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t h)
+{
+    return stream_synchronize(h, 1);
+}
+
+static cudaError_t stream_get_flags(cudaStream_t h, unsigned int *flags, int pt)
+{
+    struct fs_stream *s;
+    if (!flags)
+        return fs_ret(cudaErrorInvalidValue);
+    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    if (err)
+        return fs_ret(err);
+    *flags = s->flags;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaStreamGetFlags(cudaStream_t h, unsigned int *flags)
+{
+    return stream_get_flags(h, flags, 0);
+}
+
+FS_API cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t h, unsigned int *flags)
+{
+    return stream_get_flags(h, flags, 1);
+}
+
+static cudaError_t stream_get_priority(cudaStream_t h, int *priority, int pt)
+{
+    struct fs_stream *s;
+    if (!priority)
+        return fs_ret(cudaErrorInvalidValue);
+    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    if (err)
+        return fs_ret(err);
+    *priority = s->priority;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaStreamGetPriority(cudaStream_t h, int *priority)
+{
+    return stream_get_priority(h, priority, 0);
+}
+
+FS_API cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t h, int *priority)
+{
+    return stream_get_priority(h, priority, 1);
+}
+
+static cudaError_t stream_get_device(cudaStream_t h, int *device, int pt)
+{
+    struct fs_stream *s;
+    if (!device)
+        return fs_ret(cudaErrorInvalidValue);
+    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    if (err)
+        return fs_ret(err);
+    *device = s->dev->ordinal;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaStreamGetDevice(cudaStream_t h, int *device)
+{
+    return stream_get_device(h, device, 0);
+}
+
+FS_API cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t h, int *device)
+{
+    return stream_get_device(h, device, 1);
+}
+
+static cudaError_t stream_get_id(cudaStream_t h, unsigned long long *id, int pt)
+{
+    struct fs_stream *s;
+    if (!id)
+        return fs_ret(cudaErrorInvalidValue);
+    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    if (err)
+        return fs_ret(err);
+    *id = s->id;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaStreamGetId(cudaStream_t h, unsigned long long *id)
+{
+    return stream_get_id(h, id, 0);
+}
+
+FS_API cudaError_t cudaStreamGetId_ptsz(cudaStream_t h, unsigned long long *id)
+{
+    return stream_get_id(h, id, 1);
+}
+
+/* ---- host functions ---- */
+
+static cudaError_t launch_host_func(cudaStream_t h, cudaHostFn_t fn, void *user, int pt)
+{
+    struct fs_stream *s;
+    if (!fn)
+        return fs_ret(cudaErrorInvalidValue);
+    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    if (err)
+        return fs_ret(err);
+    if (!fs_stream_submit(s, fn, user, 1, NULL))
+        return fs_ret(cudaErrorInvalidResourceHandle);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaLaunchHostFunc(cudaStream_t h, cudaHostFn_t fn, void *user)
+{
+    return launch_host_func(h, fn, user, 0);
+}
+
+FS_API cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t h, cudaHostFn_t fn, void *user)
+{
+    return launch_host_func(h, fn, user, 1);
+}
+
+struct callback {
+    cudaStreamCallback_t fn;
+    cudaStream_t stream;
+    void *user;
+};
+
+static void run_callback(void *p)
+{
+    struct callback *cb = p;
+    cb->fn(cb->stream, cudaSuccess, cb->user);
+    free(cb);
+}
+
+static cudaError_t add_callback(cudaStream_t h, cudaStreamCallback_t fn, void *user,
+                                unsigned flags, int pt)
+{
+    struct fs_stream *s;
+    if (!fn || flags != 0)
+        return fs_ret(cudaErrorInvalidValue);
+    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    if (err)
+        return fs_ret(err);
+    struct callback *cb = malloc(sizeof *cb);
+    if (!cb)
+        return fs_ret(cudaErrorMemoryAllocation);
+    *cb = (struct callback){fn, h, user};
+    if (!fs_stream_submit(s, run_callback, cb, 1, NULL)) {
+        free(cb);
+        return fs_ret(cudaErrorInvalidResourceHandle);
+    }
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaStreamAddCallback(cudaStream_t h, cudaStreamCallback_t fn, void *user,
+                                         unsigned int flags)
+{
+    return add_callback(h, fn, user, flags, 0);
+}
+
+FS_API cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t h, cudaStreamCallback_t fn,
+                                              void *user, unsigned int flags)
+{
+    return add_callback(h, fn, user, flags, 1);
+}
+
+/* ---- capture: the sim never captures ---- */
+
+static cudaError_t is_capturing(cudaStream_t h, enum cudaStreamCaptureStatus *status, int pt)
+{
+    struct fs_stream *s;
+    if (!status)
+        return fs_ret(cudaErrorInvalidValue);
+    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    if (err)
+        return fs_ret(err);
+    *status = cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaStreamIsCapturing(cudaStream_t h, enum cudaStreamCaptureStatus *status)
+{
+    return is_capturing(h, status, 0);
+}
+
+FS_API cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t h,
+                                              enum cudaStreamCaptureStatus *status)
+{
+    return is_capturing(h, status, 1);
+}
+
+static cudaError_t capture_info(cudaStream_t h, enum cudaStreamCaptureStatus *status,
+                                unsigned long long *id, cudaGraph_t *graph,
+                                const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges,
+                                size_t *ndeps, int pt)
+{
+    cudaError_t err = is_capturing(h, status, pt);
+    if (err)
+        return err;
+    if (id)
+        *id = 0;
+    if (graph)
+        *graph = NULL;
+    if (deps)
+        *deps = NULL;
+    if (edges)
+        *edges = NULL;
+    if (ndeps)
+        *ndeps = 0;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t h, enum cudaStreamCaptureStatus *status,
+                                            unsigned long long *id, cudaGraph_t *graph,
+                                            const cudaGraphNode_t **deps,
+                                            const cudaGraphEdgeData **edges, size_t *ndeps)
+{
+    return capture_info(h, status, id, graph, deps, edges, ndeps, 0);
+}
+
+FS_API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t h,
+                                                 enum cudaStreamCaptureStatus *status,
+                                                 unsigned long long *id, cudaGraph_t *graph,
+                                                 const cudaGraphNode_t **deps,
+                                                 const cudaGraphEdgeData **edges, size_t *ndeps)
+{
+    return capture_info(h, status, id, graph, deps, edges, ndeps, 1);
+}
+
+FS_API cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
+{
+    if (!mode || (unsigned)*mode > cudaStreamCaptureModeRelaxed)
+        return fs_ret(cudaErrorInvalidValue);
+    enum cudaStreamCaptureMode old = capture_mode;
+    capture_mode = *mode;
+    *mode = old;
+    return cudaSuccess;
+}
+
+/* ---- the seam used by the simulated NCCL (sim_private.h) ---- */
+
+FS_API cudaError_t fs_sim_stream_enqueue(cudaStream_t stream, int per_thread, fs_sim_work_fn fn,
+                                         void *arg)
+{
+    struct fs_stream *s;
+    if (!fn)
+        return cudaErrorInvalidValue;
+    cudaError_t err = fs_stream_resolve(stream, per_thread, &s);
+    if (err)
+        return err;
+    /* Device work: stream ordered, but not serialised with host functions. */
+    return fs_stream_submit(s, fn, arg, 0, NULL) ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
+
+FS_API int fs_sim_stream_device(cudaStream_t stream)
+{
+    struct fs_stream *s;
+    if (fs_stream_resolve(stream, 0, &s))
+        return -1;
+    return s->dev->ordinal;
+}
