@@ -1,0 +1,122 @@
+/* nccl_procs.c - the simulated NCCL with ranks as processes.
+ *
+ *   nccl_procs coll     4 processes run every collective check (coll_suite.c)
+ *   nccl_procs samedev  2 processes on device 0: both refused, ncclInvalidUsage
+ *   nccl_procs death    rank 3 exits after init: the others' all-reduce fails
+ *                       with ncclRemoteError within seconds instead of hanging
+ *
+ * The parent forks before any CUDA call and makes none itself; rank 0 makes
+ * the unique id and hands it to the others through a shared page. */
+#include "coll_suite.h"
+#include "nccl_check.h"
+
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct shared {
+  ncclUniqueId id;
+  _Atomic int ready;
+};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static ncclUniqueId get_id(struct shared *sh, int rank) {
+  if (rank == 0) {
+    CHECK_NCCL(ncclGetUniqueId(&sh->id));
+    atomic_store(&sh->ready, 1);
+  }
+  while (!atomic_load(&sh->ready))
+    usleep(1000);
+  return sh->id;
+}
+
+static int run_coll(struct shared *sh, int rank, int nranks) {
+  struct suite s = {.nranks = nranks, .nlocal = 1, .rank = {rank}};
+  CHECK_CUDA(cudaSetDevice(rank));
+  CHECK_NCCL(ncclCommInitRank(&s.comm[0], nranks, get_id(sh, rank), rank));
+  suite_streams(&s);
+  suite_run(&s);
+  CHECK_NCCL(ncclCommDestroy(s.comm[0]));
+  return 0;
+}
+
+static int run_samedev(struct shared *sh, int rank, int nranks) {
+  ncclComm_t comm;
+  CHECK_CUDA(cudaSetDevice(0));
+  ncclResult_t rc = ncclCommInitRank(&comm, nranks, get_id(sh, rank), rank);
+  CHECK(rc == ncclInvalidUsage, "rank %d: got %s", rank, ncclGetErrorString(rc));
+  CHECK(comm == NULL, "rank %d: a comm was returned", rank);
+  return 0;
+}
+
+static int run_death(struct shared *sh, int rank, int nranks) {
+  ncclComm_t comm;
+  cudaStream_t stream;
+  float *buf;
+  CHECK_CUDA(cudaSetDevice(rank));
+  CHECK_NCCL(ncclCommInitRank(&comm, nranks, get_id(sh, rank), rank));
+  if (rank == nranks - 1)
+    _exit(42); /* dies without a word */
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  CHECK_CUDA(cudaMalloc((void **)&buf, 1 << 20));
+  double t0 = now_s();
+  CHECK_NCCL(ncclAllReduce(buf, buf, (1 << 20) / sizeof(float), ncclFloat, ncclSum, comm, stream));
+  /* The stream work completes (with the error) so the program can go on. */
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  double waited = now_s() - t0;
+  ncclResult_t async;
+  CHECK_NCCL(ncclCommGetAsyncError(comm, &async));
+  CHECK(async == ncclRemoteError, "rank %d: async error %s", rank, ncclGetErrorString(async));
+  CHECK(waited < 10.0, "rank %d: took %.1f s to notice", rank, waited);
+  ncclResult_t rc = ncclAllReduce(buf, buf, 1, ncclFloat, ncclSum, comm, stream);
+  CHECK(rc == ncclRemoteError, "rank %d: next call got %s", rank, ncclGetErrorString(rc));
+  CHECK(strlen(ncclGetLastError(comm)) > 0, "no last error");
+  CHECK_NCCL(ncclCommAbort(comm));
+  printf("rank %d: peer death noticed after %.3f s\n", rank, waited);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "coll";
+  int (*run)(struct shared *, int, int) = run_coll;
+  int nranks = 4;
+  if (!strcmp(mode, "samedev")) {
+    run = run_samedev;
+    nranks = 2;
+  } else if (!strcmp(mode, "death")) {
+    run = run_death;
+  } else if (strcmp(mode, "coll")) {
+    fprintf(stderr, "usage: %s [coll|samedev|death]\n", argv[0]);
+    return 2;
+  }
+  struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                           -1, 0);
+  CHECK(sh != MAP_FAILED, "mmap");
+  pid_t pids[8];
+  for (int r = 0; r < nranks; r++) {
+    pids[r] = fork();
+    CHECK(pids[r] >= 0, "fork");
+    if (pids[r] == 0)
+      _exit(run(sh, r, nranks));
+  }
+  int failed = 0;
+  for (int r = 0; r < nranks; r++) {
+    int st;
+    CHECK(waitpid(pids[r], &st, 0) == pids[r], "waitpid");
+    int want = !strcmp(mode, "death") && r == nranks - 1 ? 42 : 0;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != want) {
+      fprintf(stderr, "rank %d: exit status %d (want %d)\n", r, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+              want);
+      failed = 1;
+    }
+  }
+  printf("nccl_procs %s: %s\n", mode, failed ? "FAILED" : "ok");
+  return failed;
+}

@@ -1,0 +1,87 @@
+/* nccl_threads.c - the simulated NCCL with ranks as threads of one process.
+ *
+ * One thread drives four communicators made by ncclCommInitAll through
+ * groups (every collective, send/recv, split); then four threads each init
+ * one rank with ncclCommInitRank; then the refusals: two ranks on one
+ * device, and ncclGroupSimulateEnd running nothing. */
+#include "coll_suite.h"
+#include "nccl_check.h"
+
+#include <pthread.h>
+
+#define NRANKS 4
+
+static ncclUniqueId thread_id;
+
+/* One rank per thread: init, all-reduce its rank, check, destroy. */
+static void *rank_thread(void *arg) {
+  int rank = (int)(intptr_t)arg;
+  ncclComm_t comm;
+  cudaStream_t stream;
+  int32_t *buf, host = rank;
+  CHECK_CUDA(cudaSetDevice(rank));
+  CHECK_NCCL(ncclCommInitRank(&comm, NRANKS, thread_id, rank));
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  CHECK_CUDA(cudaMalloc((void **)&buf, sizeof(*buf)));
+  CHECK_CUDA(cudaMemcpy(buf, &host, sizeof(host), cudaMemcpyHostToDevice));
+  CHECK_NCCL(ncclAllReduce(buf, buf, 1, ncclInt32, ncclSum, comm, stream));
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  CHECK_CUDA(cudaMemcpy(&host, buf, sizeof(host), cudaMemcpyDeviceToHost));
+  CHECK(host == 0 + 1 + 2 + 3, "rank %d: allreduce got %d", rank, host);
+  CHECK_NCCL(ncclCommDestroy(comm));
+  CHECK_CUDA(cudaFree(buf));
+  CHECK_CUDA(cudaStreamDestroy(stream));
+  return NULL;
+}
+
+int main(void) {
+  int version;
+  CHECK_NCCL(ncclGetVersion(&version));
+  CHECK(version == NCCL_VERSION_CODE, "version %d", version);
+
+  struct suite s = {.nranks = NRANKS, .nlocal = NRANKS};
+  CHECK_NCCL(ncclCommInitAll(s.comm, NRANKS, NULL));
+  for (int r = 0; r < NRANKS; r++) {
+    int count, dev, rank;
+    CHECK_NCCL(ncclCommCount(s.comm[r], &count));
+    CHECK_NCCL(ncclCommCuDevice(s.comm[r], &dev));
+    CHECK_NCCL(ncclCommUserRank(s.comm[r], &rank));
+    CHECK(count == NRANKS && dev == r && rank == r, "comm %d: %d %d %d", r, count, dev, rank);
+    s.rank[r] = r;
+  }
+  suite_streams(&s);
+  suite_run(&s);
+
+  /* Simulated groups estimate and run nothing. */
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+  CHECK_NCCL(ncclGroupStart());
+  for (int r = 0; r < NRANKS; r++)
+    CHECK_NCCL(ncclAllReduce(NULL, NULL, 0, ncclFloat, ncclSum, s.comm[r], s.stream[r]));
+  CHECK_NCCL(ncclGroupSimulateEnd(&info));
+  CHECK(info.estimatedTime >= 0, "estimated time %f", (double)info.estimatedTime);
+  for (int r = 0; r < NRANKS; r++) {
+    CHECK_CUDA(cudaStreamSynchronize(s.stream[r]));
+    CHECK_NCCL(ncclCommFinalize(s.comm[r]));
+    CHECK_NCCL(ncclCommDestroy(s.comm[r]));
+  }
+  CHECK(ncclGroupEnd() == ncclInvalidUsage, "unbalanced ncclGroupEnd accepted");
+
+  /* Ranks as threads, one ncclCommInitRank each. */
+  pthread_t th[NRANKS];
+  CHECK_NCCL(ncclGetUniqueId(&thread_id));
+  for (int r = 0; r < NRANKS; r++)
+    CHECK(pthread_create(&th[r], NULL, rank_thread, (void *)(intptr_t)r) == 0, "pthread_create");
+  for (int r = 0; r < NRANKS; r++)
+    pthread_join(th[r], NULL);
+
+  /* Two ranks on one device are refused, as NCCL 2.28 does. */
+  ncclComm_t dup[2] = {(ncclComm_t)1, (ncclComm_t)1};
+  int devs[2] = {1, 1};
+  ncclResult_t rc = ncclCommInitAll(dup, 2, devs);
+  CHECK(rc == ncclInvalidUsage, "same device: got %s", ncclGetErrorString(rc));
+  CHECK(dup[0] == NULL && dup[1] == NULL, "comms left behind");
+  CHECK(strstr(ncclGetLastError(NULL), "Duplicate GPU") != NULL, "last error: %s",
+        ncclGetLastError(NULL));
+  printf("nccl_threads: ok\n");
+  return 0;
+}
