@@ -1,0 +1,453 @@
+/* allocator.c - creating and destroying the allocator, and allocation: the
+ * cached hot path (one pool lock, one block-map shard, one statistics
+ * update, no device call) and the miss path under the device lock: retire
+ * completed frees, fence the unfenced, take another stream's block when
+ * cross_stream_reuse allows, collect garbage, grow, and finally release
+ * every cached segment and retry once before reporting out of memory. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_uint serials = 1;
+
+/* ---- observation ---------------------------------------------------------- */
+
+void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream_t s,
+                uintptr_t addr, size_t size)
+{
+    fs_alloc_observer *o = atomic_load_explicit(&a->obs, memory_order_acquire);
+    if (o && o->on_event)
+        o->on_event(o->ctx, kind, device, s, (const void *)addr, size);
+}
+
+void fs_alloc_set_observer(fs_allocator *a, const fs_alloc_observer *obs)
+{
+    fs_alloc_observer *n = NULL;
+    if (obs) {
+        n = malloc(sizeof *n);
+        if (!n)
+            return;
+        *n = *obs;
+    }
+    /* A caller may still be inside the old observer: keep it until destroy. */
+    pthread_mutex_lock(&a->obs_lock);
+    fs_alloc_observer *old = atomic_exchange_explicit(&a->obs, n, memory_order_acq_rel);
+    if (old) {
+        old->ctx = a->obs_old;
+        a->obs_old = old;
+    }
+    pthread_mutex_unlock(&a->obs_lock);
+}
+
+/* ---- lifetime --------------------------------------------------------------- */
+
+fs_allocator *fs_allocator_create(const fs_alloc_config *cfg, const fs_device_ops *ops,
+                                  int device_count)
+{
+    if (!ops || device_count <= 0)
+        return NULL;
+    fs_allocator *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    if (cfg)
+        a->cfg = *cfg;
+    else
+        fs_alloc_config_default(&a->cfg);
+    if (a->cfg.cross_stream_reuse == FS_REUSE_WAIT && a->cfg.free_semantics == FS_FREE_SEMANTICS_SYNC)
+        a->cfg.cross_stream_reuse = FS_REUSE_COMPLETED; /* nothing is ever pending */
+    a->ops = ops;
+    a->ndev = device_count;
+    a->serial = atomic_fetch_add(&serials, 1);
+    pthread_rwlock_init(&a->segidx_lock, NULL);
+    pthread_mutex_init(&a->obs_lock, NULL);
+    atomic_init(&a->obs, NULL);
+    a->devs = calloc((size_t)device_count, sizeof *a->devs);
+    if (!a->devs || fs_map_init(a) != 0) {
+        fs_map_fini(a);
+        free(a->devs);
+        free(a);
+        return NULL;
+    }
+    for (int i = 0; i < device_count; i++) {
+        fs_dev *d = &a->devs[i];
+        pthread_mutex_init(&d->lock, NULL);
+        fs_spin_init(&d->stats_lock);
+        fs_spin_init(&d->ev_lock);
+        fs_spin_init(&d->batch_lock);
+        d->a = a;
+        d->id = i;
+    }
+    return a;
+}
+
+/* Frees the metadata of every pool of `d`. With `device_alive`, segments
+ * without live blocks go back to the device first; after a reset nothing
+ * is given back, it is already gone. */
+void fs_dev_teardown(fs_allocator *a, fs_dev *d, bool device_alive)
+{
+    const fs_device_ops *o = a->ops;
+    if (device_alive) {
+        fs_dev_retire_all(d, true);
+        fs_segments_release(a, d, FS_RELEASE_LARGEST, SIZE_MAX);
+    } else {
+        atomic_fetch_add_explicit(&d->epoch, 1, memory_order_acq_rel);
+    }
+    fs_map_forget_device(a, d->id);
+    for (int i = 0; i < d->npools; i++) {
+        fs_pool *p = d->pools[i];
+        for (fs_segment *s = p->segs, *sn; s; s = sn) {
+            sn = s->next;
+            for (fs_block *b = s->head, *bn; b; b = bn) {
+                bn = b->next;
+                fs_fence_put(d, b->fence);
+                fs_fence_put(d, b->uses_fence);
+                fs_block_free(NULL, b);
+            }
+            fs_segidx_remove(a, s);
+            if (device_alive && s->expandable && s->size == 0)
+                o->vm_release(o->ctx, d->id, (void *)s->base, s->reserve);
+            free(s);
+        }
+        fs_fence_put(d, p->mark);
+        for (fs_block *b = p->spare, *bn; b; b = bn) {
+            bn = b->lnext;
+            free(b);
+        }
+        free(p);
+    }
+    free(d->pools);
+    d->pools = NULL;
+    d->npools = d->cappools = 0;
+    memset(d->hash, 0, sizeof d->hash);
+    while (d->fifo_head) {
+        fs_fence *h = d->fifo_head;
+        d->fifo_head = h->fifo_next;
+        fs_fence_put(d, h);
+    }
+    d->fifo_tail = NULL;
+    fs_fence_put(d, d->last_batch);
+    d->last_batch = NULL;
+    atomic_store(&d->batch_done, d->batch_seq);
+    atomic_store(&d->unfenced, 0);
+    fs_dev_events_fini(d, device_alive);
+    memset(&d->st, 0, sizeof d->st);
+    atomic_fetch_add_explicit(&d->gen, 1, memory_order_acq_rel);
+}
+
+void fs_allocator_destroy(fs_allocator *a)
+{
+    if (!a)
+        return;
+    for (int i = 0; i < a->ndev; i++) {
+        fs_dev *d = &a->devs[i];
+        pthread_mutex_lock(&d->lock);
+        fs_dev_teardown(a, d, true);
+        pthread_mutex_unlock(&d->lock);
+        pthread_mutex_destroy(&d->lock);
+    }
+    fs_map_fini(a);
+    free(a->segidx);
+    free(a->devs);
+    free(atomic_load(&a->obs));
+    for (fs_alloc_observer *o = a->obs_old, *n; o; o = n) {
+        n = o->ctx;
+        free(o);
+    }
+    pthread_rwlock_destroy(&a->segidx_lock);
+    pthread_mutex_destroy(&a->obs_lock);
+    free(a);
+}
+
+/* ---- taking blocks ------------------------------------------------------------ */
+
+/* PyTorch's limits around max_split_size: an oversize block never serves a
+ * small request, and an oversize request takes an oversize block only if it
+ * wastes less than a large segment. */
+static bool fits(const fs_alloc_config *cfg, const fs_block *b, size_t rounded)
+{
+    if (cfg->max_split_size == SIZE_MAX)
+        return true;
+    if (b->size >= cfg->max_split_size && rounded < cfg->max_split_size)
+        return false;
+    if (rounded >= cfg->max_split_size && b->size >= rounded + FS_LARGE_BUFFER)
+        return false;
+    return true;
+}
+
+static void live_delta(fs_delta *dl, const fs_block *b, int sign)
+{
+    dl->allocation += sign;
+    dl->allocated_bytes += sign * (int64_t)b->size;
+    dl->requested_bytes += sign * (int64_t)b->requested;
+}
+
+/* Hands out free block b of pool p (p->lock held), split if worth it. */
+static void use_free_block(fs_allocator *a, fs_pool *p, fs_block *b, size_t rounded, size_t req,
+                           fs_stream_t stream, fs_delta *dl)
+{
+    fs_free_take(p, b, dl);
+    if (fs_should_split(&a->cfg, b, rounded)) {
+        fs_block *r = fs_block_split(p, b, rounded);
+        if (r) {
+            r->free_seq = b->free_seq;
+            fs_free_insert(p, r, dl);
+        }
+    }
+    b->state = FS_BLOCK_LIVE;
+    b->stream = stream;
+    b->requested = req;
+    b->free_seq = 0;
+    live_delta(dl, b, 1);
+    dl->active++;
+    dl->active_bytes += (int64_t)b->size;
+}
+
+/* Best fit in p's own tree; p->lock held. */
+static fs_block *take_own(fs_allocator *a, fs_pool *p, int kind, size_t rounded, size_t req,
+                          fs_stream_t stream)
+{
+    fs_block *b = fs_tree_lower_bound(p->free_root[kind], rounded);
+    if (!b || !fits(&a->cfg, b, rounded))
+        return NULL;
+    fs_delta dl = {.kind = kind};
+    use_free_block(a, p, b, rounded, req, stream, &dl);
+    fs_stats_apply(p->dev, &dl);
+    return b;
+}
+
+/* Best fit among q's free blocks that every stream may use: not freed
+ * stream-ordered after q's last completed mark. q->lock held. */
+static fs_block *take_completed(fs_allocator *a, fs_pool *q, int kind, size_t rounded, size_t req,
+                                fs_stream_t stream)
+{
+    fs_block *b = fs_tree_lower_bound(q->free_root[kind], rounded);
+    for (int scanned = 0; b && scanned < 32; scanned++, b = fs_tree_next(q->free_root[kind], b)) {
+        if (!fits(&a->cfg, b, rounded))
+            return NULL;
+        if (b->free_seq <= q->so_done) {
+            fs_delta dl = {.kind = kind};
+            use_free_block(a, q, b, rounded, req, stream, &dl);
+            fs_stats_apply(q->dev, &dl);
+            return b;
+        }
+    }
+    return NULL;
+}
+
+/* Hands out pending block b of q (q->lock held); a remainder stays pending
+ * under the same fences. */
+static void use_pending_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t rounded, size_t req,
+                              fs_stream_t stream)
+{
+    fs_delta dl = {.kind = b->seg->kind};
+    fs_blist_del(&q->pending, b);
+    dl.pending--;
+    dl.pending_bytes -= (int64_t)b->size;
+    dl.active_bytes -= (int64_t)b->size;
+    if (fs_should_split(&a->cfg, b, rounded)) {
+        fs_block *r = fs_block_split(q, b, rounded);
+        if (r) {
+            r->state = FS_BLOCK_PENDING;
+            r->stream = b->stream;
+            r->ready_stream = b->ready_stream;
+            r->fence = b->fence;
+            r->uses_fence = b->uses_fence;
+            if (r->fence)
+                fs_fence_get(r->fence);
+            if (r->uses_fence)
+                fs_fence_get(r->uses_fence);
+            fs_blist_push(&q->pending, r);
+            dl.pending++;
+            dl.pending_bytes += (int64_t)r->size;
+            dl.active++;
+            dl.active_bytes += (int64_t)r->size;
+        }
+    }
+    fs_fence_put(q->dev, b->fence);
+    fs_fence_put(q->dev, b->uses_fence);
+    b->fence = b->uses_fence = NULL;
+    b->ready_stream = 0;
+    b->nuses = 0;
+    b->state = FS_BLOCK_LIVE;
+    b->stream = stream;
+    b->requested = req;
+    live_delta(&dl, b, 1);
+    dl.active_bytes += (int64_t)b->size;
+    fs_stats_apply(q->dev, &dl);
+}
+
+/* Best-fitting pending block of q that `stream` may take: one freed
+ * stream-ordered on `stream` itself, or (wait) any whose fences need only
+ * a GPU-side wait. q->lock held. */
+static fs_block *take_pending(fs_allocator *a, fs_pool *q, int kind, size_t rounded, size_t req,
+                              fs_stream_t stream, bool wait)
+{
+    fs_block *best = NULL;
+    bool best_wait = false;
+    for (fs_block *b = q->pending.head; b; b = b->lnext) {
+        if (b->seg->kind != kind || b->size < rounded || !fits(&a->cfg, b, rounded))
+            continue;
+        if (best && (b->size > best->size || (b->size == best->size && b->addr > best->addr)))
+            continue;
+        bool own = b->ready_stream == stream && !b->uses_fence;
+        if (!own && !(wait && fs_fence_waitable(a, b->fence) && fs_fence_waitable(a, b->uses_fence)))
+            continue;
+        best = b;
+        best_wait = !own;
+    }
+    if (!best)
+        return NULL;
+    if (best_wait && (fs_fence_gpu_wait(a, best->fence, stream) != FS_OK ||
+                      fs_fence_gpu_wait(a, best->uses_fence, stream) != FS_OK))
+        return NULL;
+    use_pending_block(a, q, best, rounded, req, stream);
+    return best;
+}
+
+static fs_block *try_own(fs_allocator *a, fs_pool *p, int kind, size_t rounded, size_t req,
+                         fs_stream_t stream)
+{
+    fs_spin_lock(&p->lock);
+    fs_pool_retire(a, p);
+    fs_block *b = take_own(a, p, kind, rounded, req, stream);
+    fs_spin_unlock(&p->lock);
+    return b;
+}
+
+/* Other streams' memory, as cross_stream_reuse allows. Caller holds dev->lock. */
+static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, size_t rounded,
+                            size_t req, fs_stream_t stream, unsigned flags)
+{
+    const fs_device_ops *o = a->ops;
+    bool completed = a->cfg.cross_stream_reuse != FS_REUSE_NONE;
+    bool wait = a->cfg.cross_stream_reuse == FS_REUSE_WAIT && (flags & FS_ALLOC_STREAM_ORDERED) &&
+                !(o->stream_is_capturing && o->stream_is_capturing(o->ctx, d->id, stream));
+    for (int i = 0; i < d->npools; i++) {
+        fs_pool *q = d->pools[i];
+        fs_spin_lock(&q->lock);
+        fs_block *b = take_pending(a, q, kind, rounded, req, stream, wait);
+        if (!b && completed && q != p)
+            b = take_completed(a, q, kind, rounded, req, stream);
+        fs_spin_unlock(&q->lock);
+        if (b)
+            return b;
+    }
+    return NULL;
+}
+
+static void collect_garbage(fs_allocator *a, fs_dev *d)
+{
+    const fs_device_ops *o = a->ops;
+    double t = a->cfg.garbage_collection_threshold;
+    if (t <= 0.0 || !o->mem_capacity)
+        return;
+    double limit = t * (double)o->mem_capacity(o->ctx, d->id);
+    fs_spin_lock(&d->stats_lock);
+    double reserved = (double)d->st.s.reserved_bytes[FS_POOL_ALL].current;
+    fs_spin_unlock(&d->stats_lock);
+    if (reserved > limit)
+        fs_segments_release(a, d, FS_RELEASE_OLDEST, (size_t)(reserved - limit));
+}
+
+static void report_oom(fs_allocator *a, fs_dev *d, fs_stream_t stream, size_t size)
+{
+    fs_alloc_stats st;
+    fs_stats_count(d, &d->st.s.num_ooms, 1);
+    fs_alloc_get_stats(a, d->id, &st);
+    fs_oom_info info = {
+        .device = d->id,
+        .stream = stream,
+        .requested = size,
+        .allocated = (size_t)st.allocated_bytes[FS_POOL_ALL].current,
+        .reserved_free = (size_t)(st.reserved_bytes[FS_POOL_ALL].current -
+                                  st.allocated_bytes[FS_POOL_ALL].current),
+        .largest_free = (size_t)st.largest_free_block,
+        .reserved = (size_t)st.reserved_bytes[FS_POOL_ALL].current,
+    };
+    fs_alloc_observer *o = atomic_load_explicit(&a->obs, memory_order_acquire);
+    if (o && o->on_oom)
+        o->on_oom(o->ctx, &info);
+}
+
+static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, size_t rounded, size_t req,
+                      fs_stream_t stream, unsigned flags, fs_status *st)
+{
+    fs_block *b = NULL;
+    *st = FS_OK;
+    pthread_mutex_lock(&d->lock);
+    d->gc_clock++;
+    for (int attempt = 0; attempt < 2 && !b; attempt++) {
+        if (attempt == 1) {
+            /* release and retry: wait for every outstanding event, give all
+             * cached memory back, then grow once more */
+            fs_stats_count(d, &d->st.s.num_alloc_retries, 1);
+            fs_stats_count(d, &d->st.s.num_sync_all_streams, 1);
+            fs_dev_retire_all(d, true);
+            fs_segments_release(a, d, FS_RELEASE_LARGEST, SIZE_MAX);
+        }
+        if ((b = try_own(a, p, kind, rounded, req, stream)))
+            break;
+        fs_batch_fence(d);
+        if (a->cfg.cross_stream_reuse != FS_REUSE_NONE)
+            fs_marks_record(d);
+        fs_dev_retire_all(d, false);
+        if ((b = try_own(a, p, kind, rounded, req, stream)))
+            break;
+        if ((b = try_others(a, d, p, kind, rounded, req, stream, flags)))
+            break;
+        collect_garbage(a, d);
+        for (int grow = 0; grow < 4 && !b; grow++) {
+            bool oom = false;
+            fs_status gs = fs_segment_grow(a, p, kind, rounded, &oom);
+            if (gs == FS_ERR_OOM)
+                break;
+            if (gs != FS_OK) {
+                *st = gs;
+                pthread_mutex_unlock(&d->lock);
+                return NULL;
+            }
+            b = try_own(a, p, kind, rounded, req, stream);
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    if (!b)
+        *st = FS_ERR_OOM;
+    return b;
+}
+
+fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream, size_t size, unsigned flags,
+                    void **out)
+{
+    fs_dev *d = fs_dev_of(a, device);
+    if (!d || !out || size == 0)
+        return FS_ERR_INVALID;
+    size_t rounded = fs_round_size(&a->cfg, size);
+    int kind = fs_size_kind(rounded);
+    fs_pool *p = fs_pool_get(a, device, stream);
+    if (!p)
+        return FS_ERR_DEVICE;
+    /* an allocation is a promise of work on its stream */
+    if (!atomic_load_explicit(&p->had_work, memory_order_relaxed))
+        atomic_store_explicit(&p->had_work, true, memory_order_release);
+    fs_block *b = NULL;
+    fs_status st = FS_OK;
+    if (rounded && fs_segment_size(rounded)) {
+        fs_spin_lock(&p->lock);
+        b = take_own(a, p, kind, rounded, size, stream);
+        fs_spin_unlock(&p->lock);
+        if (!b)
+            b = miss(a, d, p, kind, rounded, size, stream, flags, &st);
+    } else {
+        st = FS_ERR_OOM; /* would wrap around: no device has that much */
+    }
+    if (!b) {
+        if (st == FS_ERR_OOM)
+            report_oom(a, d, stream, size);
+        return st;
+    }
+    fs_map_insert(a, b);
+    fs_observe(a, FS_EV_ALLOC, device, stream, b->addr, b->size);
+    *out = (void *)b->addr;
+    return FS_OK;
+}

@@ -1,0 +1,264 @@
+/* free.c - giving blocks back: the three free semantics of cudaFree
+ * (sync, device-ordered with batched fences, stream-ordered), cudaFreeAsync,
+ * and the record-stream uses that hold a freed block until the other
+ * streams are done with it. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Past this many unfenced frees on a device, a free records the batch fence
+ * itself rather than waiting for the next miss. */
+#define FS_UNFENCED_LIMIT 256
+
+/* Every so many frees into a pool with pending blocks, the free retires
+ * the completed ones (a few event queries, no waiting). */
+#define FS_RETIRE_EVERY 64
+
+/* The live block at ptr, removed from the block map; or why there is none. */
+static fs_block *claim(fs_allocator *a, const void *ptr, fs_status *st)
+{
+    fs_block *b = fs_map_remove(a, (uintptr_t)ptr);
+    if (b)
+        return b;
+    pthread_rwlock_rdlock(&a->segidx_lock);
+    *st = fs_segidx_find(a, (uintptr_t)ptr) ? FS_ERR_INVALID : FS_ERR_NOT_OWNED;
+    pthread_rwlock_unlock(&a->segidx_lock);
+    return NULL;
+}
+
+static void dead_delta(fs_delta *dl, const fs_block *b)
+{
+    dl->allocation--;
+    dl->allocated_bytes -= (int64_t)b->size;
+    dl->requested_bytes -= (int64_t)b->requested;
+}
+
+static void pace_retire(fs_allocator *a, fs_pool *p)
+{
+    if (p->pending.n && (++p->frees % FS_RETIRE_EVERY) == 0)
+        fs_pool_retire(a, p);
+}
+
+/* The recorded uses other than stream `skip`; n is returned. */
+static int other_uses(const fs_block *b, fs_stream_t skip, fs_stream_t *out)
+{
+    int n = 0;
+    for (int i = 0; i < b->nuses; i++)
+        if (b->uses[i] != skip)
+            out[n++] = b->uses[i];
+    return n;
+}
+
+/* Device-ordered: on the unfenced list until the next batch fence. */
+static fs_status free_device(fs_allocator *a, fs_block *b, fs_fence **fence_out)
+{
+    fs_pool *p = b->seg->pool;
+    fs_dev *d = p->dev;
+    fs_fence *uf = NULL;
+    if (b->nuses) {
+        uf = fs_fence_make(d, b->uses, b->nuses);
+        /* NULL (a use stream is capturing): the batch fence covers every
+         * stream with work, the uses included */
+    }
+    fs_delta dl = {.kind = b->seg->kind, .pending = 1, .pending_bytes = (int64_t)b->size};
+    dead_delta(&dl, b);
+    fs_spin_lock(&p->lock);
+    b->uses_fence = uf;
+    b->state = FS_BLOCK_UNFENCED;
+    fs_blist_push(&p->unfenced, b);
+    fs_stats_apply(d, &dl);
+    pace_retire(a, p);
+    fs_spin_unlock(&p->lock);
+    long n = atomic_fetch_add_explicit(&d->unfenced, 1, memory_order_acq_rel) + 1;
+    if (!fence_out && n < FS_UNFENCED_LIMIT)
+        return FS_OK;
+    pthread_mutex_lock(&d->lock);
+    bool fenced = fs_batch_fence(d);
+    if (fence_out && fenced && d->last_batch) {
+        if (uf) {
+            fs_fence_get(uf);
+            atomic_store_explicit(&uf->after_batch, d->last_batch->batch_seq, memory_order_release);
+            *fence_out = uf;
+        } else {
+            fs_fence_get(d->last_batch);
+            *fence_out = d->last_batch;
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    return FS_OK;
+}
+
+/* Stream-ordered on s: reusable at once on s when s is the block's pool
+ * stream and nothing else used it; otherwise pending on events recorded on
+ * s and on the recorded uses. */
+static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_stream_t s, fs_fence **fence_out)
+{
+    fs_pool *p = b->seg->pool;
+    fs_dev *d = p->dev;
+    bool retired = atomic_load_explicit(&p->retired, memory_order_acquire);
+    if (retired && s == p->stream)
+        return free_device(a, b, fence_out); /* that stream is gone */
+    fs_stream_t local[8];
+    fs_stream_t *streams = b->nuses + 1 <= 8 ? local : malloc(((size_t)b->nuses + 1) * sizeof *streams);
+    if (!streams)
+        return free_device(a, b, fence_out);
+    int n = other_uses(b, s, streams + 1);
+    fs_delta dl = {.kind = b->seg->kind};
+    dead_delta(&dl, b);
+    if (n == 0 && s == p->stream) {
+        dl.active--;
+        dl.active_bytes -= (int64_t)b->size;
+        fs_spin_lock(&p->lock);
+        b->free_seq = ++p->so_seq;
+        fs_free_insert(p, b, &dl);
+        fs_stats_apply(d, &dl);
+        pace_retire(a, p);
+        fs_spin_unlock(&p->lock);
+        if (fence_out)
+            *fence_out = fs_fence_make(d, &s, 1);
+        return FS_OK;
+    }
+    streams[0] = s;
+    fs_fence *f = fs_fence_make(d, streams, n + 1);
+    if (streams != local)
+        free(streams);
+    if (!f)
+        return free_device(a, b, fence_out);
+    dl.pending = 1;
+    dl.pending_bytes = (int64_t)b->size;
+    fs_spin_lock(&p->lock);
+    b->fence = f;
+    b->ready_stream = n == 0 ? s : 0;
+    b->state = FS_BLOCK_PENDING;
+    fs_blist_push(&p->pending, b);
+    fs_stats_apply(d, &dl);
+    pace_retire(a, p);
+    fs_spin_unlock(&p->lock);
+    if (fence_out) {
+        fs_fence_get(f);
+        *fence_out = f;
+    }
+    return FS_OK;
+}
+
+/* free_semantics:sync: the device is idle afterwards, so the block and
+ * everything pending on the device are reusable at once. */
+static fs_status free_sync(fs_allocator *a, fs_block *b, fs_fence **fence_out)
+{
+    fs_pool *p = b->seg->pool;
+    fs_dev *d = p->dev;
+    const fs_device_ops *o = a->ops;
+    if (o->device_synchronize(o->ctx, d->id) != FS_DEV_OK)
+        return free_device(a, b, fence_out);
+    fs_delta dl = {.kind = b->seg->kind, .active = -1, .active_bytes = -(int64_t)b->size};
+    dead_delta(&dl, b);
+    fs_spin_lock(&p->lock);
+    fs_free_insert(p, b, &dl);
+    fs_stats_apply(d, &dl);
+    fs_pool_retire(a, p);
+    fs_spin_unlock(&p->lock);
+    if (fence_out)
+        *fence_out = fs_fence_make(d, NULL, 0);
+    return FS_OK;
+}
+
+static void note_free_requested(fs_allocator *a, fs_block *b)
+{
+    fs_pool *p = b->seg->pool;
+    fs_observe(a, FS_EV_FREE_REQUESTED, p->dev->id, b->stream, b->addr, b->size);
+}
+
+fs_status fs_free(fs_allocator *a, void *ptr, fs_fence **fence_out)
+{
+    if (fence_out)
+        *fence_out = NULL;
+    if (!ptr)
+        return FS_OK;
+    fs_status st = FS_OK;
+    fs_block *b = claim(a, ptr, &st);
+    if (!b)
+        return st;
+    note_free_requested(a, b);
+    const fs_device_ops *o = a->ops;
+    fs_free_semantics sem = a->cfg.free_semantics;
+    if (sem == FS_FREE_SEMANTICS_SYNC && o->capture_underway && o->capture_underway(o->ctx))
+        sem = FS_FREE_SEMANTICS_DEVICE; /* a synchronisation would break the capture */
+    switch (sem) {
+    case FS_FREE_SEMANTICS_SYNC:
+        return free_sync(a, b, fence_out);
+    case FS_FREE_SEMANTICS_STREAM:
+        return free_on_stream(a, b, b->stream, fence_out);
+    default:
+        return free_device(a, b, fence_out);
+    }
+}
+
+fs_status fs_free_async(fs_allocator *a, void *ptr, fs_stream_t stream, fs_fence **fence_out)
+{
+    if (fence_out)
+        *fence_out = NULL;
+    if (!ptr)
+        return FS_OK;
+    fs_status st = FS_OK;
+    fs_block *b = claim(a, ptr, &st);
+    if (!b)
+        return st;
+    note_free_requested(a, b);
+    return free_on_stream(a, b, stream, fence_out);
+}
+
+/* ---- record-stream ----------------------------------------------------------- */
+
+/* The live block of segment s containing addr; s->pool->lock held. */
+static fs_block *block_at(fs_segment *s, uintptr_t addr)
+{
+    for (fs_block *b = s->head; b; b = b->next)
+        if (addr >= b->addr && addr - b->addr < b->size)
+            return b->state == FS_BLOCK_LIVE ? b : NULL;
+    return NULL;
+}
+
+/* Runs fn on the live block containing ptr under its pool's lock. */
+fs_status fs_with_live_block(fs_allocator *a, const void *ptr,
+                             fs_status (*fn)(fs_block *b, void *arg), void *arg)
+{
+    fs_status st = FS_ERR_NOT_OWNED;
+    pthread_rwlock_rdlock(&a->segidx_lock);
+    fs_segment *s = fs_segidx_find(a, (uintptr_t)ptr);
+    if (s) {
+        fs_pool *p = s->pool;
+        fs_spin_lock(&p->lock);
+        fs_block *b = s->detached ? NULL : block_at(s, (uintptr_t)ptr);
+        if (b)
+            st = fn(b, arg);
+        fs_spin_unlock(&p->lock);
+    }
+    pthread_rwlock_unlock(&a->segidx_lock);
+    return st;
+}
+
+static fs_status add_use(fs_block *b, void *arg)
+{
+    fs_stream_t s = *(fs_stream_t *)arg;
+    if (s == b->stream)
+        return FS_OK; /* its own stream orders itself */
+    for (int i = 0; i < b->nuses; i++)
+        if (b->uses[i] == s)
+            return FS_OK;
+    if (b->nuses == b->capuses) {
+        int cap = b->capuses ? b->capuses * 2 : 4;
+        fs_stream_t *n = realloc(b->uses, (size_t)cap * sizeof *n);
+        if (!n)
+            return FS_ERR_DEVICE;
+        b->uses = n;
+        b->capuses = cap;
+    }
+    b->uses[b->nuses++] = s;
+    return FS_OK;
+}
+
+fs_status fs_record_stream(fs_allocator *a, void *ptr, fs_stream_t stream)
+{
+    return fs_with_live_block(a, ptr, add_use, &stream);
+}

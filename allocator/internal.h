@@ -1,0 +1,264 @@
+/* internal.h - the allocator's own data structures and the functions its
+ * files share, grouped by the file that owns them.
+ *
+ * Lock order (never taken the other way round):
+ *   dev->lock (mutex)  ->  pool->lock  ->  blockmap shard | dev->stats_lock | dev->ev_lock
+ *   segindex (rwlock, read) -> pool->lock
+ * Nobody holds a pool lock across a device call, nor while taking the
+ * segment index for writing: segments are detached from their pool first. */
+#ifndef FS_ALLOC_INTERNAL_H
+#define FS_ALLOC_INTERNAL_H
+
+#include "allocator.h"
+#include "lock.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define FS_KiB ((size_t)1024)
+#define FS_MiB ((size_t)1024 * 1024)
+#define FS_MIN_BLOCK ((size_t)512)       /* every block is a multiple of this */
+#define FS_SMALL_SIZE FS_MiB             /* largest request served from the small pool */
+#define FS_SMALL_BUFFER (2 * FS_MiB)     /* small pool segment */
+#define FS_LARGE_BUFFER (20 * FS_MiB)    /* large pool segment for requests < 10 MiB */
+#define FS_MIN_LARGE_ALLOC (10 * FS_MiB)
+#define FS_ROUND_LARGE (2 * FS_MiB)
+
+enum { FS_KIND_SMALL, FS_KIND_LARGE, FS_KINDS }; /* == FS_POOL_SMALL - 1, FS_POOL_LARGE - 1 */
+
+typedef enum fs_block_state {
+    FS_BLOCK_FREE,     /* in its pool's free tree */
+    FS_BLOCK_LIVE,     /* handed out */
+    FS_BLOCK_UNFENCED, /* freed with device semantics, waiting for the next batch fence */
+    FS_BLOCK_PENDING,  /* freed, waiting for its fences' events */
+} fs_block_state;
+
+struct fs_pool;
+struct fs_segment;
+struct fs_dev;
+
+/* Events that must all complete. A batch fence (batch_seq != 0) is done
+ * when it and every earlier batch of its device are; any other fence may
+ * also wait for the batch numbered after_batch. */
+struct fs_fence {
+    atomic_int refs;
+    atomic_bool done; /* sticky: set by the first query that saw everything complete */
+    _Atomic uint64_t after_batch;
+    uint64_t batch_seq;
+    struct fs_fence *fifo_next; /* the device's queue of batches */
+    int device;
+    unsigned epoch;             /* the device's reset count when the events were made */
+    int n;
+    fs_event_t ev[];
+};
+
+typedef struct fs_block {
+    uintptr_t addr;
+    size_t size;
+    size_t requested;
+    struct fs_block *prev, *next; /* address neighbours inside the segment */
+    struct fs_segment *seg;
+    fs_stream_t stream;           /* stream the live block was handed to */
+    fs_block_state state;
+    /* free tree (treap ordered by size, then address) */
+    struct fs_block *left, *right;
+    uint32_t prio;
+    uint32_t gc_age;              /* misses the block has sat free through */
+    struct fs_block *map_next;    /* block map chain */
+    struct fs_block *lnext, *lprev; /* pending / unfenced list */
+    fs_fence *fence;              /* device batch fence or free_async event */
+    fs_fence *uses_fence;         /* events of record_stream uses */
+    fs_stream_t ready_stream;     /* pending, yet reusable at once on this stream */
+    uint64_t free_seq;            /* stream-ordered free number in its pool; 0 = completed */
+    fs_stream_t *uses;            /* streams recorded while live */
+    int nuses, capuses;
+} fs_block;
+
+typedef struct fs_segment {
+    uintptr_t base;
+    size_t size;          /* bytes backed by memory (mapped part when expandable) */
+    size_t reserve;       /* expandable: bytes of address space reserved; else 0 */
+    struct fs_pool *pool;
+    int kind;
+    int pinned;
+    bool expandable;
+    bool detached;        /* being released: no longer in its pool */
+    fs_block *head;
+    struct fs_segment *next, *prev; /* the pool's segments */
+} fs_segment;
+
+typedef struct fs_blist {
+    fs_block *head;
+    size_t n;
+} fs_blist;
+
+typedef struct fs_pool {
+    fs_spin lock;
+    struct fs_dev *dev;
+    fs_stream_t stream;
+    enum fs_stream_kind kind;
+    atomic_bool retired;          /* its stream was destroyed; never matched by handle */
+    atomic_bool had_work;         /* work issued since the last batch fence */
+    fs_block *free_root[FS_KINDS];
+    size_t free_bytes[FS_KINDS];
+    fs_blist pending, unfenced;
+    fs_segment *segs;
+    fs_segment *expandable[FS_KINDS];
+    unsigned frees;               /* paces pending retirement on the free path */
+    /* Stream-ordered frees are reusable at once on the pool's own stream, by
+     * other streams only once a mark event recorded after them completes. */
+    uint64_t so_seq, so_done, mark_seq;
+    fs_fence *mark;
+    fs_block *spare;              /* recycled block metadata */
+    size_t nspare;
+    struct fs_pool *hash_next;    /* registry chain (live pools only) */
+} fs_pool;
+
+/* Plain counters under dev->stats_lock: one atomic exchange per update keeps
+ * all peaks exact and consistent with each other. */
+typedef struct fs_dev_stats {
+    fs_alloc_stats s;
+} fs_dev_stats;
+
+typedef struct fs_dev {
+    pthread_mutex_t lock;         /* registry, pool list, batch fences, growth */
+    fs_allocator *a;
+    int id;
+    fs_pool **pools;              /* every pool, live and retired */
+    int npools, cappools;
+    fs_pool *hash[64];            /* live pools by stream handle */
+    fs_stream_t legacy;
+    atomic_uint gen;              /* bumped when the handle -> pool mapping changes */
+    atomic_uint epoch;            /* bumped by cudaDeviceReset: older events are dead */
+    atomic_long unfenced;         /* blocks waiting for a batch fence, all pools */
+    fs_fence *last_batch;         /* the newest batch fence (a reference) */
+    fs_spin batch_lock;           /* the queue of batches not known complete */
+    fs_fence *fifo_head, *fifo_tail;
+    uint64_t batch_seq;
+    _Atomic uint64_t batch_done;  /* every batch up to this one has completed */
+    uint32_t gc_clock;            /* misses so far: the age unit of garbage collection */
+    fs_spin stats_lock;
+    fs_dev_stats st;
+    fs_spin ev_lock;
+    fs_event_t *evcache;
+    int nev, capev;
+} fs_dev;
+
+/* pointer -> live block, sharded so that frees on distinct threads rarely meet */
+#define FS_MAP_SHARDS 64
+typedef struct fs_map_shard {
+    fs_spin lock;
+    fs_block **tab;
+    size_t mask, n;
+    char pad[64];
+} fs_map_shard;
+
+struct fs_allocator {
+    fs_alloc_config cfg;
+    const fs_device_ops *ops;
+    int ndev;
+    unsigned serial;
+    fs_dev *devs;
+    fs_map_shard map[FS_MAP_SHARDS];
+    pthread_rwlock_t segidx_lock;
+    fs_segment **segidx;          /* every segment, sorted by base */
+    size_t nseg, capseg;
+    _Atomic(fs_alloc_observer *) obs;
+    fs_alloc_observer *obs_old;   /* replaced observers, freed at destroy */
+    pthread_mutex_t obs_lock;
+};
+
+/* ---- "stats.c" --------------------------------------------------------- */
+/* One change to a block's accounting: counts and bytes for one pool kind. */
+typedef struct fs_delta {
+    int kind;
+    int64_t allocation, allocated_bytes, requested_bytes;
+    int64_t active, active_bytes;
+    int64_t inactive_split, inactive_split_bytes;
+    int64_t segment, reserved_bytes;
+    int64_t pending, pending_bytes;
+} fs_delta;
+void fs_stats_apply(fs_dev *d, const fs_delta *dl);
+void fs_stats_count(fs_dev *d, int64_t *field, int64_t by);
+
+/* ---- "size.c" ---------------------------------------------------------- */
+size_t fs_round_size(const fs_alloc_config *cfg, size_t size); /* 0 when it would wrap */
+size_t fs_segment_size(size_t rounded);                       /* 0 when it would wrap */
+int fs_size_kind(size_t rounded);
+bool fs_should_split(const fs_alloc_config *cfg, const fs_block *b, size_t size);
+
+/* ---- "tree.c" ---------------------------------------------------------- */
+void fs_tree_insert(fs_block **root, fs_block *b);
+void fs_tree_remove(fs_block **root, fs_block *b);
+fs_block *fs_tree_lower_bound(fs_block *root, size_t size); /* smallest (size, addr) >= size */
+fs_block *fs_tree_max(fs_block *root);
+fs_block *fs_tree_next(fs_block *root, const fs_block *b); /* in-order successor */
+
+/* ---- "blockmap.c" ------------------------------------------------------ */
+int fs_map_init(fs_allocator *a);
+void fs_map_fini(fs_allocator *a);
+void fs_map_insert(fs_allocator *a, fs_block *b);
+fs_block *fs_map_remove(fs_allocator *a, uintptr_t addr);
+void fs_map_forget_device(fs_allocator *a, int device);
+
+/* ---- "segment.c" ------------------------------------------------------- */
+typedef enum fs_release_mode {
+    FS_RELEASE_LARGEST, /* largest first, until `goal` bytes are released */
+    FS_RELEASE_OLDEST,  /* garbage collection: oldest first, at least average age */
+} fs_release_mode;
+fs_block *fs_block_new(fs_pool *p);             /* caller holds p->lock */
+void fs_block_free(fs_pool *p, fs_block *b);    /* caller holds p->lock; p may be NULL */
+fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size); /* the remainder, or NULL */
+void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl);     /* coalesce, then into the tree */
+void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl);       /* out of the tree */
+/* Caller holds dev->lock, no pool lock. */
+fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int kind, size_t rounded, bool *oom);
+size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, size_t goal);
+fs_segment *fs_segidx_find(fs_allocator *a, uintptr_t addr); /* caller holds segidx_lock */
+void fs_segidx_remove(fs_allocator *a, fs_segment *s);
+
+/* ---- "fence.c" --------------------------------------------------------- */
+fs_fence *fs_fence_make(fs_dev *d, const fs_stream_t *streams, int n); /* NULL: deferred */
+void fs_fence_get(fs_fence *f);
+void fs_fence_put(fs_dev *d, fs_fence *f);                 /* f may be NULL */
+bool fs_fence_done(fs_allocator *a, fs_fence *f);          /* never queries during a capture */
+void fs_fence_sync(fs_allocator *a, fs_fence *f);          /* host wait */
+bool fs_block_ready(fs_allocator *a, fs_block *b);
+bool fs_fence_waitable(fs_allocator *a, fs_fence *f); /* only its own events may be pending */
+fs_status fs_fence_gpu_wait(fs_allocator *a, fs_fence *f, fs_stream_t s);
+void fs_blist_push(fs_blist *l, fs_block *b);
+void fs_blist_del(fs_blist *l, fs_block *b);
+/* Caller holds dev->lock and no pool lock. */
+bool fs_batch_fence(fs_dev *d); /* false: a capture deferred it, blocks stay unfenced */
+void fs_marks_record(fs_dev *d);
+void fs_dev_retire_all(fs_dev *d, bool sync);
+size_t fs_pool_retire(fs_allocator *a, fs_pool *p);         /* caller holds p->lock */
+void fs_dev_events_fini(fs_dev *d, bool destroy);
+
+/* ---- "stream.c" -------------------------------------------------------- */
+fs_pool *fs_pool_get(fs_allocator *a, int device, fs_stream_t s);
+fs_pool *fs_pool_lookup_locked(fs_dev *d, fs_stream_t s, bool create);
+void fs_pools_fini(fs_dev *d);
+
+/* ---- "free.c" ------------------------------------------------------------ */
+/* Runs fn on the live block containing ptr (any interior address) under its
+ * pool's lock; FS_ERR_NOT_OWNED when there is none. */
+fs_status fs_with_live_block(fs_allocator *a, const void *ptr,
+                             fs_status (*fn)(fs_block *b, void *arg), void *arg);
+
+/* ---- "allocator.c" ----------------------------------------------------- */
+void fs_dev_teardown(fs_allocator *a, fs_dev *d, bool device_alive); /* dev->lock held */
+void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream_t s,
+                uintptr_t addr, size_t size);
+
+static inline bool fs_block_is_split(const fs_block *b)
+{
+    return b->prev || b->next;
+}
+
+static inline fs_dev *fs_dev_of(fs_allocator *a, int device)
+{
+    return (device >= 0 && device < a->ndev) ? &a->devs[device] : NULL;
+}
+
+#endif /* FS_ALLOC_INTERNAL_H */

@@ -1,0 +1,520 @@
+/* segment.c - device memory as segments tiled by blocks: block split and
+ * coalescing, the pools' free trees, growing (a new segment, or more pages
+ * mapped at the end of an expandable one) and releasing (whole free
+ * segments, or the free tail pages of an expandable one), and the sorted
+ * index of every segment that answers "whose pointer is this?". */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FS_SPARE_BLOCKS 256
+#define FS_EXPANDABLE_DEFAULT_RESERVE ((size_t)256 << 30)
+
+/* ---- block metadata ------------------------------------------------------ */
+
+fs_block *fs_block_new(fs_pool *p)
+{
+    fs_block *b = p->spare;
+    if (b) {
+        p->spare = b->lnext;
+        p->nspare--;
+        memset(b, 0, sizeof *b);
+        return b;
+    }
+    return calloc(1, sizeof *b);
+}
+
+void fs_block_free(fs_pool *p, fs_block *b)
+{
+    free(b->uses);
+    b->uses = NULL;
+    if (p && p->nspare < FS_SPARE_BLOCKS) {
+        b->lnext = p->spare;
+        p->spare = b;
+        p->nspare++;
+        return;
+    }
+    free(b);
+}
+
+/* Cuts b to `size` bytes; the rest becomes a new, not yet inserted block
+ * right after it. NULL (b unchanged) if metadata cannot be allocated. */
+fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size)
+{
+    fs_block *r = fs_block_new(p);
+    if (!r)
+        return NULL;
+    r->addr = b->addr + size;
+    r->size = b->size - size;
+    r->seg = b->seg;
+    r->prev = b;
+    r->next = b->next;
+    if (b->next)
+        b->next->prev = r;
+    b->next = r;
+    b->size = size;
+    return r;
+}
+
+/* ---- free trees ------------------------------------------------------------ */
+
+void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl)
+{
+    fs_tree_remove(&p->free_root[b->seg->kind], b);
+    p->free_bytes[b->seg->kind] -= b->size;
+    if (fs_block_is_split(b)) {
+        dl->inactive_split--;
+        dl->inactive_split_bytes -= (int64_t)b->size;
+    }
+}
+
+/* Absorbs `n` (a free neighbour of b, already out of the tree) into b. */
+static void absorb(fs_pool *p, fs_block *b, fs_block *n)
+{
+    if (n == b->prev) {
+        b->addr = n->addr;
+        b->prev = n->prev;
+        if (n->prev)
+            n->prev->next = b;
+        else
+            b->seg->head = b;
+    } else {
+        b->next = n->next;
+        if (n->next)
+            n->next->prev = b;
+    }
+    b->size += n->size;
+    if (n->free_seq > b->free_seq)
+        b->free_seq = n->free_seq;
+    fs_block_free(p, n);
+}
+
+void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl)
+{
+    b->state = FS_BLOCK_FREE;
+    b->stream = p->stream;
+    b->requested = 0;
+    b->ready_stream = 0;
+    b->nuses = 0;
+    b->gc_age = p->dev->gc_clock;
+    if (b->prev && b->prev->state == FS_BLOCK_FREE) {
+        fs_block *n = b->prev;
+        fs_free_take(p, n, dl);
+        absorb(p, b, n);
+    }
+    if (b->next && b->next->state == FS_BLOCK_FREE) {
+        fs_block *n = b->next;
+        fs_free_take(p, n, dl);
+        absorb(p, b, n);
+    }
+    fs_tree_insert(&p->free_root[b->seg->kind], b);
+    p->free_bytes[b->seg->kind] += b->size;
+    if (fs_block_is_split(b)) {
+        dl->inactive_split++;
+        dl->inactive_split_bytes += (int64_t)b->size;
+    }
+}
+
+/* ---- the segment index ----------------------------------------------------- */
+
+static size_t span(const fs_segment *s)
+{
+    return s->expandable ? s->reserve : s->size;
+}
+
+/* Index of the first segment whose base is above addr. */
+static size_t upper(fs_allocator *a, uintptr_t addr)
+{
+    size_t lo = 0, hi = a->nseg;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (a->segidx[mid]->base <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+fs_segment *fs_segidx_find(fs_allocator *a, uintptr_t addr)
+{
+    size_t i = upper(a, addr);
+    if (i == 0)
+        return NULL;
+    fs_segment *s = a->segidx[i - 1];
+    return addr - s->base < span(s) ? s : NULL;
+}
+
+static bool segidx_insert(fs_allocator *a, fs_segment *s)
+{
+    pthread_rwlock_wrlock(&a->segidx_lock);
+    if (a->nseg == a->capseg) {
+        size_t cap = a->capseg ? a->capseg * 2 : 64;
+        fs_segment **n = realloc(a->segidx, cap * sizeof *n);
+        if (!n) {
+            pthread_rwlock_unlock(&a->segidx_lock);
+            return false;
+        }
+        a->segidx = n;
+        a->capseg = cap;
+    }
+    size_t i = upper(a, s->base);
+    memmove(&a->segidx[i + 1], &a->segidx[i], (a->nseg - i) * sizeof *a->segidx);
+    a->segidx[i] = s;
+    a->nseg++;
+    pthread_rwlock_unlock(&a->segidx_lock);
+    return true;
+}
+
+void fs_segidx_remove(fs_allocator *a, fs_segment *s)
+{
+    pthread_rwlock_wrlock(&a->segidx_lock);
+    size_t i = upper(a, s->base);
+    if (i > 0 && a->segidx[i - 1] == s) {
+        memmove(&a->segidx[i - 1], &a->segidx[i], (a->nseg - i) * sizeof *a->segidx);
+        a->nseg--;
+    }
+    pthread_rwlock_unlock(&a->segidx_lock);
+}
+
+/* ---- pool segment lists ------------------------------------------------------ */
+
+static void list_add(fs_pool *p, fs_segment *s)
+{
+    s->prev = NULL;
+    s->next = p->segs;
+    if (p->segs)
+        p->segs->prev = s;
+    p->segs = s;
+}
+
+static void list_del(fs_pool *p, fs_segment *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        p->segs = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->next = s->prev = NULL;
+}
+
+/* ---- growing --------------------------------------------------------------- */
+
+static fs_status dev_status(fs_dev_status st, bool *oom)
+{
+    if (st == FS_DEV_OK)
+        return FS_OK;
+    if (st == FS_DEV_OUT_OF_MEMORY) {
+        *oom = true;
+        return FS_ERR_OOM;
+    }
+    return FS_ERR_DEVICE;
+}
+
+static size_t round_to(size_t v, size_t g)
+{
+    return (v + g - 1) / g * g;
+}
+
+/* Maps enough pages at the end of the pool's expandable segment of `kind`
+ * that its free tail can hold `rounded`. FS_ERR_NOT_OWNED: the reservation
+ * is full, grow a plain segment instead. */
+static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int kind, size_t rounded, bool *oom)
+{
+    fs_dev *d = p->dev;
+    const fs_device_ops *o = a->ops;
+    size_t gran = o->vm_granularity(o->ctx, d->id);
+    if (gran == 0 || gran % FS_MIN_BLOCK)
+        return FS_ERR_NOT_OWNED;
+    fs_segment *s = p->expandable[kind];
+    if (!s) {
+        size_t cap = o->mem_capacity ? o->mem_capacity(o->ctx, d->id) : 0;
+        size_t reserve = round_to(cap ? cap + cap / 8 : FS_EXPANDABLE_DEFAULT_RESERVE, gran);
+        void *base;
+        fs_status st = dev_status(o->vm_reserve(o->ctx, d->id, reserve, &base), oom);
+        if (st != FS_OK)
+            return st == FS_ERR_OOM ? FS_ERR_NOT_OWNED : st;
+        s = calloc(1, sizeof *s);
+        if (s) {
+            s->base = (uintptr_t)base;
+            s->reserve = reserve;
+            s->expandable = true;
+            s->kind = kind;
+            s->pool = p;
+        }
+        if (!s || !segidx_insert(a, s)) {
+            free(s);
+            o->vm_release(o->ctx, d->id, base, reserve);
+            return FS_ERR_DEVICE;
+        }
+        fs_spin_lock(&p->lock);
+        p->expandable[kind] = s;
+        list_add(p, s);
+        fs_spin_unlock(&p->lock);
+    }
+    fs_spin_lock(&p->lock);
+    fs_block *tail = s->head;
+    while (tail && tail->next)
+        tail = tail->next;
+    size_t have = tail && tail->state == FS_BLOCK_FREE ? tail->size : 0;
+    size_t old = s->size;
+    fs_spin_unlock(&p->lock);
+    size_t g = round_to(rounded - (have < rounded ? have : 0), gran);
+    if (g > s->reserve - old)
+        return FS_ERR_NOT_OWNED;
+    fs_status st = dev_status(o->vm_map(o->ctx, d->id, (void *)(s->base + old), g), oom);
+    if (st != FS_OK)
+        return st;
+    fs_block *nb;
+    fs_spin_lock(&p->lock);
+    nb = fs_block_new(p);
+    if (!nb) {
+        fs_spin_unlock(&p->lock);
+        o->vm_unmap(o->ctx, d->id, (void *)(s->base + old), g);
+        return FS_ERR_DEVICE;
+    }
+    nb->addr = s->base + old;
+    nb->size = g;
+    nb->seg = s;
+    fs_block *last = s->head;
+    while (last && last->next)
+        last = last->next;
+    nb->prev = last;
+    if (last)
+        last->next = nb;
+    else
+        s->head = nb;
+    s->size = old + g;
+    fs_delta dl = {.kind = kind, .reserved_bytes = (int64_t)g, .segment = old == 0};
+    fs_free_insert(p, nb, &dl);
+    fs_stats_apply(d, &dl);
+    fs_spin_unlock(&p->lock);
+    fs_observe(a, FS_EV_SEGMENT_MAP, d->id, p->stream, nb->addr, g);
+    return FS_OK;
+}
+
+fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int kind, size_t rounded, bool *oom)
+{
+    fs_dev *d = p->dev;
+    const fs_device_ops *o = a->ops;
+    if (a->cfg.expandable_segments && o->vm_map && o->vm_reserve && o->vm_granularity) {
+        fs_status st = grow_expandable(a, p, kind, rounded, oom);
+        if (st != FS_ERR_NOT_OWNED)
+            return st;
+    }
+    size_t size = fs_segment_size(rounded);
+    if (size == 0) {
+        *oom = true;
+        return FS_ERR_OOM;
+    }
+    void *ptr = NULL;
+    fs_status st = dev_status(o->segment_alloc(o->ctx, d->id, size, &ptr), oom);
+    if (st != FS_OK)
+        return st;
+    fs_segment *s = calloc(1, sizeof *s);
+    fs_block *b = calloc(1, sizeof *b);
+    if (s) {
+        s->base = (uintptr_t)ptr;
+        s->size = size;
+        s->kind = kind;
+        s->pool = p;
+    }
+    if (!s || !b || !segidx_insert(a, s)) {
+        free(s);
+        free(b);
+        o->segment_free(o->ctx, d->id, ptr);
+        return FS_ERR_DEVICE;
+    }
+    b->addr = s->base;
+    b->size = size;
+    b->seg = s;
+    s->head = b;
+    fs_stats_count(d, &d->st.s.num_device_alloc, 1);
+    fs_spin_lock(&p->lock);
+    list_add(p, s);
+    fs_delta dl = {.kind = kind, .segment = 1, .reserved_bytes = (int64_t)size};
+    fs_free_insert(p, b, &dl);
+    fs_stats_apply(d, &dl);
+    fs_spin_unlock(&p->lock);
+    fs_observe(a, FS_EV_SEGMENT_ALLOC, d->id, p->stream, s->base, size);
+    return FS_OK;
+}
+
+/* ---- releasing -------------------------------------------------------------- */
+
+typedef struct candidate {
+    fs_pool *pool;
+    fs_segment *seg;
+    size_t bytes;
+    uint32_t age;
+} candidate;
+
+static int by_age(const void *x, const void *y)
+{
+    const candidate *a = x, *b = y;
+    return a->age < b->age ? 1 : a->age > b->age ? -1 : 0;
+}
+
+static int by_size(const void *x, const void *y)
+{
+    const candidate *a = x, *b = y;
+    return a->bytes < b->bytes ? 1 : a->bytes > b->bytes ? -1 : 0;
+}
+
+/* Free whole pages at the end of an expandable segment (0 if none). */
+static size_t expandable_slack(const fs_segment *s, size_t gran, fs_block **tail_out)
+{
+    fs_block *t = s->head;
+    while (t && t->next)
+        t = t->next;
+    *tail_out = t;
+    if (!t || t->state != FS_BLOCK_FREE)
+        return 0;
+    size_t keep = round_to(t->addr - s->base, gran);
+    return s->size - keep;
+}
+
+static void collect(fs_pool *p, size_t gran, candidate **c, size_t *n, size_t *cap)
+{
+    fs_spin_lock(&p->lock);
+    for (fs_segment *s = p->segs; s; s = s->next) {
+        size_t bytes = 0;
+        uint32_t age = 0;
+        if (s->pinned)
+            continue;
+        if (s->expandable) {
+            fs_block *t;
+            if (gran)
+                bytes = expandable_slack(s, gran, &t);
+            if (bytes)
+                age = p->dev->gc_clock - t->gc_age;
+        } else if (s->head->state == FS_BLOCK_FREE && !s->head->next) {
+            bytes = s->size;
+            age = p->dev->gc_clock - s->head->gc_age;
+        }
+        if (!bytes)
+            continue;
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 32;
+            candidate *m = realloc(*c, nc * sizeof *m);
+            if (!m)
+                break;
+            *c = m;
+            *cap = nc;
+        }
+        (*c)[(*n)++] = (candidate){p, s, bytes, age};
+    }
+    fs_spin_unlock(&p->lock);
+}
+
+/* Gives one candidate back to the device; returns the bytes released. */
+static size_t release_one(fs_allocator *a, fs_dev *d, candidate *c, size_t gran)
+{
+    const fs_device_ops *o = a->ops;
+    fs_pool *p = c->pool;
+    fs_segment *s = c->seg;
+    fs_delta dl = {.kind = s->kind};
+    fs_spin_lock(&p->lock);
+    if (s->pinned) {
+        fs_spin_unlock(&p->lock);
+        return 0;
+    }
+    if (s->expandable) {
+        fs_block *t;
+        size_t bytes = expandable_slack(s, gran, &t);
+        if (!bytes) {
+            fs_spin_unlock(&p->lock);
+            return 0;
+        }
+        size_t keep = s->size - bytes;
+        fs_free_take(p, t, &dl);
+        if (t->addr < s->base + keep) {
+            /* keep the part below the page boundary as a free block */
+            fs_block *cut = fs_block_split(p, t, s->base + keep - t->addr);
+            if (!cut) {
+                fs_free_insert(p, t, &dl);
+                fs_stats_apply(d, &dl);
+                fs_spin_unlock(&p->lock);
+                return 0;
+            }
+            t->next = NULL;
+            fs_block_free(p, cut);
+            fs_free_insert(p, t, &dl);
+        } else {
+            /* coalescing left no free block before t: nothing else to account */
+            if (t->prev)
+                t->prev->next = NULL;
+            else
+                s->head = NULL;
+            fs_block_free(p, t);
+        }
+        s->size = keep;
+        dl.reserved_bytes = -(int64_t)bytes;
+        dl.segment = keep == 0 ? -1 : 0;
+        fs_stats_apply(d, &dl);
+        fs_spin_unlock(&p->lock);
+        o->vm_unmap(o->ctx, d->id, (void *)(s->base + keep), bytes);
+        fs_observe(a, FS_EV_SEGMENT_UNMAP, d->id, p->stream, s->base + keep, bytes);
+        return bytes;
+    }
+    fs_block *b = s->head;
+    if (!b || b->state != FS_BLOCK_FREE || b->next) {
+        fs_spin_unlock(&p->lock);
+        return 0;
+    }
+    fs_free_take(p, b, &dl);
+    list_del(p, s);
+    s->detached = true;
+    dl.segment = -1;
+    dl.reserved_bytes = -(int64_t)s->size;
+    fs_stats_apply(d, &dl);
+    fs_block_free(p, b);
+    fs_spin_unlock(&p->lock);
+    fs_segidx_remove(a, s);
+    o->segment_free(o->ctx, d->id, (void *)s->base);
+    fs_stats_count(d, &d->st.s.num_device_free, 1);
+    fs_observe(a, FS_EV_SEGMENT_FREE, d->id, p->stream, s->base, s->size);
+    free(s);
+    return c->bytes;
+}
+
+size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, size_t goal)
+{
+    const fs_device_ops *o = a->ops;
+    size_t gran = 0;
+    if (o->vm_granularity && o->vm_unmap && !(o->capture_underway && o->capture_underway(o->ctx)))
+        gran = o->vm_granularity(o->ctx, d->id);
+    candidate *c = NULL;
+    size_t n = 0, cap = 0;
+    for (int i = 0; i < d->npools; i++)
+        collect(d->pools[i], gran, &c, &n, &cap);
+    if (mode == FS_RELEASE_OLDEST) {
+        /* PyTorch's rule: only blocks at least as old as the average go */
+        uint64_t sum = 0;
+        for (size_t i = 0; i < n; i++)
+            sum += c[i].age;
+        uint32_t avg = n ? (uint32_t)(sum / n) : 0;
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (c[i].age >= avg)
+                c[m++] = c[i];
+        n = m;
+        qsort(c, n, sizeof *c, by_age);
+    } else {
+        qsort(c, n, sizeof *c, by_size);
+    }
+    bool synced = false;
+    size_t freed = 0;
+    for (size_t i = 0; i < n && freed < goal; i++) {
+        if (c[i].seg->expandable && !synced) {
+            /* unmapping is not stream-ordered: let the device finish first */
+            o->device_synchronize(o->ctx, d->id);
+            synced = true;
+        }
+        freed += release_one(a, d, &c[i], gran);
+    }
+    free(c);
+    return freed;
+}

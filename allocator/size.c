@@ -1,0 +1,79 @@
+/* size.c - size arithmetic: request rounding (with roundup_power2_divisions),
+ * pool choice, segment sizes and the split rule. Every function refuses to
+ * wrap around near SIZE_MAX: 0 means "no such size". */
+#include "internal.h"
+
+static size_t round_up(size_t size, size_t to)
+{
+    size_t r = size % to;
+    if (r == 0)
+        return size;
+    if (size > SIZE_MAX - (to - r))
+        return 0;
+    return size + (to - r);
+}
+
+static int floor_log2(size_t v)
+{
+    return 63 - __builtin_clzll((unsigned long long)v);
+}
+
+/* Bucket i covers [2^(20+i), 2^(21+i)); sizes under 1 MiB use bucket 0 and
+ * sizes of 32 GiB and more the last. */
+static unsigned divisions_for(const fs_alloc_config *cfg, size_t size)
+{
+    int l = floor_log2(size);
+    int idx = l > 20 ? l - 20 : 0;
+    if (idx >= FS_ROUNDUP_BUCKETS)
+        idx = FS_ROUNDUP_BUCKETS - 1;
+    return cfg->roundup_divisions[idx];
+}
+
+/* Rounds up to the next of `div` equal steps between two powers of two. */
+static size_t next_division(size_t size, size_t div)
+{
+    if (!(size & (size - 1)))
+        return size;
+    size_t floor2 = (size_t)1 << floor_log2(size);
+    size_t step = floor2 >> floor_log2(div);
+    if (step == 0)
+        return floor2 > SIZE_MAX / 2 ? 0 : floor2 << 1;
+    return round_up(size, step);
+}
+
+size_t fs_round_size(const fs_alloc_config *cfg, size_t size)
+{
+    if (size < FS_MIN_BLOCK)
+        return FS_MIN_BLOCK;
+    unsigned div = divisions_for(cfg, size);
+    if (div > 1 && size > FS_MIN_BLOCK * div)
+        return next_division(size, div);
+    return round_up(size, FS_MIN_BLOCK);
+}
+
+size_t fs_segment_size(size_t rounded)
+{
+    if (rounded <= FS_SMALL_SIZE)
+        return FS_SMALL_BUFFER;
+    if (rounded < FS_MIN_LARGE_ALLOC)
+        return FS_LARGE_BUFFER;
+    return round_up(rounded, FS_ROUND_LARGE);
+}
+
+int fs_size_kind(size_t rounded)
+{
+    return rounded <= FS_SMALL_SIZE ? FS_KIND_SMALL : FS_KIND_LARGE;
+}
+
+/* Small blocks split down to the minimum block; large ones only when the
+ * remainder could serve another large request, and never at or above
+ * max_split_size (those stay whole so they cannot be nibbled into slivers).
+ * In an expandable segment any remainder can be given back page by page, so
+ * it always splits. */
+bool fs_should_split(const fs_alloc_config *cfg, const fs_block *b, size_t size)
+{
+    size_t remaining = b->size - size;
+    if (b->seg->kind == FS_KIND_SMALL || b->seg->expandable)
+        return remaining >= FS_MIN_BLOCK;
+    return size < cfg->max_split_size && remaining > FS_SMALL_SIZE;
+}

@@ -1,0 +1,134 @@
+/* stream.c - the streams a device knows and the pool each one allocates
+ * from: registration, the per-thread lookup cache that keeps the hot path
+ * off the device lock, work notes for batch fences, and retirement of
+ * destroyed streams (their pool lives on under no handle, so a new stream
+ * that gets the same handle value starts with an empty pool). */
+#include "internal.h"
+
+#include <stdlib.h>
+
+static size_t bucket(fs_stream_t s)
+{
+    uint64_t h = (uint64_t)s * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 58);
+}
+
+static fs_pool *pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind)
+{
+    if (d->npools == d->cappools) {
+        int cap = d->cappools ? d->cappools * 2 : 8;
+        fs_pool **n = realloc(d->pools, (size_t)cap * sizeof *n);
+        if (!n)
+            return NULL;
+        d->pools = n;
+        d->cappools = cap;
+    }
+    fs_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    fs_spin_init(&p->lock);
+    atomic_init(&p->had_work, false);
+    p->dev = d;
+    p->stream = s;
+    p->kind = kind;
+    d->pools[d->npools++] = p;
+    size_t h = bucket(s);
+    p->hash_next = d->hash[h];
+    d->hash[h] = p;
+    return p;
+}
+
+fs_pool *fs_pool_lookup_locked(fs_dev *d, fs_stream_t s, bool create)
+{
+    for (fs_pool *p = d->hash[bucket(s)]; p; p = p->hash_next)
+        if (p->stream == s)
+            return p;
+    if (!create)
+        return NULL;
+    /* First seen in a call: without knowing better, it gets fence events of
+     * its own, which is always safe. */
+    return pool_new(d, s, s == d->legacy ? FS_STREAM_LEGACY : FS_STREAM_NONBLOCKING);
+}
+
+static _Thread_local struct {
+    unsigned serial;
+    int device;
+    unsigned gen;
+    fs_stream_t s;
+    fs_pool *p;
+} tls_pool;
+
+fs_pool *fs_pool_get(fs_allocator *a, int device, fs_stream_t s)
+{
+    fs_dev *d = &a->devs[device];
+    unsigned gen = atomic_load_explicit(&d->gen, memory_order_acquire);
+    if (tls_pool.serial == a->serial && tls_pool.device == device && tls_pool.s == s &&
+        tls_pool.gen == gen)
+        return tls_pool.p;
+    pthread_mutex_lock(&d->lock);
+    fs_pool *p = fs_pool_lookup_locked(d, s, true);
+    gen = atomic_load_explicit(&d->gen, memory_order_acquire);
+    pthread_mutex_unlock(&d->lock);
+    if (p) {
+        tls_pool.serial = a->serial;
+        tls_pool.device = device;
+        tls_pool.s = s;
+        tls_pool.gen = gen;
+        tls_pool.p = p;
+    }
+    return p;
+}
+
+void fs_alloc_stream_register(fs_allocator *a, int device, fs_stream_t s, enum fs_stream_kind kind)
+{
+    fs_dev *d = fs_dev_of(a, device);
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->lock);
+    if (kind == FS_STREAM_LEGACY && d->legacy != s) {
+        /* the legacy handle moves: whatever pool had it is now a plain stream */
+        fs_pool *old = fs_pool_lookup_locked(d, d->legacy, false);
+        if (old && old->kind == FS_STREAM_LEGACY)
+            old->kind = FS_STREAM_NONBLOCKING;
+        d->legacy = s;
+    }
+    fs_pool *p = fs_pool_lookup_locked(d, s, true);
+    if (p)
+        p->kind = kind;
+    pthread_mutex_unlock(&d->lock);
+}
+
+void fs_alloc_stream_note_work(fs_allocator *a, int device, fs_stream_t s)
+{
+    if (device < 0 || device >= a->ndev)
+        return;
+    fs_pool *p = fs_pool_get(a, device, s);
+    if (p && !atomic_load_explicit(&p->had_work, memory_order_relaxed))
+        atomic_store_explicit(&p->had_work, true, memory_order_release);
+}
+
+void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
+{
+    fs_dev *d = fs_dev_of(a, device);
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->lock);
+    fs_pool *p = fs_pool_lookup_locked(d, s, false);
+    if (!p || p->kind == FS_STREAM_LEGACY) {
+        pthread_mutex_unlock(&d->lock);
+        return;
+    }
+    /* Fence what the stream did while it still exists: its work before the
+     * unfenced frees, and its stream-ordered frees for the other streams. */
+    fs_batch_fence(d);
+    fs_marks_record(d);
+    fs_pool **at = &d->hash[bucket(s)];
+    while (*at != p)
+        at = &(*at)->hash_next;
+    *at = p->hash_next;
+    fs_spin_lock(&p->lock);
+    p->retired = true;
+    fs_spin_unlock(&p->lock);
+    atomic_fetch_add_explicit(&d->gen, 1, memory_order_acq_rel);
+    pthread_mutex_unlock(&d->lock);
+}
