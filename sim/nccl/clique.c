@@ -192,22 +192,26 @@ int fs_peer_dead(int pid) {
   return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
-/* Checks the peers a waiter depends on; returns FS_WAIT_OK or why not. */
+/* Checks the peers a waiter depends on; returns FS_WAIT_OK or why not. A
+ * peer that failed usually failed because another died: then the dead one
+ * is named, as the root cause. */
 static enum fs_wait_rc fs_check_peers(struct fs_clique *c, int peer, int liveness, char *why,
                                       size_t whylen) {
-  int lo = peer < 0 ? 0 : peer, hi = peer < 0 ? c->nranks : peer + 1;
-  for (int r = lo; r < hi; r++) {
-    if (r == c->rank)
-      continue;
-    struct fs_slot *s = &c->slots[r];
-    if (atomic_load(&s->failed)) {
-      snprintf(why, whylen, "peer rank %d failed or aborted", r);
-      return FS_WAIT_PEER;
+  int lo = peer < 0 ? 0 : peer, hi = peer < 0 ? c->nranks : peer + 1, failed = -1;
+  for (int r = lo; r < hi && failed < 0; r++)
+    if (r != c->rank && atomic_load(&c->slots[r].failed))
+      failed = r;
+  if (failed >= 0 || liveness)
+    for (int r = 0; r < c->nranks; r++) {
+      struct fs_slot *s = &c->slots[r];
+      if (r != c->rank && atomic_load(&s->present) && fs_peer_dead(s->pid)) {
+        snprintf(why, whylen, "peer rank %d (pid %d) died", r, s->pid);
+        return FS_WAIT_PEER;
+      }
     }
-    if (liveness && atomic_load(&s->present) && fs_peer_dead(s->pid)) {
-      snprintf(why, whylen, "peer rank %d (pid %d) died", r, s->pid);
-      return FS_WAIT_PEER;
-    }
+  if (failed >= 0) {
+    snprintf(why, whylen, "peer rank %d failed or aborted", failed);
+    return FS_WAIT_PEER;
   }
   return FS_WAIT_OK;
 }
@@ -228,8 +232,9 @@ enum fs_wait_rc fs_clique_wait(struct fs_clique *c, int (*ready)(void *), void *
     if (liveness)
       last_check = now;
     enum fs_wait_rc rc = fs_check_peers(c, peer, liveness, why, whylen);
+    /* A peer may finish its part and exit between the two checks. */
     if (rc != FS_WAIT_OK)
-      return rc;
+      return ready(arg) ? FS_WAIT_OK : rc;
     if (now - start >= timeout) {
       snprintf(why, whylen, "timed out after %.0f s waiting on %s (FSDPSHIM_SIM_NCCL_TIMEOUT)",
                (double)timeout / 1e9, peer < 0 ? "peers" : "a peer");
@@ -251,7 +256,7 @@ int fs_clique_poll(struct fs_clique *c, int (*ready)(void *), void *arg, uint64_
     return -1;
   }
   if (fs_check_peers(c, -1, 1, why, whylen) != FS_WAIT_OK)
-    return -1;
+    return ready(arg) ? 1 : -1; /* a peer may finish its part and exit meanwhile */
   if (fs_now_ns() - started >= fs_timeout_ns()) {
     snprintf(why, whylen, "timed out after %.0f s waiting on peers (FSDPSHIM_SIM_NCCL_TIMEOUT)",
              (double)fs_timeout_ns() / 1e9);

@@ -103,8 +103,11 @@ int main(int argc, char **argv) {
   for (int r = 0; r < nranks; r++) {
     pids[r] = fork();
     CHECK(pids[r] >= 0, "fork");
-    if (pids[r] == 0)
-      _exit(run(sh, r, nranks));
+    if (pids[r] == 0) {
+      int rc = run(sh, r, nranks);
+      fflush(stdout);
+      _exit(rc);
+    }
   }
   int failed = 0;
   for (int r = 0; r < nranks; r++) {

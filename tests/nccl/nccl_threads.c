@@ -13,15 +13,15 @@
 
 static ncclUniqueId thread_id;
 
-/* One rank per thread: init, all-reduce its rank, check, destroy. */
+/* One rank per thread: init, all-reduce its rank on the legacy default
+ * stream, check, destroy. */
 static void *rank_thread(void *arg) {
   int rank = (int)(intptr_t)arg;
   ncclComm_t comm;
-  cudaStream_t stream;
+  cudaStream_t stream = 0;
   int32_t *buf, host = rank;
   CHECK_CUDA(cudaSetDevice(rank));
   CHECK_NCCL(ncclCommInitRank(&comm, NRANKS, thread_id, rank));
-  CHECK_CUDA(cudaStreamCreate(&stream));
   CHECK_CUDA(cudaMalloc((void **)&buf, sizeof(*buf)));
   CHECK_CUDA(cudaMemcpy(buf, &host, sizeof(host), cudaMemcpyHostToDevice));
   CHECK_NCCL(ncclAllReduce(buf, buf, 1, ncclInt32, ncclSum, comm, stream));
@@ -30,7 +30,6 @@ static void *rank_thread(void *arg) {
   CHECK(host == 0 + 1 + 2 + 3, "rank %d: allreduce got %d", rank, host);
   CHECK_NCCL(ncclCommDestroy(comm));
   CHECK_CUDA(cudaFree(buf));
-  CHECK_CUDA(cudaStreamDestroy(stream));
   return NULL;
 }
 
