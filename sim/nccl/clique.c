@@ -289,7 +289,17 @@ enum fs_wait_rc fs_clique_barrier(struct fs_clique *c, char *why, size_t whylen)
   struct fs_tick_arg a = {c, 0, 0};
   a.target = atomic_fetch_add_explicit(&c->slots[c->rank].tick, 1, memory_order_acq_rel) + 1;
   fs_clique_ring(c);
-  return fs_clique_wait(c, fs_ticks_reached, &a, -1, why, whylen);
+  enum fs_wait_rc rc = fs_clique_wait(c, fs_ticks_reached, &a, -1, why, whylen);
+  if (rc == FS_WAIT_TIMEOUT) {
+    /* Name the first rank that never arrived: the one to look at. */
+    for (int r = 0; r < c->nranks; r++)
+      if (atomic_load(&c->slots[r].tick) < a.target) {
+        size_t len = strlen(why);
+        snprintf(why + len, whylen - len, "; rank %d never arrived", r);
+        break;
+      }
+  }
+  return rc;
 }
 
 uint64_t fs_clique_xpost(struct fs_clique *c, const int64_t mine[2]) {

@@ -172,22 +172,23 @@ static int fs_init_poll(struct fs_task *task) {
   return 1;
 }
 
-static ncclResult_t fs_check_config(const ncclConfig_t *config, int *blocking) {
-  if (!config)
-    return ncclSuccess;
-  if (config->magic != FS_CONFIG_MAGIC || config->size < offsetof(ncclConfig_t, cgaClusterSize)) {
+/* A config must come from NCCL_CONFIG_INITIALIZER. Its tuning fields mean
+ * nothing here, and a non-blocking communicator is simply initialised
+ * before the call returns, which is a valid outcome of a non-blocking call
+ * (ncclSuccess instead of ncclInProgress). */
+static ncclResult_t fs_check_config(const ncclConfig_t *config) {
+  if (config && (config->magic != FS_CONFIG_MAGIC ||
+                 config->size < offsetof(ncclConfig_t, cgaClusterSize))) {
     fs_set_last_error("sim NCCL: ncclConfig_t not initialised with NCCL_CONFIG_INITIALIZER");
     return ncclInvalidArgument;
   }
-  if (config->blocking != NCCL_CONFIG_UNDEF_INT)
-    *blocking = config->blocking != 0;
   return ncclSuccess;
 }
 
 /* Creates rank `rank` of the communicator `id` on `device`, joined, and
  * its init task, which finishes it and stores it in *out. */
 static ncclResult_t fs_comm_new(ncclComm_t *out, int nranks, const ncclUniqueId *id, int rank,
-                                int device, int blocking, struct fs_init_task **task) {
+                                int device, struct fs_init_task **task) {
   struct ncclComm *c = calloc(1, sizeof(*c));
   struct fs_init_task *t = calloc(1, sizeof(*t));
   *out = NULL;
@@ -201,7 +202,6 @@ static ncclResult_t fs_comm_new(ncclComm_t *out, int nranks, const ncclUniqueId 
   c->rank = rank;
   c->nranks = nranks;
   c->device = device;
-  c->blocking = blocking;
   atomic_init(&c->refs, 1);
   atomic_init(&c->async_err, ncclInProgress);
   pthread_mutex_init(&c->lock, NULL);
@@ -229,9 +229,9 @@ static ncclResult_t fs_comm_new(ncclComm_t *out, int nranks, const ncclUniqueId 
 
 /* fs_comm_new, then init now or at ncclGroupEnd. */
 static ncclResult_t fs_comm_create(ncclComm_t *out, int nranks, const ncclUniqueId *id, int rank,
-                                   int device, int blocking) {
+                                   int device) {
   struct fs_init_task *t;
-  ncclResult_t rc = fs_comm_new(out, nranks, id, rank, device, blocking, &t);
+  ncclResult_t rc = fs_comm_new(out, nranks, id, rank, device, &t);
   return rc == ncclSuccess ? fs_group_task(&t->base) : rc;
 }
 
@@ -254,15 +254,15 @@ static ncclResult_t fs_current_device(int *device) {
 FS_NCCL_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks,
                                                     ncclUniqueId commId, int rank,
                                                     ncclConfig_t *config) {
-  int blocking = 1, device;
+  int device;
   ncclResult_t rc = fs_init_args(comm, nranks, rank);
   if (rc == ncclSuccess)
-    rc = fs_check_config(config, &blocking);
+    rc = fs_check_config(config);
   if (rc == ncclSuccess)
     rc = fs_current_device(&device);
   if (rc != ncclSuccess)
     return rc;
-  return fs_comm_create(comm, nranks, &commId, rank, device, blocking);
+  return fs_comm_create(comm, nranks, &commId, rank, device);
 }
 FS_NCCL_ALIAS(ncclCommInitRankConfig);
 
@@ -309,7 +309,7 @@ FS_NCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t *comm, int ndev, const i
    * non-blocking and waits for all of them at its end. */
   pncclGroupStart();
   for (int i = 0; i < ndev && rc == ncclSuccess; i++)
-    rc = fs_comm_create(&comm[i], ndev, &id, i, devlist ? devlist[i] : i, 1);
+    rc = fs_comm_create(&comm[i], ndev, &id, i, devlist ? devlist[i] : i);
   ncclResult_t end = pncclGroupEnd();
   if (rc == ncclSuccess)
     rc = end;
@@ -332,7 +332,6 @@ struct fs_split_task {
   ncclComm_t *out;
   int64_t color, key;
   uint64_t ticket, ordinal, started;
-  int blocking;
   struct fs_task *child; /* the child's init task, once created */
 };
 
@@ -380,7 +379,7 @@ static int fs_split_poll(struct fs_task *task) {
   fs_child_id(&p->id, t->ordinal, t->color, &id);
   /* The child's init is polled from here, not queued on its own. */
   struct fs_init_task *child;
-  ncclResult_t r = fs_comm_new(t->out, n, &id, me, p->device, t->blocking, &child);
+  ncclResult_t r = fs_comm_new(t->out, n, &id, me, p->device, &child);
   fs_comm_unref(p);
   t->parent = NULL;
   if (r != ncclSuccess) {
@@ -391,20 +390,17 @@ static int fs_split_poll(struct fs_task *task) {
   return 0;
 }
 
-static ncclResult_t fs_derive_args(ncclComm_t comm, ncclComm_t *newcomm, ncclConfig_t *config,
-                                   int *blocking) {
+static ncclResult_t fs_derive_args(ncclComm_t comm, ncclComm_t *newcomm, ncclConfig_t *config) {
   if (!fs_comm_valid(comm) || !newcomm) {
     fs_set_last_error("sim NCCL: invalid communicator or output pointer");
     return ncclInvalidArgument;
   }
-  *blocking = comm->blocking;
-  return fs_check_config(config, blocking);
+  return fs_check_config(config);
 }
 
 FS_NCCL_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key,
                                            ncclComm_t *newcomm, ncclConfig_t *config) {
-  int blocking;
-  ncclResult_t rc = fs_derive_args(comm, newcomm, config, &blocking);
+  ncclResult_t rc = fs_derive_args(comm, newcomm, config);
   if (rc != ncclSuccess)
     return rc;
   if (color < 0 && color != NCCL_SPLIT_NOCOLOR) {
@@ -420,7 +416,6 @@ FS_NCCL_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key,
   t->out = newcomm;
   t->color = color;
   t->key = key;
-  t->blocking = blocking;
   t->ordinal = ++comm->splits;
   t->started = fs_now_ns();
   int64_t mine[2] = {color, key};
@@ -436,8 +431,7 @@ FS_NCCL_ALIAS(ncclCommSplit);
 FS_NCCL_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksList,
                                             int excludeRanksCount, ncclComm_t *newcomm,
                                             ncclConfig_t *config, int shrinkFlags) {
-  int blocking;
-  ncclResult_t rc = fs_derive_args(comm, newcomm, config, &blocking);
+  ncclResult_t rc = fs_derive_args(comm, newcomm, config);
   if (rc != ncclSuccess)
     return rc;
   if (excludeRanksCount < 0 || (excludeRanksCount > 0 && !excludeRanksList) ||
@@ -468,7 +462,7 @@ FS_NCCL_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksLi
   }
   ncclUniqueId id;
   fs_child_id(&comm->id, ++comm->splits, -2, &id);
-  return fs_comm_create(newcomm, n, &id, me, comm->device, blocking);
+  return fs_comm_create(newcomm, n, &id, me, comm->device);
 }
 FS_NCCL_ALIAS(ncclCommShrink);
 

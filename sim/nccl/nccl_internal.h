@@ -143,7 +143,6 @@ struct ncclComm {
   struct fs_clique clq;
   ncclUniqueId id;
   int rank, nranks, device;
-  int blocking;
   _Atomic int refs;        /* the handle + queued device work */
   _Atomic int aborted;     /* ncclCommAbort: queued work is skipped */
   _Atomic int ready;       /* init completed */

@@ -4,12 +4,15 @@
  *   nccl_procs samedev  2 processes on device 0: both refused, ncclInvalidUsage
  *   nccl_procs death    rank 3 exits after init: the others' all-reduce fails
  *                       with ncclRemoteError within seconds instead of hanging
+ *   nccl_procs stall    rank 3 lives but never calls: the others' all-reduce
+ *                       fails with ncclSystemError after FSDPSHIM_SIM_NCCL_TIMEOUT
  *
  * The parent forks before any CUDA call and makes none itself; rank 0 makes
  * the unique id and hands it to the others through a shared page. */
 #include "coll_suite.h"
 #include "nccl_check.h"
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -56,14 +59,22 @@ static int run_samedev(struct shared *sh, int rank, int nranks) {
   return 0;
 }
 
-static int run_death(struct shared *sh, int rank, int nranks) {
+/* Rank 3 dies (death) or stalls (stall) after init; the others' all-reduce
+ * must fail, quickly: ncclRemoteError for a dead peer; for a stalled one,
+ * ncclSystemError on the rank that timed out first, and ncclRemoteError on
+ * those that saw it give up before their own timeout. */
+static int run_broken_peer(struct shared *sh, int rank, int nranks, int stall) {
   ncclComm_t comm;
   cudaStream_t stream;
   float *buf;
   CHECK_CUDA(cudaSetDevice(rank));
   CHECK_NCCL(ncclCommInitRank(&comm, nranks, get_id(sh, rank), rank));
-  if (rank == nranks - 1)
-    _exit(42); /* dies without a word */
+  if (rank == nranks - 1) {
+    if (stall)
+      for (;;)
+        pause(); /* alive, silent: the parent kills it at the end */
+    _exit(42);   /* dies without a word */
+  }
   CHECK_CUDA(cudaStreamCreate(&stream));
   CHECK_CUDA(cudaMalloc((void **)&buf, 1 << 20));
   double t0 = now_s();
@@ -73,14 +84,24 @@ static int run_death(struct shared *sh, int rank, int nranks) {
   double waited = now_s() - t0;
   ncclResult_t async;
   CHECK_NCCL(ncclCommGetAsyncError(comm, &async));
-  CHECK(async == ncclRemoteError, "rank %d: async error %s", rank, ncclGetErrorString(async));
+  CHECK(async == ncclRemoteError || (stall && async == ncclSystemError), "rank %d: async error %s",
+        rank, ncclGetErrorString(async));
   CHECK(waited < 10.0, "rank %d: took %.1f s to notice", rank, waited);
   ncclResult_t rc = ncclAllReduce(buf, buf, 1, ncclFloat, ncclSum, comm, stream);
-  CHECK(rc == ncclRemoteError, "rank %d: next call got %s", rank, ncclGetErrorString(rc));
+  CHECK(rc == async, "rank %d: next call got %s", rank, ncclGetErrorString(rc));
   CHECK(strlen(ncclGetLastError(comm)) > 0, "no last error");
   CHECK_NCCL(ncclCommAbort(comm));
-  printf("rank %d: peer death noticed after %.3f s\n", rank, waited);
+  printf("rank %d: %s noticed after %.3f s\n", rank, stall ? "stalled peer" : "peer death",
+         waited);
   return 0;
+}
+
+static int run_death(struct shared *sh, int rank, int nranks) {
+  return run_broken_peer(sh, rank, nranks, 0);
+}
+
+static int run_stall(struct shared *sh, int rank, int nranks) {
+  return run_broken_peer(sh, rank, nranks, 1);
 }
 
 int main(int argc, char **argv) {
@@ -92,8 +113,10 @@ int main(int argc, char **argv) {
     nranks = 2;
   } else if (!strcmp(mode, "death")) {
     run = run_death;
+  } else if (!strcmp(mode, "stall")) {
+    run = run_stall;
   } else if (strcmp(mode, "coll")) {
-    fprintf(stderr, "usage: %s [coll|samedev|death]\n", argv[0]);
+    fprintf(stderr, "usage: %s [coll|samedev|death|stall]\n", argv[0]);
     return 2;
   }
   struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
@@ -110,9 +133,19 @@ int main(int argc, char **argv) {
     }
   }
   int failed = 0;
+  int stall = !strcmp(mode, "stall");
   for (int r = 0; r < nranks; r++) {
     int st;
+    if (stall && r == nranks - 1)
+      kill(pids[r], SIGKILL); /* the others are done with it */
     CHECK(waitpid(pids[r], &st, 0) == pids[r], "waitpid");
+    if (stall && r == nranks - 1) {
+      if (!WIFSIGNALED(st)) {
+        fprintf(stderr, "rank %d: should have stalled until killed\n", r);
+        failed = 1;
+      }
+      continue;
+    }
     int want = !strcmp(mode, "death") && r == nranks - 1 ? 42 : 0;
     if (!WIFEXITED(st) || WEXITSTATUS(st) != want) {
       fprintf(stderr, "rank %d: exit status %d (want %d)\n", r, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
