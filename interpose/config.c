@@ -51,7 +51,7 @@ static bool parse_bool(const char *s, bool *out)
 }
 
 /* Applies one of the shim's own keys: 1 applied, 0 not a shim key, -1 bad
- * value (err says what is valid). */
+ * value (err names the valid choices, in the allocator's words). */
 static int shim_key_set(fs_shim_config *c, const char *key, const char *value, char *err,
                         size_t errlen)
 {
@@ -60,22 +60,20 @@ static int shim_key_set(fs_shim_config *c, const char *key, const char *value, c
 
     if (!strcmp(key, "ag_limit")) {
         if (!parse_uint(value, 1u << 20, &v))
-            goto bad_count;
+            goto bad;
         c->ag_limit = (unsigned)v;
     } else if (!strcmp(key, "ag_limit_mb")) {
         if (!strcmp(value, "off"))
             v = 0;
         else if (!parse_uint(value, SIZE_MAX >> 20, &v))
-            goto bad_count;
+            goto bad;
         c->ag_limit_bytes = (size_t)v << 20;
     } else if (!strcmp(key, "stream_pool")) {
-        if (!parse_bool(value, &c->stream_pool)) {
-            snprintf(err, errlen, "valid values: true, false");
-            return -1;
-        }
+        if (!parse_bool(value, &c->stream_pool))
+            goto bad;
     } else if (!strcmp(key, "stream_pool_size")) {
         if (!parse_uint(value, 1u << 16, &v))
-            goto bad_count;
+            goto bad;
         c->stream_pool_size = (unsigned)v;
     } else if (!strcmp(key, "trace")) {
         for (int i = 0; i < 4; i++)
@@ -83,19 +81,33 @@ static int shim_key_set(fs_shim_config *c, const char *key, const char *value, c
                 c->trace = i;
                 return 1;
             }
-        snprintf(err, errlen, "valid values: off, events, stacks, python");
-        return -1;
+        goto bad;
     } else if (!strcmp(key, "trace_frames")) {
         if (!parse_uint(value, 1024, &v))
-            goto bad_count;
+            goto bad;
         c->trace_frames = (unsigned)v;
     } else {
         return 0;
     }
     return 1;
-bad_count:
-    snprintf(err, errlen, "valid values: a non-negative integer%s",
-             !strcmp(key, "ag_limit_mb") ? " or off" : "");
+bad:
+    if (!strcmp(key, "ag_limit"))
+        snprintf(err, errlen, "%s: '%s' is not a count of all-gathers, 0 = off (default: 2)",
+                 key, value);
+    else if (!strcmp(key, "ag_limit_mb"))
+        snprintf(err, errlen, "%s: '%s' is not a whole number of MiB or off (default: off)", key,
+                 value);
+    else if (!strcmp(key, "stream_pool"))
+        snprintf(err, errlen, "%s: '%s' is not true or false (default: true)", key, value);
+    else if (!strcmp(key, "stream_pool_size"))
+        snprintf(err, errlen, "%s: '%s' is not a count of streams up to 65536 (default: 32)", key,
+                 value);
+    else if (!strcmp(key, "trace"))
+        snprintf(err, errlen, "%s: '%s' is not one of off (default), events, stacks, python", key,
+                 value);
+    else
+        snprintf(err, errlen, "%s: '%s' is not a count of frames up to 1024 (default: 64)", key,
+                 value);
     return -1;
 }
 
@@ -122,8 +134,7 @@ static void apply_pair(fs_shim_config *c, char *pair)
         fs_log(FS_LOG_WARN, "FSDPSHIM_CONF: unknown key '%s' ignored (valid keys: %s)", key,
                valid_keys);
     else if (r < 0)
-        fs_log(FS_LOG_WARN, "FSDPSHIM_CONF: bad value '%s' for %s, default kept (%s)", value, key,
-               err);
+        fs_log(FS_LOG_WARN, "FSDPSHIM_CONF: %s; the default is kept", err);
 }
 
 static void config_init(void)

@@ -176,6 +176,19 @@ static fs_dev_status device_synchronize(void *ctx, int device)
     return status_of(e);
 }
 
+static size_t mem_capacity(void *ctx, int device)
+{
+    size_t free = 0, total = 0;
+    fs_internal_call c;
+
+    (void)ctx;
+    fs_internal_begin(&c, device);
+    if (FS_REAL(cudaMemGetInfo)(&free, &total) != cudaSuccess)
+        total = 0;
+    fs_internal_end(&c);
+    return total;
+}
+
 /* ---- expandable segments: the driver's virtual-memory API ---- */
 
 static struct {
@@ -322,6 +335,7 @@ static fs_device_ops cuda_ops = {
     .stream_is_capturing = stream_is_capturing,
     .capture_underway = capture_underway,
     .device_synchronize = device_synchronize,
+    .mem_capacity = mem_capacity,
 };
 
 const fs_device_ops *fs_cuda_device_ops(bool want_vm)
