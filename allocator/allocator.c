@@ -187,6 +187,7 @@ static void use_free_block(fs_allocator *a, fs_pool *p, fs_block *b, size_t roun
                            fs_stream_t stream, fs_delta *dl)
 {
     fs_free_take(p, b, dl);
+    b->state = FS_BLOCK_LIVE; /* before the remainder goes in: no merging back */
     if (fs_should_split(&a->cfg, b, rounded)) {
         fs_block *r = fs_block_split(p, b, rounded);
         if (r) {
@@ -194,7 +195,6 @@ static void use_free_block(fs_allocator *a, fs_pool *p, fs_block *b, size_t roun
             fs_free_insert(p, r, dl);
         }
     }
-    b->state = FS_BLOCK_LIVE;
     b->stream = stream;
     b->requested = req;
     b->free_seq = 0;

@@ -501,8 +501,9 @@ size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, siz
             if (c[i].age >= avg)
                 c[m++] = c[i];
         n = m;
-        qsort(c, n, sizeof *c, by_age);
-    } else {
+        if (n > 1)
+            qsort(c, n, sizeof *c, by_age);
+    } else if (n > 1) {
         qsort(c, n, sizeof *c, by_size);
     }
     bool synced = false;

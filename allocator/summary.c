@@ -59,10 +59,14 @@ static void center(out *o, const char *text)
     put(o, "|%*s%s%*s|\n", left, "", text, 75 - n - left, "");
 }
 
+/* As torch.cuda.memory_summary: each column's unit follows the value of
+ * the same column in the row for all pools. */
 static void rows(out *o, const char *name, const fs_stat st[FS_POOL_KINDS], bool bytes)
 {
     static const char *sub[FS_POOL_KINDS] = {NULL, "      from small pool", "      from large pool"};
     static const int order[FS_POOL_KINDS] = {FS_POOL_ALL, FS_POOL_LARGE, FS_POOL_SMALL};
+    const fs_stat *all = &st[FS_POOL_ALL];
+    int64_t pref[4] = {all->current, all->peak, all->allocated, all->freed};
     for (int i = 0; i < FS_POOL_KINDS; i++) {
         int k = order[i];
         const fs_stat *s = &st[k];
@@ -70,9 +74,9 @@ static void rows(out *o, const char *name, const fs_stat st[FS_POOL_KINDS], bool
         int64_t v[4] = {s->current, s->peak, s->allocated, s->freed};
         for (int j = 0; j < 4; j++) {
             if (bytes)
-                fmt_size(c[j], sizeof c[j], v[j], v[j] > s->peak ? v[j] : s->peak);
+                fmt_size(c[j], sizeof c[j], v[j], pref[j]);
             else
-                fmt_count(c[j], sizeof c[j], v[j], v[j] > s->peak ? v[j] : s->peak);
+                fmt_count(c[j], sizeof c[j], v[j], pref[j]);
         }
         put(o, "| %-21s | %s | %s | %s | %s |\n", k == FS_POOL_ALL ? name : sub[k], c[0], c[1],
             c[2], c[3]);

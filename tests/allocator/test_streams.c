@@ -1,0 +1,347 @@
+/* test_streams.c - SPEC section 5: blocks tagged with streams, the three
+ * free semantics, batched device-ordered fences, cudaFreeAsync on another
+ * stream, record-stream uses, cross_stream_reuse none / completed / wait,
+ * captures, stream retirement, host synchronisation notes and empty_cache.
+ * Large 19 MiB blocks fill a 20 MiB segment each, so any reuse shows in the
+ * address: SEG(0) is the first segment, SEG(10) the next. */
+#include "common.h"
+
+#define BIG (19 * MiB)
+#define CAP ((size_t)64 << 30)
+
+static void test_device_ordered_batches(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, CAP);
+    void *a = must_alloc(&e, S1, BIG);
+    void *b = must_alloc(&e, S1, BIG);
+    void *c = must_alloc(&e, S1, BIG);
+    assert_int_equal(U(a), SEG(0));
+    fs_free(e.a, a, NULL);
+    fs_free(e.a, b, NULL);
+    fs_free(e.a, c, NULL);
+    fs_alloc_stats st = stats(&e);
+    assert_int_equal(counts(&e).event_record, 0); /* a free costs no device call */
+    assert_int_equal(st.pending_frees, 3);
+    assert_int_equal(st.active[FS_POOL_ALL].current, 3);
+    assert_int_equal(st.allocation[FS_POOL_ALL].current, 0);
+    assert_int_equal(st.pending_free_bytes, 60 * MiB);
+    /* the miss fences all three at once: the legacy stream plus S1, the
+     * only non-blocking stream with work */
+    void *d = must_alloc(&e, S1, BIG);
+    assert_int_equal(U(d), SEG(30));
+    assert_int_equal(counts(&e).event_record, 2);
+    fake_complete_all(e.fake);
+    void *x = must_alloc(&e, S1, BIG);
+    assert_int_equal(U(x), SEG(0));
+    assert_int_equal(counts(&e).event_record, 2);
+    st = stats(&e);
+    assert_int_equal(st.pending_frees, 0);
+    assert_int_equal(st.active[FS_POOL_ALL].current, 2);
+    /* noted work on S2 adds S2's event to the next batch */
+    fs_alloc_stream_note_work(e.a, 0, S2);
+    fs_free(e.a, x, NULL);
+    fs_free(e.a, d, NULL);
+    must_alloc(&e, S1, 3 * BIG); /* a miss: fences the two frees */
+    assert_int_equal(counts(&e).event_record, 2 + 3);
+    env_free(&e);
+}
+
+static void test_fence_out_and_limit(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, CAP);
+    void *a = must_alloc(&e, S1, 4096);
+    fs_fence *f = NULL;
+    assert_int_equal(fs_free(e.a, a, &f), FS_OK);
+    assert_non_null(f);
+    assert_int_equal(fs_fence_query(e.a, f), FS_DEV_NOT_READY);
+    fake_complete_stream(e.fake, S1);
+    assert_int_equal(fs_fence_query(e.a, f), FS_DEV_NOT_READY); /* the legacy event too */
+    fake_complete_all(e.fake);
+    assert_int_equal(fs_fence_query(e.a, f), FS_DEV_OK);
+    fs_fence_release(e.a, f);
+    /* with a recorded use the fence also covers the use */
+    void *b = must_alloc(&e, S1, 4096);
+    assert_int_equal(fs_record_stream(e.a, b, S2), FS_OK);
+    assert_int_equal(fs_free(e.a, b, &f), FS_OK);
+    assert_non_null(f);
+    fake_complete_stream(e.fake, S1);
+    fake_complete_stream(e.fake, LEG);
+    assert_int_equal(fs_fence_query(e.a, f), FS_DEV_NOT_READY);
+    assert_int_equal(fs_fence_wait(e.a, f), FS_DEV_OK);
+    assert_int_equal(counts(&e).device_sync, 0); /* events only */
+    fs_fence_release(e.a, f);
+    /* many unfenced frees fence themselves without a miss */
+    long before = counts(&e).event_record;
+    void *p[300];
+    for (int i = 0; i < 300; i++)
+        p[i] = must_alloc(&e, S1, 512);
+    for (int i = 0; i < 300; i++)
+        fs_free(e.a, p[i], NULL);
+    assert_true(counts(&e).event_record > before);
+    env_free(&e);
+}
+
+static void test_sync_semantics(void **state)
+{
+    (void)state;
+    env e = env_make("free_semantics:sync", CAP);
+    void *a = must_alloc(&e, S1, BIG);
+    fs_free(e.a, a, NULL);
+    assert_int_equal(counts(&e).device_sync, 1);
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(0));
+    assert_int_equal(counts(&e).event_record, 0);
+    assert_int_equal(stats(&e).pending_frees, 0);
+    env_free(&e);
+}
+
+static void test_stream_semantics(void **state)
+{
+    (void)state;
+    env e = env_make("free_semantics:stream", CAP);
+    void *a = must_alloc(&e, S1, BIG);
+    fs_free(e.a, a, NULL);
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(0));
+    void *b = must_alloc(&e, S2, BIG);
+    assert_int_equal(fs_free_async(e.a, b, S2, NULL), FS_OK);
+    assert_int_equal(U(must_alloc(&e, S2, BIG)), SEG(10));
+    fake_counts c = counts(&e);
+    /* one event, on S2's first miss: it marks S1's free for other streams */
+    assert_int_equal(c.event_record, 1);
+    assert_int_equal(c.device_sync, 0);
+    env_free(&e);
+}
+
+static void test_free_async_on_other_stream(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, CAP);
+    void *a = must_alloc(&e, S1, BIG);
+    assert_int_equal(fs_free_async(e.a, a, S2, NULL), FS_OK); /* PyTorch's unifier stream */
+    assert_int_equal(counts(&e).event_record, 1);
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(10)); /* not yet for its creator */
+    assert_int_equal(U(must_alloc(&e, S2, BIG)), SEG(0));  /* at once on the freeing stream */
+    void *b = (void *)SEG(0);
+    assert_int_equal(fs_free_async(e.a, b, S2, NULL), FS_OK);
+    fake_complete_stream(e.fake, S2);
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(0)); /* back to its creation stream */
+    env_free(&e);
+}
+
+static void test_record_stream(void **state)
+{
+    (void)state;
+    env e = env_make("free_semantics:stream", CAP);
+    char *a = must_alloc(&e, S1, BIG);
+    assert_int_equal(fs_record_stream(e.a, a + 100, S2), FS_OK);
+    assert_int_equal(fs_record_stream(e.a, a, S1), FS_OK); /* its own stream: nothing */
+    assert_int_equal(fs_record_stream(e.a, a, S2), FS_OK); /* twice: one use */
+    fs_free(e.a, a, NULL);
+    fake_counts c = counts(&e);
+    assert_int_equal(c.event_record, 2); /* S1 (the free) and S2 (the use) */
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(10));
+    fake_complete_stream(e.fake, S1);
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(20)); /* the use is still running */
+    fake_complete_stream(e.fake, S2);
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(0));
+    /* the next life of the block starts without the old use */
+    fs_free(e.a, (void *)SEG(0), NULL);
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(0));
+    env_free(&e);
+}
+
+static void test_cross_stream_none(void **state)
+{
+    (void)state;
+    env e = env_make("free_semantics:stream;cross_stream_reuse:none", CAP);
+    void *a = must_alloc(&e, S1, BIG);
+    fs_free(e.a, a, NULL);
+    fake_complete_all(e.fake);
+    must_alloc(&e, S3, BIG);
+    fake_complete_all(e.fake);
+    assert_int_equal(U(must_alloc(&e, S2, BIG)), SEG(20));
+    env_free(&e);
+}
+
+static void test_cross_stream_completed(void **state)
+{
+    (void)state;
+    env e = env_make("free_semantics:stream", CAP);
+    void *a = must_alloc(&e, S1, BIG);
+    fs_free(e.a, a, NULL);
+    /* a miss on S3 marks S1's stream-ordered frees; until the mark
+     * completes they are S1's alone */
+    assert_int_equal(U(must_alloc(&e, S3, BIG)), SEG(10));
+    assert_int_equal(counts(&e).event_record, 1);
+    fake_complete_all(e.fake);
+    void *b = must_alloc(&e, S2, BIG);
+    assert_int_equal(U(b), SEG(0));
+    fs_block_info bi;
+    assert_int_equal(fs_alloc_block_info(e.a, b, &bi), FS_OK);
+    assert_true(bi.stream == S2);
+    /* freed on S2, it is pending on S2's event, then S1's again */
+    fs_free(e.a, b, NULL);
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(20));
+    fake_complete_all(e.fake);
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(0));
+    env_free(&e);
+}
+
+static void test_cross_stream_wait(void **state)
+{
+    (void)state;
+    env e = env_make("cross_stream_reuse:wait", CAP);
+    void *a = must_alloc(&e, S1, BIG);
+    fs_free(e.a, a, NULL);
+    void *p = NULL;
+    /* not stream-ordered: no stream to order a wait on */
+    assert_int_equal(fs_malloc(e.a, 0, S2, BIG, 0, &p), FS_OK);
+    assert_int_equal(U(p), SEG(10));
+    assert_int_equal(counts(&e).stream_wait, 0);
+    assert_int_equal(fs_malloc(e.a, 0, S3, BIG, FS_ALLOC_STREAM_ORDERED, &p), FS_OK);
+    assert_int_equal(U(p), SEG(0));
+    fake_counts c = counts(&e);
+    /* the batch (recorded at S2's miss) has the legacy, S1 and S2 events */
+    assert_int_equal(c.stream_wait, 3);
+    assert_int_equal(c.event_sync, 0);
+    assert_int_equal(c.device_sync, 0);
+    fs_stream_t w, on;
+    assert_true(fake_wait_log(e.fake, 0, &w, &on));
+    assert_true(w == S3);
+    assert_true(on == LEG);
+    assert_true(fake_wait_log(e.fake, 1, &w, &on));
+    assert_true(w == S3 && on == S1);
+    assert_int_equal(stats(&e).pending_frees, 0);
+    env_free(&e);
+}
+
+static void test_capture(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, CAP);
+    void *a = must_alloc(&e, S2, BIG);
+    assert_int_equal(fs_record_stream(e.a, a, S1), FS_OK);
+    fs_alloc_stream_note_work(e.a, 0, S1);
+    fake_set_capturing(e.fake, S1, true);
+    fs_free(e.a, a, NULL);
+    assert_int_equal(U(must_alloc(&e, S2, BIG)), SEG(10)); /* fence deferred */
+    void *b = must_alloc(&e, S3, BIG);
+    fs_free_async(e.a, b, S3, NULL);
+    fs_alloc_note_host_sync(e.a, 0);
+    fake_counts c = counts(&e);
+    assert_int_equal(c.records_on_capturing, 0);
+    assert_int_equal(c.queries_while_capturing, 0);
+    assert_int_equal(stats(&e).pending_frees, 1);
+    fake_set_capturing(e.fake, S1, false);
+    must_alloc(&e, S2, 4096); /* a miss: the batch can be recorded now */
+    fake_complete_all(e.fake);
+    assert_int_equal(U(must_alloc(&e, S2, BIG)), SEG(0));
+    env_free(&e);
+    /* sync semantics never synchronises during a capture */
+    e = env_make("free_semantics:sync", CAP);
+    void *s = must_alloc(&e, S2, 4096);
+    fake_set_capturing(e.fake, S1, true);
+    fs_free(e.a, s, NULL);
+    assert_int_equal(counts(&e).device_sync, 0);
+    fake_set_capturing(e.fake, S1, false);
+    env_free(&e);
+}
+
+static void test_stream_retire(void **state)
+{
+    (void)state;
+    env e = env_make("free_semantics:stream", CAP);
+    void *a = must_alloc(&e, S1, BIG);
+    fs_free(e.a, a, NULL);
+    fs_alloc_stream_retire(e.a, 0, S1);
+    assert_int_equal(counts(&e).event_record, 1); /* its frees marked while it exists */
+    fs_alloc_stream_register(e.a, 0, S1, FS_STREAM_NONBLOCKING); /* same handle, new stream */
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(10));
+    fake_complete_all(e.fake);
+    assert_int_equal(U(must_alloc(&e, S2, BIG)), SEG(0)); /* the old cache serves others */
+    /* a live block of a retired stream can still be freed */
+    void *b = must_alloc(&e, S3, BIG);
+    fs_alloc_stream_retire(e.a, 0, S3);
+    assert_int_equal(fs_free(e.a, b, NULL), FS_OK);
+    fs_alloc_empty_cache(e.a, 0);
+    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 40 * MiB);
+    env_free(&e);
+}
+
+static void test_host_sync_and_empty_cache(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, CAP);
+    void *a = must_alloc(&e, S1, BIG);
+    void *b = must_alloc(&e, S1, BIG);
+    fs_free(e.a, a, NULL);
+    must_alloc(&e, S1, BIG); /* the miss records the batch */
+    fake_complete_all(e.fake);
+    assert_int_equal(stats(&e).pending_frees, 1);
+    fs_alloc_note_host_sync(e.a, -1);
+    assert_int_equal(stats(&e).pending_frees, 0);
+    /* empty_cache waits (on events) for the pending frees, then releases */
+    fs_free(e.a, b, NULL);
+    fs_alloc_empty_cache(e.a, -1);
+    fs_alloc_stats st = stats(&e);
+    assert_int_equal(st.num_device_free, 2);
+    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 20 * MiB);
+    assert_true(counts(&e).event_sync > 0);
+    assert_int_equal(counts(&e).device_sync, 0);
+    env_free(&e);
+}
+
+static int events_seen[8];
+
+static void on_event(void *ctx, fs_alloc_event_kind kind, int device, fs_stream_t s,
+                     const void *addr, size_t size)
+{
+    (void)ctx;
+    (void)device;
+    (void)s;
+    (void)addr;
+    (void)size;
+    events_seen[kind]++;
+}
+
+static void test_observer(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, CAP);
+    memset(events_seen, 0, sizeof events_seen);
+    fs_alloc_observer obs = {.on_event = on_event};
+    fs_alloc_set_observer(e.a, &obs);
+    void *a = must_alloc(&e, S1, 4096);
+    fs_free(e.a, a, NULL);
+    fs_alloc_empty_cache(e.a, 0);
+    assert_int_equal(events_seen[FS_EV_ALLOC], 1);
+    assert_int_equal(events_seen[FS_EV_FREE_REQUESTED], 1);
+    assert_int_equal(events_seen[FS_EV_FREE_COMPLETED], 1);
+    assert_int_equal(events_seen[FS_EV_SEGMENT_ALLOC], 1);
+    assert_int_equal(events_seen[FS_EV_SEGMENT_FREE], 1);
+    fs_alloc_set_observer(e.a, NULL);
+    must_alloc(&e, S1, 4096);
+    assert_int_equal(events_seen[FS_EV_ALLOC], 1);
+    env_free(&e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_device_ordered_batches),
+        cmocka_unit_test(test_fence_out_and_limit),
+        cmocka_unit_test(test_sync_semantics),
+        cmocka_unit_test(test_stream_semantics),
+        cmocka_unit_test(test_free_async_on_other_stream),
+        cmocka_unit_test(test_record_stream),
+        cmocka_unit_test(test_cross_stream_none),
+        cmocka_unit_test(test_cross_stream_completed),
+        cmocka_unit_test(test_cross_stream_wait),
+        cmocka_unit_test(test_capture),
+        cmocka_unit_test(test_stream_retire),
+        cmocka_unit_test(test_host_sync_and_empty_cache),
+        cmocka_unit_test(test_observer),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
