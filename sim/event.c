@@ -54,11 +54,9 @@ static void unref(struct fs_event *ev)
 static struct fs_event *lookup(cudaEvent_t h)
 {
     pthread_once(&events_once, events_init);
-    if (!fs_handles_has(live_events, h))
-        return NULL;
+    struct fs_event *ev = fs_handles_get(live_events, h);
     /* cudaDeviceReset invalidates the events of its device. */
-    struct fs_event *ev = (struct fs_event *)h;
-    if (ev->reset_gen != __atomic_load_n(&fs_dev(ev->device)->reset_gen, __ATOMIC_ACQUIRE))
+    if (!ev || ev->reset_gen != __atomic_load_n(&fs_dev(ev->device)->reset_gen, __ATOMIC_ACQUIRE))
         return NULL;
     return ev;
 }
@@ -80,8 +78,9 @@ static cudaError_t event_create(cudaEvent_t *out, unsigned flags)
     ev->device = fs_cur_device();
     ev->reset_gen = __atomic_load_n(&fs_cur_dev()->reset_gen, __ATOMIC_ACQUIRE);
     ev->refs = 1;
-    fs_handles_add(live_events, ev);
-    *out = (cudaEvent_t)ev;
+    void *handle = fs_handles_new_key();
+    fs_handles_add(live_events, handle, ev);
+    *out = (cudaEvent_t)handle;
     return cudaSuccess;
 }
 
@@ -97,12 +96,13 @@ FS_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned int flags
 
 FS_API cudaError_t cudaEventDestroy(cudaEvent_t h)
 {
-    struct fs_event *ev = lookup(h);
+    pthread_once(&events_once, events_init);
+    struct fs_event *ev = fs_handles_remove(live_events, h);
     if (!ev)
         return fs_ret(cudaErrorInvalidResourceHandle);
-    fs_handles_remove(live_events, ev);
+    int valid = ev->reset_gen == __atomic_load_n(&fs_dev(ev->device)->reset_gen, __ATOMIC_ACQUIRE);
     unref(ev);
-    return cudaSuccess;
+    return valid ? cudaSuccess : fs_ret(cudaErrorInvalidResourceHandle);
 }
 
 static void stamp(void *p)
@@ -135,26 +135,29 @@ static cudaError_t event_record(cudaEvent_t h, cudaStream_t sh, unsigned flags, 
     if (!r)
         return fs_ret(cudaErrorMemoryAllocation);
 
-    /* The new record is visible to queries as soon as the call returns:
-     * take the generation and the sequence number under the event's lock
-     * while submitting, so that a racing query sees one or the other. */
+    /* The new record is visible to queries as soon as the call returns.
+     * The generation is taken before submitting, so a stamp from an older
+     * record can never be mistaken for this one; the call holds its own
+     * reference so a racing cudaEventDestroy cannot free the event under it. */
     pthread_mutex_lock(&ev->mu);
-    r->ev = ev;
-    r->gen = ++ev->gen;
-    ev->refs++;
+    uint64_t gen = ++ev->gen;
+    ev->refs += 2;
     pthread_mutex_unlock(&ev->mu);
+    *r = (struct record){ev, gen};
     uint64_t seq = fs_stream_submit(s, stamp, r, 0, NULL);
     if (!seq) {
+        unref(ev);
         unref(ev);
         free(r);
         return fs_ret(cudaErrorInvalidResourceHandle);
     }
     pthread_mutex_lock(&ev->mu);
-    if (ev->gen == r->gen) {
+    if (ev->gen == gen) {
         ev->stream = s;
         ev->seq = seq;
     }
     pthread_mutex_unlock(&ev->mu);
+    unref(ev);
     return cudaSuccess;
 }
 

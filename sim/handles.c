@@ -1,20 +1,39 @@
-/* handles.c - a set of live handles (streams, events, VMM allocations).
+/* handles.c - maps from handles to the objects behind them (streams,
+ * events, VMM allocations).
  *
- * CUDA handles are pointers to opaque structs; a program may pass one that
- * was destroyed. Looking handles up here, instead of trusting them, turns a
- * stale handle into cudaErrorInvalidResourceHandle rather than a crash.
- * Open addressing with tombstones, grown at 50% load. */
+ * A program may pass a handle that was destroyed. Looking handles up here,
+ * instead of dereferencing them, turns a stale handle into
+ * cudaErrorInvalidResourceHandle rather than a crash. Objects whose memory
+ * is freed and reused (events, VMM allocations) get handles that are never
+ * reused either (fs_handles_new_key), so a stale handle cannot silently name
+ * a newer object. Open addressing with tombstones, rebuilt at 50% load. */
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "internal.h"
 
+#define EMPTY ((uintptr_t)0)
 #define TOMB ((uintptr_t)1)
+
+struct slot {
+    uintptr_t key;
+    void *obj;
+};
 
 struct fs_handle_set {
     pthread_mutex_t mu;
-    uintptr_t *slots;
+    struct slot *slots;
     size_t cap, used; /* used counts live entries and tombstones */
 };
+
+static atomic_uintptr_t next_key = 1;
+
+void *fs_handles_new_key(void)
+{
+    /* Multiples of 16 look like aligned pointers and never collide with
+     * the special stream handles 0, 1 and 2. */
+    return (void *)(atomic_fetch_add(&next_key, 1) << 4);
+}
 
 struct fs_handle_set *fs_handles_new(void)
 {
@@ -31,79 +50,84 @@ struct fs_handle_set *fs_handles_new(void)
 
 static size_t hash(uintptr_t h, size_t cap)
 {
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    return (size_t)h & (cap - 1);
+    uint64_t x = h;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x & (cap - 1);
 }
 
-static void insert(uintptr_t *slots, size_t cap, uintptr_t h)
+static void insert(struct slot *slots, size_t cap, uintptr_t key, void *obj)
 {
-    size_t i = hash(h, cap);
-    while (slots[i] > TOMB)
+    size_t i = hash(key, cap);
+    while (slots[i].key > TOMB)
         i = (i + 1) & (cap - 1);
-    slots[i] = h;
+    slots[i] = (struct slot){key, obj};
 }
 
-static void grow(struct fs_handle_set *set)
+static void rebuild(struct fs_handle_set *set)
 {
     size_t live = 0;
     for (size_t i = 0; i < set->cap; i++)
-        live += set->slots[i] > TOMB;
+        live += set->slots[i].key > TOMB;
     size_t cap = set->cap;
     while (live * 4 >= cap)
         cap *= 2;
-    uintptr_t *slots = calloc(cap, sizeof *slots);
+    struct slot *slots = calloc(cap, sizeof *slots);
     if (!slots)
         abort();
     for (size_t i = 0; i < set->cap; i++)
-        if (set->slots[i] > TOMB)
-            insert(slots, cap, set->slots[i]);
+        if (set->slots[i].key > TOMB)
+            insert(slots, cap, set->slots[i].key, set->slots[i].obj);
     free(set->slots);
     set->slots = slots;
     set->cap = cap;
     set->used = live;
 }
 
-void fs_handles_add(struct fs_handle_set *set, const void *h)
+void fs_handles_add(struct fs_handle_set *set, const void *h, void *obj)
 {
     pthread_mutex_lock(&set->mu);
     if ((set->used + 1) * 2 > set->cap)
-        grow(set);
-    insert(set->slots, set->cap, (uintptr_t)h);
+        rebuild(set);
+    insert(set->slots, set->cap, (uintptr_t)h, obj);
     set->used++;
     pthread_mutex_unlock(&set->mu);
 }
 
-static size_t *find_slot(struct fs_handle_set *set, uintptr_t h, size_t *out)
+static struct slot *find(struct fs_handle_set *set, uintptr_t key)
 {
-    size_t i = hash(h, set->cap);
-    while (set->slots[i] != 0) {
-        if (set->slots[i] == h) {
-            *out = i;
-            return out;
-        }
+    size_t i = hash(key, set->cap);
+    while (set->slots[i].key != EMPTY) {
+        if (set->slots[i].key == key)
+            return &set->slots[i];
         i = (i + 1) & (set->cap - 1);
     }
     return NULL;
 }
 
-void fs_handles_remove(struct fs_handle_set *set, const void *h)
+void *fs_handles_remove(struct fs_handle_set *set, const void *h)
 {
-    size_t i;
+    void *obj = NULL;
+    if ((uintptr_t)h <= TOMB)
+        return NULL;
     pthread_mutex_lock(&set->mu);
-    if (find_slot(set, (uintptr_t)h, &i))
-        set->slots[i] = TOMB;
+    struct slot *s = find(set, (uintptr_t)h);
+    if (s) {
+        obj = s->obj;
+        *s = (struct slot){TOMB, NULL};
+    }
     pthread_mutex_unlock(&set->mu);
+    return obj;
 }
 
-int fs_handles_has(struct fs_handle_set *set, const void *h)
+void *fs_handles_get(struct fs_handle_set *set, const void *h)
 {
-    size_t i;
     if ((uintptr_t)h <= TOMB)
-        return 0;
+        return NULL;
     pthread_mutex_lock(&set->mu);
-    int found = find_slot(set, (uintptr_t)h, &i) != NULL;
+    struct slot *s = find(set, (uintptr_t)h);
+    void *obj = s ? s->obj : NULL;
     pthread_mutex_unlock(&set->mu);
-    return found;
+    return obj;
 }

@@ -107,12 +107,15 @@ uint64_t fs_stream_last(struct fs_stream *s);
 /* Marks every stream of dev destroyed (cudaDeviceReset). */
 void fs_stream_forget_device(struct fs_device *dev);
 
-/* ---- handles.c: sets of live handles, so a stale handle is an error, not a crash ---- */
+/* ---- handles.c: handle -> object maps, so a stale handle is an error, not a crash ---- */
 struct fs_handle_set;
 struct fs_handle_set *fs_handles_new(void);
-void fs_handles_add(struct fs_handle_set *set, const void *h);
-void fs_handles_remove(struct fs_handle_set *set, const void *h);
-int fs_handles_has(struct fs_handle_set *set, const void *h);
+/* A fresh handle value that is never handed out again. */
+void *fs_handles_new_key(void);
+void fs_handles_add(struct fs_handle_set *set, const void *h, void *obj);
+/* Both return the object, or NULL for an unknown handle. */
+void *fs_handles_remove(struct fs_handle_set *set, const void *h);
+void *fs_handles_get(struct fs_handle_set *set, const void *h);
 
 /* ---- registry.c: what every known address range is ---- */
 enum fs_range_kind {

@@ -130,7 +130,7 @@ struct fs_stream *fs_stream_new(struct fs_device *dev, enum fs_stream_kind kind,
     s->dev_next = dev->streams;
     dev->streams = s;
     pthread_mutex_unlock(&dev->mu);
-    fs_handles_add(live_streams, s);
+    fs_handles_add(live_streams, s, s);
     return s;
 }
 
@@ -212,9 +212,7 @@ cudaError_t fs_stream_resolve(cudaStream_t h, int per_thread, struct fs_stream *
         s = legacy_of(fs_cur_dev());
     else if (h == cudaStreamPerThread)
         s = per_thread_of(fs_cur_dev());
-    else if (fs_handles_has(live_streams, h))
-        s = (struct fs_stream *)h;
-    else
+    else if (!(s = fs_handles_get(live_streams, h)))
         return cudaErrorInvalidResourceHandle;
     if (!s)
         return cudaErrorMemoryAllocation;

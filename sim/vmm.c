@@ -44,11 +44,16 @@ static void allocs_init(void)
     allocs = fs_handles_new();
 }
 
-static struct vmm_alloc *alloc_of(CUmemGenericAllocationHandle h)
+static struct fs_handle_set *alloc_handles(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, allocs_init);
-    return fs_handles_has(allocs, (void *)(uintptr_t)h) ? (struct vmm_alloc *)(uintptr_t)h : NULL;
+    return allocs;
+}
+
+static struct vmm_alloc *alloc_of(CUmemGenericAllocationHandle h)
+{
+    return fs_handles_get(alloc_handles(), (void *)(uintptr_t)h);
 }
 
 static int device_location(const CUmemLocation *loc)
@@ -87,9 +92,9 @@ CUresult fs_cu_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *a = (struct vmm_alloc){fd, size, dev->ordinal, 0, 0};
-    alloc_of(0); /* makes sure the handle set exists */
-    fs_handles_add(allocs, a);
-    *handle = (CUmemGenericAllocationHandle)(uintptr_t)a;
+    void *key = fs_handles_new_key();
+    fs_handles_add(alloc_handles(), key, a);
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)key;
     return CUDA_SUCCESS;
 }
 
@@ -106,12 +111,11 @@ static void maybe_destroy(struct vmm_alloc *a)
 CUresult fs_cu_mem_release(CUmemGenericAllocationHandle h)
 {
     pthread_mutex_lock(&mu);
-    struct vmm_alloc *a = alloc_of(h);
+    struct vmm_alloc *a = fs_handles_remove(alloc_handles(), (void *)(uintptr_t)h);
     if (!a) {
         pthread_mutex_unlock(&mu);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    fs_handles_remove(allocs, a);
     a->released = 1;
     maybe_destroy(a);
     pthread_mutex_unlock(&mu);

@@ -153,9 +153,10 @@ static void test_pageable_copies_block_pinned_do_not(void **state)
     void *d, *pinned, *pageable = malloc(N);
     cudaStream_t s;
     assert_int_equal(cudaMalloc(&d, N), cudaSuccess);
-    assert_int_equal(cudaMemset(d, 5, N), cudaSuccess);
     assert_int_equal(cudaMallocHost(&pinned, N), cudaSuccess);
     assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    /* On s itself: a non-blocking stream is not ordered after legacy work. */
+    assert_int_equal(cudaMemsetAsync(d, 5, N, s), cudaSuccess);
 
     assert_true(copy_blocks(pageable, d, N, s));
     assert_int_equal(((unsigned char *)pageable)[N - 1], 5);
