@@ -67,6 +67,34 @@ static void host_synced(int device)
     fs_shim_leave();
 }
 
+/* A pooled stream the program destroyed still exists in the runtime: every
+ * call on it the shim sees fails as on a destroyed stream. */
+#define REJECT_PARKED(s)                                                                           \
+    if (fs_unlikely(fs_stream_is_destroyed(s)))                                                    \
+    return fs_shim_return_error(cudaErrorInvalidResourceHandle)
+
+/* A copy or set that runs past the end of a shim block: the runtime would
+ * refuse it (the block is its own allocation there), but it cannot see the
+ * block's end inside a segment. */
+static bool past_block_end(const void *p, size_t n)
+{
+    fs_allocator *a = fs_shim_allocator_peek();
+    fs_block_info info;
+    bool bad = false;
+
+    if (!a || !p || !fs_shim_enter())
+        return false;
+    if (fs_alloc_block_info(a, p, &info) == FS_OK)
+        bad = n > info.requested ||
+              (size_t)((const char *)p - (const char *)info.block) > info.requested - n;
+    fs_shim_leave();
+    return bad;
+}
+
+#define REJECT_RANGE(p, n)                                                                         \
+    if (fs_unlikely(past_block_end(p, n)))                                                         \
+    return fs_shim_return_error(cudaErrorInvalidValue)
+
 #define REAL_OR_FAIL(var, expr)                                                                    \
     __typeof__(expr) var = (expr);                                                                 \
     if (!var)                                                                                      \
@@ -97,37 +125,31 @@ FS_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
     return fs_pool_stream_destroy(stream);
 }
 
-/* A pooled stream the program destroyed still exists in the runtime: the
- * shim answers for it as for a destroyed stream. */
 FS_EXPORT cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaStreamGetFlags));
-    if (fs_stream_is_destroyed(hStream))
-        return fs_shim_return_error(cudaErrorInvalidResourceHandle);
+    REJECT_PARKED(hStream);
     return real(hStream, flags);
 }
 
 FS_EXPORT cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int *flags)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamGetFlags, "cudaStreamGetFlags_ptsz"));
-    if (fs_stream_is_destroyed(hStream))
-        return fs_shim_return_error(cudaErrorInvalidResourceHandle);
+    REJECT_PARKED(hStream);
     return real(hStream, flags);
 }
 
 FS_EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaStreamGetPriority));
-    if (fs_stream_is_destroyed(hStream))
-        return fs_shim_return_error(cudaErrorInvalidResourceHandle);
+    REJECT_PARKED(hStream);
     return real(hStream, priority);
 }
 
 FS_EXPORT cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *priority)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamGetPriority, "cudaStreamGetPriority_ptsz"));
-    if (fs_stream_is_destroyed(hStream))
-        return fs_shim_return_error(cudaErrorInvalidResourceHandle);
+    REJECT_PARKED(hStream);
     return real(hStream, priority);
 }
 
@@ -137,6 +159,7 @@ FS_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event
                                           unsigned int flags)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaStreamWaitEvent));
+    REJECT_PARKED(stream);
     note_work(stream, false);
     return real(stream, event, flags);
 }
@@ -145,6 +168,7 @@ FS_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t 
                                                unsigned int flags)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamWaitEvent, "cudaStreamWaitEvent_ptsz"));
+    REJECT_PARKED(stream);
     note_work(stream, true);
     return real(stream, event, flags);
 }
@@ -153,6 +177,7 @@ FS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 bloc
                                        void **args, size_t sharedMem, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaLaunchKernel));
+    REJECT_PARKED(stream);
     note_work(stream, false);
     return real(func, gridDim, blockDim, args, sharedMem, stream);
 }
@@ -161,6 +186,7 @@ FS_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3
                                             void **args, size_t sharedMem, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaLaunchKernel, "cudaLaunchKernel_ptsz"));
+    REJECT_PARKED(stream);
     note_work(stream, true);
     return real(func, gridDim, blockDim, args, sharedMem, stream);
 }
@@ -169,8 +195,10 @@ FS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, cons
                                           void **args)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaLaunchKernelExC));
-    if (config)
+    if (config) {
+        REJECT_PARKED(config->stream);
         note_work(config->stream, false);
+    }
     return real(config, func, args);
 }
 
@@ -178,14 +206,17 @@ FS_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config,
                                                const void *func, void **args)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaLaunchKernelExC, "cudaLaunchKernelExC_ptsz"));
-    if (config)
+    if (config) {
+        REJECT_PARKED(config->stream);
         note_work(config->stream, true);
+    }
     return real(config, func, args);
 }
 
 FS_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaLaunchHostFunc));
+    REJECT_PARKED(stream);
     note_work(stream, false);
     return real(stream, fn, userData);
 }
@@ -194,6 +225,7 @@ FS_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t 
                                               void *userData)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaLaunchHostFunc, "cudaLaunchHostFunc_ptsz"));
+    REJECT_PARKED(stream);
     note_work(stream, true);
     return real(stream, fn, userData);
 }
@@ -201,6 +233,7 @@ FS_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t 
 FS_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaGraphLaunch));
+    REJECT_PARKED(stream);
     note_work(stream, false);
     return real(graphExec, stream);
 }
@@ -208,6 +241,7 @@ FS_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t st
 FS_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaGraphLaunch, "cudaGraphLaunch_ptsz"));
+    REJECT_PARKED(stream);
     note_work(stream, true);
     return real(graphExec, stream);
 }
@@ -216,6 +250,9 @@ FS_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
                                       enum cudaMemcpyKind kind, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaMemcpyAsync));
+    REJECT_PARKED(stream);
+    REJECT_RANGE(dst, count);
+    REJECT_RANGE(src, count);
     record_uses(dst, src, stream, false);
     return real(dst, src, count, kind, stream);
 }
@@ -224,6 +261,9 @@ FS_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t co
                                            enum cudaMemcpyKind kind, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaMemcpyAsync, "cudaMemcpyAsync_ptsz"));
+    REJECT_PARKED(stream);
+    REJECT_RANGE(dst, count);
+    REJECT_RANGE(src, count);
     record_uses(dst, src, stream, true);
     return real(dst, src, count, kind, stream);
 }
@@ -233,6 +273,7 @@ FS_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *sr
                                         enum cudaMemcpyKind kind, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaMemcpy2DAsync));
+    REJECT_PARKED(stream);
     record_uses(dst, src, stream, false);
     return real(dst, dpitch, src, spitch, width, height, kind, stream);
 }
@@ -242,6 +283,7 @@ FS_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const voi
                                              enum cudaMemcpyKind kind, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaMemcpy2DAsync, "cudaMemcpy2DAsync_ptsz"));
+    REJECT_PARKED(stream);
     record_uses(dst, src, stream, true);
     return real(dst, dpitch, src, spitch, width, height, kind, stream);
 }
@@ -250,6 +292,7 @@ FS_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *
                                           int srcDevice, size_t count, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaMemcpyPeerAsync));
+    REJECT_PARKED(stream);
     record_uses(dst, src, stream, false);
     return real(dst, dstDevice, src, srcDevice, count, stream);
 }
@@ -257,6 +300,8 @@ FS_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *
 FS_EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaMemsetAsync));
+    REJECT_PARKED(stream);
+    REJECT_RANGE(devPtr, count);
     record_uses(devPtr, NULL, stream, false);
     return real(devPtr, value, count, stream);
 }
@@ -265,6 +310,8 @@ FS_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count
                                            cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaMemsetAsync, "cudaMemsetAsync_ptsz"));
+    REJECT_PARKED(stream);
+    REJECT_RANGE(devPtr, count);
     record_uses(devPtr, NULL, stream, true);
     return real(devPtr, value, count, stream);
 }
@@ -273,6 +320,7 @@ FS_EXPORT cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, s
                                         size_t height, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaMemset2DAsync));
+    REJECT_PARKED(stream);
     record_uses(devPtr, NULL, stream, false);
     return real(devPtr, pitch, value, width, height, stream);
 }
@@ -281,8 +329,108 @@ FS_EXPORT cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int val
                                              size_t width, size_t height, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaMemset2DAsync, "cudaMemset2DAsync_ptsz"));
+    REJECT_PARKED(stream);
     record_uses(devPtr, NULL, stream, true);
     return real(devPtr, pitch, value, width, height, stream);
+}
+
+/* Synchronous copies and sets run on the legacy (or per-thread) stream,
+ * which every fence covers; only the block bounds need the shim. */
+FS_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
+                                 enum cudaMemcpyKind kind)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaMemcpy));
+    REJECT_RANGE(dst, count);
+    REJECT_RANGE(src, count);
+    return real(dst, src, count, kind);
+}
+
+FS_EXPORT cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
+                                      enum cudaMemcpyKind kind)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaMemcpy, "cudaMemcpy_ptds"));
+    REJECT_RANGE(dst, count);
+    REJECT_RANGE(src, count);
+    return real(dst, src, count, kind);
+}
+
+FS_EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t count)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaMemset));
+    REJECT_RANGE(devPtr, count);
+    return real(devPtr, value, count);
+}
+
+FS_EXPORT cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaMemset, "cudaMemset_ptds"));
+    REJECT_RANGE(devPtr, count);
+    return real(devPtr, value, count);
+}
+
+/* ---- other calls on a stream: parked streams fail as destroyed ones ---- */
+
+FS_EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaStreamQuery));
+    REJECT_PARKED(stream);
+    return real(stream);
+}
+
+FS_EXPORT cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamQuery, "cudaStreamQuery_ptsz"));
+    REJECT_PARKED(stream);
+    return real(stream);
+}
+
+FS_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaEventRecord));
+    REJECT_PARKED(stream);
+    return real(event, stream);
+}
+
+FS_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaEventRecord, "cudaEventRecord_ptsz"));
+    REJECT_PARKED(stream);
+    return real(event, stream);
+}
+
+FS_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream,
+                                               unsigned int flags)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaEventRecordWithFlags));
+    REJECT_PARKED(stream);
+    return real(event, stream, flags);
+}
+
+FS_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
+                                                    unsigned int flags)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaEventRecordWithFlags, "cudaEventRecordWithFlags_ptsz"));
+    REJECT_PARKED(stream);
+    return real(event, stream, flags);
+}
+
+FS_EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
+                                            void *userData, unsigned int flags)
+{
+    REAL_OR_FAIL(real, FS_REAL(cudaStreamAddCallback));
+    REJECT_PARKED(stream);
+    note_work(stream, false);
+    return real(stream, callback, userData, flags);
+}
+
+FS_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream,
+                                                 cudaStreamCallback_t callback, void *userData,
+                                                 unsigned int flags)
+{
+    REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamAddCallback, "cudaStreamAddCallback_ptsz"));
+    REJECT_PARKED(stream);
+    note_work(stream, true);
+    return real(stream, callback, userData, flags);
 }
 
 /* ---- host synchronisation: deferred frees may have completed ---- */
@@ -304,8 +452,7 @@ static cudaError_t stream_synchronize(cudaStream_t s, bool pt,
 
     if (!real)
         return cudaErrorInitializationError;
-    if (fs_stream_is_destroyed(s))
-        return fs_shim_return_error(cudaErrorInvalidResourceHandle);
+    REJECT_PARKED(s);
     e = real(s);
     if (e == cudaSuccess && fs_shim_allocator_peek() && fs_shim_enter()) {
         fs_shim_stream_key(s, pt, &dev);

@@ -40,6 +40,9 @@ static struct shard {
 
 /* Bumped whenever a stream is dropped: per-thread caches then miss. */
 static unsigned table_gen;
+/* Streams the program destroyed that wait in a pool: while there are none,
+ * no call needs to look them up. */
+static unsigned n_parked;
 /* Bumped when the allocator forgets streams (cudaDeviceReset, fork). */
 static unsigned reg_epoch = 1;
 static unsigned legacy_epoch[MAX_DEVICES];
@@ -256,7 +259,8 @@ bool fs_stream_is_destroyed(cudaStream_t s)
     struct stream_entry *e;
     bool destroyed;
 
-    if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread)
+    if (fs_likely(__atomic_load_n(&n_parked, __ATOMIC_ACQUIRE) == 0) || s == NULL ||
+        s == cudaStreamLegacy || s == cudaStreamPerThread)
         return false;
     pthread_mutex_lock(&sh->lock);
     e = *find(sh, s);
@@ -278,6 +282,8 @@ void fs_stream_adopt(cudaStream_t s, int device, unsigned flags, int priority, b
         sh->head = e;
     }
     if (e) {
+        if (e->destroyed)
+            __atomic_sub_fetch(&n_parked, 1, __ATOMIC_ACQ_REL);
         if (e->destroyed || e->device != device)
             e->epoch = 0;
         e->device = device;
@@ -300,6 +306,7 @@ bool fs_stream_release(cudaStream_t s, int *device, unsigned *flags, int *priori
     e = *pp;
     if (e && e->pooled && !e->destroyed) {
         e->destroyed = true;
+        __atomic_add_fetch(&n_parked, 1, __ATOMIC_ACQ_REL);
         *device = e->device;
         *flags = e->flags;
         *priority = e->priority;
@@ -324,6 +331,8 @@ void fs_stream_forget(cudaStream_t s)
     pthread_mutex_lock(&sh->lock);
     pp = find(sh, s);
     if ((e = *pp)) {
+        if (e->destroyed)
+            __atomic_sub_fetch(&n_parked, 1, __ATOMIC_ACQ_REL);
         *pp = e->next;
         free(e);
     }
@@ -344,6 +353,8 @@ void fs_streams_reset(int device)
         pthread_mutex_lock(&sh->lock);
         for (pp = &sh->head; (e = *pp);) {
             if (device < 0 || e->device == device) {
+                if (e->destroyed)
+                    __atomic_sub_fetch(&n_parked, 1, __ATOMIC_ACQ_REL);
                 *pp = e->next;
                 free(e);
             } else {

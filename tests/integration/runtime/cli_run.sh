@@ -1,0 +1,45 @@
+#!/bin/sh
+# cli_run.sh - `fsdpshim run` / `record` set the environment the shim reads
+# and then become the program; usage errors exit 2.
+#   cli_run.sh FSDPSHIM LIBFSDPSHIM
+cli=$1 lib=$(readlink -f "$2")
+fail() { echo "cli_run: $*" >&2; exit 1; }
+show='echo "$LD_PRELOAD|${FSDPSHIM_CONF-unset}|${FSDPSHIM_TRACE-unset}|${PYTORCH_CUDA_ALLOC_CONF-unset}"'
+
+"$cli" help | grep -q '^  run ' || fail "help does not list run"
+"$cli" run --help | grep -q 'usage: fsdpshim run' || fail "run --help"
+"$cli" help record | grep -q 'usage: fsdpshim record' || fail "help record"
+for args in "" "bogus" "run" "run --bogus -- true" "run --conf" "help bogus"; do
+    # shellcheck disable=SC2086
+    "$cli" $args >/dev/null 2>&1
+    [ $? -eq 2 ] || fail "'fsdpshim $args' should exit 2"
+done
+
+out=$(env -u LD_PRELOAD -u FSDPSHIM_CONF -u FSDPSHIM_TRACE -u PYTORCH_CUDA_ALLOC_CONF \
+    "$cli" run --conf ag_limit:4 -- sh -c "$show")
+preload=${out%%|*}
+[ "$(readlink -f "$preload")" = "$lib" ] || fail "LD_PRELOAD is '$preload', not $lib"
+[ "${out#*|}" = "ag_limit:4|unset|unset" ] || fail "run set '$out'"
+
+out=$(LD_PRELOAD=libm.so.6 "$cli" run -- sh -c 'echo "$LD_PRELOAD"')
+[ "${out#*:}" = "libm.so.6" ] && [ "$(readlink -f "${out%%:*}")" = "$lib" ] ||
+    fail "LD_PRELOAD not prepended: '$out'"
+
+out=$(env -u FSDPSHIM_CONF -u FSDPSHIM_TRACE "$cli" record -- sh -c "$show")
+[ "${out#*|}" = "trace:stacks|fsdpshim-%h-%p.fst|unset" ] || fail "record set '$out'"
+out=$(env -u FSDPSHIM_TRACE "$cli" run --trace --conf trace:python --output t-%r.fst -- sh -c "$show")
+[ "${out#*|}" = "trace:python|t-%r.fst|unset" ] || fail "run --trace set '$out'"
+
+"$cli" run -- /nonexistent/program 2>/dev/null
+[ $? -eq 127 ] || fail "a missing program should exit 127"
+"$cli" run -- sh -c 'exit 7'
+[ $? -eq 7 ] || fail "the program's exit status is not passed on"
+
+if command -v python3 >/dev/null; then
+    py='import os; print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))'
+    out=$(env -u PYTORCH_CUDA_ALLOC_CONF "$cli" run -- python3 -c "$py")
+    [ "$out" = "backend:cudaMallocAsync" ] || fail "python: PYTORCH_CUDA_ALLOC_CONF='$out'"
+    out=$(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$cli" run -- python3 -c "$py")
+    [ "$out" = "expandable_segments:True" ] || fail "python: the user's setting was replaced"
+fi
+echo "cli_run: ok"

@@ -1,0 +1,146 @@
+/* integrity.c - a freed block must not be handed out while a stream may
+ * still use it.
+ *
+ * A stream is held busy with a host function (a gate the test opens last);
+ * behind the gate the buffer is read out to pinned host memory, by the host
+ * function itself (as a kernel would read it) or by a cudaMemcpyAsync. The buffer
+ * is freed while the gate is closed and memory of the same size is requested
+ * again and overwritten on a stream other than the busy one, which finishes. Then the gate
+ * opens: the copy must still see the original bytes. If the allocator handed
+ * the block out too early, it sees the other stream's bytes.
+ *
+ *   integrity free      cudaFree of a cudaMalloc block a busy non-blocking
+ *                       stream still reads (device-ordered free), then
+ *                       cudaMalloc again
+ *   integrity async     cudaFreeAsync on the busy stream itself, then
+ *                       cudaMallocAsync on another stream
+ *   integrity memcpy    cudaFreeAsync on an idle stream of a block that a
+ *                       cudaMemcpyAsync on the busy stream reads, then
+ *                       cudaMallocAsync on the idle stream again
+ *
+ * Exit 0 when the data is intact, 1 when corrupted (or on error). With
+ * --expect-corruption the meaning is inverted: used to show that the test
+ * detects reuse that is too early (free_semantics:stream). */
+#include "probe.h"
+
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#define SIZE (4u << 20)
+
+static atomic_int gate_open;
+
+/* Work on the busy stream: wait for the gate, then (if given) read the
+ * buffer the way a kernel would. The simulated device's memory is host
+ * memory, so a host function can stand in for a kernel the shim cannot see
+ * into: it knows only that the stream had work. */
+struct gate_work {
+    const unsigned char *read;
+    unsigned char *into;
+};
+
+static void CUDART_CB gate(void *arg)
+{
+    struct gate_work *w = arg;
+    struct timespec ts = {0, 1000000};
+
+    while (!atomic_load(&gate_open))
+        nanosleep(&ts, NULL);
+    if (w->read)
+        memcpy(w->into, w->read, SIZE);
+}
+
+static int run(const char *mode)
+{
+    cudaStream_t busy, idle, other;
+    unsigned char *x = NULL, *y = NULL, *host;
+    struct gate_work work = {NULL, NULL};
+    int corrupted = 0;
+
+    CHECK(cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&idle, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+    CHECK(cudaMallocHost((void **)&host, SIZE));
+    memset(host, 0, SIZE);
+
+    if (!strcmp(mode, "free")) {
+        CHECK(cudaMalloc((void **)&x, SIZE));
+        CHECK(cudaMemset(x, 0xAA, SIZE));
+        work = (struct gate_work){x, host};
+        CHECK(cudaLaunchHostFunc(busy, gate, &work));
+        CHECK(cudaFree(x));
+    } else if (!strcmp(mode, "async")) {
+        CHECK(cudaMallocAsync((void **)&x, SIZE, busy));
+        CHECK(cudaMemsetAsync(x, 0xAA, SIZE, busy));
+        CHECK(cudaStreamSynchronize(busy));
+        work = (struct gate_work){x, host};
+        CHECK(cudaLaunchHostFunc(busy, gate, &work));
+        CHECK(cudaFreeAsync(x, busy));
+    } else if (!strcmp(mode, "memcpy")) {
+        CHECK(cudaMallocAsync((void **)&x, SIZE, idle));
+        CHECK(cudaMemsetAsync(x, 0xAA, SIZE, idle));
+        CHECK(cudaStreamSynchronize(idle));
+        CHECK(cudaLaunchHostFunc(busy, gate, &work));
+        CHECK(cudaMemcpyAsync(host, x, SIZE, cudaMemcpyDeviceToHost, busy));
+        CHECK(cudaFreeAsync(x, idle));
+    } else {
+        fprintf(stderr, "integrity: unknown mode %s\n", mode);
+        return 2;
+    }
+    /* Host synchronisation the program is entitled to: it does not involve
+     * the busy stream, but lets an allocator retire every free that is
+     * really complete. */
+    CHECK(cudaStreamSynchronize(idle));
+    CHECK(cudaStreamSynchronize(0));
+
+    /* The memory again, overwritten on another stream than the busy one.
+     * free: through cudaMalloc (the freed block's own legacy stream), used on
+     * `other`. async: stream-ordered on `other`, where only the completion of
+     * the free on the busy stream makes the block safe. memcpy: on the
+     * block's own stream `idle`, where stream order would make it reusable
+     * at once, were it not for the use recorded on the busy stream. */
+    if (!strcmp(mode, "free"))
+        CHECK(cudaMalloc((void **)&y, SIZE));
+    else
+        CHECK(cudaMallocAsync((void **)&y, SIZE, !strcmp(mode, "memcpy") ? idle : other));
+    CHECK(cudaMemsetAsync(y, 0xBB, SIZE, !strcmp(mode, "memcpy") ? idle : other));
+    CHECK(cudaStreamSynchronize(!strcmp(mode, "memcpy") ? idle : other));
+
+    atomic_store(&gate_open, 1);
+    CHECK(cudaDeviceSynchronize());
+    for (size_t i = 0; i < SIZE; i++)
+        if (host[i] != 0xAA) {
+            corrupted = 1;
+            fprintf(stderr, "integrity %s: byte %zu is 0x%02x, not 0xaa: block reused too early "
+                            "(x=%p y=%p)\n", mode, i, host[i], (void *)x, (void *)y);
+            break;
+        }
+    CHECK(!strcmp(mode, "free")     ? cudaFree(y)
+          : !strcmp(mode, "memcpy") ? cudaFreeAsync(y, idle)
+                                    : cudaFreeAsync(y, other));
+    CHECK(cudaFreeHost(host));
+    CHECK(cudaStreamDestroy(busy));
+    CHECK(cudaStreamDestroy(idle));
+    CHECK(cudaStreamDestroy(other));
+    CHECK(cudaDeviceSynchronize());
+    if (!corrupted)
+        printf("integrity %s: intact (x=%p y=%p)\n", mode, (void *)x, (void *)y);
+    return corrupted;
+}
+
+int main(int argc, char **argv)
+{
+    int expect_corruption = argc > 2 && !strcmp(argv[2], "--expect-corruption");
+    int r;
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: integrity free|async|memcpy [--expect-corruption]\n");
+        return 2;
+    }
+    watchdog(30);
+    r = run(argv[1]);
+    if (r == 2)
+        return 2;
+    return expect_corruption ? !r : r;
+}

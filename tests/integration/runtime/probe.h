@@ -1,0 +1,57 @@
+/* probe.h - what the integration programs share: a checked-call macro, a
+ * watchdog, and an optional look at the shim's statistics.
+ *
+ * The programs are ordinary CUDA host programs; they do not link the shim.
+ * A test that must prove the shim served it (rather than passing because the
+ * runtime did the work) reads a statistic through dlsym(RTLD_DEFAULT), which
+ * finds the preloaded library's public API or nothing. */
+#ifndef FS_RUNTIME_TEST_PROBE_H
+#define FS_RUNTIME_TEST_PROBE_H
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call,             \
+                    cudaGetErrorName(e_), (int)e_);                                                \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                    \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* A hang is a failure, not a ctest timeout. */
+static inline void watchdog(unsigned seconds)
+{
+    signal(SIGALRM, SIG_DFL);
+    alarm(seconds);
+}
+
+/* One of the shim's statistics, or -1 when the shim is not in the process
+ * (or is not active). */
+static inline int64_t shim_stat(const char *name, int device)
+{
+    int (*stat)(const char *, int, int64_t *) =
+        (int (*)(const char *, int, int64_t *))dlsym(RTLD_DEFAULT, "fsdpshim_stat");
+    int64_t v = -1;
+
+    if (!stat || stat(name, device, &v) != 0)
+        return -1;
+    return v;
+}
+
+#endif /* FS_RUNTIME_TEST_PROBE_H */
