@@ -29,6 +29,11 @@ struct fs_op {
 };
 
 static struct fs_handle_set *live_streams;
+
+/* Destroyed, drained streams: kept (never reused) so that dependencies and
+ * events may still point at them. */
+static pthread_mutex_t retired_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct fs_stream *retired;
 static atomic_ullong next_stream_id = 1;
 
 /* Per-thread default streams, indexed by device, made on first use and
@@ -57,7 +62,9 @@ static void streams_init(void)
     pthread_once(&pt_once, pt_key_init);
 }
 
-static void unlink_from_device(struct fs_stream *s)
+/* Moves a destroyed stream with no work left from its device to the
+ * retired list. */
+static void retire(struct fs_stream *s)
 {
     struct fs_device *dev = s->dev;
     pthread_mutex_lock(&dev->mu);
@@ -68,6 +75,10 @@ static void unlink_from_device(struct fs_stream *s)
         }
     }
     pthread_mutex_unlock(&dev->mu);
+    pthread_mutex_lock(&retired_mu);
+    s->dev_next = retired;
+    retired = s;
+    pthread_mutex_unlock(&retired_mu);
 }
 
 static void *worker_main(void *p)
@@ -106,7 +117,7 @@ static void *worker_main(void *p)
     }
     s->worker_running = 0;
     pthread_mutex_unlock(&s->mu);
-    unlink_from_device(s);
+    retire(s);
     return NULL;
 }
 
@@ -138,13 +149,14 @@ void fs_stream_destroy(struct fs_stream *s)
 {
     fs_handles_remove(live_streams, s);
     pthread_mutex_lock(&s->mu);
+    int was_destroyed = s->destroyed;
     s->destroyed = 1;
     int idle = !s->worker_running;
     pthread_cond_signal(&s->work_cv);
     pthread_mutex_unlock(&s->mu);
-    /* A running worker unlinks the stream itself once it has drained. */
-    if (idle)
-        unlink_from_device(s);
+    /* A running worker retires the stream itself once it has drained. */
+    if (idle && !was_destroyed)
+        retire(s);
 }
 
 void fs_stream_forget_device(struct fs_device *dev)
