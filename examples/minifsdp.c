@@ -276,6 +276,48 @@ static int train(struct rank *r) {
   return 0;
 }
 
+/* Releases what setup made (whatever part of it succeeded). */
+static void teardown(struct rank *r) {
+  cudaSetDevice(r->device);
+  cudaDeviceSynchronize();
+  for (int l = 0; l < opt.layers; l++) {
+    if (r->param_shard && r->param_shard[l])
+      cudaFree(r->param_shard[l]);
+    if (r->grad_shard && r->grad_shard[l])
+      cudaFree(r->grad_shard[l]);
+    if (r->seen_fwd && r->seen_fwd[l])
+      cudaFreeHost(r->seen_fwd[l]);
+    if (r->seen_bwd && r->seen_bwd[l])
+      cudaFreeHost(r->seen_bwd[l]);
+    if (r->grad_out && r->grad_out[l])
+      cudaFreeHost(r->grad_out[l]);
+    cudaEvent_t *events[] = {r->gathered, r->used, r->grad_ready};
+    for (int e = 0; e < 3; e++)
+      if (events[e] && events[e][l])
+        cudaEventDestroy(events[e][l]);
+    if (r->master)
+      free(r->master[l]);
+    if (r->ref)
+      free(r->ref[l]);
+  }
+  if (r->grad_in)
+    cudaFreeHost(r->grad_in);
+  cudaStream_t streams[] = {r->compute, r->unshard, r->post};
+  for (int k = 0; k < 3; k++)
+    if (streams[k])
+      cudaStreamDestroy(streams[k]);
+  free(r->param_shard);
+  free(r->grad_shard);
+  free(r->master);
+  free(r->ref);
+  free(r->seen_fwd);
+  free(r->seen_bwd);
+  free(r->grad_out);
+  free(r->gathered);
+  free(r->used);
+  free(r->grad_ready);
+}
+
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -298,6 +340,7 @@ static int run_rank(struct rank *r) {
            "shard checksum %.6f, %.1f ms\n", r->rank, opt.ranks, r->device, opt.layers,
            opt.numel, opt.steps, checksum, now_ms() - t0);
   fflush(stdout);
+  teardown(r);
   if (r->comm)
     ncclCommDestroy(r->comm);
   return rc;

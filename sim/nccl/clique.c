@@ -253,14 +253,14 @@ int fs_clique_poll(struct fs_clique *c, int (*ready)(void *), void *arg, uint64_
     return 1;
   if (c->abort_flag && atomic_load(c->abort_flag)) {
     snprintf(why, whylen, "communicator aborted");
-    return -1;
+    return -FS_WAIT_ABORT;
   }
   if (fs_check_peers(c, -1, 1, why, whylen) != FS_WAIT_OK)
-    return ready(arg) ? 1 : -1; /* a peer may finish its part and exit meanwhile */
+    return ready(arg) ? 1 : -FS_WAIT_PEER; /* a peer may finish its part and exit meanwhile */
   if (fs_now_ns() - started >= fs_timeout_ns()) {
     snprintf(why, whylen, "timed out after %.0f s waiting on peers (FSDPSHIM_SIM_NCCL_TIMEOUT)",
              (double)fs_timeout_ns() / 1e9);
-    return -1;
+    return -FS_WAIT_TIMEOUT;
   }
   struct timespec ts = {0, 2 * 1000 * 1000};
   syscall(SYS_futex, (uint32_t *)&c->hdr->bell, FUTEX_WAIT, bell, &ts, NULL, 0);

@@ -120,6 +120,15 @@ static void fs_child_id(const ncclUniqueId *parent, uint64_t ordinal, int64_t co
 
 /* ---- init ---------------------------------------------------------------- */
 
+ncclResult_t fs_wait_result(enum fs_wait_rc rc) {
+  switch (rc) {
+  case FS_WAIT_OK: return ncclSuccess;
+  case FS_WAIT_PEER: return ncclRemoteError;
+  case FS_WAIT_TIMEOUT: return ncclSystemError;
+  default: return ncclInvalidUsage; /* aborted under the caller's feet */
+  }
+}
+
 struct fs_init_task {
   struct fs_task base;
   struct ncclComm *comm;
@@ -159,7 +168,7 @@ static int fs_init_poll(struct fs_task *task) {
   if (rc < 0) {
     fs_set_last_error("sim NCCL rank %d/%d: init failed: %s", c->rank, c->nranks, why);
     fprintf(stderr, "fsdpshim: sim NCCL rank %d/%d: init failed: %s\n", c->rank, c->nranks, why);
-    fs_init_fail(t, ncclRemoteError);
+    fs_init_fail(t, fs_wait_result(-rc));
     return -1;
   }
   fs_clique_unlink(&c->clq);
@@ -310,6 +319,11 @@ FS_NCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t *comm, int ndev, const i
   pncclGroupStart();
   for (int i = 0; i < ndev && rc == ncclSuccess; i++)
     rc = fs_comm_create(&comm[i], ndev, &id, i, devlist ? devlist[i] : i);
+  /* If a rank could not even be created, the others would wait for it:
+   * abort them so that the group end below fails them at once. */
+  for (int i = 0; rc != ncclSuccess && i < ndev; i++)
+    if (comm[i])
+      atomic_store(&comm[i]->aborted, 1);
   ncclResult_t end = pncclGroupEnd();
   if (rc == ncclSuccess)
     rc = end;
@@ -352,12 +366,12 @@ static int fs_split_poll(struct fs_task *task) {
   if (rc == 0)
     return 0;
   if (rc < 0) {
-    fs_comm_set_error(p, ncclRemoteError, "sim NCCL rank %d/%d: split failed: %s", p->rank,
+    t->base.rc = fs_wait_result(-rc);
+    fs_comm_set_error(p, t->base.rc, "sim NCCL rank %d/%d: split failed: %s", p->rank,
                       p->nranks, why);
     fs_comm_unref(p);
     t->parent = NULL;
     *t->out = NULL;
-    t->base.rc = ncclRemoteError;
     return -1;
   }
   if (t->color == NCCL_SPLIT_NOCOLOR) {

@@ -75,9 +75,9 @@ ncclResult_t fs_clique_open(struct fs_clique *c, const ncclUniqueId *id, int nra
 /* Publishes this rank's pid and device; non-blocking. */
 ncclResult_t fs_clique_join(struct fs_clique *c, int device);
 /* Host-side polls, for ncclGroupEnd to drive many at once: 1 when
- * ready(arg), 0 if not yet (after sleeping briefly for a change), -1 on
- * failure (a peer died or failed, abort, or `started` + the timeout passed;
- * `why` says which). `started` comes from fs_now_ns(). */
+ * ready(arg), 0 if not yet (after sleeping briefly for a change), minus an
+ * fs_wait_rc on failure (a peer died or failed, abort, or `started` + the
+ * timeout passed; `why` says more). `started` comes from fs_now_ns(). */
 int fs_clique_poll(struct fs_clique *c, int (*ready)(void *), void *arg, uint64_t started,
                    char *why, size_t whylen);
 /* Polls until every rank has joined. */
@@ -158,6 +158,9 @@ struct ncclComm {
   struct fs_reg *regs;
 };
 
+/* The NCCL result for a failed wait: a dead or failed peer is
+ * ncclRemoteError, a timeout ncclSystemError. */
+ncclResult_t fs_wait_result(enum fs_wait_rc rc);
 /* 1 if c looks like a live communicator handle. */
 int fs_comm_valid(const struct ncclComm *c);
 void fs_comm_ref(struct ncclComm *c);

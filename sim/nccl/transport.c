@@ -216,8 +216,8 @@ static int fs_my_turn(void *arg) {
 static void fs_work_failed(struct ncclComm *comm, enum fs_wait_rc rc, const char *what,
                            const char *why) {
   if (rc != FS_WAIT_ABORT)
-    fs_comm_set_error(comm, rc == FS_WAIT_PEER ? ncclRemoteError : ncclSystemError,
-                      "sim NCCL rank %d/%d: %s failed: %s", comm->rank, comm->nranks, what, why);
+    fs_comm_set_error(comm, fs_wait_result(rc), "sim NCCL rank %d/%d: %s failed: %s", comm->rank,
+                      comm->nranks, what, why);
   fs_clique_fail(&comm->clq);
 }
 
