@@ -7,7 +7,10 @@
  * amount of memory is requested again for stream A and for stream C and
  * filled with a pattern. Only then is B released; after synchronising, the
  * new buffers must still hold the pattern. Handing the freed block out before
- * B passed the NCCL call (no record-stream) lets NCCL overwrite it.
+ * B passed the NCCL call (no record-stream) lets NCCL overwrite it. Each
+ * case starts from an emptied cache (torch.cuda.empty_cache()), so that the
+ * freed block is the only one that fits and an early hand-out cannot hide
+ * behind another free block.
  *
  *   nccl_record_stream async   cudaMallocAsync on A, cudaFreeAsync on A
  *   nccl_record_stream sync    cudaMalloc / cudaFree (run with
@@ -82,6 +85,10 @@ static void issue(enum call call, void *buf)
 
 static void run(enum call call)
 {
+    cudaMemPool_t pool;
+    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+    CUDA_CHECK(cudaMemPoolTrimTo(pool, 0));
+
     void *buf = alloc_for(a_stream);
     CUDA_CHECK(cudaMemsetAsync(buf, 0x11, N, a_stream));
     CUDA_CHECK(cudaStreamSynchronize(a_stream));

@@ -2,9 +2,11 @@
  * the device while it is registered.
  *
  * NCCL keeps using a registered buffer's mapping until it is deregistered
- * (or its communicator destroyed). The program frees the buffer and empties
- * the cache the way torch.cuda.empty_cache() does on the cudaMallocAsync
- * route (cudaDeviceSynchronize + cudaMemPoolTrimTo(default pool, 0)), then
+ * (or its communicator destroyed). The program allocates and frees the
+ * buffer as PyTorch's cudaMallocAsync backend does (cudaMallocAsync and
+ * cudaFreeAsync on its stream) and empties the cache the way
+ * torch.cuda.empty_cache() does on that route (cudaDeviceSynchronize +
+ * cudaMemPoolTrimTo(default pool, 0)), then
  * reads the default pool's reserved bytes: while registered, the segment
  * must still be reserved; once deregistered, the trim must release it.
  * Covers ncclCommRegister, ncclCommWindowRegister (at an interior address)
@@ -16,6 +18,7 @@
 #define BYTES (64u << 20)
 
 static cudaMemPool_t pool;
+static cudaStream_t stream;
 
 /* torch.cuda.empty_cache(), then torch.cuda.memory_reserved(). */
 static uint64_t reserved_after_empty_cache(void)
@@ -38,14 +41,14 @@ static void run(enum how how)
     NCCL_CHECK(ncclCommInitAll(&comm, 1, &dev));
 
     char *buf;
-    CUDA_CHECK(cudaMalloc((void **)&buf, BYTES));
+    CUDA_CHECK(cudaMallocAsync((void **)&buf, BYTES, stream));
     void *handle = NULL;
     ncclWindow_t win = NULL;
     if (how == WINDOW)
         NCCL_CHECK(ncclCommWindowRegister(comm, buf + 4096, BYTES - 4096, &win, NCCL_WIN_DEFAULT));
     else
         NCCL_CHECK(ncclCommRegister(comm, buf, BYTES, &handle));
-    CUDA_CHECK(cudaFree(buf));
+    CUDA_CHECK(cudaFreeAsync(buf, stream));
 
     uint64_t held = reserved_after_empty_cache();
     EXPECT(held >= BYTES,
@@ -68,6 +71,7 @@ int main(void)
     coll_watchdog(60);
     CUDA_CHECK(cudaSetDevice(0));
     CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     run(BUFFER);
     run(WINDOW);
     run(DESTROY);
