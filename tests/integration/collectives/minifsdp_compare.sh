@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# minifsdp_compare.sh - minifsdp with 4 ranks without and with the shim:
+# identical results, far fewer device allocations, peak device memory shown.
+#
+#   minifsdp_compare.sh [--counts-if-present] PRELOAD MINIFSDP [minifsdp options...]
+#
+# PRELOAD is the LD_PRELOAD value that loads the shim (libfsdpshim.so, after
+# the sanitizer runtime in sanitizer builds).
+#
+# minifsdp verifies its own numbers every step; here the per-rank result
+# lines (shard checksums) must also be the same with and without the shim.
+# The device allocation counts come from the simulated device
+# (FSDPSHIM_SIM_STATS=1, one line per device at exit): with the shim they
+# must be at least 4 times fewer. Both counts and both peaks are printed.
+# With --counts-if-present first, a run whose output has no device
+# statistics (ranks as processes that leave with _exit, which skips the
+# sim's exit hook) is judged on its results alone, and says so.
+set -euo pipefail
+
+counts=required
+if [ "${1:-}" = --counts-if-present ]; then
+    counts=optional
+    shift
+fi
+if [ $# -lt 2 ]; then
+    echo "usage: $0 [--counts-if-present] PRELOAD MINIFSDP [minifsdp options...]" >&2
+    exit 2
+fi
+preload=$1
+minifsdp=$2
+shift 2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# The per-rank results without the run time, in rank order.
+results() { grep '^minifsdp rank' "$tmp/$1.out" | sed 's/, [0-9.]* ms$//' | sort; }
+# Sum of a sim statistic over the devices.
+stat_sum() { { grep -o "$2=[0-9]*" "$tmp/$1.out" || true; } | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }'; }
+stat_max() { { grep -o "$2=[0-9]*" "$tmp/$1.out" || true; } | cut -d= -f2 | awk '$1 > m { m = $1 } END { print m + 0 }'; }
+
+opts=("$@")
+FSDPSHIM_SIM_STATS=1 LD_PRELOAD= "$minifsdp" --ranks 4 "${opts[@]}" >"$tmp/plain.out" 2>&1 || {
+    echo "FAILED: minifsdp ${opts[*]} without the shim:" >&2; cat "$tmp/plain.out" >&2; exit 1; }
+FSDPSHIM_SIM_STATS=1 LD_PRELOAD=$preload "$minifsdp" --ranks 4 "${opts[@]}" >"$tmp/shim.out" 2>&1 || {
+    echo "FAILED: minifsdp ${opts[*]} under the shim:" >&2; cat "$tmp/shim.out" >&2; exit 1; }
+
+status=0
+if [ "$(results plain | wc -l)" -ne 4 ] || ! diff <(results plain) <(results shim) >"$tmp/diff"; then
+    echo "FAILED: results differ with the shim (or a rank is missing):" >&2
+    cat "$tmp/diff" >&2
+    status=1
+fi
+
+plain_allocs=$(stat_sum plain device_allocs)
+shim_allocs=$(stat_sum shim device_allocs)
+printf 'minifsdp --ranks 4 %s\n' "${opts[*]}"
+printf '  %-14s %14s %14s %18s\n' "" device_allocs device_frees peak_used_bytes
+printf '  %-14s %14s %14s %18s\n' "without shim" "$plain_allocs" "$(stat_sum plain device_frees)" \
+    "$(stat_max plain peak_used_bytes)"
+printf '  %-14s %14s %14s %18s\n' "with shim" "$shim_allocs" "$(stat_sum shim device_frees)" \
+    "$(stat_max shim peak_used_bytes)"
+echo "  (peak_used_bytes under the shim is its peak reserved memory per device)"
+if [ "$plain_allocs" -eq 0 ] && [ $counts = optional ]; then
+    echo "  (no device statistics in this mode: judged on the results alone)"
+elif [ "$plain_allocs" -eq 0 ]; then
+    echo "FAILED: no device statistics (FSDPSHIM_SIM_STATS) in minifsdp's output" >&2
+    status=1
+elif [ $((shim_allocs * 4)) -gt "$plain_allocs" ]; then
+    echo "FAILED: the shim made $shim_allocs device allocations, not far fewer than $plain_allocs" >&2
+    status=1
+fi
+[ $status -eq 0 ] && echo "  identical results on every rank"
+exit $status
