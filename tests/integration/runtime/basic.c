@@ -15,6 +15,14 @@ static unsigned checksum(const unsigned char *p, size_t n)
     return h;
 }
 
+/* The last error twice: the call's error, then none. */
+static void print_last_errors(void)
+{
+    int first = (int)cudaGetLastError();
+    int second = (int)cudaGetLastError();
+    printf("last error: %d, then %d\n", first, second);
+}
+
 int main(void)
 {
     static const size_t sizes[] = {1, 511, 512, 4096, 1 << 20, (1 << 20) + 1, 3 << 20, 12 << 20};
@@ -55,9 +63,11 @@ int main(void)
     printf("release threshold: %llu\n", (unsigned long long)threshold);
 
     printf("cudaMalloc(NULL): %d\n", (int)cudaMalloc(NULL, 16));
-    printf("last error: %d, then %d\n", (int)cudaGetLastError(), (int)cudaGetLastError());
+    print_last_errors();
     printf("cudaMalloc(huge): %d\n", (int)cudaMalloc(&p, (size_t)1 << 62));
-    printf("last error: %d, then %d\n", (int)cudaGetLastError(), (int)cudaGetLastError());
+    print_last_errors();
+    printf("cudaFree(interior): %d\n", (int)cudaFree((char *)dev[0] + 4096));
+    print_last_errors();
 
     CHECK(cudaStreamDestroy(s));
     CHECK(cudaFreeHost(host));
