@@ -27,13 +27,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FS_CLIQUE_MAGIC 0x6673636c69717565ULL /* "fsclique" */
 #define FS_PAGE 4096
 /* How often a waiter looks at its peers' processes. */
 #define FS_LIVENESS_NS (50ull * 1000 * 1000)
 
 struct fs_clique_hdr {
-  _Atomic uint64_t magic;
   _Atomic uint32_t bell;   /* futex word: bumped on every state change */
   _Atomic int nranks;
   _Atomic int joined;
@@ -62,7 +60,9 @@ static void fs_timeout_init(void) {
   fs_timeout_value = (uint64_t)(sec * 1e9);
 }
 
-uint64_t fs_timeout_ns(void) {
+/* FSDPSHIM_SIM_NCCL_TIMEOUT (seconds, default 300): how long any wait on
+ * peers may last before it fails. */
+static uint64_t fs_timeout_ns(void) {
   pthread_once(&fs_timeout_once, fs_timeout_init);
   return fs_timeout_value;
 }
@@ -129,7 +129,6 @@ ncclResult_t fs_clique_open(struct fs_clique *c, const ncclUniqueId *id, int nra
     fs_clique_close(c);
     return ncclInvalidArgument;
   }
-  atomic_store(&c->hdr->magic, FS_CLIQUE_MAGIC);
   return ncclSuccess;
 }
 
@@ -172,7 +171,8 @@ void fs_clique_close(struct fs_clique *c) {
   c->base = NULL;
 }
 
-int fs_peer_dead(int pid) {
+/* 1 if the peer's process is gone (or a zombie). */
+static int fs_peer_dead(int pid) {
   if (pid <= 0 || pid == getpid())
     return 0;
   if (kill(pid, 0) != 0 && errno == ESRCH)

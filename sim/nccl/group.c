@@ -21,8 +21,6 @@ static _Thread_local struct fs_op *fs_queue;
 static _Thread_local int fs_queued, fs_queue_cap;
 static _Thread_local struct fs_task *fs_tasks, **fs_tasks_tail;
 
-int fs_group_depth(void) { return fs_depth; }
-
 /* Polls every task until all have finished; returns the first failure. */
 static ncclResult_t fs_run_tasks(struct fs_task *list) {
   ncclResult_t first = ncclSuccess;

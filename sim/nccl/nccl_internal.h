@@ -100,12 +100,7 @@ enum fs_wait_rc fs_clique_barrier(struct fs_clique *c, char *why, size_t whylen)
 uint64_t fs_clique_xpost(struct fs_clique *c, const int64_t mine[2]);
 int fs_clique_xpoll(struct fs_clique *c, uint64_t k, int64_t *out, uint64_t started, char *why,
                     size_t whylen);
-/* 1 if the peer's process is gone (or a zombie). */
-int fs_peer_dead(int pid);
 uint64_t fs_now_ns(void);
-/* FSDPSHIM_SIM_NCCL_TIMEOUT (seconds, default 300): how long any wait on
- * peers may last before it fails. */
-uint64_t fs_timeout_ns(void);
 
 /* ---- reduce.c ---------------------------------------------------------- */
 
@@ -217,7 +212,5 @@ struct fs_task {
 ncclResult_t fs_group_submit(const struct fs_op *op);
 /* Runs t now (polling until done) outside a group, or queues it. */
 ncclResult_t fs_group_task(struct fs_task *t);
-/* Nonzero between ncclGroupStart and the matching ncclGroupEnd. */
-int fs_group_depth(void);
 
 #endif /* FS_NCCL_INTERNAL_H */

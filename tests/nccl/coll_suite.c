@@ -396,6 +396,45 @@ static void test_split(struct suite *s) {
   bufs_free(s, &b);
 }
 
+/* Shrink away rank 0: the others renumber down by one and still reduce.
+ * Rank 0 takes no part, as NCCL requires of excluded ranks. */
+static void test_shrink(struct suite *s) {
+  ncclComm_t child[SUITE_MAX] = {0};
+  int excluded[1] = {0};
+  CHECK_NCCL(ncclGroupStart());
+  for (int l = 0; l < s->nlocal; l++)
+    if (s->rank[l] != 0)
+      CHECK_NCCL(ncclCommShrink(s->comm[l], excluded, 1, &child[l], NULL, NCCL_SHRINK_DEFAULT));
+  CHECK_NCCL(ncclGroupEnd());
+  struct bufs b;
+  bufs_alloc(s, &b, sizeof(int32_t));
+  CHECK_NCCL(ncclGroupStart());
+  for (int l = 0; l < s->nlocal; l++) {
+    if (s->rank[l] == 0)
+      continue;
+    int count, rank;
+    CHECK_NCCL(ncclCommCount(child[l], &count));
+    CHECK_NCCL(ncclCommUserRank(child[l], &rank));
+    CHECK(count == s->nranks - 1 && rank == s->rank[l] - 1, "shrink: rank %d became %d/%d",
+          s->rank[l], rank, count);
+    ((int32_t *)b.host[l])[0] = s->rank[l];
+    CHECK_CUDA(cudaMemcpy(b.dev[l], b.host[l], sizeof(int32_t), cudaMemcpyHostToDevice));
+    CHECK_NCCL(ncclAllReduce(b.dev[l], b.dev[l], 1, ncclInt32, ncclSum, child[l], s->stream[l]));
+  }
+  CHECK_NCCL(ncclGroupEnd());
+  for (int l = 0; l < s->nlocal; l++) {
+    if (s->rank[l] == 0)
+      continue;
+    CHECK_CUDA(cudaStreamSynchronize(s->stream[l]));
+    CHECK_CUDA(cudaMemcpy(b.host[l], b.dev[l], sizeof(int32_t), cudaMemcpyDeviceToHost));
+    int want = s->nranks * (s->nranks - 1) / 2;
+    CHECK(((int32_t *)b.host[l])[0] == want, "shrink allreduce: rank %d got %d want %d",
+          s->rank[l], ((int32_t *)b.host[l])[0], want);
+    CHECK_NCCL(ncclCommDestroy(child[l]));
+  }
+  bufs_free(s, &b);
+}
+
 /* Registration is bookkeeping: handles come back and go away once. */
 static void test_register(struct suite *s) {
   for (int l = 0; l < s->nlocal; l++) {
@@ -425,5 +464,6 @@ void suite_run(struct suite *s) {
   test_rooted_and_alltoall(s);
   test_sendrecv_ring(s);
   test_split(s);
+  test_shrink(s);
   test_register(s);
 }

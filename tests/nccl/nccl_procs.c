@@ -3,7 +3,8 @@
  *   nccl_procs coll     4 processes run every collective check (coll_suite.c)
  *   nccl_procs samedev  2 processes on device 0: both refused, ncclInvalidUsage
  *   nccl_procs death    rank 3 exits after init: the others' all-reduce fails
- *                       with ncclRemoteError within seconds instead of hanging
+ *                       with ncclRemoteError within seconds instead of hanging,
+ *                       and they shrink it away and carry on
  *   nccl_procs stall    rank 3 lives but never calls: the others' all-reduce
  *                       fails with ncclSystemError after FSDPSHIM_SIM_NCCL_TIMEOUT
  *
@@ -90,6 +91,19 @@ static int run_broken_peer(struct shared *sh, int rank, int nranks, int stall) {
   ncclResult_t rc = ncclAllReduce(buf, buf, 1, ncclFloat, ncclSum, comm, stream);
   CHECK(rc == async, "rank %d: next call got %s", rank, ncclGetErrorString(rc));
   CHECK(strlen(ncclGetLastError(comm)) > 0, "no last error");
+  if (!stall) {
+    /* Recovery: the survivors shrink the dead rank away and go on. */
+    ncclComm_t alive;
+    int gone[1] = {nranks - 1};
+    int32_t sum = rank;
+    CHECK_NCCL(ncclCommShrink(comm, gone, 1, &alive, NULL, NCCL_SHRINK_ABORT));
+    CHECK_CUDA(cudaMemcpy(buf, &sum, sizeof(sum), cudaMemcpyHostToDevice));
+    CHECK_NCCL(ncclAllReduce(buf, buf, 1, ncclInt32, ncclSum, alive, stream));
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    CHECK_CUDA(cudaMemcpy(&sum, buf, sizeof(sum), cudaMemcpyDeviceToHost));
+    CHECK(sum == (nranks - 1) * (nranks - 2) / 2, "rank %d: after shrink got %d", rank, sum);
+    CHECK_NCCL(ncclCommDestroy(alive));
+  }
   CHECK_NCCL(ncclCommAbort(comm));
   printf("rank %d: %s noticed after %.3f s\n", rank, stall ? "stalled peer" : "peer death",
          waited);

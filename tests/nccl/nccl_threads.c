@@ -21,7 +21,21 @@ static void *rank_thread(void *arg) {
   cudaStream_t stream = 0;
   int32_t *buf, host = rank;
   CHECK_CUDA(cudaSetDevice(rank));
-  CHECK_NCCL(ncclCommInitRank(&comm, NRANKS, thread_id, rank));
+  /* The three ways in: plain, with a config (non-blocking), scalable. */
+  if (rank == 0) {
+    CHECK_NCCL(ncclCommInitRank(&comm, NRANKS, thread_id, rank));
+  } else if (rank % 2) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t rc = ncclCommInitRankConfig(&comm, NRANKS, thread_id, rank, &config);
+    CHECK(rc == ncclSuccess || rc == ncclInProgress, "%s", ncclGetErrorString(rc));
+    do
+      CHECK_NCCL(ncclCommGetAsyncError(comm, &rc));
+    while (rc == ncclInProgress);
+    CHECK_NCCL(rc);
+  } else {
+    CHECK_NCCL(ncclCommInitRankScalable(&comm, NRANKS, rank, 1, &thread_id, NULL));
+  }
   CHECK_CUDA(cudaMalloc((void **)&buf, sizeof(*buf)));
   CHECK_CUDA(cudaMemcpy(buf, &host, sizeof(host), cudaMemcpyHostToDevice));
   CHECK_NCCL(ncclAllReduce(buf, buf, 1, ncclInt32, ncclSum, comm, stream));
@@ -65,7 +79,15 @@ int main(void) {
   }
   CHECK(ncclGroupEnd() == ncclInvalidUsage, "unbalanced ncclGroupEnd accepted");
 
-  /* Ranks as threads, one ncclCommInitRank each. */
+  /* A config not made by NCCL_CONFIG_INITIALIZER is refused. */
+  ncclConfig_t raw;
+  ncclComm_t none;
+  memset(&raw, 0, sizeof(raw));
+  CHECK_NCCL(ncclGetUniqueId(&thread_id));
+  CHECK(ncclCommInitRankConfig(&none, 1, thread_id, 0, &raw) == ncclInvalidArgument,
+        "uninitialised config accepted");
+
+  /* Ranks as threads, one init call each. */
   pthread_t th[NRANKS];
   CHECK_NCCL(ncclGetUniqueId(&thread_id));
   for (int r = 0; r < NRANKS; r++)
