@@ -95,6 +95,25 @@ int main(void) {
   for (int r = 0; r < NRANKS; r++)
     pthread_join(th[r], NULL);
 
+  /* Work that cannot be enqueued (a destroyed stream) is an error, and does
+   * not block the communicator's later work, which waits its turn. */
+  ncclComm_t solo;
+  cudaStream_t gone, ok;
+  float *one;
+  CHECK_NCCL(ncclCommInitAll(&solo, 1, NULL));
+  CHECK_CUDA(cudaSetDevice(0));
+  CHECK_CUDA(cudaMalloc((void **)&one, sizeof(float)));
+  CHECK_CUDA(cudaStreamCreate(&gone));
+  CHECK_CUDA(cudaStreamCreate(&ok));
+  CHECK_CUDA(cudaStreamDestroy(gone));
+  CHECK(ncclAllReduce(one, one, 1, ncclFloat, ncclSum, solo, gone) == ncclUnhandledCudaError,
+        "enqueue on a destroyed stream succeeded");
+  CHECK_NCCL(ncclAllReduce(one, one, 1, ncclFloat, ncclSum, solo, ok));
+  CHECK_CUDA(cudaStreamSynchronize(ok));
+  CHECK_NCCL(ncclCommDestroy(solo));
+  CHECK_CUDA(cudaStreamDestroy(ok));
+  CHECK_CUDA(cudaFree(one));
+
   /* Two ranks on one device are refused, as NCCL 2.28 does. */
   ncclComm_t dup[2] = {(ncclComm_t)1, (ncclComm_t)1};
   int devs[2] = {1, 1};
