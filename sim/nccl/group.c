@@ -70,9 +70,9 @@ static void fs_stream_join(cudaStream_t to, cudaStream_t from) {
   cudaEventDestroy(ev);
 }
 
-/* Enqueues ops[first..] of one communicator (those with ops[i].comm == comm)
- * as one work item on the first op's stream; other streams used in the
- * batch are joined to it before and after, as NCCL does. */
+/* Enqueues the operations of `comm` among ops[0..n) as one work item on
+ * the stream of the first; other streams used in the batch are joined to
+ * it before and after with events, as NCCL does. */
 static ncclResult_t fs_enqueue_comm(const struct fs_op *ops, int n, struct ncclComm *comm) {
   int count = 0;
   for (int i = 0; i < n; i++)

@@ -435,6 +435,57 @@ static void test_shrink(struct suite *s) {
   bufs_free(s, &b);
 }
 
+/* One communicator on two streams: in one group (the streams are joined)
+ * and in two separate calls (the second waits its turn in issue order). */
+static void test_two_streams(struct suite *s) {
+  const size_t count = 4096;
+  size_t es = sizeof(float);
+  cudaStream_t other[SUITE_MAX];
+  struct bufs a, b;
+  bufs_alloc(s, &a, count * es);
+  bufs_alloc(s, &b, count * es);
+  for (int l = 0; l < s->nlocal; l++) {
+    CHECK_CUDA(cudaSetDevice(dev_of(s, l)));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&other[l], cudaStreamNonBlocking));
+    fill(ncclFloat, a.host[l], s->rank[l], count, 0, big_val);
+    fill(ncclFloat, b.host[l], s->rank[l], count, 0, big_val);
+  }
+  bufs_upload(s, &a, count * es);
+  bufs_upload(s, &b, count * es);
+  for (int grouped = 1; grouped >= 0; grouped--) {
+    if (grouped)
+      CHECK_NCCL(ncclGroupStart());
+    for (int l = 0; l < s->nlocal; l++) {
+      if (!grouped)
+        CHECK_NCCL(ncclGroupStart());
+      CHECK_NCCL(ncclAllReduce(a.dev[l], a.dev[l], count, ncclFloat, ncclMax, s->comm[l],
+                               s->stream[l]));
+      if (!grouped) {
+        CHECK_NCCL(ncclGroupEnd());
+        CHECK_NCCL(ncclGroupStart());
+      }
+      CHECK_NCCL(ncclBcast(b.dev[l], count, ncclFloat, 0, s->comm[l], other[l]));
+      if (!grouped)
+        CHECK_NCCL(ncclGroupEnd());
+    }
+    if (grouped)
+      CHECK_NCCL(ncclGroupEnd());
+  }
+  for (int l = 0; l < s->nlocal; l++)
+    CHECK_CUDA(cudaStreamSynchronize(other[l]));
+  bufs_download(s, &a, count * es);
+  for (int l = 0; l < s->nlocal; l++) {
+    CHECK_CUDA(cudaMemcpy(b.host[l], b.dev[l], count * es, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < count; i++) {
+      expect(ncclFloat, a.host[l], i, big_val(s->nranks - 1, i), "two-streams max", s->rank[l]);
+      expect(ncclFloat, b.host[l], i, big_val(0, i), "two-streams bcast", s->rank[l]);
+    }
+    CHECK_CUDA(cudaStreamDestroy(other[l]));
+  }
+  bufs_free(s, &a);
+  bufs_free(s, &b);
+}
+
 /* Registration is bookkeeping: handles come back and go away once. */
 static void test_register(struct suite *s) {
   for (int l = 0; l < s->nlocal; l++) {
@@ -463,6 +514,7 @@ void suite_run(struct suite *s) {
   test_broadcast(s, 1000, 1 % s->nranks, 1);
   test_rooted_and_alltoall(s);
   test_sendrecv_ring(s);
+  test_two_streams(s);
   test_split(s);
   test_shrink(s);
   test_register(s);
