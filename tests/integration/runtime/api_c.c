@@ -21,6 +21,7 @@ int main(void)
     int64_t v;
 
     watchdog(30);
+    require_device();
     CHECK(cudaFree(NULL)); /* the runtime is up */
     EXPECT(fsdpshim_active() == FSDPSHIM_OK);
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

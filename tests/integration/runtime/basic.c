@@ -33,6 +33,7 @@ int main(void)
     void *p;
 
     watchdog(60);
+    require_device();
     CHECK(cudaStreamCreate(&s));
     CHECK(cudaMallocHost((void **)&host, 12 << 20));
     for (int i = 0; i < 8; i++) {

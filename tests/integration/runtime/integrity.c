@@ -18,6 +18,9 @@
  *                       cudaMemcpyAsync on the busy stream reads, then
  *                       cudaMallocAsync on the idle stream again
  *
+ * async and memcpy run on a GPU as well (the gpu suite); free needs the
+ * simulated device, whose memory a host function can read.
+ *
  * Exit 0 when the data is intact, 1 when corrupted (or on error). With
  * --expect-corruption the meaning is inverted: used to show that the test
  * detects reuse that is too early (free_semantics:stream). */
@@ -74,8 +77,8 @@ static int run(const char *mode)
         CHECK(cudaMallocAsync((void **)&x, SIZE, busy));
         CHECK(cudaMemsetAsync(x, 0xAA, SIZE, busy));
         CHECK(cudaStreamSynchronize(busy));
-        work = (struct gate_work){x, host};
         CHECK(cudaLaunchHostFunc(busy, gate, &work));
+        CHECK(cudaMemcpyAsync(host, x, SIZE, cudaMemcpyDeviceToHost, busy));
         CHECK(cudaFreeAsync(x, busy));
     } else if (!strcmp(mode, "memcpy")) {
         CHECK(cudaMallocAsync((void **)&x, SIZE, idle));
@@ -139,6 +142,7 @@ int main(int argc, char **argv)
         return 2;
     }
     watchdog(30);
+    require_device();
     r = run(argv[1]);
     if (r == 2)
         return 2;

@@ -12,6 +12,7 @@ int main(void)
     void *h, *p = NULL, *q = NULL;
 
     watchdog(30);
+    require_device();
     /* the runtime's own entry points, bypassing any interposer */
     h = dlopen("libcudart.so.13", RTLD_NOLOAD | RTLD_LAZY);
     EXPECT(h != NULL);

@@ -16,6 +16,7 @@ int main(int argc, char **argv)
     int least, greatest;
 
     watchdog(60);
+    require_device();
     CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     for (int step = 0; step < steps; step++) {
         cudaStream_t s[2];

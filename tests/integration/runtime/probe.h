@@ -34,6 +34,20 @@
         }                                                                                          \
     } while (0)
 
+/* Exit 77 (ctest: skipped) without a device: the same programs built
+ * against the real runtime run in the gpu suite and skip on a machine
+ * without a GPU. The simulated device is always there. */
+static inline void require_device(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+
+    if (e != cudaSuccess || n == 0) {
+        fprintf(stderr, "skipped: no CUDA device (%s)\n", cudaGetErrorName(e));
+        exit(77);
+    }
+}
+
 /* A hang is a failure, not a ctest timeout. */
 static inline void watchdog(unsigned seconds)
 {

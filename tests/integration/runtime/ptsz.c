@@ -31,6 +31,7 @@ int main(int argc, char **argv)
     pthread_t t[3];
 
     watchdog(30);
+    require_device();
     for (intptr_t i = 0; i < 3; i++)
         EXPECT(pthread_create(&t[i], NULL, worker, (void *)i) == 0);
     for (int i = 0; i < 3; i++)

@@ -67,6 +67,7 @@ int main(void)
     pthread_t t[THREADS];
 
     watchdog(120);
+    require_device();
     for (uintptr_t i = 0; i < THREADS; i++)
         EXPECT(pthread_create(&t[i], NULL, worker, (void *)i) == 0);
     for (int i = 0; i < THREADS; i++)
