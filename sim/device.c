@@ -200,3 +200,34 @@ FS_API cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer)
     *can = device != peer;
     return cudaSuccess;
 }
+
+void fs_devices_fork(enum fs_fork_phase phase)
+{
+    pthread_once(&devices_once, devices_init);
+    int n = fs_cfg.ndevices;
+    if (phase == FS_FORK_PREPARE) {
+        for (int d = 0; d < n; d++)
+            pthread_mutex_lock(&devices[d].mu);
+        for (int d = 0; d < n; d++)
+            fs_pool_fork(devices[d].pool, phase);
+        return;
+    }
+    for (int d = n - 1; d >= 0; d--)
+        fs_pool_fork(devices[d].pool, phase);
+    for (int d = n - 1; d >= 0; d--) {
+        struct fs_device *dev = &devices[d];
+        if (phase == FS_FORK_CHILD) {
+            /* The streams' workers did not survive the fork; a host
+             * function may have held this lock in one of them. Memory
+             * stays charged: the child has its own copy of it. The stats
+             * count what the child does. */
+            dev->streams = NULL;
+            dev->legacy = NULL;
+            pthread_mutex_init(&dev->hostfn_mu, NULL);
+            dev->allocs = dev->frees = 0;
+            dev->peak = dev->used;
+            dev->touched = 0;
+        }
+        pthread_mutex_unlock(&dev->mu);
+    }
+}

@@ -281,3 +281,16 @@ FS_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_
     *ms = (float)((double)(tb - ta) / 1e6);
     return cudaSuccess;
 }
+
+void fs_events_fork(enum fs_fork_phase phase)
+{
+    pthread_once(&events_once, events_init);
+    if (phase == FS_FORK_PREPARE) {
+        fs_handles_lock(live_events);
+        return;
+    }
+    fs_handles_unlock(live_events);
+    /* The parent's events were recorded on streams the child does not have. */
+    if (phase == FS_FORK_CHILD)
+        live_events = fs_handles_new();
+}

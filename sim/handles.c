@@ -131,3 +131,13 @@ void *fs_handles_get(struct fs_handle_set *set, const void *h)
     pthread_mutex_unlock(&set->mu);
     return obj;
 }
+
+void fs_handles_lock(struct fs_handle_set *set)
+{
+    pthread_mutex_lock(&set->mu);
+}
+
+void fs_handles_unlock(struct fs_handle_set *set)
+{
+    pthread_mutex_unlock(&set->mu);
+}

@@ -61,6 +61,7 @@ static void init_once(void)
     fs_cfg.stats = e && e[0] == '1';
     if (fs_cfg.stats)
         fs_stats_install();
+    fs_fork_install();
 }
 
 void fs_init(void)

@@ -116,6 +116,8 @@ void fs_handles_add(struct fs_handle_set *set, const void *h, void *obj);
 /* Both return the object, or NULL for an unknown handle. */
 void *fs_handles_remove(struct fs_handle_set *set, const void *h);
 void *fs_handles_get(struct fs_handle_set *set, const void *h);
+void fs_handles_lock(struct fs_handle_set *set);
+void fs_handles_unlock(struct fs_handle_set *set);
 
 /* ---- registry.c: what every known address range is ---- */
 enum fs_range_kind {
@@ -175,6 +177,18 @@ void fs_pool_free_now(struct fs_pool *pool, uintptr_t base);
 /* ---- hostmem.c: pinned host memory ---- */
 /* 1 when [p, p+n) lies in page-locked host memory. */
 int fs_is_pinned(const void *p, size_t n);
+
+/* ---- fork.c: a forked child starts with no streams or events ---- */
+enum fs_fork_phase { FS_FORK_PREPARE, FS_FORK_PARENT, FS_FORK_CHILD };
+void fs_fork_install(void);
+/* Each file's part: take its locks before fork, release them after it
+ * and, in the child, forget what belonged to the parent's threads. */
+void fs_vmm_fork(enum fs_fork_phase phase);
+void fs_devices_fork(enum fs_fork_phase phase);
+void fs_pool_fork(struct fs_pool *pool, enum fs_fork_phase phase);
+void fs_registry_fork(enum fs_fork_phase phase);
+void fs_streams_fork(enum fs_fork_phase phase);
+void fs_events_fork(enum fs_fork_phase phase);
 
 /* ---- stats.c ---- */
 void fs_stats_install(void);

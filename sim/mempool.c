@@ -383,3 +383,20 @@ FS_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr
     pthread_mutex_unlock(&pool->mu);
     return fs_ret(err);
 }
+
+void fs_pool_fork(struct fs_pool *pool, enum fs_fork_phase phase)
+{
+    if (phase == FS_FORK_PREPARE) {
+        pthread_mutex_lock(&pool->mu);
+        return;
+    }
+    if (phase == FS_FORK_CHILD) {
+        /* Frees still pending on the parent's streams can never be
+         * reached in the child: they are complete as far as it knows. */
+        for (struct pool_block *b = pool->cached; b; b = b->next) {
+            b->ready = 1;
+            b->stream = NULL;
+        }
+    }
+    pthread_mutex_unlock(&pool->mu);
+}

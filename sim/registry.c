@@ -122,3 +122,15 @@ size_t fs_registry_collect(int device, enum fs_range_kind kind, struct fs_range 
     *out = list;
     return n;
 }
+
+void fs_registry_fork(enum fs_fork_phase phase)
+{
+    if (phase == FS_FORK_PREPARE)
+        pthread_rwlock_wrlock(&lock);
+    else if (phase == FS_FORK_PARENT)
+        pthread_rwlock_unlock(&lock);
+    else
+        /* glibc tells a writer's unlock by the owner's thread id, which the
+         * child's thread no longer has: start the child with a fresh lock. */
+        pthread_rwlock_init(&lock, NULL);
+}

@@ -335,3 +335,22 @@ uint64_t fs_stream_last(struct fs_stream *s)
     pthread_mutex_unlock(&s->mu);
     return seq;
 }
+
+void fs_streams_fork(enum fs_fork_phase phase)
+{
+    streams_init();
+    if (phase == FS_FORK_PREPARE) {
+        pthread_mutex_lock(&retired_mu);
+        fs_handles_lock(live_streams);
+        return;
+    }
+    fs_handles_unlock(live_streams);
+    pthread_mutex_unlock(&retired_mu);
+    if (phase == FS_FORK_CHILD) {
+        /* Only the forking thread exists now, and no stream worker: the
+         * child starts without streams (devices forgot theirs). */
+        live_streams = fs_handles_new();
+        pt_streams = NULL;
+        pthread_setspecific(pt_key, NULL);
+    }
+}

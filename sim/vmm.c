@@ -296,3 +296,15 @@ CUresult fs_cu_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDes
     pthread_mutex_unlock(&mu);
     return res;
 }
+
+void fs_vmm_fork(enum fs_fork_phase phase)
+{
+    struct fs_handle_set *set = alloc_handles();
+    if (phase == FS_FORK_PREPARE) {
+        pthread_mutex_lock(&mu);
+        fs_handles_lock(set);
+    } else {
+        fs_handles_unlock(set);
+        pthread_mutex_unlock(&mu);
+    }
+}

@@ -1,0 +1,47 @@
+/* fork.c - what a forked child inherits.
+ *
+ * Stream workers are threads, and threads do not survive fork. The child
+ * therefore starts without streams and events (handles from the parent are
+ * cudaErrorInvalidResourceHandle in it; the default streams are made afresh
+ * on first use), while memory, pinned ranges, pools and VMM objects carry
+ * over: the child has its own copy of every private mapping. VMM mappings
+ * are MAP_SHARED memfds and stay shared with the parent.
+ *
+ * Every lock that guards that inherited state is taken before the fork (in
+ * an order no other path contradicts: vmm, devices, pools, registry,
+ * streams, events) so the child never sees it half-updated, and released in
+ * reverse after it. */
+#include "internal.h"
+
+static void prepare(void)
+{
+    fs_vmm_fork(FS_FORK_PREPARE);
+    fs_devices_fork(FS_FORK_PREPARE);
+    fs_registry_fork(FS_FORK_PREPARE);
+    fs_streams_fork(FS_FORK_PREPARE);
+    fs_events_fork(FS_FORK_PREPARE);
+}
+
+static void after(enum fs_fork_phase phase)
+{
+    fs_events_fork(phase);
+    fs_streams_fork(phase);
+    fs_registry_fork(phase);
+    fs_devices_fork(phase);
+    fs_vmm_fork(phase);
+}
+
+static void parent(void)
+{
+    after(FS_FORK_PARENT);
+}
+
+static void child(void)
+{
+    after(FS_FORK_CHILD);
+}
+
+void fs_fork_install(void)
+{
+    pthread_atfork(prepare, parent, child);
+}
