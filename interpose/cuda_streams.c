@@ -104,17 +104,23 @@ static bool past_block_end(const void *p, size_t n)
 
 FS_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream)
 {
+    REAL_OR_FAIL(real, FS_REAL(cudaStreamCreateWithPriority));
+    (void)real;
     return fs_pool_stream_create(pStream, cudaStreamDefault, 0);
 }
 
 FS_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 {
+    REAL_OR_FAIL(real, FS_REAL(cudaStreamCreateWithPriority));
+    (void)real;
     return fs_pool_stream_create(pStream, flags, 0);
 }
 
 FS_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
                                                    int priority)
 {
+    REAL_OR_FAIL(real, FS_REAL(cudaStreamCreateWithPriority));
+    (void)real;
     return fs_pool_stream_create(pStream, flags, priority);
 }
 

@@ -90,7 +90,7 @@ static int clamp_priority(int priority)
     return priority;
 }
 
-cudaError_t fs_pool_stream_create(cudaStream_t *out, unsigned flags, int priority)
+static cudaError_t pool_create(cudaStream_t *out, unsigned flags, int priority)
 {
     const fs_shim_config *cfg = fs_shim_config_get();
     int device = fs_shim_current_device();
@@ -135,7 +135,7 @@ static void destroy_for_real(cudaStream_t s, int device)
         fs_alloc_stream_retire(a, device, (fs_stream_t)s);
 }
 
-cudaError_t fs_pool_stream_destroy(cudaStream_t s)
+static cudaError_t pool_destroy(cudaStream_t s)
 {
     unsigned flags = 0, cap = fs_shim_config_get()->stream_pool_size;
     fs_allocator *a = fs_shim_allocator_peek();
@@ -181,6 +181,30 @@ cudaError_t fs_pool_stream_destroy(cudaStream_t s)
     }
     fs_internal_end(&c);
     return cudaSuccess;
+}
+
+/* The entry points: a runtime that creates streams for itself while the
+ * shim is calling it gets plain streams. */
+cudaError_t fs_pool_stream_create(cudaStream_t *out, unsigned flags, int priority)
+{
+    cudaError_t e;
+
+    if (!fs_shim_enter())
+        return FS_REAL(cudaStreamCreateWithPriority)(out, flags, priority);
+    e = pool_create(out, flags, priority);
+    fs_shim_leave();
+    return e;
+}
+
+cudaError_t fs_pool_stream_destroy(cudaStream_t s)
+{
+    cudaError_t e;
+
+    if (!fs_shim_enter())
+        return FS_REAL(cudaStreamDestroy)(s);
+    e = pool_destroy(s);
+    fs_shim_leave();
+    return e;
 }
 
 void fs_pool_reset(int device)
