@@ -415,9 +415,7 @@ static int run_processes(void) {
       return 1;
     }
     if (pids[q] == 0) {
-      int rc = process_rank(rv, q);
-      fflush(stdout);
-      _exit(rc);
+      exit(process_rank(rv, q));
     }
   }
   int status = 0, skipped = 0;
