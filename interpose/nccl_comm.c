@@ -110,6 +110,23 @@ static void comm_forget(ncclComm_t comm)
     pthread_rwlock_unlock(&table_lock);
 }
 
+/* A fork child has no communicator of its parent's (NCCL does not survive
+ * fork), and another thread may have held the table's lock at the fork. */
+static void atfork_child(void)
+{
+    pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
+    table_lock = fresh;
+    free(table);
+    table = NULL;
+    table_len = table_cap = 0;
+    atomic_fetch_add_explicit(&table_generation, 1, memory_order_acq_rel);
+}
+
+__attribute__((constructor)) static void comm_table_init(void)
+{
+    pthread_atfork(NULL, NULL, atfork_child);
+}
+
 /* Learns a communicator that an initialisation returned: only once it is
  * ready (ncclSuccess outside a group), else on first use. */
 static void comm_learn(ncclResult_t result, ncclComm_t *comm)

@@ -90,6 +90,24 @@ void fs_nccl_registrations_drop(ncclComm_t comm)
     unpin(comm, NULL, true);
 }
 
+/* A fork child has no registration of its parent's, and its allocator is a
+ * fresh one (shim.c): the nodes go, without unpinning anything. */
+static void atfork_child(void)
+{
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    registrations_lock = fresh;
+    while (registrations) {
+        struct registration *reg = registrations;
+        registrations = reg->next;
+        free(reg);
+    }
+}
+
+__attribute__((constructor)) static void registrations_init(void)
+{
+    pthread_atfork(NULL, NULL, atfork_child);
+}
+
 FS_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size,
                                         void **handle)
 {

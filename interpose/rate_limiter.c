@@ -71,7 +71,7 @@ static struct rl_shard {
 /* Blocks marked across all shards: the free hook's fast "no". */
 static atomic_size_t marked;
 
-static pthread_once_t shards_once = PTHREAD_ONCE_INIT;
+static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
 
 static struct rl_shard *shard_of(const void *block)
 {
@@ -220,10 +220,8 @@ static void hook_on_fence(int device, void *ptr, fs_fence *fence)
     pthread_mutex_unlock(&q->lock);
 }
 
-static void shards_init(void)
+static void hook_install(void)
 {
-    for (int i = 0; i < RL_SHARDS; i++)
-        pthread_mutex_init(&shards[i].lock, NULL);
     static const fs_shim_free_hook hook = { hook_wants_fence, hook_on_fence };
     fs_shim_set_free_hook(&hook);
 }
@@ -234,7 +232,7 @@ void fs_ratelimit_mark_output(const void *recvbuff)
     fs_block_info info;
     if (!a || fs_alloc_block_info(a, recvbuff, &info) != FS_OK)
         return;
-    pthread_once(&shards_once, shards_init);
+    pthread_once(&hook_once, hook_install);
     struct rl_shard *s = shard_of(info.block);
     pthread_mutex_lock(&s->lock);
     size_t before = s->blocks.count;
@@ -245,6 +243,35 @@ void fs_ratelimit_mark_output(const void *recvbuff)
         atomic_fetch_add_explicit(&marked, added, memory_order_relaxed);
     if (!ok)
         fs_log(FS_LOG_WARN, "rate limiter: out of memory, an all-gather output goes unlimited");
+}
+
+/* ---- lifetime -------------------------------------------------------------
+ * The child of a fork starts clean, like the allocator it inherited, which
+ * shim.c abandons there: the parent's marks and fences mean nothing in the
+ * child, and another thread may have held one of these locks at the fork.
+ * The fences themselves belong to the abandoned allocator and are left. */
+static void atfork_child(void)
+{
+    for (int i = 0; i < RL_SHARDS; i++) {
+        pthread_mutex_init(&shards[i].lock, NULL);
+        free(shards[i].blocks.slots);
+        shards[i].blocks = (fs_ptrmap){ 0 };
+    }
+    atomic_store_explicit(&marked, 0, memory_order_relaxed);
+    for (int d = 0; d < RL_MAX_DEVICES; d++) {
+        struct rl_queue *q = atomic_exchange_explicit(&queues[d], NULL, memory_order_acq_rel);
+        if (q) {
+            free(q->entries);
+            free(q);
+        }
+    }
+}
+
+__attribute__((constructor)) static void ratelimit_init(void)
+{
+    for (int i = 0; i < RL_SHARDS; i++)
+        pthread_mutex_init(&shards[i].lock, NULL);
+    pthread_atfork(NULL, NULL, atfork_child);
 }
 
 /* ---- statistics --------------------------------------------------------
