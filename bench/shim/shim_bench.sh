@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # shim_bench.sh - libfsdpshim.so measured from outside, numbers side by side:
 #
-#  1. minifsdp, 4 ranks (threads, so that the simulated device's counters
-#     cover every rank), with cudaMallocAsync and with cudaMalloc, each
+#  1. minifsdp, 4 ranks (processes, one rank per device as in PyTorch), with
+#     cudaMallocAsync and with cudaMalloc, each
 #     without and with the shim: step time (slowest rank), device
 #     allocations and frees summed over the devices, peak device memory;
 #  2. the all-gather rate limiter's gap (rl_gap, ag_limit:1): the shim's own
@@ -35,10 +35,10 @@ peak() { { grep -o "peak_used_bytes=[0-9]*" "$1" || true; } | cut -d= -f2 | awk 
 step_ms() { sed -n 's/^minifsdp rank.*, \([0-9.]*\) ms$/\1/p' "$1" | awk -v s="$steps" '$1 > m { m = $1 } END { printf "%.2f", m / s }'; }
 results() { grep '^minifsdp rank' "$1" | sed 's/, [0-9.]* ms$//' | sort; }
 
-echo "minifsdp: 4 ranks (threads), $layers layers x $numel params, $steps steps"
+echo "minifsdp: 4 ranks (processes), $layers layers x $numel params, $steps steps"
 printf '  %-24s %10s %14s %14s %16s\n' "" "step ms" device_allocs device_frees peak_used_bytes
 for alloc in async malloc; do
-    flags=(--ranks 4 --threads --layers "$layers" --numel "$numel" --steps "$steps")
+    flags=(--ranks 4 --layers "$layers" --numel "$numel" --steps "$steps")
     [ $alloc = malloc ] && flags+=(--malloc)
     for with in without with; do
         out=$tmp/$alloc.$with

@@ -2,7 +2,7 @@
 # minifsdp_compare.sh - minifsdp with 4 ranks without and with the shim:
 # identical results, far fewer device allocations, peak device memory shown.
 #
-#   minifsdp_compare.sh [--counts-if-present] PRELOAD MINIFSDP [minifsdp options...]
+#   minifsdp_compare.sh PRELOAD MINIFSDP [minifsdp options...]
 #
 # PRELOAD is the LD_PRELOAD value that loads the shim (libfsdpshim.so, after
 # the sanitizer runtime in sanitizer builds).
@@ -12,18 +12,10 @@
 # The device allocation counts come from the simulated device
 # (FSDPSHIM_SIM_STATS=1, one line per device at exit): with the shim they
 # must be at least 4 times fewer. Both counts and both peaks are printed.
-# With --counts-if-present first, a run whose output has no device
-# statistics (ranks as processes that leave with _exit, which skips the
-# sim's exit hook) is judged on its results alone, and says so.
 set -euo pipefail
 
-counts=required
-if [ "${1:-}" = --counts-if-present ]; then
-    counts=optional
-    shift
-fi
 if [ $# -lt 2 ]; then
-    echo "usage: $0 [--counts-if-present] PRELOAD MINIFSDP [minifsdp options...]" >&2
+    echo "usage: $0 PRELOAD MINIFSDP [minifsdp options...]" >&2
     exit 2
 fi
 preload=$1
@@ -60,9 +52,7 @@ printf '  %-14s %14s %14s %18s\n' "without shim" "$plain_allocs" "$(stat_sum pla
 printf '  %-14s %14s %14s %18s\n' "with shim" "$shim_allocs" "$(stat_sum shim device_frees)" \
     "$(stat_max shim peak_used_bytes)"
 echo "  (peak_used_bytes under the shim is its peak reserved memory per device)"
-if [ "$plain_allocs" -eq 0 ] && [ $counts = optional ]; then
-    echo "  (no device statistics in this mode: judged on the results alone)"
-elif [ "$plain_allocs" -eq 0 ]; then
+if [ "$plain_allocs" -eq 0 ]; then
     echo "FAILED: no device statistics (FSDPSHIM_SIM_STATS) in minifsdp's output" >&2
     status=1
 elif [ $((shim_allocs * 4)) -gt "$plain_allocs" ]; then
