@@ -19,8 +19,8 @@
 
 #include <string.h>
 
-#define PROMPT_S 0.15  /* an all-gather that does not wait returns well within this */
-#define RELEASE_S 0.40 /* the consumer is released this long after the last one */
+#define PROMPT_S 2.0  /* a wait here would never end: the gate opens only later */
+#define RELEASE_S 1.0 /* the consumer is released this long after the last call starts */
 
 int main(int argc, char **argv)
 {
