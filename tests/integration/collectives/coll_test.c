@@ -15,6 +15,17 @@ double coll_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+void coll_require_devices(int n)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count < n) {
+        printf("skipped: %d device(s) needed, the runtime sees %d (%s)\n", n, count,
+               cudaGetErrorString(e));
+        exit(77);
+    }
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;

@@ -47,6 +47,10 @@ extern int coll_failures;
         }                                                                                  \
     } while (0)
 
+/* Exits 77 (skipped) unless the runtime sees at least `n` devices: the gpu
+ * builds of these tests run on machines with fewer GPUs or none. */
+void coll_require_devices(int n);
+
 /* Seconds on the monotonic clock. */
 double coll_now(void);
 

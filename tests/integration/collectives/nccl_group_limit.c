@@ -64,6 +64,7 @@ static void exchange(void **recv)
 int main(void)
 {
     coll_watchdog(60);
+    coll_require_devices(2);
     int devs[RANKS] = { 0, 1 };
     NCCL_CHECK(ncclCommInitAll(comms, RANKS, devs));
     for (int r = 0; r < RANKS; r++) {

@@ -37,6 +37,7 @@ int main(int argc, char **argv)
         return 2;
     }
     coll_watchdog(60);
+    coll_require_devices(1);
 
     int dev = 0;
     ncclComm_t comm;

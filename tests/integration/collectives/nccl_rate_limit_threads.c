@@ -46,6 +46,7 @@ int main(int argc, char **argv)
         return 2;
     }
     coll_watchdog(60);
+    coll_require_devices(1);
     int dev = 0;
     cudaStream_t consumer;
     void *sink;

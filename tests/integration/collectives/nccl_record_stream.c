@@ -129,6 +129,7 @@ int main(int argc, char **argv)
     }
     stream_ordered = !strcmp(argv[1], "async");
     coll_watchdog(60);
+    coll_require_devices(1);
 
     int dev = 0;
     CUDA_CHECK(cudaSetDevice(dev));

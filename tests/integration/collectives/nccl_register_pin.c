@@ -69,6 +69,7 @@ static void run(enum how how)
 int main(void)
 {
     coll_watchdog(60);
+    coll_require_devices(1);
     CUDA_CHECK(cudaSetDevice(0));
     CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
