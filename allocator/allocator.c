@@ -251,6 +251,7 @@ static void use_pending_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t r
             r->state = FS_BLOCK_PENDING;
             r->stream = b->stream;
             r->ready_stream = b->ready_stream;
+            r->has_ready = b->has_ready;
             r->fence = b->fence;
             r->uses_fence = b->uses_fence;
             if (r->fence)
@@ -268,6 +269,7 @@ static void use_pending_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t r
     fs_fence_put(q->dev, b->uses_fence);
     b->fence = b->uses_fence = NULL;
     b->ready_stream = 0;
+    b->has_ready = false;
     b->nuses = 0;
     b->state = FS_BLOCK_LIVE;
     b->stream = stream;
@@ -290,7 +292,7 @@ static fs_block *take_pending(fs_allocator *a, fs_pool *q, int kind, size_t roun
             continue;
         if (best && (b->size > best->size || (b->size == best->size && b->addr > best->addr)))
             continue;
-        bool own = b->ready_stream == stream && !b->uses_fence;
+        bool own = b->has_ready && b->ready_stream == stream && !b->uses_fence;
         if (!own && !(wait && fs_fence_waitable(a, b->fence) && fs_fence_waitable(a, b->uses_fence)))
             continue;
         best = b;

@@ -206,6 +206,23 @@ void fs_alloc_reset_peak(fs_allocator *a, int device);
  * terminated, truncated to len). Returns the length it needed. */
 size_t fs_alloc_summary(fs_allocator *a, int device, char *buf, size_t len);
 
+/* What a walk over every segment of a device found, block by block. */
+typedef struct fs_alloc_census {
+    size_t segments;
+    size_t live_blocks, live_bytes, requested_bytes;
+    size_t free_blocks, free_bytes, split_free_blocks; /* split: shares its segment */
+    size_t pending_blocks, pending_bytes;              /* unfenced or waiting on events */
+    size_t mapped_bytes;                                /* every segment's backed bytes */
+} fs_alloc_census;
+
+/* Walks every segment and block of `device` under the allocator's locks and
+ * checks its invariants: blocks tile each segment exactly, no two free
+ * neighbours are left uncoalesced, free trees hold exactly the free blocks,
+ * and the walk agrees with the statistics. Returns NULL when all hold,
+ * else a static description of the first broken one. For tests and
+ * debugging: it stops every stream of the device while it runs. */
+const char *fs_alloc_check(fs_allocator *a, int device, fs_alloc_census *out);
+
 /* ---- observation (traces) --------------------------------------------- */
 
 typedef struct fs_oom_info {

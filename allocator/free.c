@@ -129,7 +129,8 @@ static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_stream_t s, fs_
     dl.pending_bytes = (int64_t)b->size;
     fs_spin_lock(&p->lock);
     b->fence = f;
-    b->ready_stream = n == 0 ? s : 0;
+    b->ready_stream = s;
+    b->has_ready = n == 0;
     b->state = FS_BLOCK_PENDING;
     fs_blist_push(&p->pending, b);
     fs_stats_apply(d, &dl);

@@ -68,7 +68,8 @@ typedef struct fs_block {
     struct fs_block *lnext, *lprev; /* pending / unfenced list */
     fs_fence *fence;              /* device batch fence or free_async event */
     fs_fence *uses_fence;         /* events of record_stream uses */
-    fs_stream_t ready_stream;     /* pending, yet reusable at once on this stream */
+    fs_stream_t ready_stream;     /* pending, yet reusable at once on this stream ... */
+    bool has_ready;               /* ... when this is set */
     uint64_t free_seq;            /* stream-ordered free number in its pool; 0 = completed */
     fs_stream_t *uses;            /* streams recorded while live */
     int nuses, capuses;

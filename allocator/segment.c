@@ -96,6 +96,7 @@ void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl)
     b->stream = p->stream;
     b->requested = 0;
     b->ready_stream = 0;
+    b->has_ready = false;
     b->nuses = 0;
     b->gc_age = p->dev->gc_clock;
     if (b->prev && b->prev->state == FS_BLOCK_FREE) {
@@ -267,31 +268,38 @@ static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int kind, size_t r
     fs_status st = dev_status(o->vm_map(o->ctx, d->id, (void *)(s->base + old), g), oom);
     if (st != FS_OK)
         return st;
-    fs_block *nb;
     fs_spin_lock(&p->lock);
-    nb = fs_block_new(p);
-    if (!nb) {
-        fs_spin_unlock(&p->lock);
-        o->vm_unmap(o->ctx, d->id, (void *)(s->base + old), g);
-        return FS_ERR_DEVICE;
-    }
-    nb->addr = s->base + old;
-    nb->size = g;
-    nb->seg = s;
+    fs_delta dl = {.kind = kind, .reserved_bytes = (int64_t)g, .segment = old == 0};
     fs_block *last = s->head;
     while (last && last->next)
         last = last->next;
-    nb->prev = last;
-    if (last)
-        last->next = nb;
-    else
-        s->head = nb;
-    s->size = old + g;
-    fs_delta dl = {.kind = kind, .reserved_bytes = (int64_t)g, .segment = old == 0};
-    fs_free_insert(p, nb, &dl);
+    if (last && last->state == FS_BLOCK_FREE) {
+        /* the free tail just grows (out of the tree while its size changes) */
+        fs_free_take(p, last, &dl);
+        last->size += g;
+        s->size = old + g;
+        fs_free_insert(p, last, &dl);
+    } else {
+        fs_block *nb = fs_block_new(p);
+        if (!nb) {
+            fs_spin_unlock(&p->lock);
+            o->vm_unmap(o->ctx, d->id, (void *)(s->base + old), g);
+            return FS_ERR_DEVICE;
+        }
+        nb->addr = s->base + old;
+        nb->size = g;
+        nb->seg = s;
+        nb->prev = last;
+        if (last)
+            last->next = nb;
+        else
+            s->head = nb;
+        s->size = old + g;
+        fs_free_insert(p, nb, &dl);
+    }
     fs_stats_apply(d, &dl);
     fs_spin_unlock(&p->lock);
-    fs_observe(a, FS_EV_SEGMENT_MAP, d->id, p->stream, nb->addr, g);
+    fs_observe(a, FS_EV_SEGMENT_MAP, d->id, p->stream, s->base + old, g);
     return FS_OK;
 }
 

@@ -1,0 +1,113 @@
+/* check.c - the invariant walker: every segment and block of a device,
+ * compared with the free trees and the statistics, for the property tests
+ * and for debugging (the mimalloc page-validity idea). */
+#include "internal.h"
+
+#include <string.h>
+
+static size_t tree_count(const fs_block *t, size_t *bytes, const char **err)
+{
+    if (!t)
+        return 0;
+    if (t->state != FS_BLOCK_FREE)
+        *err = "a free tree holds a block that is not free";
+    if (t->left && (t->left->size > t->size ||
+                    (t->left->size == t->size && t->left->addr > t->addr)))
+        *err = "a free tree is out of (size, address) order";
+    *bytes += t->size;
+    return 1 + tree_count(t->left, bytes, err) + tree_count(t->right, bytes, err);
+}
+
+static const char *walk_pool(fs_pool *p, fs_alloc_census *c)
+{
+    const char *err = NULL;
+    size_t tree_blocks = 0, tree_bytes = 0, seg_free = 0;
+    for (int k = 0; k < FS_KINDS; k++)
+        tree_blocks += tree_count(p->free_root[k], &tree_bytes, &err);
+    for (fs_segment *s = p->segs; s; s = s->next) {
+        if (s->size == 0 && s->expandable)
+            continue; /* a reservation with nothing mapped */
+        c->segments++;
+        c->mapped_bytes += s->size;
+        uintptr_t at = s->base;
+        const fs_block *prev = NULL;
+        for (fs_block *b = s->head; b; prev = b, b = b->next) {
+            if (b->addr != at || b->seg != s || b->prev != prev || b->size == 0 ||
+                b->size % FS_MIN_BLOCK)
+                return "blocks do not tile their segment";
+            if (prev && prev->state == FS_BLOCK_FREE && b->state == FS_BLOCK_FREE)
+                return "two free neighbours were not coalesced";
+            at += b->size;
+            switch (b->state) {
+            case FS_BLOCK_LIVE:
+                c->live_blocks++;
+                c->live_bytes += b->size;
+                c->requested_bytes += b->requested;
+                break;
+            case FS_BLOCK_FREE:
+                c->free_blocks++;
+                c->free_bytes += b->size;
+                seg_free++;
+                if (fs_block_is_split(b))
+                    c->split_free_blocks++;
+                break;
+            default:
+                c->pending_blocks++;
+                c->pending_bytes += b->size;
+                break;
+            }
+        }
+        if (at != s->base + s->size)
+            return "blocks do not cover their segment";
+    }
+    if (err)
+        return err;
+    if (tree_blocks != seg_free)
+        return "the free trees and the segments disagree";
+    return NULL;
+}
+
+const char *fs_alloc_check(fs_allocator *a, int device, fs_alloc_census *out)
+{
+    fs_dev *d = fs_dev_of(a, device);
+    memset(out, 0, sizeof *out);
+    if (!d)
+        return "no such device";
+    const char *err = NULL;
+    pthread_mutex_lock(&d->lock);
+    for (int i = 0; i < d->npools; i++)
+        fs_spin_lock(&d->pools[i]->lock);
+    size_t listed = 0;
+    for (int i = 0; i < d->npools && !err; i++) {
+        err = walk_pool(d->pools[i], out);
+        listed += d->pools[i]->pending.n + d->pools[i]->unfenced.n;
+    }
+    fs_alloc_stats st;
+    fs_spin_lock(&d->stats_lock);
+    st = d->st.s;
+    fs_spin_unlock(&d->stats_lock);
+    for (int i = d->npools - 1; i >= 0; i--)
+        fs_spin_unlock(&d->pools[i]->lock);
+    pthread_mutex_unlock(&d->lock);
+    if (err)
+        return err;
+    if (listed != out->pending_blocks)
+        return "pending lists and pending blocks disagree";
+    if ((size_t)st.reserved_bytes[FS_POOL_ALL].current != out->mapped_bytes)
+        return "reserved_bytes disagrees with the segments";
+    if ((size_t)st.allocated_bytes[FS_POOL_ALL].current != out->live_bytes ||
+        (size_t)st.allocation[FS_POOL_ALL].current != out->live_blocks)
+        return "allocated_bytes or allocation disagrees with the live blocks";
+    if ((size_t)st.requested_bytes[FS_POOL_ALL].current != out->requested_bytes)
+        return "requested_bytes disagrees with the live blocks";
+    if ((size_t)st.pending_free_bytes != out->pending_bytes ||
+        (size_t)st.pending_frees != out->pending_blocks)
+        return "pending frees disagree with the pending blocks";
+    if ((size_t)st.active_bytes[FS_POOL_ALL].current != out->live_bytes + out->pending_bytes)
+        return "active_bytes is not live + pending";
+    if ((size_t)st.inactive_split[FS_POOL_ALL].current != out->split_free_blocks)
+        return "inactive_split disagrees with the split free blocks";
+    if ((size_t)st.segment[FS_POOL_ALL].current != out->segments)
+        return "segment count disagrees";
+    return NULL;
+}

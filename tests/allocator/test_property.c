@@ -1,0 +1,474 @@
+/* test_property.c - a seeded randomized property test: four threads, each
+ * allocating, freeing (cudaFree and cudaFreeAsync on any stream),
+ * recording uses and completing events across four streams, checked
+ * against a reference model:
+ *   - live blocks never overlap;
+ *   - a freed block comes back before the events it waits for complete
+ *     only on the one stream allowed to take it at once;
+ *   - at quiescent points the allocator's own walk (fs_alloc_check) agrees
+ *     with the model and the device: allocated + cached + pending ==
+ *     reserved == what the fake device has handed out, and the statistics
+ *     count exactly the model's allocations and frees;
+ *   - once everything is freed it all coalesces back and empty_cache gives
+ *     every byte back.
+ * Usage: alloc_test_property [total-ops-per-config] (default 1000000). */
+#include "common.h"
+
+#include <pthread.h>
+
+#define NTHREADS 4
+#define NSTREAMS 4
+#define NCOUNTERS (NSTREAMS + 1) /* the four streams and the legacy stream */
+#define MAX_LIVE 48
+#define CHECK_EVERY 4096
+
+static const fs_stream_t streams[NCOUNTERS] = {0x2001, 0x2002, 0x2003, 0x2004, LEG};
+
+typedef struct live {
+    uintptr_t addr;
+    size_t size, requested;
+    fs_stream_t stream;
+    unsigned uses; /* bitmask over streams[] */
+} live;
+
+/* A freed range: until every stream in `need` has been completed since
+ * `snap`, only `ok` (if any) may get it back. */
+typedef struct guard {
+    uintptr_t lo, hi;
+    bool has_ok;
+    fs_stream_t ok;
+    unsigned need;
+    long snap[NCOUNTERS];
+} guard;
+
+typedef struct model {
+    pthread_mutex_t mu;
+    live *all; /* every live block, sorted by address */
+    size_t nall;
+    guard *g;
+    size_t ng, capg;
+    long done[NCOUNTERS]; /* completions requested per stream */
+    long allocs, frees;
+    bool device_frees; /* fs_free is device-ordered in this configuration */
+} model;
+
+typedef struct worker {
+    env *e;
+    model *m;
+    pthread_barrier_t *bar;
+    unsigned seed;
+    long ops;
+    live mine[MAX_LIVE];
+    int nmine;
+    bool failed;
+    char why[256];
+} worker;
+
+static unsigned rnd(unsigned *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 17;
+    *s ^= *s << 5;
+    return *s;
+}
+
+static size_t pick_size(unsigned *s)
+{
+    unsigned r = rnd(s) % 100;
+    if (r < 60)
+        return 1 + rnd(s) % (64 * 1024);
+    if (r < 85)
+        return 64 * 1024 + rnd(s) % (MiB - 64 * 1024);
+    if (r < 97)
+        return MiB + rnd(s) % (7 * MiB);
+    return 8 * MiB + rnd(s) % (32 * MiB);
+}
+
+static int stream_index(fs_stream_t s)
+{
+    for (int i = 0; i < NCOUNTERS; i++)
+        if (streams[i] == s)
+            return i;
+    return -1;
+}
+
+static bool guard_met(const model *m, const guard *g)
+{
+    for (int i = 0; i < NCOUNTERS; i++)
+        if ((g->need >> i & 1) && m->done[i] <= g->snap[i])
+            return false;
+    return true;
+}
+
+static void guard_push(model *m, const guard *g)
+{
+    if (m->ng == m->capg) {
+        m->capg = m->capg ? m->capg * 2 : 1024;
+        m->g = realloc(m->g, m->capg * sizeof *m->g);
+    }
+    m->g[m->ng++] = *g;
+}
+
+/* Model lock held. Checks a fresh block and adds it; NULL or why not. */
+static const char *model_alloc(model *m, const live *l)
+{
+    size_t lo = 0, hi = m->nall;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->all[mid].addr < l->addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < m->nall && m->all[lo].addr < l->addr + l->size)
+        return "overlaps the next live block";
+    if (lo > 0 && m->all[lo - 1].addr + m->all[lo - 1].size > l->addr)
+        return "overlaps the previous live block";
+    for (size_t i = 0; i < m->ng;) {
+        guard *g = &m->g[i];
+        if (guard_met(m, g)) {
+            *g = m->g[--m->ng];
+            continue;
+        }
+        if (g->lo < l->addr + l->size && l->addr < g->hi) {
+            if (!(g->has_ok && g->ok == l->stream)) {
+                static char why[200];
+                snprintf(why, sizeof why,
+                         "handed out before the events it waits for completed (freed range "
+                         "%lx+%lx, ok %d:%lx, need %x)",
+                         (unsigned long)g->lo, (unsigned long)(g->hi - g->lo), g->has_ok,
+                         (unsigned long)g->ok, g->need);
+                return why;
+            }
+            /* Taken in stream order: from now on the program orders that
+             * part (its next free says how). The rest stays guarded. */
+            guard rest = *g;
+            if (g->lo < l->addr) {
+                g->hi = l->addr;
+                if (rest.hi > l->addr + l->size) {
+                    rest.lo = l->addr + l->size;
+                    guard_push(m, &rest);
+                }
+            } else if (g->hi > l->addr + l->size) {
+                g->lo = l->addr + l->size;
+            } else {
+                *g = m->g[--m->ng];
+                continue;
+            }
+        }
+        i++;
+    }
+    memmove(&m->all[lo + 1], &m->all[lo], (m->nall - lo) * sizeof *m->all);
+    m->all[lo] = *l;
+    m->nall++;
+    m->allocs++;
+    return NULL;
+}
+
+/* Model lock held: the block leaves the live set, its guard goes up.
+ * `snap` was taken before the work notes that precede the free. */
+static void model_free(model *m, const live *l, bool async, fs_stream_t on,
+                       const long snap[NCOUNTERS])
+{
+    size_t i = 0;
+    while (m->all[i].addr != l->addr)
+        i++;
+    memmove(&m->all[i], &m->all[i + 1], (m->nall - i - 1) * sizeof *m->all);
+    m->nall--;
+    m->frees++;
+    guard_push(m, &(guard){0});
+    guard *g = &m->g[m->ng - 1];
+    g->lo = l->addr;
+    g->hi = l->addr + l->size;
+    memcpy(g->snap, snap, sizeof g->snap);
+    if (async || !m->device_frees) {
+        fs_stream_t s = async ? on : l->stream;
+        g->need = l->uses | 1u << stream_index(s);
+        g->has_ok = l->uses == 0 || l->uses == 1u << stream_index(s);
+        g->ok = s;
+    } else {
+        g->need = (1u << NCOUNTERS) - 1; /* the device: every stream */
+        g->has_ok = false;
+    }
+}
+
+#define FAIL(w, ...)                                                  \
+    do {                                                              \
+        snprintf((w)->why, sizeof (w)->why, __VA_ARGS__);             \
+        (w)->failed = true;                                           \
+        return;                                                       \
+    } while (0)
+
+/* The count and the completion happen together under the model lock: a
+ * free's snapshot is then wholly before or wholly after both. */
+static void complete(worker *w, int i)
+{
+    model *m = w->m;
+    pthread_mutex_lock(&m->mu);
+    if (i < 0) {
+        for (int k = 0; k < NCOUNTERS; k++)
+            m->done[k]++;
+        fake_complete_all(w->e->fake);
+    } else {
+        m->done[i]++;
+        fake_complete_stream(w->e->fake, streams[i]);
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
+static void do_alloc(worker *w)
+{
+    fs_stream_t s = streams[rnd(&w->seed) % NSTREAMS];
+    size_t size = pick_size(&w->seed);
+    void *p = NULL;
+    unsigned flags = rnd(&w->seed) % 2 ? FS_ALLOC_STREAM_ORDERED : 0;
+    fs_status st = fs_malloc(w->e->a, 0, s, size, flags, &p);
+    if (st != FS_OK)
+        FAIL(w, "fs_malloc(%zu) failed: %d", size, st);
+    fs_block_info bi;
+    if (fs_alloc_block_info(w->e->a, p, &bi) != FS_OK || bi.block != p || bi.block_size < size ||
+        bi.block_size % 512 || bi.requested != size || bi.stream != s)
+        FAIL(w, "block_info disagrees for %p", p);
+    live l = {(uintptr_t)p, bi.block_size, size, s, 0};
+    pthread_mutex_lock(&w->m->mu);
+    const char *why = model_alloc(w->m, &l);
+    pthread_mutex_unlock(&w->m->mu);
+    if (why)
+        FAIL(w, "block %p (+%zu) on stream %lx: %s", p, l.size, (unsigned long)s, why);
+    w->mine[w->nmine++] = l;
+}
+
+static void do_free(worker *w)
+{
+    int i = (int)(rnd(&w->seed) % (unsigned)w->nmine);
+    live l = w->mine[i];
+    w->mine[i] = w->mine[--w->nmine];
+    bool async = rnd(&w->seed) % 2;
+    fs_stream_t on = streams[rnd(&w->seed) % NSTREAMS];
+    long snap[NCOUNTERS];
+    pthread_mutex_lock(&w->m->mu);
+    memcpy(snap, w->m->done, sizeof snap);
+    pthread_mutex_unlock(&w->m->mu);
+    /* every stream may have touched it: say so, as the interposer would
+     * (after the work, so after the model's snapshot) */
+    for (int k = 0; k < NSTREAMS; k++)
+        fs_alloc_stream_note_work(w->e->a, 0, streams[k]);
+    pthread_mutex_lock(&w->m->mu);
+    model_free(w->m, &l, async, on, snap);
+    pthread_mutex_unlock(&w->m->mu);
+    fs_status st = async ? fs_free_async(w->e->a, (void *)l.addr, on, NULL)
+                         : fs_free(w->e->a, (void *)l.addr, NULL);
+    if (st != FS_OK)
+        FAIL(w, "free of %lx failed: %d", (unsigned long)l.addr, st);
+}
+
+static void step(worker *w)
+{
+    unsigned r = rnd(&w->seed) % 100;
+    if (r < 45 || (r < 85 && w->nmine == 0)) {
+        if (w->nmine < MAX_LIVE)
+            do_alloc(w);
+        else
+            do_free(w);
+    } else if (r < 85) {
+        do_free(w);
+    } else if (r < 90 && w->nmine) {
+        live *l = &w->mine[rnd(&w->seed) % (unsigned)w->nmine];
+        int k = (int)(rnd(&w->seed) % NSTREAMS);
+        if (fs_record_stream(w->e->a, (char *)l->addr + rnd(&w->seed) % l->size, streams[k]) != FS_OK)
+            FAIL(w, "record_stream on a live block failed");
+        if (streams[k] != l->stream)
+            l->uses |= 1u << k;
+    } else if (r < 94) {
+        complete(w, (int)(rnd(&w->seed) % NCOUNTERS));
+    } else if (r < 95) {
+        complete(w, -1);
+    } else if (r < 96) {
+        fs_alloc_note_host_sync(w->e->a, 0);
+    } else if (r < 98 && w->nmine) {
+        live *l = &w->mine[rnd(&w->seed) % (unsigned)w->nmine];
+        size_t off = rnd(&w->seed) % l->size;
+        fs_block_info bi;
+        if (fs_alloc_block_info(w->e->a, (char *)l->addr + off, &bi) != FS_OK ||
+            (uintptr_t)bi.block != l->addr || bi.block_size != l->size)
+            FAIL(w, "interior lookup failed");
+    } else if (w->nmine) {
+        live *l = &w->mine[rnd(&w->seed) % (unsigned)w->nmine];
+        if (l->size > 512 && fs_free(w->e->a, (char *)l->addr + 512, NULL) != FS_ERR_INVALID)
+            FAIL(w, "an interior free was not refused");
+    }
+}
+
+/* All threads stopped: the walk, the model and the device must agree. */
+static const char *quiescent_check(env *e, model *m, bool drain)
+{
+    static char why[256];
+    fs_alloc_census c;
+    const char *err = fs_alloc_check(e->a, 0, &c);
+    if (err)
+        return err;
+    size_t bytes = 0, req = 0;
+    for (size_t i = 0; i < m->nall; i++) {
+        bytes += m->all[i].size;
+        req += m->all[i].requested;
+    }
+    if (c.live_blocks != m->nall || c.live_bytes != bytes || c.requested_bytes != req)
+        return "the live blocks differ from the model";
+    if (c.free_bytes + c.live_bytes + c.pending_bytes != c.mapped_bytes)
+        return "allocated + cached + pending != reserved";
+    if (c.mapped_bytes != fake_used(e->fake, 0)) {
+        snprintf(why, sizeof why, "reserved %zu but the device has %zu out", c.mapped_bytes,
+                 fake_used(e->fake, 0));
+        return why;
+    }
+    fs_alloc_stats st = stats(e);
+    if (st.allocation[FS_POOL_ALL].allocated != m->allocs ||
+        st.allocation[FS_POOL_ALL].freed != m->frees)
+        return "allocation counts differ from the model";
+    if (st.allocated_bytes[FS_POOL_ALL].peak < (int64_t)bytes ||
+        st.reserved_bytes[FS_POOL_ALL].peak < (int64_t)c.mapped_bytes)
+        return "a peak is below a current value";
+    if (drain) {
+        /* empty_cache waits for every event: all streams complete */
+        for (int k = 0; k < NCOUNTERS; k++)
+            m->done[k]++;
+        fs_alloc_empty_cache(e->a, 0);
+        err = fs_alloc_check(e->a, 0, &c);
+        if (err)
+            return err;
+        if (c.pending_blocks)
+            return "empty_cache left pending blocks";
+        if (c.free_bytes != c.mapped_bytes - c.live_bytes)
+            return "empty_cache left bytes unaccounted for";
+    }
+    return NULL;
+}
+
+static void *run(void *arg)
+{
+    worker *w = arg;
+    /* a failed worker stops working but keeps meeting the barriers */
+    for (long i = 0; i < w->ops; i++) {
+        if (!w->failed)
+            step(w);
+        if ((i + 1) % CHECK_EVERY == 0) {
+            pthread_barrier_wait(w->bar);
+            pthread_barrier_wait(w->bar); /* the checker runs in between */
+        }
+    }
+    return NULL;
+}
+
+static void run_config(const char *conf, long total, unsigned seed)
+{
+    env e = env_make(conf, (size_t)1 << 40);
+    for (int k = 0; k < NSTREAMS; k++)
+        fs_alloc_stream_register(e.a, 0, streams[k], FS_STREAM_NONBLOCKING);
+    model m = {0};
+    pthread_mutex_init(&m.mu, NULL);
+    m.all = calloc(NTHREADS * MAX_LIVE + 1, sizeof *m.all);
+    m.device_frees = !conf || !strstr(conf, "free_semantics");
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, NTHREADS + 1);
+    worker *w = calloc(NTHREADS, sizeof *w);
+    pthread_t t[NTHREADS];
+    long per = total / NTHREADS;
+    per -= per % CHECK_EVERY; /* every thread reaches every barrier */
+    for (int i = 0; i < NTHREADS; i++) {
+        w[i] = (worker){.e = &e, .m = &m, .bar = &bar, .seed = seed * 7919u + (unsigned)i + 1,
+                        .ops = per};
+        pthread_create(&t[i], NULL, run, &w[i]);
+    }
+    const char *why = NULL;
+    for (long r = 0; r < per / CHECK_EVERY; r++) {
+        pthread_barrier_wait(&bar);
+        bool failed = false;
+        for (int i = 0; i < NTHREADS; i++)
+            failed |= w[i].failed;
+        if (!why && !failed)
+            why = quiescent_check(&e, &m, r % 16 == 15);
+        if (why || failed) {
+            /* the workers idle through their remaining rounds */
+            for (int i = 0; i < NTHREADS; i++)
+                w[i].failed = true;
+        }
+        pthread_barrier_wait(&bar);
+    }
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < NTHREADS; i++)
+        if (w[i].failed && w[i].why[0])
+            fail_msg("[%s] thread %d: %s", conf ? conf : "defaults", i, w[i].why);
+    if (why)
+        fail_msg("[%s] %s", conf ? conf : "defaults", why);
+    /* free everything: it must all coalesce and go back to the device */
+    for (int i = 0; i < NTHREADS; i++)
+        for (int j = 0; j < w[i].nmine; j++)
+            assert_int_equal(fs_free(e.a, (void *)w[i].mine[j].addr, NULL), FS_OK);
+    fs_alloc_empty_cache(e.a, 0);
+    fs_alloc_census c;
+    const char *err = fs_alloc_check(e.a, 0, &c);
+    if (err)
+        fail_msg("[%s] at the end: %s", conf ? conf : "defaults", err);
+    fs_alloc_stats st = stats(&e);
+    assert_int_equal(c.segments, 0);
+    assert_int_equal(fake_used(e.fake, 0), 0);
+    assert_int_equal(fake_live_segments(e.fake, 0), 0);
+    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 0);
+    assert_int_equal(st.active[FS_POOL_ALL].current, 0);
+    assert_int_equal(st.inactive_split[FS_POOL_ALL].current, 0);
+    assert_int_equal(st.pending_frees, 0);
+    assert_int_equal(st.allocation[FS_POOL_ALL].allocated, st.allocation[FS_POOL_ALL].freed);
+    fake_counts fc = counts(&e);
+    assert_int_equal(fc.records_on_capturing, 0);
+    printf("  [%s] %ld ops, %ld allocations, %ld events recorded, %ld segments allocated\n",
+           conf ? conf : "defaults", per * NTHREADS, m.allocs, fc.event_record, fc.segment_alloc);
+    free(w);
+    free(m.all);
+    free(m.g);
+    pthread_barrier_destroy(&bar);
+    pthread_mutex_destroy(&m.mu);
+    env_free(&e);
+}
+
+static long total_ops = 1000000;
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    run_config(NULL, total_ops, 1);
+}
+
+static void test_stream_semantics(void **state)
+{
+    (void)state;
+    run_config("free_semantics:stream", total_ops / 4, 2);
+}
+
+static void test_expandable_no_cross(void **state)
+{
+    (void)state;
+    run_config("expandable_segments:true;cross_stream_reuse:none", total_ops / 4, 3);
+}
+
+static void test_rounding_split_limit(void **state)
+{
+    (void)state;
+    run_config("roundup_power2_divisions:4;max_split_size_mb:24;free_semantics:stream",
+               total_ops / 4, 4);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        total_ops = atol(argv[1]);
+    if (total_ops < NTHREADS * CHECK_EVERY * 4)
+        total_ops = NTHREADS * CHECK_EVERY * 4;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_stream_semantics),
+        cmocka_unit_test(test_expandable_no_cross),
+        cmocka_unit_test(test_rounding_split_limit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
