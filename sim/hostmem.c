@@ -9,7 +9,8 @@
 
 #include "internal.h"
 
-int fs_is_pinned(const void *p, size_t n)
+/* 1 when [p, p+n) lies in page-locked host memory. */
+static int is_pinned(const void *p, size_t n)
 {
     struct fs_range r;
     return fs_registry_find((uintptr_t)p, &r) &&
@@ -91,7 +92,7 @@ FS_API cudaError_t cudaHostUnregister(void *ptr)
 
 FS_API cudaError_t cudaHostGetDevicePointer(void **dev_ptr, void *host, unsigned int flags)
 {
-    if (!dev_ptr || flags != 0 || !fs_is_pinned(host, 1))
+    if (!dev_ptr || flags != 0 || !is_pinned(host, 1))
         return fs_ret(cudaErrorInvalidValue);
     *dev_ptr = host; /* unified addressing: the same address */
     return cudaSuccess;

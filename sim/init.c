@@ -13,7 +13,9 @@
 struct fs_config fs_cfg;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-size_t fs_parse_size(const char *s)
+/* Parses "123", "64K", "512M", "16G" (also "KiB"/"MB"-style suffixes); 0 on
+ * error. */
+static size_t parse_size(const char *s)
 {
     if (!s || !isdigit((unsigned char)*s))
         return 0;
@@ -51,7 +53,7 @@ static void init_once(void)
     }
     e = getenv("FSDPSHIM_SIM_MEM");
     if (e && *e) {
-        size_t cap = fs_parse_size(e);
+        size_t cap = parse_size(e);
         if (cap)
             fs_cfg.capacity = cap;
         else

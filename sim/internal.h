@@ -27,9 +27,6 @@ struct fs_config {
 };
 extern struct fs_config fs_cfg;
 void fs_init(void);
-/* Parses "123", "64K", "512M", "16G" (also "KiB"/"MB"-style suffixes); 0 on
- * error. */
-size_t fs_parse_size(const char *s);
 
 /* ---- errors.c: the per-thread last error ---- */
 /* Records err as the thread's last error (except cudaSuccess and
@@ -167,16 +164,10 @@ void fs_devmem_forget_device(int device);
 
 /* ---- mempool.c: the default memory pool of each device ---- */
 struct fs_pool *fs_pool_new(struct fs_device *dev);
-/* Releases cached blocks until the pool holds at most `keep` bytes. */
-void fs_pool_trim(struct fs_pool *pool, size_t keep);
 /* Trims to the release threshold (called after host synchronisation). */
 void fs_pool_trim_threshold(struct fs_pool *pool);
 /* A cudaFree of a pool block (after the device was synchronised). */
 void fs_pool_free_now(struct fs_pool *pool, uintptr_t base);
-
-/* ---- hostmem.c: pinned host memory ---- */
-/* 1 when [p, p+n) lies in page-locked host memory. */
-int fs_is_pinned(const void *p, size_t n);
 
 /* ---- fork.c: a forked child starts with no streams or events ---- */
 enum fs_fork_phase { FS_FORK_PREPARE, FS_FORK_PARENT, FS_FORK_CHILD };

@@ -54,7 +54,8 @@ static struct fs_pool *pool_check(cudaMemPool_t h)
     return NULL;
 }
 
-void fs_pool_trim(struct fs_pool *pool, size_t keep)
+/* Releases cached blocks until the pool holds at most `keep` bytes. */
+static void pool_trim(struct fs_pool *pool, size_t keep)
 {
     struct pool_block *victims = NULL;
     pthread_mutex_lock(&pool->mu);
@@ -84,7 +85,7 @@ void fs_pool_trim_threshold(struct fs_pool *pool)
     pthread_mutex_lock(&pool->mu);
     uint64_t keep = pool->threshold;
     pthread_mutex_unlock(&pool->mu);
-    fs_pool_trim(pool, keep);
+    pool_trim(pool, keep);
 }
 
 static void count_use(struct fs_pool *pool, size_t size)
@@ -134,7 +135,7 @@ static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_strea
     cudaError_t err = fs_devmem_alloc(pool->dev, need, FS_RANGE_POOL, &p);
     if (err == cudaErrorMemoryAllocation) {
         /* Give back what the pool caches, as the driver does, and retry. */
-        fs_pool_trim(pool, 0);
+        pool_trim(pool, 0);
         err = fs_devmem_alloc(pool->dev, need, FS_RANGE_POOL, &p);
     }
     if (err)
@@ -325,7 +326,7 @@ FS_API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t h, size_t keep)
     struct fs_pool *pool = pool_check(h);
     if (!pool)
         return fs_ret(cudaErrorInvalidValue);
-    fs_pool_trim(pool, keep);
+    pool_trim(pool, keep);
     return cudaSuccess;
 }
 
