@@ -378,7 +378,7 @@ static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, size_t r
     fs_block *b = NULL;
     *st = FS_OK;
     pthread_mutex_lock(&d->lock);
-    d->gc_clock++;
+    atomic_fetch_add_explicit(&d->gc_clock, 1, memory_order_relaxed);
     for (int attempt = 0; attempt < 2 && !b; attempt++) {
         if (attempt == 1) {
             /* release and retry: wait for every outstanding event, give all

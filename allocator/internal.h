@@ -137,7 +137,7 @@ typedef struct fs_dev {
     fs_fence *fifo_head, *fifo_tail;
     uint64_t batch_seq;
     _Atomic uint64_t batch_done;  /* every batch up to this one has completed */
-    uint32_t gc_clock;            /* misses so far: the age unit of garbage collection */
+    atomic_uint gc_clock;         /* misses so far: the age unit of garbage collection */
     fs_spin stats_lock;
     fs_dev_stats st;
     fs_spin ev_lock;

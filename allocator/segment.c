@@ -98,7 +98,7 @@ void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl)
     b->ready_stream = 0;
     b->has_ready = false;
     b->nuses = 0;
-    b->gc_age = p->dev->gc_clock;
+    b->gc_age = atomic_load_explicit(&p->dev->gc_clock, memory_order_relaxed);
     if (b->prev && b->prev->state == FS_BLOCK_FREE) {
         fs_block *n = b->prev;
         fs_free_take(p, n, dl);
@@ -397,10 +397,10 @@ static void collect(fs_pool *p, size_t gran, candidate **c, size_t *n, size_t *c
             if (gran)
                 bytes = expandable_slack(s, gran, &t);
             if (bytes)
-                age = p->dev->gc_clock - t->gc_age;
+                age = atomic_load_explicit(&p->dev->gc_clock, memory_order_relaxed) - t->gc_age;
         } else if (s->head->state == FS_BLOCK_FREE && !s->head->next) {
             bytes = s->size;
-            age = p->dev->gc_clock - s->head->gc_age;
+            age = atomic_load_explicit(&p->dev->gc_clock, memory_order_relaxed) - s->head->gc_age;
         }
         if (!bytes)
             continue;
