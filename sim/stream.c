@@ -49,6 +49,7 @@ static void pt_release(void *p)
         if (arr[d])
             fs_stream_destroy(arr[d]);
     free(arr);
+    pt_streams = NULL; /* a later call on this thread starts afresh */
 }
 
 static void pt_key_init(void)
