@@ -78,28 +78,31 @@ static struct rl_shard *shard_of(const void *block)
     return &shards[((uint64_t)(uintptr_t)block * 0x9E3779B97F4A7C15ull) >> 60];
 }
 
+/* The mark the calling thread's free took last: its size travels from
+ * wants_fence to on_fence, which the runtime glue calls in turn for one free. */
+static __thread struct {
+    void *block;
+    size_t bytes;
+} taken;
+
+/* The free hook's question, for every free of a shim block: is it a marked
+ * output? The mark is taken now, whether or not a fence follows (a free
+ * that needs none, or fails, must not leave a mark behind for the next
+ * block at that address). */
 static bool hook_wants_fence(void *ptr)
 {
     if (atomic_load_explicit(&marked, memory_order_relaxed) == 0)
         return false;
     struct rl_shard *s = shard_of(ptr);
+    uintptr_t bytes;
     pthread_mutex_lock(&s->lock);
-    bool found = fs_ptrmap_get(&s->blocks, (uintptr_t)ptr, NULL);
+    bool found = fs_ptrmap_remove(&s->blocks, (uintptr_t)ptr, &bytes);
     pthread_mutex_unlock(&s->lock);
-    return found;
-}
-
-/* Removes the mark of `block`; its size in *bytes. */
-static bool unmark(void *block, size_t *bytes)
-{
-    struct rl_shard *s = shard_of(block);
-    uintptr_t size = 0;
-    pthread_mutex_lock(&s->lock);
-    bool found = fs_ptrmap_remove(&s->blocks, (uintptr_t)block, &size);
-    pthread_mutex_unlock(&s->lock);
-    if (found)
+    if (found) {
         atomic_fetch_sub_explicit(&marked, 1, memory_order_relaxed);
-    *bytes = size;
+        taken.block = ptr;
+        taken.bytes = bytes;
+    }
     return found;
 }
 
@@ -197,15 +200,16 @@ static bool over_limit(const struct rl_queue *q, const fs_shim_config *cfg)
            (cfg->ag_limit_bytes && bytes > cfg->ag_limit_bytes);
 }
 
-/* The free hook: a marked block was freed with `fence`. */
+/* The free hook's answer: the marked block asked about was freed with
+ * `fence`, which joins its device's queue. */
 static void hook_on_fence(int device, void *ptr, fs_fence *fence)
 {
     fs_allocator *a = fs_shim_allocator();
-    size_t bytes;
-    bool was_marked = unmark(ptr, &bytes);
+    size_t bytes = taken.block == ptr ? taken.bytes : 0;
+    taken.block = NULL;
     if (!fence)
         return;
-    struct rl_queue *q = was_marked ? queue_of(device, true) : NULL;
+    struct rl_queue *q = queue_of(device, true);
     if (!q) {
         fs_fence_release(a, fence);
         return;
