@@ -86,7 +86,7 @@ static void test_copies_overtake_a_blocked_host_function(void **state)
     assert_int_equal(cudaMemcpyAsync(b, a, 1024, cudaMemcpyDeviceToDevice, free_running),
                      cudaSuccess);
     assert_int_equal(cudaEventRecord(ev, free_running), cudaSuccess);
-    assert_int_equal(fs_event_poll(ev, 1000), cudaSuccess);
+    assert_int_equal(fs_event_poll(ev, 5000), cudaSuccess);
     fs_gate_open(&gate);
     assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
     cudaEventDestroy(ev);

@@ -129,12 +129,12 @@ static int gate_is_open(struct fs_gate *g)
     return open;
 }
 
-/* Holds s behind a gate opened 150 ms later, copies d2h on s, and says
+/* Holds s behind a gate opened 400 ms later, copies d2h on s, and says
  * whether the copy call returned only after the gate opened. */
 static int copy_blocks(void *dst, const void *src, size_t n, cudaStream_t s)
 {
     struct fs_gate gate = FS_GATE_INIT;
-    struct opener o = {&gate, 150};
+    struct opener o = {&gate, 400};
     pthread_t t;
     assert_int_equal(cudaLaunchHostFunc(s, fs_gate_wait, &gate), cudaSuccess);
     pthread_create(&t, NULL, open_later, &o);
