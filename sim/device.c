@@ -43,13 +43,7 @@ int fs_cur_device(void)
 
 struct fs_device *fs_cur_dev(void)
 {
-    struct fs_device *dev = fs_dev(current_device);
-    if (!dev) {
-        /* Only reachable with FSDPSHIM_SIM_DEVICES=0: nothing can run. */
-        fprintf(stderr, "fsdpshim-sim: no simulated device (FSDPSHIM_SIM_DEVICES=0)\n");
-        abort();
-    }
-    return dev;
+    return fs_dev(current_device);
 }
 
 void fs_device_sync(struct fs_device *dev)
@@ -116,6 +110,8 @@ FS_API cudaError_t cudaSetDeviceFlags(unsigned int flags)
     if (flags & ~known)
         return fs_ret(cudaErrorInvalidValue);
     struct fs_device *dev = fs_cur_dev();
+    if (!dev)
+        return fs_ret(cudaErrorNoDevice);
     pthread_mutex_lock(&dev->mu);
     dev->flags = flags | cudaDeviceMapHost;
     pthread_mutex_unlock(&dev->mu);
@@ -127,6 +123,8 @@ FS_API cudaError_t cudaGetDeviceFlags(unsigned int *flags)
     if (!flags)
         return fs_ret(cudaErrorInvalidValue);
     struct fs_device *dev = fs_cur_dev();
+    if (!dev)
+        return fs_ret(cudaErrorNoDevice);
     pthread_mutex_lock(&dev->mu);
     *flags = dev->flags | cudaDeviceMapHost;
     pthread_mutex_unlock(&dev->mu);
@@ -135,7 +133,10 @@ FS_API cudaError_t cudaGetDeviceFlags(unsigned int *flags)
 
 FS_API cudaError_t cudaDeviceSynchronize(void)
 {
-    fs_device_sync(fs_cur_dev());
+    struct fs_device *dev = fs_cur_dev();
+    if (!dev)
+        return fs_ret(cudaErrorNoDevice);
+    fs_device_sync(dev);
     return cudaSuccess;
 }
 
@@ -145,6 +146,8 @@ FS_API cudaError_t cudaDeviceSynchronize(void)
 FS_API cudaError_t cudaDeviceReset(void)
 {
     struct fs_device *dev = fs_cur_dev();
+    if (!dev)
+        return fs_ret(cudaErrorNoDevice);
     fs_device_sync(dev);
     fs_stream_forget_device(dev);
     __atomic_add_fetch(&dev->reset_gen, 1, __ATOMIC_RELEASE);

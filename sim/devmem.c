@@ -83,7 +83,10 @@ FS_API cudaError_t cudaMalloc(void **ptr, size_t size)
         *ptr = NULL;
         return cudaSuccess;
     }
-    return fs_ret(fs_devmem_alloc(fs_cur_dev(), size, FS_RANGE_MALLOC, ptr));
+    struct fs_device *dev = fs_cur_dev();
+    if (!dev)
+        return fs_ret(cudaErrorNoDevice);
+    return fs_ret(fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, ptr));
 }
 
 /* The block `ptr` starts, claimed for freeing (so two racing frees cannot
@@ -122,6 +125,8 @@ FS_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
     if (!free_bytes || !total)
         return fs_ret(cudaErrorInvalidValue);
     struct fs_device *dev = fs_cur_dev();
+    if (!dev)
+        return fs_ret(cudaErrorNoDevice);
     pthread_mutex_lock(&dev->mu);
     *free_bytes = fs_cfg.capacity - dev->used;
     *total = fs_cfg.capacity;

@@ -30,8 +30,11 @@ static CUresult cu_mem_alloc_v2(CUdeviceptr *dptr, size_t size)
     fs_init();
     if (!dptr || size == 0) /* the driver, unlike cudaMalloc, refuses 0 */
         return CUDA_ERROR_INVALID_VALUE;
+    struct fs_device *dev = fs_cur_dev();
     void *p;
-    if (fs_devmem_alloc(fs_cur_dev(), size, FS_RANGE_MALLOC, &p))
+    if (!dev)
+        return CUDA_ERROR_NO_DEVICE;
+    if (fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, &p))
         return CUDA_ERROR_OUT_OF_MEMORY;
     *dptr = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
@@ -60,6 +63,8 @@ static CUresult cu_mem_get_info_v2(size_t *free_bytes, size_t *total)
     if (!free_bytes || !total)
         return CUDA_ERROR_INVALID_VALUE;
     struct fs_device *dev = fs_cur_dev();
+    if (!dev)
+        return CUDA_ERROR_NO_DEVICE;
     pthread_mutex_lock(&dev->mu);
     *free_bytes = fs_cfg.capacity - dev->used;
     *total = fs_cfg.capacity;

@@ -70,13 +70,16 @@ static cudaError_t event_create(cudaEvent_t *out, unsigned flags)
         return fs_ret(cudaErrorInvalidValue);
     if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming))
         return fs_ret(cudaErrorInvalidValue);
+    struct fs_device *dev = fs_cur_dev();
+    if (!dev)
+        return fs_ret(cudaErrorNoDevice);
     struct fs_event *ev = calloc(1, sizeof *ev);
     if (!ev)
         return fs_ret(cudaErrorMemoryAllocation);
     pthread_mutex_init(&ev->mu, NULL);
     ev->flags = flags;
-    ev->device = fs_cur_device();
-    ev->reset_gen = __atomic_load_n(&fs_cur_dev()->reset_gen, __ATOMIC_ACQUIRE);
+    ev->device = dev->ordinal;
+    ev->reset_gen = __atomic_load_n(&dev->reset_gen, __ATOMIC_ACQUIRE);
     ev->refs = 1;
     void *handle = fs_handles_new_key();
     fs_handles_add(live_events, handle, ev);

@@ -58,7 +58,9 @@ FS_API cudaError_t cudaFreeHost(void *ptr)
         r.kind != FS_RANGE_PINNED)
         return fs_ret(cudaErrorInvalidValue);
     /* Like cudaFree, freeing pinned memory waits for the device's work. */
-    fs_device_sync(fs_dev(r.device));
+    struct fs_device *dev = fs_dev(r.device);
+    if (dev)
+        fs_device_sync(dev);
     fs_registry_remove(r.base);
     munmap(ptr, r.size);
     return cudaSuccess;

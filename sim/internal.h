@@ -55,6 +55,8 @@ struct fs_device {
 };
 struct fs_device *fs_dev(int ordinal); /* NULL when out of range */
 int fs_cur_device(void);
+/* NULL only when there is no device at all (FSDPSHIM_SIM_DEVICES=0): the
+ * callers then fail with cudaErrorNoDevice. */
 struct fs_device *fs_cur_dev(void);
 /* Waits for all work submitted to the device so far, then trims its pool. */
 void fs_device_sync(struct fs_device *dev);

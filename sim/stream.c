@@ -218,13 +218,16 @@ cudaError_t fs_stream_resolve(cudaStream_t h, int per_thread, struct fs_stream *
 {
     fs_init();
     streams_init();
+    struct fs_device *dev = fs_cur_dev();
     struct fs_stream *s;
+    if (!dev && (h == NULL || h == cudaStreamLegacy || h == cudaStreamPerThread))
+        return cudaErrorNoDevice;
     if (h == NULL)
-        s = per_thread ? per_thread_of(fs_cur_dev()) : legacy_of(fs_cur_dev());
+        s = per_thread ? per_thread_of(dev) : legacy_of(dev);
     else if (h == cudaStreamLegacy)
-        s = legacy_of(fs_cur_dev());
+        s = legacy_of(dev);
     else if (h == cudaStreamPerThread)
-        s = per_thread_of(fs_cur_dev());
+        s = per_thread_of(dev);
     else if (!(s = fs_handles_get(live_streams, h)))
         return cudaErrorInvalidResourceHandle;
     if (!s)

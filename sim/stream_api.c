@@ -19,7 +19,10 @@ static cudaError_t stream_create(cudaStream_t *out, unsigned flags, int priority
         priority = 0;
     if (priority < -5)
         priority = -5;
-    struct fs_stream *s = fs_stream_new(fs_cur_dev(), FS_STREAM_USER, flags, priority);
+    struct fs_device *dev = fs_cur_dev();
+    if (!dev)
+        return fs_ret(cudaErrorNoDevice);
+    struct fs_stream *s = fs_stream_new(dev, FS_STREAM_USER, flags, priority);
     if (!s)
         return fs_ret(cudaErrorMemoryAllocation);
     *out = (cudaStream_t)s;
