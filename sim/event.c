@@ -51,13 +51,25 @@ static void unref(struct fs_event *ev)
     }
 }
 
+static void ref(void *p)
+{
+    struct fs_event *ev = p;
+    pthread_mutex_lock(&ev->mu);
+    ev->refs++;
+    pthread_mutex_unlock(&ev->mu);
+}
+
+/* The live event behind a handle, with a reference the caller drops with
+ * unref: a racing cudaEventDestroy cannot free it in between. */
 static struct fs_event *lookup(cudaEvent_t h)
 {
     pthread_once(&events_once, events_init);
-    struct fs_event *ev = fs_handles_get(live_events, h);
+    struct fs_event *ev = fs_handles_hold(live_events, h, ref);
     /* cudaDeviceReset invalidates the events of its device. */
-    if (!ev || ev->reset_gen != __atomic_load_n(&fs_dev(ev->device)->reset_gen, __ATOMIC_ACQUIRE))
+    if (ev && ev->reset_gen != __atomic_load_n(&fs_dev(ev->device)->reset_gen, __ATOMIC_ACQUIRE)) {
+        unref(ev);
         return NULL;
+    }
     return ev;
 }
 
@@ -125,26 +137,27 @@ static void stamp(void *p)
 
 static cudaError_t event_record(cudaEvent_t h, cudaStream_t sh, unsigned flags, int pt)
 {
+    if (flags & ~(unsigned)cudaEventRecordExternal)
+        return fs_ret(cudaErrorInvalidValue);
     struct fs_event *ev = lookup(h);
     if (!ev)
         return fs_ret(cudaErrorInvalidResourceHandle);
-    if (flags & ~(unsigned)cudaEventRecordExternal)
-        return fs_ret(cudaErrorInvalidValue);
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(sh, pt, &s);
-    if (err)
+    struct record *r = err ? NULL : malloc(sizeof *r);
+    if (!err && !r)
+        err = cudaErrorMemoryAllocation;
+    if (err) {
+        unref(ev);
         return fs_ret(err);
-    struct record *r = malloc(sizeof *r);
-    if (!r)
-        return fs_ret(cudaErrorMemoryAllocation);
+    }
 
-    /* The new record is visible to queries as soon as the call returns.
-     * The generation is taken before submitting, so a stamp from an older
-     * record can never be mistaken for this one; the call holds its own
-     * reference so a racing cudaEventDestroy cannot free the event under it. */
+    /* The generation is taken before submitting, so that a stamp from an
+     * older record can never be mistaken for this one. The record op owns
+     * the reference lookup took. */
     pthread_mutex_lock(&ev->mu);
     uint64_t gen = ++ev->gen;
-    ev->refs += 2;
+    ev->refs++; /* this call's own, until it is done with ev */
     pthread_mutex_unlock(&ev->mu);
     *r = (struct record){ev, gen};
     uint64_t seq = fs_stream_submit(s, stamp, r, 0, NULL);
@@ -154,6 +167,7 @@ static cudaError_t event_record(cudaEvent_t h, cudaStream_t sh, unsigned flags, 
         free(r);
         return fs_ret(cudaErrorInvalidResourceHandle);
     }
+    /* Visible to queries as soon as the call returns. */
     pthread_mutex_lock(&ev->mu);
     if (ev->gen == gen) {
         ev->stream = s;
@@ -201,9 +215,10 @@ FS_API cudaError_t cudaEventQuery(cudaEvent_t h)
     if (!ev)
         return fs_ret(cudaErrorInvalidResourceHandle);
     struct fs_dep dep;
-    if (!latest(ev, &dep))
-        return cudaSuccess; /* never recorded: complete */
-    return fs_stream_done(dep.stream, dep.seq) ? cudaSuccess : cudaErrorNotReady;
+    int recorded = latest(ev, &dep);
+    unref(ev);
+    /* Never recorded: complete. */
+    return !recorded || fs_stream_done(dep.stream, dep.seq) ? cudaSuccess : cudaErrorNotReady;
 }
 
 FS_API cudaError_t cudaEventSynchronize(cudaEvent_t h)
@@ -212,7 +227,9 @@ FS_API cudaError_t cudaEventSynchronize(cudaEvent_t h)
     if (!ev)
         return fs_ret(cudaErrorInvalidResourceHandle);
     struct fs_dep dep;
-    if (latest(ev, &dep)) {
+    int recorded = latest(ev, &dep);
+    unref(ev);
+    if (recorded) {
         fs_stream_wait(dep.stream, dep.seq);
         fs_pool_trim_threshold(dep.stream->dev->pool);
     }
@@ -221,17 +238,19 @@ FS_API cudaError_t cudaEventSynchronize(cudaEvent_t h)
 
 static cudaError_t stream_wait_event(cudaStream_t sh, cudaEvent_t h, unsigned flags, int pt)
 {
+    if (flags & ~(unsigned)cudaEventWaitExternal)
+        return fs_ret(cudaErrorInvalidValue);
     struct fs_event *ev = lookup(h);
     if (!ev)
         return fs_ret(cudaErrorInvalidResourceHandle);
-    if (flags & ~(unsigned)cudaEventWaitExternal)
-        return fs_ret(cudaErrorInvalidValue);
+    struct fs_dep dep;
+    int recorded = latest(ev, &dep);
+    unref(ev);
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(sh, pt, &s);
     if (err)
         return fs_ret(err);
-    struct fs_dep dep;
-    if (!latest(ev, &dep))
+    if (!recorded)
         return cudaSuccess; /* waiting on a never-recorded event is a no-op */
     if (!fs_stream_submit(s, NULL, NULL, 0, &dep))
         return fs_ret(cudaErrorInvalidResourceHandle);
@@ -273,12 +292,17 @@ FS_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_
     if (!ms)
         return fs_ret(cudaErrorInvalidValue);
     struct fs_event *a = lookup(start), *b = lookup(end);
-    if (!a || !b)
-        return fs_ret(cudaErrorInvalidResourceHandle);
-    int64_t ta, tb;
-    cudaError_t err = completed_time(a, &ta);
-    if (!err)
-        err = completed_time(b, &tb);
+    int64_t ta = 0, tb = 0;
+    cudaError_t err = cudaErrorInvalidResourceHandle;
+    if (a && b) {
+        err = completed_time(a, &ta);
+        if (!err)
+            err = completed_time(b, &tb);
+    }
+    if (a)
+        unref(a);
+    if (b)
+        unref(b);
     if (err)
         return fs_ret(err);
     *ms = (float)((double)(tb - ta) / 1e6);

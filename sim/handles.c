@@ -123,11 +123,18 @@ void *fs_handles_remove(struct fs_handle_set *set, const void *h)
 
 void *fs_handles_get(struct fs_handle_set *set, const void *h)
 {
+    return fs_handles_hold(set, h, NULL);
+}
+
+void *fs_handles_hold(struct fs_handle_set *set, const void *h, void (*hold)(void *obj))
+{
     if ((uintptr_t)h <= TOMB)
         return NULL;
     pthread_mutex_lock(&set->mu);
     struct slot *s = find(set, (uintptr_t)h);
     void *obj = s ? s->obj : NULL;
+    if (obj && hold)
+        hold(obj);
     pthread_mutex_unlock(&set->mu);
     return obj;
 }

@@ -115,6 +115,9 @@ void fs_handles_add(struct fs_handle_set *set, const void *h, void *obj);
 /* Both return the object, or NULL for an unknown handle. */
 void *fs_handles_remove(struct fs_handle_set *set, const void *h);
 void *fs_handles_get(struct fs_handle_set *set, const void *h);
+/* As fs_handles_get, and calls hold(obj) before a racing remove can take
+ * the object away (to take a reference on objects that get freed). */
+void *fs_handles_hold(struct fs_handle_set *set, const void *h, void (*hold)(void *obj));
 void fs_handles_lock(struct fs_handle_set *set);
 void fs_handles_unlock(struct fs_handle_set *set);
 
