@@ -24,7 +24,7 @@ int fs_shim_device_count(void);
 
 /* ---- streams.c ---- */
 /* The runtime handle that names `key` for the calling thread: the legacy
- * stream for key 0, cudaStreamPerThread for the calling thread's own
+ * stream for its key, cudaStreamPerThread for the calling thread's own
  * per-thread stream and cudaStreamLegacy for another thread's (the legacy
  * stream orders every blocking stream, so that is the safe stand-in). */
 cudaStream_t fs_stream_handle(fs_stream_t key);

@@ -3,11 +3,12 @@
  * Each program stream gets an allocator key (an opaque fs_stream_t) and is
  * registered with the allocator, with its kind, the first time the shim
  * sees it. Keys:
- *   0                    the legacy default stream (of each device)
+ *   1 (cudaStreamLegacy) the legacy default stream (of each device)
  *   thread anchor | 1    the calling thread's per-thread default stream
  *   the handle itself    every other stream
- * Handles are pointers to runtime objects and so never odd; TLS anchors are
- * ours, so the low bit tells per-thread keys apart.
+ * No key is 0, which the allocator may take for "no stream". Handles are
+ * pointers to runtime objects and so never odd; TLS anchors are ours (and
+ * far above 1), so the low bit tells per-thread keys apart.
  *
  * The table holds what the shim knows about each explicit stream (device,
  * flags, pooled, destroyed) in sharded buckets; the hot path asks a one-entry
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 
 #define SHARDS 64
+#define LEGACY_KEY ((fs_stream_t)cudaStreamLegacy)
 #define MAX_DEVICES 64
 
 struct stream_entry {
@@ -87,7 +89,7 @@ static fs_stream_t pt_key(void)
 
 cudaStream_t fs_stream_handle(fs_stream_t key)
 {
-    if (key == 0)
+    if (key == LEGACY_KEY)
         return cudaStreamLegacy;
     if (key & 1)
         return key == pt_key() ? cudaStreamPerThread : cudaStreamLegacy;
@@ -153,7 +155,7 @@ static void register_implicit(fs_allocator *a, int device, bool per_thread)
         pthread_setspecific(pt_exit_key, &pt_anchor);
         pt_epoch[device] = epoch;
     } else if (__atomic_load_n(&legacy_epoch[device], __ATOMIC_ACQUIRE) != epoch) {
-        fs_alloc_stream_register(a, device, 0, FS_STREAM_LEGACY);
+        fs_alloc_stream_register(a, device, LEGACY_KEY, FS_STREAM_LEGACY);
         __atomic_store_n(&legacy_epoch[device], epoch, __ATOMIC_RELEASE);
     }
 }
@@ -226,7 +228,7 @@ fs_stream_t fs_shim_stream_key(cudaStream_t stream, bool per_thread, int *device
             register_implicit(a, dev, false);
         if (device)
             *device = dev;
-        return 0;
+        return LEGACY_KEY;
     }
     if (stream == cudaStreamPerThread || stream == NULL) {
         dev = fs_shim_current_device();
@@ -245,7 +247,7 @@ fs_stream_t fs_shim_stream_key(cudaStream_t stream, bool per_thread, int *device
     if (device)
         *device = dev;
     if (dev < 0)
-        return 0;
+        return LEGACY_KEY;
     cache.handle = stream;
     cache.key = (fs_stream_t)stream;
     cache.device = dev;

@@ -17,6 +17,7 @@
  *   integrity memcpy    cudaFreeAsync on an idle stream of a block that a
  *                       cudaMemcpyAsync on the busy stream reads, then
  *                       cudaMallocAsync on the idle stream again
+ *   integrity legacy    the same with the legacy default stream as the idle one
  *
  * async and memcpy run on a GPU as well (the gpu suite); free needs the
  * simulated device, whose memory a host function can read.
@@ -27,10 +28,11 @@
 #include "probe.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 #include <time.h>
 
-#define SIZE (4u << 20)
+#define SIZE (12u << 20) /* a segment of its own: nothing but the freed block fits */
 
 static atomic_int gate_open;
 
@@ -56,13 +58,15 @@ static void CUDART_CB gate(void *arg)
 
 static int run(const char *mode)
 {
-    cudaStream_t busy, idle, other;
+    bool legacy = !strcmp(mode, "legacy"), record = legacy || !strcmp(mode, "memcpy");
+    cudaStream_t busy, idle = NULL, other, again;
     unsigned char *x = NULL, *y = NULL, *host;
     struct gate_work work = {NULL, NULL};
     int corrupted = 0;
 
     CHECK(cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking));
-    CHECK(cudaStreamCreateWithFlags(&idle, cudaStreamNonBlocking));
+    if (!legacy)
+        CHECK(cudaStreamCreateWithFlags(&idle, cudaStreamNonBlocking));
     CHECK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
     CHECK(cudaMallocHost((void **)&host, SIZE));
     memset(host, 0, SIZE);
@@ -80,7 +84,7 @@ static int run(const char *mode)
         CHECK(cudaLaunchHostFunc(busy, gate, &work));
         CHECK(cudaMemcpyAsync(host, x, SIZE, cudaMemcpyDeviceToHost, busy));
         CHECK(cudaFreeAsync(x, busy));
-    } else if (!strcmp(mode, "memcpy")) {
+    } else if (record) {
         CHECK(cudaMallocAsync((void **)&x, SIZE, idle));
         CHECK(cudaMemsetAsync(x, 0xAA, SIZE, idle));
         CHECK(cudaStreamSynchronize(idle));
@@ -97,18 +101,19 @@ static int run(const char *mode)
     CHECK(cudaStreamSynchronize(idle));
     CHECK(cudaStreamSynchronize(0));
 
-    /* The memory again, overwritten on another stream than the busy one.
+    /* The memory again, overwritten on a stream other than the busy one.
      * free: through cudaMalloc (the freed block's own legacy stream), used on
      * `other`. async: stream-ordered on `other`, where only the completion of
-     * the free on the busy stream makes the block safe. memcpy: on the
-     * block's own stream `idle`, where stream order would make it reusable
-     * at once, were it not for the use recorded on the busy stream. */
+     * the free on the busy stream makes the block safe. memcpy, legacy: on
+     * the block's own stream, where stream order would make it reusable at
+     * once, were it not for the use recorded on the busy stream. */
+    again = record ? idle : other;
     if (!strcmp(mode, "free"))
         CHECK(cudaMalloc((void **)&y, SIZE));
     else
-        CHECK(cudaMallocAsync((void **)&y, SIZE, !strcmp(mode, "memcpy") ? idle : other));
-    CHECK(cudaMemsetAsync(y, 0xBB, SIZE, !strcmp(mode, "memcpy") ? idle : other));
-    CHECK(cudaStreamSynchronize(!strcmp(mode, "memcpy") ? idle : other));
+        CHECK(cudaMallocAsync((void **)&y, SIZE, again));
+    CHECK(cudaMemsetAsync(y, 0xBB, SIZE, again));
+    CHECK(cudaStreamSynchronize(again));
 
     atomic_store(&gate_open, 1);
     CHECK(cudaDeviceSynchronize());
@@ -119,12 +124,11 @@ static int run(const char *mode)
                             "(x=%p y=%p)\n", mode, i, host[i], (void *)x, (void *)y);
             break;
         }
-    CHECK(!strcmp(mode, "free")     ? cudaFree(y)
-          : !strcmp(mode, "memcpy") ? cudaFreeAsync(y, idle)
-                                    : cudaFreeAsync(y, other));
+    CHECK(!strcmp(mode, "free") ? cudaFree(y) : cudaFreeAsync(y, again));
     CHECK(cudaFreeHost(host));
     CHECK(cudaStreamDestroy(busy));
-    CHECK(cudaStreamDestroy(idle));
+    if (idle)
+        CHECK(cudaStreamDestroy(idle));
     CHECK(cudaStreamDestroy(other));
     CHECK(cudaDeviceSynchronize());
     if (!corrupted)
@@ -138,7 +142,7 @@ int main(int argc, char **argv)
     int r;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: integrity free|async|memcpy [--expect-corruption]\n");
+        fprintf(stderr, "usage: integrity free|async|memcpy|legacy [--expect-corruption]\n");
         return 2;
     }
     watchdog(30);
