@@ -4,7 +4,8 @@
  * As uftrace's record does, the launcher configures the library only
  * through the environment and then becomes the program: LD_PRELOAD gets
  * libfsdpshim.so (found next to this binary, ../lib/libfsdpshim.so) in
- * front, FSDPSHIM_CONF the configuration, and a Python program also gets
+ * front, FSDPSHIM_CONF the configuration, and a Python program (the
+ * interpreter, or a script whose #! line names it, such as torchrun) also gets
  * PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync (unless the user set it)
  * so that PyTorch hands every tensor allocation, with its stream, to the
  * shim. */
@@ -57,12 +58,43 @@ static bool find_library(char *out, size_t len)
     return access(out, R_OK) == 0;
 }
 
+/* The file execvp would run for `cmd`, into path (empty if none). */
+static void resolve(const char *cmd, char *path, size_t len)
+{
+    const char *dirs = getenv("PATH"), *end;
+
+    path[0] = '\0';
+    if (strchr(cmd, '/')) {
+        snprintf(path, len, "%s", cmd);
+        return;
+    }
+    for (; dirs && *dirs; dirs = *end ? end + 1 : end) {
+        end = strchrnul(dirs, ':');
+        snprintf(path, len, "%.*s/%s", (int)(end - dirs), end > dirs ? dirs : ".", cmd);
+        if (access(path, X_OK) == 0)
+            return;
+    }
+    path[0] = '\0';
+}
+
+/* A Python program: the interpreter itself, or a script run by one (as
+ * torchrun and other entry-point scripts are). */
 static bool is_python(const char *cmd)
 {
     const char *base = strrchr(cmd, '/');
+    char path[PATH_MAX], line[256] = "";
+    FILE *f;
 
     base = base ? base + 1 : cmd;
-    return !strncmp(base, "python", 6);
+    if (!strncmp(base, "python", 6))
+        return true;
+    resolve(cmd, path, sizeof path);
+    if (!path[0] || !(f = fopen(path, "r")))
+        return false;
+    if (!fgets(line, sizeof line, f))
+        line[0] = '\0';
+    fclose(f);
+    return !strncmp(line, "#!", 2) && strstr(line, "python");
 }
 
 static int setenv_or_die(const char *name, const char *value)

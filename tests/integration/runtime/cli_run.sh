@@ -41,5 +41,12 @@ if command -v python3 >/dev/null; then
     [ "$out" = "backend:cudaMallocAsync" ] || fail "python: PYTORCH_CUDA_ALLOC_CONF='$out'"
     out=$(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$cli" run -- python3 -c "$py")
     [ "$out" = "expandable_segments:True" ] || fail "python: the user's setting was replaced"
+    # a script run by Python (as torchrun is), found through PATH
+    dir=$(mktemp -d)
+    printf '#!/usr/bin/env python3\n%s\n' "$py" >"$dir/trainer"
+    chmod +x "$dir/trainer"
+    out=$(env -u PYTORCH_CUDA_ALLOC_CONF PATH="$dir:$PATH" "$cli" run -- trainer)
+    rm -rf "$dir"
+    [ "$out" = "backend:cudaMallocAsync" ] || fail "python script: PYTORCH_CUDA_ALLOC_CONF='$out'"
 fi
 echo "cli_run: ok"
