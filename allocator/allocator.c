@@ -203,11 +203,11 @@ static void use_free_block(fs_allocator *a, fs_pool *p, fs_block *b, size_t roun
     dl->active_bytes += (int64_t)b->size;
 }
 
-/* Best fit in p's own tree; p->lock held. */
+/* Best fit among p's own free blocks; p->lock held. */
 static fs_block *take_own(fs_allocator *a, fs_pool *p, int kind, size_t rounded, size_t req,
                           fs_stream_t stream)
 {
-    fs_block *b = fs_tree_lower_bound(p->free_root[kind], rounded);
+    fs_block *b = fs_bins_lower_bound(&p->free[kind], rounded);
     if (!b || !fits(&a->cfg, b, rounded))
         return NULL;
     fs_delta dl = {.kind = kind};
@@ -221,8 +221,8 @@ static fs_block *take_own(fs_allocator *a, fs_pool *p, int kind, size_t rounded,
 static fs_block *take_completed(fs_allocator *a, fs_pool *q, int kind, size_t rounded, size_t req,
                                 fs_stream_t stream)
 {
-    fs_block *b = fs_tree_lower_bound(q->free_root[kind], rounded);
-    for (int scanned = 0; b && scanned < 32; scanned++, b = fs_tree_next(q->free_root[kind], b)) {
+    fs_block *b = fs_bins_lower_bound(&q->free[kind], rounded);
+    for (int scanned = 0; b && scanned < 32; scanned++, b = fs_bins_next(&q->free[kind], b)) {
         if (!fits(&a->cfg, b, rounded))
             return NULL;
         if (b->free_seq <= q->so_done) {

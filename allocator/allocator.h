@@ -217,7 +217,7 @@ typedef struct fs_alloc_census {
 
 /* Walks every segment and block of `device` under the allocator's locks and
  * checks its invariants: blocks tile each segment exactly, no two free
- * neighbours are left uncoalesced, free trees hold exactly the free blocks,
+ * neighbours are left uncoalesced, free bins hold exactly the free blocks,
  * and the walk agrees with the statistics. Returns NULL when all hold,
  * else a static description of the first broken one. For tests and
  * debugging: it stops every stream of the device while it runs. */

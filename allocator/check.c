@@ -1,29 +1,32 @@
 /* check.c - the invariant walker: every segment and block of a device,
- * compared with the free trees and the statistics, for the property tests
+ * compared with the free bins and the statistics, for the property tests
  * and for debugging (the mimalloc page-validity idea). */
 #include "internal.h"
 
 #include <string.h>
 
-static size_t tree_count(const fs_block *t, size_t *bytes, const char **err)
+/* Counts a free set in order, checking that order and the block states. */
+static size_t bins_count(const fs_bins *s, size_t *bytes, const char **err)
 {
-    if (!t)
-        return 0;
-    if (t->state != FS_BLOCK_FREE)
-        *err = "a free tree holds a block that is not free";
-    if (t->left && (t->left->size > t->size ||
-                    (t->left->size == t->size && t->left->addr > t->addr)))
-        *err = "a free tree is out of (size, address) order";
-    *bytes += t->size;
-    return 1 + tree_count(t->left, bytes, err) + tree_count(t->right, bytes, err);
+    size_t n = 0;
+    const fs_block *prev = NULL;
+    for (const fs_block *b = fs_bins_first(s); b; prev = b, b = fs_bins_next(s, b)) {
+        if (b->state != FS_BLOCK_FREE)
+            *err = "a free bin holds a block that is not free";
+        if (prev && (prev->size > b->size || (prev->size == b->size && prev->addr >= b->addr)))
+            *err = "the free bins are out of (size, address) order";
+        *bytes += b->size;
+        n++;
+    }
+    return n;
 }
 
 static const char *walk_pool(fs_pool *p, fs_alloc_census *c)
 {
     const char *err = NULL;
-    size_t tree_blocks = 0, tree_bytes = 0, seg_free = 0;
+    size_t bin_blocks = 0, bin_bytes = 0, seg_free = 0, seg_free_bytes = 0;
     for (int k = 0; k < FS_KINDS; k++)
-        tree_blocks += tree_count(p->free_root[k], &tree_bytes, &err);
+        bin_blocks += bins_count(&p->free[k], &bin_bytes, &err);
     for (fs_segment *s = p->segs; s; s = s->next) {
         if (s->size == 0 && s->expandable)
             continue; /* a reservation with nothing mapped */
@@ -48,6 +51,7 @@ static const char *walk_pool(fs_pool *p, fs_alloc_census *c)
                 c->free_blocks++;
                 c->free_bytes += b->size;
                 seg_free++;
+                seg_free_bytes += b->size;
                 if (fs_block_is_split(b))
                     c->split_free_blocks++;
                 break;
@@ -62,8 +66,8 @@ static const char *walk_pool(fs_pool *p, fs_alloc_census *c)
     }
     if (err)
         return err;
-    if (tree_blocks != seg_free)
-        return "the free trees and the segments disagree";
+    if (bin_blocks != seg_free || bin_bytes != seg_free_bytes)
+        return "the free bins and the segments disagree";
     return NULL;
 }
 

@@ -27,7 +27,7 @@
 enum { FS_KIND_SMALL, FS_KIND_LARGE, FS_KINDS }; /* == FS_POOL_SMALL - 1, FS_POOL_LARGE - 1 */
 
 typedef enum fs_block_state {
-    FS_BLOCK_FREE,     /* in its pool's free tree */
+    FS_BLOCK_FREE,     /* in its pool's free bins */
     FS_BLOCK_LIVE,     /* handed out */
     FS_BLOCK_UNFENCED, /* freed with device semantics, waiting for the next batch fence */
     FS_BLOCK_PENDING,  /* freed, waiting for its fences' events */
@@ -60,9 +60,7 @@ typedef struct fs_block {
     struct fs_segment *seg;
     fs_stream_t stream;           /* stream the live block was handed to */
     fs_block_state state;
-    /* free tree (treap ordered by size, then address) */
-    struct fs_block *left, *right;
-    uint32_t prio;
+    struct fs_block *left, *right; /* neighbours in its free bin */
     uint32_t gc_age;              /* misses the block has sat free through */
     struct fs_block *map_next;    /* block map chain */
     struct fs_block *lnext, *lprev; /* pending / unfenced list */
@@ -88,6 +86,18 @@ typedef struct fs_segment {
     struct fs_segment *next, *prev; /* the pool's segments */
 } fs_segment;
 
+/* Free blocks of one pool kind in (size, address) order ("bins.c"). */
+#define FS_BIN_EXACT_LOG 15                          /* below 32 KiB: a bin per size */
+#define FS_BIN_EXACT_LIMIT ((size_t)1 << FS_BIN_EXACT_LOG)
+#define FS_BIN_EXACT (FS_BIN_EXACT_LIMIT / FS_MIN_BLOCK) /* 64 */
+#define FS_BIN_SUB_BITS 5                            /* then 32 bins per power of two */
+#define FS_BINS (64 * 18)                            /* up to 2^48 bytes */
+typedef struct fs_bins {
+    struct fs_block *bin[FS_BINS];
+    uint64_t map[FS_BINS / 64];
+    uint32_t summary;
+} fs_bins;
+
 typedef struct fs_blist {
     fs_block *head;
     size_t n;
@@ -100,7 +110,7 @@ typedef struct fs_pool {
     enum fs_stream_kind kind;
     atomic_bool retired;          /* its stream was destroyed; never matched by handle */
     atomic_bool had_work;         /* work issued since the last batch fence */
-    fs_block *free_root[FS_KINDS];
+    fs_bins free[FS_KINDS];
     size_t free_bytes[FS_KINDS];
     fs_blist pending, unfenced;
     fs_segment *segs;
@@ -188,12 +198,13 @@ size_t fs_segment_size(size_t rounded);                       /* 0 when it would
 int fs_size_kind(size_t rounded);
 bool fs_should_split(const fs_alloc_config *cfg, const fs_block *b, size_t size);
 
-/* ---- "tree.c" ---------------------------------------------------------- */
-void fs_tree_insert(fs_block **root, fs_block *b);
-void fs_tree_remove(fs_block **root, fs_block *b);
-fs_block *fs_tree_lower_bound(fs_block *root, size_t size); /* smallest (size, addr) >= size */
-fs_block *fs_tree_max(fs_block *root);
-fs_block *fs_tree_next(fs_block *root, const fs_block *b); /* in-order successor */
+/* ---- "bins.c" ---------------------------------------------------------- */
+void fs_bins_insert(fs_bins *s, fs_block *b);
+void fs_bins_remove(fs_bins *s, fs_block *b);
+fs_block *fs_bins_lower_bound(const fs_bins *s, size_t size); /* first (size, addr) >= size */
+fs_block *fs_bins_next(const fs_bins *s, const fs_block *b);  /* the next in that order */
+fs_block *fs_bins_first(const fs_bins *s);
+fs_block *fs_bins_max(const fs_bins *s);
 
 /* ---- "blockmap.c" ------------------------------------------------------ */
 int fs_map_init(fs_allocator *a);
@@ -210,8 +221,8 @@ typedef enum fs_release_mode {
 fs_block *fs_block_new(fs_pool *p);             /* caller holds p->lock */
 void fs_block_free(fs_pool *p, fs_block *b);    /* caller holds p->lock; p may be NULL */
 fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size); /* the remainder, or NULL */
-void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl);     /* coalesce, then into the tree */
-void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl);       /* out of the tree */
+void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl);     /* coalesce, then into a bin */
+void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl);       /* out of its bin */
 /* Caller holds dev->lock, no pool lock. */
 fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int kind, size_t rounded, bool *oom);
 size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, size_t goal);

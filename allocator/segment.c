@@ -1,5 +1,5 @@
 /* segment.c - device memory as segments tiled by blocks: block split and
- * coalescing, the pools' free trees, growing (a new segment, or more pages
+ * coalescing, the pools' free bins, growing (a new segment, or more pages
  * mapped at the end of an expandable one) and releasing (whole free
  * segments, or the free tail pages of an expandable one), and the sorted
  * index of every segment that answers "whose pointer is this?". */
@@ -57,11 +57,11 @@ fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size)
     return r;
 }
 
-/* ---- free trees ------------------------------------------------------------ */
+/* ---- free bins ------------------------------------------------------------ */
 
 void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl)
 {
-    fs_tree_remove(&p->free_root[b->seg->kind], b);
+    fs_bins_remove(&p->free[b->seg->kind], b);
     p->free_bytes[b->seg->kind] -= b->size;
     if (fs_block_is_split(b)) {
         dl->inactive_split--;
@@ -69,7 +69,7 @@ void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl)
     }
 }
 
-/* Absorbs `n` (a free neighbour of b, already out of the tree) into b. */
+/* Absorbs `n` (a free neighbour of b, already out of its bin) into b. */
 static void absorb(fs_pool *p, fs_block *b, fs_block *n)
 {
     if (n == b->prev) {
@@ -109,7 +109,7 @@ void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl)
         fs_free_take(p, n, dl);
         absorb(p, b, n);
     }
-    fs_tree_insert(&p->free_root[b->seg->kind], b);
+    fs_bins_insert(&p->free[b->seg->kind], b);
     p->free_bytes[b->seg->kind] += b->size;
     if (fs_block_is_split(b)) {
         dl->inactive_split++;
@@ -274,7 +274,7 @@ static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int kind, size_t r
     while (last && last->next)
         last = last->next;
     if (last && last->state == FS_BLOCK_FREE) {
-        /* the free tail just grows (out of the tree while its size changes) */
+        /* the free tail just grows (out of its bin while its size changes) */
         fs_free_take(p, last, &dl);
         last->size += g;
         s->size = old + g;

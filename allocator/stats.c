@@ -9,10 +9,8 @@
 
 #include <string.h>
 
-static void bump(fs_stat *st, int64_t v)
+static inline void bump(fs_stat *st, int64_t v)
 {
-    if (!v)
-        return;
     st->current += v;
     if (v > 0) {
         st->allocated += v;
@@ -23,26 +21,30 @@ static void bump(fs_stat *st, int64_t v)
     }
 }
 
-static void bump2(fs_stat *by_kind, int kind, int64_t v)
-{
-    bump(&by_kind[FS_POOL_ALL], v);
-    bump(&by_kind[kind + 1], v);
-}
+/* One field for all pools and for the block's kind; most deltas leave most
+ * fields untouched. */
+#define BUMP(field, v)                                \
+    do {                                              \
+        if (v) {                                      \
+            bump(&s->field[FS_POOL_ALL], v);          \
+            bump(&s->field[k], v);                    \
+        }                                             \
+    } while (0)
 
 void fs_stats_apply(fs_dev *d, const fs_delta *dl)
 {
     fs_alloc_stats *s = &d->st.s;
-    int k = dl->kind;
+    int k = dl->kind + 1;
     fs_spin_lock(&d->stats_lock);
-    bump2(s->allocation, k, dl->allocation);
-    bump2(s->allocated_bytes, k, dl->allocated_bytes);
-    bump2(s->requested_bytes, k, dl->requested_bytes);
-    bump2(s->active, k, dl->active);
-    bump2(s->active_bytes, k, dl->active_bytes);
-    bump2(s->inactive_split, k, dl->inactive_split);
-    bump2(s->inactive_split_bytes, k, dl->inactive_split_bytes);
-    bump2(s->segment, k, dl->segment);
-    bump2(s->reserved_bytes, k, dl->reserved_bytes);
+    BUMP(allocation, dl->allocation);
+    BUMP(allocated_bytes, dl->allocated_bytes);
+    BUMP(requested_bytes, dl->requested_bytes);
+    BUMP(active, dl->active);
+    BUMP(active_bytes, dl->active_bytes);
+    BUMP(inactive_split, dl->inactive_split);
+    BUMP(inactive_split_bytes, dl->inactive_split_bytes);
+    BUMP(segment, dl->segment);
+    BUMP(reserved_bytes, dl->reserved_bytes);
     s->pending_frees += dl->pending;
     s->pending_free_bytes += dl->pending_bytes;
     fs_spin_unlock(&d->stats_lock);
@@ -63,7 +65,7 @@ static int64_t largest_free(fs_dev *d)
         fs_pool *p = d->pools[i];
         fs_spin_lock(&p->lock);
         for (int k = 0; k < FS_KINDS; k++) {
-            fs_block *m = fs_tree_max(p->free_root[k]);
+            fs_block *m = fs_bins_max(&p->free[k]);
             if (m && m->size > best)
                 best = m->size;
         }
