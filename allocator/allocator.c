@@ -16,25 +16,24 @@ static atomic_uint serials = 1;
 void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream_t s,
                 uintptr_t addr, size_t size)
 {
-    fs_alloc_observer *o = atomic_load_explicit(&a->obs, memory_order_acquire);
-    if (o && o->on_event)
-        o->on_event(o->ctx, kind, device, s, (const void *)addr, size);
+    fs_observer_node *o = atomic_load_explicit(&a->obs, memory_order_acquire);
+    if (o && o->obs.on_event)
+        o->obs.on_event(o->obs.ctx, kind, device, s, (const void *)addr, size);
 }
 
 void fs_alloc_set_observer(fs_allocator *a, const fs_alloc_observer *obs)
 {
-    fs_alloc_observer *n = NULL;
+    fs_observer_node *n = NULL;
     if (obs) {
-        n = malloc(sizeof *n);
+        n = calloc(1, sizeof *n);
         if (!n)
             return;
-        *n = *obs;
+        n->obs = *obs;
     }
-    /* A caller may still be inside the old observer: keep it until destroy. */
     pthread_mutex_lock(&a->obs_lock);
-    fs_alloc_observer *old = atomic_exchange_explicit(&a->obs, n, memory_order_acq_rel);
+    fs_observer_node *old = atomic_exchange_explicit(&a->obs, n, memory_order_acq_rel);
     if (old) {
-        old->ctx = a->obs_old;
+        old->next = a->obs_old;
         a->obs_old = old;
     }
     pthread_mutex_unlock(&a->obs_lock);
@@ -150,8 +149,8 @@ void fs_allocator_destroy(fs_allocator *a)
     free(a->segidx);
     free(a->devs);
     free(atomic_load(&a->obs));
-    for (fs_alloc_observer *o = a->obs_old, *n; o; o = n) {
-        n = o->ctx;
+    for (fs_observer_node *o = a->obs_old, *n; o; o = n) {
+        n = o->next;
         free(o);
     }
     pthread_rwlock_destroy(&a->segidx_lock);
@@ -367,9 +366,9 @@ static void report_oom(fs_allocator *a, fs_dev *d, fs_stream_t stream, size_t si
         .largest_free = (size_t)st.largest_free_block,
         .reserved = (size_t)st.reserved_bytes[FS_POOL_ALL].current,
     };
-    fs_alloc_observer *o = atomic_load_explicit(&a->obs, memory_order_acquire);
-    if (o && o->on_oom)
-        o->on_oom(o->ctx, &info);
+    fs_observer_node *o = atomic_load_explicit(&a->obs, memory_order_acquire);
+    if (o && o->obs.on_oom)
+        o->obs.on_oom(o->obs.ctx, &info);
 }
 
 static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, size_t rounded, size_t req,

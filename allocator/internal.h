@@ -164,6 +164,13 @@ typedef struct fs_map_shard {
     char pad[64];
 } fs_map_shard;
 
+/* The observer in force; replaced ones are kept (a caller may still be
+ * inside one) until the allocator is destroyed. */
+typedef struct fs_observer_node {
+    fs_alloc_observer obs;
+    struct fs_observer_node *next;
+} fs_observer_node;
+
 struct fs_allocator {
     fs_alloc_config cfg;
     const fs_device_ops *ops;
@@ -174,8 +181,8 @@ struct fs_allocator {
     pthread_rwlock_t segidx_lock;
     fs_segment **segidx;          /* every segment, sorted by base */
     size_t nseg, capseg;
-    _Atomic(fs_alloc_observer *) obs;
-    fs_alloc_observer *obs_old;   /* replaced observers, freed at destroy */
+    _Atomic(struct fs_observer_node *) obs;
+    struct fs_observer_node *obs_old; /* replaced observers, freed at destroy */
     pthread_mutex_t obs_lock;
 };
 
