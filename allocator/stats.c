@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+/* `freed` is not kept here: it is allocated - current, filled in by readers. */
 static inline void bump(fs_stat *st, int64_t v)
 {
     st->current += v;
@@ -16,8 +17,6 @@ static inline void bump(fs_stat *st, int64_t v)
         st->allocated += v;
         if (st->current > st->peak)
             st->peak = st->current;
-    } else {
-        st->freed -= v;
     }
 }
 
@@ -80,7 +79,7 @@ static void add_stat(fs_stat *to, const fs_stat *from)
     to->current += from->current;
     to->peak += from->peak;
     to->allocated += from->allocated;
-    to->freed += from->freed;
+    to->freed += from->allocated - from->current;
 }
 
 static void add_all(fs_alloc_stats *to, const fs_alloc_stats *from)
