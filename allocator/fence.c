@@ -212,12 +212,6 @@ void fs_fence_sync(fs_allocator *a, fs_fence *f)
     atomic_store_explicit(&f->done, true, memory_order_release);
 }
 
-bool fs_block_ready(fs_allocator *a, fs_block *b)
-{
-    return (!b->fence || fs_fence_done(a, b->fence)) &&
-           (!b->uses_fence || fs_fence_done(a, b->uses_fence));
-}
-
 bool fs_fence_waitable(fs_allocator *a, fs_fence *f)
 {
     if (!f || atomic_load_explicit(&f->done, memory_order_acquire))
@@ -388,6 +382,28 @@ void fs_marks_record(fs_dev *d)
 
 /* ---- retirement ------------------------------------------------------------------ */
 
+/* Fences already seen incomplete in one retirement pass: many pending
+ * blocks share a batch fence, and asking the device again for each of them
+ * would cost one query per block. */
+typedef struct seen {
+    fs_fence *f[8];
+    int n;
+} seen;
+
+static bool done_once(fs_allocator *a, fs_fence *f, seen *s)
+{
+    if (!f)
+        return true;
+    for (int i = 0; i < s->n; i++)
+        if (s->f[i] == f)
+            return false;
+    if (fs_fence_done(a, f))
+        return true;
+    if (s->n < 8)
+        s->f[s->n++] = f;
+    return false;
+}
+
 size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
 {
     if (capture_underway(a))
@@ -399,10 +415,11 @@ size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
         p->mark = NULL;
     }
     fs_delta dl[FS_KINDS] = {{.kind = FS_KIND_SMALL}, {.kind = FS_KIND_LARGE}};
+    seen pending = {.n = 0};
     size_t n = 0;
     for (fs_block *b = p->pending.head, *next; b; b = next) {
         next = b->lnext;
-        if (!fs_block_ready(a, b))
+        if (!done_once(a, b->fence, &pending) || !done_once(a, b->uses_fence, &pending))
             continue;
         fs_blist_del(&p->pending, b);
         fs_fence_put(d, b->fence);

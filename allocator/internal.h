@@ -242,7 +242,6 @@ void fs_fence_get(fs_fence *f);
 void fs_fence_put(fs_dev *d, fs_fence *f);                 /* f may be NULL */
 bool fs_fence_done(fs_allocator *a, fs_fence *f);          /* never queries during a capture */
 void fs_fence_sync(fs_allocator *a, fs_fence *f);          /* host wait */
-bool fs_block_ready(fs_allocator *a, fs_block *b);
 bool fs_fence_waitable(fs_allocator *a, fs_fence *f); /* only its own events may be pending */
 fs_status fs_fence_gpu_wait(fs_allocator *a, fs_fence *f, fs_stream_t s);
 void fs_blist_push(fs_blist *l, fs_block *b);
