@@ -182,7 +182,7 @@ static void test_blocking_stream_waits_for_legacy(void **state)
     assert_int_equal(cudaStreamCreate(&blocking), cudaSuccess);
     assert_int_equal(cudaStreamCreateWithFlags(&non_blocking, cudaStreamNonBlocking),
                      cudaSuccess);
-    assert_int_equal(cudaLaunchHostFunc(0, fs_gate_wait, &gate), cudaSuccess);
+    assert_int_equal(cudaLaunchHostFunc(cudaStreamLegacy, fs_gate_wait, &gate), cudaSuccess);
     cudaEvent_t held = work_then_event(blocking);
     cudaEvent_t free_running = work_then_event(non_blocking);
     assert_int_equal(fs_event_poll(free_running, 5000), cudaSuccess);
