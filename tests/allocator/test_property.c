@@ -372,8 +372,8 @@ static void run_config(const char *conf, long total, unsigned seed)
     pthread_barrier_init(&bar, NULL, NTHREADS + 1);
     worker *w = calloc(NTHREADS, sizeof *w);
     pthread_t t[NTHREADS];
-    long per = total / NTHREADS;
-    per -= per % CHECK_EVERY; /* every thread reaches every barrier */
+    /* whole rounds, so every thread reaches every barrier; never fewer ops */
+    long per = (total / NTHREADS + CHECK_EVERY - 1) / CHECK_EVERY * CHECK_EVERY;
     for (int i = 0; i < NTHREADS; i++) {
         w[i] = (worker){.e = &e, .m = &m, .bar = &bar, .seed = seed * 7919u + (unsigned)i + 1,
                         .ops = per};
