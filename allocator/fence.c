@@ -153,7 +153,8 @@ static bool capture_underway(fs_allocator *a)
     return a->ops->capture_underway && a->ops->capture_underway(a->ops->ctx);
 }
 
-bool fs_fence_done(fs_allocator *a, fs_fence *f)
+/* Never queries while a capture is under way. */
+static bool fence_done(fs_allocator *a, fs_fence *f)
 {
     if (atomic_load_explicit(&f->done, memory_order_acquire))
         return true;
@@ -200,7 +201,8 @@ static void sync_batches(fs_dev *d, uint64_t seq)
     }
 }
 
-void fs_fence_sync(fs_allocator *a, fs_fence *f)
+/* A host wait for every event of f. */
+static void fence_sync(fs_allocator *a, fs_fence *f)
 {
     if (atomic_load_explicit(&f->done, memory_order_acquire) || capture_underway(a))
         return;
@@ -237,12 +239,12 @@ fs_status fs_fence_gpu_wait(fs_allocator *a, fs_fence *f, fs_stream_t s)
 
 fs_dev_status fs_fence_query(fs_allocator *a, fs_fence *f)
 {
-    return fs_fence_done(a, f) ? FS_DEV_OK : FS_DEV_NOT_READY;
+    return fence_done(a, f) ? FS_DEV_OK : FS_DEV_NOT_READY;
 }
 
 fs_dev_status fs_fence_wait(fs_allocator *a, fs_fence *f)
 {
-    fs_fence_sync(a, f);
+    fence_sync(a, f);
     return atomic_load_explicit(&f->done, memory_order_acquire) ? FS_DEV_OK : FS_DEV_NOT_READY;
 }
 
@@ -397,7 +399,7 @@ static bool done_once(fs_allocator *a, fs_fence *f, seen *s)
     for (int i = 0; i < s->n; i++)
         if (s->f[i] == f)
             return false;
-    if (fs_fence_done(a, f))
+    if (fence_done(a, f))
         return true;
     if (s->n < 8)
         s->f[s->n++] = f;
@@ -409,7 +411,7 @@ size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
     if (capture_underway(a))
         return 0;
     fs_dev *d = p->dev;
-    if (p->mark && fs_fence_done(a, p->mark)) {
+    if (p->mark && fence_done(a, p->mark)) {
         p->so_done = p->mark_seq;
         fs_fence_put(d, p->mark);
         p->mark = NULL;
@@ -462,7 +464,7 @@ static void sync_pool(fs_allocator *a, fs_pool *p)
         fs_spin_unlock(&p->lock);
         if (!f)
             return;
-        fs_fence_sync(a, f);
+        fence_sync(a, f);
         fs_fence_put(d, f);
         if (!atomic_load(&f->done))
             return; /* a capture began: stop waiting */

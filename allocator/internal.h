@@ -225,7 +225,6 @@ typedef enum fs_release_mode {
     FS_RELEASE_LARGEST, /* largest first, until `goal` bytes are released */
     FS_RELEASE_OLDEST,  /* garbage collection: oldest first, at least average age */
 } fs_release_mode;
-fs_block *fs_block_new(fs_pool *p);             /* caller holds p->lock */
 void fs_block_free(fs_pool *p, fs_block *b);    /* caller holds p->lock; p may be NULL */
 fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size); /* the remainder, or NULL */
 void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl);     /* coalesce, then into a bin */
@@ -240,8 +239,6 @@ void fs_segidx_remove(fs_allocator *a, fs_segment *s);
 fs_fence *fs_fence_make(fs_dev *d, const fs_stream_t *streams, int n); /* NULL: deferred */
 void fs_fence_get(fs_fence *f);
 void fs_fence_put(fs_dev *d, fs_fence *f);                 /* f may be NULL */
-bool fs_fence_done(fs_allocator *a, fs_fence *f);          /* never queries during a capture */
-void fs_fence_sync(fs_allocator *a, fs_fence *f);          /* host wait */
 bool fs_fence_waitable(fs_allocator *a, fs_fence *f); /* only its own events may be pending */
 fs_status fs_fence_gpu_wait(fs_allocator *a, fs_fence *f, fs_stream_t s);
 void fs_blist_push(fs_blist *l, fs_block *b);
@@ -255,8 +252,6 @@ void fs_dev_events_fini(fs_dev *d, bool destroy);
 
 /* ---- "stream.c" -------------------------------------------------------- */
 fs_pool *fs_pool_get(fs_allocator *a, int device, fs_stream_t s);
-fs_pool *fs_pool_lookup_locked(fs_dev *d, fs_stream_t s, bool create);
-void fs_pools_fini(fs_dev *d);
 
 /* ---- "free.c" ------------------------------------------------------------ */
 /* Runs fn on the live block containing ptr (any interior address) under its

@@ -13,7 +13,7 @@
 
 /* ---- block metadata ------------------------------------------------------ */
 
-fs_block *fs_block_new(fs_pool *p)
+static fs_block *block_new(fs_pool *p)
 {
     fs_block *b = p->spare;
     if (b) {
@@ -42,7 +42,7 @@ void fs_block_free(fs_pool *p, fs_block *b)
  * right after it. NULL (b unchanged) if metadata cannot be allocated. */
 fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size)
 {
-    fs_block *r = fs_block_new(p);
+    fs_block *r = block_new(p);
     if (!r)
         return NULL;
     r->addr = b->addr + size;
@@ -280,7 +280,7 @@ static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int kind, size_t r
         s->size = old + g;
         fs_free_insert(p, last, &dl);
     } else {
-        fs_block *nb = fs_block_new(p);
+        fs_block *nb = block_new(p);
         if (!nb) {
             fs_spin_unlock(&p->lock);
             o->vm_unmap(o->ctx, d->id, (void *)(s->base + old), g);

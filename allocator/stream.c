@@ -38,7 +38,7 @@ static fs_pool *pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind)
     return p;
 }
 
-fs_pool *fs_pool_lookup_locked(fs_dev *d, fs_stream_t s, bool create)
+static fs_pool *lookup_locked(fs_dev *d, fs_stream_t s, bool create)
 {
     for (fs_pool *p = d->hash[bucket(s)]; p; p = p->hash_next)
         if (p->stream == s)
@@ -66,7 +66,7 @@ fs_pool *fs_pool_get(fs_allocator *a, int device, fs_stream_t s)
         tls_pool.gen == gen)
         return tls_pool.p;
     pthread_mutex_lock(&d->lock);
-    fs_pool *p = fs_pool_lookup_locked(d, s, true);
+    fs_pool *p = lookup_locked(d, s, true);
     gen = atomic_load_explicit(&d->gen, memory_order_acquire);
     pthread_mutex_unlock(&d->lock);
     if (p) {
@@ -87,12 +87,12 @@ void fs_alloc_stream_register(fs_allocator *a, int device, fs_stream_t s, enum f
     pthread_mutex_lock(&d->lock);
     if (kind == FS_STREAM_LEGACY && d->legacy != s) {
         /* the legacy handle moves: whatever pool had it is now a plain stream */
-        fs_pool *old = fs_pool_lookup_locked(d, d->legacy, false);
+        fs_pool *old = lookup_locked(d, d->legacy, false);
         if (old && old->kind == FS_STREAM_LEGACY)
             old->kind = FS_STREAM_NONBLOCKING;
         d->legacy = s;
     }
-    fs_pool *p = fs_pool_lookup_locked(d, s, true);
+    fs_pool *p = lookup_locked(d, s, true);
     if (p)
         p->kind = kind;
     pthread_mutex_unlock(&d->lock);
@@ -113,7 +113,7 @@ void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
     if (!d)
         return;
     pthread_mutex_lock(&d->lock);
-    fs_pool *p = fs_pool_lookup_locked(d, s, false);
+    fs_pool *p = lookup_locked(d, s, false);
     if (!p || p->kind == FS_STREAM_LEGACY) {
         pthread_mutex_unlock(&d->lock);
         return;
