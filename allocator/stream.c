@@ -50,7 +50,10 @@ static fs_pool *lookup_locked(fs_dev *d, fs_stream_t s, bool create)
     return pool_new(d, s, s == d->legacy ? FS_STREAM_LEGACY : FS_STREAM_NONBLOCKING);
 }
 
-static _Thread_local struct {
+/* The last stream this thread allocated on. Initial-exec TLS (as mimalloc
+ * does): in the preloaded library the default model would call
+ * __tls_get_addr on every allocation. */
+static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
     unsigned serial;
     int device;
     unsigned gen;
