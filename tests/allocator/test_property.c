@@ -50,6 +50,7 @@ typedef struct model {
     long done[NCOUNTERS]; /* completions requested per stream */
     long allocs, frees;
     bool device_frees; /* fs_free is device-ordered in this configuration */
+    bool sync_frees;   /* fs_free synchronises the device */
 } model;
 
 typedef struct worker {
@@ -176,6 +177,8 @@ static void model_free(model *m, const live *l, bool async, fs_stream_t on,
     memmove(&m->all[i], &m->all[i + 1], (m->nall - i - 1) * sizeof *m->all);
     m->nall--;
     m->frees++;
+    if (!async && m->sync_frees)
+        return; /* after a device synchronisation nothing waits */
     guard_push(m, &(guard){0});
     guard *g = &m->g[m->ng - 1];
     g->lo = l->addr;
@@ -255,9 +258,19 @@ static void do_free(worker *w)
         fs_alloc_stream_note_work(w->e->a, 0, streams[k]);
     pthread_mutex_lock(&w->m->mu);
     model_free(w->m, &l, async, on, snap);
-    pthread_mutex_unlock(&w->m->mu);
-    fs_status st = async ? fs_free_async(w->e->a, (void *)l.addr, on, NULL)
-                         : fs_free(w->e->a, (void *)l.addr, NULL);
+    fs_status st;
+    if (!async && w->m->sync_frees) {
+        /* its device synchronisation completes every event: counted first,
+         * under the model lock like any completion */
+        for (int k = 0; k < NCOUNTERS; k++)
+            w->m->done[k]++;
+        st = fs_free(w->e->a, (void *)l.addr, NULL);
+        pthread_mutex_unlock(&w->m->mu);
+    } else {
+        pthread_mutex_unlock(&w->m->mu);
+        st = async ? fs_free_async(w->e->a, (void *)l.addr, on, NULL)
+                   : fs_free(w->e->a, (void *)l.addr, NULL);
+    }
     if (st != FS_OK)
         FAIL(w, "free of %lx failed: %d", (unsigned long)l.addr, st);
 }
@@ -359,15 +372,16 @@ static void *run(void *arg)
     return NULL;
 }
 
-static void run_config(const char *conf, long total, unsigned seed)
+static void run_config(const char *conf, long total, unsigned seed, size_t capacity)
 {
-    env e = env_make(conf, (size_t)1 << 40);
+    env e = env_make(conf, capacity);
     for (int k = 0; k < NSTREAMS; k++)
         fs_alloc_stream_register(e.a, 0, streams[k], FS_STREAM_NONBLOCKING);
     model m = {0};
     pthread_mutex_init(&m.mu, NULL);
     m.all = calloc(NTHREADS * MAX_LIVE + 1, sizeof *m.all);
     m.device_frees = !conf || !strstr(conf, "free_semantics");
+    m.sync_frees = conf && strstr(conf, "free_semantics:sync");
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, NTHREADS + 1);
     worker *w = calloc(NTHREADS, sizeof *w);
@@ -436,26 +450,35 @@ static long total_ops = 1000000;
 static void test_defaults(void **state)
 {
     (void)state;
-    run_config(NULL, total_ops, 1);
+    run_config(NULL, total_ops, 1, (size_t)1 << 40);
 }
 
 static void test_stream_semantics(void **state)
 {
     (void)state;
-    run_config("free_semantics:stream", total_ops / 4, 2);
+    run_config("free_semantics:stream", total_ops / 4, 2, (size_t)1 << 40);
 }
 
 static void test_expandable_no_cross(void **state)
 {
     (void)state;
-    run_config("expandable_segments:true;cross_stream_reuse:none", total_ops / 4, 3);
+    run_config("expandable_segments:true;cross_stream_reuse:none", total_ops / 4, 3,
+               (size_t)1 << 40);
+}
+
+static void test_sync_gc(void **state)
+{
+    (void)state;
+    /* 1% of 16 GiB: collection runs whenever more than 164 MiB is reserved */
+    run_config("free_semantics:sync;garbage_collection_threshold:0.01", total_ops / 4, 5,
+               (size_t)16 << 30);
 }
 
 static void test_rounding_split_limit(void **state)
 {
     (void)state;
     run_config("roundup_power2_divisions:4;max_split_size_mb:24;free_semantics:stream",
-               total_ops / 4, 4);
+               total_ops / 4, 4, (size_t)1 << 40);
 }
 
 int main(int argc, char **argv)
@@ -469,6 +492,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_stream_semantics),
         cmocka_unit_test(test_expandable_no_cross),
         cmocka_unit_test(test_rounding_split_limit),
+        cmocka_unit_test(test_sync_gc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
