@@ -2,7 +2,7 @@
  *
  * A free names only a pointer, not a stream, so this is the one structure
  * every thread's frees share. It is split into 64 shards by address hash,
- * each a chained hash table under its own spin lock: threads freeing
+ * each a chained hash table under its own short lock: threads freeing
  * different blocks almost never meet, and no device owns a lock here. */
 #include "internal.h"
 

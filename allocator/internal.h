@@ -125,8 +125,8 @@ typedef struct fs_pool {
     struct fs_pool *hash_next;    /* registry chain (live pools only) */
 } fs_pool;
 
-/* Plain counters under dev->stats_lock: one atomic exchange per update keeps
- * all peaks exact and consistent with each other. */
+/* Plain counters under dev->stats_lock: one short critical section per
+ * update keeps all peaks exact and consistent with each other. */
 typedef struct fs_dev_stats {
     fs_alloc_stats s;
 } fs_dev_stats;

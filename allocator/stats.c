@@ -2,9 +2,9 @@
  * freed} per pool kind), kept per device.
  *
  * Every change an operation makes (often five or six counters for two pool
- * kinds) is applied at once under a spin lock of its own: one atomic
- * exchange instead of a dozen atomic adds, peaks exact, and a reader sees a
- * snapshot in which allocated + cached + pending == reserved always holds. */
+ * kinds) is applied at once under a short lock of its own: two atomic
+ * operations instead of a dozen atomic adds, peaks exact, and a reader sees
+ * a snapshot in which allocated + cached + pending == reserved always holds. */
 #include "internal.h"
 
 #include <string.h>
