@@ -1,11 +1,11 @@
 /* bins.c - a pool's free blocks in best-fit order, (size, address), as
  * PyTorch's (stream, size, address) sets keep them, but in segregated bins
  * so that the common operations touch one or two cache lines instead of a
- * tree path: sizes under 32 KiB get a bin per 512-byte size, larger ones 32
- * bins per power of two. Each bin is a list sorted by (size, address); a
- * two-level bitmap finds the next non-empty bin. Best fit is the first
- * block of at least the size in its bin, else the first block of the next
- * non-empty bin. */
+ * tree path: sizes under 32 KiB get a bin per 512-byte size, larger ones 64
+ * bins per power of two (the last bin takes everything from 1 TiB up). Each
+ * bin is a list sorted by (size, address); a two-level bitmap finds the
+ * next non-empty bin. Best fit is the first block of at least the size in
+ * its bin, else the first block of the next non-empty bin. */
 #include "internal.h"
 
 static unsigned bin_of(size_t size)

@@ -90,8 +90,8 @@ typedef struct fs_segment {
 #define FS_BIN_EXACT_LOG 15                          /* below 32 KiB: a bin per size */
 #define FS_BIN_EXACT_LIMIT ((size_t)1 << FS_BIN_EXACT_LOG)
 #define FS_BIN_EXACT (FS_BIN_EXACT_LIMIT / FS_MIN_BLOCK) /* 64 */
-#define FS_BIN_SUB_BITS 5                            /* then 32 bins per power of two */
-#define FS_BINS (64 * 18)                            /* up to 2^48 bytes */
+#define FS_BIN_SUB_BITS 6                            /* then 64 bins per power of two */
+#define FS_BINS (64 * 26)                            /* up to 1 TiB, the rest in the last */
 typedef struct fs_bins {
     struct fs_block *bin[FS_BINS];
     uint64_t map[FS_BINS / 64];
