@@ -161,8 +161,10 @@ static const fs_device_ops zero_ops = {
 /* ---- the contenders ---------------------------------------------------------- */
 
 extern void *__libc_malloc(size_t);
+#ifdef FSDPSHIM_HAVE_JEMALLOC
 extern void *mallocx(size_t, int);
 extern void dallocx(void *, int);
+#endif
 extern void __libc_free(void *);
 
 typedef struct contender {
@@ -251,9 +253,11 @@ static void load_host_allocators(void)
     /* jemalloc's initial-exec TLS does not fit a dlopen: it is linked, and
      * its own mallocx/dallocx are called (it also serves this program's
      * malloc, which only the allocators' metadata uses). */
+#ifdef FSDPSHIM_HAVE_JEMALLOC
     je_mallocx = mallocx;
     je_dallocx = dallocx;
     cont[C_JE].present = true;
+#endif
     void *h = dlopen("libmimalloc.so.2", RTLD_NOW | RTLD_LOCAL);
     if (h) {
         mi_malloc_fn = (void *(*)(size_t))dlsym(h, "mi_malloc");
@@ -492,8 +496,11 @@ int main(int argc, char **argv)
             char label[32];
             snprintf(label, sizeof label, "%s/%s", mix_name[m], pat_name[pat]);
             for (int c = 0; c < NCONT; c++) {
-                if (!cont[c].present)
+                if (!cont[c].present) {
+                    if (!only)
+                        printf("%-15s %-19s %12s\n", label, cont[c].name, "(not found)");
                     continue;
+                }
                 double ns1, mp1, ns8 = 0, mp8 = 0;
                 ok &= run(&cont[c], mixes[m], (enum pattern)pat, 1, pairs, &ns1, &mp1);
                 if (!one_thread)
