@@ -153,3 +153,27 @@ __attribute__((constructor)) static void shim_init(void)
 {
     pthread_atfork(NULL, NULL, atfork_child);
 }
+
+/* At exit, with FSDPSHIM_LOG=info or more: one line per device the program
+ * used, so a run shows what the cache did without a trace. */
+__attribute__((destructor)) static void report_at_exit(void)
+{
+    fs_allocator *a = fs_shim_allocator_peek();
+    fs_alloc_stats st;
+    const double mib = 1024.0 * 1024.0;
+
+    if (!a || !fs_log_enabled(FS_LOG_INFO))
+        return;
+    for (int d = 0; d < fs_shim_device_count(); d++) {
+        fs_alloc_get_stats(a, d, &st);
+        if (st.allocation[FS_POOL_ALL].allocated == 0)
+            continue;
+        fs_log(FS_LOG_INFO,
+               "device %d: %lld allocations served by %lld device allocations; peak allocated "
+               "%.1f MiB, peak reserved %.1f MiB; %lld retries, %lld OOMs",
+               d, (long long)st.allocation[FS_POOL_ALL].allocated,
+               (long long)st.num_device_alloc, st.allocated_bytes[FS_POOL_ALL].peak / mib,
+               st.reserved_bytes[FS_POOL_ALL].peak / mib, (long long)st.num_alloc_retries,
+               (long long)st.num_ooms);
+    }
+}

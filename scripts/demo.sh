@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# demo.sh - installs what is missing, builds, and runs the bundled FSDP-style
+# example (examples/minifsdp.c, 4 ranks as processes) without and then under
+# the shim: on the GPU when one is present, otherwise on the simulated
+# device. Prints what the shim did: device allocations with and without it,
+# peaks, and the all-gather rate limiter's figures.
+#
+#   scripts/demo.sh [minifsdp options]     e.g. --layers 8 --numel 400000 --steps 5
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)" >/dev/null
+echo "demo: built build/lib/libfsdpshim.so, build/bin/fsdpshim and the simulated device"
+
+ranks=4
+program=build/bin/minifsdp
+where="the simulated device (build/lib/sim, $ranks of its 8 devices)"
+if command -v nvidia-smi >/dev/null 2>&1 && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU') &&
+    [ "$gpus" -gt 0 ]; then
+    # One rank per device, as NCCL requires.
+    ranks=$((gpus < 4 ? gpus : 4))
+    program=build/bin/minifsdp_gpu
+    where="$ranks GPU(s)"
+    export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+args=(--ranks "$ranks" --layers 8 --numel 400000 --steps 5 "$@")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "demo: running minifsdp ${args[*]} on $where"
+echo
+echo "== without the shim =="
+FSDPSHIM_SIM_STATS=1 "$program" "${args[@]}" 2>&1 | tee "$tmp/without" | sort
+echo
+echo "== under the shim: build/bin/fsdpshim run -- $program ${args[*]} =="
+FSDPSHIM_SIM_STATS=1 FSDPSHIM_LOG=info build/bin/fsdpshim run -- "$program" "${args[@]}" 2>&1 |
+    tee "$tmp/with" | grep -v 'active on' | sort
+
+results() { grep '^minifsdp rank' "$1" | sed 's/, [0-9.]* ms$//' | sort; }
+sum() { { grep -o "$1=[0-9]*" "$2" || true; } | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }'; }
+echo
+if [ "$(results "$tmp/without")" = "$(results "$tmp/with")" ]; then
+    echo "demo: every rank's results are identical with and without the shim"
+else
+    echo "demo: RESULTS DIFFER with the shim" >&2
+    exit 1
+fi
+if grep -q fsdpshim-sim "$tmp/with"; then
+    echo "demo: device allocations (all ranks): $(sum device_allocs "$tmp/without") without the shim," \
+        "$(sum device_allocs "$tmp/with") with it"
+fi
