@@ -253,6 +253,7 @@ static void use_pending_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t r
             r->has_ready = b->has_ready;
             r->fence = b->fence;
             r->uses_fence = b->uses_fence;
+            r->dev_seq = b->dev_seq;
             if (r->fence)
                 fs_fence_get(r->fence);
             if (r->uses_fence)
@@ -270,6 +271,7 @@ static void use_pending_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t r
     b->ready_stream = 0;
     b->has_ready = false;
     b->nuses = 0;
+    b->dev_seq = 0;
     b->state = FS_BLOCK_LIVE;
     b->stream = stream;
     b->requested = req;

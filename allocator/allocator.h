@@ -137,6 +137,14 @@ void fs_fence_release(fs_allocator *a, fs_fence *f);
  * after cudaDeviceSynchronize: retire deferred frees whose events completed. */
 void fs_alloc_note_host_sync(fs_allocator *a, int device);
 
+/* A whole-device synchronisation (cudaDeviceSynchronize) waits for every
+ * piece of work issued before it began, so every device-ordered free made
+ * before then is reusable once it returns, fenced or not. Take the token
+ * right before the synchronisation and pass it afterwards (only when it
+ * succeeded); frees made meanwhile on other threads are left alone. */
+uint64_t fs_alloc_sync_begin(fs_allocator *a, int device);
+void fs_alloc_note_host_sync_since(fs_allocator *a, int device, uint64_t token);
+
 /* Releases every cached, unused segment of `device` (all devices when -1),
  * waiting for pending frees' events first (torch.cuda.empty_cache). */
 fs_status fs_alloc_empty_cache(fs_allocator *a, int device);

@@ -406,6 +406,24 @@ static bool done_once(fs_allocator *a, fs_fence *f, seen *s)
     return false;
 }
 
+/* A freed block (off its list) whose fences no longer matter goes back
+ * into the free bins; its accounting into dl[kind]. */
+static void retire_block(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta *dl)
+{
+    fs_dev *d = p->dev;
+    fs_fence_put(d, b->fence);
+    fs_fence_put(d, b->uses_fence);
+    b->fence = b->uses_fence = NULL;
+    fs_delta *x = &dl[b->seg->kind];
+    x->active--;
+    x->active_bytes -= (int64_t)b->size;
+    x->pending--;
+    x->pending_bytes -= (int64_t)b->size;
+    b->free_seq = 0;
+    fs_observe(a, FS_EV_FREE_COMPLETED, d->id, b->stream, b->addr, b->size);
+    fs_free_insert(p, b, x);
+}
+
 size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
 {
     if (capture_underway(a))
@@ -424,17 +442,7 @@ size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
         if (!done_once(a, b->fence, &pending) || !done_once(a, b->uses_fence, &pending))
             continue;
         fs_blist_del(&p->pending, b);
-        fs_fence_put(d, b->fence);
-        fs_fence_put(d, b->uses_fence);
-        b->fence = b->uses_fence = NULL;
-        fs_delta *x = &dl[b->seg->kind];
-        x->active--;
-        x->active_bytes -= (int64_t)b->size;
-        x->pending--;
-        x->pending_bytes -= (int64_t)b->size;
-        b->free_seq = 0;
-        fs_observe(a, FS_EV_FREE_COMPLETED, d->id, b->stream, b->addr, b->size);
-        fs_free_insert(p, b, x);
+        retire_block(a, p, b, dl);
         n++;
     }
     if (n) {
@@ -442,6 +450,40 @@ size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
         fs_stats_apply(d, &dl[1]);
     }
     return n;
+}
+
+size_t fs_pool_retire_synced(fs_allocator *a, fs_pool *p, uint64_t token)
+{
+    if (capture_underway(a))
+        return 0;
+    fs_dev *d = p->dev;
+    fs_delta dl[FS_KINDS] = {{.kind = FS_KIND_SMALL}, {.kind = FS_KIND_LARGE}};
+    size_t n = 0;
+    long unfenced = 0;
+    for (fs_block *b = p->unfenced.head, *next; b; b = next) {
+        next = b->lnext;
+        if (b->dev_seq > token)
+            continue;
+        fs_blist_del(&p->unfenced, b);
+        retire_block(a, p, b, dl);
+        unfenced++;
+        n++;
+    }
+    for (fs_block *b = p->pending.head, *next; b; b = next) {
+        next = b->lnext;
+        if (!b->dev_seq || b->dev_seq > token)
+            continue;
+        fs_blist_del(&p->pending, b);
+        retire_block(a, p, b, dl);
+        n++;
+    }
+    if (unfenced)
+        atomic_fetch_sub_explicit(&d->unfenced, unfenced, memory_order_acq_rel);
+    if (n) {
+        fs_stats_apply(d, &dl[0]);
+        fs_stats_apply(d, &dl[1]);
+    }
+    return n + fs_pool_retire(a, p);
 }
 
 /* Host-waits for every fence a pool of `d` still holds, then retires. */

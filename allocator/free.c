@@ -66,6 +66,9 @@ static fs_status free_device(fs_allocator *a, fs_block *b, fs_fence **fence_out)
     fs_spin_lock(&p->lock);
     b->uses_fence = uf;
     b->state = FS_BLOCK_UNFENCED;
+    /* numbered under the pool lock: a host-sync retirement that reads a
+     * token at or past this number finds the block on the list */
+    b->dev_seq = atomic_fetch_add_explicit(&d->dev_frees, 1, memory_order_acq_rel) + 1;
     fs_blist_push(&p->unfenced, b);
     fs_stats_apply(d, &dl);
     pace_retire(a, p);

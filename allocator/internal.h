@@ -69,6 +69,7 @@ typedef struct fs_block {
     fs_stream_t ready_stream;     /* pending, yet reusable at once on this stream ... */
     bool has_ready;               /* ... when this is set */
     uint64_t free_seq;            /* stream-ordered free number in its pool; 0 = completed */
+    uint64_t dev_seq;             /* device-ordered free number on its device; 0 = none */
     fs_stream_t *uses;            /* streams recorded while live */
     int nuses, capuses;
 } fs_block;
@@ -148,6 +149,7 @@ typedef struct fs_dev {
     uint64_t batch_seq;
     _Atomic uint64_t batch_done;  /* every batch up to this one has completed */
     atomic_uint gc_clock;         /* misses so far: the age unit of garbage collection */
+    _Atomic uint64_t dev_frees;   /* device-ordered frees so far: host-sync tokens */
     fs_spin stats_lock;
     fs_dev_stats st;
     fs_spin ev_lock;
@@ -248,6 +250,10 @@ bool fs_batch_fence(fs_dev *d); /* false: a capture deferred it, blocks stay unf
 void fs_marks_record(fs_dev *d);
 void fs_dev_retire_all(fs_dev *d, bool sync);
 size_t fs_pool_retire(fs_allocator *a, fs_pool *p);         /* caller holds p->lock */
+/* Caller holds dev->lock and p->lock: the host synchronised with the whole
+ * device after device-ordered free number `token` was made, so those frees
+ * are reusable whatever their fences say (or before they have any). */
+size_t fs_pool_retire_synced(fs_allocator *a, fs_pool *p, uint64_t token);
 void fs_dev_events_fini(fs_dev *d, bool destroy);
 
 /* ---- "stream.c" -------------------------------------------------------- */

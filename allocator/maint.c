@@ -25,6 +25,27 @@ void fs_alloc_note_host_sync(fs_allocator *a, int device)
     for_devices(a, device, host_sync, NULL);
 }
 
+uint64_t fs_alloc_sync_begin(fs_allocator *a, int device)
+{
+    fs_dev *d = fs_dev_of(a, device);
+    return d ? atomic_load_explicit(&d->dev_frees, memory_order_acquire) : 0;
+}
+
+void fs_alloc_note_host_sync_since(fs_allocator *a, int device, uint64_t token)
+{
+    fs_dev *d = fs_dev_of(a, device);
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->lock);
+    for (int i = 0; i < d->npools; i++) {
+        fs_pool *p = d->pools[i];
+        fs_spin_lock(&p->lock);
+        fs_pool_retire_synced(a, p, token);
+        fs_spin_unlock(&p->lock);
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
 static void empty(fs_allocator *a, fs_dev *d, void *arg)
 {
     (void)arg;

@@ -95,6 +95,7 @@ void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl)
     b->state = FS_BLOCK_FREE;
     b->stream = p->stream;
     b->requested = 0;
+    b->dev_seq = 0;
     b->ready_stream = 0;
     b->has_ready = false;
     b->nuses = 0;

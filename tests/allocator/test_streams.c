@@ -292,6 +292,44 @@ static void test_host_sync_and_empty_cache(void **state)
     env_free(&e);
 }
 
+/* cudaFree (device-ordered, not yet fenced) + cudaDeviceSynchronize +
+ * cudaMemPoolTrimTo(0): the synchronisation makes the free reusable, so
+ * trim gives everything back; a free made after the token stays pending. */
+static void test_device_sync_retires_unfenced(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, CAP);
+    fs_alloc_census c;
+    void *a = must_alloc(&e, S1, 64 * MiB);
+    void *b = must_alloc(&e, S2, BIG);
+    assert_int_equal(fs_free(e.a, a, NULL), FS_OK);
+    assert_int_equal(stats(&e).pending_frees, 1);
+    uint64_t token = fs_alloc_sync_begin(e.a, 0);
+    assert_int_equal(fs_free(e.a, b, NULL), FS_OK); /* another thread, during the sync */
+    fs_alloc_note_host_sync_since(e.a, 0, token);
+    fs_alloc_stats st = stats(&e);
+    assert_int_equal(st.pending_frees, 1);
+    assert_int_equal(st.pending_free_bytes, (int64_t)(20 * MiB));
+    assert_int_equal(st.active_bytes[FS_POOL_ALL].current, (int64_t)(20 * MiB));
+    assert_int_equal(counts(&e).event_record, 0); /* no fence was needed */
+    assert_null(fs_alloc_check(e.a, 0, &c));
+    fs_alloc_trim(e.a, 0, 0);
+    st = stats(&e);
+    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, (int64_t)(20 * MiB));
+    /* a second synchronisation covers the later free, fenced meanwhile or not */
+    must_alloc(&e, S3, 4096); /* a miss: the later free gets its batch fence */
+    token = fs_alloc_sync_begin(e.a, 0);
+    fs_alloc_note_host_sync_since(e.a, 0, token);
+    assert_int_equal(stats(&e).pending_frees, 0);
+    assert_null(fs_alloc_check(e.a, 0, &c));
+    fs_alloc_trim(e.a, 0, 0);
+    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, (int64_t)(2 * MiB));
+    /* no token for a device that does not exist, and nothing happens */
+    assert_int_equal(fs_alloc_sync_begin(e.a, 7), 0);
+    fs_alloc_note_host_sync_since(e.a, 7, 0);
+    env_free(&e);
+}
+
 static int events_seen[8];
 
 static void on_event(void *ctx, fs_alloc_event_kind kind, int device, fs_stream_t s,
@@ -341,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_capture),
         cmocka_unit_test(test_stream_retire),
         cmocka_unit_test(test_host_sync_and_empty_cache),
+        cmocka_unit_test(test_device_sync_retires_unfenced),
         cmocka_unit_test(test_observer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
