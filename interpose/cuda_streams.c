@@ -441,12 +441,28 @@ FS_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream,
 
 /* ---- host synchronisation: deferred frees may have completed ---- */
 
+/* A device synchronisation waits for all work issued before it began, so
+ * the device-ordered frees made before then are reusable, fenced or not
+ * (torch.cuda.empty_cache is this, then cudaMemPoolTrimTo). The token is
+ * taken first: frees other threads make during the wait are left alone. */
 FS_EXPORT cudaError_t cudaDeviceSynchronize(void)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaDeviceSynchronize));
+    fs_allocator *a = fs_shim_allocator_peek();
+    int dev = fs_shim_current_device();
+    uint64_t token = a && dev >= 0 ? fs_alloc_sync_begin(a, dev) : 0;
     cudaError_t e = real();
-    if (e == cudaSuccess)
-        host_synced(fs_shim_current_device());
+
+    if (e != cudaSuccess)
+        return e;
+    if (!a || dev < 0) {
+        host_synced(dev); /* the allocator came up meanwhile, or no device known */
+        return e;
+    }
+    if (fs_shim_enter()) {
+        fs_alloc_note_host_sync_since(a, dev, token);
+        fs_shim_leave();
+    }
     return e;
 }
 
