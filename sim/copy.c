@@ -36,7 +36,8 @@ static void run_move(void *p)
 enum side { SIDE_PAGEABLE, SIDE_PINNED, SIDE_DEVICE };
 
 /* What the span [p, p+n) is; cudaErrorInvalidValue for NULL or a span that
- * starts in device memory and runs past its allocation. */
+ * starts in device memory and runs past its allocation (or, in a VMM
+ * reservation, past the mappings that follow it without a hole). */
 static cudaError_t classify(const void *p, size_t n, enum side *side)
 {
     struct fs_range r;
@@ -46,7 +47,7 @@ static cudaError_t classify(const void *p, size_t n, enum side *side)
         *side = SIDE_PAGEABLE;
         return cudaSuccess;
     }
-    if ((uintptr_t)p + n > r.base + r.size || (uintptr_t)p + n < (uintptr_t)p)
+    if (!fs_registry_covers((uintptr_t)p, n))
         return cudaErrorInvalidValue;
     *side = fs_range_is_device(&r) ? SIDE_DEVICE : SIDE_PINNED;
     return cudaSuccess;

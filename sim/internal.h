@@ -141,6 +141,10 @@ int fs_registry_add(const struct fs_range *r);
 void fs_registry_remove(uintptr_t base);
 /* Finds the range containing addr; returns 1 and fills *out, or 0. */
 int fs_registry_find(uintptr_t addr, struct fs_range *out);
+/* Whether [addr, addr+n) is known memory with no hole: inside one range,
+ * or across VMM mappings laid side by side (one reservation grown a mapping
+ * at a time, as expandable segments do), which a GPU also treats as one. */
+int fs_registry_covers(uintptr_t addr, size_t n);
 /* Sets `live` of the range starting exactly at base if it is `expect`;
  * returns 1 on success (used to claim a free atomically). */
 int fs_registry_set_live(uintptr_t base, int expect, int live);

@@ -74,6 +74,25 @@ int fs_registry_find(uintptr_t addr, struct fs_range *out)
     return found;
 }
 
+int fs_registry_covers(uintptr_t addr, size_t n)
+{
+    uintptr_t end = addr + n;
+    if (end < addr)
+        return 0;
+    pthread_rwlock_rdlock(&lock);
+    size_t i = upper(addr);
+    int ok = i > 0 && addr < ranges[i - 1].base + ranges[i - 1].size;
+    /* ranges[i - 1] holds the span so far; walk on while it runs past. */
+    while (ok && end > ranges[i - 1].base + ranges[i - 1].size) {
+        uintptr_t stop = ranges[i - 1].base + ranges[i - 1].size;
+        ok = ranges[i - 1].kind == FS_RANGE_VMM && i < count && ranges[i].base == stop &&
+             ranges[i].kind == FS_RANGE_VMM;
+        i++;
+    }
+    pthread_rwlock_unlock(&lock);
+    return ok;
+}
+
 int fs_registry_set_live(uintptr_t base, int expect, int live)
 {
     pthread_rwlock_wrlock(&lock);

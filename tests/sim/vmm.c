@@ -1,11 +1,13 @@
 /* vmm.c - the driver's virtual memory API, reached the way PyTorch reaches
  * it (cudaGetDriverEntryPointByVersion): reserve, create, map, set access,
- * aliasing of two mappings of one allocation, unmap, release; also
+ * aliasing of two mappings of one allocation, copies across adjacent
+ * mappings, unmap, release; also
  * cuMemGetAddressRange and the "symbol not found" answer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 #include <cuda.h>
@@ -114,6 +116,65 @@ static void test_reserve_create_map_access_unmap(void **state)
     assert_int_equal(mem_address_free(va, 4 * gran), CUDA_SUCCESS);
 }
 
+/* Two allocations mapped side by side in one reservation (expandable
+ * segments grow this way) form one range for copies and sets; a range that
+ * runs on into an unmapped part of the reservation is refused. */
+static void test_copy_across_adjacent_mappings(void **state)
+{
+    (void)state;
+    CUmemAllocationProp prop = device_prop();
+    size_t gran = 0;
+    assert_int_equal(mem_granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+    CUdeviceptr va = 0;
+    CUmemGenericAllocationHandle h[2];
+    assert_int_equal(mem_reserve(&va, 3 * gran, 0, 0, 0), CUDA_SUCCESS);
+    CUmemAccessDesc access = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(mem_create(&h[i], gran, &prop, 0), CUDA_SUCCESS);
+        assert_int_equal(mem_map(va + i * gran, gran, 0, h[i], 0), CUDA_SUCCESS);
+        assert_int_equal(mem_set_access(va + i * gran, gran, &access, 1), CUDA_SUCCESS);
+    }
+    char *p = (char *)(uintptr_t)va;
+    size_t half = 4096, n = 2 * half; /* from just below the seam to just above it */
+    char *at = p + gran - half;
+    unsigned char host[2 * 4096], back[2 * 4096];
+
+    assert_int_equal(cudaMemset(at, 0x6b, n), cudaSuccess);
+    assert_int_equal(cudaMemcpy(back, at, n, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(back[i], 0x6b);
+    for (size_t i = 0; i < n; i++)
+        host[i] = (unsigned char)(i * 7);
+    assert_int_equal(cudaMemcpy(at, host, n, cudaMemcpyHostToDevice), cudaSuccess);
+    /* device to device across the seam, onto the start of the first mapping */
+    assert_int_equal(cudaMemcpy(p, at, n, cudaMemcpyDeviceToDevice), cudaSuccess);
+    assert_int_equal(cudaMemcpy(back, p, n, cudaMemcpyDeviceToHost), cudaSuccess);
+    assert_memory_equal(back, host, n);
+    assert_int_equal(cudaMemsetAsync(at, 0, n, 0), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(0), cudaSuccess);
+
+    /* The third granule is reserved but not mapped. Only the sim's answer is
+     * checked: a GPU may instead fault later (a sticky error that would end
+     * this program's other tests). */
+    struct cudaDeviceProp dp;
+    assert_int_equal(cudaGetDeviceProperties(&dp, 0), cudaSuccess);
+    if (strcmp(dp.name, "fsdpshim simulated device") == 0) {
+        char *tail = p + 2 * gran - half;
+        assert_int_equal(cudaMemset(tail, 0, n), cudaErrorInvalidValue);
+        assert_int_equal(cudaGetLastError(), cudaErrorInvalidValue);
+        assert_int_equal(cudaMemcpy(back, tail, n, cudaMemcpyDeviceToHost),
+                         cudaErrorInvalidValue);
+        assert_int_equal(cudaGetLastError(), cudaErrorInvalidValue);
+    }
+
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(mem_unmap(va + i * gran, gran), CUDA_SUCCESS);
+        assert_int_equal(mem_release(h[i]), CUDA_SUCCESS);
+    }
+    assert_int_equal(mem_address_free(va, 3 * gran), CUDA_SUCCESS);
+}
+
 static void test_bad_vmm_arguments(void **state)
 {
     (void)state;
@@ -149,6 +210,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_symbol),
         cmocka_unit_test(test_reserve_create_map_access_unmap),
+        cmocka_unit_test(test_copy_across_adjacent_mappings),
         cmocka_unit_test(test_bad_vmm_arguments),
         cmocka_unit_test(test_address_range_of_malloc),
     };
