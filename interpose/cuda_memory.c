@@ -2,12 +2,9 @@
  *
  * cudaMalloc/cudaFree, the stream-ordered cudaMallocAsync/cudaFreeAsync and
  * the default-pool calls PyTorch's backend:cudaMallocAsync makes, plus the
- * calls whose answers depend on what the cache holds (the pool attributes,
- * cudaMemPoolTrimTo) and cudaDeviceReset, which makes the cache of a device
- * meaningless. cudaMemGetInfo is deliberately not interposed: it reports the
- * device as it is, cached memory counting as used (as under PyTorch's own
- * caching allocator), so that it stays an honest outside measure of what
- * the shim holds.
+ * calls whose answers depend on what the cache holds (cudaMemGetInfo, the
+ * pool attributes, cudaMemPoolTrimTo) and cudaDeviceReset, which makes the
+ * cache of a device meaningless.
  *
  * Whatever the shim does not own goes to the real runtime unchanged: bad
  * arguments (null out-pointers, size 0: the runtime's own error codes and
@@ -355,6 +352,36 @@ FS_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesTo
     a = fs_shim_allocator_peek();
     if (a && (dev = default_pool_device(memPool)) >= 0)
         fs_alloc_trim(a, dev, minBytesToKeep);
+    fs_shim_leave();
+    return e;
+}
+
+/* Memory the cache holds but no block uses counts as free: the program gets
+ * it back from the shim, without the device, whenever it allocates. Free
+ * plus what the program holds through the shim (UsedMemCurrent) therefore
+ * stays within the total, as PyTorch's cacheInfo asserts. There is no _ptsz
+ * variant: the call names no stream. */
+FS_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
+{
+    __typeof__(&cudaMemGetInfo) real = FS_REAL(cudaMemGetInfo);
+    fs_alloc_stats st;
+    fs_allocator *a;
+    cudaError_t e;
+    int dev;
+
+    if (!real)
+        return cudaErrorInitializationError;
+    e = real(free, total);
+    if (e != cudaSuccess || !fs_shim_enter())
+        return e;
+    a = fs_shim_allocator_peek();
+    dev = fs_shim_current_device();
+    if (a && dev >= 0 && dev < fs_shim_device_count()) {
+        fs_alloc_get_stats(a, dev, &st);
+        if (st.reserved_bytes[FS_POOL_ALL].current > st.allocated_bytes[FS_POOL_ALL].current)
+            *free += (size_t)(st.reserved_bytes[FS_POOL_ALL].current -
+                              st.allocated_bytes[FS_POOL_ALL].current);
+    }
     fs_shim_leave();
     return e;
 }

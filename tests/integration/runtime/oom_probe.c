@@ -4,20 +4,28 @@
  * asserts free + used <= total from cudaMemGetInfo. Each failure must
  * return cudaErrorMemoryAllocation and leave exactly that as the last error
  * (and nothing after it is cleared); the shim's OOM line must appear at
- * most once in all of it (run with a small simulated device). */
+ * most once in all of it (run with a small simulated device). Under the
+ * shim, cudaMemGetInfo's free is the runtime's plus what the cache holds
+ * unused (reserved - used), which the program gets back without the device. */
 #include "probe.h"
 
 int main(void)
 {
-    size_t size = (size_t)1 << 40, free_b, total_b;
+    size_t size = (size_t)1 << 40, free_b, total_b, real_free[2];
+    cudaError_t (*real_meminfo)(size_t *, size_t *);
     cudaMemPool_t pool;
-    uint64_t used = 0;
+    uint64_t used = 0, reserved = 0;
     cudaStream_t s;
-    void *keep, *p = NULL;
+    void *rt, *keep, *p = NULL;
     int failures = 0;
 
     watchdog(30);
     require_device();
+    /* the runtime's own figure, bypassing any interposer */
+    rt = dlopen("libcudart.so.13", RTLD_NOLOAD | RTLD_LAZY);
+    EXPECT(rt != NULL);
+    real_meminfo = (cudaError_t(*)(size_t *, size_t *))dlsym(rt, "cudaMemGetInfo");
+    EXPECT(real_meminfo != NULL);
     CHECK(cudaStreamCreate(&s));
     CHECK(cudaMallocAsync(&keep, 64 << 20, s)); /* something in use */
     for (;;) {
@@ -37,9 +45,21 @@ int main(void)
 
     CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
     CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+    CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+    CHECK(real_meminfo(&real_free[0], &total_b));
     CHECK(cudaMemGetInfo(&free_b, &total_b));
+    CHECK(real_meminfo(&real_free[1], &total_b));
     EXPECT(used >= 64 << 20);
     EXPECT(free_b + used <= total_b);
+    if (shim_stat("allocation.all.allocated", -1) >= 0) {
+        /* the freed probe block stays cached: counted free (on a GPU other
+         * processes may move the runtime's figure between the calls) */
+        size_t cached = (size_t)(reserved - used);
+        size_t lo = real_free[0] < real_free[1] ? real_free[0] : real_free[1];
+        size_t hi = real_free[0] < real_free[1] ? real_free[1] : real_free[0];
+        EXPECT(cached >= size);
+        EXPECT(free_b >= lo + cached && free_b <= hi + cached);
+    }
 
     CHECK(cudaFreeAsync(keep, s));
     CHECK(cudaStreamSynchronize(s));
