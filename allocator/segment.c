@@ -27,8 +27,10 @@ static fs_block *block_new(fs_pool *p)
 
 void fs_block_free(fs_pool *p, fs_block *b)
 {
-    free(b->uses);
-    b->uses = NULL;
+    if (b->uses) {
+        free(b->uses);
+        b->uses = NULL;
+    }
     if (p && p->nspare < FS_SPARE_BLOCKS) {
         b->lnext = p->spare;
         p->spare = b;

@@ -9,41 +9,42 @@
 
 #include <string.h>
 
-/* `freed` is not kept here: it is allocated - current, filled in by readers. */
-static inline void bump(fs_stat *st, int64_t v)
+/* One field for all pools and for the block's kind. `freed` is not kept
+ * here: it is allocated - current, filled in by readers. Most deltas leave
+ * most fields untouched, and frees only lower them: no peak to check. */
+static inline void bump(fs_stat *all, fs_stat *kind, int64_t v)
 {
-    st->current += v;
-    if (v > 0) {
-        st->allocated += v;
-        if (st->current > st->peak)
-            st->peak = st->current;
-    }
+    if (!v)
+        return;
+    int64_t ca = all->current + v, ck = kind->current + v;
+    all->current = ca;
+    kind->current = ck;
+    if (v < 0)
+        return;
+    all->allocated += v;
+    kind->allocated += v;
+    if (ca > all->peak)
+        all->peak = ca;
+    if (ck > kind->peak)
+        kind->peak = ck;
 }
 
-/* One field for all pools and for the block's kind; most deltas leave most
- * fields untouched. */
-#define BUMP(field, v)                                \
-    do {                                              \
-        if (v) {                                      \
-            bump(&s->field[FS_POOL_ALL], v);          \
-            bump(&s->field[k], v);                    \
-        }                                             \
-    } while (0)
+#define BUMP(field) bump(&s->field[FS_POOL_ALL], &s->field[k], dl->field)
 
 void fs_stats_apply(fs_dev *d, const fs_delta *dl)
 {
     fs_alloc_stats *s = &d->st.s;
-    int k = dl->kind + 1;
+    size_t k = (size_t)dl->kind + 1;
     fs_spin_lock(&d->stats_lock);
-    BUMP(allocation, dl->allocation);
-    BUMP(allocated_bytes, dl->allocated_bytes);
-    BUMP(requested_bytes, dl->requested_bytes);
-    BUMP(active, dl->active);
-    BUMP(active_bytes, dl->active_bytes);
-    BUMP(inactive_split, dl->inactive_split);
-    BUMP(inactive_split_bytes, dl->inactive_split_bytes);
-    BUMP(segment, dl->segment);
-    BUMP(reserved_bytes, dl->reserved_bytes);
+    BUMP(allocation);
+    BUMP(allocated_bytes);
+    BUMP(requested_bytes);
+    BUMP(active);
+    BUMP(active_bytes);
+    BUMP(inactive_split);
+    BUMP(inactive_split_bytes);
+    BUMP(segment);
+    BUMP(reserved_bytes);
     s->pending_frees += dl->pending;
     s->pending_free_bytes += dl->pending_bytes;
     fs_spin_unlock(&d->stats_lock);
