@@ -216,14 +216,22 @@ static fs_block *take_own(fs_allocator *a, fs_pool *p, int kind, size_t rounded,
 }
 
 /* Best fit among q's free blocks that every stream may use: not freed
- * stream-ordered after q's last completed mark. q->lock held. */
+ * stream-ordered after q's last completed mark. q->lock held. When that
+ * block is a whole segment, it is not taken but named in *adopt: the
+ * segment should change pools, so that the taker's frees of it stay
+ * stream-local (no event per free on a borrowed block). */
 static fs_block *take_completed(fs_allocator *a, fs_pool *q, int kind, size_t rounded, size_t req,
-                                fs_stream_t stream)
+                                fs_stream_t stream, fs_segment **adopt)
 {
     fs_block *b = fs_bins_lower_bound(&q->free[kind], rounded);
     for (int scanned = 0; b && scanned < 32; scanned++, b = fs_bins_next(&q->free[kind], b)) {
         if (!fits(&a->cfg, b, rounded))
             return NULL;
+        if (b->free_seq <= q->so_done && !fs_block_is_split(b) && !b->seg->expandable &&
+            !b->seg->pinned) {
+            *adopt = b->seg;
+            return NULL;
+        }
         if (b->free_seq <= q->so_done) {
             fs_delta dl = {.kind = kind};
             use_free_block(a, q, b, rounded, req, stream, &dl);
@@ -318,6 +326,23 @@ static fs_block *try_own(fs_allocator *a, fs_pool *p, int kind, size_t rounded, 
     return b;
 }
 
+/* The block of segment s, just adopted by p, if nobody took it meanwhile. */
+static fs_block *take_adopted(fs_allocator *a, fs_pool *p, fs_segment *s, int kind, size_t rounded,
+                              size_t req, fs_stream_t stream)
+{
+    fs_block *b = NULL;
+    fs_spin_lock(&p->lock);
+    fs_block *h = s->head;
+    if (!h->next && h->state == FS_BLOCK_FREE && h->size >= rounded) {
+        fs_delta dl = {.kind = kind};
+        use_free_block(a, p, h, rounded, req, stream, &dl);
+        fs_stats_apply(p->dev, &dl);
+        b = h;
+    }
+    fs_spin_unlock(&p->lock);
+    return b ? b : try_own(a, p, kind, rounded, req, stream);
+}
+
 /* Other streams' memory, as cross_stream_reuse allows. Caller holds dev->lock. */
 static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, size_t rounded,
                             size_t req, fs_stream_t stream, unsigned flags)
@@ -328,11 +353,14 @@ static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, si
                 !(o->stream_is_capturing && o->stream_is_capturing(o->ctx, d->id, stream));
     for (int i = 0; i < d->npools; i++) {
         fs_pool *q = d->pools[i];
+        fs_segment *adopt = NULL;
         fs_spin_lock(&q->lock);
         fs_block *b = take_pending(a, q, kind, rounded, req, stream, wait);
         if (!b && completed && q != p)
-            b = take_completed(a, q, kind, rounded, req, stream);
+            b = take_completed(a, q, kind, rounded, req, stream, &adopt);
         fs_spin_unlock(&q->lock);
+        if (!b && adopt && fs_segment_adopt(a, q, p, adopt))
+            b = take_adopted(a, p, adopt, kind, rounded, req, stream);
         if (b)
             return b;
     }

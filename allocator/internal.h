@@ -235,6 +235,9 @@ void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl);       /* out of its bi
 fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int kind, size_t rounded, bool *oom);
 size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, size_t goal);
 fs_segment *fs_segidx_find(fs_allocator *a, uintptr_t addr); /* caller holds segidx_lock */
+/* Moves s, wholly free and completed, from one pool to another; false if it
+ * no longer qualifies. Caller holds dev->lock, no pool lock. */
+bool fs_segment_adopt(fs_allocator *a, fs_pool *from, fs_pool *to, fs_segment *s);
 void fs_segidx_remove(fs_allocator *a, fs_segment *s);
 
 /* ---- "fence.c" --------------------------------------------------------- */

@@ -204,6 +204,36 @@ static void list_del(fs_pool *p, fs_segment *s)
     s->next = s->prev = NULL;
 }
 
+/* ---- changing hands ------------------------------------------------------------ */
+
+bool fs_segment_adopt(fs_allocator *a, fs_pool *from, fs_pool *to, fs_segment *s)
+{
+    bool ok = false;
+    fs_delta dl = {.kind = s->kind};
+    /* written, so that nobody who found the segment through the index is
+     * still about to lock its old pool */
+    pthread_rwlock_wrlock(&a->segidx_lock);
+    fs_spin_lock(&from->lock);
+    fs_block *b = s->head;
+    if (s->pool == from && !s->detached && !s->pinned && !s->expandable && b &&
+        b->state == FS_BLOCK_FREE && !b->next && b->free_seq <= from->so_done) {
+        fs_free_take(from, b, &dl);
+        list_del(from, s);
+        ok = true;
+    }
+    fs_spin_unlock(&from->lock);
+    if (ok) {
+        fs_spin_lock(&to->lock);
+        s->pool = to;
+        list_add(to, s);
+        b->free_seq = 0;
+        fs_free_insert(to, b, &dl);
+        fs_spin_unlock(&to->lock);
+    }
+    pthread_rwlock_unlock(&a->segidx_lock);
+    return ok;
+}
+
 /* ---- growing --------------------------------------------------------------- */
 
 static fs_status dev_status(fs_dev_status st, bool *oom)

@@ -330,6 +330,40 @@ static void test_device_sync_retires_unfenced(void **state)
     env_free(&e);
 }
 
+/* A whole free segment another stream takes (cross_stream_reuse:completed)
+ * changes pools: the taker's stream-ordered frees of it are then reusable
+ * at once on its stream, with no event recorded per free, and the first
+ * stream gets it back the same way once those frees complete. */
+static void test_cross_stream_adopts_whole_segment(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, CAP);
+    fs_alloc_census c;
+    fake_auto_complete(e.fake, true);
+    void *a = must_alloc(&e, LEG, BIG);
+    assert_int_equal(fs_free(e.a, a, NULL), FS_OK);
+    void *p = NULL;
+    assert_int_equal(fs_malloc(e.a, 0, S1, BIG, FS_ALLOC_STREAM_ORDERED, &p), FS_OK);
+    assert_int_equal(U(p), SEG(0));
+    long records = counts(&e).event_record;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(fs_free_async(e.a, p, S1, NULL), FS_OK);
+        assert_int_equal(fs_malloc(e.a, 0, S1, BIG, FS_ALLOC_STREAM_ORDERED, &p), FS_OK);
+        assert_int_equal(U(p), SEG(0));
+    }
+    assert_int_equal(counts(&e).event_record, records);
+    assert_int_equal(stats(&e).pending_frees, 0);
+    assert_true(block_size(&e, p) == 20 * MiB);
+    assert_null(fs_alloc_check(e.a, 0, &c));
+    assert_int_equal(c.segments, 1);
+    /* back to the legacy stream once S1's free has completed (its mark) */
+    assert_int_equal(fs_free_async(e.a, p, S1, NULL), FS_OK);
+    assert_int_equal(U(must_alloc(&e, LEG, BIG)), SEG(0));
+    assert_int_equal(stats(&e).num_device_alloc, 1);
+    assert_null(fs_alloc_check(e.a, 0, &c));
+    env_free(&e);
+}
+
 static int events_seen[8];
 
 static void on_event(void *ctx, fs_alloc_event_kind kind, int device, fs_stream_t s,
@@ -380,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_stream_retire),
         cmocka_unit_test(test_host_sync_and_empty_cache),
         cmocka_unit_test(test_device_sync_retires_unfenced),
+        cmocka_unit_test(test_cross_stream_adopts_whole_segment),
         cmocka_unit_test(test_observer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
