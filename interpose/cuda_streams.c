@@ -16,7 +16,9 @@
 
 /* ---- what the allocator is told ---- */
 
-/* Work was issued on `s`: frees must fence it. */
+/* Work was issued on `s`: frees must fence it. Called after the real call
+ * has put the work on the stream: a fence taken between a note and the
+ * work would clear the note and miss the work. */
 static void note_work(cudaStream_t s, bool pt)
 {
     fs_allocator *a = fs_shim_allocator_peek();
@@ -166,8 +168,9 @@ FS_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event
 {
     REAL_OR_FAIL(real, FS_REAL(cudaStreamWaitEvent));
     REJECT_PARKED(stream);
+    cudaError_t e = real(stream, event, flags);
     note_work(stream, false);
-    return real(stream, event, flags);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event,
@@ -175,8 +178,9 @@ FS_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t 
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamWaitEvent, "cudaStreamWaitEvent_ptsz"));
     REJECT_PARKED(stream);
+    cudaError_t e = real(stream, event, flags);
     note_work(stream, true);
-    return real(stream, event, flags);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim,
@@ -184,8 +188,9 @@ FS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 bloc
 {
     REAL_OR_FAIL(real, FS_REAL(cudaLaunchKernel));
     REJECT_PARKED(stream);
+    cudaError_t e = real(func, gridDim, blockDim, args, sharedMem, stream);
     note_work(stream, false);
-    return real(func, gridDim, blockDim, args, sharedMem, stream);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
@@ -193,8 +198,9 @@ FS_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaLaunchKernel, "cudaLaunchKernel_ptsz"));
     REJECT_PARKED(stream);
+    cudaError_t e = real(func, gridDim, blockDim, args, sharedMem, stream);
     note_work(stream, true);
-    return real(func, gridDim, blockDim, args, sharedMem, stream);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,
@@ -203,9 +209,11 @@ FS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, cons
     REAL_OR_FAIL(real, FS_REAL(cudaLaunchKernelExC));
     if (config) {
         REJECT_PARKED(config->stream);
-        note_work(config->stream, false);
     }
-    return real(config, func, args);
+    cudaError_t e = real(config, func, args);
+    if (config)
+        note_work(config->stream, false);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config,
@@ -214,17 +222,20 @@ FS_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config,
     REAL_OR_FAIL(real, FS_REAL_AS(cudaLaunchKernelExC, "cudaLaunchKernelExC_ptsz"));
     if (config) {
         REJECT_PARKED(config->stream);
-        note_work(config->stream, true);
     }
-    return real(config, func, args);
+    cudaError_t e = real(config, func, args);
+    if (config)
+        note_work(config->stream, true);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaLaunchHostFunc));
     REJECT_PARKED(stream);
+    cudaError_t e = real(stream, fn, userData);
     note_work(stream, false);
-    return real(stream, fn, userData);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn,
@@ -232,24 +243,27 @@ FS_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t 
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaLaunchHostFunc, "cudaLaunchHostFunc_ptsz"));
     REJECT_PARKED(stream);
+    cudaError_t e = real(stream, fn, userData);
     note_work(stream, true);
-    return real(stream, fn, userData);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaGraphLaunch));
     REJECT_PARKED(stream);
+    cudaError_t e = real(graphExec, stream);
     note_work(stream, false);
-    return real(graphExec, stream);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaGraphLaunch, "cudaGraphLaunch_ptsz"));
     REJECT_PARKED(stream);
+    cudaError_t e = real(graphExec, stream);
     note_work(stream, true);
-    return real(graphExec, stream);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
@@ -259,8 +273,9 @@ FS_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
     REJECT_PARKED(stream);
     REJECT_RANGE(dst, count);
     REJECT_RANGE(src, count);
+    cudaError_t e = real(dst, src, count, kind, stream);
     record_uses(dst, src, stream, false);
-    return real(dst, src, count, kind, stream);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
@@ -270,8 +285,9 @@ FS_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t co
     REJECT_PARKED(stream);
     REJECT_RANGE(dst, count);
     REJECT_RANGE(src, count);
+    cudaError_t e = real(dst, src, count, kind, stream);
     record_uses(dst, src, stream, true);
-    return real(dst, src, count, kind, stream);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
@@ -280,8 +296,9 @@ FS_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *sr
 {
     REAL_OR_FAIL(real, FS_REAL(cudaMemcpy2DAsync));
     REJECT_PARKED(stream);
+    cudaError_t e = real(dst, dpitch, src, spitch, width, height, kind, stream);
     record_uses(dst, src, stream, false);
-    return real(dst, dpitch, src, spitch, width, height, kind, stream);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src,
@@ -290,8 +307,9 @@ FS_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const voi
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaMemcpy2DAsync, "cudaMemcpy2DAsync_ptsz"));
     REJECT_PARKED(stream);
+    cudaError_t e = real(dst, dpitch, src, spitch, width, height, kind, stream);
     record_uses(dst, src, stream, true);
-    return real(dst, dpitch, src, spitch, width, height, kind, stream);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src,
@@ -299,8 +317,9 @@ FS_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *
 {
     REAL_OR_FAIL(real, FS_REAL(cudaMemcpyPeerAsync));
     REJECT_PARKED(stream);
+    cudaError_t e = real(dst, dstDevice, src, srcDevice, count, stream);
     record_uses(dst, src, stream, false);
-    return real(dst, dstDevice, src, srcDevice, count, stream);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
@@ -308,8 +327,9 @@ FS_EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cud
     REAL_OR_FAIL(real, FS_REAL(cudaMemsetAsync));
     REJECT_PARKED(stream);
     REJECT_RANGE(devPtr, count);
+    cudaError_t e = real(devPtr, value, count, stream);
     record_uses(devPtr, NULL, stream, false);
-    return real(devPtr, value, count, stream);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count,
@@ -318,8 +338,9 @@ FS_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count
     REAL_OR_FAIL(real, FS_REAL_AS(cudaMemsetAsync, "cudaMemsetAsync_ptsz"));
     REJECT_PARKED(stream);
     REJECT_RANGE(devPtr, count);
+    cudaError_t e = real(devPtr, value, count, stream);
     record_uses(devPtr, NULL, stream, true);
-    return real(devPtr, value, count, stream);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t width,
@@ -327,8 +348,9 @@ FS_EXPORT cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, s
 {
     REAL_OR_FAIL(real, FS_REAL(cudaMemset2DAsync));
     REJECT_PARKED(stream);
+    cudaError_t e = real(devPtr, pitch, value, width, height, stream);
     record_uses(devPtr, NULL, stream, false);
-    return real(devPtr, pitch, value, width, height, stream);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value,
@@ -336,8 +358,9 @@ FS_EXPORT cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int val
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaMemset2DAsync, "cudaMemset2DAsync_ptsz"));
     REJECT_PARKED(stream);
+    cudaError_t e = real(devPtr, pitch, value, width, height, stream);
     record_uses(devPtr, NULL, stream, true);
-    return real(devPtr, pitch, value, width, height, stream);
+    return e;
 }
 
 /* Synchronous copies and sets run on the legacy (or per-thread) stream,
@@ -425,8 +448,9 @@ FS_EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallb
 {
     REAL_OR_FAIL(real, FS_REAL(cudaStreamAddCallback));
     REJECT_PARKED(stream);
+    cudaError_t e = real(stream, callback, userData, flags);
     note_work(stream, false);
-    return real(stream, callback, userData, flags);
+    return e;
 }
 
 FS_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream,
@@ -435,8 +459,9 @@ FS_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream,
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamAddCallback, "cudaStreamAddCallback_ptsz"));
     REJECT_PARKED(stream);
+    cudaError_t e = real(stream, callback, userData, flags);
     note_work(stream, true);
-    return real(stream, callback, userData, flags);
+    return e;
 }
 
 /* ---- host synchronisation: deferred frees may have completed ---- */
