@@ -35,3 +35,40 @@ function(fs_add_test name)
     SKIP_RETURN_CODE 77
     ENVIRONMENT "${T_ENVIRONMENT}")
 endfunction()
+
+# fs_preload_env(<var> [<library>...])
+#   The ENVIRONMENT entries that run a test program with <library>s (default:
+#   the shim) preloaded, right for this build's FSDPSHIM_SANITIZE, in <var>.
+#   A sanitized library preloaded into a program must come after the
+#   sanitizer's runtime, so libasan/libtsan go first in LD_PRELOAD; that also
+#   serves unsanitized programs the tests run (a shell). ASan additionally
+#   gets verify_asan_link_order=0, for processes a test starts that preload
+#   the shim alone (`fsdpshim run` puts it first). Also sets <var>_PATH, the
+#   LD_PRELOAD value alone, for scripts that preload it themselves, and
+#   <var>_OPTIONS, the sanitizer entries alone, for scripts whose commands
+#   set LD_PRELOAD on their own.
+function(fs_preload_env var)
+  set(libs ${ARGN})
+  if(NOT libs)
+    set(libs "$<TARGET_FILE:fsdpshim>")
+  endif()
+  set(runtimes "")
+  set(options "")
+  foreach(san address thread)
+    if(san IN_LIST FSDPSHIM_SANITIZE)
+      string(REPLACE "address" "asan" rt "${san}")
+      string(REPLACE "thread" "tsan" rt "${rt}")
+      execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=lib${rt}.so
+                      OUTPUT_VARIABLE rt_path OUTPUT_STRIP_TRAILING_WHITESPACE)
+      list(APPEND runtimes "${rt_path}")
+    endif()
+  endforeach()
+  if("address" IN_LIST FSDPSHIM_SANITIZE)
+    list(APPEND options "ASAN_OPTIONS=verify_asan_link_order=0")
+  endif()
+  list(APPEND runtimes ${libs})
+  string(REPLACE ";" ":" path "${runtimes}")
+  set(${var} "LD_PRELOAD=${path}" ${options} PARENT_SCOPE)
+  set(${var}_PATH "${path}" PARENT_SCOPE)
+  set(${var}_OPTIONS ${options} PARENT_SCOPE)
+endfunction()
