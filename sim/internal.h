@@ -84,8 +84,7 @@ struct fs_stream {
     uint64_t submitted, completed; /* sequence numbers of ops */
     int destroyed;                 /* under mu */
     int worker_running;            /* under mu */
-    struct fs_stream *dev_next;    /* in dev->streams (under dev->mu) */
-    struct fs_stream *retired_next; /* on the retired list, once destroyed and drained */
+    struct fs_stream *dev_next;    /* in dev->streams (under dev->mu), then retired */
 };
 /* Creates a stream on dev (worker started lazily). */
 struct fs_stream *fs_stream_new(struct fs_device *dev, enum fs_stream_kind kind, unsigned flags,

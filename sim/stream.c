@@ -64,18 +64,10 @@ static void streams_init(void)
 }
 
 /* Moves a destroyed stream with no work left from its device to the
- * retired list: onto the list first, off the device after, so that some
- * global reaches the stream at every moment. The retiring thread is often
- * the worker of a per-thread stream whose thread has exited, still at it
- * when the process exits; a leak check at exit that found the stream
- * referenced by that thread alone could report it as leaked. */
+ * retired list. */
 static void retire(struct fs_stream *s)
 {
     struct fs_device *dev = s->dev;
-    pthread_mutex_lock(&retired_mu);
-    s->retired_next = retired;
-    retired = s;
-    pthread_mutex_unlock(&retired_mu);
     pthread_mutex_lock(&dev->mu);
     for (struct fs_stream **pp = &dev->streams; *pp; pp = &(*pp)->dev_next) {
         if (*pp == s) {
@@ -84,6 +76,10 @@ static void retire(struct fs_stream *s)
         }
     }
     pthread_mutex_unlock(&dev->mu);
+    pthread_mutex_lock(&retired_mu);
+    s->dev_next = retired;
+    retired = s;
+    pthread_mutex_unlock(&retired_mu);
 }
 
 static void *worker_main(void *p)
