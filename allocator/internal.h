@@ -78,6 +78,9 @@ typedef struct fs_segment {
     uintptr_t base;
     size_t size;          /* bytes backed by memory (mapped part when expandable) */
     size_t reserve;       /* expandable: bytes of address space reserved; else 0 */
+    size_t extent;        /* the range the index answers for (reserve, else size):
+                           * set before the segment enters the index, never
+                           * changed, so readers need the index lock alone */
     struct fs_pool *pool;
     int kind;
     int pinned;

@@ -122,11 +122,6 @@ void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl)
 
 /* ---- the segment index ----------------------------------------------------- */
 
-static size_t span(const fs_segment *s)
-{
-    return s->expandable ? s->reserve : s->size;
-}
-
 /* Index of the first segment whose base is above addr. */
 static size_t upper(fs_allocator *a, uintptr_t addr)
 {
@@ -147,7 +142,7 @@ fs_segment *fs_segidx_find(fs_allocator *a, uintptr_t addr)
     if (i == 0)
         return NULL;
     fs_segment *s = a->segidx[i - 1];
-    return addr - s->base < span(s) ? s : NULL;
+    return addr - s->base < s->extent ? s : NULL;
 }
 
 static bool segidx_insert(fs_allocator *a, fs_segment *s)
@@ -274,6 +269,7 @@ static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int kind, size_t r
         if (s) {
             s->base = (uintptr_t)base;
             s->reserve = reserve;
+            s->extent = reserve;
             s->expandable = true;
             s->kind = kind;
             s->pool = p;
@@ -359,6 +355,7 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int kind, size_t rounded,
     if (s) {
         s->base = (uintptr_t)ptr;
         s->size = size;
+        s->extent = size;
         s->kind = kind;
         s->pool = p;
     }
