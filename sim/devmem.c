@@ -100,16 +100,14 @@ cudaError_t fs_claim_device_block(const void *ptr, struct fs_range *r)
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaFree(void *ptr)
+/* The work behind cudaFree and the driver's cuMemFree: waits for the whole
+ * device, as on a GPU, then releases the block. */
+cudaError_t fs_devmem_free(void *ptr)
 {
-    fs_init();
-    if (!ptr)
-        return cudaSuccess;
     struct fs_range r;
     cudaError_t err = fs_claim_device_block(ptr, &r);
     if (err)
-        return fs_ret(err);
-    /* As on a GPU, cudaFree waits for all work on the device first. */
+        return err;
     struct fs_device *dev = fs_dev(r.device);
     fs_device_sync(dev);
     if (r.kind == FS_RANGE_MALLOC)
@@ -119,17 +117,31 @@ FS_API cudaError_t cudaFree(void *ptr)
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
+FS_API cudaError_t cudaFree(void *ptr)
 {
     fs_init();
-    if (!free_bytes || !total)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!ptr)
+        return cudaSuccess;
+    return fs_ret(fs_devmem_free(ptr));
+}
+
+/* The current device's free and total capacity (cudaMemGetInfo, cuMemGetInfo). */
+cudaError_t fs_devmem_info(size_t *free_bytes, size_t *total)
+{
     struct fs_device *dev = fs_cur_dev();
     if (!dev)
-        return fs_ret(cudaErrorNoDevice);
+        return cudaErrorNoDevice;
     pthread_mutex_lock(&dev->mu);
     *free_bytes = fs_cfg.capacity - dev->used;
     *total = fs_cfg.capacity;
     pthread_mutex_unlock(&dev->mu);
     return cudaSuccess;
+}
+
+FS_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
+{
+    fs_init();
+    if (!free_bytes || !total)
+        return fs_ret(cudaErrorInvalidValue);
+    return fs_ret(fs_devmem_info(free_bytes, total));
 }

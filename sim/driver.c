@@ -45,16 +45,7 @@ static CUresult cu_mem_free_v2(CUdeviceptr dptr)
     fs_init();
     if (!dptr)
         return CUDA_SUCCESS;
-    struct fs_range r;
-    if (fs_claim_device_block((void *)(uintptr_t)dptr, &r))
-        return CUDA_ERROR_INVALID_VALUE;
-    struct fs_device *dev = fs_dev(r.device);
-    fs_device_sync(dev);
-    if (r.kind == FS_RANGE_MALLOC)
-        fs_devmem_release(&r);
-    else
-        fs_pool_free_now(dev->pool, r.base);
-    return CUDA_SUCCESS;
+    return fs_devmem_free((void *)(uintptr_t)dptr) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 static CUresult cu_mem_get_info_v2(size_t *free_bytes, size_t *total)
@@ -62,14 +53,7 @@ static CUresult cu_mem_get_info_v2(size_t *free_bytes, size_t *total)
     fs_init();
     if (!free_bytes || !total)
         return CUDA_ERROR_INVALID_VALUE;
-    struct fs_device *dev = fs_cur_dev();
-    if (!dev)
-        return CUDA_ERROR_NO_DEVICE;
-    pthread_mutex_lock(&dev->mu);
-    *free_bytes = fs_cfg.capacity - dev->used;
-    *total = fs_cfg.capacity;
-    pthread_mutex_unlock(&dev->mu);
-    return CUDA_SUCCESS;
+    return fs_devmem_info(free_bytes, total) ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
 }
 
 /* The enclosing allocation (or VMM mapping) of dptr. */

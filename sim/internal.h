@@ -168,6 +168,11 @@ void fs_devmem_release(const struct fs_range *r);
 /* Claims the live cudaMalloc/pool block starting at ptr for freeing;
  * cudaErrorInvalidValue for an unknown or interior pointer or a double free. */
 cudaError_t fs_claim_device_block(const void *ptr, struct fs_range *r);
+/* cudaFree's work after the null check: cudaErrorInvalidValue for a pointer
+ * that does not start a live block. */
+cudaError_t fs_devmem_free(void *ptr);
+/* The current device's free and total bytes; cudaErrorNoDevice without one. */
+cudaError_t fs_devmem_info(size_t *free_bytes, size_t *total);
 /* Frees every cudaMalloc range of a device (cudaDeviceReset). */
 void fs_devmem_forget_device(int device);
 
