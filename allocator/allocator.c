@@ -26,8 +26,7 @@ void fs_alloc_set_observer(fs_allocator *a, const fs_alloc_observer *obs)
     fs_observer_node *n = NULL;
     if (obs) {
         n = calloc(1, sizeof *n);
-        if (!n)
-            return;
+        if (!n) return;
         n->obs = *obs;
     }
     pthread_mutex_lock(&a->obs_lock);
@@ -44,16 +43,15 @@ void fs_alloc_set_observer(fs_allocator *a, const fs_alloc_observer *obs)
 fs_allocator *fs_allocator_create(const fs_alloc_config *cfg, const fs_device_ops *ops,
                                   int device_count)
 {
-    if (!ops || device_count <= 0)
-        return NULL;
+    if (!ops || device_count <= 0) return NULL;
     fs_allocator *a = calloc(1, sizeof *a);
-    if (!a)
-        return NULL;
+    if (!a) return NULL;
     if (cfg)
         a->cfg = *cfg;
     else
         fs_alloc_config_default(&a->cfg);
-    if (a->cfg.cross_stream_reuse == FS_REUSE_WAIT && a->cfg.free_semantics == FS_FREE_SEMANTICS_SYNC)
+    if (a->cfg.cross_stream_reuse == FS_REUSE_WAIT &&
+        a->cfg.free_semantics == FS_FREE_SEMANTICS_SYNC)
         a->cfg.cross_stream_reuse = FS_REUSE_COMPLETED; /* nothing is ever pending */
     a->ops = ops;
     a->ndev = device_count;
@@ -136,8 +134,7 @@ void fs_dev_teardown(fs_allocator *a, fs_dev *d, bool device_alive)
 
 void fs_allocator_destroy(fs_allocator *a)
 {
-    if (!a)
-        return;
+    if (!a) return;
     for (int i = 0; i < a->ndev; i++) {
         fs_dev *d = &a->devs[i];
         pthread_mutex_lock(&d->lock);
@@ -165,12 +162,9 @@ void fs_allocator_destroy(fs_allocator *a)
  * wastes less than a large segment. */
 static bool fits(const fs_alloc_config *cfg, const fs_block *b, size_t rounded)
 {
-    if (cfg->max_split_size == SIZE_MAX)
-        return true;
-    if (b->size >= cfg->max_split_size && rounded < cfg->max_split_size)
-        return false;
-    if (rounded >= cfg->max_split_size && b->size >= rounded + FS_LARGE_BUFFER)
-        return false;
+    if (cfg->max_split_size == SIZE_MAX) return true;
+    if (b->size >= cfg->max_split_size && rounded < cfg->max_split_size) return false;
+    if (rounded >= cfg->max_split_size && b->size >= rounded + FS_LARGE_BUFFER) return false;
     return true;
 }
 
@@ -207,8 +201,7 @@ static fs_block *take_own(fs_allocator *a, fs_pool *p, int kind, size_t rounded,
                           fs_stream_t stream)
 {
     fs_block *b = fs_bins_lower_bound(&p->free[kind], rounded);
-    if (!b || !fits(&a->cfg, b, rounded))
-        return NULL;
+    if (!b || !fits(&a->cfg, b, rounded)) return NULL;
     fs_delta dl = {.kind = kind};
     use_free_block(a, p, b, rounded, req, stream, &dl);
     fs_stats_apply(p->dev, &dl);
@@ -225,8 +218,7 @@ static fs_block *take_completed(fs_allocator *a, fs_pool *q, int kind, size_t ro
 {
     fs_block *b = fs_bins_lower_bound(&q->free[kind], rounded);
     for (int scanned = 0; b && scanned < 32; scanned++, b = fs_bins_next(&q->free[kind], b)) {
-        if (!fits(&a->cfg, b, rounded))
-            return NULL;
+        if (!fits(&a->cfg, b, rounded)) return NULL;
         if (b->free_seq <= q->so_done && !fs_block_is_split(b) && !b->seg->expandable &&
             !b->seg->pinned) {
             *adopt = b->seg;
@@ -262,10 +254,8 @@ static void use_pending_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t r
             r->fence = b->fence;
             r->uses_fence = b->uses_fence;
             r->dev_seq = b->dev_seq;
-            if (r->fence)
-                fs_fence_get(r->fence);
-            if (r->uses_fence)
-                fs_fence_get(r->uses_fence);
+            if (r->fence) fs_fence_get(r->fence);
+            if (r->uses_fence) fs_fence_get(r->uses_fence);
             fs_blist_push(&q->pending, r);
             dl.pending++;
             dl.pending_bytes += (int64_t)r->size;
@@ -297,18 +287,17 @@ static fs_block *take_pending(fs_allocator *a, fs_pool *q, int kind, size_t roun
     fs_block *best = NULL;
     bool best_wait = false;
     for (fs_block *b = q->pending.head; b; b = b->lnext) {
-        if (b->seg->kind != kind || b->size < rounded || !fits(&a->cfg, b, rounded))
-            continue;
+        if (b->seg->kind != kind || b->size < rounded || !fits(&a->cfg, b, rounded)) continue;
         if (best && (b->size > best->size || (b->size == best->size && b->addr > best->addr)))
             continue;
         bool own = b->has_ready && b->ready_stream == stream && !b->uses_fence;
-        if (!own && !(wait && fs_fence_waitable(a, b->fence) && fs_fence_waitable(a, b->uses_fence)))
+        if (!own &&
+            !(wait && fs_fence_waitable(a, b->fence) && fs_fence_waitable(a, b->uses_fence)))
             continue;
         best = b;
         best_wait = !own;
     }
-    if (!best)
-        return NULL;
+    if (!best) return NULL;
     if (best_wait && (fs_fence_gpu_wait(a, best->fence, stream) != FS_OK ||
                       fs_fence_gpu_wait(a, best->uses_fence, stream) != FS_OK))
         return NULL;
@@ -356,13 +345,11 @@ static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, si
         fs_segment *adopt = NULL;
         fs_spin_lock(&q->lock);
         fs_block *b = take_pending(a, q, kind, rounded, req, stream, wait);
-        if (!b && completed && q != p)
-            b = take_completed(a, q, kind, rounded, req, stream, &adopt);
+        if (!b && completed && q != p) b = take_completed(a, q, kind, rounded, req, stream, &adopt);
         fs_spin_unlock(&q->lock);
         if (!b && adopt && fs_segment_adopt(a, q, p, adopt))
             b = take_adopted(a, p, adopt, kind, rounded, req, stream);
-        if (b)
-            return b;
+        if (b) return b;
     }
     return NULL;
 }
@@ -371,14 +358,12 @@ static void collect_garbage(fs_allocator *a, fs_dev *d)
 {
     const fs_device_ops *o = a->ops;
     double t = a->cfg.garbage_collection_threshold;
-    if (t <= 0.0 || !o->mem_capacity)
-        return;
+    if (t <= 0.0 || !o->mem_capacity) return;
     double limit = t * (double)o->mem_capacity(o->ctx, d->id);
     fs_spin_lock(&d->stats_lock);
     double reserved = (double)d->st.s.reserved_bytes[FS_POOL_ALL].current;
     fs_spin_unlock(&d->stats_lock);
-    if (reserved > limit)
-        fs_segments_release(a, d, FS_RELEASE_OLDEST, (size_t)(reserved - limit));
+    if (reserved > limit) fs_segments_release(a, d, FS_RELEASE_OLDEST, (size_t)(reserved - limit));
 }
 
 static void report_oom(fs_allocator *a, fs_dev *d, fs_stream_t stream, size_t size)
@@ -397,8 +382,7 @@ static void report_oom(fs_allocator *a, fs_dev *d, fs_stream_t stream, size_t si
         .reserved = (size_t)st.reserved_bytes[FS_POOL_ALL].current,
     };
     fs_observer_node *o = atomic_load_explicit(&a->obs, memory_order_acquire);
-    if (o && o->obs.on_oom)
-        o->obs.on_oom(o->obs.ctx, &info);
+    if (o && o->obs.on_oom) o->obs.on_oom(o->obs.ctx, &info);
 }
 
 static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, size_t rounded, size_t req,
@@ -417,22 +401,17 @@ static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, size_t r
             fs_dev_retire_all(d, true);
             fs_segments_release(a, d, FS_RELEASE_LARGEST, SIZE_MAX);
         }
-        if ((b = try_own(a, p, kind, rounded, req, stream)))
-            break;
+        if ((b = try_own(a, p, kind, rounded, req, stream))) break;
         fs_batch_fence(d);
-        if (a->cfg.cross_stream_reuse != FS_REUSE_NONE)
-            fs_marks_record(d);
+        if (a->cfg.cross_stream_reuse != FS_REUSE_NONE) fs_marks_record(d);
         fs_dev_retire_all(d, false);
-        if ((b = try_own(a, p, kind, rounded, req, stream)))
-            break;
-        if ((b = try_others(a, d, p, kind, rounded, req, stream, flags)))
-            break;
+        if ((b = try_own(a, p, kind, rounded, req, stream))) break;
+        if ((b = try_others(a, d, p, kind, rounded, req, stream, flags))) break;
         collect_garbage(a, d);
         for (int grow = 0; grow < 4 && !b; grow++) {
             bool oom = false;
             fs_status gs = fs_segment_grow(a, p, kind, rounded, &oom);
-            if (gs == FS_ERR_OOM)
-                break;
+            if (gs == FS_ERR_OOM) break;
             if (gs != FS_OK) {
                 *st = gs;
                 pthread_mutex_unlock(&d->lock);
@@ -442,8 +421,7 @@ static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, size_t r
         }
     }
     pthread_mutex_unlock(&d->lock);
-    if (!b)
-        *st = FS_ERR_OOM;
+    if (!b) *st = FS_ERR_OOM;
     return b;
 }
 
@@ -451,13 +429,11 @@ fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream, size_t size
                     void **out)
 {
     fs_dev *d = fs_dev_of(a, device);
-    if (!d || !out || size == 0)
-        return FS_ERR_INVALID;
+    if (!d || !out || size == 0) return FS_ERR_INVALID;
     size_t rounded = fs_round_size(&a->cfg, size);
     int kind = fs_size_kind(rounded);
     fs_pool *p = fs_pool_get(a, device, stream);
-    if (!p)
-        return FS_ERR_DEVICE;
+    if (!p) return FS_ERR_DEVICE;
     /* an allocation is a promise of work on its stream */
     if (!atomic_load_explicit(&p->had_work, memory_order_relaxed))
         atomic_store_explicit(&p->had_work, true, memory_order_release);
@@ -467,14 +443,12 @@ fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream, size_t size
         fs_spin_lock(&p->lock);
         b = take_own(a, p, kind, rounded, size, stream);
         fs_spin_unlock(&p->lock);
-        if (!b)
-            b = miss(a, d, p, kind, rounded, size, stream, flags, &st);
+        if (!b) b = miss(a, d, p, kind, rounded, size, stream, flags, &st);
     } else {
         st = FS_ERR_OOM; /* would wrap around: no device has that much */
     }
     if (!b) {
-        if (st == FS_ERR_OOM)
-            report_oom(a, d, stream, size);
+        if (st == FS_ERR_OOM) report_oom(a, d, stream, size);
         return st;
     }
     fs_map_insert(a, b);

@@ -38,9 +38,9 @@ typedef enum fs_cross_stream_reuse {
 typedef struct fs_alloc_config {
     fs_free_semantics free_semantics;
     fs_cross_stream_reuse cross_stream_reuse;
-    size_t max_split_size;                       /* bytes; SIZE_MAX = unlimited */
+    size_t max_split_size; /* bytes; SIZE_MAX = unlimited */
     unsigned roundup_divisions[FS_ROUNDUP_BUCKETS];
-    double garbage_collection_threshold;         /* 0 = off, else in (0, 1) */
+    double garbage_collection_threshold; /* 0 = off, else in (0, 1) */
     bool expandable_segments;
 } fs_alloc_config;
 
@@ -166,10 +166,10 @@ fs_status fs_alloc_segment_pin(fs_allocator *a, void *ptr, bool pin);
 typedef struct fs_block_info {
     int device;
     fs_stream_t stream;
-    void *block;         /* start of the live block containing the address */
-    size_t block_size;   /* rounded size */
-    size_t requested;    /* size the program asked for */
-    void *segment;       /* enclosing segment (cuMemGetAddressRange, IPC handles) */
+    void *block;       /* start of the live block containing the address */
+    size_t block_size; /* rounded size */
+    size_t requested;  /* size the program asked for */
+    void *segment;     /* enclosing segment (cuMemGetAddressRange, IPC handles) */
     size_t segment_size;
 } fs_block_info;
 
@@ -220,7 +220,7 @@ typedef struct fs_alloc_census {
     size_t live_blocks, live_bytes, requested_bytes;
     size_t free_blocks, free_bytes, split_free_blocks; /* split: shares its segment */
     size_t pending_blocks, pending_bytes;              /* unfenced or waiting on events */
-    size_t mapped_bytes;                                /* every segment's backed bytes */
+    size_t mapped_bytes;                               /* every segment's backed bytes */
 } fs_alloc_census;
 
 /* Walks every segment and block of `device` under the allocator's locks and

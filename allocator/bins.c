@@ -10,8 +10,7 @@
 
 static unsigned bin_of(size_t size)
 {
-    if (size < FS_BIN_EXACT_LIMIT)
-        return (unsigned)(size / FS_MIN_BLOCK);
+    if (size < FS_BIN_EXACT_LIMIT) return (unsigned)(size / FS_MIN_BLOCK);
     unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)size);
     unsigned sub = (unsigned)(size >> (k - FS_BIN_SUB_BITS)) & ((1u << FS_BIN_SUB_BITS) - 1);
     unsigned idx = FS_BIN_EXACT + (k - FS_BIN_EXACT_LOG) * (1u << FS_BIN_SUB_BITS) + sub;
@@ -32,22 +31,18 @@ static void mark(fs_bins *s, unsigned i)
 static void unmark(fs_bins *s, unsigned i)
 {
     s->map[i / 64] &= ~(1ull << (i % 64));
-    if (!s->map[i / 64])
-        s->summary &= ~(1u << (i / 64));
+    if (!s->map[i / 64]) s->summary &= ~(1u << (i / 64));
 }
 
 /* The first non-empty bin at or after i, or FS_BINS. */
 static unsigned next_bin(const fs_bins *s, unsigned i)
 {
-    if (i >= FS_BINS)
-        return FS_BINS;
+    if (i >= FS_BINS) return FS_BINS;
     unsigned w = i / 64;
     uint64_t bits = s->map[w] & (~0ull << (i % 64));
-    if (bits)
-        return w * 64 + (unsigned)__builtin_ctzll(bits);
+    if (bits) return w * 64 + (unsigned)__builtin_ctzll(bits);
     uint32_t rest = w + 1 < 32 ? s->summary & (~0u << (w + 1)) : 0;
-    if (!rest)
-        return FS_BINS;
+    if (!rest) return FS_BINS;
     w = (unsigned)__builtin_ctz(rest);
     return w * 64 + (unsigned)__builtin_ctzll(s->map[w]);
 }
@@ -62,8 +57,7 @@ void fs_bins_insert(fs_bins *s, fs_block *b)
     }
     b->left = prev;
     b->right = *at;
-    if (*at)
-        (*at)->left = b;
+    if (*at) (*at)->left = b;
     *at = b;
     mark(s, i);
 }
@@ -75,27 +69,23 @@ void fs_bins_remove(fs_bins *s, fs_block *b)
         b->left->right = b->right;
     else
         s->bin[i] = b->right;
-    if (b->right)
-        b->right->left = b->left;
+    if (b->right) b->right->left = b->left;
     b->left = b->right = NULL;
-    if (!s->bin[i])
-        unmark(s, i);
+    if (!s->bin[i]) unmark(s, i);
 }
 
 fs_block *fs_bins_lower_bound(const fs_bins *s, size_t size)
 {
     unsigned i = bin_of(size);
     for (fs_block *b = s->bin[i]; b; b = b->right)
-        if (b->size >= size)
-            return b;
+        if (b->size >= size) return b;
     i = next_bin(s, i + 1);
     return i < FS_BINS ? s->bin[i] : NULL;
 }
 
 fs_block *fs_bins_next(const fs_bins *s, const fs_block *b)
 {
-    if (b->right)
-        return b->right;
+    if (b->right) return b->right;
     unsigned i = next_bin(s, bin_of(b->size) + 1);
     return i < FS_BINS ? s->bin[i] : NULL;
 }
@@ -103,8 +93,7 @@ fs_block *fs_bins_next(const fs_bins *s, const fs_block *b)
 fs_block *fs_bins_max(const fs_bins *s)
 {
     for (int w = 31; w >= 0; w--) {
-        if (!(s->summary >> w & 1))
-            continue;
+        if (!(s->summary >> w & 1)) continue;
         unsigned i = (unsigned)w * 64 + 63u - (unsigned)__builtin_clzll(s->map[w]);
         fs_block *b = s->bin[i];
         while (b->right)

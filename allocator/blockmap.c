@@ -26,8 +26,7 @@ int fs_map_init(fs_allocator *a)
         s->mask = 63;
         s->n = 0;
         s->tab = calloc(s->mask + 1, sizeof *s->tab);
-        if (!s->tab)
-            return -1;
+        if (!s->tab) return -1;
     }
     return 0;
 }
@@ -43,8 +42,7 @@ static void grow(fs_map_shard *s)
 {
     size_t nmask = s->mask * 2 + 1;
     fs_block **nt = calloc(nmask + 1, sizeof *nt);
-    if (!nt)
-        return;
+    if (!nt) return;
     for (size_t i = 0; i <= s->mask; i++) {
         fs_block *b = s->tab[i], *next;
         for (; b; b = next) {
@@ -64,8 +62,7 @@ void fs_map_insert(fs_allocator *a, fs_block *b)
     uint64_t h = hash_addr(b->addr);
     fs_map_shard *s = shard_of(a, h);
     fs_spin_lock(&s->lock);
-    if (s->n > s->mask)
-        grow(s);
+    if (s->n > s->mask) grow(s);
     size_t i = (size_t)h & s->mask;
     b->map_next = s->tab[i];
     s->tab[i] = b;

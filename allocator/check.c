@@ -11,8 +11,7 @@ static size_t bins_count(const fs_bins *s, size_t *bytes, const char **err)
     size_t n = 0;
     const fs_block *prev = NULL;
     for (const fs_block *b = fs_bins_first(s); b; prev = b, b = fs_bins_next(s, b)) {
-        if (b->state != FS_BLOCK_FREE)
-            *err = "a free bin holds a block that is not free";
+        if (b->state != FS_BLOCK_FREE) *err = "a free bin holds a block that is not free";
         if (prev && (prev->size > b->size || (prev->size == b->size && prev->addr >= b->addr)))
             *err = "the free bins are out of (size, address) order";
         *bytes += b->size;
@@ -28,8 +27,7 @@ static const char *walk_pool(fs_pool *p, fs_alloc_census *c)
     for (int k = 0; k < FS_KINDS; k++)
         bin_blocks += bins_count(&p->free[k], &bin_bytes, &err);
     for (fs_segment *s = p->segs; s; s = s->next) {
-        if (s->size == 0 && s->expandable)
-            continue; /* a reservation with nothing mapped */
+        if (s->size == 0 && s->expandable) continue; /* a reservation with nothing mapped */
         c->segments++;
         c->mapped_bytes += s->size;
         uintptr_t at = s->base;
@@ -52,8 +50,7 @@ static const char *walk_pool(fs_pool *p, fs_alloc_census *c)
                 c->free_bytes += b->size;
                 seg_free++;
                 seg_free_bytes += b->size;
-                if (fs_block_is_split(b))
-                    c->split_free_blocks++;
+                if (fs_block_is_split(b)) c->split_free_blocks++;
                 break;
             default:
                 c->pending_blocks++;
@@ -61,11 +58,9 @@ static const char *walk_pool(fs_pool *p, fs_alloc_census *c)
                 break;
             }
         }
-        if (at != s->base + s->size)
-            return "blocks do not cover their segment";
+        if (at != s->base + s->size) return "blocks do not cover their segment";
     }
-    if (err)
-        return err;
+    if (err) return err;
     if (bin_blocks != seg_free || bin_bytes != seg_free_bytes)
         return "the free bins and the segments disagree";
     return NULL;
@@ -75,8 +70,7 @@ const char *fs_alloc_check(fs_allocator *a, int device, fs_alloc_census *out)
 {
     fs_dev *d = fs_dev_of(a, device);
     memset(out, 0, sizeof *out);
-    if (!d)
-        return "no such device";
+    if (!d) return "no such device";
     const char *err = NULL;
     pthread_mutex_lock(&d->lock);
     for (int i = 0; i < d->npools; i++)
@@ -93,10 +87,8 @@ const char *fs_alloc_check(fs_allocator *a, int device, fs_alloc_census *out)
     for (int i = d->npools - 1; i >= 0; i--)
         fs_spin_unlock(&d->pools[i]->lock);
     pthread_mutex_unlock(&d->lock);
-    if (err)
-        return err;
-    if (listed != out->pending_blocks)
-        return "pending lists and pending blocks disagree";
+    if (err) return err;
+    if (listed != out->pending_blocks) return "pending lists and pending blocks disagree";
     if ((size_t)st.reserved_bytes[FS_POOL_ALL].current != out->mapped_bytes)
         return "reserved_bytes disagrees with the segments";
     if ((size_t)st.allocated_bytes[FS_POOL_ALL].current != out->live_bytes ||
@@ -111,7 +103,6 @@ const char *fs_alloc_check(fs_allocator *a, int device, fs_alloc_census *out)
         return "active_bytes is not live + pending";
     if ((size_t)st.inactive_split[FS_POOL_ALL].current != out->split_free_blocks)
         return "inactive_split disagrees with the split free blocks";
-    if ((size_t)st.segment[FS_POOL_ALL].current != out->segments)
-        return "segment count disagrees";
+    if ((size_t)st.segment[FS_POOL_ALL].current != out->segments) return "segment count disagrees";
     return NULL;
 }

@@ -20,8 +20,7 @@ void fs_alloc_config_default(fs_alloc_config *cfg)
 
 static int bad(char *err, size_t errlen, const char *fmt, const char *key, const char *value)
 {
-    if (err && errlen)
-        snprintf(err, errlen, fmt, key, value);
+    if (err && errlen) snprintf(err, errlen, fmt, key, value);
     return -1;
 }
 
@@ -29,8 +28,7 @@ static int bad(char *err, size_t errlen, const char *fmt, const char *key, const
 static bool parse_u64(const char *s, unsigned long long *out)
 {
     char *end;
-    if (!s || !*s || *s == '-' || *s == '+')
-        return false;
+    if (!s || !*s || *s == '-' || *s == '+') return false;
     errno = 0;
     *out = strtoull(s, &end, 10);
     return errno == 0 && *end == '\0';
@@ -53,18 +51,15 @@ static bool parse_divisions(const char *v, unsigned out[FS_ROUNDUP_BUCKETS])
 {
     unsigned long long n;
     if (parse_u64(v, &n)) {
-        if (n != 0 && !is_pow2(n))
-            return false;
+        if (n != 0 && !is_pow2(n)) return false;
         for (int i = 0; i < FS_ROUNDUP_BUCKETS; i++)
             out[i] = (unsigned)n;
         return true;
     }
     size_t len = strlen(v);
-    if (len < 2 || v[0] != '[' || v[len - 1] != ']')
-        return false;
+    if (len < 2 || v[0] != '[' || v[len - 1] != ']') return false;
     char buf[256];
-    if (len - 2 >= sizeof buf)
-        return false;
+    if (len - 2 >= sizeof buf) return false;
     memcpy(buf, v + 1, len - 2);
     buf[len - 2] = '\0';
     int last = -1;
@@ -72,8 +67,7 @@ static bool parse_divisions(const char *v, unsigned out[FS_ROUNDUP_BUCKETS])
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *colon = strchr(tok, ':');
-        if (!colon)
-            return false;
+        if (!colon) return false;
         *colon = '\0';
         unsigned long long div;
         if (!parse_u64(colon + 1, &div) || (div != 0 && !is_pow2(div)) || div > 1u << 20)
@@ -85,13 +79,10 @@ static bool parse_divisions(const char *v, unsigned out[FS_ROUNDUP_BUCKETS])
             continue;
         }
         unsigned long long mb;
-        if (!parse_u64(tok, &mb) || !is_pow2(mb))
-            return false;
+        if (!parse_u64(tok, &mb) || !is_pow2(mb)) return false;
         int idx = log2_u64(mb);
-        if (idx >= FS_ROUNDUP_BUCKETS)
-            idx = FS_ROUNDUP_BUCKETS - 1;
-        if (idx <= last)
-            return false; /* keys must grow */
+        if (idx >= FS_ROUNDUP_BUCKETS) idx = FS_ROUNDUP_BUCKETS - 1;
+        if (idx <= last) return false; /* keys must grow */
         if (first)
             for (int i = 0; i < idx; i++)
                 out[i] = (unsigned)div;
@@ -119,10 +110,8 @@ static bool parse_bool(const char *v, bool *out)
 int fs_alloc_config_set(fs_alloc_config *cfg, const char *key, const char *value, char *err,
                         size_t errlen)
 {
-    if (!key)
-        return 0;
-    if (!value)
-        value = "";
+    if (!key) return 0;
+    if (!value) value = "";
     if (!strcmp(key, "free_semantics")) {
         if (!strcmp(value, "sync"))
             cfg->free_semantics = FS_FREE_SEMANTICS_SYNC;
@@ -173,8 +162,9 @@ int fs_alloc_config_set(fs_alloc_config *cfg, const char *key, const char *value
         errno = 0;
         double t = strtod(value, &end);
         if (!*value || *end || errno || !(t > 0.0 && t < 1.0))
-            return bad(err, errlen, "%s: '%s' is not a fraction strictly between 0 and 1 "
-                                    "(default: off)",
+            return bad(err, errlen,
+                       "%s: '%s' is not a fraction strictly between 0 and 1 "
+                       "(default: off)",
                        key, value);
         cfg->garbage_collection_threshold = t;
         return 1;

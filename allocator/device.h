@@ -23,9 +23,9 @@ typedef uintptr_t fs_event_t;
 
 typedef enum fs_dev_status {
     FS_DEV_OK = 0,
-    FS_DEV_NOT_READY,    /* event_query: the event has not completed yet */
+    FS_DEV_NOT_READY, /* event_query: the event has not completed yet */
     FS_DEV_OUT_OF_MEMORY,
-    FS_DEV_ERROR,        /* anything else; the caller treats it as fatal for this call */
+    FS_DEV_ERROR, /* anything else; the caller treats it as fatal for this call */
 } fs_dev_status;
 
 typedef struct fs_device_ops {
@@ -53,8 +53,7 @@ typedef struct fs_device_ops {
     fs_dev_status (*event_synchronize)(void *ctx, int device, fs_event_t event);
 
     /* Make `stream` wait (on the GPU, never on the host) for `event`. */
-    fs_dev_status (*stream_wait_event)(void *ctx, int device, fs_stream_t stream,
-                                       fs_event_t event);
+    fs_dev_status (*stream_wait_event)(void *ctx, int device, fs_stream_t stream, fs_event_t event);
 
     /* True while `stream` is being captured into a CUDA graph: nothing may be
      * recorded or queried on it then. */

@@ -69,11 +69,9 @@ fs_fence *fs_fence_make(fs_dev *d, const fs_stream_t *streams, int n)
 {
     const fs_device_ops *o = d->a->ops;
     for (int i = 0; i < n; i++)
-        if (capturing(d, streams[i]))
-            return NULL;
+        if (capturing(d, streams[i])) return NULL;
     fs_fence *f = malloc(sizeof *f + (size_t)n * sizeof f->ev[0]);
-    if (!f)
-        return NULL;
+    if (!f) return NULL;
     atomic_init(&f->refs, 1);
     atomic_init(&f->done, false);
     atomic_init(&f->after_batch, 0);
@@ -83,11 +81,9 @@ fs_fence *fs_fence_make(fs_dev *d, const fs_stream_t *streams, int n)
     f->fifo_next = NULL;
     f->n = 0;
     for (int i = 0; i < n; i++) {
-        if (!get_event(d, &f->ev[f->n]))
-            goto fail;
+        if (!get_event(d, &f->ev[f->n])) goto fail;
         f->n++;
-        if (o->event_record(o->ctx, d->id, f->ev[f->n - 1], streams[i]) != FS_DEV_OK)
-            goto fail;
+        if (o->event_record(o->ctx, d->id, f->ev[f->n - 1], streams[i]) != FS_DEV_OK) goto fail;
     }
     return f;
 fail:
@@ -102,8 +98,7 @@ void fs_fence_get(fs_fence *f)
 
 void fs_fence_put(fs_dev *d, fs_fence *f)
 {
-    if (!f || atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1)
-        return;
+    if (!f || atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1) return;
     for (int i = 0; i < f->n; i++)
         put_event(d, f->epoch, f->ev[i]);
     free(f);
@@ -114,19 +109,16 @@ void fs_fence_put(fs_dev *d, fs_fence *f)
 static bool events_done(fs_dev *d, fs_fence *f)
 {
     const fs_device_ops *o = d->a->ops;
-    if (atomic_load_explicit(&f->done, memory_order_acquire))
-        return true;
+    if (atomic_load_explicit(&f->done, memory_order_acquire)) return true;
     for (int i = 0; i < f->n; i++)
-        if (o->event_query(o->ctx, d->id, f->ev[i]) == FS_DEV_NOT_READY)
-            return false;
+        if (o->event_query(o->ctx, d->id, f->ev[i]) == FS_DEV_NOT_READY) return false;
     return true;
 }
 
 /* Pops completed batches off the front of the device's queue. */
 static bool batch_reached(fs_dev *d, uint64_t seq)
 {
-    if (atomic_load_explicit(&d->batch_done, memory_order_acquire) >= seq)
-        return true;
+    if (atomic_load_explicit(&d->batch_done, memory_order_acquire) >= seq) return true;
     fs_fence *drop = NULL;
     fs_spin_lock(&d->batch_lock);
     while (d->fifo_head && events_done(d, d->fifo_head)) {
@@ -134,8 +126,7 @@ static bool batch_reached(fs_dev *d, uint64_t seq)
         atomic_store_explicit(&h->done, true, memory_order_release);
         atomic_store_explicit(&d->batch_done, h->batch_seq, memory_order_release);
         d->fifo_head = h->fifo_next;
-        if (!d->fifo_head)
-            d->fifo_tail = NULL;
+        if (!d->fifo_head) d->fifo_tail = NULL;
         h->fifo_next = drop;
         drop = h;
     }
@@ -156,19 +147,15 @@ static bool capture_underway(fs_allocator *a)
 /* Never queries while a capture is under way. */
 static bool fence_done(fs_allocator *a, fs_fence *f)
 {
-    if (atomic_load_explicit(&f->done, memory_order_acquire))
-        return true;
-    if (capture_underway(a))
-        return false;
+    if (atomic_load_explicit(&f->done, memory_order_acquire)) return true;
+    if (capture_underway(a)) return false;
     fs_dev *d = &a->devs[f->device];
     uint64_t after = atomic_load_explicit(&f->after_batch, memory_order_acquire);
     uint64_t need = f->batch_seq ? f->batch_seq : after;
     if (f->batch_seq) {
-        if (!batch_reached(d, need))
-            return false;
+        if (!batch_reached(d, need)) return false;
     } else {
-        if (!events_done(d, f) || (need && !batch_reached(d, need)))
-            return false;
+        if (!events_done(d, f) || (need && !batch_reached(d, need))) return false;
     }
     atomic_store_explicit(&f->done, true, memory_order_release);
     return true;
@@ -192,8 +179,7 @@ static void sync_batches(fs_dev *d, uint64_t seq)
         else
             h = NULL;
         fs_spin_unlock(&d->batch_lock);
-        if (!h)
-            return;
+        if (!h) return;
         sync_events(d, h);
         atomic_store_explicit(&h->done, true, memory_order_release);
         batch_reached(d, h->batch_seq);
@@ -204,20 +190,17 @@ static void sync_batches(fs_dev *d, uint64_t seq)
 /* A host wait for every event of f. */
 static void fence_sync(fs_allocator *a, fs_fence *f)
 {
-    if (atomic_load_explicit(&f->done, memory_order_acquire) || capture_underway(a))
-        return;
+    if (atomic_load_explicit(&f->done, memory_order_acquire) || capture_underway(a)) return;
     fs_dev *d = &a->devs[f->device];
     uint64_t after = atomic_load_explicit(&f->after_batch, memory_order_acquire);
     sync_batches(d, f->batch_seq ? f->batch_seq : after);
-    if (!f->batch_seq)
-        sync_events(d, f);
+    if (!f->batch_seq) sync_events(d, f);
     atomic_store_explicit(&f->done, true, memory_order_release);
 }
 
 bool fs_fence_waitable(fs_allocator *a, fs_fence *f)
 {
-    if (!f || atomic_load_explicit(&f->done, memory_order_acquire))
-        return true;
+    if (!f || atomic_load_explicit(&f->done, memory_order_acquire)) return true;
     fs_dev *d = &a->devs[f->device];
     uint64_t after = f->batch_seq ? f->batch_seq - 1
                                   : atomic_load_explicit(&f->after_batch, memory_order_acquire);
@@ -226,12 +209,10 @@ bool fs_fence_waitable(fs_allocator *a, fs_fence *f)
 
 fs_status fs_fence_gpu_wait(fs_allocator *a, fs_fence *f, fs_stream_t s)
 {
-    if (!f || atomic_load_explicit(&f->done, memory_order_acquire))
-        return FS_OK;
+    if (!f || atomic_load_explicit(&f->done, memory_order_acquire)) return FS_OK;
     const fs_device_ops *o = a->ops;
     for (int i = 0; i < f->n; i++)
-        if (o->stream_wait_event(o->ctx, f->device, s, f->ev[i]) != FS_DEV_OK)
-            return FS_ERR_DEVICE;
+        if (o->stream_wait_event(o->ctx, f->device, s, f->ev[i]) != FS_DEV_OK) return FS_ERR_DEVICE;
     return FS_OK;
 }
 
@@ -250,8 +231,7 @@ fs_dev_status fs_fence_wait(fs_allocator *a, fs_fence *f)
 
 void fs_fence_release(fs_allocator *a, fs_fence *f)
 {
-    if (f)
-        fs_fence_put(&a->devs[f->device], f);
+    if (f) fs_fence_put(&a->devs[f->device], f);
 }
 
 /* ---- block lists -------------------------------------------------------------- */
@@ -260,8 +240,7 @@ void fs_blist_push(fs_blist *l, fs_block *b)
 {
     b->lprev = NULL;
     b->lnext = l->head;
-    if (l->head)
-        l->head->lprev = b;
+    if (l->head) l->head->lprev = b;
     l->head = b;
     l->n++;
 }
@@ -272,8 +251,7 @@ void fs_blist_del(fs_blist *l, fs_block *b)
         b->lprev->lnext = b->lnext;
     else
         l->head = b->lnext;
-    if (b->lnext)
-        b->lnext->lprev = b->lprev;
+    if (b->lnext) b->lnext->lprev = b->lprev;
     b->lnext = b->lprev = NULL;
     l->n--;
 }
@@ -283,13 +261,11 @@ void fs_blist_del(fs_blist *l, fs_block *b)
 bool fs_batch_fence(fs_dev *d)
 {
     bool ok = false;
-    if (atomic_load_explicit(&d->unfenced, memory_order_acquire) == 0)
-        return true;
+    if (atomic_load_explicit(&d->unfenced, memory_order_acquire) == 0) return true;
     fs_blist *taken = calloc((size_t)d->npools, sizeof *taken);
     fs_stream_t *streams = malloc(((size_t)d->npools + 1) * sizeof *streams);
     fs_pool **flagged = malloc(((size_t)d->npools + 1) * sizeof *flagged);
-    if (!taken || !streams || !flagged)
-        goto out;
+    if (!taken || !streams || !flagged) goto out;
     /* First the blocks freed so far, then the streams whose work they may
      * follow: work noted before a free is then always seen. */
     long count = 0;
@@ -305,8 +281,7 @@ bool fs_batch_fence(fs_dev *d)
     streams[n++] = d->legacy;
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
-        if (p->retired || p->kind != FS_STREAM_NONBLOCKING)
-            continue;
+        if (p->retired || p->kind != FS_STREAM_NONBLOCKING) continue;
         if (atomic_exchange_explicit(&p->had_work, false, memory_order_acq_rel)) {
             flagged[nf++] = p;
             streams[n++] = p->stream;
@@ -339,8 +314,7 @@ bool fs_batch_fence(fs_dev *d)
     fs_spin_unlock(&d->batch_lock);
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
-        if (!taken[i].head)
-            continue;
+        if (!taken[i].head) continue;
         fs_spin_lock(&p->lock);
         for (fs_block *b = taken[i].head, *next; b; b = next) {
             next = b->lnext;
@@ -370,11 +344,9 @@ void fs_marks_record(fs_dev *d)
         bool need = !p->mark && p->so_seq > p->so_done && !p->retired;
         uint64_t seq = p->so_seq;
         fs_spin_unlock(&p->lock);
-        if (!need)
-            continue;
+        if (!need) continue;
         fs_fence *m = fs_fence_make(d, &p->stream, 1);
-        if (!m)
-            continue;
+        if (!m) continue;
         fs_spin_lock(&p->lock);
         p->mark = m;
         p->mark_seq = seq;
@@ -394,15 +366,11 @@ typedef struct seen {
 
 static bool done_once(fs_allocator *a, fs_fence *f, seen *s)
 {
-    if (!f)
-        return true;
+    if (!f) return true;
     for (int i = 0; i < s->n; i++)
-        if (s->f[i] == f)
-            return false;
-    if (fence_done(a, f))
-        return true;
-    if (s->n < 8)
-        s->f[s->n++] = f;
+        if (s->f[i] == f) return false;
+    if (fence_done(a, f)) return true;
+    if (s->n < 8) s->f[s->n++] = f;
     return false;
 }
 
@@ -426,8 +394,7 @@ static void retire_block(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta *dl)
 
 size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
 {
-    if (capture_underway(a))
-        return 0;
+    if (capture_underway(a)) return 0;
     fs_dev *d = p->dev;
     if (p->mark && fence_done(a, p->mark)) {
         p->so_done = p->mark_seq;
@@ -439,8 +406,7 @@ size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
     size_t n = 0;
     for (fs_block *b = p->pending.head, *next; b; b = next) {
         next = b->lnext;
-        if (!done_once(a, b->fence, &pending) || !done_once(a, b->uses_fence, &pending))
-            continue;
+        if (!done_once(a, b->fence, &pending) || !done_once(a, b->uses_fence, &pending)) continue;
         fs_blist_del(&p->pending, b);
         retire_block(a, p, b, dl);
         n++;
@@ -454,16 +420,14 @@ size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
 
 size_t fs_pool_retire_synced(fs_allocator *a, fs_pool *p, uint64_t token)
 {
-    if (capture_underway(a))
-        return 0;
+    if (capture_underway(a)) return 0;
     fs_dev *d = p->dev;
     fs_delta dl[FS_KINDS] = {{.kind = FS_KIND_SMALL}, {.kind = FS_KIND_LARGE}};
     size_t n = 0;
     long unfenced = 0;
     for (fs_block *b = p->unfenced.head, *next; b; b = next) {
         next = b->lnext;
-        if (b->dev_seq > token)
-            continue;
+        if (b->dev_seq > token) continue;
         fs_blist_del(&p->unfenced, b);
         retire_block(a, p, b, dl);
         unfenced++;
@@ -471,14 +435,12 @@ size_t fs_pool_retire_synced(fs_allocator *a, fs_pool *p, uint64_t token)
     }
     for (fs_block *b = p->pending.head, *next; b; b = next) {
         next = b->lnext;
-        if (!b->dev_seq || b->dev_seq > token)
-            continue;
+        if (!b->dev_seq || b->dev_seq > token) continue;
         fs_blist_del(&p->pending, b);
         retire_block(a, p, b, dl);
         n++;
     }
-    if (unfenced)
-        atomic_fetch_sub_explicit(&d->unfenced, unfenced, memory_order_acq_rel);
+    if (unfenced) atomic_fetch_sub_explicit(&d->unfenced, unfenced, memory_order_acq_rel);
     if (n) {
         fs_stats_apply(d, &dl[0]);
         fs_stats_apply(d, &dl[1]);
@@ -493,23 +455,19 @@ static void sync_pool(fs_allocator *a, fs_pool *p)
     for (;;) {
         fs_fence *f = NULL;
         fs_spin_lock(&p->lock);
-        if (p->mark && !atomic_load(&p->mark->done))
-            f = p->mark;
+        if (p->mark && !atomic_load(&p->mark->done)) f = p->mark;
         for (fs_block *b = p->pending.head; b && !f; b = b->lnext) {
             if (b->fence && !atomic_load(&b->fence->done))
                 f = b->fence;
             else if (b->uses_fence && !atomic_load(&b->uses_fence->done))
                 f = b->uses_fence;
         }
-        if (f)
-            fs_fence_get(f);
+        if (f) fs_fence_get(f);
         fs_spin_unlock(&p->lock);
-        if (!f)
-            return;
+        if (!f) return;
         fence_sync(a, f);
         fs_fence_put(d, f);
-        if (!atomic_load(&f->done))
-            return; /* a capture began: stop waiting */
+        if (!atomic_load(&f->done)) return; /* a capture began: stop waiting */
     }
 }
 

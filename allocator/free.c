@@ -19,8 +19,7 @@
 static fs_block *claim(fs_allocator *a, const void *ptr, fs_status *st)
 {
     fs_block *b = fs_map_remove(a, (uintptr_t)ptr);
-    if (b)
-        return b;
+    if (b) return b;
     pthread_rwlock_rdlock(&a->segidx_lock);
     *st = fs_segidx_find(a, (uintptr_t)ptr) ? FS_ERR_INVALID : FS_ERR_NOT_OWNED;
     pthread_rwlock_unlock(&a->segidx_lock);
@@ -36,8 +35,7 @@ static void dead_delta(fs_delta *dl, const fs_block *b)
 
 static void pace_retire(fs_allocator *a, fs_pool *p)
 {
-    if (p->pending.n && (++p->frees % FS_RETIRE_EVERY) == 0)
-        fs_pool_retire(a, p);
+    if (p->pending.n && (++p->frees % FS_RETIRE_EVERY) == 0) fs_pool_retire(a, p);
 }
 
 /* The recorded uses other than stream `skip`; n is returned. */
@@ -45,8 +43,7 @@ static int other_uses(const fs_block *b, fs_stream_t skip, fs_stream_t *out)
 {
     int n = 0;
     for (int i = 0; i < b->nuses; i++)
-        if (b->uses[i] != skip)
-            out[n++] = b->uses[i];
+        if (b->uses[i] != skip) out[n++] = b->uses[i];
     return n;
 }
 
@@ -74,8 +71,7 @@ static fs_status free_device(fs_allocator *a, fs_block *b, fs_fence **fence_out)
     pace_retire(a, p);
     fs_spin_unlock(&p->lock);
     long n = atomic_fetch_add_explicit(&d->unfenced, 1, memory_order_acq_rel) + 1;
-    if (!fence_out && n < FS_UNFENCED_LIMIT)
-        return FS_OK;
+    if (!fence_out && n < FS_UNFENCED_LIMIT) return FS_OK;
     pthread_mutex_lock(&d->lock);
     bool fenced = fs_batch_fence(d);
     if (fence_out && fenced && d->last_batch) {
@@ -100,12 +96,11 @@ static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_stream_t s, fs_
     fs_pool *p = b->seg->pool;
     fs_dev *d = p->dev;
     bool retired = atomic_load_explicit(&p->retired, memory_order_acquire);
-    if (retired && s == p->stream)
-        return free_device(a, b, fence_out); /* that stream is gone */
+    if (retired && s == p->stream) return free_device(a, b, fence_out); /* that stream is gone */
     fs_stream_t local[8];
-    fs_stream_t *streams = b->nuses + 1 <= 8 ? local : malloc(((size_t)b->nuses + 1) * sizeof *streams);
-    if (!streams)
-        return free_device(a, b, fence_out);
+    fs_stream_t *streams =
+        b->nuses + 1 <= 8 ? local : malloc(((size_t)b->nuses + 1) * sizeof *streams);
+    if (!streams) return free_device(a, b, fence_out);
     int n = other_uses(b, s, streams + 1);
     fs_delta dl = {.kind = b->seg->kind};
     dead_delta(&dl, b);
@@ -118,16 +113,13 @@ static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_stream_t s, fs_
         fs_stats_apply(d, &dl);
         pace_retire(a, p);
         fs_spin_unlock(&p->lock);
-        if (fence_out)
-            *fence_out = fs_fence_make(d, &s, 1);
+        if (fence_out) *fence_out = fs_fence_make(d, &s, 1);
         return FS_OK;
     }
     streams[0] = s;
     fs_fence *f = fs_fence_make(d, streams, n + 1);
-    if (streams != local)
-        free(streams);
-    if (!f)
-        return free_device(a, b, fence_out);
+    if (streams != local) free(streams);
+    if (!f) return free_device(a, b, fence_out);
     dl.pending = 1;
     dl.pending_bytes = (int64_t)b->size;
     fs_spin_lock(&p->lock);
@@ -153,8 +145,7 @@ static fs_status free_sync(fs_allocator *a, fs_block *b, fs_fence **fence_out)
     fs_pool *p = b->seg->pool;
     fs_dev *d = p->dev;
     const fs_device_ops *o = a->ops;
-    if (o->device_synchronize(o->ctx, d->id) != FS_DEV_OK)
-        return free_device(a, b, fence_out);
+    if (o->device_synchronize(o->ctx, d->id) != FS_DEV_OK) return free_device(a, b, fence_out);
     fs_delta dl = {.kind = b->seg->kind, .active = -1, .active_bytes = -(int64_t)b->size};
     dead_delta(&dl, b);
     fs_spin_lock(&p->lock);
@@ -162,8 +153,7 @@ static fs_status free_sync(fs_allocator *a, fs_block *b, fs_fence **fence_out)
     fs_stats_apply(d, &dl);
     fs_pool_retire(a, p);
     fs_spin_unlock(&p->lock);
-    if (fence_out)
-        *fence_out = fs_fence_make(d, NULL, 0);
+    if (fence_out) *fence_out = fs_fence_make(d, NULL, 0);
     return FS_OK;
 }
 
@@ -175,14 +165,11 @@ static void note_free_requested(fs_allocator *a, fs_block *b)
 
 fs_status fs_free(fs_allocator *a, void *ptr, fs_fence **fence_out)
 {
-    if (fence_out)
-        *fence_out = NULL;
-    if (!ptr)
-        return FS_OK;
+    if (fence_out) *fence_out = NULL;
+    if (!ptr) return FS_OK;
     fs_status st = FS_OK;
     fs_block *b = claim(a, ptr, &st);
-    if (!b)
-        return st;
+    if (!b) return st;
     note_free_requested(a, b);
     const fs_device_ops *o = a->ops;
     fs_free_semantics sem = a->cfg.free_semantics;
@@ -200,14 +187,11 @@ fs_status fs_free(fs_allocator *a, void *ptr, fs_fence **fence_out)
 
 fs_status fs_free_async(fs_allocator *a, void *ptr, fs_stream_t stream, fs_fence **fence_out)
 {
-    if (fence_out)
-        *fence_out = NULL;
-    if (!ptr)
-        return FS_OK;
+    if (fence_out) *fence_out = NULL;
+    if (!ptr) return FS_OK;
     fs_status st = FS_OK;
     fs_block *b = claim(a, ptr, &st);
-    if (!b)
-        return st;
+    if (!b) return st;
     note_free_requested(a, b);
     return free_on_stream(a, b, stream, fence_out);
 }
@@ -234,8 +218,7 @@ fs_status fs_with_live_block(fs_allocator *a, const void *ptr,
         fs_pool *p = s->pool;
         fs_spin_lock(&p->lock);
         fs_block *b = s->detached ? NULL : block_at(s, (uintptr_t)ptr);
-        if (b)
-            st = fn(b, arg);
+        if (b) st = fn(b, arg);
         fs_spin_unlock(&p->lock);
     }
     pthread_rwlock_unlock(&a->segidx_lock);
@@ -245,16 +228,13 @@ fs_status fs_with_live_block(fs_allocator *a, const void *ptr,
 static fs_status add_use(fs_block *b, void *arg)
 {
     fs_stream_t s = *(fs_stream_t *)arg;
-    if (s == b->stream)
-        return FS_OK; /* its own stream orders itself */
+    if (s == b->stream) return FS_OK; /* its own stream orders itself */
     for (int i = 0; i < b->nuses; i++)
-        if (b->uses[i] == s)
-            return FS_OK;
+        if (b->uses[i] == s) return FS_OK;
     if (b->nuses == b->capuses) {
         int cap = b->capuses ? b->capuses * 2 : 4;
         fs_stream_t *n = realloc(b->uses, (size_t)cap * sizeof *n);
-        if (!n)
-            return FS_ERR_DEVICE;
+        if (!n) return FS_ERR_DEVICE;
         b->uses = n;
         b->capuses = cap;
     }

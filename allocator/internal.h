@@ -15,14 +15,14 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define FS_KiB ((size_t)1024)
-#define FS_MiB ((size_t)1024 * 1024)
-#define FS_MIN_BLOCK ((size_t)512)       /* every block is a multiple of this */
-#define FS_SMALL_SIZE FS_MiB             /* largest request served from the small pool */
-#define FS_SMALL_BUFFER (2 * FS_MiB)     /* small pool segment */
-#define FS_LARGE_BUFFER (20 * FS_MiB)    /* large pool segment for requests < 10 MiB */
+#define FS_KiB             ((size_t)1024)
+#define FS_MiB             ((size_t)1024 * 1024)
+#define FS_MIN_BLOCK       ((size_t)512) /* every block is a multiple of this */
+#define FS_SMALL_SIZE      FS_MiB        /* largest request served from the small pool */
+#define FS_SMALL_BUFFER    (2 * FS_MiB)  /* small pool segment */
+#define FS_LARGE_BUFFER    (20 * FS_MiB) /* large pool segment for requests < 10 MiB */
 #define FS_MIN_LARGE_ALLOC (10 * FS_MiB)
-#define FS_ROUND_LARGE (2 * FS_MiB)
+#define FS_ROUND_LARGE     (2 * FS_MiB)
 
 enum { FS_KIND_SMALL, FS_KIND_LARGE, FS_KINDS }; /* == FS_POOL_SMALL - 1, FS_POOL_LARGE - 1 */
 
@@ -47,7 +47,7 @@ struct fs_fence {
     uint64_t batch_seq;
     struct fs_fence *fifo_next; /* the device's queue of batches */
     int device;
-    unsigned epoch;             /* the device's reset count when the events were made */
+    unsigned epoch; /* the device's reset count when the events were made */
     int n;
     fs_event_t ev[];
 };
@@ -58,44 +58,44 @@ typedef struct fs_block {
     size_t requested;
     struct fs_block *prev, *next; /* address neighbours inside the segment */
     struct fs_segment *seg;
-    fs_stream_t stream;           /* stream the live block was handed to */
+    fs_stream_t stream; /* stream the live block was handed to */
     fs_block_state state;
-    struct fs_block *left, *right; /* neighbours in its free bin */
-    uint32_t gc_age;              /* misses the block has sat free through */
-    struct fs_block *map_next;    /* block map chain */
+    struct fs_block *left, *right;  /* neighbours in its free bin */
+    uint32_t gc_age;                /* misses the block has sat free through */
+    struct fs_block *map_next;      /* block map chain */
     struct fs_block *lnext, *lprev; /* pending / unfenced list */
-    fs_fence *fence;              /* device batch fence or free_async event */
-    fs_fence *uses_fence;         /* events of record_stream uses */
-    fs_stream_t ready_stream;     /* pending, yet reusable at once on this stream ... */
-    bool has_ready;               /* ... when this is set */
-    uint64_t free_seq;            /* stream-ordered free number in its pool; 0 = completed */
-    uint64_t dev_seq;             /* device-ordered free number on its device; 0 = none */
-    fs_stream_t *uses;            /* streams recorded while live */
+    fs_fence *fence;                /* device batch fence or free_async event */
+    fs_fence *uses_fence;           /* events of record_stream uses */
+    fs_stream_t ready_stream;       /* pending, yet reusable at once on this stream ... */
+    bool has_ready;                 /* ... when this is set */
+    uint64_t free_seq;              /* stream-ordered free number in its pool; 0 = completed */
+    uint64_t dev_seq;               /* device-ordered free number on its device; 0 = none */
+    fs_stream_t *uses;              /* streams recorded while live */
     int nuses, capuses;
 } fs_block;
 
 typedef struct fs_segment {
     uintptr_t base;
-    size_t size;          /* bytes backed by memory (mapped part when expandable) */
-    size_t reserve;       /* expandable: bytes of address space reserved; else 0 */
-    size_t extent;        /* the range the index answers for (reserve, else size):
-                           * set before the segment enters the index, never
-                           * changed, so readers need the index lock alone */
+    size_t size;    /* bytes backed by memory (mapped part when expandable) */
+    size_t reserve; /* expandable: bytes of address space reserved; else 0 */
+    size_t extent;  /* the range the index answers for (reserve, else size):
+                     * set before the segment enters the index, never
+                     * changed, so readers need the index lock alone */
     struct fs_pool *pool;
     int kind;
     int pinned;
     bool expandable;
-    bool detached;        /* being released: no longer in its pool */
+    bool detached; /* being released: no longer in its pool */
     fs_block *head;
     struct fs_segment *next, *prev; /* the pool's segments */
 } fs_segment;
 
 /* Free blocks of one pool kind in (size, address) order ("bins.c"). */
-#define FS_BIN_EXACT_LOG 15                          /* below 32 KiB: a bin per size */
+#define FS_BIN_EXACT_LOG   15 /* below 32 KiB: a bin per size */
 #define FS_BIN_EXACT_LIMIT ((size_t)1 << FS_BIN_EXACT_LOG)
-#define FS_BIN_EXACT (FS_BIN_EXACT_LIMIT / FS_MIN_BLOCK) /* 64 */
-#define FS_BIN_SUB_BITS 6                            /* then 64 bins per power of two */
-#define FS_BINS (64 * 26)                            /* up to 1 TiB, the rest in the last */
+#define FS_BIN_EXACT       (FS_BIN_EXACT_LIMIT / FS_MIN_BLOCK) /* 64 */
+#define FS_BIN_SUB_BITS    6                                   /* then 64 bins per power of two */
+#define FS_BINS            (64 * 26) /* up to 1 TiB, the rest in the last */
 typedef struct fs_bins {
     struct fs_block *bin[FS_BINS];
     uint64_t map[FS_BINS / 64];
@@ -112,21 +112,21 @@ typedef struct fs_pool {
     struct fs_dev *dev;
     fs_stream_t stream;
     enum fs_stream_kind kind;
-    atomic_bool retired;          /* its stream was destroyed; never matched by handle */
-    atomic_bool had_work;         /* work issued since the last batch fence */
+    atomic_bool retired;  /* its stream was destroyed; never matched by handle */
+    atomic_bool had_work; /* work issued since the last batch fence */
     fs_bins free[FS_KINDS];
     size_t free_bytes[FS_KINDS];
     fs_blist pending, unfenced;
     fs_segment *segs;
     fs_segment *expandable[FS_KINDS];
-    unsigned frees;               /* paces pending retirement on the free path */
+    unsigned frees; /* paces pending retirement on the free path */
     /* Stream-ordered frees are reusable at once on the pool's own stream, by
      * other streams only once a mark event recorded after them completes. */
     uint64_t so_seq, so_done, mark_seq;
     fs_fence *mark;
-    fs_block *spare;              /* recycled block metadata */
+    fs_block *spare; /* recycled block metadata */
     size_t nspare;
-    struct fs_pool *hash_next;    /* registry chain (live pools only) */
+    struct fs_pool *hash_next; /* registry chain (live pools only) */
 } fs_pool;
 
 /* Plain counters under dev->stats_lock: one short critical section per
@@ -136,23 +136,23 @@ typedef struct fs_dev_stats {
 } fs_dev_stats;
 
 typedef struct fs_dev {
-    pthread_mutex_t lock;         /* registry, pool list, batch fences, growth */
+    pthread_mutex_t lock; /* registry, pool list, batch fences, growth */
     fs_allocator *a;
     int id;
-    fs_pool **pools;              /* every pool, live and retired */
+    fs_pool **pools; /* every pool, live and retired */
     int npools, cappools;
-    fs_pool *hash[64];            /* live pools by stream handle */
+    fs_pool *hash[64]; /* live pools by stream handle */
     fs_stream_t legacy;
-    atomic_uint gen;              /* bumped when the handle -> pool mapping changes */
-    atomic_uint epoch;            /* bumped by cudaDeviceReset: older events are dead */
-    atomic_long unfenced;         /* blocks waiting for a batch fence, all pools */
-    fs_fence *last_batch;         /* the newest batch fence (a reference) */
-    fs_spin batch_lock;           /* the queue of batches not known complete */
+    atomic_uint gen;      /* bumped when the handle -> pool mapping changes */
+    atomic_uint epoch;    /* bumped by cudaDeviceReset: older events are dead */
+    atomic_long unfenced; /* blocks waiting for a batch fence, all pools */
+    fs_fence *last_batch; /* the newest batch fence (a reference) */
+    fs_spin batch_lock;   /* the queue of batches not known complete */
     fs_fence *fifo_head, *fifo_tail;
     uint64_t batch_seq;
-    _Atomic uint64_t batch_done;  /* every batch up to this one has completed */
-    atomic_uint gc_clock;         /* misses so far: the age unit of garbage collection */
-    _Atomic uint64_t dev_frees;   /* device-ordered frees so far: host-sync tokens */
+    _Atomic uint64_t batch_done; /* every batch up to this one has completed */
+    atomic_uint gc_clock;        /* misses so far: the age unit of garbage collection */
+    _Atomic uint64_t dev_frees;  /* device-ordered frees so far: host-sync tokens */
     fs_spin stats_lock;
     fs_dev_stats st;
     fs_spin ev_lock;
@@ -184,7 +184,7 @@ struct fs_allocator {
     fs_dev *devs;
     fs_map_shard map[FS_MAP_SHARDS];
     pthread_rwlock_t segidx_lock;
-    fs_segment **segidx;          /* every segment, sorted by base */
+    fs_segment **segidx; /* every segment, sorted by base */
     size_t nseg, capseg;
     _Atomic(struct fs_observer_node *) obs;
     struct fs_observer_node *obs_old; /* replaced observers, freed at destroy */
@@ -206,7 +206,7 @@ void fs_stats_count(fs_dev *d, int64_t *field, int64_t by);
 
 /* ---- "size.c" ---------------------------------------------------------- */
 size_t fs_round_size(const fs_alloc_config *cfg, size_t size); /* 0 when it would wrap */
-size_t fs_segment_size(size_t rounded);                       /* 0 when it would wrap */
+size_t fs_segment_size(size_t rounded);                        /* 0 when it would wrap */
 int fs_size_kind(size_t rounded);
 bool fs_should_split(const fs_alloc_config *cfg, const fs_block *b, size_t size);
 
@@ -230,7 +230,7 @@ typedef enum fs_release_mode {
     FS_RELEASE_LARGEST, /* largest first, until `goal` bytes are released */
     FS_RELEASE_OLDEST,  /* garbage collection: oldest first, at least average age */
 } fs_release_mode;
-void fs_block_free(fs_pool *p, fs_block *b);    /* caller holds p->lock; p may be NULL */
+void fs_block_free(fs_pool *p, fs_block *b); /* caller holds p->lock; p may be NULL */
 fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size); /* the remainder, or NULL */
 void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl);     /* coalesce, then into a bin */
 void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl);       /* out of its bin */
@@ -246,7 +246,7 @@ void fs_segidx_remove(fs_allocator *a, fs_segment *s);
 /* ---- "fence.c" --------------------------------------------------------- */
 fs_fence *fs_fence_make(fs_dev *d, const fs_stream_t *streams, int n); /* NULL: deferred */
 void fs_fence_get(fs_fence *f);
-void fs_fence_put(fs_dev *d, fs_fence *f);                 /* f may be NULL */
+void fs_fence_put(fs_dev *d, fs_fence *f);            /* f may be NULL */
 bool fs_fence_waitable(fs_allocator *a, fs_fence *f); /* only its own events may be pending */
 fs_status fs_fence_gpu_wait(fs_allocator *a, fs_fence *f, fs_stream_t s);
 void fs_blist_push(fs_blist *l, fs_block *b);
@@ -255,7 +255,7 @@ void fs_blist_del(fs_blist *l, fs_block *b);
 bool fs_batch_fence(fs_dev *d); /* false: a capture deferred it, blocks stay unfenced */
 void fs_marks_record(fs_dev *d);
 void fs_dev_retire_all(fs_dev *d, bool sync);
-size_t fs_pool_retire(fs_allocator *a, fs_pool *p);         /* caller holds p->lock */
+size_t fs_pool_retire(fs_allocator *a, fs_pool *p); /* caller holds p->lock */
 /* Caller holds dev->lock and p->lock: the host synchronised with the whole
  * device after device-ordered free number `token` was made, so those frees
  * are reusable whatever their fences say (or before they have any). */

@@ -7,8 +7,7 @@ static void for_devices(fs_allocator *a, int device, void (*fn)(fs_allocator *, 
                         void *arg)
 {
     for (int i = 0; i < a->ndev; i++)
-        if (device < 0 || device == i)
-            fn(a, &a->devs[i], arg);
+        if (device < 0 || device == i) fn(a, &a->devs[i], arg);
 }
 
 static void host_sync(fs_allocator *a, fs_dev *d, void *arg)
@@ -34,8 +33,7 @@ uint64_t fs_alloc_sync_begin(fs_allocator *a, int device)
 void fs_alloc_note_host_sync_since(fs_allocator *a, int device, uint64_t token)
 {
     fs_dev *d = fs_dev_of(a, device);
-    if (!d)
-        return;
+    if (!d) return;
     pthread_mutex_lock(&d->lock);
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
@@ -57,8 +55,7 @@ static void empty(fs_allocator *a, fs_dev *d, void *arg)
 
 fs_status fs_alloc_empty_cache(fs_allocator *a, int device)
 {
-    if (device >= a->ndev)
-        return FS_ERR_INVALID;
+    if (device >= a->ndev) return FS_ERR_INVALID;
     for_devices(a, device, empty, NULL);
     return FS_OK;
 }
@@ -69,8 +66,8 @@ static void trim(fs_allocator *a, fs_dev *d, void *arg)
     pthread_mutex_lock(&d->lock);
     fs_dev_retire_all(d, false);
     fs_spin_lock(&d->stats_lock);
-    int64_t unused = d->st.s.reserved_bytes[FS_POOL_ALL].current -
-                     d->st.s.active_bytes[FS_POOL_ALL].current;
+    int64_t unused =
+        d->st.s.reserved_bytes[FS_POOL_ALL].current - d->st.s.active_bytes[FS_POOL_ALL].current;
     fs_spin_unlock(&d->stats_lock);
     if (unused > 0 && (size_t)unused > keep)
         fs_segments_release(a, d, FS_RELEASE_LARGEST, (size_t)unused - keep);
@@ -79,8 +76,7 @@ static void trim(fs_allocator *a, fs_dev *d, void *arg)
 
 fs_status fs_alloc_trim(fs_allocator *a, int device, size_t keep_bytes)
 {
-    if (device >= a->ndev)
-        return FS_ERR_INVALID;
+    if (device >= a->ndev) return FS_ERR_INVALID;
     for_devices(a, device, trim, &keep_bytes);
     return FS_OK;
 }
@@ -88,8 +84,7 @@ fs_status fs_alloc_trim(fs_allocator *a, int device, size_t keep_bytes)
 void fs_alloc_device_reset(fs_allocator *a, int device)
 {
     fs_dev *d = fs_dev_of(a, device);
-    if (!d)
-        return;
+    if (!d) return;
     pthread_mutex_lock(&d->lock);
     fs_dev_teardown(a, d, false);
     pthread_mutex_unlock(&d->lock);
@@ -109,8 +104,7 @@ fs_status fs_alloc_segment_pin(fs_allocator *a, void *ptr, bool pin)
             st = FS_OK;
         } else {
             st = s->pinned > 0 ? FS_OK : FS_ERR_INVALID;
-            if (s->pinned > 0)
-                s->pinned--;
+            if (s->pinned > 0) s->pinned--;
         }
         fs_spin_unlock(&s->pool->lock);
     }

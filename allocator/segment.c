@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FS_SPARE_BLOCKS 256
+#define FS_SPARE_BLOCKS               256
 #define FS_EXPANDABLE_DEFAULT_RESERVE ((size_t)256 << 30)
 
 /* ---- block metadata ------------------------------------------------------ */
@@ -45,15 +45,13 @@ void fs_block_free(fs_pool *p, fs_block *b)
 fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size)
 {
     fs_block *r = block_new(p);
-    if (!r)
-        return NULL;
+    if (!r) return NULL;
     r->addr = b->addr + size;
     r->size = b->size - size;
     r->seg = b->seg;
     r->prev = b;
     r->next = b->next;
-    if (b->next)
-        b->next->prev = r;
+    if (b->next) b->next->prev = r;
     b->next = r;
     b->size = size;
     return r;
@@ -83,12 +81,10 @@ static void absorb(fs_pool *p, fs_block *b, fs_block *n)
             b->seg->head = b;
     } else {
         b->next = n->next;
-        if (n->next)
-            n->next->prev = b;
+        if (n->next) n->next->prev = b;
     }
     b->size += n->size;
-    if (n->free_seq > b->free_seq)
-        b->free_seq = n->free_seq;
+    if (n->free_seq > b->free_seq) b->free_seq = n->free_seq;
     fs_block_free(p, n);
 }
 
@@ -139,8 +135,7 @@ static size_t upper(fs_allocator *a, uintptr_t addr)
 fs_segment *fs_segidx_find(fs_allocator *a, uintptr_t addr)
 {
     size_t i = upper(a, addr);
-    if (i == 0)
-        return NULL;
+    if (i == 0) return NULL;
     fs_segment *s = a->segidx[i - 1];
     return addr - s->base < s->extent ? s : NULL;
 }
@@ -183,8 +178,7 @@ static void list_add(fs_pool *p, fs_segment *s)
 {
     s->prev = NULL;
     s->next = p->segs;
-    if (p->segs)
-        p->segs->prev = s;
+    if (p->segs) p->segs->prev = s;
     p->segs = s;
 }
 
@@ -194,8 +188,7 @@ static void list_del(fs_pool *p, fs_segment *s)
         s->prev->next = s->next;
     else
         p->segs = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
+    if (s->next) s->next->prev = s->prev;
     s->next = s->prev = NULL;
 }
 
@@ -233,8 +226,7 @@ bool fs_segment_adopt(fs_allocator *a, fs_pool *from, fs_pool *to, fs_segment *s
 
 static fs_status dev_status(fs_dev_status st, bool *oom)
 {
-    if (st == FS_DEV_OK)
-        return FS_OK;
+    if (st == FS_DEV_OK) return FS_OK;
     if (st == FS_DEV_OUT_OF_MEMORY) {
         *oom = true;
         return FS_ERR_OOM;
@@ -255,16 +247,14 @@ static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int kind, size_t r
     fs_dev *d = p->dev;
     const fs_device_ops *o = a->ops;
     size_t gran = o->vm_granularity(o->ctx, d->id);
-    if (gran == 0 || gran % FS_MIN_BLOCK)
-        return FS_ERR_NOT_OWNED;
+    if (gran == 0 || gran % FS_MIN_BLOCK) return FS_ERR_NOT_OWNED;
     fs_segment *s = p->expandable[kind];
     if (!s) {
         size_t cap = o->mem_capacity ? o->mem_capacity(o->ctx, d->id) : 0;
         size_t reserve = round_to(cap ? cap + cap / 8 : FS_EXPANDABLE_DEFAULT_RESERVE, gran);
         void *base;
         fs_status st = dev_status(o->vm_reserve(o->ctx, d->id, reserve, &base), oom);
-        if (st != FS_OK)
-            return st == FS_ERR_OOM ? FS_ERR_NOT_OWNED : st;
+        if (st != FS_OK) return st == FS_ERR_OOM ? FS_ERR_NOT_OWNED : st;
         s = calloc(1, sizeof *s);
         if (s) {
             s->base = (uintptr_t)base;
@@ -292,11 +282,9 @@ static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int kind, size_t r
     size_t old = s->size;
     fs_spin_unlock(&p->lock);
     size_t g = round_to(rounded - (have < rounded ? have : 0), gran);
-    if (g > s->reserve - old)
-        return FS_ERR_NOT_OWNED;
+    if (g > s->reserve - old) return FS_ERR_NOT_OWNED;
     fs_status st = dev_status(o->vm_map(o->ctx, d->id, (void *)(s->base + old), g), oom);
-    if (st != FS_OK)
-        return st;
+    if (st != FS_OK) return st;
     fs_spin_lock(&p->lock);
     fs_delta dl = {.kind = kind, .reserved_bytes = (int64_t)g, .segment = old == 0};
     fs_block *last = s->head;
@@ -338,8 +326,7 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int kind, size_t rounded,
     const fs_device_ops *o = a->ops;
     if (a->cfg.expandable_segments && o->vm_map && o->vm_reserve && o->vm_granularity) {
         fs_status st = grow_expandable(a, p, kind, rounded, oom);
-        if (st != FS_ERR_NOT_OWNED)
-            return st;
+        if (st != FS_ERR_NOT_OWNED) return st;
     }
     size_t size = fs_segment_size(rounded);
     if (size == 0) {
@@ -348,8 +335,7 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int kind, size_t rounded,
     }
     void *ptr = NULL;
     fs_status st = dev_status(o->segment_alloc(o->ctx, d->id, size, &ptr), oom);
-    if (st != FS_OK)
-        return st;
+    if (st != FS_OK) return st;
     fs_segment *s = calloc(1, sizeof *s);
     fs_block *b = calloc(1, sizeof *b);
     if (s) {
@@ -408,8 +394,7 @@ static size_t expandable_slack(const fs_segment *s, size_t gran, fs_block **tail
     while (t && t->next)
         t = t->next;
     *tail_out = t;
-    if (!t || t->state != FS_BLOCK_FREE)
-        return 0;
+    if (!t || t->state != FS_BLOCK_FREE) return 0;
     size_t keep = round_to(t->addr - s->base, gran);
     return s->size - keep;
 }
@@ -420,25 +405,21 @@ static void collect(fs_pool *p, size_t gran, candidate **c, size_t *n, size_t *c
     for (fs_segment *s = p->segs; s; s = s->next) {
         size_t bytes = 0;
         uint32_t age = 0;
-        if (s->pinned)
-            continue;
+        if (s->pinned) continue;
         if (s->expandable) {
             fs_block *t;
-            if (gran)
-                bytes = expandable_slack(s, gran, &t);
+            if (gran) bytes = expandable_slack(s, gran, &t);
             if (bytes)
                 age = atomic_load_explicit(&p->dev->gc_clock, memory_order_relaxed) - t->gc_age;
         } else if (s->head->state == FS_BLOCK_FREE && !s->head->next) {
             bytes = s->size;
             age = atomic_load_explicit(&p->dev->gc_clock, memory_order_relaxed) - s->head->gc_age;
         }
-        if (!bytes)
-            continue;
+        if (!bytes) continue;
         if (*n == *cap) {
             size_t nc = *cap ? *cap * 2 : 32;
             candidate *m = realloc(*c, nc * sizeof *m);
-            if (!m)
-                break;
+            if (!m) break;
             *c = m;
             *cap = nc;
         }
@@ -536,11 +517,9 @@ size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, siz
         uint32_t avg = n ? (uint32_t)(sum / n) : 0;
         size_t m = 0;
         for (size_t i = 0; i < n; i++)
-            if (c[i].age >= avg)
-                c[m++] = c[i];
+            if (c[i].age >= avg) c[m++] = c[i];
         n = m;
-        if (n > 1)
-            qsort(c, n, sizeof *c, by_age);
+        if (n > 1) qsort(c, n, sizeof *c, by_age);
     } else if (n > 1) {
         qsort(c, n, sizeof *c, by_size);
     }

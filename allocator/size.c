@@ -6,10 +6,8 @@
 static size_t round_up(size_t size, size_t to)
 {
     size_t r = size % to;
-    if (r == 0)
-        return size;
-    if (size > SIZE_MAX - (to - r))
-        return 0;
+    if (r == 0) return size;
+    if (size > SIZE_MAX - (to - r)) return 0;
     return size + (to - r);
 }
 
@@ -24,39 +22,32 @@ static unsigned divisions_for(const fs_alloc_config *cfg, size_t size)
 {
     int l = floor_log2(size);
     int idx = l > 20 ? l - 20 : 0;
-    if (idx >= FS_ROUNDUP_BUCKETS)
-        idx = FS_ROUNDUP_BUCKETS - 1;
+    if (idx >= FS_ROUNDUP_BUCKETS) idx = FS_ROUNDUP_BUCKETS - 1;
     return cfg->roundup_divisions[idx];
 }
 
 /* Rounds up to the next of `div` equal steps between two powers of two. */
 static size_t next_division(size_t size, size_t div)
 {
-    if (!(size & (size - 1)))
-        return size;
+    if (!(size & (size - 1))) return size;
     size_t floor2 = (size_t)1 << floor_log2(size);
     size_t step = floor2 >> floor_log2(div);
-    if (step == 0)
-        return floor2 > SIZE_MAX / 2 ? 0 : floor2 << 1;
+    if (step == 0) return floor2 > SIZE_MAX / 2 ? 0 : floor2 << 1;
     return round_up(size, step);
 }
 
 size_t fs_round_size(const fs_alloc_config *cfg, size_t size)
 {
-    if (size < FS_MIN_BLOCK)
-        return FS_MIN_BLOCK;
+    if (size < FS_MIN_BLOCK) return FS_MIN_BLOCK;
     unsigned div = divisions_for(cfg, size);
-    if (div > 1 && size > FS_MIN_BLOCK * div)
-        return next_division(size, div);
+    if (div > 1 && size > FS_MIN_BLOCK * div) return next_division(size, div);
     return round_up(size, FS_MIN_BLOCK);
 }
 
 size_t fs_segment_size(size_t rounded)
 {
-    if (rounded <= FS_SMALL_SIZE)
-        return FS_SMALL_BUFFER;
-    if (rounded < FS_MIN_LARGE_ALLOC)
-        return FS_LARGE_BUFFER;
+    if (rounded <= FS_SMALL_SIZE) return FS_SMALL_BUFFER;
+    if (rounded < FS_MIN_LARGE_ALLOC) return FS_LARGE_BUFFER;
     return round_up(rounded, FS_ROUND_LARGE);
 }
 
@@ -73,7 +64,6 @@ int fs_size_kind(size_t rounded)
 bool fs_should_split(const fs_alloc_config *cfg, const fs_block *b, size_t size)
 {
     size_t remaining = b->size - size;
-    if (b->seg->kind == FS_KIND_SMALL || b->seg->expandable)
-        return remaining >= FS_MIN_BLOCK;
+    if (b->seg->kind == FS_KIND_SMALL || b->seg->expandable) return remaining >= FS_MIN_BLOCK;
     return size < cfg->max_split_size && remaining > FS_SMALL_SIZE;
 }

@@ -14,19 +14,15 @@
  * most fields untouched, and frees only lower them: no peak to check. */
 static inline void bump(fs_stat *all, fs_stat *kind, int64_t v)
 {
-    if (!v)
-        return;
+    if (!v) return;
     int64_t ca = all->current + v, ck = kind->current + v;
     all->current = ca;
     kind->current = ck;
-    if (v < 0)
-        return;
+    if (v < 0) return;
     all->allocated += v;
     kind->allocated += v;
-    if (ca > all->peak)
-        all->peak = ca;
-    if (ck > kind->peak)
-        kind->peak = ck;
+    if (ca > all->peak) all->peak = ca;
+    if (ck > kind->peak) kind->peak = ck;
 }
 
 #define BUMP(field) bump(&s->field[FS_POOL_ALL], &s->field[k], dl->field)
@@ -66,8 +62,7 @@ static int64_t largest_free(fs_dev *d)
         fs_spin_lock(&p->lock);
         for (int k = 0; k < FS_KINDS; k++) {
             fs_block *m = fs_bins_max(&p->free[k]);
-            if (m && m->size > best)
-                best = m->size;
+            if (m && m->size > best) best = m->size;
         }
         fs_spin_unlock(&p->lock);
     }
@@ -110,8 +105,7 @@ void fs_alloc_get_stats(fs_allocator *a, int device, fs_alloc_stats *out)
 {
     memset(out, 0, sizeof *out);
     for (int i = 0; i < a->ndev; i++) {
-        if (device >= 0 && i != device)
-            continue;
+        if (device >= 0 && i != device) continue;
         fs_dev *d = &a->devs[i];
         fs_alloc_stats snap;
         fs_spin_lock(&d->stats_lock);
@@ -119,8 +113,7 @@ void fs_alloc_get_stats(fs_allocator *a, int device, fs_alloc_stats *out)
         fs_spin_unlock(&d->stats_lock);
         add_all(out, &snap);
         int64_t lf = largest_free(d);
-        if (lf > out->largest_free_block)
-            out->largest_free_block = lf;
+        if (lf > out->largest_free_block) out->largest_free_block = lf;
     }
 }
 
@@ -133,8 +126,7 @@ static void reset(fs_stat *st, int n)
 void fs_alloc_reset_peak(fs_allocator *a, int device)
 {
     for (int i = 0; i < a->ndev; i++) {
-        if (device >= 0 && i != device)
-            continue;
+        if (device >= 0 && i != device) continue;
         fs_dev *d = &a->devs[i];
         fs_alloc_stats *s = &d->st.s;
         fs_spin_lock(&d->stats_lock);

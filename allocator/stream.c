@@ -18,14 +18,12 @@ static fs_pool *pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind)
     if (d->npools == d->cappools) {
         int cap = d->cappools ? d->cappools * 2 : 8;
         fs_pool **n = realloc(d->pools, (size_t)cap * sizeof *n);
-        if (!n)
-            return NULL;
+        if (!n) return NULL;
         d->pools = n;
         d->cappools = cap;
     }
     fs_pool *p = calloc(1, sizeof *p);
-    if (!p)
-        return NULL;
+    if (!p) return NULL;
     fs_spin_init(&p->lock);
     atomic_init(&p->had_work, false);
     p->dev = d;
@@ -41,10 +39,8 @@ static fs_pool *pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind)
 static fs_pool *lookup_locked(fs_dev *d, fs_stream_t s, bool create)
 {
     for (fs_pool *p = d->hash[bucket(s)]; p; p = p->hash_next)
-        if (p->stream == s)
-            return p;
-    if (!create)
-        return NULL;
+        if (p->stream == s) return p;
+    if (!create) return NULL;
     /* First seen in a call: without knowing better, it gets fence events of
      * its own, which is always safe. */
     return pool_new(d, s, s == d->legacy ? FS_STREAM_LEGACY : FS_STREAM_NONBLOCKING);
@@ -85,26 +81,22 @@ fs_pool *fs_pool_get(fs_allocator *a, int device, fs_stream_t s)
 void fs_alloc_stream_register(fs_allocator *a, int device, fs_stream_t s, enum fs_stream_kind kind)
 {
     fs_dev *d = fs_dev_of(a, device);
-    if (!d)
-        return;
+    if (!d) return;
     pthread_mutex_lock(&d->lock);
     if (kind == FS_STREAM_LEGACY && d->legacy != s) {
         /* the legacy handle moves: whatever pool had it is now a plain stream */
         fs_pool *old = lookup_locked(d, d->legacy, false);
-        if (old && old->kind == FS_STREAM_LEGACY)
-            old->kind = FS_STREAM_NONBLOCKING;
+        if (old && old->kind == FS_STREAM_LEGACY) old->kind = FS_STREAM_NONBLOCKING;
         d->legacy = s;
     }
     fs_pool *p = lookup_locked(d, s, true);
-    if (p)
-        p->kind = kind;
+    if (p) p->kind = kind;
     pthread_mutex_unlock(&d->lock);
 }
 
 void fs_alloc_stream_note_work(fs_allocator *a, int device, fs_stream_t s)
 {
-    if (device < 0 || device >= a->ndev)
-        return;
+    if (device < 0 || device >= a->ndev) return;
     fs_pool *p = fs_pool_get(a, device, s);
     if (p && !atomic_load_explicit(&p->had_work, memory_order_relaxed))
         atomic_store_explicit(&p->had_work, true, memory_order_release);
@@ -113,8 +105,7 @@ void fs_alloc_stream_note_work(fs_allocator *a, int device, fs_stream_t s)
 void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
 {
     fs_dev *d = fs_dev_of(a, device);
-    if (!d)
-        return;
+    if (!d) return;
     pthread_mutex_lock(&d->lock);
     fs_pool *p = lookup_locked(d, s, false);
     if (!p || p->kind == FS_STREAM_LEGACY) {

@@ -20,11 +20,10 @@ static void put(out *o, const char *fmt, ...)
     size_t room = o->need < o->len ? o->len - o->need : 0;
     int n = vsnprintf(room ? o->buf + o->need : NULL, room, fmt, ap);
     va_end(ap);
-    if (n > 0)
-        o->need += (size_t)n;
+    if (n > 0) o->need += (size_t)n;
 }
 
-#define RULE "|---------------------------------------------------------------------------|\n"
+#define RULE  "|---------------------------------------------------------------------------|\n"
 #define DRULE "|===========================================================================|\n"
 
 static void fmt_size(char *b, size_t n, int64_t v, int64_t pref)
@@ -63,7 +62,8 @@ static void center(out *o, const char *text)
  * the same column in the row for all pools. */
 static void rows(out *o, const char *name, const fs_stat st[FS_POOL_KINDS], bool bytes)
 {
-    static const char *sub[FS_POOL_KINDS] = {NULL, "      from small pool", "      from large pool"};
+    static const char *sub[FS_POOL_KINDS] = {NULL, "      from small pool",
+                                             "      from large pool"};
     static const int order[FS_POOL_KINDS] = {FS_POOL_ALL, FS_POOL_LARGE, FS_POOL_SMALL};
     const fs_stat *all = &st[FS_POOL_ALL];
     int64_t pref[4] = {all->current, all->peak, all->allocated, all->freed};
@@ -120,7 +120,6 @@ size_t fs_alloc_summary(fs_allocator *a, int device, char *buf, size_t len)
     fmt_size(pb, sizeof pb, st.pending_free_bytes, st.pending_free_bytes);
     put(&o, "| %-21s | %s | %-21s | %s |\n", "Largest free block", lf, "Pending free memory", pb);
     put(&o, DRULE);
-    if (len)
-        buf[o.need < len ? o.need : len - 1] = '\0';
+    if (len) buf[o.need < len ? o.need : len - 1] = '\0';
     return o.need;
 }

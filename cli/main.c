@@ -20,8 +20,7 @@ static const fs_command commands[] = {
 static const fs_command *find_command(const char *name)
 {
     for (size_t i = 0; i < N_COMMANDS; i++)
-        if (!strcmp(commands[i].name, name))
-            return &commands[i];
+        if (!strcmp(commands[i].name, name)) return &commands[i];
     return NULL;
 }
 
@@ -63,8 +62,7 @@ int main(int argc, char **argv)
         usage_main(stderr);
         return FS_EXIT_USAGE;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
-        return command_help(1, argv + 1);
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) return command_help(1, argv + 1);
     c = find_command(argv[1]);
     if (!c) {
         fprintf(stderr, "fsdpshim: unknown command '%s'\n", argv[1]);

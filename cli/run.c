@@ -50,11 +50,9 @@ static bool find_library(char *out, size_t len)
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 
-    if (n <= 0)
-        return false;
+    if (n <= 0) return false;
     exe[n] = '\0';
-    if ((size_t)snprintf(out, len, "%s/../lib/libfsdpshim.so", dirname(exe)) >= len)
-        return false;
+    if ((size_t)snprintf(out, len, "%s/../lib/libfsdpshim.so", dirname(exe)) >= len) return false;
     return access(out, R_OK) == 0;
 }
 
@@ -71,8 +69,7 @@ static void resolve(const char *cmd, char *path, size_t len)
     for (; dirs && *dirs; dirs = *end ? end + 1 : end) {
         end = strchrnul(dirs, ':');
         snprintf(path, len, "%.*s/%s", (int)(end - dirs), end > dirs ? dirs : ".", cmd);
-        if (access(path, X_OK) == 0)
-            return;
+        if (access(path, X_OK) == 0) return;
     }
     path[0] = '\0';
 }
@@ -86,21 +83,17 @@ static bool is_python(const char *cmd)
     FILE *f;
 
     base = base ? base + 1 : cmd;
-    if (!strncmp(base, "python", 6))
-        return true;
+    if (!strncmp(base, "python", 6)) return true;
     resolve(cmd, path, sizeof path);
-    if (!path[0] || !(f = fopen(path, "r")))
-        return false;
-    if (!fgets(line, sizeof line, f))
-        line[0] = '\0';
+    if (!path[0] || !(f = fopen(path, "r"))) return false;
+    if (!fgets(line, sizeof line, f)) line[0] = '\0';
     fclose(f);
     return !strncmp(line, "#!", 2) && strstr(line, "python");
 }
 
 static int setenv_or_die(const char *name, const char *value)
 {
-    if (setenv(name, value, 1) == 0)
-        return 0;
+    if (setenv(name, value, 1) == 0) return 0;
     fprintf(stderr, "fsdpshim run: cannot set %s: %s\n", name, strerror(errno));
     return -1;
 }
@@ -154,32 +147,26 @@ static int launch(int argc, char **argv, bool trace, const char *cmdname)
     old = getenv("LD_PRELOAD");
     if (old && *old) {
         size_t n = strlen(lib) + strlen(old) + 2;
-        if (!(buf = malloc(n)))
-            return 1;
+        if (!(buf = malloc(n))) return 1;
         snprintf(buf, n, "%s:%s", lib, old);
-        if (setenv_or_die("LD_PRELOAD", buf))
-            return 1;
+        if (setenv_or_die("LD_PRELOAD", buf)) return 1;
         free(buf);
     } else if (setenv_or_die("LD_PRELOAD", lib)) {
         return 1;
     }
 
     /* FSDPSHIM_CONF: --conf, plus trace:stacks for --trace unless it says */
-    if (!conf)
-        conf = getenv("FSDPSHIM_CONF");
+    if (!conf) conf = getenv("FSDPSHIM_CONF");
     if (trace && (!conf || !strstr(conf, "trace:"))) {
         size_t n = (conf ? strlen(conf) : 0) + 16;
-        if (!(buf = malloc(n)))
-            return 1;
+        if (!(buf = malloc(n))) return 1;
         snprintf(buf, n, "%s%strace:stacks", conf && *conf ? conf : "", conf && *conf ? "," : "");
-        if (setenv_or_die("FSDPSHIM_CONF", buf))
-            return 1;
+        if (setenv_or_die("FSDPSHIM_CONF", buf)) return 1;
         free(buf);
     } else if (conf && setenv_or_die("FSDPSHIM_CONF", conf)) {
         return 1;
     }
-    if (output && setenv_or_die("FSDPSHIM_TRACE", output))
-        return 1;
+    if (output && setenv_or_die("FSDPSHIM_TRACE", output)) return 1;
     if (trace && !getenv("FSDPSHIM_TRACE") && setenv_or_die("FSDPSHIM_TRACE", "fsdpshim-%h-%p.fst"))
         return 1;
     if (is_python(argv[i]) && !getenv("PYTORCH_CUDA_ALLOC_CONF") &&

@@ -16,7 +16,7 @@
 #define ANNOTATION_DEPTH 64
 
 static __thread struct {
-    unsigned depth;                    /* pushes minus pops; may exceed what is kept */
+    unsigned depth; /* pushes minus pops; may exceed what is kept */
     char *names[ANNOTATION_DEPTH];
 } annotations;
 static pthread_key_t annotation_key;
@@ -27,11 +27,9 @@ static fs_allocator *api_enter(void)
 {
     fs_allocator *a;
 
-    if (!fs_shim_enter())
-        return NULL;
+    if (!fs_shim_enter()) return NULL;
     a = fs_shim_allocator();
-    if (!a)
-        fs_shim_leave();
+    if (!a) fs_shim_leave();
     return a;
 }
 
@@ -42,8 +40,7 @@ static bool device_ok(int device, bool any)
 
 API int fsdpshim_active(void)
 {
-    if (!api_enter())
-        return FSDPSHIM_ERR_INACTIVE;
+    if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
     return FSDPSHIM_OK;
 }
@@ -55,12 +52,10 @@ API int fsdpshim_record_stream(void *ptr, void *stream)
     fs_status st;
     int dev;
 
-    if (!a)
-        return FSDPSHIM_ERR_INACTIVE;
+    if (!a) return FSDPSHIM_ERR_INACTIVE;
     key = fs_shim_stream_key((cudaStream_t)stream, false, &dev);
     st = dev < 0 ? FS_ERR_INVALID : fs_record_stream(a, ptr, key);
-    if (st == FS_OK)
-        fs_alloc_stream_note_work(a, dev, key);
+    if (st == FS_OK) fs_alloc_stream_note_work(a, dev, key);
     fs_shim_leave();
     return st == FS_OK            ? FSDPSHIM_OK
            : st == FS_ERR_INVALID ? FSDPSHIM_ERR_INVALID
@@ -72,23 +67,18 @@ API int fsdpshim_set_stream(void *stream)
     fs_allocator *a = api_enter();
     int dev = 0;
 
-    if (!a)
-        return FSDPSHIM_ERR_INACTIVE;
-    if (stream)
-        fs_shim_stream_key((cudaStream_t)stream, false, &dev);
+    if (!a) return FSDPSHIM_ERR_INACTIVE;
+    if (stream) fs_shim_stream_key((cudaStream_t)stream, false, &dev);
     fs_shim_leave();
-    if (dev < 0)
-        return FSDPSHIM_ERR_INVALID;
+    if (dev < 0) return FSDPSHIM_ERR_INVALID;
     fs_thread_stream_set((cudaStream_t)stream);
     return FSDPSHIM_OK;
 }
 
 API int fsdpshim_get_stream(void **stream)
 {
-    if (!stream)
-        return FSDPSHIM_ERR_INVALID;
-    if (!api_enter())
-        return FSDPSHIM_ERR_INACTIVE;
+    if (!stream) return FSDPSHIM_ERR_INVALID;
+    if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
     *stream = (void *)fs_thread_stream();
     return FSDPSHIM_OK;
@@ -99,12 +89,12 @@ API int fsdpshim_empty_cache(int device)
     fs_allocator *a = api_enter();
     fs_status st;
 
-    if (!a)
-        return FSDPSHIM_ERR_INACTIVE;
+    if (!a) return FSDPSHIM_ERR_INACTIVE;
     st = device_ok(device, true) ? fs_alloc_empty_cache(a, device) : FS_ERR_INVALID;
     fs_shim_leave();
-    return st == FS_OK ? FSDPSHIM_OK : st == FS_ERR_INVALID ? FSDPSHIM_ERR_INVALID
-                                                            : FSDPSHIM_ERR_DEVICE;
+    return st == FS_OK            ? FSDPSHIM_OK
+           : st == FS_ERR_INVALID ? FSDPSHIM_ERR_INVALID
+                                  : FSDPSHIM_ERR_DEVICE;
 }
 
 /* "<stat>.<pool>.<field>" or a plain counter name. */
@@ -113,19 +103,23 @@ static bool stat_lookup(const fs_alloc_stats *s, const char *name, int64_t *valu
     static const struct {
         const char *name;
         size_t offset;
-    } stats[] = {
+    } stats[] =
+        {
 #define STAT(f) {#f, offsetof(fs_alloc_stats, f)}
-        STAT(allocation),     STAT(segment),       STAT(active),
-        STAT(inactive_split), STAT(allocated_bytes), STAT(reserved_bytes),
-        STAT(active_bytes),   STAT(inactive_split_bytes), STAT(requested_bytes),
+            STAT(allocation),      STAT(segment),
+            STAT(active),          STAT(inactive_split),
+            STAT(allocated_bytes), STAT(reserved_bytes),
+            STAT(active_bytes),    STAT(inactive_split_bytes),
+            STAT(requested_bytes),
 #undef STAT
-    }, counters[] = {
+        },
+      counters[] = {
 #define COUNTER(f) {#f, offsetof(fs_alloc_stats, f)}
-        COUNTER(num_alloc_retries), COUNTER(num_ooms),         COUNTER(num_sync_all_streams),
-        COUNTER(num_device_alloc),  COUNTER(num_device_free),  COUNTER(pending_frees),
-        COUNTER(pending_free_bytes), COUNTER(largest_free_block),
+          COUNTER(num_alloc_retries),  COUNTER(num_ooms),           COUNTER(num_sync_all_streams),
+          COUNTER(num_device_alloc),   COUNTER(num_device_free),    COUNTER(pending_frees),
+          COUNTER(pending_free_bytes), COUNTER(largest_free_block),
 #undef COUNTER
-    };
+      };
     static const char *const pools[FS_POOL_KINDS] = {
         [FS_POOL_ALL] = "all", [FS_POOL_SMALL] = "small_pool", [FS_POOL_LARGE] = "large_pool"};
     static const char *const fields[] = {"current", "peak", "allocated", "freed"};
@@ -137,12 +131,10 @@ static bool stat_lookup(const fs_alloc_stats *s, const char *name, int64_t *valu
             *value = *(const int64_t *)((const char *)s + counters[i].offset);
             return true;
         }
-    if (!dot1 || !(dot2 = strchr(dot1 + 1, '.')))
-        return false;
+    if (!dot1 || !(dot2 = strchr(dot1 + 1, '.'))) return false;
     n = (size_t)(dot1 - name);
     for (size_t i = 0; i < sizeof stats / sizeof stats[0]; i++) {
-        if (strlen(stats[i].name) != n || strncmp(name, stats[i].name, n))
-            continue;
+        if (strlen(stats[i].name) != n || strncmp(name, stats[i].name, n)) continue;
         for (int p = 0; p < FS_POOL_KINDS; p++) {
             if (strlen(pools[p]) != (size_t)(dot2 - dot1 - 1) ||
                 strncmp(dot1 + 1, pools[p], (size_t)(dot2 - dot1 - 1)))
@@ -165,10 +157,8 @@ API int fsdpshim_stat(const char *name, int device, int64_t *value)
     fs_alloc_stats s;
     bool found;
 
-    if (!name || !value)
-        return FSDPSHIM_ERR_INVALID;
-    if (!(a = api_enter()))
-        return FSDPSHIM_ERR_INACTIVE;
+    if (!name || !value) return FSDPSHIM_ERR_INVALID;
+    if (!(a = api_enter())) return FSDPSHIM_ERR_INACTIVE;
     if (!device_ok(device, true)) {
         fs_shim_leave();
         return FSDPSHIM_ERR_INVALID;
@@ -183,10 +173,8 @@ API int fsdpshim_reset_peak_stats(int device)
 {
     fs_allocator *a = api_enter();
 
-    if (!a)
-        return FSDPSHIM_ERR_INACTIVE;
-    if (device_ok(device, true))
-        fs_alloc_reset_peak(a, device);
+    if (!a) return FSDPSHIM_ERR_INACTIVE;
+    if (device_ok(device, true)) fs_alloc_reset_peak(a, device);
     fs_shim_leave();
     return device_ok(device, true) ? FSDPSHIM_OK : FSDPSHIM_ERR_INVALID;
 }
@@ -196,18 +184,15 @@ API int fsdpshim_memory_summary(int device, char *buf, size_t len, size_t *neede
     fs_allocator *a;
     size_t n;
 
-    if (!buf && len)
-        return FSDPSHIM_ERR_INVALID;
-    if (!(a = api_enter()))
-        return FSDPSHIM_ERR_INACTIVE;
+    if (!buf && len) return FSDPSHIM_ERR_INVALID;
+    if (!(a = api_enter())) return FSDPSHIM_ERR_INACTIVE;
     if (!device_ok(device, true)) {
         fs_shim_leave();
         return FSDPSHIM_ERR_INVALID;
     }
     n = fs_alloc_summary(a, device, buf, len);
     fs_shim_leave();
-    if (needed)
-        *needed = n;
+    if (needed) *needed = n;
     return FSDPSHIM_OK;
 }
 
@@ -226,10 +211,8 @@ static void annotation_init(void)
 
 API int fsdpshim_annotation_push(const char *name)
 {
-    if (!name)
-        return FSDPSHIM_ERR_INVALID;
-    if (!api_enter())
-        return FSDPSHIM_ERR_INACTIVE;
+    if (!name) return FSDPSHIM_ERR_INVALID;
+    if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
     if (annotations.depth < ANNOTATION_DEPTH) {
         pthread_once(&annotation_once, annotation_init);
@@ -242,11 +225,9 @@ API int fsdpshim_annotation_push(const char *name)
 
 API int fsdpshim_annotation_pop(void)
 {
-    if (!api_enter())
-        return FSDPSHIM_ERR_INACTIVE;
+    if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
-    if (annotations.depth == 0)
-        return FSDPSHIM_ERR_EMPTY;
+    if (annotations.depth == 0) return FSDPSHIM_ERR_EMPTY;
     if (--annotations.depth < ANNOTATION_DEPTH) {
         free(annotations.names[annotations.depth]);
         annotations.names[annotations.depth] = NULL;
@@ -257,16 +238,14 @@ API int fsdpshim_annotation_pop(void)
 API int fsdpshim_snapshot(const char *label)
 {
     (void)label;
-    if (!api_enter())
-        return FSDPSHIM_ERR_INACTIVE;
+    if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
     return FSDPSHIM_OK;
 }
 
 API int fsdpshim_trace_flush(void)
 {
-    if (!api_enter())
-        return FSDPSHIM_ERR_INACTIVE;
+    if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
     return FSDPSHIM_OK;
 }

@@ -47,8 +47,7 @@ void fs_capture_begin(fs_stream_t key, enum cudaStreamCaptureMode mode)
         captures[n_captures].key = key;
         captures[n_captures].mode = mode;
         __atomic_store_n(&n_captures, n_captures + 1, __ATOMIC_RELEASE);
-        if (mode == cudaStreamCaptureModeGlobal)
-            __atomic_add_fetch(&n_global, 1, __ATOMIC_ACQ_REL);
+        if (mode == cudaStreamCaptureModeGlobal) __atomic_add_fetch(&n_global, 1, __ATOMIC_ACQ_REL);
     } else {
         fs_log(FS_LOG_WARN, "more than %d concurrent graph captures; not tracked", MAX_CAPTURES);
     }
@@ -59,8 +58,7 @@ void fs_capture_end(fs_stream_t key)
 {
     pthread_mutex_lock(&capture_lock);
     for (unsigned i = 0; i < n_captures; i++) {
-        if (captures[i].key != key)
-            continue;
+        if (captures[i].key != key) continue;
         if (captures[i].mode == cudaStreamCaptureModeGlobal)
             __atomic_sub_fetch(&n_global, 1, __ATOMIC_ACQ_REL);
         captures[i] = captures[n_captures - 1];
@@ -81,8 +79,7 @@ void fs_capture_reset(void)
 
 bool fs_shim_stream_capturing(cudaStream_t stream, bool per_thread)
 {
-    if (fs_likely(fs_capture_active() == 0))
-        return false;
+    if (fs_likely(fs_capture_active() == 0)) return false;
     if (stream == cudaStreamLegacy || (stream == NULL && !per_thread))
         return false; /* the legacy stream cannot be captured */
     return fs_capture_key_capturing(fs_shim_stream_key(stream, per_thread, NULL));

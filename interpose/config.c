@@ -27,12 +27,10 @@ static bool parse_uint(const char *s, unsigned long long max, unsigned long long
     char *end;
     unsigned long long v;
 
-    if (*s < '0' || *s > '9')
-        return false;
+    if (*s < '0' || *s > '9') return false;
     errno = 0;
     v = strtoull(s, &end, 10);
-    if (errno || *end || v > max)
-        return false;
+    if (errno || *end || v > max) return false;
     *out = v;
     return true;
 }
@@ -59,8 +57,7 @@ static int shim_key_set(fs_shim_config *c, const char *key, const char *value, c
     unsigned long long v;
 
     if (!strcmp(key, "ag_limit")) {
-        if (!parse_uint(value, 1u << 20, &v))
-            goto bad;
+        if (!parse_uint(value, 1u << 20, &v)) goto bad;
         c->ag_limit = (unsigned)v;
     } else if (!strcmp(key, "ag_limit_mb")) {
         if (!strcmp(value, "off"))
@@ -69,11 +66,9 @@ static int shim_key_set(fs_shim_config *c, const char *key, const char *value, c
             goto bad;
         c->ag_limit_bytes = (size_t)v << 20;
     } else if (!strcmp(key, "stream_pool")) {
-        if (!parse_bool(value, &c->stream_pool))
-            goto bad;
+        if (!parse_bool(value, &c->stream_pool)) goto bad;
     } else if (!strcmp(key, "stream_pool_size")) {
-        if (!parse_uint(value, 1u << 16, &v))
-            goto bad;
+        if (!parse_uint(value, 1u << 16, &v)) goto bad;
         c->stream_pool_size = (unsigned)v;
     } else if (!strcmp(key, "trace")) {
         for (int i = 0; i < 4; i++)
@@ -83,8 +78,7 @@ static int shim_key_set(fs_shim_config *c, const char *key, const char *value, c
             }
         goto bad;
     } else if (!strcmp(key, "trace_frames")) {
-        if (!parse_uint(value, 1024, &v))
-            goto bad;
+        if (!parse_uint(value, 1024, &v)) goto bad;
         c->trace_frames = (unsigned)v;
     } else {
         return 0;
@@ -92,8 +86,8 @@ static int shim_key_set(fs_shim_config *c, const char *key, const char *value, c
     return 1;
 bad:
     if (!strcmp(key, "ag_limit"))
-        snprintf(err, errlen, "%s: '%s' is not a count of all-gathers, 0 = off (default: 2)",
-                 key, value);
+        snprintf(err, errlen, "%s: '%s' is not a count of all-gathers, 0 = off (default: 2)", key,
+                 value);
     else if (!strcmp(key, "ag_limit_mb"))
         snprintf(err, errlen, "%s: '%s' is not a whole number of MiB or off (default: off)", key,
                  value);
@@ -118,8 +112,7 @@ static void apply_pair(fs_shim_config *c, char *pair)
     const char *key = pair, *value;
     int r;
 
-    if (!*pair)
-        return;
+    if (!*pair) return;
     if (!colon) {
         fs_log(FS_LOG_WARN, "FSDPSHIM_CONF: '%s' is not key:value; ignored (keys: %s)", pair,
                valid_keys);
@@ -128,8 +121,7 @@ static void apply_pair(fs_shim_config *c, char *pair)
     *colon = '\0';
     value = colon + 1;
     r = fs_alloc_config_set(&c->alloc, key, value, err, sizeof err);
-    if (r == 0)
-        r = shim_key_set(c, key, value, err, sizeof err);
+    if (r == 0) r = shim_key_set(c, key, value, err, sizeof err);
     if (r == 0)
         fs_log(FS_LOG_WARN, "FSDPSHIM_CONF: unknown key '%s' ignored (valid keys: %s)", key,
                valid_keys);
@@ -151,11 +143,9 @@ static void config_init(void)
     c->stream_pool_size = 32;
     c->trace = 0;
     c->trace_frames = 64;
-    if (!env || !*env)
-        return;
+    if (!env || !*env) return;
     copy = strdup(env);
-    if (!copy)
-        return;
+    if (!copy) return;
     /* split on commas outside brackets */
     for (p = start = copy;; p++) {
         if (*p == '[')
@@ -166,8 +156,7 @@ static void config_init(void)
             bool last = *p == '\0';
             *p = '\0';
             apply_pair(c, start);
-            if (last)
-                break;
+            if (last) break;
             start = p + 1;
         }
     }

@@ -23,17 +23,14 @@ void fs_internal_begin(fs_internal_call *c, int device)
     c->prev_device = -1;
     if (device >= 0) {
         int cur = fs_shim_current_device();
-        if (cur != device && FS_REAL(cudaSetDevice)(device) == cudaSuccess)
-            c->prev_device = cur;
+        if (cur != device && FS_REAL(cudaSetDevice)(device) == cudaSuccess) c->prev_device = cur;
     }
 }
 
 void fs_internal_end(fs_internal_call *c)
 {
-    if (c->prev_device >= 0)
-        FS_REAL(cudaSetDevice)(c->prev_device);
-    if (c->relaxed)
-        FS_REAL(cudaThreadExchangeStreamCaptureMode)(&c->mode);
+    if (c->prev_device >= 0) FS_REAL(cudaSetDevice)(c->prev_device);
+    if (c->relaxed) FS_REAL(cudaThreadExchangeStreamCaptureMode)(&c->mode);
     fs_err_restore(&c->err);
 }
 
@@ -137,8 +134,7 @@ static fs_dev_status event_synchronize(void *ctx, int device, fs_event_t event)
     return status_of(e);
 }
 
-static fs_dev_status stream_wait_event(void *ctx, int device, fs_stream_t stream,
-                                       fs_event_t event)
+static fs_dev_status stream_wait_event(void *ctx, int device, fs_stream_t stream, fs_event_t event)
 {
     fs_internal_call c;
     cudaError_t e;
@@ -183,8 +179,7 @@ static size_t mem_capacity(void *ctx, int device)
 
     (void)ctx;
     fs_internal_begin(&c, device);
-    if (FS_REAL(cudaMemGetInfo)(&free, &total) != cudaSuccess)
-        total = 0;
+    if (FS_REAL(cudaMemGetInfo)(&free, &total) != cudaSuccess) total = 0;
     fs_internal_end(&c);
     return total;
 }
@@ -209,8 +204,7 @@ static bool driver_entry(const char *name, void **out)
     fs_internal_call c;
     cudaError_t e;
 
-    if (!get)
-        return false;
+    if (!get) return false;
     fs_internal_begin(&c, -1);
     e = get(name, out, 12000, cudaEnableDefault, &q);
     fs_internal_end(&c);
@@ -240,7 +234,7 @@ static CUmemAllocationProp device_prop(int device)
 
 static fs_dev_status drv_status(CUresult r)
 {
-    return r == CUDA_SUCCESS ? FS_DEV_OK
+    return r == CUDA_SUCCESS               ? FS_DEV_OK
            : r == CUDA_ERROR_OUT_OF_MEMORY ? FS_DEV_OUT_OF_MEMORY
                                            : FS_DEV_ERROR;
 }
@@ -303,8 +297,7 @@ static fs_dev_status vm_map(void *ctx, int device, void *addr, size_t size)
         drv.handle_release(h);
         if (r == CUDA_SUCCESS) {
             r = drv.set_access(p, size, &access, 1);
-            if (r != CUDA_SUCCESS)
-                drv.unmap(p, size);
+            if (r != CUDA_SUCCESS) drv.unmap(p, size);
         }
     }
     fs_internal_end(&c);

@@ -26,14 +26,11 @@ static cudaMemPool_t default_pool_of(int device)
     cudaMemPool_t p = __atomic_load_n(&default_pool[device], __ATOMIC_ACQUIRE);
     fs_internal_call c;
 
-    if (p)
-        return p;
+    if (p) return p;
     fs_internal_begin(&c, -1);
-    if (FS_REAL(cudaDeviceGetDefaultMemPool)(&p, device) != cudaSuccess)
-        p = NULL;
+    if (FS_REAL(cudaDeviceGetDefaultMemPool)(&p, device) != cudaSuccess) p = NULL;
     fs_internal_end(&c);
-    if (p)
-        __atomic_store_n(&default_pool[device], p, __ATOMIC_RELEASE);
+    if (p) __atomic_store_n(&default_pool[device], p, __ATOMIC_RELEASE);
     return p;
 }
 
@@ -43,8 +40,7 @@ static int default_pool_device(cudaMemPool_t pool)
     int n = fs_shim_device_count();
 
     for (int d = 0; d < n && d < MAX_DEVICES; d++)
-        if (pool && default_pool_of(d) == pool)
-            return d;
+        if (pool && default_pool_of(d) == pool) return d;
     return -1;
 }
 
@@ -75,10 +71,8 @@ FS_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
     fs_status st;
     int dev;
 
-    if (!real)
-        return cudaErrorInitializationError;
-    if (fs_unlikely(!devPtr || !size) || !fs_shim_enter())
-        return real(devPtr, size);
+    if (!real) return cudaErrorInitializationError;
+    if (fs_unlikely(!devPtr || !size) || !fs_shim_enter()) return real(devPtr, size);
     a = fs_shim_allocator();
     s = fs_thread_stream();
     if (!a || fs_shim_stream_capturing(s, false)) {
@@ -90,8 +84,7 @@ FS_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
         key = fs_shim_stream_key(NULL, false, &dev);
     st = dev >= 0 ? fs_malloc(a, dev, key, size, 0, devPtr) : FS_ERR_NOT_OWNED;
     fs_shim_leave();
-    if (fs_likely(st == FS_OK))
-        return cudaSuccess;
+    if (fs_likely(st == FS_OK)) return cudaSuccess;
     return real(devPtr, size);
 }
 
@@ -99,8 +92,7 @@ FS_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
  * pool fails as a destroyed stream; anything else the runtime judges. */
 static bool stream_rejected(cudaStream_t s, cudaError_t *err)
 {
-    if (!fs_stream_is_destroyed(s))
-        return false;
+    if (!fs_stream_is_destroyed(s)) return false;
     *err = fs_shim_return_error(cudaErrorInvalidResourceHandle);
     return true;
 }
@@ -114,10 +106,8 @@ static cudaError_t malloc_async(void **p, size_t size, cudaStream_t s, bool pt,
     cudaError_t err;
     int dev;
 
-    if (!real)
-        return cudaErrorInitializationError;
-    if (fs_unlikely(!p || !size) || !fs_shim_enter())
-        return real(p, size, s);
+    if (!real) return cudaErrorInitializationError;
+    if (fs_unlikely(!p || !size) || !fs_shim_enter()) return real(p, size, s);
     a = fs_shim_allocator();
     if (!a || fs_shim_stream_capturing(s, pt)) {
         fs_shim_leave();
@@ -126,10 +116,8 @@ static cudaError_t malloc_async(void **p, size_t size, cudaStream_t s, bool pt,
     key = fs_shim_stream_key(s, pt, &dev);
     st = dev >= 0 ? fs_malloc(a, dev, key, size, FS_ALLOC_STREAM_ORDERED, p) : FS_ERR_NOT_OWNED;
     fs_shim_leave();
-    if (fs_likely(st == FS_OK))
-        return cudaSuccess;
-    if (dev < 0 && stream_rejected(s, &err))
-        return err;
+    if (fs_likely(st == FS_OK)) return cudaSuccess;
+    if (dev < 0 && stream_rejected(s, &err)) return err;
     return real(p, size, s);
 }
 
@@ -151,15 +139,12 @@ static cudaError_t malloc_from_pool(void **p, size_t size, cudaMemPool_t pool, c
 {
     int dev = -1;
 
-    if (!real)
-        return cudaErrorInitializationError;
+    if (!real) return cudaErrorInitializationError;
     if (pool && fs_shim_enter()) {
-        if (fs_shim_allocator())
-            dev = default_pool_device(pool);
+        if (fs_shim_allocator()) dev = default_pool_device(pool);
         fs_shim_leave();
     }
-    if (dev < 0)
-        return real(p, size, pool, s);
+    if (dev < 0) return real(p, size, pool, s);
     return malloc_async(p, size, s, pt, as_async);
 }
 
@@ -170,8 +155,8 @@ FS_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPo
                             FS_REAL(cudaMallocAsync));
 }
 
-FS_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size,
-                                                   cudaMemPool_t memPool, cudaStream_t stream)
+FS_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool,
+                                                   cudaStream_t stream)
 {
     return malloc_from_pool(ptr, size, memPool, stream, true,
                             FS_REAL_AS(cudaMallocFromPoolAsync, "cudaMallocFromPoolAsync_ptsz"),
@@ -192,8 +177,7 @@ static fs_status shim_free(fs_allocator *a, void *ptr, bool ordered, fs_stream_t
     if (hook && hook->wants_fence(ptr) && fs_alloc_block_info(a, ptr, &info) == FS_OK)
         want = &fence;
     st = ordered ? fs_free_async(a, ptr, key, want) : fs_free(a, ptr, want);
-    if (st == FS_OK && fence)
-        hook->on_fence(info.device, ptr, fence);
+    if (st == FS_OK && fence) hook->on_fence(info.device, ptr, fence);
     return st;
 }
 
@@ -203,17 +187,13 @@ FS_EXPORT cudaError_t cudaFree(void *devPtr)
     fs_allocator *a;
     fs_status st;
 
-    if (!real)
-        return cudaErrorInitializationError;
-    if (!devPtr || !fs_shim_enter())
-        return real(devPtr);
+    if (!real) return cudaErrorInitializationError;
+    if (!devPtr || !fs_shim_enter()) return real(devPtr);
     a = fs_shim_allocator_peek();
     st = a ? shim_free(a, devPtr, false, 0) : FS_ERR_NOT_OWNED;
     fs_shim_leave();
-    if (fs_likely(st == FS_OK))
-        return cudaSuccess;
-    if (st == FS_ERR_NOT_OWNED)
-        return real(devPtr);
+    if (fs_likely(st == FS_OK)) return cudaSuccess;
+    if (st == FS_ERR_NOT_OWNED) return real(devPtr);
     return fs_shim_return_error(error_of(st));
 }
 
@@ -225,23 +205,17 @@ static cudaError_t free_async(void *p, cudaStream_t s, bool pt, __typeof__(&cuda
     cudaError_t err;
     int dev = 0;
 
-    if (!real)
-        return cudaErrorInitializationError;
-    if (!p || !fs_shim_enter())
-        return real(p, s);
+    if (!real) return cudaErrorInitializationError;
+    if (!p || !fs_shim_enter()) return real(p, s);
     a = fs_shim_allocator_peek();
     if (a) {
         key = fs_shim_stream_key(s, pt, &dev);
-        if (dev >= 0)
-            st = shim_free(a, p, true, key);
+        if (dev >= 0) st = shim_free(a, p, true, key);
     }
     fs_shim_leave();
-    if (fs_likely(st == FS_OK))
-        return cudaSuccess;
-    if (dev < 0 && stream_rejected(s, &err))
-        return err;
-    if (st == FS_ERR_NOT_OWNED)
-        return real(p, s);
+    if (fs_likely(st == FS_OK)) return cudaSuccess;
+    if (dev < 0 && stream_rejected(s, &err)) return err;
+    if (st == FS_ERR_NOT_OWNED) return real(p, s);
     return fs_shim_return_error(error_of(st));
 }
 
@@ -262,8 +236,7 @@ FS_EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int de
     __typeof__(&cudaDeviceGetDefaultMemPool) real = FS_REAL(cudaDeviceGetDefaultMemPool);
     cudaError_t e;
 
-    if (!real)
-        return cudaErrorInitializationError;
+    if (!real) return cudaErrorInitializationError;
     e = real(memPool, device);
     if (e == cudaSuccess && device >= 0 && device < MAX_DEVICES)
         __atomic_store_n(&default_pool[device], *memPool, __ATOMIC_RELEASE);
@@ -281,15 +254,12 @@ FS_EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMe
     cudaError_t e;
     int dev = -1;
 
-    if (!real)
-        return cudaErrorInitializationError;
+    if (!real) return cudaErrorInitializationError;
     e = real(memPool, attr, value);
-    if (e != cudaSuccess || !value || !fs_shim_enter())
-        return e;
+    if (e != cudaSuccess || !value || !fs_shim_enter()) return e;
     a = fs_shim_allocator_peek();
     if (a && (attr == cudaMemPoolAttrUsedMemCurrent || attr == cudaMemPoolAttrUsedMemHigh ||
-              attr == cudaMemPoolAttrReservedMemCurrent ||
-              attr == cudaMemPoolAttrReservedMemHigh))
+              attr == cudaMemPoolAttrReservedMemCurrent || attr == cudaMemPoolAttrReservedMemHigh))
         dev = default_pool_device(memPool);
     if (dev >= 0) {
         fs_alloc_get_stats(a, dev, &st);
@@ -322,11 +292,9 @@ FS_EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMe
     cudaError_t e;
     int dev;
 
-    if (!real)
-        return cudaErrorInitializationError;
+    if (!real) return cudaErrorInitializationError;
     e = real(memPool, attr, value);
-    if (e != cudaSuccess || !fs_shim_enter())
-        return e;
+    if (e != cudaSuccess || !fs_shim_enter()) return e;
     a = fs_shim_allocator_peek();
     if (a && (attr == cudaMemPoolAttrUsedMemHigh || attr == cudaMemPoolAttrReservedMemHigh) &&
         (dev = default_pool_device(memPool)) >= 0)
@@ -344,14 +312,11 @@ FS_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesTo
     cudaError_t e;
     int dev;
 
-    if (!real)
-        return cudaErrorInitializationError;
+    if (!real) return cudaErrorInitializationError;
     e = real(memPool, minBytesToKeep);
-    if (e != cudaSuccess || !fs_shim_enter())
-        return e;
+    if (e != cudaSuccess || !fs_shim_enter()) return e;
     a = fs_shim_allocator_peek();
-    if (a && (dev = default_pool_device(memPool)) >= 0)
-        fs_alloc_trim(a, dev, minBytesToKeep);
+    if (a && (dev = default_pool_device(memPool)) >= 0) fs_alloc_trim(a, dev, minBytesToKeep);
     fs_shim_leave();
     return e;
 }
@@ -369,11 +334,9 @@ FS_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
     cudaError_t e;
     int dev;
 
-    if (!real)
-        return cudaErrorInitializationError;
+    if (!real) return cudaErrorInitializationError;
     e = real(free, total);
-    if (e != cudaSuccess || !fs_shim_enter())
-        return e;
+    if (e != cudaSuccess || !fs_shim_enter()) return e;
     a = fs_shim_allocator_peek();
     dev = fs_shim_current_device();
     if (a && dev >= 0 && dev < fs_shim_device_count()) {
@@ -393,11 +356,9 @@ FS_EXPORT cudaError_t cudaSetDevice(int device)
     __typeof__(&cudaSetDevice) real = FS_REAL(cudaSetDevice);
     cudaError_t e;
 
-    if (!real)
-        return cudaErrorInitializationError;
+    if (!real) return cudaErrorInitializationError;
     e = real(device);
-    if (e == cudaSuccess)
-        fs_current_device_set(device);
+    if (e == cudaSuccess) fs_current_device_set(device);
     return e;
 }
 
@@ -410,19 +371,16 @@ FS_EXPORT cudaError_t cudaDeviceReset(void)
     cudaError_t e;
     int dev;
 
-    if (!real)
-        return cudaErrorInitializationError;
+    if (!real) return cudaErrorInitializationError;
     dev = fs_shim_current_device();
     e = real();
-    if (e != cudaSuccess || dev < 0 || !fs_shim_enter())
-        return e;
+    if (e != cudaSuccess || dev < 0 || !fs_shim_enter()) return e;
     a = fs_shim_allocator_peek();
     if (a && dev < fs_shim_device_count()) {
         fs_alloc_device_reset(a, dev);
         fs_pool_reset(dev);
         fs_streams_reset(dev);
-        if (dev < MAX_DEVICES)
-            __atomic_store_n(&default_pool[dev], NULL, __ATOMIC_RELEASE);
+        if (dev < MAX_DEVICES) __atomic_store_n(&default_pool[dev], NULL, __ATOMIC_RELEASE);
         fs_log(FS_LOG_INFO, "device %d reset: its cache is forgotten", dev);
     }
     fs_shim_leave();
@@ -438,8 +396,7 @@ FS_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devP
     fs_block_info info;
     fs_allocator *a;
 
-    if (!real)
-        return cudaErrorInitializationError;
+    if (!real) return cudaErrorInitializationError;
     if (devPtr && fs_shim_enter()) {
         a = fs_shim_allocator_peek();
         if (a && fs_alloc_block_info(a, devPtr, &info) == FS_OK && info.segment != devPtr)

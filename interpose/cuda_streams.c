@@ -25,12 +25,10 @@ static void note_work(cudaStream_t s, bool pt)
     fs_stream_t key;
     int dev;
 
-    if (!a || !fs_shim_enter())
-        return;
+    if (!a || !fs_shim_enter()) return;
     if (!fs_shim_stream_capturing(s, pt)) {
         key = fs_shim_stream_key(s, pt, &dev);
-        if (dev >= 0)
-            fs_alloc_stream_note_work(a, dev, key);
+        if (dev >= 0) fs_alloc_stream_note_work(a, dev, key);
     }
     fs_shim_leave();
 }
@@ -43,16 +41,13 @@ static void record_uses(const void *p, const void *q, cudaStream_t s, bool pt)
     fs_stream_t key;
     int dev;
 
-    if (!a || !fs_shim_enter())
-        return;
+    if (!a || !fs_shim_enter()) return;
     if (!fs_shim_stream_capturing(s, pt)) {
         key = fs_shim_stream_key(s, pt, &dev);
         if (dev >= 0) {
             fs_alloc_stream_note_work(a, dev, key);
-            if (p)
-                fs_record_stream(a, (void *)p, key);
-            if (q)
-                fs_record_stream(a, (void *)q, key);
+            if (p) fs_record_stream(a, (void *)p, key);
+            if (q) fs_record_stream(a, (void *)q, key);
         }
     }
     fs_shim_leave();
@@ -63,8 +58,7 @@ static void host_synced(int device)
 {
     fs_allocator *a = fs_shim_allocator_peek();
 
-    if (!a || !fs_shim_enter())
-        return;
+    if (!a || !fs_shim_enter()) return;
     fs_alloc_note_host_sync(a, device);
     fs_shim_leave();
 }
@@ -84,8 +78,7 @@ static bool past_block_end(const void *p, size_t n)
     fs_block_info info;
     bool bad = false;
 
-    if (!a || !p || !fs_shim_enter())
-        return false;
+    if (!a || !p || !fs_shim_enter()) return false;
     if (fs_alloc_block_info(a, p, &info) == FS_OK)
         bad = n > info.requested ||
               (size_t)((const char *)p - (const char *)info.block) > info.requested - n;
@@ -94,13 +87,11 @@ static bool past_block_end(const void *p, size_t n)
 }
 
 #define REJECT_RANGE(p, n)                                                                         \
-    if (fs_unlikely(past_block_end(p, n)))                                                         \
-    return fs_shim_return_error(cudaErrorInvalidValue)
+    if (fs_unlikely(past_block_end(p, n))) return fs_shim_return_error(cudaErrorInvalidValue)
 
 #define REAL_OR_FAIL(var, expr)                                                                    \
     __typeof__(expr) var = (expr);                                                                 \
-    if (!var)                                                                                      \
-    return cudaErrorInitializationError
+    if (!var) return cudaErrorInitializationError
 
 /* ---- creation and destruction: the stream pools ---- */
 
@@ -183,8 +174,8 @@ FS_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t 
     return e;
 }
 
-FS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim,
-                                       void **args, size_t sharedMem, cudaStream_t stream)
+FS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                       size_t sharedMem, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaLaunchKernel));
     REJECT_PARKED(stream);
@@ -211,21 +202,19 @@ FS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, cons
         REJECT_PARKED(config->stream);
     }
     cudaError_t e = real(config, func, args);
-    if (config)
-        note_work(config->stream, false);
+    if (config) note_work(config->stream, false);
     return e;
 }
 
-FS_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config,
-                                               const void *func, void **args)
+FS_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
+                                               void **args)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaLaunchKernelExC, "cudaLaunchKernelExC_ptsz"));
     if (config) {
         REJECT_PARKED(config->stream);
     }
     cudaError_t e = real(config, func, args);
-    if (config)
-        note_work(config->stream, true);
+    if (config) note_work(config->stream, true);
     return e;
 }
 
@@ -238,8 +227,7 @@ FS_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, v
     return e;
 }
 
-FS_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn,
-                                              void *userData)
+FS_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaLaunchHostFunc, "cudaLaunchHostFunc_ptsz"));
     REJECT_PARKED(stream);
@@ -290,9 +278,9 @@ FS_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t co
     return e;
 }
 
-FS_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
-                                        size_t spitch, size_t width, size_t height,
-                                        enum cudaMemcpyKind kind, cudaStream_t stream)
+FS_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                        size_t width, size_t height, enum cudaMemcpyKind kind,
+                                        cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaMemcpy2DAsync));
     REJECT_PARKED(stream);
@@ -312,8 +300,8 @@ FS_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const voi
     return e;
 }
 
-FS_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src,
-                                          int srcDevice, size_t count, cudaStream_t stream)
+FS_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
+                                          size_t count, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaMemcpyPeerAsync));
     REJECT_PARKED(stream);
@@ -353,8 +341,8 @@ FS_EXPORT cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, s
     return e;
 }
 
-FS_EXPORT cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value,
-                                             size_t width, size_t height, cudaStream_t stream)
+FS_EXPORT cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t width,
+                                             size_t height, cudaStream_t stream)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaMemset2DAsync, "cudaMemset2DAsync_ptsz"));
     REJECT_PARKED(stream);
@@ -365,8 +353,7 @@ FS_EXPORT cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int val
 
 /* Synchronous copies and sets run on the legacy (or per-thread) stream,
  * which every fence covers; only the block bounds need the shim. */
-FS_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
-                                 enum cudaMemcpyKind kind)
+FS_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaMemcpy));
     REJECT_RANGE(dst, count);
@@ -453,9 +440,8 @@ FS_EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallb
     return e;
 }
 
-FS_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream,
-                                                 cudaStreamCallback_t callback, void *userData,
-                                                 unsigned int flags)
+FS_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback,
+                                                 void *userData, unsigned int flags)
 {
     REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamAddCallback, "cudaStreamAddCallback_ptsz"));
     REJECT_PARKED(stream);
@@ -478,8 +464,7 @@ FS_EXPORT cudaError_t cudaDeviceSynchronize(void)
     uint64_t token = a && dev >= 0 ? fs_alloc_sync_begin(a, dev) : 0;
     cudaError_t e = real();
 
-    if (e != cudaSuccess)
-        return e;
+    if (e != cudaSuccess) return e;
     if (!a || dev < 0) {
         host_synced(dev); /* the allocator came up meanwhile, or no device known */
         return e;
@@ -497,8 +482,7 @@ static cudaError_t stream_synchronize(cudaStream_t s, bool pt,
     cudaError_t e;
     int dev = -1;
 
-    if (!real)
-        return cudaErrorInitializationError;
+    if (!real) return cudaErrorInitializationError;
     REJECT_PARKED(s);
     e = real(s);
     if (e == cudaSuccess && fs_shim_allocator_peek() && fs_shim_enter()) {
@@ -524,8 +508,7 @@ FS_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
     REAL_OR_FAIL(real, FS_REAL(cudaEventSynchronize));
     cudaError_t e = real(event);
-    if (e == cudaSuccess)
-        host_synced(-1);
+    if (e == cudaSuccess) host_synced(-1);
     return e;
 }
 

@@ -20,8 +20,7 @@ static void provoke(cudaError_t err)
     switch (err) {
     case cudaErrorMemoryAllocation:
         /* no device has SIZE_MAX bytes; if one ever did, give them back */
-        if (FS_REAL(cudaMalloc)(&p, SIZE_MAX) == cudaSuccess)
-            FS_REAL(cudaFree)(p);
+        if (FS_REAL(cudaMalloc)(&p, SIZE_MAX) == cudaSuccess) FS_REAL(cudaFree)(p);
         break;
     case cudaErrorInvalidValue:
         FS_REAL(cudaMalloc)(NULL, 1);
@@ -30,8 +29,7 @@ static void provoke(cudaError_t err)
         FS_REAL(cudaEventQuery)(NULL);
         break;
     case cudaErrorInvalidDevice:
-        if (FS_REAL(cudaGetDeviceCount)(&dev) == cudaSuccess)
-            FS_REAL(cudaSetDevice)(dev);
+        if (FS_REAL(cudaGetDeviceCount)(&dev) == cudaSuccess) FS_REAL(cudaSetDevice)(dev);
         break;
     default:
         break;
@@ -47,11 +45,9 @@ void fs_err_save(fs_err_state *st)
 
 void fs_err_restore(const fs_err_state *st)
 {
-    if (FS_REAL(cudaPeekAtLastError)() == st->pending)
-        return;
+    if (FS_REAL(cudaPeekAtLastError)() == st->pending) return;
     FS_REAL(cudaGetLastError)();
-    if (st->pending != cudaSuccess)
-        provoke(st->pending);
+    if (st->pending != cudaSuccess) provoke(st->pending);
 }
 
 cudaError_t fs_shim_return_error(cudaError_t err)

@@ -53,14 +53,12 @@ void fs_log(enum fs_log_level level, const char *fmt, ...)
     va_list ap;
     int n;
 
-    if (!fs_log_enabled(level))
-        return;
+    if (!fs_log_enabled(level)) return;
     n = snprintf(line, sizeof line, "fsdpshim: ");
     va_start(ap, fmt);
     n += vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
     va_end(ap);
-    if (n > (int)sizeof line - 2)
-        n = (int)sizeof line - 2;
+    if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
     line[n++] = '\n';
     /* stderr is best effort: a closed descriptor must not disturb the program */
     ssize_t w = write(STDERR_FILENO, line, (size_t)n);

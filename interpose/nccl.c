@@ -61,22 +61,20 @@ static bool group_keep_note(int device, fs_stream_t stream)
         group.cap = GROUP_INLINE_NOTES;
     }
     for (size_t i = 0; i < group.len; i++)
-        if (group.notes[i].device == device && group.notes[i].stream == stream)
-            return true;
+        if (group.notes[i].device == device && group.notes[i].stream == stream) return true;
     if (group.len == group.cap) {
         size_t cap = group.cap * 2;
         struct stream_note *grown = group.notes == group.inline_notes
                                         ? malloc(cap * sizeof(*grown))
                                         : realloc(group.notes, cap * sizeof(*grown));
-        if (!grown)
-            return false;
+        if (!grown) return false;
         if (group.notes == group.inline_notes)
             for (size_t i = 0; i < group.len; i++)
                 grown[i] = group.inline_notes[i];
         group.notes = grown;
         group.cap = cap;
     }
-    group.notes[group.len++] = (struct stream_note){ device, stream };
+    group.notes[group.len++] = (struct stream_note){device, stream};
     return true;
 }
 
@@ -86,8 +84,7 @@ static void group_flush_notes(void)
     fs_allocator *a = fs_shim_allocator();
     for (size_t i = 0; a && i < group.len; i++)
         fs_alloc_stream_note_work(a, group.notes[i].device, group.notes[i].stream);
-    if (group.notes != group.inline_notes)
-        free(group.notes);
+    if (group.notes != group.inline_notes) free(group.notes);
     group.notes = NULL;
     group.len = group.cap = 0;
 }
@@ -95,11 +92,9 @@ static void group_flush_notes(void)
 FS_EXPORT ncclResult_t ncclGroupStart(void)
 {
     FS_NCCL_ENTRY(ncclGroupStart, real);
-    if (!fs_shim_enter())
-        return real();
+    if (!fs_shim_enter()) return real();
     ncclResult_t r = real();
-    if (r == ncclSuccess)
-        group.depth++;
+    if (r == ncclSuccess) group.depth++;
     fs_shim_leave();
     return r;
 }
@@ -108,16 +103,14 @@ FS_EXPORT ncclResult_t ncclGroupStart(void)
  * are dropped); keeping our notes anyway only costs a fence event. */
 static ncclResult_t group_end(ncclResult_t r)
 {
-    if (group.depth > 0 && --group.depth == 0)
-        group_flush_notes();
+    if (group.depth > 0 && --group.depth == 0) group_flush_notes();
     return r;
 }
 
 FS_EXPORT ncclResult_t ncclGroupEnd(void)
 {
     FS_NCCL_ENTRY(ncclGroupEnd, real);
-    if (!fs_shim_enter())
-        return real();
+    if (!fs_shim_enter()) return real();
     ncclResult_t r = group_end(real());
     fs_shim_leave();
     return r;
@@ -127,8 +120,7 @@ FS_EXPORT ncclResult_t ncclGroupEnd(void)
 FS_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
 {
     FS_NCCL_ENTRY(ncclGroupSimulateEnd, real);
-    if (!fs_shim_enter())
-        return real(simInfo);
+    if (!fs_shim_enter()) return real(simInfo);
     ncclResult_t r = group_end(real(simInfo));
     fs_shim_leave();
     return r;
@@ -153,8 +145,7 @@ static bool issued(ncclResult_t r)
 static void record_use(fs_allocator *a, const void *buf, fs_stream_t stream)
 {
     /* FS_ERR_NOT_OWNED: not a shim block (NCCL's own memory, say). */
-    if (buf)
-        fs_record_stream(a, (void *)buf, stream);
+    if (buf) fs_record_stream(a, (void *)buf, stream);
 }
 
 /* After an issued call: records its buffers as used on `stream` and notes
@@ -162,20 +153,17 @@ static void record_use(fs_allocator *a, const void *buf, fs_stream_t stream)
 static void after_call(ncclComm_t comm, cudaStream_t stream, const void *buf0, const void *buf1)
 {
     fs_allocator *a = fs_shim_allocator();
-    if (!a)
-        return;
+    if (!a) return;
     fs_err_state err;
     fs_err_save(&err);
     int stream_device;
     fs_stream_t key = fs_shim_stream_key(stream, false, &stream_device);
     record_use(a, buf0, key);
-    if (buf1 != buf0)
-        record_use(a, buf1, key);
+    if (buf1 != buf0) record_use(a, buf1, key);
     /* The legacy stream's key does not say which device's legacy stream
      * NCCL used; the communicator does. */
     int device = call_device(comm);
-    if (device < 0)
-        device = stream_device;
+    if (device < 0) device = stream_device;
     if (device >= 0 && (group.depth == 0 || !group_keep_note(device, key)))
         fs_alloc_stream_note_work(a, device, key);
     fs_err_restore(&err);
@@ -183,14 +171,12 @@ static void after_call(ncclComm_t comm, cudaStream_t stream, const void *buf0, c
 
 /* One data-moving entry point. NCCL is compiled without per-thread default
  * streams, so its stream 0 is the legacy stream whatever the program uses. */
-#define DATA_CALL(fn, count, buf0, buf1, ...)                          \
-    FS_NCCL_ENTRY(fn, real);                                           \
-    if (!fs_shim_enter())                                              \
-        return real(__VA_ARGS__);                                      \
-    ncclResult_t r = real(__VA_ARGS__);                                \
-    if (issued(r) && (count) > 0)                                      \
-        after_call(comm, stream, (buf0), (buf1));                      \
-    fs_shim_leave();                                                   \
+#define DATA_CALL(fn, count, buf0, buf1, ...)                                                      \
+    FS_NCCL_ENTRY(fn, real);                                                                       \
+    if (!fs_shim_enter()) return real(__VA_ARGS__);                                                \
+    ncclResult_t r = real(__VA_ARGS__);                                                            \
+    if (issued(r) && (count) > 0) after_call(comm, stream, (buf0), (buf1));                        \
+    fs_shim_leave();                                                                               \
     return r
 
 /* ---- the calls ------------------------------------------------------------ */
@@ -199,8 +185,7 @@ FS_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_
                                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
     FS_NCCL_ENTRY(ncclAllGather, real);
-    if (!fs_shim_enter())
-        return real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
+    if (!fs_shim_enter()) return real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
     uint64_t wait_end = 0;
     bool limited = sendcount > 0 && fs_ratelimit_enabled();
     /* A capture records the call for later replays: a host wait now would
@@ -211,8 +196,7 @@ FS_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_
     ncclResult_t r = real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
     if (issued(r) && sendcount > 0) {
         after_call(comm, stream, sendbuff, recvbuff);
-        if (limited)
-            fs_ratelimit_mark_output(recvbuff);
+        if (limited) fs_ratelimit_mark_output(recvbuff);
     }
     fs_shim_leave();
     return r;

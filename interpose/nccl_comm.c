@@ -62,16 +62,14 @@ bool fs_nccl_comm_info_get(ncclComm_t comm, fs_nccl_comm_info *out)
         *out = last_comm.info;
         return true;
     }
-    if (!comm)
-        return false;
+    if (!comm) return false;
 
     pthread_rwlock_rdlock(&table_lock);
     bool found = table_find(comm, out);
     pthread_rwlock_unlock(&table_lock);
     if (!found) {
         fs_nccl_comm_info info;
-        if (!query_real(comm, &info))
-            return false;
+        if (!query_real(comm, &info)) return false;
         pthread_rwlock_wrlock(&table_lock);
         found = table_find(comm, out);
         if (!found && table_len == table_cap) {
@@ -83,13 +81,12 @@ bool fs_nccl_comm_info_get(ncclComm_t comm, fs_nccl_comm_info *out)
             }
         }
         if (!found && table_len < table_cap) {
-            table[table_len++] = (struct comm_entry){ comm, info };
+            table[table_len++] = (struct comm_entry){comm, info};
             fs_log(FS_LOG_DEBUG, "nccl: communicator %p is rank %d of %d on device %d",
                    (void *)comm, info.rank, info.nranks, info.device);
         }
         pthread_rwlock_unlock(&table_lock);
-        if (!found)
-            *out = info;
+        if (!found) *out = info;
     }
     last_comm.comm = comm;
     last_comm.generation = generation;
@@ -144,8 +141,7 @@ static void comm_learn(ncclResult_t result, ncclComm_t *comm)
 FS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
 {
     FS_NCCL_ENTRY(ncclCommInitRank, real);
-    if (!fs_shim_enter())
-        return real(comm, nranks, commId, rank);
+    if (!fs_shim_enter()) return real(comm, nranks, commId, rank);
     ncclResult_t r = real(comm, nranks, commId, rank);
     comm_learn(r, comm);
     fs_shim_leave();
@@ -156,20 +152,19 @@ FS_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, nccl
                                               int rank, ncclConfig_t *config)
 {
     FS_NCCL_ENTRY(ncclCommInitRankConfig, real);
-    if (!fs_shim_enter())
-        return real(comm, nranks, commId, rank, config);
+    if (!fs_shim_enter()) return real(comm, nranks, commId, rank, config);
     ncclResult_t r = real(comm, nranks, commId, rank, config);
     comm_learn(r, comm);
     fs_shim_leave();
     return r;
 }
 
-FS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId,
-                                                ncclUniqueId *commIds, ncclConfig_t *config)
+FS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank,
+                                                int nId, ncclUniqueId *commIds,
+                                                ncclConfig_t *config)
 {
     FS_NCCL_ENTRY(ncclCommInitRankScalable, real);
-    if (!fs_shim_enter())
-        return real(newcomm, nranks, myrank, nId, commIds, config);
+    if (!fs_shim_enter()) return real(newcomm, nranks, myrank, nId, commIds, config);
     ncclResult_t r = real(newcomm, nranks, myrank, nId, commIds, config);
     comm_learn(r, newcomm);
     fs_shim_leave();
@@ -179,8 +174,7 @@ FS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks,
 FS_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
 {
     FS_NCCL_ENTRY(ncclCommInitAll, real);
-    if (!fs_shim_enter())
-        return real(comm, ndev, devlist);
+    if (!fs_shim_enter()) return real(comm, ndev, devlist);
     ncclResult_t r = real(comm, ndev, devlist);
     for (int i = 0; comm && i < ndev; i++)
         comm_learn(r, &comm[i]);
@@ -192,8 +186,7 @@ FS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
                                      ncclConfig_t *config)
 {
     FS_NCCL_ENTRY(ncclCommSplit, real);
-    if (!fs_shim_enter())
-        return real(comm, color, key, newcomm, config);
+    if (!fs_shim_enter()) return real(comm, color, key, newcomm, config);
     ncclResult_t r = real(comm, color, key, newcomm, config);
     comm_learn(r, newcomm);
     fs_shim_leave();
@@ -218,12 +211,10 @@ FS_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, in
 FS_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
     FS_NCCL_ENTRY(ncclCommDestroy, real);
-    if (!fs_shim_enter())
-        return real(comm);
+    if (!fs_shim_enter()) return real(comm);
     comm_forget(comm);
     ncclResult_t r = real(comm);
-    if (r == ncclSuccess || r == ncclInProgress)
-        fs_nccl_registrations_drop(comm);
+    if (r == ncclSuccess || r == ncclInProgress) fs_nccl_registrations_drop(comm);
     fs_shim_leave();
     return r;
 }
@@ -231,8 +222,7 @@ FS_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 FS_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
     FS_NCCL_ENTRY(ncclCommAbort, real);
-    if (!fs_shim_enter())
-        return real(comm);
+    if (!fs_shim_enter()) return real(comm);
     comm_forget(comm);
     ncclResult_t r = real(comm);
     fs_nccl_registrations_drop(comm);

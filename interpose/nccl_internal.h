@@ -23,12 +23,12 @@ void *fs_nccl_resolve(_Atomic(void *) *slot, const char *name);
 
 /* The real entry point behind one of our definitions, typed as it:
  *     __typeof__(&ncclAllReduce) real = FS_NCCL_REAL(ncclAllReduce); */
-#define FS_NCCL_REAL(fn)                                                                \
-    __extension__({                                                                     \
-        static _Atomic(void *) fs_nccl_slot_;                                           \
-        void *fs_nccl_p_ = atomic_load_explicit(&fs_nccl_slot_, memory_order_acquire);  \
-        (__typeof__(&fn))(fs_likely(fs_nccl_p_) ? fs_nccl_p_                            \
-                                                : fs_nccl_resolve(&fs_nccl_slot_, #fn)); \
+#define FS_NCCL_REAL(fn)                                                                           \
+    __extension__({                                                                                \
+        static _Atomic(void *) fs_nccl_slot_;                                                      \
+        void *fs_nccl_p_ = atomic_load_explicit(&fs_nccl_slot_, memory_order_acquire);             \
+        (__typeof__(&fn))(fs_likely(fs_nccl_p_) ? fs_nccl_p_                                       \
+                                                : fs_nccl_resolve(&fs_nccl_slot_, #fn));           \
     })
 
 /* What an interposed entry point returns when the program's NCCL cannot be
@@ -37,10 +37,9 @@ ncclResult_t fs_nccl_missing(const char *name);
 
 /* Opens an interposed entry point: `real` is the program's `fn`, and the
  * function returns fs_nccl_missing() when there is none. */
-#define FS_NCCL_ENTRY(fn, real)                 \
-    __typeof__(&fn) real = FS_NCCL_REAL(fn);    \
-    if (fs_unlikely(!real))                     \
-        return fs_nccl_missing(#fn)
+#define FS_NCCL_ENTRY(fn, real)                                                                    \
+    __typeof__(&fn) real = FS_NCCL_REAL(fn);                                                       \
+    if (fs_unlikely(!real)) return fs_nccl_missing(#fn)
 
 /* ---- nccl_comm.c -------------------------------------------------------- */
 

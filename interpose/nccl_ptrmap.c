@@ -26,13 +26,10 @@ static size_t find_slot(const fs_ptrmap *m, uintptr_t key)
 
 bool fs_ptrmap_get(const fs_ptrmap *m, uintptr_t key, uintptr_t *value)
 {
-    if (!m->count)
-        return false;
+    if (!m->count) return false;
     size_t i = find_slot(m, key);
-    if (!m->slots[i].key)
-        return false;
-    if (value)
-        *value = m->slots[i].value;
+    if (!m->slots[i].key) return false;
+    if (value) *value = m->slots[i].value;
     return true;
 }
 
@@ -40,15 +37,13 @@ static bool grow(fs_ptrmap *m)
 {
     size_t capacity = m->slots ? (m->mask + 1) * 2 : 16;
     fs_ptrmap_slot *slots = calloc(capacity, sizeof(*slots));
-    if (!slots)
-        return false;
+    if (!slots) return false;
     fs_ptrmap old = *m;
     m->slots = slots;
     m->mask = capacity - 1;
     if (old.slots) {
         for (size_t i = 0; i <= old.mask; i++)
-            if (old.slots[i].key)
-                m->slots[find_slot(m, old.slots[i].key)] = old.slots[i];
+            if (old.slots[i].key) m->slots[find_slot(m, old.slots[i].key)] = old.slots[i];
         free(old.slots);
     }
     return true;
@@ -56,8 +51,7 @@ static bool grow(fs_ptrmap *m)
 
 bool fs_ptrmap_put(fs_ptrmap *m, uintptr_t key, uintptr_t value)
 {
-    if ((!m->slots || (m->count + 1) * 2 > m->mask + 1) && !grow(m))
-        return false;
+    if ((!m->slots || (m->count + 1) * 2 > m->mask + 1) && !grow(m)) return false;
     size_t i = find_slot(m, key);
     if (!m->slots[i].key) {
         m->slots[i].key = key;
@@ -69,13 +63,10 @@ bool fs_ptrmap_put(fs_ptrmap *m, uintptr_t key, uintptr_t value)
 
 bool fs_ptrmap_remove(fs_ptrmap *m, uintptr_t key, uintptr_t *value)
 {
-    if (!m->count)
-        return false;
+    if (!m->count) return false;
     size_t hole = find_slot(m, key);
-    if (!m->slots[hole].key)
-        return false;
-    if (value)
-        *value = m->slots[hole].value;
+    if (!m->slots[hole].key) return false;
+    if (value) *value = m->slots[hole].value;
     m->count--;
 
     /* Pull later members of the run into the hole when the hole lies

@@ -14,8 +14,7 @@
 static bool in_shim(void *fn)
 {
     Dl_info self, other;
-    if (!dladdr((void *)in_shim, &self) || !dladdr(fn, &other))
-        return false;
+    if (!dladdr((void *)in_shim, &self) || !dladdr(fn, &other)) return false;
     return self.dli_fbase == other.dli_fbase;
 }
 
@@ -33,8 +32,7 @@ void *fs_nccl_resolve(_Atomic(void *) *slot, const char *name)
         snprintf(alias, sizeof(alias), "p%s", name);
         fn = lookup(alias);
     }
-    if (fn)
-        atomic_store_explicit(slot, fn, memory_order_release);
+    if (fn) atomic_store_explicit(slot, fn, memory_order_release);
     return fn;
 }
 

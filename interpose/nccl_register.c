@@ -35,8 +35,7 @@ static struct registration *registrations;
 static void pin(ncclComm_t comm, const void *handle, void *buff)
 {
     fs_allocator *a = fs_shim_allocator();
-    if (!a || !buff || fs_alloc_segment_pin(a, buff, true) != FS_OK)
-        return;
+    if (!a || !buff || fs_alloc_segment_pin(a, buff, true) != FS_OK) return;
     struct registration *reg = malloc(sizeof(*reg));
     if (!reg) {
         /* Without a node the pin could never be undone: better to leave the
@@ -67,8 +66,7 @@ static void unpin(ncclComm_t comm, const void *handle, bool all)
             *p = reg->next;
             reg->next = taken;
             taken = reg;
-            if (!all)
-                break;
+            if (!all) break;
         } else {
             p = &reg->next;
         }
@@ -79,8 +77,7 @@ static void unpin(ncclComm_t comm, const void *handle, bool all)
     while (taken) {
         struct registration *reg = taken;
         taken = reg->next;
-        if (a)
-            fs_alloc_segment_pin(a, reg->pinned, false);
+        if (a) fs_alloc_segment_pin(a, reg->pinned, false);
         free(reg);
     }
 }
@@ -112,11 +109,9 @@ FS_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_
                                         void **handle)
 {
     FS_NCCL_ENTRY(ncclCommRegister, real);
-    if (!fs_shim_enter())
-        return real(comm, buff, size, handle);
+    if (!fs_shim_enter()) return real(comm, buff, size, handle);
     ncclResult_t r = real(comm, buff, size, handle);
-    if (r == ncclSuccess && handle && *handle)
-        pin(comm, *handle, buff);
+    if (r == ncclSuccess && handle && *handle) pin(comm, *handle, buff);
     fs_shim_leave();
     return r;
 }
@@ -125,11 +120,9 @@ FS_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_
 FS_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
 {
     FS_NCCL_ENTRY(ncclCommDeregister, real);
-    if (!fs_shim_enter())
-        return real(comm, handle);
+    if (!fs_shim_enter()) return real(comm, handle);
     ncclResult_t r = real(comm, handle);
-    if (r == ncclSuccess)
-        unpin(comm, handle, false);
+    if (r == ncclSuccess) unpin(comm, handle, false);
     fs_shim_leave();
     return r;
 }
@@ -138,11 +131,9 @@ FS_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_
                                               ncclWindow_t *win, int winFlags)
 {
     FS_NCCL_ENTRY(ncclCommWindowRegister, real);
-    if (!fs_shim_enter())
-        return real(comm, buff, size, win, winFlags);
+    if (!fs_shim_enter()) return real(comm, buff, size, win, winFlags);
     ncclResult_t r = real(comm, buff, size, win, winFlags);
-    if (r == ncclSuccess && win && *win)
-        pin(comm, *win, buff);
+    if (r == ncclSuccess && win && *win) pin(comm, *win, buff);
     fs_shim_leave();
     return r;
 }
@@ -150,11 +141,9 @@ FS_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_
 FS_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
 {
     FS_NCCL_ENTRY(ncclCommWindowDeregister, real);
-    if (!fs_shim_enter())
-        return real(comm, win);
+    if (!fs_shim_enter()) return real(comm, win);
     ncclResult_t r = real(comm, win);
-    if (r == ncclSuccess)
-        unpin(comm, win, false);
+    if (r == ncclSuccess) unpin(comm, win, false);
     fs_shim_leave();
     return r;
 }

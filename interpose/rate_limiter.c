@@ -91,8 +91,7 @@ static __thread struct {
  * block at that address). */
 static bool hook_wants_fence(void *ptr)
 {
-    if (atomic_load_explicit(&marked, memory_order_relaxed) == 0)
-        return false;
+    if (atomic_load_explicit(&marked, memory_order_relaxed) == 0) return false;
     struct rl_shard *s = shard_of(ptr);
     uintptr_t bytes;
     pthread_mutex_lock(&s->lock);
@@ -117,9 +116,9 @@ struct rl_queue {
     pthread_mutex_t lock;
     pthread_cond_t done; /* a waiter finished: the in-flight totals fell */
     struct rl_entry *entries;
-    size_t len, cap;     /* entries[0] is the oldest */
-    size_t bytes;        /* bytes of the queued entries */
-    size_t waiting;      /* entries taken out by waiting threads, still in flight */
+    size_t len, cap; /* entries[0] is the oldest */
+    size_t bytes;    /* bytes of the queued entries */
+    size_t waiting;  /* entries taken out by waiting threads, still in flight */
     size_t waiting_bytes;
 };
 
@@ -128,14 +127,11 @@ static _Atomic(struct rl_queue *) queues[RL_MAX_DEVICES];
 /* The queue of `device`, created on first use when `create` is set. */
 static struct rl_queue *queue_of(int device, bool create)
 {
-    if (device < 0 || device >= RL_MAX_DEVICES)
-        return NULL;
+    if (device < 0 || device >= RL_MAX_DEVICES) return NULL;
     struct rl_queue *q = atomic_load_explicit(&queues[device], memory_order_acquire);
-    if (q || !create)
-        return q;
+    if (q || !create) return q;
     struct rl_queue *fresh = calloc(1, sizeof(*fresh));
-    if (!fresh)
-        return NULL;
+    if (!fresh) return NULL;
     pthread_mutex_init(&fresh->lock, NULL);
     pthread_cond_init(&fresh->done, NULL);
     if (!atomic_compare_exchange_strong_explicit(&queues[device], &q, fresh, memory_order_acq_rel,
@@ -172,8 +168,7 @@ static bool queue_push(struct rl_queue *q, struct rl_entry e)
     if (q->len == q->cap) {
         size_t cap = q->cap ? q->cap * 2 : 8;
         struct rl_entry *grown = realloc(q->entries, cap * sizeof(*grown));
-        if (!grown)
-            return false;
+        if (!grown) return false;
         q->entries = grown;
         q->cap = cap;
     }
@@ -207,8 +202,7 @@ static void hook_on_fence(int device, void *ptr, fs_fence *fence)
     fs_allocator *a = fs_shim_allocator();
     size_t bytes = taken.block == ptr ? taken.bytes : 0;
     taken.block = NULL;
-    if (!fence)
-        return;
+    if (!fence) return;
     struct rl_queue *q = queue_of(device, true);
     if (!q) {
         fs_fence_release(a, fence);
@@ -217,7 +211,7 @@ static void hook_on_fence(int device, void *ptr, fs_fence *fence)
     pthread_mutex_lock(&q->lock);
     /* Keep the queue short even when no all-gather comes to drain it. */
     queue_drop_completed(q, a);
-    if (!queue_push(q, (struct rl_entry){ fence, bytes })) {
+    if (!queue_push(q, (struct rl_entry){fence, bytes})) {
         fs_log(FS_LOG_WARN, "rate limiter: out of memory, an all-gather output goes unlimited");
         fs_fence_release(a, fence);
     }
@@ -226,7 +220,7 @@ static void hook_on_fence(int device, void *ptr, fs_fence *fence)
 
 static void hook_install(void)
 {
-    static const fs_shim_free_hook hook = { hook_wants_fence, hook_on_fence };
+    static const fs_shim_free_hook hook = {hook_wants_fence, hook_on_fence};
     fs_shim_set_free_hook(&hook);
 }
 
@@ -234,8 +228,7 @@ void fs_ratelimit_mark_output(const void *recvbuff)
 {
     fs_allocator *a = fs_shim_allocator();
     fs_block_info info;
-    if (!a || fs_alloc_block_info(a, recvbuff, &info) != FS_OK)
-        return;
+    if (!a || fs_alloc_block_info(a, recvbuff, &info) != FS_OK) return;
     pthread_once(&hook_once, hook_install);
     struct rl_shard *s = shard_of(info.block);
     pthread_mutex_lock(&s->lock);
@@ -243,8 +236,7 @@ void fs_ratelimit_mark_output(const void *recvbuff)
     bool ok = fs_ptrmap_put(&s->blocks, (uintptr_t)info.block, info.block_size);
     size_t added = s->blocks.count - before;
     pthread_mutex_unlock(&s->lock);
-    if (added)
-        atomic_fetch_add_explicit(&marked, added, memory_order_relaxed);
+    if (added) atomic_fetch_add_explicit(&marked, added, memory_order_relaxed);
     if (!ok)
         fs_log(FS_LOG_WARN, "rate limiter: out of memory, an all-gather output goes unlimited");
 }
@@ -259,7 +251,7 @@ static void atfork_child(void)
     for (int i = 0; i < RL_SHARDS; i++) {
         pthread_mutex_init(&shards[i].lock, NULL);
         free(shards[i].blocks.slots);
-        shards[i].blocks = (fs_ptrmap){ 0 };
+        shards[i].blocks = (fs_ptrmap){0};
     }
     atomic_store_explicit(&marked, 0, memory_order_relaxed);
     for (int d = 0; d < RL_MAX_DEVICES; d++) {
@@ -283,7 +275,7 @@ __attribute__((constructor)) static void ratelimit_init(void)
  * buckets up to 1 ms (the target is 20 us; FSDP1 leaves ~235 us). Lock-free
  * so that measuring costs the launch nothing worth measuring. */
 #define GAP_BUCKET_NS 100u
-#define GAP_BUCKETS 10000u
+#define GAP_BUCKETS   10000u
 
 static atomic_uint_fast64_t gap_hist[GAP_BUCKETS + 1]; /* last: 1 ms or more */
 static atomic_uint_fast64_t gap_max_ns;
@@ -291,16 +283,14 @@ static atomic_uint_fast64_t waits, wait_total_ns;
 
 void fs_ratelimit_launched(uint64_t wait_end)
 {
-    if (!wait_end)
-        return;
+    if (!wait_end) return;
     uint64_t gap = now_ns() - wait_end;
     uint64_t bucket = gap / GAP_BUCKET_NS;
     atomic_fetch_add_explicit(&gap_hist[bucket < GAP_BUCKETS ? bucket : GAP_BUCKETS], 1,
                               memory_order_relaxed);
     uint_fast64_t max = atomic_load_explicit(&gap_max_ns, memory_order_relaxed);
-    while (gap > max && !atomic_compare_exchange_weak_explicit(&gap_max_ns, &max, gap,
-                                                               memory_order_relaxed,
-                                                               memory_order_relaxed))
+    while (gap > max && !atomic_compare_exchange_weak_explicit(
+                            &gap_max_ns, &max, gap, memory_order_relaxed, memory_order_relaxed))
         ;
 }
 
@@ -310,8 +300,7 @@ static double gap_quantile_us(uint64_t n, double quantile)
     uint64_t rank = (uint64_t)(quantile * (double)(n - 1)) + 1, seen = 0;
     for (unsigned b = 0; b <= GAP_BUCKETS; b++) {
         seen += atomic_load_explicit(&gap_hist[b], memory_order_relaxed);
-        if (seen >= rank)
-            return (double)(b + 1) * GAP_BUCKET_NS / 1000.0;
+        if (seen >= rank) return (double)(b + 1) * GAP_BUCKET_NS / 1000.0;
     }
     return (double)atomic_load_explicit(&gap_max_ns, memory_order_relaxed) / 1000.0;
 }
@@ -320,13 +309,11 @@ static double gap_quantile_us(uint64_t n, double quantile)
 __attribute__((destructor)) static void report_at_exit(void)
 {
     uint64_t n = atomic_load_explicit(&waits, memory_order_relaxed);
-    if (!n || !fs_log_enabled(FS_LOG_INFO))
-        return;
+    if (!n || !fs_log_enabled(FS_LOG_INFO)) return;
     uint64_t launched = 0;
     for (unsigned b = 0; b <= GAP_BUCKETS; b++)
         launched += atomic_load_explicit(&gap_hist[b], memory_order_relaxed);
-    if (!launched)
-        return;
+    if (!launched) return;
     fs_log(FS_LOG_INFO,
            "rate limiter: %llu waits, %.3f ms waiting in total; gap from wait end to all-gather "
            "launch over %llu launches: median %.1f us, p99 %.1f us, max %.1f us",
@@ -344,8 +331,7 @@ uint64_t fs_ratelimit_wait(int device)
     const fs_shim_config *cfg = fs_shim_config_get();
     struct rl_queue *q = queue_of(device, false);
     fs_allocator *a = fs_shim_allocator();
-    if (!q || !a || (!cfg->ag_limit && !cfg->ag_limit_bytes))
-        return 0;
+    if (!q || !a || (!cfg->ag_limit && !cfg->ag_limit_bytes)) return 0;
 
     uint64_t wait_end = 0;
     fs_err_state err;
@@ -353,8 +339,7 @@ uint64_t fs_ratelimit_wait(int device)
     pthread_mutex_lock(&q->lock);
     for (;;) {
         queue_drop_completed(q, a);
-        if (!over_limit(q, cfg))
-            break;
+        if (!over_limit(q, cfg)) break;
         if (!q->len) {
             /* Everything in flight is being waited on by other threads. */
             pthread_cond_wait(&q->done, &q->lock);

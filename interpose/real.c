@@ -39,12 +39,10 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
     const char *base;
 
     (void)size;
-    if (!info->dlpi_name || !*info->dlpi_name)
-        return 0;
+    if (!info->dlpi_name || !*info->dlpi_name) return 0;
     base = strrchr(info->dlpi_name, '/');
     base = base ? base + 1 : info->dlpi_name;
-    if (strncmp(base, ctx->prefix, strlen(ctx->prefix)) != 0)
-        return 0;
+    if (strncmp(base, ctx->prefix, strlen(ctx->prefix)) != 0) return 0;
     strncpy(ctx->path, info->dlpi_name, sizeof ctx->path - 1);
     ctx->path[sizeof ctx->path - 1] = '\0';
     return 1;
@@ -57,12 +55,10 @@ static void *loaded_handle(enum fs_lib lib)
     void *h = __atomic_load_n(&lib_handle[lib], __ATOMIC_ACQUIRE);
     struct find_ctx ctx;
 
-    if (h)
-        return h;
+    if (h) return h;
     ctx.prefix = lib_prefix[lib];
     ctx.path[0] = '\0';
-    if (!dl_iterate_phdr(find_object, &ctx))
-        return NULL;
+    if (!dl_iterate_phdr(find_object, &ctx)) return NULL;
     pthread_mutex_lock(&lib_lock);
     h = lib_handle[lib];
     if (!h) {
@@ -80,8 +76,7 @@ void *fs_real_symbol(enum fs_lib lib, const char *name)
 {
     void *h, *sym = dlsym(RTLD_NEXT, name);
 
-    if (sym)
-        return sym;
+    if (sym) return sym;
     h = loaded_handle(lib);
     return h ? dlsym(h, name) : NULL;
 }

@@ -12,20 +12,18 @@
 static inline void *fs_real_cached(void **slot, enum fs_lib lib, const char *name)
 {
     void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (fs_likely(p != NULL))
-        return p;
+    if (fs_likely(p != NULL)) return p;
     p = fs_real_symbol(lib, name);
-    if (p)
-        __atomic_store_n(slot, p, __ATOMIC_RELEASE);
+    if (p) __atomic_store_n(slot, p, __ATOMIC_RELEASE);
     return p;
 }
 
 #define FS_REAL_LIB_AS(lib, fn, name)                                                              \
-    ((__typeof__(&fn))__extension__({                                                             \
+    ((__typeof__(&fn))__extension__({                                                              \
         static void *fs_real_slot_;                                                                \
         fs_real_cached(&fs_real_slot_, lib, name);                                                 \
     }))
 #define FS_REAL_AS(fn, name) FS_REAL_LIB_AS(FS_LIB_CUDART, fn, name)
-#define FS_REAL(fn) FS_REAL_AS(fn, #fn)
+#define FS_REAL(fn)          FS_REAL_AS(fn, #fn)
 
 #endif /* FS_REAL_H */

@@ -21,8 +21,7 @@ static __thread cudaStream_t thread_stream __attribute__((tls_model("initial-exe
 
 bool fs_shim_enter(void)
 {
-    if (in_shim)
-        return false;
+    if (in_shim) return false;
     in_shim = 1;
     return true;
 }
@@ -64,16 +63,15 @@ static void on_oom(void *ctx, const fs_oom_info *info)
     clock_gettime(CLOCK_MONOTONIC, &now);
     ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
     prev = __atomic_load_n(&last_ns, __ATOMIC_RELAXED);
-    if (prev && ns - prev < 1000000000)
-        return;
+    if (prev && ns - prev < 1000000000) return;
     if (!__atomic_compare_exchange_n(&last_ns, &prev, ns, false, __ATOMIC_RELAXED,
                                      __ATOMIC_RELAXED))
         return;
     fs_log(FS_LOG_WARN,
            "out of memory on device %d: requested %zu bytes, allocated %zu, "
            "reserved but free %zu, largest free block %zu (reserved %zu)",
-           info->device, info->requested, info->allocated, info->reserved_free,
-           info->largest_free, info->reserved);
+           info->device, info->requested, info->allocated, info->reserved_free, info->largest_free,
+           info->reserved);
 }
 
 static const fs_alloc_observer observer = {.on_oom = on_oom};
@@ -87,8 +85,7 @@ static void create_allocator(void)
     int n = 0;
     cudaError_t e;
 
-    if (!get_count)
-        return; /* the runtime is not loaded yet: try again on the next call */
+    if (!get_count) return; /* the runtime is not loaded yet: try again on the next call */
     fs_err_save(&c.err);
     e = get_count(&n);
     fs_err_restore(&c.err);
@@ -96,8 +93,7 @@ static void create_allocator(void)
         fs_log(FS_LOG_INFO, "no CUDA device (%d); the shim stays out of the way", (int)e);
         return;
     }
-    a = fs_allocator_create(&cfg->alloc,
-                            fs_cuda_device_ops(cfg->alloc.expandable_segments), n);
+    a = fs_allocator_create(&cfg->alloc, fs_cuda_device_ops(cfg->alloc.expandable_segments), n);
     if (!a) {
         fs_log(FS_LOG_ERROR, "cannot create the allocator; passing calls through");
         return;
@@ -112,11 +108,9 @@ fs_allocator *fs_shim_allocator(void)
 {
     fs_allocator *a = __atomic_load_n(&allocator, __ATOMIC_ACQUIRE);
 
-    if (fs_likely(a != NULL))
-        return a;
+    if (fs_likely(a != NULL)) return a;
     pthread_mutex_lock(&create_lock);
-    if (!allocator)
-        create_allocator();
+    if (!allocator) create_allocator();
     a = allocator;
     pthread_mutex_unlock(&create_lock);
     return a;
@@ -162,17 +156,15 @@ __attribute__((destructor)) static void report_at_exit(void)
     fs_alloc_stats st;
     const double mib = 1024.0 * 1024.0;
 
-    if (!a || !fs_log_enabled(FS_LOG_INFO))
-        return;
+    if (!a || !fs_log_enabled(FS_LOG_INFO)) return;
     for (int d = 0; d < fs_shim_device_count(); d++) {
         fs_alloc_get_stats(a, d, &st);
-        if (st.allocation[FS_POOL_ALL].allocated == 0)
-            continue;
+        if (st.allocation[FS_POOL_ALL].allocated == 0) continue;
         fs_log(FS_LOG_INFO,
                "device %d: %lld allocations served by %lld device allocations; peak allocated "
                "%.1f MiB, peak reserved %.1f MiB; %lld retries, %lld OOMs",
-               d, (long long)st.allocation[FS_POOL_ALL].allocated,
-               (long long)st.num_device_alloc, st.allocated_bytes[FS_POOL_ALL].peak / mib,
+               d, (long long)st.allocation[FS_POOL_ALL].allocated, (long long)st.num_device_alloc,
+               st.allocated_bytes[FS_POOL_ALL].peak / mib,
                st.reserved_bytes[FS_POOL_ALL].peak / mib, (long long)st.num_alloc_retries,
                (long long)st.num_ooms);
     }

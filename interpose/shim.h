@@ -18,8 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define FS_EXPORT __attribute__((visibility("default")))
-#define fs_likely(x) __builtin_expect(!!(x), 1)
+#define FS_EXPORT      __attribute__((visibility("default")))
+#define fs_likely(x)   __builtin_expect(!!(x), 1)
 #define fs_unlikely(x) __builtin_expect(!!(x), 0)
 
 /* ---- logging (log.c) ----------------------------------------------------

@@ -40,16 +40,13 @@ static struct pool *pool_find(int device, unsigned flags, int priority, bool cre
     struct pool *p;
 
     for (unsigned i = 0; i < n_pools; i++)
-        if (pools[i].device == device && pools[i].flags == flags &&
-            pools[i].priority == priority)
+        if (pools[i].device == device && pools[i].flags == flags && pools[i].priority == priority)
             return &pools[i];
-    if (!create || !(p = realloc(pools, (n_pools + 1) * sizeof *pools)))
-        return NULL;
+    if (!create || !(p = realloc(pools, (n_pools + 1) * sizeof *pools))) return NULL;
     pools = p;
     p = &pools[n_pools];
     p->slots = calloc(cap ? cap : 1, sizeof *p->slots);
-    if (!p->slots)
-        return NULL;
+    if (!p->slots) return NULL;
     p->device = device;
     p->flags = flags;
     p->priority = priority;
@@ -66,10 +63,8 @@ static cudaStream_t pool_take(struct pool *p)
         struct parked *k = &p->slots[i];
         cudaStream_t s;
 
-        if (k->done && FS_REAL(cudaEventQuery)(k->done) != cudaSuccess)
-            continue;
-        if (k->done)
-            FS_REAL(cudaEventDestroy)(k->done);
+        if (k->done && FS_REAL(cudaEventQuery)(k->done) != cudaSuccess) continue;
+        if (k->done) FS_REAL(cudaEventDestroy)(k->done);
         s = k->stream;
         p->slots[i] = p->slots[--p->n];
         return s;
@@ -83,10 +78,8 @@ static int clamp_priority(int priority)
 
     if (FS_REAL(cudaDeviceGetStreamPriorityRange)(&least, &greatest) != cudaSuccess)
         return priority;
-    if (priority < greatest)
-        return greatest;
-    if (priority > least)
-        return least;
+    if (priority < greatest) return greatest;
+    if (priority > least) return least;
     return priority;
 }
 
@@ -108,8 +101,7 @@ static cudaError_t pool_create(cudaStream_t *out, unsigned flags, int priority)
     if (cfg->stream_pool && cfg->stream_pool_size) {
         pthread_mutex_lock(&pool_lock);
         p = pool_find(device, flags, priority, false);
-        if (p)
-            s = pool_take(p);
+        if (p) s = pool_take(p);
         pthread_mutex_unlock(&pool_lock);
     }
     fs_internal_end(&c);
@@ -117,8 +109,7 @@ static cudaError_t pool_create(cudaStream_t *out, unsigned flags, int priority)
         fs_log(FS_LOG_DEBUG, "stream %p re-issued from the pool", (void *)s);
     } else {
         e = FS_REAL(cudaStreamCreateWithPriority)(&s, flags, priority);
-        if (e != cudaSuccess)
-            return e;
+        if (e != cudaSuccess) return e;
     }
     fs_stream_adopt(s, device, flags, priority, cfg->stream_pool && cfg->stream_pool_size);
     *out = s;
@@ -131,8 +122,7 @@ static void destroy_for_real(cudaStream_t s, int device)
 
     FS_REAL(cudaStreamDestroy)(s);
     fs_stream_forget(s);
-    if (a)
-        fs_alloc_stream_retire(a, device, (fs_stream_t)s);
+    if (a) fs_alloc_stream_retire(a, device, (fs_stream_t)s);
 }
 
 static cudaError_t pool_destroy(cudaStream_t s)
@@ -147,20 +137,17 @@ static cudaError_t pool_destroy(cudaStream_t s)
 
     if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread)
         return FS_REAL(cudaStreamDestroy)(s);
-    if (fs_stream_is_destroyed(s))
-        return fs_shim_return_error(cudaErrorInvalidResourceHandle);
+    if (fs_stream_is_destroyed(s)) return fs_shim_return_error(cudaErrorInvalidResourceHandle);
     if (!fs_stream_release(s, &device, &flags, &priority)) {
         e = FS_REAL(cudaStreamDestroy)(s);
-        if (e == cudaSuccess && a && device >= 0)
-            fs_alloc_stream_retire(a, device, (fs_stream_t)s);
+        if (e == cudaSuccess && a && device >= 0) fs_alloc_stream_retire(a, device, (fs_stream_t)s);
         return e;
     }
     /* pooled: park it behind an event that marks the end of its work */
     fs_internal_begin(&c, device);
     if (FS_REAL(cudaEventCreateWithFlags)(&done, cudaEventDisableTiming) != cudaSuccess ||
         FS_REAL(cudaEventRecord)(done, s) != cudaSuccess) {
-        if (done)
-            FS_REAL(cudaEventDestroy)(done);
+        if (done) FS_REAL(cudaEventDestroy)(done);
         destroy_for_real(s, device);
         fs_internal_end(&c);
         return cudaSuccess;
@@ -189,8 +176,7 @@ cudaError_t fs_pool_stream_create(cudaStream_t *out, unsigned flags, int priorit
 {
     cudaError_t e;
 
-    if (!fs_shim_enter())
-        return FS_REAL(cudaStreamCreateWithPriority)(out, flags, priority);
+    if (!fs_shim_enter()) return FS_REAL(cudaStreamCreateWithPriority)(out, flags, priority);
     e = pool_create(out, flags, priority);
     fs_shim_leave();
     return e;
@@ -200,8 +186,7 @@ cudaError_t fs_pool_stream_destroy(cudaStream_t s)
 {
     cudaError_t e;
 
-    if (!fs_shim_enter())
-        return FS_REAL(cudaStreamDestroy)(s);
+    if (!fs_shim_enter()) return FS_REAL(cudaStreamDestroy)(s);
     e = pool_destroy(s);
     fs_shim_leave();
     return e;

@@ -20,8 +20,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#define SHARDS 64
-#define LEGACY_KEY ((fs_stream_t)cudaStreamLegacy)
+#define SHARDS      64
+#define LEGACY_KEY  ((fs_stream_t)cudaStreamLegacy)
 #define MAX_DEVICES 64
 
 struct stream_entry {
@@ -89,10 +89,8 @@ static fs_stream_t pt_key(void)
 
 cudaStream_t fs_stream_handle(fs_stream_t key)
 {
-    if (key == LEGACY_KEY)
-        return cudaStreamLegacy;
-    if (key & 1)
-        return key == pt_key() ? cudaStreamPerThread : cudaStreamLegacy;
+    if (key == LEGACY_KEY) return cudaStreamLegacy;
+    if (key & 1) return key == pt_key() ? cudaStreamPerThread : cudaStreamLegacy;
     return (cudaStream_t)key;
 }
 
@@ -102,17 +100,13 @@ int fs_shim_current_device(void)
     __typeof__(&cudaGetDevice) get;
     fs_err_state st;
 
-    if (fs_likely(d >= 0))
-        return d;
+    if (fs_likely(d >= 0)) return d;
     get = FS_REAL(cudaGetDevice);
-    if (!get)
-        return -1;
+    if (!get) return -1;
     fs_err_save(&st);
-    if (get(&d) != cudaSuccess)
-        d = -1;
+    if (get(&d) != cudaSuccess) d = -1;
     fs_err_restore(&st);
-    if (d >= 0)
-        current_device = d + 1;
+    if (d >= 0) current_device = d + 1;
     return d;
 }
 
@@ -129,8 +123,7 @@ static void pt_exit(void *unused)
     fs_allocator *a = fs_shim_allocator_peek();
 
     (void)unused;
-    if (!a)
-        return;
+    if (!a) return;
     for (int d = 0; d < MAX_DEVICES; d++)
         if (pt_epoch[d] == __atomic_load_n(&reg_epoch, __ATOMIC_ACQUIRE))
             fs_alloc_stream_retire(a, d, pt_key());
@@ -145,11 +138,9 @@ static void register_implicit(fs_allocator *a, int device, bool per_thread)
 {
     unsigned epoch = __atomic_load_n(&reg_epoch, __ATOMIC_ACQUIRE);
 
-    if (device < 0 || device >= MAX_DEVICES)
-        return;
+    if (device < 0 || device >= MAX_DEVICES) return;
     if (per_thread) {
-        if (pt_epoch[device] == epoch)
-            return;
+        if (pt_epoch[device] == epoch) return;
         fs_alloc_stream_register(a, device, pt_key(), FS_STREAM_BLOCKING);
         pthread_once(&pt_exit_once, pt_exit_init);
         pthread_setspecific(pt_exit_key, &pt_anchor);
@@ -189,8 +180,7 @@ static int explicit_stream(fs_allocator *a, cudaStream_t s)
     e = *find(sh, s);
     if (!e) {
         pthread_mutex_unlock(&sh->lock);
-        if (!probe(s, &device, &flags))
-            return -1;
+        if (!probe(s, &device, &flags)) return -1;
         pthread_mutex_lock(&sh->lock);
         e = *find(sh, s);
         if (!e && (e = calloc(1, sizeof *e))) {
@@ -224,30 +214,23 @@ fs_stream_t fs_shim_stream_key(cudaStream_t stream, bool per_thread, int *device
 
     if (stream == cudaStreamLegacy || (stream == NULL && !per_thread)) {
         dev = fs_shim_current_device();
-        if (a)
-            register_implicit(a, dev, false);
-        if (device)
-            *device = dev;
+        if (a) register_implicit(a, dev, false);
+        if (device) *device = dev;
         return LEGACY_KEY;
     }
     if (stream == cudaStreamPerThread || stream == NULL) {
         dev = fs_shim_current_device();
-        if (a)
-            register_implicit(a, dev, true);
-        if (device)
-            *device = dev;
+        if (a) register_implicit(a, dev, true);
+        if (device) *device = dev;
         return pt_key();
     }
     if (fs_likely(cache.handle == stream && cache.gen == gen)) {
-        if (device)
-            *device = cache.device;
+        if (device) *device = cache.device;
         return cache.key;
     }
     dev = a ? explicit_stream(a, stream) : -1;
-    if (device)
-        *device = dev;
-    if (dev < 0)
-        return LEGACY_KEY;
+    if (device) *device = dev;
+    if (dev < 0) return LEGACY_KEY;
     cache.handle = stream;
     cache.key = (fs_stream_t)stream;
     cache.device = dev;
@@ -284,10 +267,8 @@ void fs_stream_adopt(cudaStream_t s, int device, unsigned flags, int priority, b
         sh->head = e;
     }
     if (e) {
-        if (e->destroyed)
-            __atomic_sub_fetch(&n_parked, 1, __ATOMIC_ACQ_REL);
-        if (e->destroyed || e->device != device)
-            e->epoch = 0;
+        if (e->destroyed) __atomic_sub_fetch(&n_parked, 1, __ATOMIC_ACQ_REL);
+        if (e->destroyed || e->device != device) e->epoch = 0;
         e->device = device;
         e->flags = flags;
         e->priority = priority;
@@ -333,8 +314,7 @@ void fs_stream_forget(cudaStream_t s)
     pthread_mutex_lock(&sh->lock);
     pp = find(sh, s);
     if ((e = *pp)) {
-        if (e->destroyed)
-            __atomic_sub_fetch(&n_parked, 1, __ATOMIC_ACQ_REL);
+        if (e->destroyed) __atomic_sub_fetch(&n_parked, 1, __ATOMIC_ACQ_REL);
         *pp = e->next;
         free(e);
     }
@@ -355,8 +335,7 @@ void fs_streams_reset(int device)
         pthread_mutex_lock(&sh->lock);
         for (pp = &sh->head; (e = *pp);) {
             if (device < 0 || e->device == device) {
-                if (e->destroyed)
-                    __atomic_sub_fetch(&n_parked, 1, __ATOMIC_ACQ_REL);
+                if (e->destroyed) __atomic_sub_fetch(&n_parked, 1, __ATOMIC_ACQ_REL);
                 *pp = e->next;
                 free(e);
             } else {

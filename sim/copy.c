@@ -41,14 +41,12 @@ enum side { SIDE_PAGEABLE, SIDE_PINNED, SIDE_DEVICE };
 static cudaError_t classify(const void *p, size_t n, enum side *side)
 {
     struct fs_range r;
-    if (!p)
-        return cudaErrorInvalidValue;
+    if (!p) return cudaErrorInvalidValue;
     if (!fs_registry_find((uintptr_t)p, &r)) {
         *side = SIDE_PAGEABLE;
         return cudaSuccess;
     }
-    if (!fs_registry_covers((uintptr_t)p, n))
-        return cudaErrorInvalidValue;
+    if (!fs_registry_covers((uintptr_t)p, n)) return cudaErrorInvalidValue;
     *side = fs_range_is_device(&r) ? SIDE_DEVICE : SIDE_PINNED;
     return cudaSuccess;
 }
@@ -65,26 +63,19 @@ static cudaError_t copy_2d(void *dst, size_t dpitch, const void *src, size_t spi
                            enum mode mode)
 {
     fs_init();
-    if ((unsigned)kind > cudaMemcpyDefault)
-        return fs_ret(cudaErrorInvalidMemcpyDirection);
-    if (height > 1 && (width > dpitch || width > spitch))
-        return fs_ret(cudaErrorInvalidPitchValue);
+    if ((unsigned)kind > cudaMemcpyDefault) return fs_ret(cudaErrorInvalidMemcpyDirection);
+    if (height > 1 && (width > dpitch || width > spitch)) return fs_ret(cudaErrorInvalidPitchValue);
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(sh, pt, &s);
-    if (err)
-        return fs_ret(err);
-    if (width == 0 || height == 0)
-        return cudaSuccess;
+    if (err) return fs_ret(err);
+    if (width == 0 || height == 0) return cudaSuccess;
     enum side ds, ss;
     err = classify(dst, span(dpitch, width, height), &ds);
-    if (!err)
-        err = classify(src, span(spitch, width, height), &ss);
-    if (err)
-        return fs_ret(err);
+    if (!err) err = classify(src, span(spitch, width, height), &ss);
+    if (err) return fs_ret(err);
 
     struct move *m = malloc(sizeof *m);
-    if (!m)
-        return fs_ret(cudaErrorMemoryAllocation);
+    if (!m) return fs_ret(cudaErrorMemoryAllocation);
     *m = (struct move){dst, src, width, height, dpitch, spitch, 0};
     uint64_t seq = fs_stream_submit(s, run_move, m, 0, NULL);
     if (!seq) {
@@ -96,8 +87,7 @@ static cudaError_t copy_2d(void *dst, size_t dpitch, const void *src, size_t spi
         wait = !(ds == SIDE_DEVICE && ss == SIDE_DEVICE);
     else
         wait = ds == SIDE_PAGEABLE || ss == SIDE_PAGEABLE;
-    if (wait)
-        fs_stream_wait(s, seq);
+    if (wait) fs_stream_wait(s, seq);
     return cudaSuccess;
 }
 
@@ -142,9 +132,9 @@ FS_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, 
     return copy_2d(dst, dpitch, src, spitch, width, height, kind, s, 0, MODE_ASYNC);
 }
 
-FS_API cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src,
-                                          size_t spitch, size_t width, size_t height,
-                                          enum cudaMemcpyKind kind, cudaStream_t s)
+FS_API cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                          size_t width, size_t height, enum cudaMemcpyKind kind,
+                                          cudaStream_t s)
 {
     return copy_2d(dst, dpitch, src, spitch, width, height, kind, s, 1, MODE_ASYNC);
 }
@@ -153,8 +143,7 @@ static cudaError_t copy_peer(void *dst, int dst_dev, const void *src, int src_de
                              cudaStream_t s, enum mode mode)
 {
     fs_init();
-    if (!fs_dev(dst_dev) || !fs_dev(src_dev))
-        return fs_ret(cudaErrorInvalidDevice);
+    if (!fs_dev(dst_dev) || !fs_dev(src_dev)) return fs_ret(cudaErrorInvalidDevice);
     return copy_2d(dst, n, src, n, n, 1, cudaMemcpyDeviceToDevice, s, 0, mode);
 }
 
@@ -173,31 +162,25 @@ static cudaError_t set_2d(void *dst, size_t pitch, int value, size_t width, size
                           cudaStream_t sh, int pt, enum mode mode)
 {
     fs_init();
-    if (height > 1 && width > pitch)
-        return fs_ret(cudaErrorInvalidPitchValue);
+    if (height > 1 && width > pitch) return fs_ret(cudaErrorInvalidPitchValue);
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(sh, pt, &s);
-    if (err)
-        return fs_ret(err);
-    if (width == 0 || height == 0)
-        return cudaSuccess;
+    if (err) return fs_ret(err);
+    if (width == 0 || height == 0) return cudaSuccess;
     enum side side;
     err = classify(dst, span(pitch, width, height), &side);
     if (!err && side == SIDE_PAGEABLE)
         err = cudaErrorInvalidValue; /* memset needs memory the device can reach */
-    if (err)
-        return fs_ret(err);
+    if (err) return fs_ret(err);
     struct move *m = malloc(sizeof *m);
-    if (!m)
-        return fs_ret(cudaErrorMemoryAllocation);
+    if (!m) return fs_ret(cudaErrorMemoryAllocation);
     *m = (struct move){dst, NULL, width, height, pitch, 0, value};
     uint64_t seq = fs_stream_submit(s, run_move, m, 0, NULL);
     if (!seq) {
         free(m);
         return fs_ret(cudaErrorInvalidResourceHandle);
     }
-    if (mode == MODE_SYNC && side == SIDE_PINNED)
-        fs_stream_wait(s, seq);
+    if (mode == MODE_SYNC && side == SIDE_PINNED) fs_stream_wait(s, seq);
     return cudaSuccess;
 }
 

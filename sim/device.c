@@ -17,8 +17,7 @@ static void devices_init(void)
 {
     fs_init();
     devices = calloc(fs_cfg.ndevices ? (size_t)fs_cfg.ndevices : 1, sizeof *devices);
-    if (!devices)
-        abort();
+    if (!devices) abort();
     for (int d = 0; d < fs_cfg.ndevices; d++) {
         struct fs_device *dev = &devices[d];
         dev->ordinal = d;
@@ -31,8 +30,7 @@ static void devices_init(void)
 struct fs_device *fs_dev(int ordinal)
 {
     pthread_once(&devices_once, devices_init);
-    if (ordinal < 0 || ordinal >= fs_cfg.ndevices)
-        return NULL;
+    if (ordinal < 0 || ordinal >= fs_cfg.ndevices) return NULL;
     return &devices[ordinal];
 }
 
@@ -67,26 +65,22 @@ void fs_device_sync(struct fs_device *dev)
 FS_API cudaError_t cudaGetDeviceCount(int *count)
 {
     fs_init();
-    if (!count)
-        return fs_ret(cudaErrorInvalidValue);
-    if (fs_cfg.ndevices == 0)
-        return fs_ret(cudaErrorNoDevice);
+    if (!count) return fs_ret(cudaErrorInvalidValue);
+    if (fs_cfg.ndevices == 0) return fs_ret(cudaErrorNoDevice);
     *count = fs_cfg.ndevices;
     return cudaSuccess;
 }
 
 FS_API cudaError_t cudaSetDevice(int device)
 {
-    if (!fs_dev(device))
-        return fs_ret(cudaErrorInvalidDevice);
+    if (!fs_dev(device)) return fs_ret(cudaErrorInvalidDevice);
     current_device = device;
     return cudaSuccess;
 }
 
 FS_API cudaError_t cudaGetDevice(int *device)
 {
-    if (!device)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!device) return fs_ret(cudaErrorInvalidValue);
     *device = current_device;
     return cudaSuccess;
 }
@@ -94,10 +88,8 @@ FS_API cudaError_t cudaGetDevice(int *device)
 FS_API cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags)
 {
     (void)deviceFlags;
-    if (!fs_dev(device))
-        return fs_ret(cudaErrorInvalidDevice);
-    if (flags & ~(unsigned)cudaInitDeviceFlagsAreValid)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!fs_dev(device)) return fs_ret(cudaErrorInvalidDevice);
+    if (flags & ~(unsigned)cudaInitDeviceFlagsAreValid) return fs_ret(cudaErrorInvalidValue);
     return cudaSuccess;
 }
 
@@ -107,11 +99,9 @@ FS_API cudaError_t cudaSetDeviceFlags(unsigned int flags)
      * of spin/yield/blocking-sync/auto. */
     unsigned known = cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax |
                      cudaDeviceSyncMemops;
-    if (flags & ~known)
-        return fs_ret(cudaErrorInvalidValue);
+    if (flags & ~known) return fs_ret(cudaErrorInvalidValue);
     struct fs_device *dev = fs_cur_dev();
-    if (!dev)
-        return fs_ret(cudaErrorNoDevice);
+    if (!dev) return fs_ret(cudaErrorNoDevice);
     pthread_mutex_lock(&dev->mu);
     dev->flags = flags | cudaDeviceMapHost;
     pthread_mutex_unlock(&dev->mu);
@@ -120,11 +110,9 @@ FS_API cudaError_t cudaSetDeviceFlags(unsigned int flags)
 
 FS_API cudaError_t cudaGetDeviceFlags(unsigned int *flags)
 {
-    if (!flags)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!flags) return fs_ret(cudaErrorInvalidValue);
     struct fs_device *dev = fs_cur_dev();
-    if (!dev)
-        return fs_ret(cudaErrorNoDevice);
+    if (!dev) return fs_ret(cudaErrorNoDevice);
     pthread_mutex_lock(&dev->mu);
     *flags = dev->flags | cudaDeviceMapHost;
     pthread_mutex_unlock(&dev->mu);
@@ -134,8 +122,7 @@ FS_API cudaError_t cudaGetDeviceFlags(unsigned int *flags)
 FS_API cudaError_t cudaDeviceSynchronize(void)
 {
     struct fs_device *dev = fs_cur_dev();
-    if (!dev)
-        return fs_ret(cudaErrorNoDevice);
+    if (!dev) return fs_ret(cudaErrorNoDevice);
     fs_device_sync(dev);
     return cudaSuccess;
 }
@@ -146,8 +133,7 @@ FS_API cudaError_t cudaDeviceSynchronize(void)
 FS_API cudaError_t cudaDeviceReset(void)
 {
     struct fs_device *dev = fs_cur_dev();
-    if (!dev)
-        return fs_ret(cudaErrorNoDevice);
+    if (!dev) return fs_ret(cudaErrorNoDevice);
     fs_device_sync(dev);
     fs_stream_forget_device(dev);
     __atomic_add_fetch(&dev->reset_gen, 1, __ATOMIC_RELEASE);
@@ -160,35 +146,29 @@ FS_API cudaError_t cudaDeviceReset(void)
 
 FS_API cudaError_t cudaDriverGetVersion(int *version)
 {
-    if (!version)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!version) return fs_ret(cudaErrorInvalidValue);
     *version = CUDART_VERSION;
     return cudaSuccess;
 }
 
 FS_API cudaError_t cudaRuntimeGetVersion(int *version)
 {
-    if (!version)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!version) return fs_ret(cudaErrorInvalidValue);
     *version = CUDART_VERSION;
     return cudaSuccess;
 }
 
 FS_API cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
 {
-    if (least)
-        *least = 0;
-    if (greatest)
-        *greatest = -5;
+    if (least) *least = 0;
+    if (greatest) *greatest = -5;
     return cudaSuccess;
 }
 
 FS_API cudaError_t cudaDeviceGetPCIBusId(char *bus_id, int len, int device)
 {
-    if (!bus_id || len <= 0)
-        return fs_ret(cudaErrorInvalidValue);
-    if (!fs_dev(device))
-        return fs_ret(cudaErrorInvalidDevice);
+    if (!bus_id || len <= 0) return fs_ret(cudaErrorInvalidValue);
+    if (!fs_dev(device)) return fs_ret(cudaErrorInvalidDevice);
     /* Bus numbers 0x18, 0x2a, ... like the GPUs of one node. */
     snprintf(bus_id, (size_t)len, "00000000:%02X:00.0", 0x18 + 0x12 * device);
     return cudaSuccess;
@@ -196,10 +176,8 @@ FS_API cudaError_t cudaDeviceGetPCIBusId(char *bus_id, int len, int device)
 
 FS_API cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer)
 {
-    if (!can)
-        return fs_ret(cudaErrorInvalidValue);
-    if (!fs_dev(device) || !fs_dev(peer))
-        return fs_ret(cudaErrorInvalidDevice);
+    if (!can) return fs_ret(cudaErrorInvalidValue);
+    if (!fs_dev(device) || !fs_dev(peer)) return fs_ret(cudaErrorInvalidDevice);
     *can = device != peer;
     return cudaSuccess;
 }

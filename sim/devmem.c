@@ -20,8 +20,7 @@ cudaError_t fs_capacity_take(struct fs_device *dev, size_t size)
         err = cudaErrorMemoryAllocation;
     } else {
         dev->used += size;
-        if (dev->used > dev->peak)
-            dev->peak = dev->used;
+        if (dev->used > dev->peak) dev->peak = dev->used;
         dev->allocs++;
         dev->touched = 1;
     }
@@ -37,15 +36,13 @@ void fs_capacity_give(struct fs_device *dev, size_t size)
     pthread_mutex_unlock(&dev->mu);
 }
 
-cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind,
-                            void **out)
+cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind, void **out)
 {
     if (size > fs_cfg.capacity)
         return cudaErrorMemoryAllocation; /* also catches sizes near SIZE_MAX */
     size = (size + DEVMEM_ALIGN - 1) & ~(size_t)(DEVMEM_ALIGN - 1);
     cudaError_t err = fs_capacity_take(dev, size);
-    if (err)
-        return err;
+    if (err) return err;
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     if (p == MAP_FAILED) {
@@ -77,15 +74,13 @@ void fs_devmem_forget_device(int device)
 FS_API cudaError_t cudaMalloc(void **ptr, size_t size)
 {
     fs_init();
-    if (!ptr)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!ptr) return fs_ret(cudaErrorInvalidValue);
     if (size == 0) {
         *ptr = NULL;
         return cudaSuccess;
     }
     struct fs_device *dev = fs_cur_dev();
-    if (!dev)
-        return fs_ret(cudaErrorNoDevice);
+    if (!dev) return fs_ret(cudaErrorNoDevice);
     return fs_ret(fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, ptr));
 }
 
@@ -106,8 +101,7 @@ cudaError_t fs_devmem_free(void *ptr)
 {
     struct fs_range r;
     cudaError_t err = fs_claim_device_block(ptr, &r);
-    if (err)
-        return err;
+    if (err) return err;
     struct fs_device *dev = fs_dev(r.device);
     fs_device_sync(dev);
     if (r.kind == FS_RANGE_MALLOC)
@@ -120,8 +114,7 @@ cudaError_t fs_devmem_free(void *ptr)
 FS_API cudaError_t cudaFree(void *ptr)
 {
     fs_init();
-    if (!ptr)
-        return cudaSuccess;
+    if (!ptr) return cudaSuccess;
     return fs_ret(fs_devmem_free(ptr));
 }
 
@@ -129,8 +122,7 @@ FS_API cudaError_t cudaFree(void *ptr)
 cudaError_t fs_devmem_info(size_t *free_bytes, size_t *total)
 {
     struct fs_device *dev = fs_cur_dev();
-    if (!dev)
-        return cudaErrorNoDevice;
+    if (!dev) return cudaErrorNoDevice;
     pthread_mutex_lock(&dev->mu);
     *free_bytes = fs_cfg.capacity - dev->used;
     *total = fs_cfg.capacity;
@@ -141,7 +133,6 @@ cudaError_t fs_devmem_info(size_t *free_bytes, size_t *total)
 FS_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
     fs_init();
-    if (!free_bytes || !total)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!free_bytes || !total) return fs_ret(cudaErrorInvalidValue);
     return fs_ret(fs_devmem_info(free_bytes, total));
 }

@@ -19,8 +19,8 @@ CUresult fs_cu_mem_release(CUmemGenericAllocationHandle h);
 CUresult fs_cu_mem_address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment,
                                    CUdeviceptr addr, unsigned long long flags);
 CUresult fs_cu_mem_address_free(CUdeviceptr ptr, size_t size);
-CUresult fs_cu_mem_map(CUdeviceptr ptr, size_t size, size_t offset,
-                       CUmemGenericAllocationHandle h, unsigned long long flags);
+CUresult fs_cu_mem_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+                       unsigned long long flags);
 CUresult fs_cu_mem_unmap(CUdeviceptr ptr, size_t size);
 CUresult fs_cu_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
                               size_t count);
@@ -32,10 +32,8 @@ static CUresult cu_mem_alloc_v2(CUdeviceptr *dptr, size_t size)
         return CUDA_ERROR_INVALID_VALUE;
     struct fs_device *dev = fs_cur_dev();
     void *p;
-    if (!dev)
-        return CUDA_ERROR_NO_DEVICE;
-    if (fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, &p))
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!dev) return CUDA_ERROR_NO_DEVICE;
+    if (fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, &p)) return CUDA_ERROR_OUT_OF_MEMORY;
     *dptr = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
 }
@@ -43,16 +41,14 @@ static CUresult cu_mem_alloc_v2(CUdeviceptr *dptr, size_t size)
 static CUresult cu_mem_free_v2(CUdeviceptr dptr)
 {
     fs_init();
-    if (!dptr)
-        return CUDA_SUCCESS;
+    if (!dptr) return CUDA_SUCCESS;
     return fs_devmem_free((void *)(uintptr_t)dptr) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 static CUresult cu_mem_get_info_v2(size_t *free_bytes, size_t *total)
 {
     fs_init();
-    if (!free_bytes || !total)
-        return CUDA_ERROR_INVALID_VALUE;
+    if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
     return fs_devmem_info(free_bytes, total) ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
 }
 
@@ -62,27 +58,22 @@ static CUresult cu_mem_get_address_range_v2(CUdeviceptr *base, size_t *size, CUd
     struct fs_range r;
     if (!fs_registry_find((uintptr_t)dptr, &r) || !fs_range_is_device(&r) || !r.live)
         return CUDA_ERROR_NOT_FOUND;
-    if (base)
-        *base = (CUdeviceptr)r.base;
-    if (size)
-        *size = r.size;
+    if (base) *base = (CUdeviceptr)r.base;
+    if (size) *size = r.size;
     return CUDA_SUCCESS;
 }
 
 static CUresult cu_device_get_attribute(int *value, CUdevice_attribute attr, CUdevice dev)
 {
     fs_init();
-    if (!value)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!fs_dev(dev))
-        return CUDA_ERROR_INVALID_DEVICE;
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    if (!fs_dev(dev)) return CUDA_ERROR_INVALID_DEVICE;
     return fs_device_attribute((int)attr, dev, value) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 static CUresult cu_driver_get_version(int *version)
 {
-    if (!version)
-        return CUDA_ERROR_INVALID_VALUE;
+    if (!version) return CUDA_ERROR_INVALID_VALUE;
     *version = CUDART_VERSION;
     return CUDA_SUCCESS;
 }
@@ -116,13 +107,11 @@ static cudaError_t lookup(const char *symbol, void **fn, unsigned long long flag
         flags > (cudaEnableDefault | cudaEnableLegacyStream | cudaEnablePerThreadDefaultStream))
         return fs_ret(cudaErrorInvalidValue);
     *fn = NULL;
-    if (status)
-        *status = cudaDriverEntryPointSymbolNotFound;
+    if (status) *status = cudaDriverEntryPointSymbolNotFound;
     for (size_t i = 0; i < sizeof entry_points / sizeof entry_points[0]; i++) {
         if (strcmp(symbol, entry_points[i].name) == 0) {
             *fn = entry_points[i].fn;
-            if (status)
-                *status = cudaDriverEntryPointSuccess;
+            if (status) *status = cudaDriverEntryPointSuccess;
             break;
         }
     }
@@ -143,8 +132,7 @@ FS_API cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **fn,
 }
 
 FS_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn,
-                                                    unsigned int version,
-                                                    unsigned long long flags,
+                                                    unsigned int version, unsigned long long flags,
                                                     enum cudaDriverEntryPointQueryResult *status)
 {
     (void)version; /* every entry point the sim has exists since CUDA 12.0 at least */

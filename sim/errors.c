@@ -14,8 +14,7 @@ static __thread cudaError_t last_error = cudaSuccess;
 
 cudaError_t fs_ret(cudaError_t err)
 {
-    if (err != cudaSuccess && err != cudaErrorNotReady)
-        last_error = err;
+    if (err != cudaSuccess && err != cudaErrorNotReady) last_error = err;
     return err;
 }
 
@@ -34,13 +33,12 @@ FS_API cudaError_t cudaPeekAtLastError(void)
 static const struct fs_error_row *find(const struct fs_error_row *rows, size_t n, int code)
 {
     for (size_t i = 0; i < n; i++)
-        if (rows[i].code == code)
-            return &rows[i];
+        if (rows[i].code == code) return &rows[i];
     return NULL;
 }
 
 #define RUNTIME_ROWS (sizeof fs_runtime_errors / sizeof fs_runtime_errors[0])
-#define DRIVER_ROWS (sizeof fs_driver_errors / sizeof fs_driver_errors[0])
+#define DRIVER_ROWS  (sizeof fs_driver_errors / sizeof fs_driver_errors[0])
 
 FS_API const char *cudaGetErrorName(cudaError_t err)
 {
@@ -58,8 +56,7 @@ FS_API const char *cudaGetErrorString(cudaError_t err)
  * CUDA_ERROR_INVALID_VALUE with *str set to NULL, as cuda.h documents. */
 CUresult fs_cu_get_error_name(CUresult err, const char **str)
 {
-    if (!str)
-        return CUDA_ERROR_INVALID_VALUE;
+    if (!str) return CUDA_ERROR_INVALID_VALUE;
     const struct fs_error_row *r = find(fs_driver_errors, DRIVER_ROWS, err);
     *str = r ? r->name : NULL;
     return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -67,8 +64,7 @@ CUresult fs_cu_get_error_name(CUresult err, const char **str)
 
 CUresult fs_cu_get_error_string(CUresult err, const char **str)
 {
-    if (!str)
-        return CUDA_ERROR_INVALID_VALUE;
+    if (!str) return CUDA_ERROR_INVALID_VALUE;
     const struct fs_error_row *r = find(fs_driver_errors, DRIVER_ROWS, err);
     *str = r ? r->text : NULL;
     return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;

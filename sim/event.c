@@ -6,8 +6,8 @@
  * condition variable); cudaEventInterprocess is accepted with
  * cudaEventDisableTiming, as the runtime requires, but the sim has no IPC
  * event handles. cudaDeviceReset invalidates the events of its device (their
- * handles then fail with cudaErrorInvalidResourceHandle). An event is freed when it is destroyed and no record op of
- * it is still pending. */
+ * handles then fail with cudaErrorInvalidResourceHandle). An event is freed when it is destroyed
+ * and no record op of it is still pending. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -18,7 +18,7 @@ struct fs_event {
     unsigned flags;
     int device;
     uint64_t reset_gen; /* the device's reset generation at creation */
-    int refs; /* the handle's own reference + one per pending record op */
+    int refs;           /* the handle's own reference + one per pending record op */
     /* Latest record: stream NULL until the event is first recorded. */
     struct fs_stream *stream;
     uint64_t seq;
@@ -78,16 +78,13 @@ static cudaError_t event_create(cudaEvent_t *out, unsigned flags)
     fs_init();
     pthread_once(&events_once, events_init);
     unsigned known = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
-    if (!out || (flags & ~known))
-        return fs_ret(cudaErrorInvalidValue);
+    if (!out || (flags & ~known)) return fs_ret(cudaErrorInvalidValue);
     if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming))
         return fs_ret(cudaErrorInvalidValue);
     struct fs_device *dev = fs_cur_dev();
-    if (!dev)
-        return fs_ret(cudaErrorNoDevice);
+    if (!dev) return fs_ret(cudaErrorNoDevice);
     struct fs_event *ev = calloc(1, sizeof *ev);
-    if (!ev)
-        return fs_ret(cudaErrorMemoryAllocation);
+    if (!ev) return fs_ret(cudaErrorMemoryAllocation);
     pthread_mutex_init(&ev->mu, NULL);
     ev->flags = flags;
     ev->device = dev->ordinal;
@@ -113,8 +110,7 @@ FS_API cudaError_t cudaEventDestroy(cudaEvent_t h)
 {
     pthread_once(&events_once, events_init);
     struct fs_event *ev = fs_handles_remove(live_events, h);
-    if (!ev)
-        return fs_ret(cudaErrorInvalidResourceHandle);
+    if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
     int valid = ev->reset_gen == __atomic_load_n(&fs_dev(ev->device)->reset_gen, __ATOMIC_ACQUIRE);
     unref(ev);
     return valid ? cudaSuccess : fs_ret(cudaErrorInvalidResourceHandle);
@@ -137,16 +133,13 @@ static void stamp(void *p)
 
 static cudaError_t event_record(cudaEvent_t h, cudaStream_t sh, unsigned flags, int pt)
 {
-    if (flags & ~(unsigned)cudaEventRecordExternal)
-        return fs_ret(cudaErrorInvalidValue);
+    if (flags & ~(unsigned)cudaEventRecordExternal) return fs_ret(cudaErrorInvalidValue);
     struct fs_event *ev = lookup(h);
-    if (!ev)
-        return fs_ret(cudaErrorInvalidResourceHandle);
+    if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(sh, pt, &s);
     struct record *r = err ? NULL : malloc(sizeof *r);
-    if (!err && !r)
-        err = cudaErrorMemoryAllocation;
+    if (!err && !r) err = cudaErrorMemoryAllocation;
     if (err) {
         unref(ev);
         return fs_ret(err);
@@ -193,8 +186,7 @@ FS_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t h, cudaStream_t s, unsig
     return event_record(h, s, flags, 0);
 }
 
-FS_API cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t h, cudaStream_t s,
-                                                 unsigned int flags)
+FS_API cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t h, cudaStream_t s, unsigned int flags)
 {
     return event_record(h, s, flags, 1);
 }
@@ -212,8 +204,7 @@ static int latest(struct fs_event *ev, struct fs_dep *dep)
 FS_API cudaError_t cudaEventQuery(cudaEvent_t h)
 {
     struct fs_event *ev = lookup(h);
-    if (!ev)
-        return fs_ret(cudaErrorInvalidResourceHandle);
+    if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
     struct fs_dep dep;
     int recorded = latest(ev, &dep);
     unref(ev);
@@ -224,8 +215,7 @@ FS_API cudaError_t cudaEventQuery(cudaEvent_t h)
 FS_API cudaError_t cudaEventSynchronize(cudaEvent_t h)
 {
     struct fs_event *ev = lookup(h);
-    if (!ev)
-        return fs_ret(cudaErrorInvalidResourceHandle);
+    if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
     struct fs_dep dep;
     int recorded = latest(ev, &dep);
     unref(ev);
@@ -238,22 +228,17 @@ FS_API cudaError_t cudaEventSynchronize(cudaEvent_t h)
 
 static cudaError_t stream_wait_event(cudaStream_t sh, cudaEvent_t h, unsigned flags, int pt)
 {
-    if (flags & ~(unsigned)cudaEventWaitExternal)
-        return fs_ret(cudaErrorInvalidValue);
+    if (flags & ~(unsigned)cudaEventWaitExternal) return fs_ret(cudaErrorInvalidValue);
     struct fs_event *ev = lookup(h);
-    if (!ev)
-        return fs_ret(cudaErrorInvalidResourceHandle);
+    if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
     struct fs_dep dep;
     int recorded = latest(ev, &dep);
     unref(ev);
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(sh, pt, &s);
-    if (err)
-        return fs_ret(err);
-    if (!recorded)
-        return cudaSuccess; /* waiting on a never-recorded event is a no-op */
-    if (!fs_stream_submit(s, NULL, NULL, 0, &dep))
-        return fs_ret(cudaErrorInvalidResourceHandle);
+    if (err) return fs_ret(err);
+    if (!recorded) return cudaSuccess; /* waiting on a never-recorded event is a no-op */
+    if (!fs_stream_submit(s, NULL, NULL, 0, &dep)) return fs_ret(cudaErrorInvalidResourceHandle);
     return cudaSuccess;
 }
 
@@ -275,10 +260,8 @@ static cudaError_t completed_time(struct fs_event *ev, int64_t *ns)
     uint64_t seq = ev->seq, gen = ev->gen;
     unsigned flags = ev->flags;
     pthread_mutex_unlock(&ev->mu);
-    if (!s || (flags & cudaEventDisableTiming))
-        return cudaErrorInvalidResourceHandle;
-    if (!fs_stream_done(s, seq))
-        return cudaErrorNotReady;
+    if (!s || (flags & cudaEventDisableTiming)) return cudaErrorInvalidResourceHandle;
+    if (!fs_stream_done(s, seq)) return cudaErrorNotReady;
     pthread_mutex_lock(&ev->mu);
     int valid = ev->time_gen == gen;
     *ns = ev->time_ns;
@@ -289,22 +272,17 @@ static cudaError_t completed_time(struct fs_event *ev, int64_t *ns)
 
 FS_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
-    if (!ms)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!ms) return fs_ret(cudaErrorInvalidValue);
     struct fs_event *a = lookup(start), *b = lookup(end);
     int64_t ta = 0, tb = 0;
     cudaError_t err = cudaErrorInvalidResourceHandle;
     if (a && b) {
         err = completed_time(a, &ta);
-        if (!err)
-            err = completed_time(b, &tb);
+        if (!err) err = completed_time(b, &tb);
     }
-    if (a)
-        unref(a);
-    if (b)
-        unref(b);
-    if (err)
-        return fs_ret(err);
+    if (a) unref(a);
+    if (b) unref(b);
+    if (err) return fs_ret(err);
     *ms = (float)((double)(tb - ta) / 1e6);
     return cudaSuccess;
 }
@@ -318,6 +296,5 @@ void fs_events_fork(enum fs_fork_phase phase)
     }
     fs_handles_unlock(live_events);
     /* The parent's events were recorded on streams the child does not have. */
-    if (phase == FS_FORK_CHILD)
-        live_events = fs_handles_new();
+    if (phase == FS_FORK_CHILD) live_events = fs_handles_new();
 }

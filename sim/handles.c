@@ -13,7 +13,7 @@
 #include "internal.h"
 
 #define EMPTY ((uintptr_t)0)
-#define TOMB ((uintptr_t)1)
+#define TOMB  ((uintptr_t)1)
 
 struct slot {
     uintptr_t key;
@@ -38,13 +38,11 @@ void *fs_handles_new_key(void)
 struct fs_handle_set *fs_handles_new(void)
 {
     struct fs_handle_set *set = calloc(1, sizeof *set);
-    if (!set)
-        abort();
+    if (!set) abort();
     pthread_mutex_init(&set->mu, NULL);
     set->cap = 64;
     set->slots = calloc(set->cap, sizeof *set->slots);
-    if (!set->slots)
-        abort();
+    if (!set->slots) abort();
     return set;
 }
 
@@ -74,11 +72,9 @@ static void rebuild(struct fs_handle_set *set)
     while (live * 4 >= cap)
         cap *= 2;
     struct slot *slots = calloc(cap, sizeof *slots);
-    if (!slots)
-        abort();
+    if (!slots) abort();
     for (size_t i = 0; i < set->cap; i++)
-        if (set->slots[i].key > TOMB)
-            insert(slots, cap, set->slots[i].key, set->slots[i].obj);
+        if (set->slots[i].key > TOMB) insert(slots, cap, set->slots[i].key, set->slots[i].obj);
     free(set->slots);
     set->slots = slots;
     set->cap = cap;
@@ -88,8 +84,7 @@ static void rebuild(struct fs_handle_set *set)
 void fs_handles_add(struct fs_handle_set *set, const void *h, void *obj)
 {
     pthread_mutex_lock(&set->mu);
-    if ((set->used + 1) * 2 > set->cap)
-        rebuild(set);
+    if ((set->used + 1) * 2 > set->cap) rebuild(set);
     insert(set->slots, set->cap, (uintptr_t)h, obj);
     set->used++;
     pthread_mutex_unlock(&set->mu);
@@ -99,8 +94,7 @@ static struct slot *find(struct fs_handle_set *set, uintptr_t key)
 {
     size_t i = hash(key, set->cap);
     while (set->slots[i].key != EMPTY) {
-        if (set->slots[i].key == key)
-            return &set->slots[i];
+        if (set->slots[i].key == key) return &set->slots[i];
         i = (i + 1) & (set->cap - 1);
     }
     return NULL;
@@ -109,8 +103,7 @@ static struct slot *find(struct fs_handle_set *set, uintptr_t key)
 void *fs_handles_remove(struct fs_handle_set *set, const void *h)
 {
     void *obj = NULL;
-    if ((uintptr_t)h <= TOMB)
-        return NULL;
+    if ((uintptr_t)h <= TOMB) return NULL;
     pthread_mutex_lock(&set->mu);
     struct slot *s = find(set, (uintptr_t)h);
     if (s) {
@@ -128,13 +121,11 @@ void *fs_handles_get(struct fs_handle_set *set, const void *h)
 
 void *fs_handles_hold(struct fs_handle_set *set, const void *h, void (*hold)(void *obj))
 {
-    if ((uintptr_t)h <= TOMB)
-        return NULL;
+    if ((uintptr_t)h <= TOMB) return NULL;
     pthread_mutex_lock(&set->mu);
     struct slot *s = find(set, (uintptr_t)h);
     void *obj = s ? s->obj : NULL;
-    if (obj && hold)
-        hold(obj);
+    if (obj && hold) hold(obj);
     pthread_mutex_unlock(&set->mu);
     return obj;
 }

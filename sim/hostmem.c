@@ -22,16 +22,14 @@ static cudaError_t host_alloc(void **out, size_t size, unsigned flags)
 {
     fs_init();
     unsigned known = cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined;
-    if (!out || (flags & ~known))
-        return fs_ret(cudaErrorInvalidValue);
+    if (!out || (flags & ~known)) return fs_ret(cudaErrorInvalidValue);
     if (size == 0) {
         *out = NULL;
         return cudaSuccess;
     }
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
-    if (p == MAP_FAILED)
-        return fs_ret(cudaErrorMemoryAllocation);
+    if (p == MAP_FAILED) return fs_ret(cudaErrorMemoryAllocation);
     struct fs_range r = {(uintptr_t)p, size, FS_RANGE_PINNED, fs_cur_device(), 1};
     fs_registry_add(&r);
     *out = p;
@@ -51,16 +49,14 @@ FS_API cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
 FS_API cudaError_t cudaFreeHost(void *ptr)
 {
     fs_init();
-    if (!ptr)
-        return cudaSuccess;
+    if (!ptr) return cudaSuccess;
     struct fs_range r;
     if (!fs_registry_find((uintptr_t)ptr, &r) || r.base != (uintptr_t)ptr ||
         r.kind != FS_RANGE_PINNED)
         return fs_ret(cudaErrorInvalidValue);
     /* Like cudaFree, freeing pinned memory waits for the device's work. */
     struct fs_device *dev = fs_dev(r.device);
-    if (dev)
-        fs_device_sync(dev);
+    if (dev) fs_device_sync(dev);
     fs_registry_remove(r.base);
     munmap(ptr, r.size);
     return cudaSuccess;
@@ -71,11 +67,9 @@ FS_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
     fs_init();
     unsigned known = cudaHostRegisterPortable | cudaHostRegisterMapped | cudaHostRegisterIoMemory |
                      cudaHostRegisterReadOnly;
-    if (!ptr || size == 0 || (flags & ~known))
-        return fs_ret(cudaErrorInvalidValue);
+    if (!ptr || size == 0 || (flags & ~known)) return fs_ret(cudaErrorInvalidValue);
     struct fs_range r = {(uintptr_t)ptr, size, FS_RANGE_REGISTERED, fs_cur_device(), 1};
-    if (fs_registry_add(&r))
-        return fs_ret(cudaErrorHostMemoryAlreadyRegistered);
+    if (fs_registry_add(&r)) return fs_ret(cudaErrorHostMemoryAlreadyRegistered);
     return cudaSuccess;
 }
 
@@ -83,8 +77,7 @@ FS_API cudaError_t cudaHostUnregister(void *ptr)
 {
     fs_init();
     struct fs_range r;
-    if (!ptr)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!ptr) return fs_ret(cudaErrorInvalidValue);
     if (!fs_registry_find((uintptr_t)ptr, &r) || r.base != (uintptr_t)ptr ||
         r.kind != FS_RANGE_REGISTERED)
         return fs_ret(cudaErrorHostMemoryNotRegistered);
@@ -94,8 +87,7 @@ FS_API cudaError_t cudaHostUnregister(void *ptr)
 
 FS_API cudaError_t cudaHostGetDevicePointer(void **dev_ptr, void *host, unsigned int flags)
 {
-    if (!dev_ptr || flags != 0 || !is_pinned(host, 1))
-        return fs_ret(cudaErrorInvalidValue);
+    if (!dev_ptr || flags != 0 || !is_pinned(host, 1)) return fs_ret(cudaErrorInvalidValue);
     *dev_ptr = host; /* unified addressing: the same address */
     return cudaSuccess;
 }

@@ -17,25 +17,34 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
  * error. */
 static size_t parse_size(const char *s)
 {
-    if (!s || !isdigit((unsigned char)*s))
-        return 0;
+    if (!s || !isdigit((unsigned char)*s)) return 0;
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
     unsigned shift = 0;
     switch (toupper((unsigned char)*end)) {
-    case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
-    case 'T': shift = 40; end++; break;
-    default: break;
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    case 'T':
+        shift = 40;
+        end++;
+        break;
+    default:
+        break;
     }
     /* Accept "16G", "16GB", "16GiB". */
-    if (shift && (*end == 'i' || *end == 'I'))
-        end++;
-    if (shift && (*end == 'b' || *end == 'B'))
-        end++;
-    if (*end != '\0' || (shift && v > (~0ull >> shift)))
-        return 0;
+    if (shift && (*end == 'i' || *end == 'I')) end++;
+    if (shift && (*end == 'b' || *end == 'B')) end++;
+    if (*end != '\0' || (shift && v > (~0ull >> shift))) return 0;
     return (size_t)(v << shift);
 }
 
@@ -61,8 +70,7 @@ static void init_once(void)
     }
     e = getenv("FSDPSHIM_SIM_STATS");
     fs_cfg.stats = e && e[0] == '1';
-    if (fs_cfg.stats)
-        fs_stats_install();
+    if (fs_cfg.stats) fs_stats_install();
     fs_fork_install();
 }
 

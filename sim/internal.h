@@ -46,12 +46,12 @@ struct fs_device {
     /* Held while a host function of this device runs: the GPU's documented
      * worst case is that host functions of all streams are serialised. */
     pthread_mutex_t hostfn_mu;
-    size_t used, peak;             /* capacity accounting (under mu) */
-    uint64_t allocs, frees;        /* FSDPSHIM_SIM_STATS counts (under mu) */
-    int touched;                   /* used at all: gets a stats line */
-    unsigned flags;                /* cudaSetDeviceFlags */
-    struct fs_pool *pool;          /* default memory pool */
-    uint64_t reset_gen;            /* bumped by cudaDeviceReset (atomic) */
+    size_t used, peak;      /* capacity accounting (under mu) */
+    uint64_t allocs, frees; /* FSDPSHIM_SIM_STATS counts (under mu) */
+    int touched;            /* used at all: gets a stats line */
+    unsigned flags;         /* cudaSetDeviceFlags */
+    struct fs_pool *pool;   /* default memory pool */
+    uint64_t reset_gen;     /* bumped by cudaDeviceReset (atomic) */
 };
 struct fs_device *fs_dev(int ordinal); /* NULL when out of range */
 int fs_cur_device(void);

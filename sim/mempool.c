@@ -38,8 +38,7 @@ struct fs_pool {
 struct fs_pool *fs_pool_new(struct fs_device *dev)
 {
     struct fs_pool *pool = calloc(1, sizeof *pool);
-    if (!pool)
-        abort();
+    if (!pool) abort();
     pool->dev = dev;
     pthread_mutex_init(&pool->mu, NULL);
     pool->reuse_follow = pool->reuse_opportunistic = pool->reuse_internal = 1;
@@ -49,8 +48,7 @@ struct fs_pool *fs_pool_new(struct fs_device *dev)
 static struct fs_pool *pool_check(cudaMemPool_t h)
 {
     for (int d = 0; d < fs_cfg.ndevices; d++)
-        if ((struct fs_pool *)h == fs_dev(d)->pool)
-            return (struct fs_pool *)h;
+        if ((struct fs_pool *)h == fs_dev(d)->pool) return (struct fs_pool *)h;
     return NULL;
 }
 
@@ -91,8 +89,7 @@ void fs_pool_trim_threshold(struct fs_pool *pool)
 static void count_use(struct fs_pool *pool, size_t size)
 {
     pool->used += size;
-    if (pool->used > pool->used_high)
-        pool->used_high = pool->used;
+    if (pool->used > pool->used_high) pool->used_high = pool->used;
 }
 
 /* A cached block for `need` bytes on stream s: the smallest that fits and
@@ -106,8 +103,7 @@ static struct pool_block *take_cached(struct fs_pool *pool, size_t need, struct 
         if (usable && b->size >= need && b->size / 2 <= need && (!best || b->size < (*best)->size))
             best = pp;
     }
-    if (!best)
-        return NULL;
+    if (!best) return NULL;
     struct pool_block *b = *best;
     *best = b->next;
     return b;
@@ -115,8 +111,7 @@ static struct pool_block *take_cached(struct fs_pool *pool, size_t need, struct 
 
 static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_stream *s, void **out)
 {
-    if (size > fs_cfg.capacity)
-        return cudaErrorMemoryAllocation;
+    if (size > fs_cfg.capacity) return cudaErrorMemoryAllocation;
     size_t need = (size + POOL_ALIGN - 1) & ~(size_t)(POOL_ALIGN - 1);
 
     pthread_mutex_lock(&pool->mu);
@@ -138,12 +133,10 @@ static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_strea
         pool_trim(pool, 0);
         err = fs_devmem_alloc(pool->dev, need, FS_RANGE_POOL, &p);
     }
-    if (err)
-        return err;
+    if (err) return err;
     pthread_mutex_lock(&pool->mu);
     pool->reserved += need;
-    if (pool->reserved > pool->reserved_high)
-        pool->reserved_high = pool->reserved;
+    if (pool->reserved > pool->reserved_high) pool->reserved_high = pool->reserved;
     count_use(pool, need);
     pthread_mutex_unlock(&pool->mu);
     *out = p;
@@ -156,8 +149,7 @@ static uint64_t cache_block(struct fs_pool *pool, const struct fs_range *r, stru
                             int ready)
 {
     struct pool_block *b = malloc(sizeof *b);
-    if (!b)
-        abort();
+    if (!b) abort();
     pthread_mutex_lock(&pool->mu);
     *b = (struct pool_block){pool->cached, r->base, r->size, s, ready, ++pool->next_token};
     pool->cached = b;
@@ -170,8 +162,7 @@ static uint64_t cache_block(struct fs_pool *pool, const struct fs_range *r, stru
 void fs_pool_free_now(struct fs_pool *pool, uintptr_t base)
 {
     struct fs_range r;
-    if (fs_registry_find(base, &r))
-        cache_block(pool, &r, NULL, 1);
+    if (fs_registry_find(base, &r)) cache_block(pool, &r, NULL, 1);
 }
 
 struct free_point {
@@ -186,8 +177,7 @@ static void reach_free(void *p)
     struct free_point *fp = p;
     pthread_mutex_lock(&fp->pool->mu);
     for (struct pool_block *b = fp->pool->cached; b; b = b->next)
-        if (b->token == fp->token)
-            b->ready = 1;
+        if (b->token == fp->token) b->ready = 1;
     pthread_mutex_unlock(&fp->pool->mu);
     free(fp);
 }
@@ -203,12 +193,10 @@ static cudaError_t malloc_async(void **ptr, size_t size, struct fs_pool *pool, c
                                 int pt)
 {
     fs_init();
-    if (!ptr)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!ptr) return fs_ret(cudaErrorInvalidValue);
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(sh, pt, &s);
-    if (err)
-        return fs_ret(err);
+    if (err) return fs_ret(err);
     if (size == 0) {
         *ptr = NULL;
         return cudaSuccess;
@@ -231,8 +219,7 @@ static cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_t h, cu
 {
     fs_init();
     struct fs_pool *pool = pool_check(h);
-    if (!pool)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!pool) return fs_ret(cudaErrorInvalidValue);
     return malloc_async(ptr, size, pool, s, pt);
 }
 
@@ -253,32 +240,25 @@ static cudaError_t free_async(void *ptr, cudaStream_t sh, int pt)
     fs_init();
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(sh, pt, &s);
-    if (err)
-        return fs_ret(err);
-    if (!ptr)
-        return cudaSuccess;
+    if (err) return fs_ret(err);
+    if (!ptr) return cudaSuccess;
     struct fs_range r;
     err = fs_claim_device_block(ptr, &r);
-    if (err)
-        return fs_ret(err);
+    if (err) return fs_ret(err);
     uint64_t seq;
     if (r.kind == FS_RANGE_MALLOC) {
         struct fs_range *copy = malloc(sizeof *copy);
-        if (!copy)
-            abort();
+        if (!copy) abort();
         *copy = r;
         seq = fs_stream_submit(s, release_range, copy, 0, NULL);
-        if (!seq)
-            free(copy);
+        if (!seq) free(copy);
     } else {
         struct fs_pool *pool = fs_dev(r.device)->pool;
         struct free_point *fp = malloc(sizeof *fp);
-        if (!fp)
-            abort();
+        if (!fp) abort();
         *fp = (struct free_point){pool, cache_block(pool, &r, s, 0)};
         seq = fs_stream_submit(s, reach_free, fp, 0, NULL);
-        if (!seq)
-            free(fp);
+        if (!seq) free(fp);
     }
     return seq ? cudaSuccess : fs_ret(cudaErrorInvalidResourceHandle);
 }
@@ -295,11 +275,9 @@ FS_API cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
 
 FS_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
 {
-    if (!pool)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!pool) return fs_ret(cudaErrorInvalidValue);
     struct fs_device *dev = fs_dev(device);
-    if (!dev)
-        return fs_ret(cudaErrorInvalidDevice);
+    if (!dev) return fs_ret(cudaErrorInvalidDevice);
     *pool = (cudaMemPool_t)dev->pool;
     return cudaSuccess;
 }
@@ -313,10 +291,8 @@ FS_API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device)
 FS_API cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t pool)
 {
     struct fs_device *dev = fs_dev(device);
-    if (!dev)
-        return fs_ret(cudaErrorInvalidDevice);
-    if ((struct fs_pool *)pool != dev->pool)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!dev) return fs_ret(cudaErrorInvalidDevice);
+    if ((struct fs_pool *)pool != dev->pool) return fs_ret(cudaErrorInvalidValue);
     return cudaSuccess;
 }
 
@@ -324,8 +300,7 @@ FS_API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t h, size_t keep)
 {
     fs_init();
     struct fs_pool *pool = pool_check(h);
-    if (!pool)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!pool) return fs_ret(cudaErrorInvalidValue);
     pool_trim(pool, keep);
     return cudaSuccess;
 }
@@ -334,15 +309,22 @@ FS_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr
 {
     fs_init();
     struct fs_pool *pool = pool_check(h);
-    if (!pool || !value)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!pool || !value) return fs_ret(cudaErrorInvalidValue);
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&pool->mu);
     switch (attr) {
-    case cudaMemPoolReuseFollowEventDependencies: pool->reuse_follow = *(int *)value != 0; break;
-    case cudaMemPoolReuseAllowOpportunistic: pool->reuse_opportunistic = *(int *)value != 0; break;
-    case cudaMemPoolReuseAllowInternalDependencies: pool->reuse_internal = *(int *)value != 0; break;
-    case cudaMemPoolAttrReleaseThreshold: pool->threshold = *(uint64_t *)value; break;
+    case cudaMemPoolReuseFollowEventDependencies:
+        pool->reuse_follow = *(int *)value != 0;
+        break;
+    case cudaMemPoolReuseAllowOpportunistic:
+        pool->reuse_opportunistic = *(int *)value != 0;
+        break;
+    case cudaMemPoolReuseAllowInternalDependencies:
+        pool->reuse_internal = *(int *)value != 0;
+        break;
+    case cudaMemPoolAttrReleaseThreshold:
+        pool->threshold = *(uint64_t *)value;
+        break;
     /* The high-water marks can only be reset, by writing 0. */
     case cudaMemPoolAttrReservedMemHigh:
         if (*(uint64_t *)value)
@@ -356,7 +338,9 @@ FS_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr
         else
             pool->used_high = pool->used;
         break;
-    default: err = cudaErrorInvalidValue; break;
+    default:
+        err = cudaErrorInvalidValue;
+        break;
     }
     pthread_mutex_unlock(&pool->mu);
     return fs_ret(err);
@@ -366,20 +350,37 @@ FS_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr
 {
     fs_init();
     struct fs_pool *pool = pool_check(h);
-    if (!pool || !value)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!pool || !value) return fs_ret(cudaErrorInvalidValue);
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&pool->mu);
     switch (attr) {
-    case cudaMemPoolReuseFollowEventDependencies: *(int *)value = pool->reuse_follow; break;
-    case cudaMemPoolReuseAllowOpportunistic: *(int *)value = pool->reuse_opportunistic; break;
-    case cudaMemPoolReuseAllowInternalDependencies: *(int *)value = pool->reuse_internal; break;
-    case cudaMemPoolAttrReleaseThreshold: *(uint64_t *)value = pool->threshold; break;
-    case cudaMemPoolAttrReservedMemCurrent: *(uint64_t *)value = pool->reserved; break;
-    case cudaMemPoolAttrReservedMemHigh: *(uint64_t *)value = pool->reserved_high; break;
-    case cudaMemPoolAttrUsedMemCurrent: *(uint64_t *)value = pool->used; break;
-    case cudaMemPoolAttrUsedMemHigh: *(uint64_t *)value = pool->used_high; break;
-    default: err = cudaErrorInvalidValue; break;
+    case cudaMemPoolReuseFollowEventDependencies:
+        *(int *)value = pool->reuse_follow;
+        break;
+    case cudaMemPoolReuseAllowOpportunistic:
+        *(int *)value = pool->reuse_opportunistic;
+        break;
+    case cudaMemPoolReuseAllowInternalDependencies:
+        *(int *)value = pool->reuse_internal;
+        break;
+    case cudaMemPoolAttrReleaseThreshold:
+        *(uint64_t *)value = pool->threshold;
+        break;
+    case cudaMemPoolAttrReservedMemCurrent:
+        *(uint64_t *)value = pool->reserved;
+        break;
+    case cudaMemPoolAttrReservedMemHigh:
+        *(uint64_t *)value = pool->reserved_high;
+        break;
+    case cudaMemPoolAttrUsedMemCurrent:
+        *(uint64_t *)value = pool->used;
+        break;
+    case cudaMemPoolAttrUsedMemHigh:
+        *(uint64_t *)value = pool->used_high;
+        break;
+    default:
+        err = cudaErrorInvalidValue;
+        break;
     }
     pthread_mutex_unlock(&pool->mu);
     return fs_ret(err);

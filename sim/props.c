@@ -62,10 +62,8 @@ static void fill_props(struct cudaDeviceProp *p, int device)
 
 FS_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
-    if (!prop)
-        return fs_ret(cudaErrorInvalidValue);
-    if (!fs_dev(device))
-        return fs_ret(cudaErrorInvalidDevice);
+    if (!prop) return fs_ret(cudaErrorInvalidValue);
+    if (!fs_dev(device)) return fs_ret(cudaErrorInvalidDevice);
     fill_props(prop, device);
     return cudaSuccess;
 }
@@ -78,65 +76,180 @@ int fs_device_attribute(int attr, int device, int *value)
     fill_props(&p, device);
     int v;
     switch (attr) {
-    case cudaDevAttrMaxThreadsPerBlock: v = p.maxThreadsPerBlock; break;
-    case cudaDevAttrMaxBlockDimX: v = p.maxThreadsDim[0]; break;
-    case cudaDevAttrMaxBlockDimY: v = p.maxThreadsDim[1]; break;
-    case cudaDevAttrMaxBlockDimZ: v = p.maxThreadsDim[2]; break;
-    case cudaDevAttrMaxGridDimX: v = p.maxGridSize[0]; break;
-    case cudaDevAttrMaxGridDimY: v = p.maxGridSize[1]; break;
-    case cudaDevAttrMaxGridDimZ: v = p.maxGridSize[2]; break;
-    case cudaDevAttrMaxSharedMemoryPerBlock: v = (int)p.sharedMemPerBlock; break;
-    case cudaDevAttrTotalConstantMemory: v = (int)p.totalConstMem; break;
-    case cudaDevAttrWarpSize: v = p.warpSize; break;
-    case cudaDevAttrMaxPitch: v = (int)p.memPitch; break;
-    case cudaDevAttrMaxRegistersPerBlock: v = p.regsPerBlock; break;
-    case cudaDevAttrClockRate: v = 1980000; break;
-    case cudaDevAttrMemoryClockRate: v = 2619000; break;
-    case cudaDevAttrGpuOverlap: v = 1; break;
-    case cudaDevAttrMultiProcessorCount: v = p.multiProcessorCount; break;
-    case cudaDevAttrIntegrated: v = 0; break;
-    case cudaDevAttrCanMapHostMemory: v = 1; break;
-    case cudaDevAttrComputeMode: v = cudaComputeModeDefault; break;
-    case cudaDevAttrConcurrentKernels: v = 1; break;
-    case cudaDevAttrEccEnabled: v = 1; break;
-    case cudaDevAttrPciBusId: v = p.pciBusID; break;
-    case cudaDevAttrPciDeviceId: v = 0; break;
-    case cudaDevAttrPciDomainId: v = 0; break;
-    case cudaDevAttrGlobalMemoryBusWidth: v = p.memoryBusWidth; break;
-    case cudaDevAttrL2CacheSize: v = p.l2CacheSize; break;
-    case cudaDevAttrMaxThreadsPerMultiProcessor: v = p.maxThreadsPerMultiProcessor; break;
-    case cudaDevAttrAsyncEngineCount: v = p.asyncEngineCount; break;
-    case cudaDevAttrUnifiedAddressing: v = 1; break;
-    case cudaDevAttrComputeCapabilityMajor: v = p.major; break;
-    case cudaDevAttrComputeCapabilityMinor: v = p.minor; break;
-    case cudaDevAttrStreamPrioritiesSupported: v = 1; break;
-    case cudaDevAttrGlobalL1CacheSupported: v = 1; break;
-    case cudaDevAttrLocalL1CacheSupported: v = 1; break;
-    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: v = (int)p.sharedMemPerMultiprocessor; break;
-    case cudaDevAttrMaxRegistersPerMultiprocessor: v = p.regsPerMultiprocessor; break;
-    case cudaDevAttrManagedMemory: v = 1; break;
-    case cudaDevAttrIsMultiGpuBoard: v = 0; break;
-    case cudaDevAttrMultiGpuBoardGroupID: v = device; break;
-    case cudaDevAttrConcurrentManagedAccess: v = 1; break;
-    case cudaDevAttrComputePreemptionSupported: v = 1; break;
-    case cudaDevAttrCooperativeLaunch: v = 1; break;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: v = (int)p.sharedMemPerBlockOptin; break;
-    case cudaDevAttrHostRegisterSupported: v = 1; break;
-    case cudaDevAttrMaxBlocksPerMultiprocessor: v = p.maxBlocksPerMultiProcessor; break;
-    case cudaDevAttrMaxPersistingL2CacheSize: v = p.persistingL2CacheMaxSize; break;
-    case cudaDevAttrMaxAccessPolicyWindowSize: v = p.accessPolicyMaxWindowSize; break;
-    case cudaDevAttrReservedSharedMemoryPerBlock: v = (int)p.reservedSharedMemPerBlock; break;
-    case cudaDevAttrMemoryPoolsSupported: v = 1; break;
-    case cudaDevAttrMemoryPoolSupportedHandleTypes: v = (int)p.memoryPoolSupportedHandleTypes; break;
-    case cudaDevAttrClusterLaunch: v = 1; break;
-    case cudaDevAttrNumaConfig: v = 0; break;
-    case cudaDevAttrNumaId: v = -1; break;
-    case cudaDevAttrHostNumaId: v = -1; break;
-    case cudaDevAttrMpsEnabled: v = 0; break;
+    case cudaDevAttrMaxThreadsPerBlock:
+        v = p.maxThreadsPerBlock;
+        break;
+    case cudaDevAttrMaxBlockDimX:
+        v = p.maxThreadsDim[0];
+        break;
+    case cudaDevAttrMaxBlockDimY:
+        v = p.maxThreadsDim[1];
+        break;
+    case cudaDevAttrMaxBlockDimZ:
+        v = p.maxThreadsDim[2];
+        break;
+    case cudaDevAttrMaxGridDimX:
+        v = p.maxGridSize[0];
+        break;
+    case cudaDevAttrMaxGridDimY:
+        v = p.maxGridSize[1];
+        break;
+    case cudaDevAttrMaxGridDimZ:
+        v = p.maxGridSize[2];
+        break;
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+        v = (int)p.sharedMemPerBlock;
+        break;
+    case cudaDevAttrTotalConstantMemory:
+        v = (int)p.totalConstMem;
+        break;
+    case cudaDevAttrWarpSize:
+        v = p.warpSize;
+        break;
+    case cudaDevAttrMaxPitch:
+        v = (int)p.memPitch;
+        break;
+    case cudaDevAttrMaxRegistersPerBlock:
+        v = p.regsPerBlock;
+        break;
+    case cudaDevAttrClockRate:
+        v = 1980000;
+        break;
+    case cudaDevAttrMemoryClockRate:
+        v = 2619000;
+        break;
+    case cudaDevAttrGpuOverlap:
+        v = 1;
+        break;
+    case cudaDevAttrMultiProcessorCount:
+        v = p.multiProcessorCount;
+        break;
+    case cudaDevAttrIntegrated:
+        v = 0;
+        break;
+    case cudaDevAttrCanMapHostMemory:
+        v = 1;
+        break;
+    case cudaDevAttrComputeMode:
+        v = cudaComputeModeDefault;
+        break;
+    case cudaDevAttrConcurrentKernels:
+        v = 1;
+        break;
+    case cudaDevAttrEccEnabled:
+        v = 1;
+        break;
+    case cudaDevAttrPciBusId:
+        v = p.pciBusID;
+        break;
+    case cudaDevAttrPciDeviceId:
+        v = 0;
+        break;
+    case cudaDevAttrPciDomainId:
+        v = 0;
+        break;
+    case cudaDevAttrGlobalMemoryBusWidth:
+        v = p.memoryBusWidth;
+        break;
+    case cudaDevAttrL2CacheSize:
+        v = p.l2CacheSize;
+        break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor:
+        v = p.maxThreadsPerMultiProcessor;
+        break;
+    case cudaDevAttrAsyncEngineCount:
+        v = p.asyncEngineCount;
+        break;
+    case cudaDevAttrUnifiedAddressing:
+        v = 1;
+        break;
+    case cudaDevAttrComputeCapabilityMajor:
+        v = p.major;
+        break;
+    case cudaDevAttrComputeCapabilityMinor:
+        v = p.minor;
+        break;
+    case cudaDevAttrStreamPrioritiesSupported:
+        v = 1;
+        break;
+    case cudaDevAttrGlobalL1CacheSupported:
+        v = 1;
+        break;
+    case cudaDevAttrLocalL1CacheSupported:
+        v = 1;
+        break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
+        v = (int)p.sharedMemPerMultiprocessor;
+        break;
+    case cudaDevAttrMaxRegistersPerMultiprocessor:
+        v = p.regsPerMultiprocessor;
+        break;
+    case cudaDevAttrManagedMemory:
+        v = 1;
+        break;
+    case cudaDevAttrIsMultiGpuBoard:
+        v = 0;
+        break;
+    case cudaDevAttrMultiGpuBoardGroupID:
+        v = device;
+        break;
+    case cudaDevAttrConcurrentManagedAccess:
+        v = 1;
+        break;
+    case cudaDevAttrComputePreemptionSupported:
+        v = 1;
+        break;
+    case cudaDevAttrCooperativeLaunch:
+        v = 1;
+        break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+        v = (int)p.sharedMemPerBlockOptin;
+        break;
+    case cudaDevAttrHostRegisterSupported:
+        v = 1;
+        break;
+    case cudaDevAttrMaxBlocksPerMultiprocessor:
+        v = p.maxBlocksPerMultiProcessor;
+        break;
+    case cudaDevAttrMaxPersistingL2CacheSize:
+        v = p.persistingL2CacheMaxSize;
+        break;
+    case cudaDevAttrMaxAccessPolicyWindowSize:
+        v = p.accessPolicyMaxWindowSize;
+        break;
+    case cudaDevAttrReservedSharedMemoryPerBlock:
+        v = (int)p.reservedSharedMemPerBlock;
+        break;
+    case cudaDevAttrMemoryPoolsSupported:
+        v = 1;
+        break;
+    case cudaDevAttrMemoryPoolSupportedHandleTypes:
+        v = (int)p.memoryPoolSupportedHandleTypes;
+        break;
+    case cudaDevAttrClusterLaunch:
+        v = 1;
+        break;
+    case cudaDevAttrNumaConfig:
+        v = 0;
+        break;
+    case cudaDevAttrNumaId:
+        v = -1;
+        break;
+    case cudaDevAttrHostNumaId:
+        v = -1;
+        break;
+    case cudaDevAttrMpsEnabled:
+        v = 0;
+        break;
     /* Driver-only attributes, same numbering space. */
-    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: v = 1; break;
-    default: return -1;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+        v = 1;
+        break;
+    default:
+        return -1;
     }
     *value = v;
     return 0;
@@ -144,11 +257,8 @@ int fs_device_attribute(int attr, int device, int *value)
 
 FS_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 {
-    if (!value)
-        return fs_ret(cudaErrorInvalidValue);
-    if (!fs_dev(device))
-        return fs_ret(cudaErrorInvalidDevice);
-    if (fs_device_attribute((int)attr, device, value))
-        return fs_ret(cudaErrorInvalidValue);
+    if (!value) return fs_ret(cudaErrorInvalidValue);
+    if (!fs_dev(device)) return fs_ret(cudaErrorInvalidDevice);
+    if (fs_device_attribute((int)attr, device, value)) return fs_ret(cudaErrorInvalidValue);
     return cudaSuccess;
 }

@@ -68,8 +68,7 @@ int fs_registry_find(uintptr_t addr, struct fs_range *out)
     pthread_rwlock_rdlock(&lock);
     size_t i = upper(addr);
     int found = i > 0 && addr < ranges[i - 1].base + ranges[i - 1].size;
-    if (found)
-        *out = ranges[i - 1];
+    if (found) *out = ranges[i - 1];
     pthread_rwlock_unlock(&lock);
     return found;
 }
@@ -77,8 +76,7 @@ int fs_registry_find(uintptr_t addr, struct fs_range *out)
 int fs_registry_covers(uintptr_t addr, size_t n)
 {
     uintptr_t end = addr + n;
-    if (end < addr)
-        return 0;
+    if (end < addr) return 0;
     pthread_rwlock_rdlock(&lock);
     size_t i = upper(addr);
     int ok = i > 0 && addr < ranges[i - 1].base + ranges[i - 1].size;
@@ -98,16 +96,14 @@ int fs_registry_set_live(uintptr_t base, int expect, int live)
     pthread_rwlock_wrlock(&lock);
     size_t i = upper(base);
     int ok = i > 0 && ranges[i - 1].base == base && ranges[i - 1].live == expect;
-    if (ok)
-        ranges[i - 1].live = live;
+    if (ok) ranges[i - 1].live = live;
     pthread_rwlock_unlock(&lock);
     return ok;
 }
 
 FS_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr)
 {
-    if (!attr)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!attr) return fs_ret(cudaErrorInvalidValue);
     struct fs_range r;
     memset(attr, 0, sizeof *attr);
     if (!ptr || !fs_registry_find((uintptr_t)ptr, &r)) {
@@ -135,8 +131,7 @@ size_t fs_registry_collect(int device, enum fs_range_kind kind, struct fs_range 
     size_t n = 0;
     struct fs_range *list = malloc((count ? count : 1) * sizeof *list);
     for (size_t i = 0; list && i < count; i++)
-        if (ranges[i].device == device && ranges[i].kind == kind)
-            list[n++] = ranges[i];
+        if (ranges[i].device == device && ranges[i].kind == kind) list[n++] = ranges[i];
     pthread_rwlock_unlock(&lock);
     *out = list;
     return n;

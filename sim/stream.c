@@ -46,8 +46,7 @@ static void pt_release(void *p)
 {
     struct fs_stream **arr = p;
     for (int d = 0; d < fs_cfg.ndevices; d++)
-        if (arr[d])
-            fs_stream_destroy(arr[d]);
+        if (arr[d]) fs_stream_destroy(arr[d]);
     free(arr);
     pt_streams = NULL; /* a later call on this thread starts afresh */
 }
@@ -93,25 +92,21 @@ static void *worker_main(void *p)
     for (;;) {
         while (!s->head && !s->destroyed)
             pthread_cond_wait(&s->work_cv, &s->mu);
-        if (!s->head)
-            break;
+        if (!s->head) break;
         struct fs_op *op = s->head;
         pthread_mutex_unlock(&s->mu);
 
         for (int i = 0; i < op->ndeps; i++)
             fs_stream_wait(op->deps[i].stream, op->deps[i].seq);
         if (op->fn) {
-            if (op->hostfn)
-                pthread_mutex_lock(&s->dev->hostfn_mu);
+            if (op->hostfn) pthread_mutex_lock(&s->dev->hostfn_mu);
             op->fn(op->arg);
-            if (op->hostfn)
-                pthread_mutex_unlock(&s->dev->hostfn_mu);
+            if (op->hostfn) pthread_mutex_unlock(&s->dev->hostfn_mu);
         }
 
         pthread_mutex_lock(&s->mu);
         s->head = op->next;
-        if (!s->head)
-            s->tail = NULL;
+        if (!s->head) s->tail = NULL;
         s->completed = op->seq;
         pthread_cond_broadcast(&s->done_cv);
         free(op);
@@ -127,8 +122,7 @@ struct fs_stream *fs_stream_new(struct fs_device *dev, enum fs_stream_kind kind,
 {
     streams_init();
     struct fs_stream *s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
+    if (!s) return NULL;
     s->dev = dev;
     s->kind = kind;
     s->flags = flags;
@@ -156,8 +150,7 @@ void fs_stream_destroy(struct fs_stream *s)
     pthread_cond_signal(&s->work_cv);
     pthread_mutex_unlock(&s->mu);
     /* A running worker retires the stream itself once it has drained. */
-    if (idle && !was_destroyed)
-        retire(s);
+    if (idle && !was_destroyed) retire(s);
 }
 
 void fs_stream_forget_device(struct fs_device *dev)
@@ -170,8 +163,7 @@ void fs_stream_forget_device(struct fs_device *dev)
     struct fs_stream **victims = calloc(n ? n : 1, sizeof *victims);
     size_t k = 0;
     for (struct fs_stream *s = dev->streams; s && victims; s = s->dev_next)
-        if (s->kind == FS_STREAM_USER)
-            victims[k++] = s;
+        if (s->kind == FS_STREAM_USER) victims[k++] = s;
     pthread_mutex_unlock(&dev->mu);
     for (size_t i = 0; i < k; i++)
         fs_stream_destroy(victims[i]);
@@ -183,8 +175,7 @@ static struct fs_stream *legacy_of(struct fs_device *dev)
     pthread_mutex_lock(&dev->mu);
     struct fs_stream *s = dev->legacy;
     pthread_mutex_unlock(&dev->mu);
-    if (s)
-        return s;
+    if (s) return s;
     s = fs_stream_new(dev, FS_STREAM_LEGACY, 0, 0);
     pthread_mutex_lock(&dev->mu);
     if (dev->legacy) {
@@ -205,8 +196,7 @@ static struct fs_stream *per_thread_of(struct fs_device *dev)
     streams_init();
     if (!pt_streams) {
         pt_streams = calloc((size_t)fs_cfg.ndevices, sizeof *pt_streams);
-        if (!pt_streams)
-            return NULL;
+        if (!pt_streams) return NULL;
         pthread_setspecific(pt_key, pt_streams);
     }
     if (!pt_streams[dev->ordinal])
@@ -230,8 +220,7 @@ cudaError_t fs_stream_resolve(cudaStream_t h, int per_thread, struct fs_stream *
         s = per_thread_of(dev);
     else if (!(s = fs_handles_get(live_streams, h)))
         return cudaErrorInvalidResourceHandle;
-    if (!s)
-        return cudaErrorMemoryAllocation;
+    if (!s) return cudaErrorMemoryAllocation;
     *out = s;
     return cudaSuccess;
 }
@@ -276,8 +265,7 @@ uint64_t fs_stream_submit(struct fs_stream *s, fs_sim_work_fn fn, void *arg, int
                 pending_dep(t, &op->deps[op->ndeps]))
                 op->ndeps++;
     } else if (!(s->flags & cudaStreamNonBlocking) && dev->legacy) {
-        if (pending_dep(dev->legacy, &op->deps[op->ndeps]))
-            op->ndeps++;
+        if (pending_dep(dev->legacy, &op->deps[op->ndeps])) op->ndeps++;
     }
     if (extra && extra->stream != s && !fs_stream_done(extra->stream, extra->seq))
         op->deps[op->ndeps++] = *extra;

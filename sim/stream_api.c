@@ -12,19 +12,14 @@ static __thread enum cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeG
 static cudaError_t stream_create(cudaStream_t *out, unsigned flags, int priority)
 {
     fs_init();
-    if (!out || (flags & ~(unsigned)cudaStreamNonBlocking))
-        return fs_ret(cudaErrorInvalidValue);
+    if (!out || (flags & ~(unsigned)cudaStreamNonBlocking)) return fs_ret(cudaErrorInvalidValue);
     /* Out-of-range priorities are clamped, as the runtime documents. */
-    if (priority > 0)
-        priority = 0;
-    if (priority < -5)
-        priority = -5;
+    if (priority > 0) priority = 0;
+    if (priority < -5) priority = -5;
     struct fs_device *dev = fs_cur_dev();
-    if (!dev)
-        return fs_ret(cudaErrorNoDevice);
+    if (!dev) return fs_ret(cudaErrorNoDevice);
     struct fs_stream *s = fs_stream_new(dev, FS_STREAM_USER, flags, priority);
-    if (!s)
-        return fs_ret(cudaErrorMemoryAllocation);
+    if (!s) return fs_ret(cudaErrorMemoryAllocation);
     *out = (cudaStream_t)s;
     return cudaSuccess;
 }
@@ -48,11 +43,9 @@ FS_API cudaError_t cudaStreamDestroy(cudaStream_t h)
 {
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(h, 0, &s);
-    if (err)
-        return fs_ret(err);
+    if (err) return fs_ret(err);
     /* The default streams cannot be destroyed. */
-    if (s->kind != FS_STREAM_USER)
-        return fs_ret(cudaErrorInvalidResourceHandle);
+    if (s->kind != FS_STREAM_USER) return fs_ret(cudaErrorInvalidResourceHandle);
     fs_stream_destroy(s);
     return cudaSuccess;
 }
@@ -61,8 +54,7 @@ static cudaError_t stream_query(cudaStream_t h, int pt)
 {
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(h, pt, &s);
-    if (err)
-        return fs_ret(err);
+    if (err) return fs_ret(err);
     return fs_stream_done(s, fs_stream_last(s)) ? cudaSuccess : cudaErrorNotReady;
 }
 
@@ -80,8 +72,7 @@ static cudaError_t stream_synchronize(cudaStream_t h, int pt)
 {
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(h, pt, &s);
-    if (err)
-        return fs_ret(err);
+    if (err) return fs_ret(err);
     fs_stream_wait(s, fs_stream_last(s));
     fs_pool_trim_threshold(s->dev->pool);
     return cudaSuccess;
@@ -100,11 +91,9 @@ FS_API cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t h)
 static cudaError_t stream_get_flags(cudaStream_t h, unsigned int *flags, int pt)
 {
     struct fs_stream *s;
-    if (!flags)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!flags) return fs_ret(cudaErrorInvalidValue);
     cudaError_t err = fs_stream_resolve(h, pt, &s);
-    if (err)
-        return fs_ret(err);
+    if (err) return fs_ret(err);
     *flags = s->flags;
     return cudaSuccess;
 }
@@ -122,11 +111,9 @@ FS_API cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t h, unsigned int *flags)
 static cudaError_t stream_get_priority(cudaStream_t h, int *priority, int pt)
 {
     struct fs_stream *s;
-    if (!priority)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!priority) return fs_ret(cudaErrorInvalidValue);
     cudaError_t err = fs_stream_resolve(h, pt, &s);
-    if (err)
-        return fs_ret(err);
+    if (err) return fs_ret(err);
     *priority = s->priority;
     return cudaSuccess;
 }
@@ -144,11 +131,9 @@ FS_API cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t h, int *priority)
 static cudaError_t stream_get_device(cudaStream_t h, int *device, int pt)
 {
     struct fs_stream *s;
-    if (!device)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!device) return fs_ret(cudaErrorInvalidValue);
     cudaError_t err = fs_stream_resolve(h, pt, &s);
-    if (err)
-        return fs_ret(err);
+    if (err) return fs_ret(err);
     *device = s->dev->ordinal;
     return cudaSuccess;
 }
@@ -166,11 +151,9 @@ FS_API cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t h, int *device)
 static cudaError_t stream_get_id(cudaStream_t h, unsigned long long *id, int pt)
 {
     struct fs_stream *s;
-    if (!id)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!id) return fs_ret(cudaErrorInvalidValue);
     cudaError_t err = fs_stream_resolve(h, pt, &s);
-    if (err)
-        return fs_ret(err);
+    if (err) return fs_ret(err);
     *id = s->id;
     return cudaSuccess;
 }
@@ -190,13 +173,10 @@ FS_API cudaError_t cudaStreamGetId_ptsz(cudaStream_t h, unsigned long long *id)
 static cudaError_t launch_host_func(cudaStream_t h, cudaHostFn_t fn, void *user, int pt)
 {
     struct fs_stream *s;
-    if (!fn)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!fn) return fs_ret(cudaErrorInvalidValue);
     cudaError_t err = fs_stream_resolve(h, pt, &s);
-    if (err)
-        return fs_ret(err);
-    if (!fs_stream_submit(s, fn, user, 1, NULL))
-        return fs_ret(cudaErrorInvalidResourceHandle);
+    if (err) return fs_ret(err);
+    if (!fs_stream_submit(s, fn, user, 1, NULL)) return fs_ret(cudaErrorInvalidResourceHandle);
     return cudaSuccess;
 }
 
@@ -223,18 +203,15 @@ static void run_callback(void *p)
     free(cb);
 }
 
-static cudaError_t add_callback(cudaStream_t h, cudaStreamCallback_t fn, void *user,
-                                unsigned flags, int pt)
+static cudaError_t add_callback(cudaStream_t h, cudaStreamCallback_t fn, void *user, unsigned flags,
+                                int pt)
 {
     struct fs_stream *s;
-    if (!fn || flags != 0)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!fn || flags != 0) return fs_ret(cudaErrorInvalidValue);
     cudaError_t err = fs_stream_resolve(h, pt, &s);
-    if (err)
-        return fs_ret(err);
+    if (err) return fs_ret(err);
     struct callback *cb = malloc(sizeof *cb);
-    if (!cb)
-        return fs_ret(cudaErrorMemoryAllocation);
+    if (!cb) return fs_ret(cudaErrorMemoryAllocation);
     *cb = (struct callback){fn, h, user};
     if (!fs_stream_submit(s, run_callback, cb, 1, NULL)) {
         free(cb);
@@ -249,8 +226,8 @@ FS_API cudaError_t cudaStreamAddCallback(cudaStream_t h, cudaStreamCallback_t fn
     return add_callback(h, fn, user, flags, 0);
 }
 
-FS_API cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t h, cudaStreamCallback_t fn,
-                                              void *user, unsigned int flags)
+FS_API cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t h, cudaStreamCallback_t fn, void *user,
+                                              unsigned int flags)
 {
     return add_callback(h, fn, user, flags, 1);
 }
@@ -260,11 +237,9 @@ FS_API cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t h, cudaStreamCallback
 static cudaError_t is_capturing(cudaStream_t h, enum cudaStreamCaptureStatus *status, int pt)
 {
     struct fs_stream *s;
-    if (!status)
-        return fs_ret(cudaErrorInvalidValue);
+    if (!status) return fs_ret(cudaErrorInvalidValue);
     cudaError_t err = fs_stream_resolve(h, pt, &s);
-    if (err)
-        return fs_ret(err);
+    if (err) return fs_ret(err);
     *status = cudaStreamCaptureStatusNone;
     return cudaSuccess;
 }
@@ -274,8 +249,7 @@ FS_API cudaError_t cudaStreamIsCapturing(cudaStream_t h, enum cudaStreamCaptureS
     return is_capturing(h, status, 0);
 }
 
-FS_API cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t h,
-                                              enum cudaStreamCaptureStatus *status)
+FS_API cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t h, enum cudaStreamCaptureStatus *status)
 {
     return is_capturing(h, status, 1);
 }
@@ -286,18 +260,12 @@ static cudaError_t capture_info(cudaStream_t h, enum cudaStreamCaptureStatus *st
                                 size_t *ndeps, int pt)
 {
     cudaError_t err = is_capturing(h, status, pt);
-    if (err)
-        return err;
-    if (id)
-        *id = 0;
-    if (graph)
-        *graph = NULL;
-    if (deps)
-        *deps = NULL;
-    if (edges)
-        *edges = NULL;
-    if (ndeps)
-        *ndeps = 0;
+    if (err) return err;
+    if (id) *id = 0;
+    if (graph) *graph = NULL;
+    if (deps) *deps = NULL;
+    if (edges) *edges = NULL;
+    if (ndeps) *ndeps = 0;
     return cudaSuccess;
 }
 
@@ -334,11 +302,9 @@ FS_API cudaError_t fs_sim_stream_enqueue(cudaStream_t stream, int per_thread, fs
                                          void *arg)
 {
     struct fs_stream *s;
-    if (!fn)
-        return cudaErrorInvalidValue;
+    if (!fn) return cudaErrorInvalidValue;
     cudaError_t err = fs_stream_resolve(stream, per_thread, &s);
-    if (err)
-        return err;
+    if (err) return err;
     /* Device work: stream ordered, but not serialised with host functions. */
     return fs_stream_submit(s, fn, arg, 0, NULL) ? cudaSuccess : cudaErrorInvalidResourceHandle;
 }
@@ -346,7 +312,6 @@ FS_API cudaError_t fs_sim_stream_enqueue(cudaStream_t stream, int per_thread, fs
 FS_API int fs_sim_stream_device(cudaStream_t stream)
 {
     struct fs_stream *s;
-    if (fs_stream_resolve(stream, 0, &s))
-        return -1;
+    if (fs_stream_resolve(stream, 0, &s)) return -1;
     return s->dev->ordinal;
 }

@@ -66,7 +66,8 @@ CUresult fs_cu_mem_get_allocation_granularity(size_t *granularity, const CUmemAl
 {
     fs_init();
     if (!granularity || !prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
-        !device_location(&prop->location) || (unsigned)option > CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+        !device_location(&prop->location) ||
+        (unsigned)option > CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
         return CUDA_ERROR_INVALID_VALUE;
     *granularity = GRANULARITY;
     return CUDA_SUCCESS;
@@ -80,13 +81,11 @@ CUresult fs_cu_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
         prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || !device_location(&prop->location))
         return CUDA_ERROR_INVALID_VALUE;
     struct fs_device *dev = fs_dev(prop->location.id);
-    if (size > fs_cfg.capacity || fs_capacity_take(dev, size))
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (size > fs_cfg.capacity || fs_capacity_take(dev, size)) return CUDA_ERROR_OUT_OF_MEMORY;
     struct vmm_alloc *a = calloc(1, sizeof *a);
     int fd = memfd_create("fsdpshim-sim-vmm", MFD_CLOEXEC);
     if (!a || fd < 0 || ftruncate(fd, (off_t)size) != 0) {
-        if (fd >= 0)
-            close(fd);
+        if (fd >= 0) close(fd);
         free(a);
         fs_capacity_give(dev, size);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -101,8 +100,7 @@ CUresult fs_cu_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
 /* Frees an allocation that is released and no longer mapped (under mu). */
 static void maybe_destroy(struct vmm_alloc *a)
 {
-    if (!a->released || a->maps)
-        return;
+    if (!a->released || a->maps) return;
     close(a->fd);
     fs_capacity_give(fs_dev(a->device), a->size);
     free(a);
@@ -126,22 +124,17 @@ CUresult fs_cu_mem_address_reserve(CUdeviceptr *ptr, size_t size, size_t alignme
                                    CUdeviceptr addr, unsigned long long flags)
 {
     (void)addr; /* a hint only; the sim lets the kernel choose */
-    if (!ptr || size == 0 || size % GRANULARITY || flags != 0 ||
-        (alignment & (alignment - 1)))
+    if (!ptr || size == 0 || size % GRANULARITY || flags != 0 || (alignment & (alignment - 1)))
         return CUDA_ERROR_INVALID_VALUE;
-    if (alignment < GRANULARITY)
-        alignment = GRANULARITY;
+    if (alignment < GRANULARITY) alignment = GRANULARITY;
     /* Over-reserve, then trim to the requested alignment. */
     size_t len = size + alignment;
     char *raw = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (raw == MAP_FAILED)
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (raw == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
     uintptr_t base = ((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1);
-    if (base > (uintptr_t)raw)
-        munmap(raw, base - (uintptr_t)raw);
+    if (base > (uintptr_t)raw) munmap(raw, base - (uintptr_t)raw);
     size_t tail = (uintptr_t)raw + len - (base + size);
-    if (tail)
-        munmap((void *)(base + size), tail);
+    if (tail) munmap((void *)(base + size), tail);
     struct vmm_span *r = malloc(sizeof *r);
     if (!r) {
         munmap((void *)base, size);
@@ -158,24 +151,21 @@ CUresult fs_cu_mem_address_reserve(CUdeviceptr *ptr, size_t size, size_t alignme
 static struct vmm_span **find_span(struct vmm_span **list, uintptr_t base, size_t size)
 {
     for (struct vmm_span **pp = list; *pp; pp = &(*pp)->next)
-        if ((*pp)->base == base && (size == 0 || (*pp)->size == size))
-            return pp;
+        if ((*pp)->base == base && (size == 0 || (*pp)->size == size)) return pp;
     return NULL;
 }
 
 static int inside_reservation(uintptr_t base, size_t size)
 {
     for (struct vmm_span *r = reservations; r; r = r->next)
-        if (base >= r->base && base + size <= r->base + r->size)
-            return 1;
+        if (base >= r->base && base + size <= r->base + r->size) return 1;
     return 0;
 }
 
 static int overlaps_mapping(uintptr_t base, size_t size)
 {
     for (struct vmm_span *m = mappings; m; m = m->next)
-        if (base < m->base + m->size && m->base < base + size)
-            return 1;
+        if (base < m->base + m->size && m->base < base + size) return 1;
     return 0;
 }
 
@@ -195,16 +185,14 @@ CUresult fs_cu_mem_address_free(CUdeviceptr ptr, size_t size)
     return CUDA_SUCCESS;
 }
 
-CUresult fs_cu_mem_map(CUdeviceptr ptr, size_t size, size_t offset,
-                       CUmemGenericAllocationHandle h, unsigned long long flags)
+CUresult fs_cu_mem_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+                       unsigned long long flags)
 {
     uintptr_t base = (uintptr_t)ptr;
-    if (size == 0 || size % GRANULARITY || base % GRANULARITY || offset % GRANULARITY ||
-        flags != 0)
+    if (size == 0 || size % GRANULARITY || base % GRANULARITY || offset % GRANULARITY || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     struct vmm_span *m = malloc(sizeof *m);
-    if (!m)
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&mu);
     struct vmm_alloc *a = alloc_of(h);
     CUresult res = CUDA_SUCCESS;
@@ -232,14 +220,12 @@ CUresult fs_cu_mem_map(CUdeviceptr ptr, size_t size, size_t offset,
 CUresult fs_cu_mem_unmap(CUdeviceptr ptr, size_t size)
 {
     uintptr_t base = (uintptr_t)ptr, end = base + size;
-    if (size == 0)
-        return CUDA_ERROR_INVALID_VALUE;
+    if (size == 0) return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&mu);
     /* The range must consist of whole mappings. */
     size_t covered = 0;
     for (struct vmm_span *m = mappings; m; m = m->next)
-        if (m->base >= base && m->base + m->size <= end)
-            covered += m->size;
+        if (m->base >= base && m->base + m->size <= end) covered += m->size;
     if (covered != size) {
         pthread_mutex_unlock(&mu);
         return CUDA_ERROR_INVALID_VALUE;
@@ -266,12 +252,10 @@ CUresult fs_cu_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDes
                               size_t count)
 {
     uintptr_t base = (uintptr_t)ptr, end = base + size;
-    if (!desc || count == 0 || size == 0)
-        return CUDA_ERROR_INVALID_VALUE;
+    if (!desc || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
     int prot = PROT_NONE;
     for (size_t i = 0; i < count; i++) {
-        if (!device_location(&desc[i].location))
-            return CUDA_ERROR_INVALID_DEVICE;
+        if (!device_location(&desc[i].location)) return CUDA_ERROR_INVALID_DEVICE;
         if (desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
             prot = PROT_READ | PROT_WRITE;
         else if (desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READ && prot == PROT_NONE)

@@ -33,10 +33,10 @@
 #include <string.h>
 #include <time.h>
 
-#define KiB ((size_t)1024)
-#define MiB ((size_t)1024 * 1024)
-#define SEQ_LEN 65536
-#define SLOTS 192
+#define KiB         ((size_t)1024)
+#define MiB         ((size_t)1024 * 1024)
+#define SEQ_LEN     65536
+#define SLOTS       192
 #define MAX_THREADS 8
 
 /* ---- a device that costs nothing ---------------------------------------- */
@@ -218,8 +218,7 @@ static void f_mi(void *p, int t)
 static void *a_fs(size_t s, int t)
 {
     void *p = NULL;
-    if (fs_malloc(shim, 0, stream_of(t), s, FS_ALLOC_STREAM_ORDERED, &p) != FS_OK)
-        return NULL;
+    if (fs_malloc(shim, 0, stream_of(t), s, FS_ALLOC_STREAM_ORDERED, &p) != FS_OK) return NULL;
     return p;
 }
 static void f_fs(void *p, int t)
@@ -234,8 +233,7 @@ static void f_fs_device(void *p, int t)
 static void *a_fs_plain(size_t s, int t)
 {
     void *p = NULL;
-    if (fs_malloc(shim, 0, stream_of(t), s, 0, &p) != FS_OK)
-        return NULL;
+    if (fs_malloc(shim, 0, stream_of(t), s, 0, &p) != FS_OK) return NULL;
     return p;
 }
 
@@ -281,15 +279,13 @@ static unsigned rnd(unsigned *s)
 static size_t fsdp_size(unsigned *s)
 {
     unsigned r = rnd(s) % 1000;
-    if (r < 700)
-        return 4 * KiB + rnd(s) % (2 * MiB); /* activations, attention scores */
+    if (r < 700) return 4 * KiB + rnd(s) % (2 * MiB); /* activations, attention scores */
     if (r < 960) {
         static const size_t shards[] = {256 * KiB, 1 * MiB, 3 * MiB, 4 * MiB + 512 * KiB};
         return shards[rnd(s) % 4];
     }
-    if (r < 995)
-        return 8 * MiB + rnd(s) % (8 * MiB); /* gathered small layers, grads */
-    return 32 * MiB + (rnd(s) % 4) * 16 * MiB; /* an unsharded transformer layer */
+    if (r < 995) return 8 * MiB + rnd(s) % (8 * MiB); /* gathered small layers, grads */
+    return 32 * MiB + (rnd(s) % 4) * 16 * MiB;        /* an unsharded transformer layer */
 }
 
 static size_t uniform_size(unsigned *s)
@@ -350,8 +346,7 @@ static void *worker(void *arg)
     if (j->pattern == PAIR) {
         for (long n = 0; n < j->pairs; n++) {
             void *p = j->c->alloc(j->q->size[n & (SEQ_LEN - 1)], j->thread);
-            if (!p)
-                j->failed = true;
+            if (!p) j->failed = true;
             j->c->release(p, j->thread);
         }
     } else {
@@ -360,8 +355,7 @@ static void *worker(void *arg)
             int k = j->q->slot[i];
             j->c->release(slot[k], j->thread);
             slot[k] = j->c->alloc(j->q->size[i], j->thread);
-            if (!slot[k])
-                j->failed = true;
+            if (!slot[k]) j->failed = true;
         }
     }
     j->ns = now_ns() - t0;
@@ -386,8 +380,7 @@ static bool run(contender *c, const sequence *q, enum pattern pat, int threads, 
     bool ok = true;
     for (int i = 0; i < threads; i++) {
         pthread_join(t[i], NULL);
-        if (j[i].ns > worst)
-            worst = j[i].ns;
+        if (j[i].ns > worst) worst = j[i].ns;
         ok &= !j[i].failed;
     }
     pthread_barrier_destroy(&start);
@@ -469,8 +462,7 @@ int main(int argc, char **argv)
     load_host_allocators();
     if (only)
         for (int c = 0; c < NCONT; c++)
-            if (strcmp(cont[c].name, only) != 0)
-                cont[c].present = false;
+            if (strcmp(cont[c].name, only) != 0) cont[c].present = false;
     static sequence fsdp[MAX_THREADS], uniform[MAX_THREADS];
     static sequence *mixes[2] = {fsdp, uniform};
     static const char *mix_name[2] = {"fsdp", "uniform"};
@@ -497,8 +489,7 @@ int main(int argc, char **argv)
             snprintf(label, sizeof label, "%s/%s", mix_name[m], pat_name[pat]);
             for (int c = 0; c < NCONT; c++) {
                 if (!cont[c].present) {
-                    if (!only)
-                        printf("%-15s %-19s %12s\n", label, cont[c].name, "(not found)");
+                    if (!only) printf("%-15s %-19s %12s\n", label, cont[c].name, "(not found)");
                     continue;
                 }
                 double ns1, mp1, ns8 = 0, mp8 = 0;
@@ -506,18 +497,16 @@ int main(int argc, char **argv)
                 if (!one_thread)
                     ok &= run(&cont[c], mixes[m], (enum pattern)pat, MAX_THREADS,
                               pairs / (quick ? 1 : 4), &ns8, &mp8);
-                printf("%-15s %-19s %9.1f ns %9.1f ns %12.1f %12.1f %8.2fx\n", label,
-                       cont[c].name, ns1, ns8, mp1, mp8, mp8 / mp1);
-                if (m == 0 && pat == PAIR)
-                    summary[c] = ns1;
+                printf("%-15s %-19s %9.1f ns %9.1f ns %12.1f %12.1f %8.2fx\n", label, cont[c].name,
+                       ns1, ns8, mp1, mp8, mp8 / mp1);
+                if (m == 0 && pat == PAIR) summary[c] = ns1;
             }
         }
     }
     fs_alloc_stats st;
     fs_alloc_get_stats(shim, 0, &st);
     printf("fsdpshim after the runs: %lld device allocations, %lld retries, %lld OOMs\n",
-           (long long)st.num_device_alloc, (long long)st.num_alloc_retries,
-           (long long)st.num_ooms);
+           (long long)st.num_device_alloc, (long long)st.num_alloc_retries, (long long)st.num_ooms);
     fs_allocator_destroy(shim);
 
     size_t r0, a0, r1, a1;

@@ -23,15 +23,15 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define BYTES (1u << 20)
+#define BYTES   (1u << 20)
 #define HOLD_NS 2000000 /* the consumer is released 2 ms after the wait starts */
 
-#define CHECK(call)                                                                        \
-    do {                                                                                   \
-        if ((call) != 0) {                                                                 \
-            fprintf(stderr, "rl_gap: %s failed\n", #call);                                \
-            exit(1);                                                                       \
-        }                                                                                  \
+#define CHECK(call)                                                                                \
+    do {                                                                                           \
+        if ((call) != 0) {                                                                         \
+            fprintf(stderr, "rl_gap: %s failed\n", #call);                                         \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 static double now_us(void)
@@ -46,7 +46,7 @@ static struct {
     pthread_cond_t cond;
     bool open;
     double opened_at;
-} gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0 };
+} gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0};
 
 static void CUDART_CB hold(void *arg)
 {
@@ -60,7 +60,7 @@ static void CUDART_CB hold(void *arg)
 static void *release_later(void *arg)
 {
     (void)arg;
-    struct timespec ts = { 0, HOLD_NS };
+    struct timespec ts = {0, HOLD_NS};
     nanosleep(&ts, NULL);
     pthread_mutex_lock(&gate.lock);
     gate.opened_at = now_us();
@@ -79,8 +79,7 @@ static int by_value(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 200;
-    if (rounds < 1)
-        rounds = 1;
+    if (rounds < 1) rounds = 1;
     int dev = 0;
     ncclComm_t comm;
     cudaStream_t nccl_stream, consumer;
@@ -117,8 +116,7 @@ int main(int argc, char **argv)
         CHECK(ncclAllGather(shard, out, BYTES, ncclUint8, comm, nccl_stream));
         double returned = now_us();
         pthread_join(releaser, NULL);
-        if (returned >= gate.opened_at)
-            gaps[waited++] = returned - gate.opened_at;
+        if (returned >= gate.opened_at) gaps[waited++] = returned - gate.opened_at;
         CHECK(cudaFreeAsync(out, nccl_stream));
         CHECK(cudaDeviceSynchronize());
     }

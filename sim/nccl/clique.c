@@ -32,301 +32,312 @@
 #define FS_LIVENESS_NS (50ull * 1000 * 1000)
 
 struct fs_clique_hdr {
-  _Atomic uint32_t bell;   /* futex word: bumped on every state change */
-  _Atomic int nranks;
-  _Atomic int joined;
+    _Atomic uint32_t bell; /* futex word: bumped on every state change */
+    _Atomic int nranks;
+    _Atomic int joined;
 };
 
-static size_t fs_round(size_t n) { return (n + FS_PAGE - 1) & ~(size_t)(FS_PAGE - 1); }
+static size_t fs_round(size_t n)
+{
+    return (n + FS_PAGE - 1) & ~(size_t)(FS_PAGE - 1);
+}
 
-uint64_t fs_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+uint64_t fs_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static pthread_once_t fs_timeout_once = PTHREAD_ONCE_INIT;
 static uint64_t fs_timeout_value;
 
-static void fs_timeout_init(void) {
-  const char *s = getenv("FSDPSHIM_SIM_NCCL_TIMEOUT");
-  double sec = 300.0;
-  if (s && *s) {
-    char *end;
-    double v = strtod(s, &end);
-    if (end != s && v > 0)
-      sec = v;
-  }
-  fs_timeout_value = (uint64_t)(sec * 1e9);
+static void fs_timeout_init(void)
+{
+    const char *s = getenv("FSDPSHIM_SIM_NCCL_TIMEOUT");
+    double sec = 300.0;
+    if (s && *s) {
+        char *end;
+        double v = strtod(s, &end);
+        if (end != s && v > 0) sec = v;
+    }
+    fs_timeout_value = (uint64_t)(sec * 1e9);
 }
 
 /* FSDPSHIM_SIM_NCCL_TIMEOUT (seconds, default 300): how long any wait on
  * peers may last before it fails. */
-static uint64_t fs_timeout_ns(void) {
-  pthread_once(&fs_timeout_once, fs_timeout_init);
-  return fs_timeout_value;
+static uint64_t fs_timeout_ns(void)
+{
+    pthread_once(&fs_timeout_once, fs_timeout_init);
+    return fs_timeout_value;
 }
 
 /* The segment's name: the unique id's random bytes in hex. */
-static void fs_clique_name(const ncclUniqueId *id, char *out, size_t outlen) {
-  static const char hex[] = "0123456789abcdef";
-  size_t n = (size_t)snprintf(out, outlen, "/fsdpshim-nccl-");
-  for (int i = 0; i < 20 && n + 2 < outlen; i++) {
-    unsigned char b = (unsigned char)id->internal[i];
-    out[n++] = hex[b >> 4];
-    out[n++] = hex[b & 15];
-  }
-  out[n] = '\0';
+static void fs_clique_name(const ncclUniqueId *id, char *out, size_t outlen)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = (size_t)snprintf(out, outlen, "/fsdpshim-nccl-");
+    for (int i = 0; i < 20 && n + 2 < outlen; i++) {
+        unsigned char b = (unsigned char)id->internal[i];
+        out[n++] = hex[b >> 4];
+        out[n++] = hex[b & 15];
+    }
+    out[n] = '\0';
 }
 
-ncclResult_t fs_clique_open(struct fs_clique *c, const ncclUniqueId *id, int nranks, int rank) {
-  memset(c, 0, sizeof(*c));
-  c->nranks = nranks;
-  c->rank = rank;
-  fs_clique_name(id, c->name, sizeof(c->name));
+ncclResult_t fs_clique_open(struct fs_clique *c, const ncclUniqueId *id, int nranks, int rank)
+{
+    memset(c, 0, sizeof(*c));
+    c->nranks = nranks;
+    c->rank = rank;
+    fs_clique_name(id, c->name, sizeof(c->name));
 
-  size_t n = (size_t)nranks;
-  size_t off_slots = fs_round(sizeof(struct fs_clique_hdr));
-  size_t off_stage = off_slots + fs_round(n * sizeof(struct fs_slot));
-  size_t off_mbox = off_stage + n * FS_STAGE_BYTES;
-  size_t off_mdata = off_mbox + fs_round(n * n * sizeof(struct fs_mbox));
-  c->size = off_mdata + n * n * FS_MBOX_BYTES;
+    size_t n = (size_t)nranks;
+    size_t off_slots = fs_round(sizeof(struct fs_clique_hdr));
+    size_t off_stage = off_slots + fs_round(n * sizeof(struct fs_slot));
+    size_t off_mbox = off_stage + n * FS_STAGE_BYTES;
+    size_t off_mdata = off_mbox + fs_round(n * n * sizeof(struct fs_mbox));
+    c->size = off_mdata + n * n * FS_MBOX_BYTES;
 
-  int fd = shm_open(c->name, O_CREAT | O_RDWR, 0600);
-  if (fd < 0) {
-    fs_set_last_error("sim NCCL: shm_open(%s): %s", c->name, strerror(errno));
-    return ncclSystemError;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || (st.st_size != 0 && (size_t)st.st_size != c->size)) {
+    int fd = shm_open(c->name, O_CREAT | O_RDWR, 0600);
+    if (fd < 0) {
+        fs_set_last_error("sim NCCL: shm_open(%s): %s", c->name, strerror(errno));
+        return ncclSystemError;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (st.st_size != 0 && (size_t)st.st_size != c->size)) {
+        close(fd);
+        fs_set_last_error("sim NCCL: ranks disagree on nranks (%d here)", nranks);
+        return ncclInvalidArgument;
+    }
+    /* Sparse: only pages that are used are backed. Every rank sets the same size. */
+    if (st.st_size == 0 && ftruncate(fd, (off_t)c->size) != 0) {
+        close(fd);
+        fs_set_last_error("sim NCCL: ftruncate(%s): %s", c->name, strerror(errno));
+        return ncclSystemError;
+    }
+    c->base = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
-    fs_set_last_error("sim NCCL: ranks disagree on nranks (%d here)", nranks);
-    return ncclInvalidArgument;
-  }
-  /* Sparse: only pages that are used are backed. Every rank sets the same size. */
-  if (st.st_size == 0 && ftruncate(fd, (off_t)c->size) != 0) {
-    close(fd);
-    fs_set_last_error("sim NCCL: ftruncate(%s): %s", c->name, strerror(errno));
-    return ncclSystemError;
-  }
-  c->base = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (c->base == MAP_FAILED) {
+    if (c->base == MAP_FAILED) {
+        c->base = NULL;
+        fs_set_last_error("sim NCCL: mmap(%s): %s", c->name, strerror(errno));
+        return ncclSystemError;
+    }
+    char *b = c->base;
+    c->hdr = (struct fs_clique_hdr *)b;
+    c->slots = (struct fs_slot *)(b + off_slots);
+    c->staging = b + off_stage;
+    c->mbox = (struct fs_mbox *)(b + off_mbox);
+    c->mdata = b + off_mdata;
+
+    int zero = 0;
+    if (!atomic_compare_exchange_strong(&c->hdr->nranks, &zero, nranks) && zero != nranks) {
+        fs_set_last_error("sim NCCL: ranks disagree on nranks (%d here, %d there)", nranks, zero);
+        fs_clique_close(c);
+        return ncclInvalidArgument;
+    }
+    return ncclSuccess;
+}
+
+ncclResult_t fs_clique_join(struct fs_clique *c, int device)
+{
+    struct fs_slot *s = &c->slots[c->rank];
+    int zero = 0;
+    s->pid = getpid();
+    s->device = device;
+    if (!atomic_compare_exchange_strong(&s->present, &zero, 1)) {
+        fs_set_last_error("sim NCCL: rank %d joined twice", c->rank);
+        return ncclInvalidUsage;
+    }
+    atomic_fetch_add(&c->hdr->joined, 1);
+    fs_clique_ring(c);
+    return ncclSuccess;
+}
+
+void fs_clique_ring(struct fs_clique *c)
+{
+    atomic_fetch_add(&c->hdr->bell, 1);
+    syscall(SYS_futex, (uint32_t *)&c->hdr->bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void fs_clique_fail(struct fs_clique *c)
+{
+    if (!c->base) return;
+    atomic_store(&c->slots[c->rank].failed, 1);
+    fs_clique_ring(c);
+}
+
+void fs_clique_unlink(struct fs_clique *c)
+{
+    if (c->name[0]) {
+        shm_unlink(c->name);
+        c->name[0] = '\0';
+    }
+}
+
+void fs_clique_close(struct fs_clique *c)
+{
+    if (c->base) munmap(c->base, c->size);
     c->base = NULL;
-    fs_set_last_error("sim NCCL: mmap(%s): %s", c->name, strerror(errno));
-    return ncclSystemError;
-  }
-  char *b = c->base;
-  c->hdr = (struct fs_clique_hdr *)b;
-  c->slots = (struct fs_slot *)(b + off_slots);
-  c->staging = b + off_stage;
-  c->mbox = (struct fs_mbox *)(b + off_mbox);
-  c->mdata = b + off_mdata;
-
-  int zero = 0;
-  if (!atomic_compare_exchange_strong(&c->hdr->nranks, &zero, nranks) && zero != nranks) {
-    fs_set_last_error("sim NCCL: ranks disagree on nranks (%d here, %d there)", nranks, zero);
-    fs_clique_close(c);
-    return ncclInvalidArgument;
-  }
-  return ncclSuccess;
-}
-
-ncclResult_t fs_clique_join(struct fs_clique *c, int device) {
-  struct fs_slot *s = &c->slots[c->rank];
-  int zero = 0;
-  s->pid = getpid();
-  s->device = device;
-  if (!atomic_compare_exchange_strong(&s->present, &zero, 1)) {
-    fs_set_last_error("sim NCCL: rank %d joined twice", c->rank);
-    return ncclInvalidUsage;
-  }
-  atomic_fetch_add(&c->hdr->joined, 1);
-  fs_clique_ring(c);
-  return ncclSuccess;
-}
-
-void fs_clique_ring(struct fs_clique *c) {
-  atomic_fetch_add(&c->hdr->bell, 1);
-  syscall(SYS_futex, (uint32_t *)&c->hdr->bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-}
-
-void fs_clique_fail(struct fs_clique *c) {
-  if (!c->base)
-    return;
-  atomic_store(&c->slots[c->rank].failed, 1);
-  fs_clique_ring(c);
-}
-
-void fs_clique_unlink(struct fs_clique *c) {
-  if (c->name[0]) {
-    shm_unlink(c->name);
-    c->name[0] = '\0';
-  }
-}
-
-void fs_clique_close(struct fs_clique *c) {
-  if (c->base)
-    munmap(c->base, c->size);
-  c->base = NULL;
 }
 
 /* 1 if the peer's process is gone (or a zombie). */
-static int fs_peer_dead(int pid) {
-  if (pid <= 0 || pid == getpid())
-    return 0;
-  if (kill(pid, 0) != 0 && errno == ESRCH)
-    return 1;
-  /* A child that died but was not yet reaped still answers kill(pid, 0). */
-  char path[64], buf[512];
-  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return errno == ENOENT;
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  const char *p = strrchr(buf, ')');
-  return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+static int fs_peer_dead(int pid)
+{
+    if (pid <= 0 || pid == getpid()) return 0;
+    if (kill(pid, 0) != 0 && errno == ESRCH) return 1;
+    /* A child that died but was not yet reaped still answers kill(pid, 0). */
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
 /* Checks the peers a waiter depends on; returns FS_WAIT_OK or why not. A
  * peer that failed usually failed because another died: then the dead one
  * is named, as the root cause. */
 static enum fs_wait_rc fs_check_peers(struct fs_clique *c, int peer, int liveness, char *why,
-                                      size_t whylen) {
-  int lo = peer < 0 ? 0 : peer, hi = peer < 0 ? c->nranks : peer + 1, failed = -1;
-  for (int r = lo; r < hi && failed < 0; r++)
-    if (r != c->rank && atomic_load(&c->slots[r].failed))
-      failed = r;
-  if (failed >= 0 || liveness)
-    for (int r = 0; r < c->nranks; r++) {
-      struct fs_slot *s = &c->slots[r];
-      if (r != c->rank && atomic_load(&s->present) && fs_peer_dead(s->pid)) {
-        snprintf(why, whylen, "peer rank %d (pid %d) died", r, s->pid);
+                                      size_t whylen)
+{
+    int lo = peer < 0 ? 0 : peer, hi = peer < 0 ? c->nranks : peer + 1, failed = -1;
+    for (int r = lo; r < hi && failed < 0; r++)
+        if (r != c->rank && atomic_load(&c->slots[r].failed)) failed = r;
+    if (failed >= 0 || liveness)
+        for (int r = 0; r < c->nranks; r++) {
+            struct fs_slot *s = &c->slots[r];
+            if (r != c->rank && atomic_load(&s->present) && fs_peer_dead(s->pid)) {
+                snprintf(why, whylen, "peer rank %d (pid %d) died", r, s->pid);
+                return FS_WAIT_PEER;
+            }
+        }
+    if (failed >= 0) {
+        snprintf(why, whylen, "peer rank %d failed or aborted", failed);
         return FS_WAIT_PEER;
-      }
     }
-  if (failed >= 0) {
-    snprintf(why, whylen, "peer rank %d failed or aborted", failed);
-    return FS_WAIT_PEER;
-  }
-  return FS_WAIT_OK;
+    return FS_WAIT_OK;
 }
 
 enum fs_wait_rc fs_clique_wait(struct fs_clique *c, int (*ready)(void *), void *arg, int peer,
-                               char *why, size_t whylen) {
-  uint64_t start = fs_now_ns(), last_check = start, timeout = fs_timeout_ns();
-  for (;;) {
-    uint32_t bell = atomic_load(&c->hdr->bell);
-    if (ready(arg))
-      return FS_WAIT_OK;
-    if (c->abort_flag && atomic_load(c->abort_flag)) {
-      snprintf(why, whylen, "communicator aborted");
-      return FS_WAIT_ABORT;
+                               char *why, size_t whylen)
+{
+    uint64_t start = fs_now_ns(), last_check = start, timeout = fs_timeout_ns();
+    for (;;) {
+        uint32_t bell = atomic_load(&c->hdr->bell);
+        if (ready(arg)) return FS_WAIT_OK;
+        if (c->abort_flag && atomic_load(c->abort_flag)) {
+            snprintf(why, whylen, "communicator aborted");
+            return FS_WAIT_ABORT;
+        }
+        uint64_t now = fs_now_ns();
+        int liveness = now - last_check >= FS_LIVENESS_NS;
+        if (liveness) last_check = now;
+        enum fs_wait_rc rc = fs_check_peers(c, peer, liveness, why, whylen);
+        /* A peer may finish its part and exit between the two checks. */
+        if (rc != FS_WAIT_OK) return ready(arg) ? FS_WAIT_OK : rc;
+        if (now - start >= timeout) {
+            snprintf(why, whylen,
+                     "timed out after %.0f s waiting on %s (FSDPSHIM_SIM_NCCL_TIMEOUT)",
+                     (double)timeout / 1e9, peer < 0 ? "peers" : "a peer");
+            return FS_WAIT_TIMEOUT;
+        }
+        /* Sleep until the bell rings, waking up now and then for the checks. */
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        syscall(SYS_futex, (uint32_t *)&c->hdr->bell, FUTEX_WAIT, bell, &ts, NULL, 0);
     }
-    uint64_t now = fs_now_ns();
-    int liveness = now - last_check >= FS_LIVENESS_NS;
-    if (liveness)
-      last_check = now;
-    enum fs_wait_rc rc = fs_check_peers(c, peer, liveness, why, whylen);
-    /* A peer may finish its part and exit between the two checks. */
-    if (rc != FS_WAIT_OK)
-      return ready(arg) ? FS_WAIT_OK : rc;
-    if (now - start >= timeout) {
-      snprintf(why, whylen, "timed out after %.0f s waiting on %s (FSDPSHIM_SIM_NCCL_TIMEOUT)",
-               (double)timeout / 1e9, peer < 0 ? "peers" : "a peer");
-      return FS_WAIT_TIMEOUT;
-    }
-    /* Sleep until the bell rings, waking up now and then for the checks. */
-    struct timespec ts = {0, 10 * 1000 * 1000};
-    syscall(SYS_futex, (uint32_t *)&c->hdr->bell, FUTEX_WAIT, bell, &ts, NULL, 0);
-  }
 }
 
 int fs_clique_poll(struct fs_clique *c, int (*ready)(void *), void *arg, uint64_t started,
-                   char *why, size_t whylen) {
-  uint32_t bell = atomic_load(&c->hdr->bell);
-  if (ready(arg))
-    return 1;
-  if (c->abort_flag && atomic_load(c->abort_flag)) {
-    snprintf(why, whylen, "communicator aborted");
-    return -FS_WAIT_ABORT;
-  }
-  if (fs_check_peers(c, -1, 1, why, whylen) != FS_WAIT_OK)
-    return ready(arg) ? 1 : -FS_WAIT_PEER; /* a peer may finish its part and exit meanwhile */
-  if (fs_now_ns() - started >= fs_timeout_ns()) {
-    snprintf(why, whylen, "timed out after %.0f s waiting on peers (FSDPSHIM_SIM_NCCL_TIMEOUT)",
-             (double)fs_timeout_ns() / 1e9);
-    return -FS_WAIT_TIMEOUT;
-  }
-  struct timespec ts = {0, 2 * 1000 * 1000};
-  syscall(SYS_futex, (uint32_t *)&c->hdr->bell, FUTEX_WAIT, bell, &ts, NULL, 0);
-  return 0;
+                   char *why, size_t whylen)
+{
+    uint32_t bell = atomic_load(&c->hdr->bell);
+    if (ready(arg)) return 1;
+    if (c->abort_flag && atomic_load(c->abort_flag)) {
+        snprintf(why, whylen, "communicator aborted");
+        return -FS_WAIT_ABORT;
+    }
+    if (fs_check_peers(c, -1, 1, why, whylen) != FS_WAIT_OK)
+        return ready(arg) ? 1 : -FS_WAIT_PEER; /* a peer may finish its part and exit meanwhile */
+    if (fs_now_ns() - started >= fs_timeout_ns()) {
+        snprintf(why, whylen, "timed out after %.0f s waiting on peers (FSDPSHIM_SIM_NCCL_TIMEOUT)",
+                 (double)fs_timeout_ns() / 1e9);
+        return -FS_WAIT_TIMEOUT;
+    }
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    syscall(SYS_futex, (uint32_t *)&c->hdr->bell, FUTEX_WAIT, bell, &ts, NULL, 0);
+    return 0;
 }
 
 struct fs_tick_arg {
-  struct fs_clique *c;
-  uint64_t target;
-  int host;
+    struct fs_clique *c;
+    uint64_t target;
+    int host;
 };
 
-static int fs_ticks_reached(void *p) {
-  struct fs_tick_arg *a = p;
-  for (int r = 0; r < a->c->nranks; r++) {
-    struct fs_slot *s = &a->c->slots[r];
-    uint64_t t = a->host ? atomic_load_explicit(&s->xtick, memory_order_acquire)
-                         : atomic_load_explicit(&s->tick, memory_order_acquire);
-    if (t < a->target)
-      return 0;
-  }
-  return 1;
+static int fs_ticks_reached(void *p)
+{
+    struct fs_tick_arg *a = p;
+    for (int r = 0; r < a->c->nranks; r++) {
+        struct fs_slot *s = &a->c->slots[r];
+        uint64_t t = a->host ? atomic_load_explicit(&s->xtick, memory_order_acquire)
+                             : atomic_load_explicit(&s->tick, memory_order_acquire);
+        if (t < a->target) return 0;
+    }
+    return 1;
 }
 
-enum fs_wait_rc fs_clique_barrier(struct fs_clique *c, char *why, size_t whylen) {
-  struct fs_tick_arg a = {c, 0, 0};
-  a.target = atomic_fetch_add_explicit(&c->slots[c->rank].tick, 1, memory_order_acq_rel) + 1;
-  fs_clique_ring(c);
-  enum fs_wait_rc rc = fs_clique_wait(c, fs_ticks_reached, &a, -1, why, whylen);
-  if (rc == FS_WAIT_TIMEOUT) {
-    /* Name the first rank that never arrived: the one to look at. */
-    for (int r = 0; r < c->nranks; r++)
-      if (atomic_load(&c->slots[r].tick) < a.target) {
-        size_t len = strlen(why);
-        snprintf(why + len, whylen - len, "; rank %d never arrived", r);
-        break;
-      }
-  }
-  return rc;
+enum fs_wait_rc fs_clique_barrier(struct fs_clique *c, char *why, size_t whylen)
+{
+    struct fs_tick_arg a = {c, 0, 0};
+    a.target = atomic_fetch_add_explicit(&c->slots[c->rank].tick, 1, memory_order_acq_rel) + 1;
+    fs_clique_ring(c);
+    enum fs_wait_rc rc = fs_clique_wait(c, fs_ticks_reached, &a, -1, why, whylen);
+    if (rc == FS_WAIT_TIMEOUT) {
+        /* Name the first rank that never arrived: the one to look at. */
+        for (int r = 0; r < c->nranks; r++)
+            if (atomic_load(&c->slots[r].tick) < a.target) {
+                size_t len = strlen(why);
+                snprintf(why + len, whylen - len, "; rank %d never arrived", r);
+                break;
+            }
+    }
+    return rc;
 }
 
-uint64_t fs_clique_xpost(struct fs_clique *c, const int64_t mine[2]) {
-  struct fs_slot *me = &c->slots[c->rank];
-  uint64_t k = atomic_load(&me->xtick) + 1;
-  /* A peer is at most one exchange ahead, so two payload buffers suffice. */
-  memcpy(me->xchg[k & 1], mine, sizeof(me->xchg[0]));
-  atomic_store_explicit(&me->xtick, k, memory_order_release);
-  fs_clique_ring(c);
-  return k;
+uint64_t fs_clique_xpost(struct fs_clique *c, const int64_t mine[2])
+{
+    struct fs_slot *me = &c->slots[c->rank];
+    uint64_t k = atomic_load(&me->xtick) + 1;
+    /* A peer is at most one exchange ahead, so two payload buffers suffice. */
+    memcpy(me->xchg[k & 1], mine, sizeof(me->xchg[0]));
+    atomic_store_explicit(&me->xtick, k, memory_order_release);
+    fs_clique_ring(c);
+    return k;
 }
 
 int fs_clique_xpoll(struct fs_clique *c, uint64_t k, int64_t *out, uint64_t started, char *why,
-                    size_t whylen) {
-  struct fs_tick_arg a = {c, k, 1};
-  int rc = fs_clique_poll(c, fs_ticks_reached, &a, started, why, whylen);
-  if (rc == 1)
-    for (int r = 0; r < c->nranks; r++)
-      memcpy(out + 2 * r, c->slots[r].xchg[k & 1], sizeof(c->slots[r].xchg[0]));
-  return rc;
+                    size_t whylen)
+{
+    struct fs_tick_arg a = {c, k, 1};
+    int rc = fs_clique_poll(c, fs_ticks_reached, &a, started, why, whylen);
+    if (rc == 1)
+        for (int r = 0; r < c->nranks; r++)
+            memcpy(out + 2 * r, c->slots[r].xchg[k & 1], sizeof(c->slots[r].xchg[0]));
+    return rc;
 }
 
-static int fs_all_joined(void *arg) {
-  struct fs_clique *c = arg;
-  return atomic_load(&c->hdr->joined) == c->nranks;
+static int fs_all_joined(void *arg)
+{
+    struct fs_clique *c = arg;
+    return atomic_load(&c->hdr->joined) == c->nranks;
 }
 
-int fs_clique_poll_joined(struct fs_clique *c, uint64_t started, char *why, size_t whylen) {
-  return fs_clique_poll(c, fs_all_joined, c, started, why, whylen);
+int fs_clique_poll_joined(struct fs_clique *c, uint64_t started, char *why, size_t whylen)
+{
+    return fs_clique_poll(c, fs_all_joined, c, started, why, whylen);
 }

@@ -22,159 +22,158 @@ static _Thread_local int fs_queued, fs_queue_cap;
 static _Thread_local struct fs_task *fs_tasks, **fs_tasks_tail;
 
 /* Polls every task until all have finished; returns the first failure. */
-static ncclResult_t fs_run_tasks(struct fs_task *list) {
-  ncclResult_t first = ncclSuccess;
-  while (list) {
-    struct fs_task **pp = &list;
-    while (*pp) {
-      struct fs_task *t = *pp;
-      int rc = t->poll(t);
-      if (rc == 0) {
-        pp = &t->next;
-        continue;
-      }
-      if (rc < 0 && first == ncclSuccess)
-        first = t->rc;
-      *pp = t->next;
-      free(t);
+static ncclResult_t fs_run_tasks(struct fs_task *list)
+{
+    ncclResult_t first = ncclSuccess;
+    while (list) {
+        struct fs_task **pp = &list;
+        while (*pp) {
+            struct fs_task *t = *pp;
+            int rc = t->poll(t);
+            if (rc == 0) {
+                pp = &t->next;
+                continue;
+            }
+            if (rc < 0 && first == ncclSuccess) first = t->rc;
+            *pp = t->next;
+            free(t);
+        }
     }
-  }
-  return first;
+    return first;
 }
 
-ncclResult_t fs_group_task(struct fs_task *t) {
-  t->next = NULL;
-  if (fs_depth == 0)
-    return fs_run_tasks(t);
-  if (!fs_tasks_tail)
-    fs_tasks_tail = &fs_tasks;
-  *fs_tasks_tail = t;
-  fs_tasks_tail = &t->next;
-  return ncclSuccess;
+ncclResult_t fs_group_task(struct fs_task *t)
+{
+    t->next = NULL;
+    if (fs_depth == 0) return fs_run_tasks(t);
+    if (!fs_tasks_tail) fs_tasks_tail = &fs_tasks;
+    *fs_tasks_tail = t;
+    fs_tasks_tail = &t->next;
+    return ncclSuccess;
 }
 
 /* A work item that cannot be enqueued still holds its place in the
  * communicator's order: a helper thread retires it, empty. */
-static void *fs_retire(void *w) {
-  fs_work_run(w);
-  return NULL;
+static void *fs_retire(void *w)
+{
+    fs_work_run(w);
+    return NULL;
 }
 
 /* Makes `to` wait for the work queued so far on `from`. */
-static void fs_stream_join(cudaStream_t to, cudaStream_t from) {
-  cudaEvent_t ev;
-  if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess)
-    return;
-  cudaEventRecord(ev, from);
-  cudaStreamWaitEvent(to, ev, 0);
-  cudaEventDestroy(ev);
+static void fs_stream_join(cudaStream_t to, cudaStream_t from)
+{
+    cudaEvent_t ev;
+    if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) return;
+    cudaEventRecord(ev, from);
+    cudaStreamWaitEvent(to, ev, 0);
+    cudaEventDestroy(ev);
 }
 
 /* Enqueues the operations of `comm` among ops[0..n) as one work item on
  * the stream of the first; other streams used in the batch are joined to
  * it before and after with events, as NCCL does. */
-static ncclResult_t fs_enqueue_comm(const struct fs_op *ops, int n, struct ncclComm *comm) {
-  int count = 0;
-  for (int i = 0; i < n; i++)
-    count += ops[i].comm == comm;
-  struct fs_work *w = malloc(sizeof(*w) + (size_t)count * sizeof(struct fs_op));
-  if (!w)
-    return ncclSystemError;
-  w->comm = comm;
-  w->nops = 0;
-  for (int i = 0; i < n; i++)
-    if (ops[i].comm == comm)
-      w->ops[w->nops++] = ops[i];
-  /* Kept aside: w belongs to the stream worker once enqueued. */
-  cudaStream_t main = w->ops[0].stream, others[count];
-  int nothers = 0;
-  for (int i = 1; i < w->nops; i++)
-    if (w->ops[i].stream != main) {
-      fs_stream_join(main, w->ops[i].stream);
-      others[nothers++] = w->ops[i].stream;
-    }
-  fs_comm_ref(comm);
-  w->seq = atomic_fetch_add(&comm->issued, 1) + 1;
-  cudaError_t err = fs_sim_stream_enqueue(main, 0, fs_work_run, w);
-  if (err != cudaSuccess) {
+static ncclResult_t fs_enqueue_comm(const struct fs_op *ops, int n, struct ncclComm *comm)
+{
+    int count = 0;
+    for (int i = 0; i < n; i++)
+        count += ops[i].comm == comm;
+    struct fs_work *w = malloc(sizeof(*w) + (size_t)count * sizeof(struct fs_op));
+    if (!w) return ncclSystemError;
+    w->comm = comm;
     w->nops = 0;
-    pthread_t th;
-    if (pthread_create(&th, NULL, fs_retire, w) == 0)
-      pthread_detach(th);
-    else
-      fs_work_run(w); /* its turn has come unless earlier work is stuck */
-    fs_set_last_error("sim NCCL: cannot enqueue on stream %p: %s", (void *)main,
-                      cudaGetErrorString(err));
-    return ncclUnhandledCudaError;
-  }
-  for (int i = 0; i < nothers; i++)
-    fs_stream_join(others[i], main);
-  return ncclSuccess;
+    for (int i = 0; i < n; i++)
+        if (ops[i].comm == comm) w->ops[w->nops++] = ops[i];
+    /* Kept aside: w belongs to the stream worker once enqueued. */
+    cudaStream_t main = w->ops[0].stream, others[count];
+    int nothers = 0;
+    for (int i = 1; i < w->nops; i++)
+        if (w->ops[i].stream != main) {
+            fs_stream_join(main, w->ops[i].stream);
+            others[nothers++] = w->ops[i].stream;
+        }
+    fs_comm_ref(comm);
+    w->seq = atomic_fetch_add(&comm->issued, 1) + 1;
+    cudaError_t err = fs_sim_stream_enqueue(main, 0, fs_work_run, w);
+    if (err != cudaSuccess) {
+        w->nops = 0;
+        pthread_t th;
+        if (pthread_create(&th, NULL, fs_retire, w) == 0)
+            pthread_detach(th);
+        else
+            fs_work_run(w); /* its turn has come unless earlier work is stuck */
+        fs_set_last_error("sim NCCL: cannot enqueue on stream %p: %s", (void *)main,
+                          cudaGetErrorString(err));
+        return ncclUnhandledCudaError;
+    }
+    for (int i = 0; i < nothers; i++)
+        fs_stream_join(others[i], main);
+    return ncclSuccess;
 }
 
 /* One work item per communicator, in the order each first appears. */
-static ncclResult_t fs_enqueue(const struct fs_op *ops, int n) {
-  ncclResult_t first = ncclSuccess;
-  for (int i = 0; i < n; i++) {
-    int seen = 0;
-    for (int j = 0; j < i && !seen; j++)
-      seen = ops[j].comm == ops[i].comm;
-    if (seen)
-      continue;
-    ncclResult_t rc = fs_enqueue_comm(ops + i, n - i, ops[i].comm);
-    if (rc != ncclSuccess && first == ncclSuccess)
-      first = rc;
-  }
-  return first;
+static ncclResult_t fs_enqueue(const struct fs_op *ops, int n)
+{
+    ncclResult_t first = ncclSuccess;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++)
+            seen = ops[j].comm == ops[i].comm;
+        if (seen) continue;
+        ncclResult_t rc = fs_enqueue_comm(ops + i, n - i, ops[i].comm);
+        if (rc != ncclSuccess && first == ncclSuccess) first = rc;
+    }
+    return first;
 }
 
-ncclResult_t fs_group_submit(const struct fs_op *op) {
-  if (fs_depth == 0)
-    return fs_enqueue(op, 1);
-  if (fs_queued == fs_queue_cap) {
-    int cap = fs_queue_cap ? 2 * fs_queue_cap : 16;
-    struct fs_op *q = realloc(fs_queue, (size_t)cap * sizeof(*q));
-    if (!q)
-      return ncclSystemError;
-    fs_queue = q;
-    fs_queue_cap = cap;
-  }
-  fs_queue[fs_queued++] = *op;
-  return ncclSuccess;
+ncclResult_t fs_group_submit(const struct fs_op *op)
+{
+    if (fs_depth == 0) return fs_enqueue(op, 1);
+    if (fs_queued == fs_queue_cap) {
+        int cap = fs_queue_cap ? 2 * fs_queue_cap : 16;
+        struct fs_op *q = realloc(fs_queue, (size_t)cap * sizeof(*q));
+        if (!q) return ncclSystemError;
+        fs_queue = q;
+        fs_queue_cap = cap;
+    }
+    fs_queue[fs_queued++] = *op;
+    return ncclSuccess;
 }
 
-FS_NCCL_EXPORT ncclResult_t pncclGroupStart(void) {
-  fs_depth++;
-  return ncclSuccess;
+FS_NCCL_EXPORT ncclResult_t pncclGroupStart(void)
+{
+    fs_depth++;
+    return ncclSuccess;
 }
 FS_NCCL_ALIAS(ncclGroupStart);
 
 /* Leaves the outermost group: takes the queued tasks and operations. */
-static void fs_group_take(struct fs_task **tasks, struct fs_op **ops, int *n) {
-  *tasks = fs_tasks;
-  *ops = fs_queue;
-  *n = fs_queued;
-  fs_tasks = NULL;
-  fs_tasks_tail = NULL;
-  fs_queue = NULL;
-  fs_queued = fs_queue_cap = 0;
+static void fs_group_take(struct fs_task **tasks, struct fs_op **ops, int *n)
+{
+    *tasks = fs_tasks;
+    *ops = fs_queue;
+    *n = fs_queued;
+    fs_tasks = NULL;
+    fs_tasks_tail = NULL;
+    fs_queue = NULL;
+    fs_queued = fs_queue_cap = 0;
 }
 
-FS_NCCL_EXPORT ncclResult_t pncclGroupEnd(void) {
-  if (fs_depth == 0) {
-    fs_set_last_error("sim NCCL: ncclGroupEnd without ncclGroupStart");
-    return ncclInvalidUsage;
-  }
-  if (--fs_depth > 0)
-    return ncclSuccess;
-  struct fs_task *tasks;
-  struct fs_op *ops;
-  int n;
-  fs_group_take(&tasks, &ops, &n);
-  ncclResult_t rc = fs_run_tasks(tasks);
-  ncclResult_t rc2 = fs_enqueue(ops, n);
-  free(ops);
-  return rc != ncclSuccess ? rc : rc2;
+FS_NCCL_EXPORT ncclResult_t pncclGroupEnd(void)
+{
+    if (fs_depth == 0) {
+        fs_set_last_error("sim NCCL: ncclGroupEnd without ncclGroupStart");
+        return ncclInvalidUsage;
+    }
+    if (--fs_depth > 0) return ncclSuccess;
+    struct fs_task *tasks;
+    struct fs_op *ops;
+    int n;
+    fs_group_take(&tasks, &ops, &n);
+    ncclResult_t rc = fs_run_tasks(tasks);
+    ncclResult_t rc2 = fs_enqueue(ops, n);
+    free(ops);
+    return rc != ncclSuccess ? rc : rc2;
 }
 FS_NCCL_ALIAS(ncclGroupEnd);
 
@@ -183,25 +182,24 @@ FS_NCCL_ALIAS(ncclGroupEnd);
 /* Ends the group without running its operations and estimates their time
  * from their size at a nominal 100 GB/s (the sim has no topology to model).
  * Tasks (inits) are still completed: they are not operations. */
-FS_NCCL_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
-  if (!simInfo || simInfo->magic != FS_SIM_INFO_MAGIC) {
-    fs_set_last_error("sim NCCL: ncclSimInfo_t not initialised with NCCL_SIM_INFO_INITIALIZER");
-    return ncclInvalidArgument;
-  }
-  if (fs_depth == 0)
-    return ncclInvalidUsage;
-  if (--fs_depth > 0)
-    return ncclSuccess;
-  struct fs_task *tasks;
-  struct fs_op *ops;
-  int n;
-  fs_group_take(&tasks, &ops, &n);
-  double bytes = 0;
-  for (int i = 0; i < n; i++)
-    bytes += (double)ops[i].count * (double)fs_dtype_size(ops[i].dtype) *
-             (ops[i].kind == FS_SEND || ops[i].kind == FS_RECV ? 1 : ops[i].comm->nranks);
-  free(ops);
-  simInfo->estimatedTime = (float)(bytes / 100e9 * 1e6); /* microseconds */
-  return fs_run_tasks(tasks);
+FS_NCCL_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
+{
+    if (!simInfo || simInfo->magic != FS_SIM_INFO_MAGIC) {
+        fs_set_last_error("sim NCCL: ncclSimInfo_t not initialised with NCCL_SIM_INFO_INITIALIZER");
+        return ncclInvalidArgument;
+    }
+    if (fs_depth == 0) return ncclInvalidUsage;
+    if (--fs_depth > 0) return ncclSuccess;
+    struct fs_task *tasks;
+    struct fs_op *ops;
+    int n;
+    fs_group_take(&tasks, &ops, &n);
+    double bytes = 0;
+    for (int i = 0; i < n; i++)
+        bytes += (double)ops[i].count * (double)fs_dtype_size(ops[i].dtype) *
+                 (ops[i].kind == FS_SEND || ops[i].kind == FS_RECV ? 1 : ops[i].comm->nranks);
+    free(ops);
+    simInfo->estimatedTime = (float)(bytes / 100e9 * 1e6); /* microseconds */
+    return fs_run_tasks(tasks);
 }
 FS_NCCL_ALIAS(ncclGroupSimulateEnd);

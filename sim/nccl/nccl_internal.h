@@ -25,46 +25,46 @@
  * strong pncclX (for profilers) and a weak ncclX alias, with no symbol
  * version, so a preloaded ncclX interposes on either. */
 #define FS_NCCL_EXPORT __attribute__((visibility("default")))
-#define FS_NCCL_ALIAS(name)                                                                    \
-  extern __typeof__(p##name) name __attribute__((weak, alias("p" #name), visibility("default")))
+#define FS_NCCL_ALIAS(name)                                                                        \
+    extern __typeof__(p##name) name __attribute__((weak, alias("p" #name), visibility("default")))
 
 /* ---- clique.c ---------------------------------------------------------- */
 
 /* One rank's slot in the segment. Written by its owner, read by peers. */
 struct fs_slot {
-  _Atomic int present;    /* joined the clique */
-  _Atomic int failed;     /* aborted or hit an error: peers stop waiting on it */
-  int pid;                /* for liveness checks across processes */
-  int device;             /* to refuse two ranks on one device */
-  _Atomic uint64_t tick;  /* device-side barriers passed */
-  _Atomic uint64_t xtick; /* host-side exchanges posted */
-  int64_t xchg[2][2];     /* host exchange payload, double-buffered by xtick parity */
-  char pad[24];
+    _Atomic int present;    /* joined the clique */
+    _Atomic int failed;     /* aborted or hit an error: peers stop waiting on it */
+    int pid;                /* for liveness checks across processes */
+    int device;             /* to refuse two ranks on one device */
+    _Atomic uint64_t tick;  /* device-side barriers passed */
+    _Atomic uint64_t xtick; /* host-side exchanges posted */
+    int64_t xchg[2][2];     /* host exchange payload, double-buffered by xtick parity */
+    char pad[24];
 };
 
 /* A one-message mailbox for one ordered pair of ranks (send/recv). */
 struct fs_mbox {
-  _Atomic uint64_t sent;  /* messages put */
-  _Atomic uint64_t taken; /* messages taken */
-  size_t len;
-  char pad[40];
+    _Atomic uint64_t sent;  /* messages put */
+    _Atomic uint64_t taken; /* messages taken */
+    size_t len;
+    char pad[40];
 };
 
 struct fs_clique {
-  void *base;             /* the mapping */
-  size_t size;
-  char name[64];          /* shm name, while not yet unlinked */
-  int nranks, rank;
-  struct fs_clique_hdr *hdr;
-  struct fs_slot *slots;
-  char *staging;          /* nranks * FS_STAGE_BYTES */
-  struct fs_mbox *mbox;   /* nranks * nranks, [src * nranks + dst] */
-  char *mdata;            /* FS_MBOX_BYTES per mailbox */
-  _Atomic int *abort_flag; /* the local communicator's abort flag */
+    void *base; /* the mapping */
+    size_t size;
+    char name[64]; /* shm name, while not yet unlinked */
+    int nranks, rank;
+    struct fs_clique_hdr *hdr;
+    struct fs_slot *slots;
+    char *staging;           /* nranks * FS_STAGE_BYTES */
+    struct fs_mbox *mbox;    /* nranks * nranks, [src * nranks + dst] */
+    char *mdata;             /* FS_MBOX_BYTES per mailbox */
+    _Atomic int *abort_flag; /* the local communicator's abort flag */
 };
 
 #define FS_STAGE_BYTES ((size_t)1 << 20)
-#define FS_MBOX_BYTES ((size_t)256 << 10)
+#define FS_MBOX_BYTES  ((size_t)256 << 10)
 
 /* A wait's outcome. */
 enum fs_wait_rc { FS_WAIT_OK = 0, FS_WAIT_PEER, FS_WAIT_TIMEOUT, FS_WAIT_ABORT };
@@ -107,15 +107,15 @@ uint64_t fs_now_ns(void);
 /* A resolved reduction: a built-in operator, or a pre-multiplied sum with
  * its scalar (in the collective's data type, raw bytes). */
 struct fs_redop {
-  int kind;
-  ncclDataType_t dtype;               /* ncclSum .. ncclAvg, or FS_PREMULSUM */
-  int scalar_on_device;   /* read *scalar_ptr when the collective runs */
-  const void *scalar_ptr;
-  unsigned char scalar[8];
+    int kind;
+    ncclDataType_t dtype; /* ncclSum .. ncclAvg, or FS_PREMULSUM */
+    int scalar_on_device; /* read *scalar_ptr when the collective runs */
+    const void *scalar_ptr;
+    unsigned char scalar[8];
 };
 #define FS_PREMULSUM 100
 
-size_t fs_dtype_size(ncclDataType_t t);   /* 0 for an unknown type */
+size_t fs_dtype_size(ncclDataType_t t); /* 0 for an unknown type */
 /* dst[i] = op over srcs[0..nsrc)[i], i < n. dst does not alias srcs. */
 void fs_reduce(void *dst, const void *const *srcs, int nsrc, size_t n, ncclDataType_t t,
                const struct fs_redop *op);
@@ -130,27 +130,27 @@ uint8_t fs_float_to_e5m2(float f);
 
 /* ---- comm.c ------------------------------------------------------------ */
 
-#define FS_COMM_MAGIC 0x5f73696d6e63636cULL /* "_simnccl" */
+#define FS_COMM_MAGIC   0x5f73696d6e63636cULL /* "_simnccl" */
 #define FS_MAX_USER_OPS 64
 
 struct ncclComm {
-  uint64_t magic;
-  struct fs_clique clq;
-  ncclUniqueId id;
-  int rank, nranks, device;
-  _Atomic int refs;        /* the handle + queued device work */
-  _Atomic int aborted;     /* ncclCommAbort: queued work is skipped */
-  _Atomic int ready;       /* init completed */
-  _Atomic int async_err;   /* ncclResult_t seen by ncclCommGetAsyncError */
-  _Atomic int has_errmsg;  /* 1 once errmsg is written (first error only) */
-  char errmsg[448];        /* the first error, for ncclGetLastError(comm) */
-  _Atomic uint64_t issued; /* device work items enqueued (host side) */
-  _Atomic uint64_t done;   /* device work items finished (stream side) */
-  uint64_t splits;         /* splits/shrinks made from this comm, for child ids */
-  pthread_mutex_t lock;    /* user ops, registrations */
-  struct fs_redop user_ops[FS_MAX_USER_OPS];
-  unsigned char user_op_used[FS_MAX_USER_OPS];
-  struct fs_reg *regs;
+    uint64_t magic;
+    struct fs_clique clq;
+    ncclUniqueId id;
+    int rank, nranks, device;
+    _Atomic int refs;        /* the handle + queued device work */
+    _Atomic int aborted;     /* ncclCommAbort: queued work is skipped */
+    _Atomic int ready;       /* init completed */
+    _Atomic int async_err;   /* ncclResult_t seen by ncclCommGetAsyncError */
+    _Atomic int has_errmsg;  /* 1 once errmsg is written (first error only) */
+    char errmsg[448];        /* the first error, for ncclGetLastError(comm) */
+    _Atomic uint64_t issued; /* device work items enqueued (host side) */
+    _Atomic uint64_t done;   /* device work items finished (stream side) */
+    uint64_t splits;         /* splits/shrinks made from this comm, for child ids */
+    pthread_mutex_t lock;    /* user ops, registrations */
+    struct fs_redop user_ops[FS_MAX_USER_OPS];
+    unsigned char user_op_used[FS_MAX_USER_OPS];
+    struct fs_reg *regs;
 };
 
 /* The NCCL result for a failed wait: a dead or failed peer is
@@ -172,28 +172,36 @@ ncclResult_t fs_comm_resolve_op(struct ncclComm *c, ncclRedOp_t op, ncclDataType
 /* ---- group.c / transport.c ---------------------------------------------- */
 
 enum fs_op_kind {
-  FS_ALLGATHER, FS_REDUCESCATTER, FS_ALLREDUCE, FS_BROADCAST, FS_REDUCE,
-  FS_ALLTOALL, FS_GATHER, FS_SCATTER, FS_SEND, FS_RECV
+    FS_ALLGATHER,
+    FS_REDUCESCATTER,
+    FS_ALLREDUCE,
+    FS_BROADCAST,
+    FS_REDUCE,
+    FS_ALLTOALL,
+    FS_GATHER,
+    FS_SCATTER,
+    FS_SEND,
+    FS_RECV
 };
 
 struct fs_op {
-  enum fs_op_kind kind;
-  struct ncclComm *comm;
-  const void *sendbuff;
-  void *recvbuff;
-  size_t count;            /* per-rank element count, as the API takes it */
-  ncclDataType_t dtype;
-  struct fs_redop redop;
-  int root;                /* root, or peer for send/recv */
-  cudaStream_t stream;
+    enum fs_op_kind kind;
+    struct ncclComm *comm;
+    const void *sendbuff;
+    void *recvbuff;
+    size_t count; /* per-rank element count, as the API takes it */
+    ncclDataType_t dtype;
+    struct fs_redop redop;
+    int root; /* root, or peer for send/recv */
+    cudaStream_t stream;
 };
 
 /* A batch of one communicator's operations run as one piece of device work. */
 struct fs_work {
-  struct ncclComm *comm;
-  uint64_t seq;            /* 1-based position in the comm's device order */
-  int nops;
-  struct fs_op ops[];
+    struct ncclComm *comm;
+    uint64_t seq; /* 1-based position in the comm's device order */
+    int nops;
+    struct fs_op ops[];
 };
 
 /* Stream work function: runs w's operations, then frees w. */
@@ -203,9 +211,9 @@ void fs_work_run(void *w);
  * poll returns 1 when done, 0 to be called again, -1 on failure (it has then
  * recorded the error). */
 struct fs_task {
-  int (*poll)(struct fs_task *t);
-  ncclResult_t rc;         /* set by poll when it returns -1 */
-  struct fs_task *next;
+    int (*poll)(struct fs_task *t);
+    ncclResult_t rc; /* set by poll when it returns -1 */
+    struct fs_task *next;
 };
 
 /* Queues op for ncclGroupEnd when inside a group, otherwise enqueues it. */

@@ -21,247 +21,256 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *fs_op_name(enum fs_op_kind k) {
-  static const char *const names[] = {"AllGather", "ReduceScatter", "AllReduce", "Broadcast",
-                                      "Reduce",    "AlltoAll",      "Gather",    "Scatter",
-                                      "Send",      "Recv"};
-  return names[k];
+static const char *fs_op_name(enum fs_op_kind k)
+{
+    static const char *const names[] = {"AllGather", "ReduceScatter", "AllReduce", "Broadcast",
+                                        "Reduce",    "AlltoAll",      "Gather",    "Scatter",
+                                        "Send",      "Recv"};
+    return names[k];
 }
 
-static char *fs_stage(struct fs_clique *c, int r) { return c->staging + (size_t)r * FS_STAGE_BYTES; }
+static char *fs_stage(struct fs_clique *c, int r)
+{
+    return c->staging + (size_t)r * FS_STAGE_BYTES;
+}
 
 /* Runs one collective; returns the wait outcome. */
 static enum fs_wait_rc fs_run_collective(struct ncclComm *comm, const struct fs_op *op, char *why,
-                                         size_t whylen) {
-  struct fs_clique *c = &comm->clq;
-  int n = comm->nranks, me = comm->rank;
-  size_t es = fs_dtype_size(op->dtype), count = op->count;
-  const char *in = op->sendbuff;
-  char *out = op->recvbuff;
-  /* Segments: how many pieces of its input a rank stages per chunk. */
-  int segs = (op->kind == FS_REDUCESCATTER || op->kind == FS_ALLTOALL || op->kind == FS_SCATTER)
-                 ? n : 1;
-  int rooted_src = op->kind == FS_BROADCAST || op->kind == FS_SCATTER;
-  size_t per_seg = FS_STAGE_BYTES / ((size_t)segs * es);
-  const void *srcs[n];
-  /* A pre-multiplied sum scales each rank's own input by its own scalar as
-   * it is staged; what is staged is then summed. */
-  int premul = op->redop.kind == FS_PREMULSUM;
-  struct fs_redop combine = op->redop;
-  if (premul)
-    combine.kind = ncclSum;
+                                         size_t whylen)
+{
+    struct fs_clique *c = &comm->clq;
+    int n = comm->nranks, me = comm->rank;
+    size_t es = fs_dtype_size(op->dtype), count = op->count;
+    const char *in = op->sendbuff;
+    char *out = op->recvbuff;
+    /* Segments: how many pieces of its input a rank stages per chunk. */
+    int segs =
+        (op->kind == FS_REDUCESCATTER || op->kind == FS_ALLTOALL || op->kind == FS_SCATTER) ? n : 1;
+    int rooted_src = op->kind == FS_BROADCAST || op->kind == FS_SCATTER;
+    size_t per_seg = FS_STAGE_BYTES / ((size_t)segs * es);
+    const void *srcs[n];
+    /* A pre-multiplied sum scales each rank's own input by its own scalar as
+     * it is staged; what is staged is then summed. */
+    int premul = op->redop.kind == FS_PREMULSUM;
+    struct fs_redop combine = op->redop;
+    if (premul) combine.kind = ncclSum;
 
-  for (size_t i0 = 0; i0 < count; i0 += per_seg) {
-    size_t m = count - i0 < per_seg ? count - i0 : per_seg, mb = m * es;
-    if (!rooted_src || me == op->root)
-      for (int k = 0; k < segs; k++) {
-        char *dst = fs_stage(c, me) + (size_t)k * per_seg * es;
-        const void *src[1] = {in + ((size_t)k * count + i0) * es};
-        if (premul)
-          fs_reduce(dst, src, 1, m, op->dtype, &op->redop);
-        else
-          memcpy(dst, src[0], mb);
-      }
-    enum fs_wait_rc rc = fs_clique_barrier(c, why, whylen);
-    if (rc != FS_WAIT_OK)
-      return rc;
+    for (size_t i0 = 0; i0 < count; i0 += per_seg) {
+        size_t m = count - i0 < per_seg ? count - i0 : per_seg, mb = m * es;
+        if (!rooted_src || me == op->root)
+            for (int k = 0; k < segs; k++) {
+                char *dst = fs_stage(c, me) + (size_t)k * per_seg * es;
+                const void *src[1] = {in + ((size_t)k * count + i0) * es};
+                if (premul)
+                    fs_reduce(dst, src, 1, m, op->dtype, &op->redop);
+                else
+                    memcpy(dst, src[0], mb);
+            }
+        enum fs_wait_rc rc = fs_clique_barrier(c, why, whylen);
+        if (rc != FS_WAIT_OK) return rc;
 
-    switch (op->kind) {
-    case FS_ALLGATHER:
-    case FS_GATHER:
-      if (op->kind == FS_GATHER && me != op->root)
-        break;
-      for (int r = 0; r < n; r++)
-        memcpy(out + ((size_t)r * count + i0) * es, fs_stage(c, r), mb);
-      break;
-    case FS_ALLREDUCE:
-    case FS_REDUCE:
-      if (op->kind == FS_REDUCE && me != op->root)
-        break;
-      for (int r = 0; r < n; r++)
-        srcs[r] = fs_stage(c, r);
-      fs_reduce(out + i0 * es, srcs, n, m, op->dtype, &combine);
-      break;
-    case FS_REDUCESCATTER:
-      for (int r = 0; r < n; r++)
-        srcs[r] = fs_stage(c, r) + (size_t)me * per_seg * es;
-      fs_reduce(out + i0 * es, srcs, n, m, op->dtype, &combine);
-      break;
-    case FS_BROADCAST:
-      memcpy(out + i0 * es, fs_stage(c, op->root), mb);
-      break;
-    case FS_ALLTOALL:
-      for (int r = 0; r < n; r++)
-        memcpy(out + ((size_t)r * count + i0) * es, fs_stage(c, r) + (size_t)me * per_seg * es, mb);
-      break;
-    case FS_SCATTER:
-      memcpy(out + i0 * es, fs_stage(c, op->root) + (size_t)me * per_seg * es, mb);
-      break;
-    default:
-      break;
+        switch (op->kind) {
+        case FS_ALLGATHER:
+        case FS_GATHER:
+            if (op->kind == FS_GATHER && me != op->root) break;
+            for (int r = 0; r < n; r++)
+                memcpy(out + ((size_t)r * count + i0) * es, fs_stage(c, r), mb);
+            break;
+        case FS_ALLREDUCE:
+        case FS_REDUCE:
+            if (op->kind == FS_REDUCE && me != op->root) break;
+            for (int r = 0; r < n; r++)
+                srcs[r] = fs_stage(c, r);
+            fs_reduce(out + i0 * es, srcs, n, m, op->dtype, &combine);
+            break;
+        case FS_REDUCESCATTER:
+            for (int r = 0; r < n; r++)
+                srcs[r] = fs_stage(c, r) + (size_t)me * per_seg * es;
+            fs_reduce(out + i0 * es, srcs, n, m, op->dtype, &combine);
+            break;
+        case FS_BROADCAST:
+            memcpy(out + i0 * es, fs_stage(c, op->root), mb);
+            break;
+        case FS_ALLTOALL:
+            for (int r = 0; r < n; r++)
+                memcpy(out + ((size_t)r * count + i0) * es,
+                       fs_stage(c, r) + (size_t)me * per_seg * es, mb);
+            break;
+        case FS_SCATTER:
+            memcpy(out + i0 * es, fs_stage(c, op->root) + (size_t)me * per_seg * es, mb);
+            break;
+        default:
+            break;
+        }
+        rc = fs_clique_barrier(c, why, whylen);
+        if (rc != FS_WAIT_OK) return rc;
     }
-    rc = fs_clique_barrier(c, why, whylen);
-    if (rc != FS_WAIT_OK)
-      return rc;
-  }
-  return FS_WAIT_OK;
+    return FS_WAIT_OK;
 }
 
 /* ---- send/recv ---------------------------------------------------------- */
 
 struct fs_p2p {
-  struct ncclComm *comm;
-  const struct fs_op **ops; /* the batch's sends and receives, in call order */
-  size_t *done;             /* bytes moved per op */
-  int nops;
+    struct ncclComm *comm;
+    const struct fs_op **ops; /* the batch's sends and receives, in call order */
+    size_t *done;             /* bytes moved per op */
+    int nops;
 };
 
-static struct fs_mbox *fs_mbox_of(struct fs_clique *c, int src, int dst) {
-  return &c->mbox[(size_t)src * (size_t)c->nranks + (size_t)dst];
+static struct fs_mbox *fs_mbox_of(struct fs_clique *c, int src, int dst)
+{
+    return &c->mbox[(size_t)src * (size_t)c->nranks + (size_t)dst];
 }
 
-static char *fs_mdata_of(struct fs_clique *c, int src, int dst) {
-  return c->mdata + ((size_t)src * (size_t)c->nranks + (size_t)dst) * FS_MBOX_BYTES;
+static char *fs_mdata_of(struct fs_clique *c, int src, int dst)
+{
+    return c->mdata + ((size_t)src * (size_t)c->nranks + (size_t)dst) * FS_MBOX_BYTES;
 }
 
 /* 1 if op i is the first unfinished op of its direction with its peer:
  * messages between two ranks match in call order. */
-static int fs_p2p_active(const struct fs_p2p *p, int i) {
-  const struct fs_op *op = p->ops[i];
-  size_t total = op->count * fs_dtype_size(op->dtype);
-  if (p->done[i] >= total)
-    return 0;
-  for (int j = 0; j < i; j++) {
-    const struct fs_op *o = p->ops[j];
-    if (o->kind == op->kind && o->root == op->root &&
-        p->done[j] < o->count * fs_dtype_size(o->dtype))
-      return 0;
-  }
-  return 1;
+static int fs_p2p_active(const struct fs_p2p *p, int i)
+{
+    const struct fs_op *op = p->ops[i];
+    size_t total = op->count * fs_dtype_size(op->dtype);
+    if (p->done[i] >= total) return 0;
+    for (int j = 0; j < i; j++) {
+        const struct fs_op *o = p->ops[j];
+        if (o->kind == op->kind && o->root == op->root &&
+            p->done[j] < o->count * fs_dtype_size(o->dtype))
+            return 0;
+    }
+    return 1;
 }
 
 /* Moves what can move now; returns how many ops made progress. With
  * dry_run, only counts. */
-static int fs_p2p_step(struct fs_p2p *p, int dry_run) {
-  struct fs_clique *c = &p->comm->clq;
-  int me = p->comm->rank, moved = 0;
-  for (int i = 0; i < p->nops; i++) {
-    if (!fs_p2p_active(p, i))
-      continue;
-    const struct fs_op *op = p->ops[i];
-    size_t total = op->count * fs_dtype_size(op->dtype), left = total - p->done[i];
-    if (op->kind == FS_SEND) {
-      struct fs_mbox *mb = fs_mbox_of(c, me, op->root);
-      if (atomic_load_explicit(&mb->sent, memory_order_relaxed) !=
-          atomic_load_explicit(&mb->taken, memory_order_acquire))
-        continue;
-      moved++;
-      if (dry_run)
-        continue;
-      size_t len = left < FS_MBOX_BYTES ? left : FS_MBOX_BYTES;
-      memcpy(fs_mdata_of(c, me, op->root), (const char *)op->sendbuff + p->done[i], len);
-      mb->len = len;
-      atomic_fetch_add_explicit(&mb->sent, 1, memory_order_release);
-      p->done[i] += len;
-    } else {
-      struct fs_mbox *mb = fs_mbox_of(c, op->root, me);
-      if (atomic_load_explicit(&mb->sent, memory_order_acquire) ==
-          atomic_load_explicit(&mb->taken, memory_order_relaxed))
-        continue;
-      moved++;
-      if (dry_run)
-        continue;
-      size_t len = mb->len < left ? mb->len : left;
-      memcpy((char *)op->recvbuff + p->done[i], fs_mdata_of(c, op->root, me), len);
-      atomic_fetch_add_explicit(&mb->taken, 1, memory_order_release);
-      p->done[i] += len;
+static int fs_p2p_step(struct fs_p2p *p, int dry_run)
+{
+    struct fs_clique *c = &p->comm->clq;
+    int me = p->comm->rank, moved = 0;
+    for (int i = 0; i < p->nops; i++) {
+        if (!fs_p2p_active(p, i)) continue;
+        const struct fs_op *op = p->ops[i];
+        size_t total = op->count * fs_dtype_size(op->dtype), left = total - p->done[i];
+        if (op->kind == FS_SEND) {
+            struct fs_mbox *mb = fs_mbox_of(c, me, op->root);
+            if (atomic_load_explicit(&mb->sent, memory_order_relaxed) !=
+                atomic_load_explicit(&mb->taken, memory_order_acquire))
+                continue;
+            moved++;
+            if (dry_run) continue;
+            size_t len = left < FS_MBOX_BYTES ? left : FS_MBOX_BYTES;
+            memcpy(fs_mdata_of(c, me, op->root), (const char *)op->sendbuff + p->done[i], len);
+            mb->len = len;
+            atomic_fetch_add_explicit(&mb->sent, 1, memory_order_release);
+            p->done[i] += len;
+        } else {
+            struct fs_mbox *mb = fs_mbox_of(c, op->root, me);
+            if (atomic_load_explicit(&mb->sent, memory_order_acquire) ==
+                atomic_load_explicit(&mb->taken, memory_order_relaxed))
+                continue;
+            moved++;
+            if (dry_run) continue;
+            size_t len = mb->len < left ? mb->len : left;
+            memcpy((char *)op->recvbuff + p->done[i], fs_mdata_of(c, op->root, me), len);
+            atomic_fetch_add_explicit(&mb->taken, 1, memory_order_release);
+            p->done[i] += len;
+        }
     }
-  }
-  return moved;
+    return moved;
 }
 
-static int fs_p2p_can_move(void *arg) { return fs_p2p_step(arg, 1) > 0; }
-
-static int fs_p2p_finished(const struct fs_p2p *p) {
-  for (int i = 0; i < p->nops; i++)
-    if (p->done[i] < p->ops[i]->count * fs_dtype_size(p->ops[i]->dtype))
-      return 0;
-  return 1;
+static int fs_p2p_can_move(void *arg)
+{
+    return fs_p2p_step(arg, 1) > 0;
 }
 
-static enum fs_wait_rc fs_run_p2p(struct fs_p2p *p, char *why, size_t whylen) {
-  while (!fs_p2p_finished(p)) {
-    if (fs_p2p_step(p, 0) > 0) {
-      fs_clique_ring(&p->comm->clq);
-      continue;
+static int fs_p2p_finished(const struct fs_p2p *p)
+{
+    for (int i = 0; i < p->nops; i++)
+        if (p->done[i] < p->ops[i]->count * fs_dtype_size(p->ops[i]->dtype)) return 0;
+    return 1;
+}
+
+static enum fs_wait_rc fs_run_p2p(struct fs_p2p *p, char *why, size_t whylen)
+{
+    while (!fs_p2p_finished(p)) {
+        if (fs_p2p_step(p, 0) > 0) {
+            fs_clique_ring(&p->comm->clq);
+            continue;
+        }
+        enum fs_wait_rc rc = fs_clique_wait(&p->comm->clq, fs_p2p_can_move, p, -1, why, whylen);
+        if (rc != FS_WAIT_OK) return rc;
     }
-    enum fs_wait_rc rc = fs_clique_wait(&p->comm->clq, fs_p2p_can_move, p, -1, why, whylen);
-    if (rc != FS_WAIT_OK)
-      return rc;
-  }
-  return FS_WAIT_OK;
+    return FS_WAIT_OK;
 }
 
 /* ---- the work item ------------------------------------------------------ */
 
-struct fs_turn { struct ncclComm *comm; uint64_t seq; };
+struct fs_turn {
+    struct ncclComm *comm;
+    uint64_t seq;
+};
 
-static int fs_my_turn(void *arg) {
-  struct fs_turn *t = arg;
-  return atomic_load_explicit(&t->comm->done, memory_order_acquire) + 1 == t->seq;
+static int fs_my_turn(void *arg)
+{
+    struct fs_turn *t = arg;
+    return atomic_load_explicit(&t->comm->done, memory_order_acquire) + 1 == t->seq;
 }
 
 /* Records a failed wait: the communicator is broken from now on, and its
  * peers are told so they stop waiting for it. An abort is not an error. */
 static void fs_work_failed(struct ncclComm *comm, enum fs_wait_rc rc, const char *what,
-                           const char *why) {
-  if (rc != FS_WAIT_ABORT)
-    fs_comm_set_error(comm, fs_wait_result(rc), "sim NCCL rank %d/%d: %s failed: %s", comm->rank,
-                      comm->nranks, what, why);
-  fs_clique_fail(&comm->clq);
+                           const char *why)
+{
+    if (rc != FS_WAIT_ABORT)
+        fs_comm_set_error(comm, fs_wait_result(rc), "sim NCCL rank %d/%d: %s failed: %s",
+                          comm->rank, comm->nranks, what, why);
+    fs_clique_fail(&comm->clq);
 }
 
-void fs_work_run(void *arg) {
-  struct fs_work *w = arg;
-  struct ncclComm *comm = w->comm;
-  char why[256] = "";
-  /* Work items of one communicator run in the order they were issued, even
-   * when they are on different streams: ranks must agree on the order. */
-  struct fs_turn turn = {comm, w->seq};
-  enum fs_wait_rc rc = fs_clique_wait(&comm->clq, fs_my_turn, &turn, comm->rank, why, sizeof(why));
-  int broken = rc != FS_WAIT_OK || atomic_load(&comm->aborted) ||
-               (atomic_load(&comm->async_err) != ncclSuccess &&
-                atomic_load(&comm->async_err) != ncclInProgress);
-  if (rc != FS_WAIT_OK)
-    fs_work_failed(comm, rc, "ordering", why);
+void fs_work_run(void *arg)
+{
+    struct fs_work *w = arg;
+    struct ncclComm *comm = w->comm;
+    char why[256] = "";
+    /* Work items of one communicator run in the order they were issued, even
+     * when they are on different streams: ranks must agree on the order. */
+    struct fs_turn turn = {comm, w->seq};
+    enum fs_wait_rc rc =
+        fs_clique_wait(&comm->clq, fs_my_turn, &turn, comm->rank, why, sizeof(why));
+    int broken = rc != FS_WAIT_OK || atomic_load(&comm->aborted) ||
+                 (atomic_load(&comm->async_err) != ncclSuccess &&
+                  atomic_load(&comm->async_err) != ncclInProgress);
+    if (rc != FS_WAIT_OK) fs_work_failed(comm, rc, "ordering", why);
 
-  int np2p = 0;
-  for (int i = 0; i < w->nops && !broken; i++) {
-    if (w->ops[i].kind == FS_SEND || w->ops[i].kind == FS_RECV) {
-      np2p++;
-      continue;
+    int np2p = 0;
+    for (int i = 0; i < w->nops && !broken; i++) {
+        if (w->ops[i].kind == FS_SEND || w->ops[i].kind == FS_RECV) {
+            np2p++;
+            continue;
+        }
+        rc = fs_run_collective(comm, &w->ops[i], why, sizeof(why));
+        if (rc != FS_WAIT_OK) {
+            fs_work_failed(comm, rc, fs_op_name(w->ops[i].kind), why);
+            broken = 1;
+        }
     }
-    rc = fs_run_collective(comm, &w->ops[i], why, sizeof(why));
-    if (rc != FS_WAIT_OK) {
-      fs_work_failed(comm, rc, fs_op_name(w->ops[i].kind), why);
-      broken = 1;
+    if (np2p && !broken) {
+        const struct fs_op *ops[np2p];
+        size_t done[np2p];
+        struct fs_p2p p = {comm, ops, done, 0};
+        for (int i = 0; i < w->nops; i++)
+            if (w->ops[i].kind == FS_SEND || w->ops[i].kind == FS_RECV) {
+                done[p.nops] = 0;
+                ops[p.nops++] = &w->ops[i];
+            }
+        rc = fs_run_p2p(&p, why, sizeof(why));
+        if (rc != FS_WAIT_OK) fs_work_failed(comm, rc, "Send/Recv", why);
     }
-  }
-  if (np2p && !broken) {
-    const struct fs_op *ops[np2p];
-    size_t done[np2p];
-    struct fs_p2p p = {comm, ops, done, 0};
-    for (int i = 0; i < w->nops; i++)
-      if (w->ops[i].kind == FS_SEND || w->ops[i].kind == FS_RECV) {
-        done[p.nops] = 0;
-        ops[p.nops++] = &w->ops[i];
-      }
-    rc = fs_run_p2p(&p, why, sizeof(why));
-    if (rc != FS_WAIT_OK)
-      fs_work_failed(comm, rc, "Send/Recv", why);
-  }
-  atomic_fetch_add_explicit(&comm->done, 1, memory_order_release);
-  fs_clique_ring(&comm->clq);
-  free(w);
-  fs_comm_unref(comm);
+    atomic_fetch_add_explicit(&comm->done, 1, memory_order_release);
+    fs_clique_ring(&comm->clq);
+    free(w);
+    fs_comm_unref(comm);
 }

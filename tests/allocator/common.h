@@ -15,12 +15,12 @@
 #include <string.h>
 #include <cmocka.h>
 
-#define MiB ((size_t)1 << 20)
-#define LEG ((fs_stream_t)0)
-#define S1 ((fs_stream_t)0x1001)
-#define S2 ((fs_stream_t)0x1002)
-#define S3 ((fs_stream_t)0x1003)
-#define SEG(n) ((uintptr_t)FAKE_SEG_BASE + (uintptr_t)(n) * 2 * MiB) /* n-th 2 MiB slot */
+#define MiB    ((size_t)1 << 20)
+#define LEG    ((fs_stream_t)0)
+#define S1     ((fs_stream_t)0x1001)
+#define S2     ((fs_stream_t)0x1002)
+#define S3     ((fs_stream_t)0x1003)
+#define SEG(n) ((uintptr_t)FAKE_SEG_BASE + (uintptr_t)(n)*2 * MiB) /* n-th 2 MiB slot */
 
 typedef struct env {
     fake_device *fake;

@@ -154,8 +154,7 @@ static fs_dev_status vm_unmap(void *ctx, int device, void *addr, size_t size)
 static bool is_capturing_locked(fake_device *f, fs_stream_t s)
 {
     for (int i = 0; i < f->ncapturing; i++)
-        if (f->capturing[i] == s)
-            return true;
+        if (f->capturing[i] == s) return true;
     return false;
 }
 
@@ -196,8 +195,7 @@ static fs_dev_status ev_record(void *ctx, int device, fs_event_t e, fs_stream_t 
     fake_device *f = F(ctx);
     pthread_mutex_lock(&f->mu);
     f->c.event_record++;
-    if (is_capturing_locked(f, s))
-        f->c.records_on_capturing++;
+    if (is_capturing_locked(f, s)) f->c.records_on_capturing++;
     fake_event *ev = &f->ev[e - 1];
     ev->stream = s;
     ev->recorded = true;
@@ -212,8 +210,7 @@ static fs_dev_status ev_query(void *ctx, int device, fs_event_t e)
     fake_device *f = F(ctx);
     pthread_mutex_lock(&f->mu);
     f->c.event_query++;
-    if (f->ncapturing)
-        f->c.queries_while_capturing++;
+    if (f->ncapturing) f->c.queries_while_capturing++;
     bool done = f->ev[e - 1].complete || !f->ev[e - 1].recorded;
     pthread_mutex_unlock(&f->mu);
     return done ? FS_DEV_OK : FS_DEV_NOT_READY;
@@ -278,8 +275,7 @@ static fs_dev_status dev_sync(void *ctx, int device)
     pthread_mutex_lock(&f->mu);
     f->c.device_sync++;
     for (size_t i = 0; i < f->nev; i++)
-        if (f->ev[i].device == device && f->ev[i].recorded)
-            f->ev[i].complete = true;
+        if (f->ev[i].device == device && f->ev[i].recorded) f->ev[i].complete = true;
     pthread_mutex_unlock(&f->mu);
     return FS_DEV_OK;
 }
@@ -355,8 +351,7 @@ void fake_complete_all(fake_device *f)
 {
     pthread_mutex_lock(&f->mu);
     for (size_t i = 0; i < f->nev; i++)
-        if (f->ev[i].recorded)
-            f->ev[i].complete = true;
+        if (f->ev[i].recorded) f->ev[i].complete = true;
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -364,8 +359,7 @@ void fake_complete_stream(fake_device *f, fs_stream_t s)
 {
     pthread_mutex_lock(&f->mu);
     for (size_t i = 0; i < f->nev; i++)
-        if (f->ev[i].recorded && f->ev[i].stream == s)
-            f->ev[i].complete = true;
+        if (f->ev[i].recorded && f->ev[i].stream == s) f->ev[i].complete = true;
     pthread_mutex_unlock(&f->mu);
 }
 
@@ -376,8 +370,7 @@ void fake_set_capturing(fake_device *f, fs_stream_t s, bool on)
         f->capturing[f->ncapturing++] = s;
     } else if (!on) {
         for (int i = 0; i < f->ncapturing; i++)
-            if (f->capturing[i] == s)
-                f->capturing[i--] = f->capturing[--f->ncapturing];
+            if (f->capturing[i] == s) f->capturing[i--] = f->capturing[--f->ncapturing];
     }
     pthread_mutex_unlock(&f->mu);
 }

@@ -10,9 +10,9 @@
 
 #include "device.h"
 
-#define FAKE_SEG_BASE ((uintptr_t)0x100000000000ull)
-#define FAKE_VM_BASE ((uintptr_t)0x200000000000ull)
-#define FAKE_DEV_STRIDE ((uintptr_t)1 << 40)
+#define FAKE_SEG_BASE    ((uintptr_t)0x100000000000ull)
+#define FAKE_VM_BASE     ((uintptr_t)0x200000000000ull)
+#define FAKE_DEV_STRIDE  ((uintptr_t)1 << 40)
 #define FAKE_GRANULARITY ((size_t)2 << 20)
 
 typedef struct fake_device fake_device;
@@ -30,11 +30,11 @@ const fs_device_ops *fake_ops(fake_device *f);
 
 void fake_auto_complete(fake_device *f, bool on); /* events complete when recorded */
 void fake_complete_all(fake_device *f);
-void fake_complete_stream(fake_device *f, fs_stream_t s); /* events recorded on s so far */
+void fake_complete_stream(fake_device *f, fs_stream_t s);        /* events recorded on s so far */
 void fake_set_capturing(fake_device *f, fs_stream_t s, bool on); /* global mode: underway too */
 void fake_set_capacity(fake_device *f, size_t capacity);
 void fake_counts_get(fake_device *f, fake_counts *out);
-size_t fake_used(fake_device *f, int device);      /* bytes allocated or mapped */
+size_t fake_used(fake_device *f, int device); /* bytes allocated or mapped */
 long fake_live_segments(fake_device *f, int device);
 /* The n-th stream_wait_event call: the stream that waited and the stream
  * whose event it waited for. False if there was no such call. */

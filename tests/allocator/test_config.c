@@ -33,16 +33,17 @@ static void test_valid(void **state)
     assert_int_equal(c.cross_stream_reuse, FS_REUSE_NONE);
     assert_int_equal(fs_alloc_config_set(&c, "max_split_size_mb", "512", err, sizeof err), 1);
     assert_int_equal(c.max_split_size, 512 * MiB);
-    assert_int_equal(fs_alloc_config_set(&c, "garbage_collection_threshold", "0.8", err, sizeof err), 1);
+    assert_int_equal(
+        fs_alloc_config_set(&c, "garbage_collection_threshold", "0.8", err, sizeof err), 1);
     assert_true(c.garbage_collection_threshold > 0.79 && c.garbage_collection_threshold < 0.81);
     assert_int_equal(fs_alloc_config_set(&c, "expandable_segments", "True", err, sizeof err), 1);
     assert_true(c.expandable_segments);
     assert_int_equal(fs_alloc_config_set(&c, "roundup_power2_divisions", "4", err, sizeof err), 1);
     for (int i = 0; i < FS_ROUNDUP_BUCKETS; i++)
         assert_int_equal(c.roundup_divisions[i], 4);
-    assert_int_equal(fs_alloc_config_set(&c, "roundup_power2_divisions", "[256:1,512:2,>:4]", err,
-                                         sizeof err),
-                     1);
+    assert_int_equal(
+        fs_alloc_config_set(&c, "roundup_power2_divisions", "[256:1,512:2,>:4]", err, sizeof err),
+        1);
     for (int i = 0; i < 8; i++)
         assert_int_equal(c.roundup_divisions[i], 1); /* the first entry fills below it */
     assert_int_equal(c.roundup_divisions[8], 1);

@@ -6,7 +6,7 @@
 #include "common.h"
 
 #define STREAM "free_semantics:stream"
-#define CAP ((size_t)64 << 30)
+#define CAP    ((size_t)64 << 30)
 
 static void test_rounding(void **state)
 {
@@ -57,12 +57,12 @@ static void test_pools_and_segments(void **state)
     void *l3 = must_alloc(&e, LEG, 11 * MiB + 1);
     void *l1 = must_alloc(&e, LEG, MiB + 512);
     void *l4 = must_alloc(&e, LEG, 5 * MiB);
-    assert_int_equal(U(small), SEG(0));         /* 2 MiB small segment */
-    assert_int_equal(U(l2), SEG(1));            /* >= 10 MiB: its own 12 MiB segment */
-    assert_int_equal(U(l3), SEG(7));            /* 11 MiB + 512 rounds to a 12 MiB segment */
+    assert_int_equal(U(small), SEG(0));             /* 2 MiB small segment */
+    assert_int_equal(U(l2), SEG(1));                /* >= 10 MiB: its own 12 MiB segment */
+    assert_int_equal(U(l3), SEG(7));                /* 11 MiB + 512 rounds to a 12 MiB segment */
     assert_int_equal(block_size(&e, l3), 12 * MiB); /* 1 MiB - 512 left: not split */
-    assert_int_equal(U(l1), SEG(13));           /* < 10 MiB: a 20 MiB segment */
-    assert_int_equal(U(l4), SEG(13) + MiB + 512); /* from its remainder */
+    assert_int_equal(U(l1), SEG(13));               /* < 10 MiB: a 20 MiB segment */
+    assert_int_equal(U(l4), SEG(13) + MiB + 512);   /* from its remainder */
     fs_alloc_stats st = stats(&e);
     assert_int_equal(st.segment[FS_POOL_SMALL].current, 1);
     assert_int_equal(st.segment[FS_POOL_LARGE].current, 3);
@@ -137,7 +137,7 @@ static void test_best_fit(void **state)
     fs_free(e.a, a, NULL);
     assert_int_equal(U(must_alloc(&e, LEG, 4000)), SEG(0));         /* smallest, lowest */
     assert_int_equal(U(must_alloc(&e, LEG, 4096)), SEG(0) + 13312); /* then the other 4096 */
-    void *m = must_alloc(&e, LEG, 5000);                             /* the 8192 hole */
+    void *m = must_alloc(&e, LEG, 5000);                            /* the 8192 hole */
     assert_int_equal(U(m), SEG(0) + 4608);
     assert_int_equal(U(must_alloc(&e, LEG, 3072)), SEG(0) + 4608 + 5120); /* its remainder */
     assert_int_equal(U(must_alloc(&e, LEG, 512)), SEG(0) + 17920);        /* the tail */
@@ -307,7 +307,8 @@ static void test_stats_and_peaks(void **state)
     assert_int_equal(strlen(buf), n);
     assert_non_null(strstr(buf, "memory summary, device ID 0"));
     assert_non_null(strstr(buf, "| Allocated memory      |      0 B   |"));
-    assert_non_null(strstr(buf, "| GPU reserved memory   |  22528 KiB |  22528 KiB |  22528 KiB |      0 B   |"));
+    assert_non_null(strstr(
+        buf, "| GPU reserved memory   |  22528 KiB |  22528 KiB |  22528 KiB |      0 B   |"));
     assert_non_null(strstr(buf, "|       from small pool |"));
     char tiny[16];
     assert_int_equal(fs_alloc_summary(e.a, 0, tiny, sizeof tiny), n);

@@ -16,10 +16,10 @@
 
 #include <pthread.h>
 
-#define NTHREADS 4
-#define NSTREAMS 4
-#define NCOUNTERS (NSTREAMS + 1) /* the four streams and the legacy stream */
-#define MAX_LIVE 48
+#define NTHREADS    4
+#define NSTREAMS    4
+#define NCOUNTERS   (NSTREAMS + 1) /* the four streams and the legacy stream */
+#define MAX_LIVE    48
 #define CHECK_EVERY 4096
 
 static const fs_stream_t streams[NCOUNTERS] = {0x2001, 0x2002, 0x2003, 0x2004, LEG};
@@ -76,28 +76,23 @@ static unsigned rnd(unsigned *s)
 static size_t pick_size(unsigned *s)
 {
     unsigned r = rnd(s) % 100;
-    if (r < 60)
-        return 1 + rnd(s) % (64 * 1024);
-    if (r < 85)
-        return 64 * 1024 + rnd(s) % (MiB - 64 * 1024);
-    if (r < 97)
-        return MiB + rnd(s) % (7 * MiB);
+    if (r < 60) return 1 + rnd(s) % (64 * 1024);
+    if (r < 85) return 64 * 1024 + rnd(s) % (MiB - 64 * 1024);
+    if (r < 97) return MiB + rnd(s) % (7 * MiB);
     return 8 * MiB + rnd(s) % (32 * MiB);
 }
 
 static int stream_index(fs_stream_t s)
 {
     for (int i = 0; i < NCOUNTERS; i++)
-        if (streams[i] == s)
-            return i;
+        if (streams[i] == s) return i;
     return -1;
 }
 
 static bool guard_met(const model *m, const guard *g)
 {
     for (int i = 0; i < NCOUNTERS; i++)
-        if ((g->need >> i & 1) && m->done[i] <= g->snap[i])
-            return false;
+        if ((g->need >> i & 1) && m->done[i] <= g->snap[i]) return false;
     return true;
 }
 
@@ -121,8 +116,7 @@ static const char *model_alloc(model *m, const live *l)
         else
             hi = mid;
     }
-    if (lo < m->nall && m->all[lo].addr < l->addr + l->size)
-        return "overlaps the next live block";
+    if (lo < m->nall && m->all[lo].addr < l->addr + l->size) return "overlaps the next live block";
     if (lo > 0 && m->all[lo - 1].addr + m->all[lo - 1].size > l->addr)
         return "overlaps the previous live block";
     for (size_t i = 0; i < m->ng;) {
@@ -177,8 +171,7 @@ static void model_free(model *m, const live *l, bool async, fs_stream_t on,
     memmove(&m->all[i], &m->all[i + 1], (m->nall - i - 1) * sizeof *m->all);
     m->nall--;
     m->frees++;
-    if (!async && m->sync_frees)
-        return; /* after a device synchronisation nothing waits */
+    if (!async && m->sync_frees) return; /* after a device synchronisation nothing waits */
     guard_push(m, &(guard){0});
     guard *g = &m->g[m->ng - 1];
     g->lo = l->addr;
@@ -195,11 +188,11 @@ static void model_free(model *m, const live *l, bool async, fs_stream_t on,
     }
 }
 
-#define FAIL(w, ...)                                                  \
-    do {                                                              \
-        snprintf((w)->why, sizeof (w)->why, __VA_ARGS__);             \
-        (w)->failed = true;                                           \
-        return;                                                       \
+#define FAIL(w, ...)                                                                               \
+    do {                                                                                           \
+        snprintf((w)->why, sizeof(w)->why, __VA_ARGS__);                                           \
+        (w)->failed = true;                                                                        \
+        return;                                                                                    \
     } while (0)
 
 /* The count and the completion happen together under the model lock: a
@@ -226,8 +219,7 @@ static void do_alloc(worker *w)
     void *p = NULL;
     unsigned flags = rnd(&w->seed) % 2 ? FS_ALLOC_STREAM_ORDERED : 0;
     fs_status st = fs_malloc(w->e->a, 0, s, size, flags, &p);
-    if (st != FS_OK)
-        FAIL(w, "fs_malloc(%zu) failed: %d", size, st);
+    if (st != FS_OK) FAIL(w, "fs_malloc(%zu) failed: %d", size, st);
     fs_block_info bi;
     if (fs_alloc_block_info(w->e->a, p, &bi) != FS_OK || bi.block != p || bi.block_size < size ||
         bi.block_size % 512 || bi.requested != size || bi.stream != s)
@@ -236,8 +228,7 @@ static void do_alloc(worker *w)
     pthread_mutex_lock(&w->m->mu);
     const char *why = model_alloc(w->m, &l);
     pthread_mutex_unlock(&w->m->mu);
-    if (why)
-        FAIL(w, "block %p (+%zu) on stream %lx: %s", p, l.size, (unsigned long)s, why);
+    if (why) FAIL(w, "block %p (+%zu) on stream %lx: %s", p, l.size, (unsigned long)s, why);
     w->mine[w->nmine++] = l;
 }
 
@@ -271,8 +262,7 @@ static void do_free(worker *w)
         st = async ? fs_free_async(w->e->a, (void *)l.addr, on, NULL)
                    : fs_free(w->e->a, (void *)l.addr, NULL);
     }
-    if (st != FS_OK)
-        FAIL(w, "free of %lx failed: %d", (unsigned long)l.addr, st);
+    if (st != FS_OK) FAIL(w, "free of %lx failed: %d", (unsigned long)l.addr, st);
 }
 
 static void step(worker *w)
@@ -288,10 +278,10 @@ static void step(worker *w)
     } else if (r < 90 && w->nmine) {
         live *l = &w->mine[rnd(&w->seed) % (unsigned)w->nmine];
         int k = (int)(rnd(&w->seed) % NSTREAMS);
-        if (fs_record_stream(w->e->a, (char *)l->addr + rnd(&w->seed) % l->size, streams[k]) != FS_OK)
+        if (fs_record_stream(w->e->a, (char *)l->addr + rnd(&w->seed) % l->size, streams[k]) !=
+            FS_OK)
             FAIL(w, "record_stream on a live block failed");
-        if (streams[k] != l->stream)
-            l->uses |= 1u << k;
+        if (streams[k] != l->stream) l->uses |= 1u << k;
     } else if (r < 94) {
         complete(w, (int)(rnd(&w->seed) % NCOUNTERS));
     } else if (r < 95) {
@@ -318,8 +308,7 @@ static const char *quiescent_check(env *e, model *m, bool drain)
     static char why[256];
     fs_alloc_census c;
     const char *err = fs_alloc_check(e->a, 0, &c);
-    if (err)
-        return err;
+    if (err) return err;
     size_t bytes = 0, req = 0;
     for (size_t i = 0; i < m->nall; i++) {
         bytes += m->all[i].size;
@@ -347,10 +336,8 @@ static const char *quiescent_check(env *e, model *m, bool drain)
             m->done[k]++;
         fs_alloc_empty_cache(e->a, 0);
         err = fs_alloc_check(e->a, 0, &c);
-        if (err)
-            return err;
-        if (c.pending_blocks)
-            return "empty_cache left pending blocks";
+        if (err) return err;
+        if (c.pending_blocks) return "empty_cache left pending blocks";
         if (c.free_bytes != c.mapped_bytes - c.live_bytes)
             return "empty_cache left bytes unaccounted for";
     }
@@ -362,8 +349,7 @@ static void *run(void *arg)
     worker *w = arg;
     /* a failed worker stops working but keeps meeting the barriers */
     for (long i = 0; i < w->ops; i++) {
-        if (!w->failed)
-            step(w);
+        if (!w->failed) step(w);
         if ((i + 1) % CHECK_EVERY == 0) {
             pthread_barrier_wait(w->bar);
             pthread_barrier_wait(w->bar); /* the checker runs in between */
@@ -389,8 +375,8 @@ static void run_config(const char *conf, long total, unsigned seed, size_t capac
     /* whole rounds, so every thread reaches every barrier; never fewer ops */
     long per = (total / NTHREADS + CHECK_EVERY - 1) / CHECK_EVERY * CHECK_EVERY;
     for (int i = 0; i < NTHREADS; i++) {
-        w[i] = (worker){.e = &e, .m = &m, .bar = &bar, .seed = seed * 7919u + (unsigned)i + 1,
-                        .ops = per};
+        w[i] = (worker){
+            .e = &e, .m = &m, .bar = &bar, .seed = seed * 7919u + (unsigned)i + 1, .ops = per};
         pthread_create(&t[i], NULL, run, &w[i]);
     }
     const char *why = NULL;
@@ -399,8 +385,7 @@ static void run_config(const char *conf, long total, unsigned seed, size_t capac
         bool failed = false;
         for (int i = 0; i < NTHREADS; i++)
             failed |= w[i].failed;
-        if (!why && !failed)
-            why = quiescent_check(&e, &m, r % 16 == 15);
+        if (!why && !failed) why = quiescent_check(&e, &m, r % 16 == 15);
         if (why || failed) {
             /* the workers idle through their remaining rounds */
             for (int i = 0; i < NTHREADS; i++)
@@ -413,8 +398,7 @@ static void run_config(const char *conf, long total, unsigned seed, size_t capac
     for (int i = 0; i < NTHREADS; i++)
         if (w[i].failed && w[i].why[0])
             fail_msg("[%s] thread %d: %s", conf ? conf : "defaults", i, w[i].why);
-    if (why)
-        fail_msg("[%s] %s", conf ? conf : "defaults", why);
+    if (why) fail_msg("[%s] %s", conf ? conf : "defaults", why);
     /* free everything: it must all coalesce and go back to the device */
     for (int i = 0; i < NTHREADS; i++)
         for (int j = 0; j < w[i].nmine; j++)
@@ -422,8 +406,7 @@ static void run_config(const char *conf, long total, unsigned seed, size_t capac
     fs_alloc_empty_cache(e.a, 0);
     fs_alloc_census c;
     const char *err = fs_alloc_check(e.a, 0, &c);
-    if (err)
-        fail_msg("[%s] at the end: %s", conf ? conf : "defaults", err);
+    if (err) fail_msg("[%s] at the end: %s", conf ? conf : "defaults", err);
     fs_alloc_stats st = stats(&e);
     assert_int_equal(c.segments, 0);
     assert_int_equal(fake_used(e.fake, 0), 0);
@@ -483,10 +466,8 @@ static void test_rounding_split_limit(void **state)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1)
-        total_ops = atol(argv[1]);
-    if (total_ops < NTHREADS * CHECK_EVERY * 4)
-        total_ops = NTHREADS * CHECK_EVERY * 4;
+    if (argc > 1) total_ops = atol(argv[1]);
+    if (total_ops < NTHREADS * CHECK_EVERY * 4) total_ops = NTHREADS * CHECK_EVERY * 4;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_stream_semantics),

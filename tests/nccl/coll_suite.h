@@ -14,11 +14,11 @@
 #define SUITE_MAX 8
 
 struct suite {
-  int nranks;                      /* ranks in the communicator */
-  int nlocal;                      /* ranks this thread drives */
-  int rank[SUITE_MAX];             /* their ranks */
-  ncclComm_t comm[SUITE_MAX];
-  cudaStream_t stream[SUITE_MAX];
+    int nranks;          /* ranks in the communicator */
+    int nlocal;          /* ranks this thread drives */
+    int rank[SUITE_MAX]; /* their ranks */
+    ncclComm_t comm[SUITE_MAX];
+    cudaStream_t stream[SUITE_MAX];
 };
 
 /* Runs every check; exits 1 on the first mismatch. */

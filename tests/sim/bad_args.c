@@ -10,12 +10,12 @@
 #include "bad_args_table.h"
 #include "require_device.h"
 
-#define DEFINE_CASE(name, call, code, last)                                                      \
-    static cudaError_t run_##name(struct fs_bad_args_ctx *c)                                     \
-    {                                                                                            \
-        void *p = (void *)c;                                                                     \
-        (void)p;                                                                                 \
-        return call;                                                                             \
+#define DEFINE_CASE(name, call, code, last)                                                        \
+    static cudaError_t run_##name(struct fs_bad_args_ctx *c)                                       \
+    {                                                                                              \
+        void *p = (void *)c;                                                                       \
+        (void)p;                                                                                   \
+        return call;                                                                               \
     }
 FS_BAD_ARGS(DEFINE_CASE)
 

@@ -93,10 +93,10 @@ static void test_vmm_counts_against_capacity(void **state)
                        unsigned long long);
     CUresult (*release)(CUmemGenericAllocationHandle);
     assert_int_equal(cudaGetDriverEntryPointByVersion("cuMemCreate", (void **)&create, 12000,
-                                             cudaEnableDefault, NULL),
+                                                      cudaEnableDefault, NULL),
                      cudaSuccess);
     assert_int_equal(cudaGetDriverEntryPointByVersion("cuMemRelease", (void **)&release, 12000,
-                                             cudaEnableDefault, NULL),
+                                                      cudaEnableDefault, NULL),
                      cudaSuccess);
     CUmemAllocationProp prop = {0};
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;

@@ -19,20 +19,16 @@ static int child_checks(void *dev, cudaStream_t parent_stream, cudaEvent_t paren
     int v = 0;
     cudaStream_t s;
     /* Inherited memory: the parent wrote 7s before forking. */
-    if (cudaMemcpy(&v, dev, sizeof v, cudaMemcpyDeviceToHost) || v != 0x07070707)
-        return 1;
+    if (cudaMemcpy(&v, dev, sizeof v, cudaMemcpyDeviceToHost) || v != 0x07070707) return 1;
     /* The parent's stream and event do not exist here. */
-    if (cudaStreamSynchronize(parent_stream) != cudaErrorInvalidResourceHandle)
-        return 2;
-    if (cudaEventQuery(parent_event) != cudaErrorInvalidResourceHandle)
-        return 3;
+    if (cudaStreamSynchronize(parent_stream) != cudaErrorInvalidResourceHandle) return 2;
+    if (cudaEventQuery(parent_event) != cudaErrorInvalidResourceHandle) return 3;
     (void)cudaGetLastError();
     /* New streams work, including the per-thread one. */
     if (cudaStreamCreate(&s) || cudaMemsetAsync(dev, 9, sizeof v, s) ||
         cudaMemcpyAsync(&v, dev, sizeof v, cudaMemcpyDeviceToHost, s) || cudaStreamSynchronize(s))
         return 4;
-    if (v != 0x09090909)
-        return 5;
+    if (v != 0x09090909) return 5;
     if (cudaMemsetAsync(dev, 1, sizeof v, cudaStreamPerThread) ||
         cudaStreamSynchronize(cudaStreamPerThread) || cudaDeviceSynchronize())
         return 6;
@@ -56,8 +52,7 @@ static void test_child_gets_fresh_streams(void **state)
 
     pid_t pid = fork();
     assert_true(pid >= 0);
-    if (pid == 0)
-        _exit(child_checks(dev, s, ev));
+    if (pid == 0) _exit(child_checks(dev, s, ev));
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status));

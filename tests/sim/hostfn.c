@@ -18,8 +18,7 @@ static void CUDART_CB busy(void *p)
 {
     (void)p;
     pthread_mutex_lock(&mu);
-    if (++running > max_running)
-        max_running = running;
+    if (++running > max_running) max_running = running;
     pthread_mutex_unlock(&mu);
     fs_test_sleep_ms(20);
     pthread_mutex_lock(&mu);
@@ -53,8 +52,7 @@ static void test_devices_do_not_serialise_each_other(void **state)
     (void)state;
     int n;
     assert_int_equal(cudaGetDeviceCount(&n), cudaSuccess);
-    if (n < 2)
-        skip();
+    if (n < 2) skip();
     struct fs_gate gate = FS_GATE_INIT;
     cudaStream_t s1;
     /* Device 0's host function blocks until device 1's has run. */

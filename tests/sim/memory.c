@@ -27,8 +27,7 @@ static void test_copy_and_set_roundtrip(void **state)
     assert_int_equal(cudaMemcpy(back, d2, N, cudaMemcpyDeviceToHost), cudaSuccess);
     for (int i = 0; i < N; i++) {
         unsigned char want = (i >= 100 && i < 150) ? 0xab : (unsigned char)(i * 7);
-        if (back[i] != want)
-            fail_msg("byte %d: %d != %d", i, back[i], want);
+        if (back[i] != want) fail_msg("byte %d: %d != %d", i, back[i], want);
     }
     /* The same on a stream, asynchronously. */
     cudaStream_t s;
@@ -37,8 +36,7 @@ static void test_copy_and_set_roundtrip(void **state)
     assert_int_equal(cudaMemcpyAsync(back, d1, N, cudaMemcpyDefault, s), cudaSuccess);
     assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
     for (int i = 0; i < N; i++)
-        if (back[i] != 3)
-            fail_msg("async byte %d: %d", i, back[i]);
+        if (back[i] != 3) fail_msg("async byte %d: %d", i, back[i]);
     cudaStreamDestroy(s);
     cudaFree(d1);
     cudaFree(d2);
@@ -73,8 +71,7 @@ static void test_copy_2d(void **state)
     cudaStream_t s;
     assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
     assert_int_equal(cudaMemset2DAsync(d, pitch, 0, W, H, s), cudaSuccess);
-    assert_int_equal(cudaMemcpy2DAsync(out, DP, d, pitch, W, H, cudaMemcpyDefault, s),
-                     cudaSuccess);
+    assert_int_equal(cudaMemcpy2DAsync(out, DP, d, pitch, W, H, cudaMemcpyDefault, s), cudaSuccess);
     assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
     for (int r = 0; r < H; r++)
         for (int c = 0; c < W; c++)
@@ -88,8 +85,7 @@ static void test_copy_peer(void **state)
     (void)state;
     int n;
     assert_int_equal(cudaGetDeviceCount(&n), cudaSuccess);
-    if (n < 2)
-        skip();
+    if (n < 2) skip();
     void *d0, *d1;
     int v = 0x12345678, out = 0;
     assert_int_equal(cudaSetDevice(1), cudaSuccess);

@@ -85,8 +85,7 @@ static void test_used_and_reserved(void **state)
     assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
     assert_int_equal(cudaMemPoolTrimTo(pool, 0), cudaSuccess);
     assert_int_equal(attr64(cudaMemPoolAttrUsedMemCurrent), used0);
-    if (used0 == 0)
-        assert_int_equal(attr64(cudaMemPoolAttrReservedMemCurrent), 0);
+    if (used0 == 0) assert_int_equal(attr64(cudaMemPoolAttrReservedMemCurrent), 0);
     assert_int_equal(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &zero),
                      cudaSuccess);
     cudaStreamDestroy(s);

@@ -6,12 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CHECK(cond)                                                                              \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            fprintf(stderr, "real_link: failed: %s\n", #cond);                                   \
-            return 1;                                                                            \
-        }                                                                                        \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "real_link: failed: %s\n", #cond);                                     \
+            return 1;                                                                              \
+        }                                                                                          \
     } while (0)
 
 int main(void)

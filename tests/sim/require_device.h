@@ -44,7 +44,10 @@ struct fs_gate {
     int open;
     int timed_out;
 };
-#define FS_GATE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0}
+#define FS_GATE_INIT                                                                               \
+    {                                                                                              \
+        PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0                                  \
+    }
 
 static inline void CUDART_CB fs_gate_wait(void *p)
 {

@@ -10,12 +10,13 @@ int main(void)
     CUdeviceptr c;
     CUresult (*mem_alloc)(CUdeviceptr *, size_t);
     CUresult (*mem_free)(CUdeviceptr);
-    if (cudaGetDriverEntryPointByVersion("cuMemAlloc", (void **)&mem_alloc, 12000, cudaEnableDefault, NULL) ||
-        cudaGetDriverEntryPointByVersion("cuMemFree", (void **)&mem_free, 12000, cudaEnableDefault, NULL))
+    if (cudaGetDriverEntryPointByVersion("cuMemAlloc", (void **)&mem_alloc, 12000,
+                                         cudaEnableDefault, NULL) ||
+        cudaGetDriverEntryPointByVersion("cuMemFree", (void **)&mem_free, 12000, cudaEnableDefault,
+                                         NULL))
         return 1;
     if (cudaMalloc(&a, 1 << 20) || cudaMallocAsync(&b, 1 << 20, 0) || mem_alloc(&c, 1 << 20))
         return 1;
-    if (cudaFree(a) || cudaFreeAsync(b, 0) || cudaStreamSynchronize(0) || mem_free(c))
-        return 1;
+    if (cudaFree(a) || cudaFreeAsync(b, 0) || cudaStreamSynchronize(0) || mem_free(c)) return 1;
     return 0;
 }

@@ -19,8 +19,7 @@ static void *dev_a, *dev_b;
 static int setup(void **state)
 {
     (void)state;
-    if (cudaMalloc(&dev_a, 4096) || cudaMalloc(&dev_b, 4096))
-        return -1;
+    if (cudaMalloc(&dev_a, 4096) || cudaMalloc(&dev_b, 4096)) return -1;
     return 0;
 }
 
@@ -37,8 +36,7 @@ static cudaEvent_t work_then_event(cudaStream_t s)
 {
     cudaEvent_t ev;
     assert_int_equal(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), cudaSuccess);
-    assert_int_equal(cudaMemcpyAsync(dev_b, dev_a, 4096, cudaMemcpyDeviceToDevice, s),
-                     cudaSuccess);
+    assert_int_equal(cudaMemcpyAsync(dev_b, dev_a, 4096, cudaMemcpyDeviceToDevice, s), cudaSuccess);
     assert_int_equal(cudaEventRecord(ev, s), cudaSuccess);
     return ev;
 }
@@ -68,8 +66,7 @@ static void test_submission_order(void **state)
     for (int i = 0; i < 64; i++) {
         items[i] = (struct order_item){&log, i};
         assert_int_equal(cudaLaunchHostFunc(s, log_item, &items[i]), cudaSuccess);
-        if (i % 8 == 0)
-            assert_int_equal(cudaMemsetAsync(dev_a, i, 4096, s), cudaSuccess);
+        if (i % 8 == 0) assert_int_equal(cudaMemsetAsync(dev_a, i, 4096, s), cudaSuccess);
     }
     assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
     assert_int_equal(log.n, 64);
@@ -180,8 +177,7 @@ static void test_blocking_stream_waits_for_legacy(void **state)
     cudaStream_t blocking, non_blocking;
     struct fs_gate gate = FS_GATE_INIT;
     assert_int_equal(cudaStreamCreate(&blocking), cudaSuccess);
-    assert_int_equal(cudaStreamCreateWithFlags(&non_blocking, cudaStreamNonBlocking),
-                     cudaSuccess);
+    assert_int_equal(cudaStreamCreateWithFlags(&non_blocking, cudaStreamNonBlocking), cudaSuccess);
     assert_int_equal(cudaLaunchHostFunc(cudaStreamLegacy, fs_gate_wait, &gate), cudaSuccess);
     cudaEvent_t held = work_then_event(blocking);
     cudaEvent_t free_running = work_then_event(non_blocking);

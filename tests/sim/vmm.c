@@ -98,9 +98,9 @@ static void test_reserve_create_map_access_unmap(void **state)
 
     unsigned char out = 0;
     assert_int_equal(cudaMemset((void *)(uintptr_t)(va + 100), 0x5a, 1), cudaSuccess);
-    assert_int_equal(cudaMemcpy(&out, (void *)(uintptr_t)(va + 2 * gran + 100), 1,
-                                cudaMemcpyDefault),
-                     cudaSuccess);
+    assert_int_equal(
+        cudaMemcpy(&out, (void *)(uintptr_t)(va + 2 * gran + 100), 1, cudaMemcpyDefault),
+        cudaSuccess);
     assert_int_equal(out, 0x5a);
 
     CUdeviceptr base;
@@ -162,8 +162,7 @@ static void test_copy_across_adjacent_mappings(void **state)
         char *tail = p + 2 * gran - half;
         assert_int_equal(cudaMemset(tail, 0, n), cudaErrorInvalidValue);
         assert_int_equal(cudaGetLastError(), cudaErrorInvalidValue);
-        assert_int_equal(cudaMemcpy(back, tail, n, cudaMemcpyDeviceToHost),
-                         cudaErrorInvalidValue);
+        assert_int_equal(cudaMemcpy(back, tail, n, cudaMemcpyDeviceToHost), cudaErrorInvalidValue);
         assert_int_equal(cudaGetLastError(), cudaErrorInvalidValue);
     }
 

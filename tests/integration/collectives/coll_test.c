@@ -79,7 +79,7 @@ double coll_gate_opened_at(coll_gate *g)
 static void *releaser_main(void *arg)
 {
     coll_releaser *r = arg;
-    struct timespec ts = { (time_t)r->delay, (long)((r->delay - (double)(time_t)r->delay) * 1e9) };
+    struct timespec ts = {(time_t)r->delay, (long)((r->delay - (double)(time_t)r->delay) * 1e9)};
     nanosleep(&ts, NULL);
     for (int i = 0; i < r->n; i++)
         coll_gate_open(r->gates[i]);
@@ -105,8 +105,7 @@ void coll_releaser_join(coll_releaser *r)
 bool coll_all_bytes(const void *dev, size_t n, unsigned char value)
 {
     unsigned char *host = malloc(n);
-    if (!host)
-        exit(1);
+    if (!host) exit(1);
     CUDA_CHECK(cudaMemcpy(host, dev, n, cudaMemcpyDeviceToHost));
     bool same = true;
     for (size_t i = 0; i < n && same; i++)

@@ -23,8 +23,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int failures = run();
-    if (failures)
-        return 1;
+    if (failures) return 1;
     printf("nccl_dlopen: NCCL loaded with RTLD_LOCAL reached through the shim\n");
     return 0;
 }

@@ -37,7 +37,8 @@ __attribute__((visibility("default"))) int coll_plugin_run(void)
     CUDA_CHECK(cudaDeviceSynchronize());
     EXPECT(coll_all_bytes(again, N, 0x5A),
            "memory freed while an all-gather on another stream still used it was handed out "
-           "again (%p, was %p) and overwritten", again, buf);
+           "again (%p, was %p) and overwritten",
+           again, buf);
 
     CUDA_CHECK(cudaFreeAsync(again, a_stream));
     CUDA_CHECK(cudaFree(src));

@@ -16,10 +16,10 @@
 
 #include <string.h>
 
-#define RANKS 2
-#define LIMIT 2
-#define SHARD (256u << 10)
-#define PROMPT_S 2.0 /* a wait here would never end: the gates open only later */
+#define RANKS     2
+#define LIMIT     2
+#define SHARD     (256u << 10)
+#define PROMPT_S  2.0 /* a wait here would never end: the gates open only later */
 #define RELEASE_S 0.40
 
 static ncclComm_t comms[RANKS];
@@ -30,11 +30,9 @@ static void *shards[RANKS], *sinks[RANKS];
 static void grouped_all_gather(void **outs, int depth)
 {
     NCCL_CHECK(ncclGroupStart());
-    if (depth > 1)
-        NCCL_CHECK(ncclGroupStart());
+    if (depth > 1) NCCL_CHECK(ncclGroupStart());
     NCCL_CHECK(ncclAllGather(shards[0], outs[0], SHARD, ncclUint8, comms[0], nccl_streams[0]));
-    if (depth > 1)
-        NCCL_CHECK(ncclGroupEnd());
+    if (depth > 1) NCCL_CHECK(ncclGroupEnd());
     NCCL_CHECK(ncclAllGather(shards[1], outs[1], SHARD, ncclUint8, comms[1], nccl_streams[1]));
     NCCL_CHECK(ncclGroupEnd());
 }
@@ -65,7 +63,7 @@ int main(void)
 {
     coll_watchdog(60);
     coll_require_devices(2);
-    int devs[RANKS] = { 0, 1 };
+    int devs[RANKS] = {0, 1};
     NCCL_CHECK(ncclCommInitAll(comms, RANKS, devs));
     for (int r = 0; r < RANKS; r++) {
         CUDA_CHECK(cudaSetDevice(r));
@@ -92,8 +90,7 @@ int main(void)
             CUDA_CHECK(cudaSetDevice(r));
             CUDA_CHECK(cudaMallocAsync(&outs[r], RANKS * SHARD, nccl_streams[r]));
         }
-        if (i == LIMIT)
-            coll_releaser_start(&releaser, gate_ptrs, RANKS, RELEASE_S);
+        if (i == LIMIT) coll_releaser_start(&releaser, gate_ptrs, RANKS, RELEASE_S);
         double start = coll_now();
         grouped_all_gather(outs, i == LIMIT ? 2 : 1);
         double returned = coll_now();
@@ -149,8 +146,7 @@ int main(void)
     }
     for (int r = 0; r < RANKS; r++)
         NCCL_CHECK(ncclCommDestroy(comms[r]));
-    if (coll_failures)
-        return 1;
+    if (coll_failures) return 1;
     printf("nccl_group_limit: grouped all-gathers limited without deadlock\n");
     return 0;
 }

@@ -19,7 +19,7 @@
 
 #include <string.h>
 
-#define PROMPT_S 2.0  /* a wait here would never end: the gate opens only later */
+#define PROMPT_S  2.0 /* a wait here would never end: the gate opens only later */
 #define RELEASE_S 1.0 /* the consumer is released this long after the last call starts */
 
 int main(int argc, char **argv)
@@ -57,22 +57,21 @@ int main(int argc, char **argv)
 
     void *out = NULL;
     coll_releaser releaser;
-    coll_gate *gates[1] = { &gate };
+    coll_gate *gates[1] = {&gate};
     for (int i = 0; i <= k; i++) {
         if (free_async)
             CUDA_CHECK(cudaMallocAsync(&out, bytes, nccl_stream));
         else
             CUDA_CHECK(cudaMalloc(&out, bytes));
 
-        if (i == k)
-            coll_releaser_start(&releaser, gates, 1, RELEASE_S);
+        if (i == k) coll_releaser_start(&releaser, gates, 1, RELEASE_S);
         double start = coll_now();
         NCCL_CHECK(ncclAllGather(shard, out, bytes, ncclUint8, comm, nccl_stream));
         double returned = coll_now();
         if (i < k) {
             EXPECT(returned - start < PROMPT_S,
-                   "all-gather %d waited %.3f s with only %d freed outputs in flight (limit %d)",
-                   i, returned - start, i, k);
+                   "all-gather %d waited %.3f s with only %d freed outputs in flight (limit %d)", i,
+                   returned - start, i, k);
             /* The consumer reads the output after the all-gather, then it is freed. */
             cudaEvent_t gathered;
             CUDA_CHECK(cudaEventCreateWithFlags(&gathered, cudaEventDisableTiming));

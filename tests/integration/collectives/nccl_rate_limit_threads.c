@@ -19,9 +19,9 @@
 
 #include <stdint.h>
 
-#define COMMS 2
-#define BYTES (512u << 10)
-#define PROMPT_S 2.0 /* a wait here would never end: the gates open only later */
+#define COMMS     2
+#define BYTES     (512u << 10)
+#define PROMPT_S  2.0 /* a wait here would never end: the gates open only later */
 #define RELEASE_S 0.40
 
 static ncclComm_t comms[COMMS];
@@ -67,8 +67,10 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaMallocAsync(&outs[k], BYTES, streams[k]));
         double start = coll_now();
         NCCL_CHECK(ncclAllGather(shard, outs[k], BYTES, ncclUint8, comms[k], streams[k]));
-        EXPECT(coll_now() - start < PROMPT_S, "all-gather on communicator %d waited with %d "
-               "freed outputs on the device", k, k);
+        EXPECT(coll_now() - start < PROMPT_S,
+               "all-gather on communicator %d waited with %d "
+               "freed outputs on the device",
+               k, k);
         cudaEvent_t gathered;
         CUDA_CHECK(cudaEventCreateWithFlags(&gathered, cudaEventDisableTiming));
         CUDA_CHECK(cudaEventRecord(gathered, streams[k]));
@@ -82,12 +84,11 @@ int main(int argc, char **argv)
     for (int k = 0; k < COMMS; k++)
         CUDA_CHECK(cudaMallocAsync(&outs[k], BYTES, streams[k]));
     coll_releaser releaser;
-    coll_gate *gates[1] = { &gate };
+    coll_gate *gates[1] = {&gate};
     coll_releaser_start(&releaser, gates, 1, RELEASE_S);
     pthread_t threads[COMMS];
     for (int k = 0; k < COMMS; k++)
-        if (pthread_create(&threads[k], NULL, issue, (void *)(intptr_t)k) != 0)
-            return 1;
+        if (pthread_create(&threads[k], NULL, issue, (void *)(intptr_t)k) != 0) return 1;
     for (int k = 0; k < COMMS; k++)
         pthread_join(threads[k], NULL);
     coll_releaser_join(&releaser);
@@ -95,7 +96,8 @@ int main(int argc, char **argv)
     for (int k = 0; k < COMMS; k++)
         EXPECT(returned_at[k] >= released,
                "the all-gather on communicator %d returned %.3f s before the consumer holding "
-               "the device's freed outputs was released", k, released - returned_at[k]);
+               "the device's freed outputs was released",
+               k, released - returned_at[k]);
 
     CUDA_CHECK(cudaDeviceSynchronize());
     for (int k = 0; k < COMMS; k++) {
@@ -107,8 +109,7 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaDeviceSynchronize());
     for (int k = 0; k < COMMS; k++)
         NCCL_CHECK(ncclCommDestroy(comms[k]));
-    if (coll_failures)
-        return 1;
+    if (coll_failures) return 1;
     printf("nccl_rate_limit_threads: two threads, two communicators, one device: both waited\n");
     return 0;
 }

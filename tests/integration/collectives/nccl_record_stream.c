@@ -25,8 +25,12 @@
 
 enum call { ALL_REDUCE, ALL_GATHER, BROADCAST, REDUCE_SCATTER, SEND_RECV_GROUP, INTERIOR, COUNT };
 static const char *const call_names[COUNT] = {
-    "ncclAllReduce", "ncclAllGather", "ncclBroadcast", "ncclReduceScatter",
-    "ncclSend/ncclRecv in a group", "ncclAllReduce into the middle of a block",
+    "ncclAllReduce",
+    "ncclAllGather",
+    "ncclBroadcast",
+    "ncclReduceScatter",
+    "ncclSend/ncclRecv in a group",
+    "ncclAllReduce into the middle of a block",
 };
 
 static bool stream_ordered;
@@ -75,8 +79,8 @@ static void issue(enum call call, void *buf)
         NCCL_CHECK(ncclGroupEnd());
         break;
     case INTERIOR:
-        NCCL_CHECK(ncclAllReduce(src, (char *)buf + N / 2, N / 2, ncclUint8, ncclSum, comm,
-                                 b_stream));
+        NCCL_CHECK(
+            ncclAllReduce(src, (char *)buf + N / 2, N / 2, ncclUint8, ncclSum, comm, b_stream));
         break;
     case COUNT:
         break;
@@ -146,8 +150,7 @@ int main(int argc, char **argv)
 
     CUDA_CHECK(cudaFree(src));
     NCCL_CHECK(ncclCommDestroy(comm));
-    if (coll_failures)
-        return 1;
+    if (coll_failures) return 1;
     printf("nccl_record_stream %s: every buffer freed while NCCL used it stayed safe\n", argv[1]);
     return 0;
 }

@@ -31,8 +31,8 @@ static uint64_t reserved_after_empty_cache(void)
 }
 
 enum how { BUFFER, WINDOW, DESTROY };
-static const char *const how_names[] = { "ncclCommRegister", "ncclCommWindowRegister",
-                                         "ncclCommRegister + ncclCommDestroy" };
+static const char *const how_names[] = {"ncclCommRegister", "ncclCommWindowRegister",
+                                        "ncclCommRegister + ncclCommDestroy"};
 
 static void run(enum how how)
 {
@@ -53,7 +53,8 @@ static void run(enum how how)
     uint64_t held = reserved_after_empty_cache();
     EXPECT(held >= BYTES,
            "%s: the freed registered buffer's memory was released while registered "
-           "(reserved %llu bytes)", how_names[how], (unsigned long long)held);
+           "(reserved %llu bytes)",
+           how_names[how], (unsigned long long)held);
 
     if (how == WINDOW)
         NCCL_CHECK(ncclCommWindowDeregister(comm, win));
@@ -76,8 +77,7 @@ int main(void)
     run(BUFFER);
     run(WINDOW);
     run(DESTROY);
-    if (coll_failures)
-        return 1;
+    if (coll_failures) return 1;
     printf("nccl_register_pin: registered segments stayed until deregistered\n");
     return 0;
 }

@@ -18,7 +18,7 @@
 static void empty_map(void **state)
 {
     (void)state;
-    fs_ptrmap m = { 0 };
+    fs_ptrmap m = {0};
     uintptr_t v = 7;
     assert_false(fs_ptrmap_get(&m, 0x1000, &v));
     assert_false(fs_ptrmap_remove(&m, 0x1000, &v));
@@ -28,7 +28,7 @@ static void empty_map(void **state)
 static void put_overwrites(void **state)
 {
     (void)state;
-    fs_ptrmap m = { 0 };
+    fs_ptrmap m = {0};
     uintptr_t v;
     assert_true(fs_ptrmap_put(&m, 0x2000, 1));
     assert_true(fs_ptrmap_put(&m, 0x2000, 2));
@@ -48,7 +48,7 @@ static void churn_matches_reference(void **state)
     (void)state;
     enum { KEYS = 300, STEPS = 200000 };
     static uintptr_t ref[KEYS]; /* 0 = absent, else value */
-    fs_ptrmap m = { 0 };
+    fs_ptrmap m = {0};
     unsigned seed = 12345;
     for (int step = 0; step < STEPS; step++) {
         seed = seed * 1103515245u + 12345u;
@@ -62,8 +62,7 @@ static void churn_matches_reference(void **state)
         } else {
             bool had = fs_ptrmap_remove(&m, key, &v);
             assert_int_equal(had, ref[k] != 0);
-            if (had)
-                assert_int_equal(v, ref[k]);
+            if (had) assert_int_equal(v, ref[k]);
             ref[k] = 0;
         }
         if (step % 997 == 0) {

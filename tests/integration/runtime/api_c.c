@@ -58,7 +58,8 @@ int main(void)
 
     /* summary */
     EXPECT(fsdpshim_memory_summary(0, summary, sizeof summary, &needed) == FSDPSHIM_OK);
-    EXPECT(needed > 0 && strlen(summary) == (needed < sizeof summary ? needed : sizeof summary - 1));
+    EXPECT(needed > 0 &&
+           strlen(summary) == (needed < sizeof summary ? needed : sizeof summary - 1));
     EXPECT(fsdpshim_memory_summary(0, NULL, 0, &needed) == FSDPSHIM_OK && needed > 0);
     EXPECT(fsdpshim_memory_summary(0, NULL, 10, NULL) == FSDPSHIM_ERR_INVALID);
 

@@ -39,8 +39,7 @@ int main(void)
         CHECK(cudaFreeAsync(c, s));
         CHECK(cudaFree(a));
         CHECK(cudaStreamDestroy(s));
-        if (round == 0)
-            CHECK(cudaDeviceReset());
+        if (round == 0) CHECK(cudaDeviceReset());
     }
     printf("devreset: ok\n");
     return 0;

@@ -16,8 +16,7 @@ int main(int argc, char **argv)
     void *h;
 
     watchdog(30);
-    if (argc < 2)
-        return 2;
+    if (argc < 2) return 2;
     EXPECT(dlopen("libcudart.so.13", RTLD_NOLOAD | RTLD_LAZY) == NULL);
     h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!h) {

@@ -42,8 +42,7 @@ int main(void)
     CHECK(cudaFree(p));
     CHECK(cudaDeviceSynchronize());
     CHECK(cudaMemPoolTrimTo(pool, 0));
-    if (shim_stat("reserved_bytes.all.current", 0) >= 0)
-        EXPECT(reserved(pool) >= 2 * mib);
+    if (shim_stat("reserved_bytes.all.current", 0) >= 0) EXPECT(reserved(pool) >= 2 * mib);
     EXPECT(reserved(pool) < 64 * mib);
     CHECK(cudaFree(keep));
     CHECK(cudaDeviceSynchronize());

@@ -36,8 +36,7 @@ int main(void)
      * the segment grows and the second block runs across the seam. */
     CHECK(cudaMalloc((void **)&first, first_size));
     CHECK(cudaMalloc((void **)&block, size));
-    EXPECT(address_range(&range_base, &range_size, (CUdeviceptr)(uintptr_t)block) ==
-           CUDA_SUCCESS);
+    EXPECT(address_range(&range_base, &range_size, (CUdeviceptr)(uintptr_t)block) == CUDA_SUCCESS);
     EXPECT(range_base + range_size > (CUdeviceptr)(uintptr_t)block);
     EXPECT(range_base + range_size < (CUdeviceptr)(uintptr_t)(block + size));
 

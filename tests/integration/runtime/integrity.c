@@ -52,8 +52,7 @@ static void CUDART_CB gate(void *arg)
 
     while (!atomic_load(&gate_open))
         nanosleep(&ts, NULL);
-    if (w->read)
-        memcpy(w->into, w->read, SIZE);
+    if (w->read) memcpy(w->into, w->read, SIZE);
 }
 
 static int run(const char *mode)
@@ -65,8 +64,7 @@ static int run(const char *mode)
     int corrupted = 0;
 
     CHECK(cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking));
-    if (!legacy)
-        CHECK(cudaStreamCreateWithFlags(&idle, cudaStreamNonBlocking));
+    if (!legacy) CHECK(cudaStreamCreateWithFlags(&idle, cudaStreamNonBlocking));
     CHECK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
     CHECK(cudaMallocHost((void **)&host, SIZE));
     memset(host, 0, SIZE);
@@ -120,19 +118,19 @@ static int run(const char *mode)
     for (size_t i = 0; i < SIZE; i++)
         if (host[i] != 0xAA) {
             corrupted = 1;
-            fprintf(stderr, "integrity %s: byte %zu is 0x%02x, not 0xaa: block reused too early "
-                            "(x=%p y=%p)\n", mode, i, host[i], (void *)x, (void *)y);
+            fprintf(stderr,
+                    "integrity %s: byte %zu is 0x%02x, not 0xaa: block reused too early "
+                    "(x=%p y=%p)\n",
+                    mode, i, host[i], (void *)x, (void *)y);
             break;
         }
     CHECK(!strcmp(mode, "free") ? cudaFree(y) : cudaFreeAsync(y, again));
     CHECK(cudaFreeHost(host));
     CHECK(cudaStreamDestroy(busy));
-    if (idle)
-        CHECK(cudaStreamDestroy(idle));
+    if (idle) CHECK(cudaStreamDestroy(idle));
     CHECK(cudaStreamDestroy(other));
     CHECK(cudaDeviceSynchronize());
-    if (!corrupted)
-        printf("integrity %s: intact (x=%p y=%p)\n", mode, (void *)x, (void *)y);
+    if (!corrupted) printf("integrity %s: intact (x=%p y=%p)\n", mode, (void *)x, (void *)y);
     return corrupted;
 }
 
@@ -148,7 +146,6 @@ int main(int argc, char **argv)
     watchdog(30);
     require_device();
     r = run(argv[1]);
-    if (r == 2)
-        return 2;
+    if (r == 2) return 2;
     return expect_corruption ? !r : r;
 }

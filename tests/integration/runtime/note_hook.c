@@ -14,16 +14,14 @@ __attribute__((visibility("default"))) void note_hook_arm(void (*fn)(void))
     armed = fn;
 }
 
-__attribute__((visibility("default"))) cudaError_t cudaLaunchHostFunc(cudaStream_t stream,
-                                                                      cudaHostFn_t fn,
-                                                                      void *userData)
+__attribute__((visibility("default"))) cudaError_t
+cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
 {
     cudaError_t (*next)(cudaStream_t, cudaHostFn_t, void *) =
         (cudaError_t(*)(cudaStream_t, cudaHostFn_t, void *))dlsym(RTLD_NEXT, "cudaLaunchHostFunc");
     void (*run)(void) = armed;
 
     armed = NULL;
-    if (run)
-        run();
+    if (run) run();
     return next ? next(stream, fn, userData) : cudaErrorInitializationError;
 }

@@ -36,8 +36,7 @@ static void CUDART_CB hold(void *unused)
 
 int main(void)
 {
-    void (*arm)(void (*)(void)) =
-        (void (*)(void (*)(void)))dlsym(RTLD_DEFAULT, "note_hook_arm");
+    void (*arm)(void (*)(void)) = (void (*)(void (*)(void)))dlsym(RTLD_DEFAULT, "note_hook_arm");
     struct timespec settle = {0, 50000000};
     void *small, *block, *trigger, *again;
     cudaStream_t s;

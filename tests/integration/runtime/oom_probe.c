@@ -30,8 +30,7 @@ int main(void)
     CHECK(cudaMallocAsync(&keep, 64 << 20, s)); /* something in use */
     for (;;) {
         cudaError_t e = cudaMallocAsync(&p, size, s);
-        if (e == cudaSuccess)
-            break;
+        if (e == cudaSuccess) break;
         EXPECT(e == cudaErrorMemoryAllocation);
         EXPECT(cudaGetLastError() == cudaErrorMemoryAllocation);
         EXPECT(cudaGetLastError() == cudaSuccess);

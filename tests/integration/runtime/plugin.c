@@ -17,7 +17,6 @@ __attribute__((visibility("default"))) int plugin_roundtrip(size_t size)
         return -1;
     for (size_t i = 0; i < size; i++)
         bad |= h[i] != 0x5A;
-    if (cudaFree(d) != cudaSuccess || cudaFreeHost(h) != cudaSuccess)
-        return -1;
+    if (cudaFree(d) != cudaSuccess || cudaFreeHost(h) != cudaSuccess) return -1;
     return bad;
 }

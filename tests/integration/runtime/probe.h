@@ -20,7 +20,7 @@
     do {                                                                                           \
         cudaError_t e_ = (call);                                                                   \
         if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call,             \
+            fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call,              \
                     cudaGetErrorName(e_), (int)e_);                                                \
             exit(1);                                                                               \
         }                                                                                          \
@@ -63,8 +63,7 @@ static inline int64_t shim_stat(const char *name, int device)
         (int (*)(const char *, int, int64_t *))dlsym(RTLD_DEFAULT, "fsdpshim_stat");
     int64_t v = -1;
 
-    if (!stat || stat(name, device, &v) != 0)
-        return -1;
+    if (!stat || stat(name, device, &v) != 0) return -1;
     return v;
 }
 

@@ -37,8 +37,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 3; i++)
         EXPECT(pthread_join(t[i], NULL) == 0);
     CHECK(cudaDeviceSynchronize());
-    if (expect_shim)
-        EXPECT(shim_stat("allocation.all.allocated", -1) == 150);
+    if (expect_shim) EXPECT(shim_stat("allocation.all.allocated", -1) == 150);
     printf("ptsz: ok\n");
     return 0;
 }

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #define THREADS 6
-#define ROUNDS 300
-#define LIVE 8
+#define ROUNDS  300
+#define LIVE    8
 
 static void *worker(void *arg)
 {
@@ -54,8 +54,7 @@ static void *worker(void *arg)
         CHECK(cudaMemsetAsync(live[slot], pattern, size, s));
     }
     for (int i = 0; i < LIVE; i++)
-        if (live[i])
-            CHECK(ordered[i] ? cudaFreeAsync(live[i], s) : cudaFree(live[i]));
+        if (live[i]) CHECK(ordered[i] ? cudaFreeAsync(live[i], s) : cudaFree(live[i]));
     CHECK(cudaStreamSynchronize(s));
     CHECK(cudaStreamDestroy(s));
     CHECK(cudaFreeHost(host));
