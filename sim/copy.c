@@ -33,6 +33,20 @@ static void run_move(void *p)
     free(m);
 }
 
+/* Enqueues a copy of the move on `s`; its sequence number goes to *seq. */
+static cudaError_t submit_move(struct fs_stream *s, struct move move, uint64_t *seq)
+{
+    struct move *m = malloc(sizeof *m);
+    if (!m) return cudaErrorMemoryAllocation;
+    *m = move;
+    *seq = fs_stream_submit(s, run_move, m, 0, NULL);
+    if (!*seq) {
+        free(m);
+        return cudaErrorInvalidResourceHandle;
+    }
+    return cudaSuccess;
+}
+
 enum side { SIDE_PAGEABLE, SIDE_PINNED, SIDE_DEVICE };
 
 /* What the span [p, p+n) is; cudaErrorInvalidValue for NULL or a span that
@@ -74,14 +88,9 @@ static cudaError_t copy_2d(void *dst, size_t dpitch, const void *src, size_t spi
     if (!err) err = classify(src, span(spitch, width, height), &ss);
     if (err) return fs_ret(err);
 
-    struct move *m = malloc(sizeof *m);
-    if (!m) return fs_ret(cudaErrorMemoryAllocation);
-    *m = (struct move){dst, src, width, height, dpitch, spitch, 0};
-    uint64_t seq = fs_stream_submit(s, run_move, m, 0, NULL);
-    if (!seq) {
-        free(m);
-        return fs_ret(cudaErrorInvalidResourceHandle);
-    }
+    uint64_t seq;
+    err = submit_move(s, (struct move){dst, src, width, height, dpitch, spitch, 0}, &seq);
+    if (err) return fs_ret(err);
     int wait;
     if (mode == MODE_SYNC)
         wait = !(ds == SIDE_DEVICE && ss == SIDE_DEVICE);
@@ -172,14 +181,9 @@ static cudaError_t set_2d(void *dst, size_t pitch, int value, size_t width, size
     if (!err && side == SIDE_PAGEABLE)
         err = cudaErrorInvalidValue; /* memset needs memory the device can reach */
     if (err) return fs_ret(err);
-    struct move *m = malloc(sizeof *m);
-    if (!m) return fs_ret(cudaErrorMemoryAllocation);
-    *m = (struct move){dst, NULL, width, height, pitch, 0, value};
-    uint64_t seq = fs_stream_submit(s, run_move, m, 0, NULL);
-    if (!seq) {
-        free(m);
-        return fs_ret(cudaErrorInvalidResourceHandle);
-    }
+    uint64_t seq;
+    err = submit_move(s, (struct move){dst, NULL, width, height, pitch, 0, value}, &seq);
+    if (err) return fs_ret(err);
     if (mode == MODE_SYNC && side == SIDE_PINNED) fs_stream_wait(s, seq);
     return cudaSuccess;
 }
