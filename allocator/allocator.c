@@ -53,6 +53,7 @@ fs_allocator *fs_allocator_create(const fs_alloc_config *cfg, const fs_device_op
     if (a->cfg.cross_stream_reuse == FS_REUSE_WAIT &&
         a->cfg.free_semantics == FS_FREE_SEMANTICS_SYNC)
         a->cfg.cross_stream_reuse = FS_REUSE_COMPLETED; /* nothing is ever pending */
+    a->plain_rounding = fs_rounding_is_plain(&a->cfg);
     a->ops = ops;
     a->ndev = device_count;
     a->serial = atomic_fetch_add(&serials, 1);
@@ -60,9 +61,7 @@ fs_allocator *fs_allocator_create(const fs_alloc_config *cfg, const fs_device_op
     pthread_mutex_init(&a->obs_lock, NULL);
     atomic_init(&a->obs, NULL);
     a->devs = calloc((size_t)device_count, sizeof *a->devs);
-    if (!a->devs || fs_map_init(a) != 0) {
-        fs_map_fini(a);
-        free(a->devs);
+    if (!a->devs) {
         free(a);
         return NULL;
     }
@@ -90,7 +89,6 @@ void fs_dev_teardown(fs_allocator *a, fs_dev *d, bool device_alive)
     } else {
         atomic_fetch_add_explicit(&d->epoch, 1, memory_order_acq_rel);
     }
-    fs_map_forget_device(a, d->id);
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
         for (fs_segment *s = p->segs, *sn; s; s = sn) {
@@ -107,6 +105,7 @@ void fs_dev_teardown(fs_allocator *a, fs_dev *d, bool device_alive)
             free(s);
         }
         fs_fence_put(d, p->mark);
+        fs_live_fini(&p->live);
         for (fs_block *b = p->spare, *bn; b; b = bn) {
             bn = b->lnext;
             free(b);
@@ -142,7 +141,6 @@ void fs_allocator_destroy(fs_allocator *a)
         pthread_mutex_unlock(&d->lock);
         pthread_mutex_destroy(&d->lock);
     }
-    fs_map_fini(a);
     free(a->segidx);
     free(a->devs);
     free(atomic_load(&a->obs));
@@ -191,6 +189,7 @@ static void use_free_block(fs_allocator *a, fs_pool *p, fs_block *b, size_t roun
     b->stream = stream;
     b->requested = req;
     b->free_seq = 0;
+    fs_live_insert(&p->live, b);
     live_delta(dl, b, 1);
     dl->active++;
     dl->active_bytes += (int64_t)b->size;
@@ -204,7 +203,7 @@ static fs_block *take_own(fs_allocator *a, fs_pool *p, int kind, size_t rounded,
     if (!b || !fits(&a->cfg, b, rounded)) return NULL;
     fs_delta dl = {.kind = kind};
     use_free_block(a, p, b, rounded, req, stream, &dl);
-    fs_stats_apply(p->dev, &dl);
+    fs_stats_handout(p->dev, &dl);
     return b;
 }
 
@@ -227,7 +226,7 @@ static fs_block *take_completed(fs_allocator *a, fs_pool *q, int kind, size_t ro
         if (b->free_seq <= q->so_done) {
             fs_delta dl = {.kind = kind};
             use_free_block(a, q, b, rounded, req, stream, &dl);
-            fs_stats_apply(q->dev, &dl);
+            fs_stats_handout(q->dev, &dl);
             return b;
         }
     }
@@ -273,6 +272,7 @@ static void use_pending_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t r
     b->state = FS_BLOCK_LIVE;
     b->stream = stream;
     b->requested = req;
+    fs_live_insert(&q->live, b);
     live_delta(&dl, b, 1);
     dl.active_bytes += (int64_t)b->size;
     fs_stats_apply(q->dev, &dl);
@@ -325,7 +325,7 @@ static fs_block *take_adopted(fs_allocator *a, fs_pool *p, fs_segment *s, int ki
     if (!h->next && h->state == FS_BLOCK_FREE && h->size >= rounded) {
         fs_delta dl = {.kind = kind};
         use_free_block(a, p, h, rounded, req, stream, &dl);
-        fs_stats_apply(p->dev, &dl);
+        fs_stats_handout(p->dev, &dl);
         b = h;
     }
     fs_spin_unlock(&p->lock);
@@ -430,7 +430,7 @@ fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream, size_t size
 {
     fs_dev *d = fs_dev_of(a, device);
     if (!d || !out || size == 0) return FS_ERR_INVALID;
-    size_t rounded = fs_round_size(&a->cfg, size);
+    size_t rounded = fs_round_request(a, size);
     int kind = fs_size_kind(rounded);
     fs_pool *p = fs_pool_get(a, device, stream);
     if (!p) return FS_ERR_DEVICE;
@@ -451,7 +451,6 @@ fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream, size_t size
         if (st == FS_ERR_OOM) report_oom(a, d, stream, size);
         return st;
     }
-    fs_map_insert(a, b);
     fs_observe(a, FS_EV_ALLOC, device, stream, b->addr, b->size);
     *out = (void *)b->addr;
     return FS_OK;

@@ -253,8 +253,9 @@ typedef enum fs_alloc_event_kind {
     FS_EV_SEGMENT_UNMAP,
 } fs_alloc_event_kind;
 
-/* Optional callbacks, called outside the allocator's locks where possible;
- * they must not call back into the allocator. */
+/* Optional callbacks; they must not call back into the allocator. The two
+ * free events come with the block's pool locked, so that they precede any
+ * reuse of the block; the others outside the allocator's locks. */
 typedef struct fs_alloc_observer {
     void *ctx;
     void (*on_event)(void *ctx, fs_alloc_event_kind kind, int device, fs_stream_t stream,

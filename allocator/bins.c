@@ -51,6 +51,7 @@ void fs_bins_insert(fs_bins *s, fs_block *b)
 {
     unsigned i = bin_of(b->size);
     fs_block **at = &s->bin[i], *prev = NULL;
+    b->bin = i;
     while (*at && before(*at, b)) {
         prev = *at;
         at = &(*at)->right;
@@ -64,7 +65,7 @@ void fs_bins_insert(fs_bins *s, fs_block *b)
 
 void fs_bins_remove(fs_bins *s, fs_block *b)
 {
-    unsigned i = bin_of(b->size);
+    unsigned i = b->bin;
     if (b->left)
         b->left->right = b->right;
     else
@@ -86,7 +87,7 @@ fs_block *fs_bins_lower_bound(const fs_bins *s, size_t size)
 fs_block *fs_bins_next(const fs_bins *s, const fs_block *b)
 {
     if (b->right) return b->right;
-    unsigned i = next_bin(s, bin_of(b->size) + 1);
+    unsigned i = next_bin(s, b->bin + 1);
     return i < FS_BINS ? s->bin[i] : NULL;
 }
 

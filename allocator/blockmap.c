@@ -1,111 +1,75 @@
-/* blockmap.c - live block start address -> block, for frees.
+/* blockmap.c - each pool's live blocks by start address, for frees.
  *
- * A free names only a pointer, not a stream, so this is the one structure
- * every thread's frees share. It is split into 64 shards by address hash,
- * each a chained hash table under its own short lock: threads freeing
- * different blocks almost never meet, and no device owns a lock here. */
+ * A free names only a pointer. Its block is almost always in the pool the
+ * freeing thread last allocated from, so the map lives in the pool, under
+ * the pool lock the free takes anyway: the common free costs no lock of its
+ * own, and threads on distinct streams share nothing here. A live block
+ * sits in the map of the pool that owns its segment (a block handed to
+ * another stream included); segments change pools only when wholly free,
+ * so entries never move. The map is a chained hash table through
+ * fs_block.map_next. */
 #include "internal.h"
 
 #include <stdlib.h>
 
-static uint64_t hash_addr(uintptr_t addr)
+#define FS_LIVE_MIN_BUCKETS 64
+
+static size_t bucket_of(const fs_livemap *m, uintptr_t addr)
 {
-    return ((uint64_t)addr >> 9) * 0x9E3779B97F4A7C15ull;
+    return (size_t)((((uint64_t)addr >> 9) * 0x9E3779B97F4A7C15ull) >> 32) & m->mask;
 }
 
-static fs_map_shard *shard_of(fs_allocator *a, uint64_t h)
+int fs_live_init(fs_livemap *m)
 {
-    return &a->map[h >> 58]; /* top 6 bits: 64 shards */
+    m->mask = FS_LIVE_MIN_BUCKETS - 1;
+    m->n = 0;
+    m->tab = calloc(m->mask + 1, sizeof *m->tab);
+    return m->tab ? 0 : -1;
 }
 
-int fs_map_init(fs_allocator *a)
+void fs_live_fini(fs_livemap *m)
 {
-    for (int i = 0; i < FS_MAP_SHARDS; i++) {
-        fs_map_shard *s = &a->map[i];
-        fs_spin_init(&s->lock);
-        s->mask = 63;
-        s->n = 0;
-        s->tab = calloc(s->mask + 1, sizeof *s->tab);
-        if (!s->tab) return -1;
-    }
-    return 0;
-}
-
-void fs_map_fini(fs_allocator *a)
-{
-    for (int i = 0; i < FS_MAP_SHARDS; i++)
-        free(a->map[i].tab);
+    free(m->tab);
+    m->tab = NULL;
 }
 
 /* Doubles the bucket array; on allocation failure the table just stays denser. */
-static void grow(fs_map_shard *s)
+static void grow(fs_livemap *m)
 {
-    size_t nmask = s->mask * 2 + 1;
-    fs_block **nt = calloc(nmask + 1, sizeof *nt);
-    if (!nt) return;
-    for (size_t i = 0; i <= s->mask; i++) {
-        fs_block *b = s->tab[i], *next;
-        for (; b; b = next) {
+    fs_livemap nm = {.mask = m->mask * 2 + 1, .n = m->n};
+    nm.tab = calloc(nm.mask + 1, sizeof *nm.tab);
+    if (!nm.tab) return;
+    for (size_t i = 0; i <= m->mask; i++) {
+        for (fs_block *b = m->tab[i], *next; b; b = next) {
             next = b->map_next;
-            size_t j = (size_t)hash_addr(b->addr) & nmask;
-            b->map_next = nt[j];
-            nt[j] = b;
+            size_t j = bucket_of(&nm, b->addr);
+            b->map_next = nm.tab[j];
+            nm.tab[j] = b;
         }
     }
-    free(s->tab);
-    s->tab = nt;
-    s->mask = nmask;
+    free(m->tab);
+    *m = nm;
 }
 
-void fs_map_insert(fs_allocator *a, fs_block *b)
+void fs_live_insert(fs_livemap *m, fs_block *b)
 {
-    uint64_t h = hash_addr(b->addr);
-    fs_map_shard *s = shard_of(a, h);
-    fs_spin_lock(&s->lock);
-    if (s->n > s->mask) grow(s);
-    size_t i = (size_t)h & s->mask;
-    b->map_next = s->tab[i];
-    s->tab[i] = b;
-    s->n++;
-    fs_spin_unlock(&s->lock);
+    if (m->n > m->mask) grow(m);
+    size_t i = bucket_of(m, b->addr);
+    b->map_next = m->tab[i];
+    m->tab[i] = b;
+    m->n++;
 }
 
-fs_block *fs_map_remove(fs_allocator *a, uintptr_t addr)
+fs_block *fs_live_remove(fs_livemap *m, uintptr_t addr)
 {
-    uint64_t h = hash_addr(addr);
-    fs_map_shard *s = shard_of(a, h);
-    fs_spin_lock(&s->lock);
-    fs_block **at = &s->tab[(size_t)h & s->mask];
+    fs_block **at = &m->tab[bucket_of(m, addr)];
     while (*at && (*at)->addr != addr)
         at = &(*at)->map_next;
     fs_block *b = *at;
     if (b) {
         *at = b->map_next;
         b->map_next = NULL;
-        s->n--;
+        m->n--;
     }
-    fs_spin_unlock(&s->lock);
     return b;
-}
-
-/* cudaDeviceReset: drops the device's live blocks from the map (their
- * metadata is freed by the caller afterwards). */
-void fs_map_forget_device(fs_allocator *a, int device)
-{
-    for (int i = 0; i < FS_MAP_SHARDS; i++) {
-        fs_map_shard *s = &a->map[i];
-        fs_spin_lock(&s->lock);
-        for (size_t j = 0; j <= s->mask; j++) {
-            fs_block **at = &s->tab[j];
-            while (*at) {
-                if ((*at)->seg->pool->dev->id == device) {
-                    *at = (*at)->map_next;
-                    s->n--;
-                } else {
-                    at = &(*at)->map_next;
-                }
-            }
-        }
-        fs_spin_unlock(&s->lock);
-    }
 }

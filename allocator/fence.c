@@ -382,6 +382,9 @@ static void retire_block(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta *dl)
     fs_fence_put(d, b->fence);
     fs_fence_put(d, b->uses_fence);
     b->fence = b->uses_fence = NULL;
+    b->dev_seq = 0;
+    b->ready_stream = 0;
+    b->has_ready = false;
     fs_delta *x = &dl[b->seg->kind];
     x->active--;
     x->active_bytes -= (int64_t)b->size;

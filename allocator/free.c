@@ -15,15 +15,29 @@
  * the completed ones (a few event queries, no waiting). */
 #define FS_RETIRE_EVERY 64
 
-/* The live block at ptr, removed from the block map; or why there is none. */
-static fs_block *claim(fs_allocator *a, const void *ptr, fs_status *st)
+/* The live block at ptr, taken out of its pool's live map, with that pool
+ * locked; or NULL and why there is none. The pool tried first is `guess`,
+ * the one the freeing thread allocated from last. */
+static fs_block *claim(fs_allocator *a, const void *ptr, fs_pool *guess, fs_status *st)
 {
-    fs_block *b = fs_map_remove(a, (uintptr_t)ptr);
-    if (b) return b;
+    fs_block *b = NULL;
+    if (guess) {
+        fs_spin_lock(&guess->lock);
+        if ((b = fs_live_remove(&guess->live, (uintptr_t)ptr))) return b;
+        fs_spin_unlock(&guess->lock);
+    }
+    /* the index lock keeps the segment in its pool while we lock that pool */
     pthread_rwlock_rdlock(&a->segidx_lock);
-    *st = fs_segidx_find(a, (uintptr_t)ptr) ? FS_ERR_INVALID : FS_ERR_NOT_OWNED;
+    fs_segment *s = fs_segidx_find(a, (uintptr_t)ptr);
+    if (s) {
+        fs_pool *p = s->pool;
+        fs_spin_lock(&p->lock);
+        b = fs_live_remove(&p->live, (uintptr_t)ptr);
+        if (!b) fs_spin_unlock(&p->lock);
+    }
     pthread_rwlock_unlock(&a->segidx_lock);
-    return NULL;
+    if (!b) *st = s ? FS_ERR_INVALID : FS_ERR_NOT_OWNED;
+    return b;
 }
 
 static void dead_delta(fs_delta *dl, const fs_block *b)
@@ -47,20 +61,13 @@ static int other_uses(const fs_block *b, fs_stream_t skip, fs_stream_t *out)
     return n;
 }
 
-/* Device-ordered: on the unfenced list until the next batch fence. */
-static fs_status free_device(fs_allocator *a, fs_block *b, fs_fence **fence_out)
+/* Device-ordered, first half: b goes on the unfenced list until the next
+ * batch fence; uf holds the events of its recorded uses. p->lock held. */
+static void push_unfenced(fs_allocator *a, fs_pool *p, fs_block *b, fs_fence *uf)
 {
-    fs_pool *p = b->seg->pool;
     fs_dev *d = p->dev;
-    fs_fence *uf = NULL;
-    if (b->nuses) {
-        uf = fs_fence_make(d, b->uses, b->nuses);
-        /* NULL (a use stream is capturing): the batch fence covers every
-         * stream with work, the uses included */
-    }
     fs_delta dl = {.kind = b->seg->kind, .pending = 1, .pending_bytes = (int64_t)b->size};
     dead_delta(&dl, b);
-    fs_spin_lock(&p->lock);
     b->uses_fence = uf;
     b->state = FS_BLOCK_UNFENCED;
     /* numbered under the pool lock: a host-sync retirement that reads a
@@ -69,7 +76,12 @@ static fs_status free_device(fs_allocator *a, fs_block *b, fs_fence **fence_out)
     fs_blist_push(&p->unfenced, b);
     fs_stats_apply(d, &dl);
     pace_retire(a, p);
-    fs_spin_unlock(&p->lock);
+}
+
+/* Second half, no lock held: past FS_UNFENCED_LIMIT unfenced frees, or
+ * when the caller wants the fence, record the batch fence now. */
+static fs_status after_unfenced(fs_dev *d, fs_fence *uf, fs_fence **fence_out)
+{
     long n = atomic_fetch_add_explicit(&d->unfenced, 1, memory_order_acq_rel) + 1;
     if (!fence_out && n < FS_UNFENCED_LIMIT) return FS_OK;
     pthread_mutex_lock(&d->lock);
@@ -88,6 +100,34 @@ static fs_status free_device(fs_allocator *a, fs_block *b, fs_fence **fence_out)
     return FS_OK;
 }
 
+/* Device-ordered: on the unfenced list until the next batch fence. */
+static fs_status free_device(fs_allocator *a, fs_block *b, fs_fence **fence_out)
+{
+    fs_pool *p = b->seg->pool;
+    fs_fence *uf = NULL;
+    if (b->nuses) {
+        uf = fs_fence_make(p->dev, b->uses, b->nuses);
+        /* NULL (a use stream is capturing): the batch fence covers every
+         * stream with work, the uses included */
+    }
+    fs_spin_lock(&p->lock);
+    push_unfenced(a, p, b, uf);
+    fs_spin_unlock(&p->lock);
+    return after_unfenced(p->dev, uf, fence_out);
+}
+
+/* Stream-ordered on the block's own pool stream, nothing else used it:
+ * reusable at once on that stream. p->lock held. */
+static void free_local(fs_allocator *a, fs_pool *p, fs_block *b)
+{
+    fs_delta dl = {.kind = b->seg->kind, .active = -1, .active_bytes = -(int64_t)b->size};
+    dead_delta(&dl, b);
+    b->free_seq = ++p->so_seq;
+    fs_free_insert(p, b, &dl);
+    fs_stats_putback(p->dev, &dl);
+    pace_retire(a, p);
+}
+
 /* Stream-ordered on s: reusable at once on s when s is the block's pool
  * stream and nothing else used it; otherwise pending on events recorded on
  * s and on the recorded uses. */
@@ -102,20 +142,15 @@ static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_stream_t s, fs_
         b->nuses + 1 <= 8 ? local : malloc(((size_t)b->nuses + 1) * sizeof *streams);
     if (!streams) return free_device(a, b, fence_out);
     int n = other_uses(b, s, streams + 1);
-    fs_delta dl = {.kind = b->seg->kind};
-    dead_delta(&dl, b);
     if (n == 0 && s == p->stream) {
-        dl.active--;
-        dl.active_bytes -= (int64_t)b->size;
         fs_spin_lock(&p->lock);
-        b->free_seq = ++p->so_seq;
-        fs_free_insert(p, b, &dl);
-        fs_stats_apply(d, &dl);
-        pace_retire(a, p);
+        free_local(a, p, b);
         fs_spin_unlock(&p->lock);
         if (fence_out) *fence_out = fs_fence_make(d, &s, 1);
         return FS_OK;
     }
+    fs_delta dl = {.kind = b->seg->kind};
+    dead_delta(&dl, b);
     streams[0] = s;
     fs_fence *f = fs_fence_make(d, streams, n + 1);
     if (streams != local) free(streams);
@@ -150,13 +185,15 @@ static fs_status free_sync(fs_allocator *a, fs_block *b, fs_fence **fence_out)
     dead_delta(&dl, b);
     fs_spin_lock(&p->lock);
     fs_free_insert(p, b, &dl);
-    fs_stats_apply(d, &dl);
+    fs_stats_putback(d, &dl);
     fs_pool_retire(a, p);
     fs_spin_unlock(&p->lock);
     if (fence_out) *fence_out = fs_fence_make(d, NULL, 0);
     return FS_OK;
 }
 
+/* Called with the block's pool locked: an observer sees the free before
+ * anyone can reuse the block. */
 static void note_free_requested(fs_allocator *a, fs_block *b)
 {
     fs_pool *p = b->seg->pool;
@@ -168,11 +205,18 @@ fs_status fs_free(fs_allocator *a, void *ptr, fs_fence **fence_out)
     if (fence_out) *fence_out = NULL;
     if (!ptr) return FS_OK;
     fs_status st = FS_OK;
-    fs_block *b = claim(a, ptr, &st);
+    fs_block *b = claim(a, ptr, fs_pool_guess(a, FS_ANY_STREAM), &st);
     if (!b) return st;
+    fs_pool *p = b->seg->pool;
     note_free_requested(a, b);
     const fs_device_ops *o = a->ops;
     fs_free_semantics sem = a->cfg.free_semantics;
+    if (sem == FS_FREE_SEMANTICS_DEVICE && !b->nuses) {
+        push_unfenced(a, p, b, NULL); /* the common case, in the claim's lock */
+        fs_spin_unlock(&p->lock);
+        return after_unfenced(p->dev, NULL, fence_out);
+    }
+    fs_spin_unlock(&p->lock);
     if (sem == FS_FREE_SEMANTICS_SYNC && o->capture_underway && o->capture_underway(o->ctx))
         sem = FS_FREE_SEMANTICS_DEVICE; /* a synchronisation would break the capture */
     switch (sem) {
@@ -190,9 +234,17 @@ fs_status fs_free_async(fs_allocator *a, void *ptr, fs_stream_t stream, fs_fence
     if (fence_out) *fence_out = NULL;
     if (!ptr) return FS_OK;
     fs_status st = FS_OK;
-    fs_block *b = claim(a, ptr, &st);
+    fs_block *b = claim(a, ptr, fs_pool_guess(a, stream), &st);
     if (!b) return st;
+    fs_pool *p = b->seg->pool;
     note_free_requested(a, b);
+    if (stream == p->stream && !b->nuses && !atomic_load_explicit(&p->retired, memory_order_acquire)) {
+        free_local(a, p, b); /* the common case, in the claim's lock */
+        fs_spin_unlock(&p->lock);
+        if (fence_out) *fence_out = fs_fence_make(p->dev, &stream, 1);
+        return FS_OK;
+    }
+    fs_spin_unlock(&p->lock);
     return free_on_stream(a, b, stream, fence_out);
 }
 

@@ -2,7 +2,7 @@
  * files share, grouped by the file that owns them.
  *
  * Lock order (never taken the other way round):
- *   dev->lock (mutex)  ->  pool->lock  ->  blockmap shard | dev->stats_lock | dev->ev_lock
+ *   dev->lock (mutex)  ->  pool->lock  ->  dev->stats_lock | dev->ev_lock
  *   segindex (rwlock, read) -> pool->lock
  * Nobody holds a pool lock across a device call, nor while taking the
  * segment index for writing: segments are detached from their pool first. */
@@ -52,26 +52,30 @@ struct fs_fence {
     fs_event_t ev[];
 };
 
+/* Laid out by use: the first cache line is all that best-fit search,
+ * split and coalescing read, the second what a hand-out and a plain free
+ * write, the rest serves pending frees and record-stream. */
 typedef struct fs_block {
     uintptr_t addr;
     size_t size;
-    size_t requested;
     struct fs_block *prev, *next; /* address neighbours inside the segment */
+    struct fs_block *left, *right; /* neighbours in its free bin */
     struct fs_segment *seg;
-    fs_stream_t stream; /* stream the live block was handed to */
     fs_block_state state;
-    struct fs_block *left, *right;  /* neighbours in its free bin */
-    uint32_t gc_age;                /* misses the block has sat free through */
-    struct fs_block *map_next;      /* block map chain */
+    uint32_t bin;              /* its free bin, while in one */
+    size_t requested;
+    fs_stream_t stream;        /* stream the live block was handed to */
+    struct fs_block *map_next; /* live map chain */
+    uint64_t free_seq;         /* stream-ordered free number in its pool; 0 = completed */
+    uint32_t gc_age;           /* misses the block has sat free through */
+    int nuses, capuses;
+    fs_stream_t *uses;              /* streams recorded while live */
     struct fs_block *lnext, *lprev; /* pending / unfenced list */
     fs_fence *fence;                /* device batch fence or free_async event */
     fs_fence *uses_fence;           /* events of record_stream uses */
     fs_stream_t ready_stream;       /* pending, yet reusable at once on this stream ... */
     bool has_ready;                 /* ... when this is set */
-    uint64_t free_seq;              /* stream-ordered free number in its pool; 0 = completed */
     uint64_t dev_seq;               /* device-ordered free number on its device; 0 = none */
-    fs_stream_t *uses;              /* streams recorded while live */
-    int nuses, capuses;
 } fs_block;
 
 typedef struct fs_segment {
@@ -102,6 +106,12 @@ typedef struct fs_bins {
     uint32_t summary;
 } fs_bins;
 
+/* A pool's live blocks by address ("blockmap.c"). */
+typedef struct fs_livemap {
+    struct fs_block **tab;
+    size_t mask, n;
+} fs_livemap;
+
 typedef struct fs_blist {
     fs_block *head;
     size_t n;
@@ -117,6 +127,7 @@ typedef struct fs_pool {
     fs_bins free[FS_KINDS];
     size_t free_bytes[FS_KINDS];
     fs_blist pending, unfenced;
+    fs_livemap live; /* live blocks of its segments */
     fs_segment *segs;
     fs_segment *expandable[FS_KINDS];
     unsigned frees; /* paces pending retirement on the free path */
@@ -160,15 +171,6 @@ typedef struct fs_dev {
     int nev, capev;
 } fs_dev;
 
-/* pointer -> live block, sharded so that frees on distinct threads rarely meet */
-#define FS_MAP_SHARDS 64
-typedef struct fs_map_shard {
-    fs_spin lock;
-    fs_block **tab;
-    size_t mask, n;
-    char pad[64];
-} fs_map_shard;
-
 /* The observer in force; replaced ones are kept (a caller may still be
  * inside one) until the allocator is destroyed. */
 typedef struct fs_observer_node {
@@ -178,11 +180,11 @@ typedef struct fs_observer_node {
 
 struct fs_allocator {
     fs_alloc_config cfg;
+    bool plain_rounding; /* no roundup_power2_divisions: every size rounds to 512 bytes */
     const fs_device_ops *ops;
     int ndev;
     unsigned serial;
     fs_dev *devs;
-    fs_map_shard map[FS_MAP_SHARDS];
     pthread_rwlock_t segidx_lock;
     fs_segment **segidx; /* every segment, sorted by base */
     size_t nseg, capseg;
@@ -192,20 +194,27 @@ struct fs_allocator {
 };
 
 /* ---- "stats.c" --------------------------------------------------------- */
-/* One change to a block's accounting: counts and bytes for one pool kind. */
+/* One change to a block's accounting: counts and bytes for one pool kind.
+ * Counts are 32-bit so that the whole delta stays within 80 bytes, which
+ * compilers zero with a few stores instead of a string instruction (that
+ * alone cost the cached pair about a tenth of its time). */
 typedef struct fs_delta {
-    int kind;
-    int64_t allocation, allocated_bytes, requested_bytes;
-    int64_t active, active_bytes;
-    int64_t inactive_split, inactive_split_bytes;
-    int64_t segment, reserved_bytes;
-    int64_t pending, pending_bytes;
+    int32_t kind;
+    int32_t allocation, active, inactive_split, segment, pending;
+    int64_t allocated_bytes, requested_bytes, active_bytes, inactive_split_bytes, reserved_bytes;
+    int64_t pending_bytes;
 } fs_delta;
 void fs_stats_apply(fs_dev *d, const fs_delta *dl);
+/* The same for the cached hot path's two deltas, faster: a block handed
+ * out of the free bins (allocation and active up, inactive splits either
+ * way), and a block put straight back (the reverse). Nothing else may change. */
+void fs_stats_handout(fs_dev *d, const fs_delta *dl);
+void fs_stats_putback(fs_dev *d, const fs_delta *dl);
 void fs_stats_count(fs_dev *d, int64_t *field, int64_t by);
 
 /* ---- "size.c" ---------------------------------------------------------- */
 size_t fs_round_size(const fs_alloc_config *cfg, size_t size); /* 0 when it would wrap */
+bool fs_rounding_is_plain(const fs_alloc_config *cfg);
 size_t fs_segment_size(size_t rounded);                        /* 0 when it would wrap */
 int fs_size_kind(size_t rounded);
 bool fs_should_split(const fs_alloc_config *cfg, const fs_block *b, size_t size);
@@ -219,11 +228,11 @@ fs_block *fs_bins_first(const fs_bins *s);
 fs_block *fs_bins_max(const fs_bins *s);
 
 /* ---- "blockmap.c" ------------------------------------------------------ */
-int fs_map_init(fs_allocator *a);
-void fs_map_fini(fs_allocator *a);
-void fs_map_insert(fs_allocator *a, fs_block *b);
-fs_block *fs_map_remove(fs_allocator *a, uintptr_t addr);
-void fs_map_forget_device(fs_allocator *a, int device);
+/* Callers hold the pool's lock. */
+int fs_live_init(fs_livemap *m);
+void fs_live_fini(fs_livemap *m);
+void fs_live_insert(fs_livemap *m, fs_block *b);
+fs_block *fs_live_remove(fs_livemap *m, uintptr_t addr);
 
 /* ---- "segment.c" ------------------------------------------------------- */
 typedef enum fs_release_mode {
@@ -263,7 +272,40 @@ size_t fs_pool_retire_synced(fs_allocator *a, fs_pool *p, uint64_t token);
 void fs_dev_events_fini(fs_dev *d, bool destroy);
 
 /* ---- "stream.c" -------------------------------------------------------- */
-fs_pool *fs_pool_get(fs_allocator *a, int device, fs_stream_t s);
+/* The pool the calling thread last allocated from. Initial-exec TLS (as
+ * mimalloc does): in the preloaded library the default model would call
+ * __tls_get_addr on every allocation. */
+typedef struct fs_tls_pool {
+    unsigned serial; /* of the allocator */
+    int device;
+    unsigned gen; /* the device's gen when looked up */
+    fs_stream_t s;
+    fs_pool *p;
+} fs_tls_pool;
+extern _Thread_local __attribute__((tls_model("initial-exec"))) fs_tls_pool fs_tls_last_pool;
+
+fs_pool *fs_pool_lookup(fs_allocator *a, int device, fs_stream_t s); /* and remember it */
+
+/* The pool of stream s: the thread's last one when it still is, without a lock. */
+static inline fs_pool *fs_pool_get(fs_allocator *a, int device, fs_stream_t s)
+{
+    const fs_tls_pool *t = &fs_tls_last_pool;
+    if (t->serial == a->serial && t->device == device && t->s == s &&
+        t->gen == atomic_load_explicit(&a->devs[device].gen, memory_order_acquire))
+        return t->p;
+    return fs_pool_lookup(a, device, s);
+}
+
+/* The pool this thread last allocated from, if it is still current and
+ * (s != FS_ANY_STREAM) is the pool of stream s; else NULL. No lock taken. */
+#define FS_ANY_STREAM ((fs_stream_t)-1)
+static inline fs_pool *fs_pool_guess(fs_allocator *a, fs_stream_t s)
+{
+    const fs_tls_pool *t = &fs_tls_last_pool;
+    if (t->serial != a->serial || (s != FS_ANY_STREAM && t->s != s)) return NULL;
+    if (t->gen != atomic_load_explicit(&a->devs[t->device].gen, memory_order_acquire)) return NULL;
+    return t->p;
+}
 
 /* ---- "free.c" ------------------------------------------------------------ */
 /* Runs fn on the live block containing ptr (any interior address) under its
@@ -279,6 +321,14 @@ void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream
 static inline bool fs_block_is_split(const fs_block *b)
 {
     return b->prev || b->next;
+}
+
+/* fs_round_size without its general case when no divisions are configured. */
+static inline size_t fs_round_request(const fs_allocator *a, size_t size)
+{
+    if (a->plain_rounding && size <= SIZE_MAX - FS_MIN_BLOCK)
+        return size < FS_MIN_BLOCK ? FS_MIN_BLOCK : (size + FS_MIN_BLOCK - 1) & ~(FS_MIN_BLOCK - 1);
+    return fs_round_size(&a->cfg, size);
 }
 
 static inline fs_dev *fs_dev_of(fs_allocator *a, int device)

@@ -44,6 +44,13 @@ size_t fs_round_size(const fs_alloc_config *cfg, size_t size)
     return round_up(size, FS_MIN_BLOCK);
 }
 
+bool fs_rounding_is_plain(const fs_alloc_config *cfg)
+{
+    for (int i = 0; i < FS_ROUNDUP_BUCKETS; i++)
+        if (cfg->roundup_divisions[i] > 1) return false;
+    return true;
+}
+
 size_t fs_segment_size(size_t rounded)
 {
     if (rounded <= FS_SMALL_SIZE) return FS_SMALL_BUFFER;

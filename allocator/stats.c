@@ -7,6 +7,7 @@
  * a snapshot in which allocated + cached + pending == reserved always holds. */
 #include "internal.h"
 
+#include <assert.h>
 #include <string.h>
 
 /* One field for all pools and for the block's kind. `freed` is not kept
@@ -43,6 +44,69 @@ void fs_stats_apply(fs_dev *d, const fs_delta *dl)
     BUMP(reserved_bytes);
     s->pending_frees += dl->pending;
     s->pending_free_bytes += dl->pending_bytes;
+    fs_spin_unlock(&d->stats_lock);
+}
+
+/* The two changes of a cached alloc+free pair, written out: a rise can
+ * only raise, a fall only lower, so neither tests signs or zeros. */
+static inline void rise(fs_stat *all, fs_stat *kind, int64_t v)
+{
+    int64_t ca = all->current + v, ck = kind->current + v;
+    all->current = ca;
+    kind->current = ck;
+    all->allocated += v;
+    kind->allocated += v;
+    if (ca > all->peak) all->peak = ca;
+    if (ck > kind->peak) kind->peak = ck;
+}
+
+static inline void fall(fs_stat *all, fs_stat *kind, int64_t v)
+{
+    all->current -= v;
+    kind->current -= v;
+}
+
+#define RISE(field) rise(&s->field[FS_POOL_ALL], &s->field[k], dl->field)
+#define FALL(field) fall(&s->field[FS_POOL_ALL], &s->field[k], -dl->field)
+
+static void assert_handout(const fs_delta *dl, int sign)
+{
+    (void)dl;
+    (void)sign;
+    assert(sign * dl->allocation == 1 && sign * dl->active == 1);
+    assert(sign * dl->allocated_bytes > 0 && sign * dl->active_bytes > 0);
+    assert(!dl->segment && !dl->reserved_bytes && !dl->pending && !dl->pending_bytes);
+}
+
+void fs_stats_handout(fs_dev *d, const fs_delta *dl)
+{
+    fs_alloc_stats *s = &d->st.s;
+    size_t k = (size_t)dl->kind + 1;
+    assert_handout(dl, 1);
+    fs_spin_lock(&d->stats_lock);
+    RISE(allocation);
+    RISE(allocated_bytes);
+    RISE(requested_bytes);
+    RISE(active);
+    RISE(active_bytes);
+    BUMP(inactive_split);
+    BUMP(inactive_split_bytes);
+    fs_spin_unlock(&d->stats_lock);
+}
+
+void fs_stats_putback(fs_dev *d, const fs_delta *dl)
+{
+    fs_alloc_stats *s = &d->st.s;
+    size_t k = (size_t)dl->kind + 1;
+    assert_handout(dl, -1);
+    fs_spin_lock(&d->stats_lock);
+    FALL(allocation);
+    FALL(allocated_bytes);
+    FALL(requested_bytes);
+    FALL(active);
+    FALL(active_bytes);
+    BUMP(inactive_split);
+    BUMP(inactive_split_bytes);
     fs_spin_unlock(&d->stats_lock);
 }
 

@@ -24,6 +24,10 @@ static fs_pool *pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind)
     }
     fs_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
+    if (fs_live_init(&p->live) != 0) {
+        free(p);
+        return NULL;
+    }
     fs_spin_init(&p->lock);
     atomic_init(&p->had_work, false);
     p->dev = d;
@@ -46,34 +50,22 @@ static fs_pool *lookup_locked(fs_dev *d, fs_stream_t s, bool create)
     return pool_new(d, s, s == d->legacy ? FS_STREAM_LEGACY : FS_STREAM_NONBLOCKING);
 }
 
-/* The last stream this thread allocated on. Initial-exec TLS (as mimalloc
- * does): in the preloaded library the default model would call
- * __tls_get_addr on every allocation. */
-static _Thread_local __attribute__((tls_model("initial-exec"))) struct {
-    unsigned serial;
-    int device;
-    unsigned gen;
-    fs_stream_t s;
-    fs_pool *p;
-} tls_pool;
+_Thread_local __attribute__((tls_model("initial-exec"))) fs_tls_pool fs_tls_last_pool;
 
-fs_pool *fs_pool_get(fs_allocator *a, int device, fs_stream_t s)
+fs_pool *fs_pool_lookup(fs_allocator *a, int device, fs_stream_t s)
 {
     fs_dev *d = &a->devs[device];
-    unsigned gen = atomic_load_explicit(&d->gen, memory_order_acquire);
-    if (tls_pool.serial == a->serial && tls_pool.device == device && tls_pool.s == s &&
-        tls_pool.gen == gen)
-        return tls_pool.p;
     pthread_mutex_lock(&d->lock);
     fs_pool *p = lookup_locked(d, s, true);
-    gen = atomic_load_explicit(&d->gen, memory_order_acquire);
+    unsigned gen = atomic_load_explicit(&d->gen, memory_order_acquire);
     pthread_mutex_unlock(&d->lock);
     if (p) {
-        tls_pool.serial = a->serial;
-        tls_pool.device = device;
-        tls_pool.s = s;
-        tls_pool.gen = gen;
-        tls_pool.p = p;
+        fs_tls_pool *t = &fs_tls_last_pool;
+        t->serial = a->serial;
+        t->device = device;
+        t->s = s;
+        t->gen = gen;
+        t->p = p;
     }
     return p;
 }
