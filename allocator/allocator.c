@@ -60,7 +60,9 @@ fs_allocator *fs_allocator_create(const fs_alloc_config *cfg, const fs_device_op
     pthread_rwlock_init(&a->segidx_lock, NULL);
     pthread_mutex_init(&a->obs_lock, NULL);
     atomic_init(&a->obs, NULL);
-    a->devs = calloc((size_t)device_count, sizeof *a->devs);
+    /* cache-line aligned: see fs_dev */
+    a->devs = aligned_alloc(64, (size_t)device_count * sizeof *a->devs);
+    if (a->devs) memset(a->devs, 0, (size_t)device_count * sizeof *a->devs);
     if (!a->devs) {
         free(a);
         return NULL;
@@ -360,16 +362,16 @@ static void collect_garbage(fs_allocator *a, fs_dev *d)
     double t = a->cfg.garbage_collection_threshold;
     if (t <= 0.0 || !o->mem_capacity) return;
     double limit = t * (double)o->mem_capacity(o->ctx, d->id);
-    fs_spin_lock(&d->stats_lock);
-    double reserved = (double)d->st.s.reserved_bytes[FS_POOL_ALL].current;
-    fs_spin_unlock(&d->stats_lock);
+    fs_alloc_stats st;
+    fs_stats_read(d, &st);
+    double reserved = (double)st.reserved_bytes[FS_POOL_ALL].current;
     if (reserved > limit) fs_segments_release(a, d, FS_RELEASE_OLDEST, (size_t)(reserved - limit));
 }
 
 static void report_oom(fs_allocator *a, fs_dev *d, fs_stream_t stream, size_t size)
 {
     fs_alloc_stats st;
-    fs_stats_count(d, &d->st.s.num_ooms, 1);
+    fs_stats_count(d, &d->st.num_ooms, 1);
     fs_alloc_get_stats(a, d->id, &st);
     fs_oom_info info = {
         .device = d->id,
@@ -396,8 +398,8 @@ static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, size_t r
         if (attempt == 1) {
             /* release and retry: wait for every outstanding event, give all
              * cached memory back, then grow once more */
-            fs_stats_count(d, &d->st.s.num_alloc_retries, 1);
-            fs_stats_count(d, &d->st.s.num_sync_all_streams, 1);
+            fs_stats_count(d, &d->st.num_alloc_retries, 1);
+            fs_stats_count(d, &d->st.num_sync_all_streams, 1);
             fs_dev_retire_all(d, true);
             fs_segments_release(a, d, FS_RELEASE_LARGEST, SIZE_MAX);
         }

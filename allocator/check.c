@@ -81,9 +81,7 @@ const char *fs_alloc_check(fs_allocator *a, int device, fs_alloc_census *out)
         listed += d->pools[i]->pending.n + d->pools[i]->unfenced.n;
     }
     fs_alloc_stats st;
-    fs_spin_lock(&d->stats_lock);
-    st = d->st.s;
-    fs_spin_unlock(&d->stats_lock);
+    fs_stats_read(d, &st);
     for (int i = d->npools - 1; i >= 0; i--)
         fs_spin_unlock(&d->pools[i]->lock);
     pthread_mutex_unlock(&d->lock);

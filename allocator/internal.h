@@ -140,12 +140,33 @@ typedef struct fs_pool {
     struct fs_pool *hash_next; /* registry chain (live pools only) */
 } fs_pool;
 
-/* Plain counters under dev->stats_lock: one short critical section per
- * update keeps all peaks exact and consistent with each other. */
+/* A device's statistics ("stats.c"), under dev->stats_lock, kept by pool
+ * kind (the all-pools figures are sums) except the peaks, kept for all
+ * pools too: a sum of peaks is not a peak. */
+enum fs_stat_field {
+    FS_ST_ALLOCATION,
+    FS_ST_ALLOCATED_BYTES,
+    FS_ST_REQUESTED_BYTES,
+    FS_ST_ACTIVE,
+    FS_ST_ACTIVE_BYTES,
+    FS_ST_INACTIVE_SPLIT,
+    FS_ST_INACTIVE_SPLIT_BYTES,
+    FS_ST_SEGMENT,
+    FS_ST_RESERVED_BYTES,
+    FS_ST_FIELDS
+};
 typedef struct fs_dev_stats {
-    fs_alloc_stats s;
+    int64_t cur[FS_KINDS][FS_ST_FIELDS];
+    int64_t total[FS_KINDS][FS_ST_FIELDS];     /* every rise: PyTorch's `allocated` */
+    int64_t peak[FS_POOL_KINDS][FS_ST_FIELDS]; /* indexed FS_POOL_ALL, _SMALL, _LARGE */
+    int64_t pending_frees, pending_free_bytes;
+    int64_t num_alloc_retries, num_ooms, num_sync_all_streams, num_device_alloc, num_device_free;
 } fs_dev_stats;
 
+/* Fields are grouped by who writes them how often, each group on cache
+ * lines of its own: the statistics are written by every allocation and
+ * free of the device, and must not slow down the threads that only read
+ * `gen` or `gc_clock` on their hot path. */
 typedef struct fs_dev {
     pthread_mutex_t lock; /* registry, pool list, batch fences, growth */
     fs_allocator *a;
@@ -154,21 +175,24 @@ typedef struct fs_dev {
     int npools, cappools;
     fs_pool *hash[64]; /* live pools by stream handle */
     fs_stream_t legacy;
-    atomic_uint gen;      /* bumped when the handle -> pool mapping changes */
-    atomic_uint epoch;    /* bumped by cudaDeviceReset: older events are dead */
-    atomic_long unfenced; /* blocks waiting for a batch fence, all pools */
     fs_fence *last_batch; /* the newest batch fence (a reference) */
     fs_spin batch_lock;   /* the queue of batches not known complete */
     fs_fence *fifo_head, *fifo_tail;
     uint64_t batch_seq;
     _Atomic uint64_t batch_done; /* every batch up to this one has completed */
-    atomic_uint gc_clock;        /* misses so far: the age unit of garbage collection */
-    _Atomic uint64_t dev_frees;  /* device-ordered frees so far: host-sync tokens */
-    fs_spin stats_lock;
-    fs_dev_stats st;
     fs_spin ev_lock;
     fs_event_t *evcache;
     int nev, capev;
+    /* read on the hot path, written rarely */
+    _Alignas(64) atomic_uint gen; /* bumped when the handle -> pool mapping changes */
+    atomic_uint epoch;            /* bumped by cudaDeviceReset: older events are dead */
+    atomic_uint gc_clock;         /* misses so far: the age unit of garbage collection */
+    /* written by every device-ordered free */
+    _Alignas(64) atomic_long unfenced; /* blocks waiting for a batch fence, all pools */
+    _Atomic uint64_t dev_frees;        /* device-ordered frees so far: host-sync tokens */
+    /* written by every allocation and free */
+    _Alignas(64) fs_spin stats_lock;
+    fs_dev_stats st;
 } fs_dev;
 
 /* The observer in force; replaced ones are kept (a caller may still be
@@ -210,7 +234,8 @@ void fs_stats_apply(fs_dev *d, const fs_delta *dl);
  * way), and a block put straight back (the reverse). Nothing else may change. */
 void fs_stats_handout(fs_dev *d, const fs_delta *dl);
 void fs_stats_putback(fs_dev *d, const fs_delta *dl);
-void fs_stats_count(fs_dev *d, int64_t *field, int64_t by);
+void fs_stats_count(fs_dev *d, int64_t *field, int64_t by); /* a field of d->st */
+void fs_stats_read(fs_dev *d, fs_alloc_stats *out);          /* a consistent snapshot */
 
 /* ---- "size.c" ---------------------------------------------------------- */
 size_t fs_round_size(const fs_alloc_config *cfg, size_t size); /* 0 when it would wrap */

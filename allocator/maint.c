@@ -65,10 +65,9 @@ static void trim(fs_allocator *a, fs_dev *d, void *arg)
     size_t keep = *(size_t *)arg;
     pthread_mutex_lock(&d->lock);
     fs_dev_retire_all(d, false);
-    fs_spin_lock(&d->stats_lock);
-    int64_t unused =
-        d->st.s.reserved_bytes[FS_POOL_ALL].current - d->st.s.active_bytes[FS_POOL_ALL].current;
-    fs_spin_unlock(&d->stats_lock);
+    fs_alloc_stats st;
+    fs_stats_read(d, &st);
+    int64_t unused = st.reserved_bytes[FS_POOL_ALL].current - st.active_bytes[FS_POOL_ALL].current;
     if (unused > 0 && (size_t)unused > keep)
         fs_segments_release(a, d, FS_RELEASE_LARGEST, (size_t)unused - keep);
     pthread_mutex_unlock(&d->lock);

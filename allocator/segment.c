@@ -375,7 +375,7 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int kind, size_t rounded,
     b->size = size;
     b->seg = s;
     s->head = b;
-    fs_stats_count(d, &d->st.s.num_device_alloc, 1);
+    fs_stats_count(d, &d->st.num_device_alloc, 1);
     fs_spin_lock(&p->lock);
     list_add(p, s);
     fs_delta dl = {.kind = kind, .segment = 1, .reserved_bytes = (int64_t)size};
@@ -513,7 +513,7 @@ static size_t release_one(fs_allocator *a, fs_dev *d, candidate *c, size_t gran)
     fs_spin_unlock(&p->lock);
     fs_segidx_remove(a, s);
     o->segment_free(o->ctx, d->id, (void *)s->base);
-    fs_stats_count(d, &d->st.s.num_device_free, 1);
+    fs_stats_count(d, &d->st.num_device_free, 1);
     fs_observe(a, FS_EV_SEGMENT_FREE, d->id, p->stream, s->base, s->size);
     free(s);
     return c->bytes;

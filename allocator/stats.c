@@ -1,74 +1,71 @@
 /* stats.c - the statistics PyTorch users know ({current, peak, allocated,
  * freed} per pool kind), kept per device.
  *
- * Every change an operation makes (often five or six counters for two pool
- * kinds) is applied at once under a short lock of its own: two atomic
- * operations instead of a dozen atomic adds, peaks exact, and a reader sees
- * a snapshot in which allocated + cached + pending == reserved always holds. */
+ * Every change an operation makes (often five or six counters) is applied
+ * at once under a short lock of its own: peaks exact, and a reader sees a
+ * snapshot in which allocated + cached + pending == reserved always holds.
+ * Inside, counters are kept by pool kind only; the all-pools current and
+ * allocated figures are sums made by readers. Peaks cannot be summed, so
+ * the all-pools peak of each field is kept too, checked against the sum of
+ * the two kinds' currents whenever one of them rises. */
 #include "internal.h"
 
 #include <assert.h>
 #include <string.h>
 
-/* One field for all pools and for the block's kind. `freed` is not kept
- * here: it is allocated - current, filled in by readers. Most deltas leave
- * most fields untouched, and frees only lower them: no peak to check. */
-static inline void bump(fs_stat *all, fs_stat *kind, int64_t v)
+/* The rows one kind's change touches, found once per update. */
+typedef struct stat_rows {
+    int64_t *cur, *other, *total, *peak, *peak_all;
+} stat_rows;
+
+static inline stat_rows rows_of(fs_dev_stats *s, int k)
 {
-    if (!v) return;
-    int64_t ca = all->current + v, ck = kind->current + v;
-    all->current = ca;
-    kind->current = ck;
-    if (v < 0) return;
-    all->allocated += v;
-    kind->allocated += v;
-    if (ca > all->peak) all->peak = ca;
-    if (ck > kind->peak) kind->peak = ck;
+    return (stat_rows){s->cur[k], s->cur[1 - k], s->total[k], s->peak[k + 1], s->peak[FS_POOL_ALL]};
 }
 
-#define BUMP(field) bump(&s->field[FS_POOL_ALL], &s->field[k], dl->field)
+static inline void rise(const stat_rows *r, int f, int64_t v)
+{
+    int64_t c = r->cur[f] += v;
+    r->total[f] += v;
+    if (c > r->peak[f]) r->peak[f] = c;
+    c += r->other[f];
+    if (c > r->peak_all[f]) r->peak_all[f] = c;
+}
+
+static inline void fall(const stat_rows *r, int f, int64_t v)
+{
+    r->cur[f] -= v;
+}
+
+static inline void bump(const stat_rows *r, int f, int64_t v)
+{
+    if (v > 0)
+        rise(r, f, v);
+    else
+        fall(r, f, -v);
+}
 
 void fs_stats_apply(fs_dev *d, const fs_delta *dl)
 {
-    fs_alloc_stats *s = &d->st.s;
-    size_t k = (size_t)dl->kind + 1;
+    fs_delta v = *dl; /* a copy: the stores below cannot alias it */
+    stat_rows r = rows_of(&d->st, v.kind);
     fs_spin_lock(&d->stats_lock);
-    BUMP(allocation);
-    BUMP(allocated_bytes);
-    BUMP(requested_bytes);
-    BUMP(active);
-    BUMP(active_bytes);
-    BUMP(inactive_split);
-    BUMP(inactive_split_bytes);
-    BUMP(segment);
-    BUMP(reserved_bytes);
-    s->pending_frees += dl->pending;
-    s->pending_free_bytes += dl->pending_bytes;
+    bump(&r, FS_ST_ALLOCATION, v.allocation);
+    bump(&r, FS_ST_ALLOCATED_BYTES, v.allocated_bytes);
+    bump(&r, FS_ST_REQUESTED_BYTES, v.requested_bytes);
+    bump(&r, FS_ST_ACTIVE, v.active);
+    bump(&r, FS_ST_ACTIVE_BYTES, v.active_bytes);
+    bump(&r, FS_ST_INACTIVE_SPLIT, v.inactive_split);
+    bump(&r, FS_ST_INACTIVE_SPLIT_BYTES, v.inactive_split_bytes);
+    bump(&r, FS_ST_SEGMENT, v.segment);
+    bump(&r, FS_ST_RESERVED_BYTES, v.reserved_bytes);
+    d->st.pending_frees += v.pending;
+    d->st.pending_free_bytes += v.pending_bytes;
     fs_spin_unlock(&d->stats_lock);
 }
 
-/* The two changes of a cached alloc+free pair, written out: a rise can
- * only raise, a fall only lower, so neither tests signs or zeros. */
-static inline void rise(fs_stat *all, fs_stat *kind, int64_t v)
-{
-    int64_t ca = all->current + v, ck = kind->current + v;
-    all->current = ca;
-    kind->current = ck;
-    all->allocated += v;
-    kind->allocated += v;
-    if (ca > all->peak) all->peak = ca;
-    if (ck > kind->peak) kind->peak = ck;
-}
-
-static inline void fall(fs_stat *all, fs_stat *kind, int64_t v)
-{
-    all->current -= v;
-    kind->current -= v;
-}
-
-#define RISE(field) rise(&s->field[FS_POOL_ALL], &s->field[k], dl->field)
-#define FALL(field) fall(&s->field[FS_POOL_ALL], &s->field[k], -dl->field)
-
+/* The two changes of a cached alloc+free pair: the five fields that always
+ * move go one way only, so neither tests signs. */
 static void assert_handout(const fs_delta *dl, int sign)
 {
     (void)dl;
@@ -80,33 +77,33 @@ static void assert_handout(const fs_delta *dl, int sign)
 
 void fs_stats_handout(fs_dev *d, const fs_delta *dl)
 {
-    fs_alloc_stats *s = &d->st.s;
-    size_t k = (size_t)dl->kind + 1;
     assert_handout(dl, 1);
+    fs_delta v = *dl;
+    stat_rows r = rows_of(&d->st, v.kind);
     fs_spin_lock(&d->stats_lock);
-    RISE(allocation);
-    RISE(allocated_bytes);
-    RISE(requested_bytes);
-    RISE(active);
-    RISE(active_bytes);
-    BUMP(inactive_split);
-    BUMP(inactive_split_bytes);
+    rise(&r, FS_ST_ALLOCATION, 1);
+    rise(&r, FS_ST_ALLOCATED_BYTES, v.allocated_bytes);
+    rise(&r, FS_ST_REQUESTED_BYTES, v.requested_bytes);
+    rise(&r, FS_ST_ACTIVE, 1);
+    rise(&r, FS_ST_ACTIVE_BYTES, v.active_bytes);
+    bump(&r, FS_ST_INACTIVE_SPLIT, v.inactive_split);
+    bump(&r, FS_ST_INACTIVE_SPLIT_BYTES, v.inactive_split_bytes);
     fs_spin_unlock(&d->stats_lock);
 }
 
 void fs_stats_putback(fs_dev *d, const fs_delta *dl)
 {
-    fs_alloc_stats *s = &d->st.s;
-    size_t k = (size_t)dl->kind + 1;
     assert_handout(dl, -1);
+    fs_delta v = *dl;
+    stat_rows r = rows_of(&d->st, v.kind);
     fs_spin_lock(&d->stats_lock);
-    FALL(allocation);
-    FALL(allocated_bytes);
-    FALL(requested_bytes);
-    FALL(active);
-    FALL(active_bytes);
-    BUMP(inactive_split);
-    BUMP(inactive_split_bytes);
+    fall(&r, FS_ST_ALLOCATION, 1);
+    fall(&r, FS_ST_ALLOCATED_BYTES, -v.allocated_bytes);
+    fall(&r, FS_ST_REQUESTED_BYTES, -v.requested_bytes);
+    fall(&r, FS_ST_ACTIVE, 1);
+    fall(&r, FS_ST_ACTIVE_BYTES, -v.active_bytes);
+    bump(&r, FS_ST_INACTIVE_SPLIT, v.inactive_split);
+    bump(&r, FS_ST_INACTIVE_SPLIT_BYTES, v.inactive_split_bytes);
     fs_spin_unlock(&d->stats_lock);
 }
 
@@ -115,6 +112,48 @@ void fs_stats_count(fs_dev *d, int64_t *field, int64_t by)
     fs_spin_lock(&d->stats_lock);
     *field += by;
     fs_spin_unlock(&d->stats_lock);
+}
+
+/* One field of the public form, from the kind-major counters. */
+static void export_field(const fs_dev_stats *s, int f, fs_stat out[FS_POOL_KINDS])
+{
+    memset(out, 0, FS_POOL_KINDS * sizeof *out);
+    for (int k = 0; k < FS_KINDS; k++) {
+        fs_stat *o = &out[k + 1];
+        o->current = s->cur[k][f];
+        o->allocated = s->total[k][f];
+        o->freed = o->allocated - o->current;
+        o->peak = s->peak[k + 1][f];
+        out[FS_POOL_ALL].current += o->current;
+        out[FS_POOL_ALL].allocated += o->allocated;
+        out[FS_POOL_ALL].freed += o->freed;
+    }
+    out[FS_POOL_ALL].peak = s->peak[FS_POOL_ALL][f];
+}
+
+void fs_stats_read(fs_dev *d, fs_alloc_stats *out)
+{
+    fs_dev_stats s;
+    fs_spin_lock(&d->stats_lock);
+    s = d->st;
+    fs_spin_unlock(&d->stats_lock);
+    memset(out, 0, sizeof *out);
+    export_field(&s, FS_ST_ALLOCATION, out->allocation);
+    export_field(&s, FS_ST_SEGMENT, out->segment);
+    export_field(&s, FS_ST_ACTIVE, out->active);
+    export_field(&s, FS_ST_INACTIVE_SPLIT, out->inactive_split);
+    export_field(&s, FS_ST_ALLOCATED_BYTES, out->allocated_bytes);
+    export_field(&s, FS_ST_RESERVED_BYTES, out->reserved_bytes);
+    export_field(&s, FS_ST_ACTIVE_BYTES, out->active_bytes);
+    export_field(&s, FS_ST_INACTIVE_SPLIT_BYTES, out->inactive_split_bytes);
+    export_field(&s, FS_ST_REQUESTED_BYTES, out->requested_bytes);
+    out->num_alloc_retries = s.num_alloc_retries;
+    out->num_ooms = s.num_ooms;
+    out->num_sync_all_streams = s.num_sync_all_streams;
+    out->num_device_alloc = s.num_device_alloc;
+    out->num_device_free = s.num_device_free;
+    out->pending_frees = s.pending_frees;
+    out->pending_free_bytes = s.pending_free_bytes;
 }
 
 static int64_t largest_free(fs_dev *d)
@@ -139,7 +178,7 @@ static void add_stat(fs_stat *to, const fs_stat *from)
     to->current += from->current;
     to->peak += from->peak;
     to->allocated += from->allocated;
-    to->freed += from->allocated - from->current;
+    to->freed += from->freed;
 }
 
 static void add_all(fs_alloc_stats *to, const fs_alloc_stats *from)
@@ -172,37 +211,26 @@ void fs_alloc_get_stats(fs_allocator *a, int device, fs_alloc_stats *out)
         if (device >= 0 && i != device) continue;
         fs_dev *d = &a->devs[i];
         fs_alloc_stats snap;
-        fs_spin_lock(&d->stats_lock);
-        snap = d->st.s;
-        fs_spin_unlock(&d->stats_lock);
+        fs_stats_read(d, &snap);
         add_all(out, &snap);
         int64_t lf = largest_free(d);
         if (lf > out->largest_free_block) out->largest_free_block = lf;
     }
 }
 
-static void reset(fs_stat *st, int n)
-{
-    for (int k = 0; k < n; k++)
-        st[k].peak = st[k].current;
-}
-
 void fs_alloc_reset_peak(fs_allocator *a, int device)
 {
     for (int i = 0; i < a->ndev; i++) {
         if (device >= 0 && i != device) continue;
-        fs_dev *d = &a->devs[i];
-        fs_alloc_stats *s = &d->st.s;
-        fs_spin_lock(&d->stats_lock);
-        reset(s->allocation, FS_POOL_KINDS);
-        reset(s->segment, FS_POOL_KINDS);
-        reset(s->active, FS_POOL_KINDS);
-        reset(s->inactive_split, FS_POOL_KINDS);
-        reset(s->allocated_bytes, FS_POOL_KINDS);
-        reset(s->reserved_bytes, FS_POOL_KINDS);
-        reset(s->active_bytes, FS_POOL_KINDS);
-        reset(s->inactive_split_bytes, FS_POOL_KINDS);
-        reset(s->requested_bytes, FS_POOL_KINDS);
-        fs_spin_unlock(&d->stats_lock);
+        fs_dev_stats *s = &a->devs[i].st;
+        fs_spin_lock(&a->devs[i].stats_lock);
+        for (int f = 0; f < FS_ST_FIELDS; f++) {
+            s->peak[FS_POOL_ALL][f] = 0;
+            for (int k = 0; k < FS_KINDS; k++) {
+                s->peak[k + 1][f] = s->cur[k][f];
+                s->peak[FS_POOL_ALL][f] += s->cur[k][f];
+            }
+        }
+        fs_spin_unlock(&a->devs[i].stats_lock);
     }
 }
