@@ -185,7 +185,7 @@ static void use_free_block(fs_allocator *a, fs_pool *p, fs_block *b, size_t roun
         fs_block *r = fs_block_split(p, b, rounded);
         if (r) {
             r->free_seq = b->free_seq;
-            fs_free_insert(p, r, dl);
+            fs_free_insert_rest(p, r, dl);
         }
     }
     b->stream = stream;

@@ -267,6 +267,10 @@ typedef enum fs_release_mode {
 void fs_block_free(fs_pool *p, fs_block *b); /* caller holds p->lock; p may be NULL */
 fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size); /* the remainder, or NULL */
 void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl);     /* coalesce, then into a bin */
+/* The same for the remainder of a split free block, fresh from
+ * fs_block_split: its neighbours cannot be free (the block before is the
+ * part just cut off, the one after did not border a free block). */
+void fs_free_insert_rest(fs_pool *p, fs_block *r, fs_delta *dl);
 void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl);       /* out of its bin */
 /* Caller holds dev->lock, no pool lock. */
 fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int kind, size_t rounded, bool *oom);

@@ -111,6 +111,17 @@ static void absorb(fs_pool *p, fs_block *b, fs_block *n)
     fs_block_free(p, n);
 }
 
+/* Puts free block b, already merged with its neighbours, into its bin. */
+static void bin_in(fs_pool *p, fs_block *b, fs_delta *dl)
+{
+    fs_bins_insert(&p->free[b->seg->kind], b);
+    p->free_bytes[b->seg->kind] += b->size;
+    if (fs_block_is_split(b)) {
+        dl->inactive_split++;
+        dl->inactive_split_bytes += (int64_t)b->size;
+    }
+}
+
 void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl)
 {
     b->state = FS_BLOCK_FREE;
@@ -128,12 +139,15 @@ void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl)
         fs_free_take(p, n, dl);
         absorb(p, b, n);
     }
-    fs_bins_insert(&p->free[b->seg->kind], b);
-    p->free_bytes[b->seg->kind] += b->size;
-    if (fs_block_is_split(b)) {
-        dl->inactive_split++;
-        dl->inactive_split_bytes += (int64_t)b->size;
-    }
+    bin_in(p, b, dl);
+}
+
+void fs_free_insert_rest(fs_pool *p, fs_block *r, fs_delta *dl)
+{
+    r->state = FS_BLOCK_FREE;
+    r->stream = p->stream;
+    r->gc_age = atomic_load_explicit(&p->dev->gc_clock, memory_order_relaxed);
+    bin_in(p, r, dl);
 }
 
 /* ---- the segment index ----------------------------------------------------- */
