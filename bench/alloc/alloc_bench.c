@@ -3,7 +3,7 @@
  * Part 1, cost per alloc+free pair: every allocator replays the same
  * precomputed size sequence over a working set of live blocks drawn from
  * the same mix, a pass to warm up and then timed (the best of five
- * repetitions), at 1 and 8 threads, in two patterns: "pair" allocates each
+ * repetitions, interleaved across allocators), at 1 and 8 threads, in two patterns: "pair" allocates each
  * size and frees it at once (the cached pair: the block comes from the
  * cache and goes straight back), "churn" frees a random live block and
  * allocates the next size in its place (so blocks split and coalesce all
@@ -388,22 +388,29 @@ static double run_once(contender *c, const sequence *q, enum pattern pat, int th
     return worst;
 }
 
-/* ns per pair per thread and pairs per second over all threads, from the
- * fastest of REPS repetitions of pairs / REPS pairs each: on a shared
- * machine a neighbour's burst only ever adds time, so the minimum is the
- * figure that reproduces (every contender is measured the same way). */
-static bool run(contender *c, const sequence *q, enum pattern pat, int threads, long pairs,
-                double *ns_pair, double *mpairs)
+/* ns per pair per thread and pairs per second over all threads, for every
+ * present contender on one mix and pattern: each is timed REPS times on
+ * pairs / REPS pairs and its fastest repetition counts. The repetitions are
+ * interleaved across contenders, so that a busy spell of a shared machine
+ * falls on all of them alike, and the minimum is the figure that
+ * reproduces there: noise only ever adds time. */
+static bool measure(const sequence *q, enum pattern pat, int threads, long pairs, double ns[NCONT],
+                    double mpairs[NCONT])
 {
     bool ok = true;
     long per = pairs / REPS;
-    double best = 0;
+    double best[NCONT] = {0};
     for (int r = 0; r < REPS; r++) {
-        double ns = run_once(c, q, pat, threads, per, &ok);
-        if (r == 0 || ns < best) best = ns;
+        for (int c = 0; c < NCONT; c++) {
+            if (!cont[c].present) continue;
+            double t = run_once(&cont[c], q, pat, threads, per, &ok);
+            if (r == 0 || t < best[c]) best[c] = t;
+        }
     }
-    *ns_pair = best / (double)per;
-    *mpairs = (double)per * threads / best * 1e3;
+    for (int c = 0; c < NCONT; c++) {
+        ns[c] = best[c] > 0 ? best[c] / (double)per : 0;
+        mpairs[c] = best[c] > 0 ? (double)per * threads / best[c] * 1e3 : 0;
+    }
     return ok;
 }
 
@@ -506,19 +513,19 @@ int main(int argc, char **argv)
         for (int m = 0; m < 2; m++) {
             char label[32];
             snprintf(label, sizeof label, "%s/%s", mix_name[m], pat_name[pat]);
+            double ns1[NCONT], mp1[NCONT], ns8[NCONT] = {0}, mp8[NCONT] = {0};
+            ok &= measure(mixes[m], (enum pattern)pat, 1, pairs, ns1, mp1);
+            if (!one_thread)
+                ok &= measure(mixes[m], (enum pattern)pat, MAX_THREADS, pairs / (quick ? 1 : 4),
+                              ns8, mp8);
             for (int c = 0; c < NCONT; c++) {
                 if (!cont[c].present) {
                     if (!only) printf("%-15s %-19s %12s\n", label, cont[c].name, "(not found)");
                     continue;
                 }
-                double ns1, mp1, ns8 = 0, mp8 = 0;
-                ok &= run(&cont[c], mixes[m], (enum pattern)pat, 1, pairs, &ns1, &mp1);
-                if (!one_thread)
-                    ok &= run(&cont[c], mixes[m], (enum pattern)pat, MAX_THREADS,
-                              pairs / (quick ? 1 : 4), &ns8, &mp8);
                 printf("%-15s %-19s %9.1f ns %9.1f ns %12.1f %12.1f %8.2fx\n", label, cont[c].name,
-                       ns1, ns8, mp1, mp8, mp8 / mp1);
-                if (m == 0 && pat == PAIR) summary[c] = ns1;
+                       ns1[c], ns8[c], mp1[c], mp8[c], mp8[c] / mp1[c]);
+                if (m == 0 && pat == PAIR) summary[c] = ns1[c];
             }
         }
     }
