@@ -368,7 +368,7 @@ static void collect_garbage(fs_allocator *a, fs_dev *d)
     if (reserved > limit) fs_segments_release(a, d, FS_RELEASE_OLDEST, (size_t)(reserved - limit));
 }
 
-static void report_oom(fs_allocator *a, fs_dev *d, fs_stream_t stream, size_t size)
+FS_SLOW_PATH static void report_oom(fs_allocator *a, fs_dev *d, fs_stream_t stream, size_t size)
 {
     fs_alloc_stats st;
     fs_stats_count(d, &d->st.num_ooms, 1);
@@ -387,8 +387,8 @@ static void report_oom(fs_allocator *a, fs_dev *d, fs_stream_t stream, size_t si
     if (o && o->obs.on_oom) o->obs.on_oom(o->obs.ctx, &info);
 }
 
-static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, size_t rounded, size_t req,
-                      fs_stream_t stream, unsigned flags, fs_status *st)
+FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, size_t rounded,
+                                   size_t req, fs_stream_t stream, unsigned flags, fs_status *st)
 {
     fs_block *b = NULL;
     *st = FS_OK;
@@ -427,8 +427,8 @@ static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, size_t r
     return b;
 }
 
-fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream, size_t size, unsigned flags,
-                    void **out)
+FS_HOT_PATH fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream, size_t size,
+                                unsigned flags, void **out)
 {
     fs_dev *d = fs_dev_of(a, device);
     if (!d || !out || size == 0) return FS_ERR_INVALID;

@@ -65,7 +65,7 @@ static bool capturing(fs_dev *d, fs_stream_t s)
     return o->stream_is_capturing && o->stream_is_capturing(o->ctx, d->id, s);
 }
 
-fs_fence *fs_fence_make(fs_dev *d, const fs_stream_t *streams, int n)
+FS_SLOW_PATH fs_fence *fs_fence_make(fs_dev *d, const fs_stream_t *streams, int n)
 {
     const fs_device_ops *o = d->a->ops;
     for (int i = 0; i < n; i++)
@@ -395,7 +395,7 @@ static void retire_block(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta *dl)
     fs_free_insert(p, b, x);
 }
 
-size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
+FS_SLOW_PATH size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
 {
     if (capture_underway(a)) return 0;
     fs_dev *d = p->dev;

