@@ -3,16 +3,17 @@
  * Part 1, cost per alloc+free pair: every allocator replays the same
  * precomputed size sequence over a working set of live blocks drawn from
  * the same mix, a pass to warm up and then timed (the best of five
- * repetitions, interleaved across allocators), at 1 and 8 threads, in two patterns: "pair" allocates each
- * size and frees it at once (the cached pair: the block comes from the
- * cache and goes straight back), "churn" frees a random live block and
- * allocates the next size in its place (so blocks split and coalesce all
- * the time). fsdpshim runs over a zero-cost device with one stream per
- * thread, through the cudaMallocAsync/cudaFreeAsync route
- * (stream-ordered frees); its cudaFree route (device-ordered, batched
- * fences) is shown as well. glibc is called as __libc_malloc/__libc_free,
- * jemalloc through its mallocx/dallocx, and mimalloc is loaded with
- * RTLD_LOCAL so that it does not replace the others' malloc.
+ * repetitions, interleaved across allocators), at 1 and 8 threads, in two
+ * patterns: "pair" allocates each size and frees it at once (the cached
+ * pair: the block comes from the cache and goes straight back), "churn"
+ * frees a random live block and allocates the next size in its place (so
+ * blocks split and coalesce all the time). fsdpshim runs over a zero-cost
+ * device with one stream per thread, through the
+ * cudaMallocAsync/cudaFreeAsync route (stream-ordered frees); its cudaFree
+ * route (device-ordered, batched fences) is shown as well. glibc is called
+ * as __libc_malloc/__libc_free, jemalloc through its mallocx/dallocx, and
+ * mimalloc is loaded with RTLD_LOCAL so that it does not replace the
+ * others' malloc.
  *
  * Part 2, fragmentation: a multi-layer FSDP training step (all-gathered
  * parameters, activations kept for backward, gradients reduced to shards,
@@ -501,9 +502,10 @@ int main(int argc, char **argv)
     for (int t = 0; t < MAX_THREADS; t++)
         fs_alloc_stream_register(shim, 0, stream_of(t), FS_STREAM_NONBLOCKING);
 
-    printf("alloc_bench: ns per cached alloc+free pair (best of %d runs of %ld pairs per thread, %d "
-           "live slots)\n",
-           REPS, pairs / REPS, SLOTS);
+    printf(
+        "alloc_bench: ns per cached alloc+free pair (best of %d runs of %ld pairs per thread, %d "
+        "live slots)\n",
+        REPS, pairs / REPS, SLOTS);
     printf("%-15s %-19s %12s %12s %12s %12s %9s\n", "mix/pattern", "allocator", "1 thread",
            "8 threads", "Mpairs/s x1", "Mpairs/s x8", "scaling");
     double summary[NCONT] = {0};
