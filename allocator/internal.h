@@ -15,11 +15,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-/* The cached alloc+free pair runs through four entry points (fs_malloc,
- * fs_free, fs_free_async, and what they call on the cached path); they are
- * flattened, every call on their path inlined, which takes about an eighth
- * off the pair. Functions that are off that path say so, so that
- * flattening leaves them out of line. */
+/* A cached alloc+free pair enters through fs_malloc and fs_free or
+ * fs_free_async. Those three are flattened (every call on their path
+ * inlined), which takes about a fifth of the instructions off the pair;
+ * functions off the cached path are marked slow, so that flattening leaves
+ * them out of line. */
 #define FS_HOT_PATH  __attribute__((flatten))
 #define FS_SLOW_PATH __attribute__((noinline, cold))
 
