@@ -5,6 +5,7 @@
  * index of every segment that answers "whose pointer is this?". */
 #include "internal.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,20 +32,20 @@ static fs_block *block_new(fs_pool *p)
     p->spare = b->lnext;
     p->nspare--;
     /* field by field: zeroing the whole block compiles to a string
-     * instruction that costs more than the rest of a split */
-    b->requested = 0;
+     * instruction that costs more than the rest of a split. Spare blocks
+     * were free ones, whose pending-free fields (the third cache line) are
+     * already clear: retirement and hand-out clear them. */
+    assert(!b->fence && !b->uses_fence && !b->ready_stream && !b->has_ready && !b->dev_seq);
     b->prev = b->next = NULL;
-    b->stream = 0;
-    b->state = FS_BLOCK_FREE;
     b->left = b->right = NULL;
-    b->gc_age = 0;
+    b->state = FS_BLOCK_FREE;
+    b->requested = 0;
+    b->stream = 0;
     b->map_next = b->lnext = b->lprev = NULL;
-    b->fence = b->uses_fence = NULL;
-    b->ready_stream = 0;
-    b->has_ready = false;
-    b->free_seq = b->dev_seq = 0;
-    b->uses = NULL; /* fs_block_free gave the array back */
+    b->free_seq = 0;
+    b->gc_age = 0;
     b->nuses = b->capuses = 0;
+    b->uses = NULL; /* fs_block_free gave the array back */
     return b;
 }
 
