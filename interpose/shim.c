@@ -9,7 +9,11 @@
 #include "runtime.h"
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#define MAX_DEVICES 64
 
 static fs_allocator *allocator;
 static int device_count;
@@ -17,7 +21,13 @@ static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 static const fs_shim_free_hook *free_hook;
 
 static __thread int in_shim __attribute__((tls_model("initial-exec")));
-static __thread cudaStream_t thread_stream __attribute__((tls_model("initial-exec")));
+
+/* The thread's current stream of each device (docs/api.md), allocated when
+ * the thread first sets one: a table in static TLS would cost every thread
+ * of every program the shim is loaded into MAX_DEVICES pointers. */
+static __thread cudaStream_t *thread_streams __attribute__((tls_model("initial-exec")));
+static pthread_key_t thread_streams_key;
+static pthread_once_t thread_streams_once = PTHREAD_ONCE_INIT;
 
 bool fs_shim_enter(void)
 {
@@ -31,14 +41,42 @@ void fs_shim_leave(void)
     in_shim = 0;
 }
 
-cudaStream_t fs_thread_stream(void)
+cudaStream_t fs_thread_stream(int device)
 {
-    return thread_stream;
+    cudaStream_t *t = thread_streams;
+
+    return t && device >= 0 && device < MAX_DEVICES ? t[device] : NULL;
 }
 
-void fs_thread_stream_set(cudaStream_t s)
+/* At thread exit; later destructors that reach cudaMalloc see no table. */
+static void thread_streams_free(void *table)
 {
-    thread_stream = s;
+    thread_streams = NULL;
+    free(table);
+}
+
+static void thread_streams_init(void)
+{
+    pthread_key_create(&thread_streams_key, thread_streams_free);
+}
+
+bool fs_thread_stream_set(int device, cudaStream_t s)
+{
+    cudaStream_t *t = thread_streams;
+
+    if (device < 0 || device >= MAX_DEVICES) return false;
+    if (!t) {
+        if (!s) return true; /* the legacy stream already */
+        pthread_once(&thread_streams_once, thread_streams_init);
+        if (!(t = calloc(MAX_DEVICES, sizeof *t))) return false;
+        if (pthread_setspecific(thread_streams_key, t) != 0) {
+            free(t);
+            return false;
+        }
+        thread_streams = t;
+    }
+    t[device] = s;
+    return true;
 }
 
 void fs_shim_set_free_hook(const fs_shim_free_hook *hook)
@@ -137,7 +175,7 @@ static void atfork_child(void)
     create_lock = fresh;
     allocator = NULL;
     device_count = 0;
-    thread_stream = NULL;
+    if (thread_streams) memset(thread_streams, 0, MAX_DEVICES * sizeof *thread_streams);
     fs_streams_reset(-1);
     fs_pool_reset(-1);
     fs_capture_reset();

@@ -44,8 +44,14 @@ int fsdpshim_active(void);
  * allocate. */
 int fsdpshim_record_stream(void *ptr, void *stream);
 
-/* Sets / reads the calling thread's current stream: cudaMalloc on this
- * thread allocates for it (NULL: the legacy default stream). */
+/* Sets / reads the calling thread's current stream, which is per device as
+ * in PyTorch: fsdpshim_set_stream(s) sets it for s's own device (NULL, and
+ * the legacy and per-thread handles, name a stream of the current device);
+ * cudaMalloc on device d allocates on d for the stream set for d, else for
+ * d's legacy default stream; fsdpshim_get_stream answers for the current
+ * device (NULL: the legacy default stream). A stream of another device never
+ * changes where cudaMalloc allocates. FSDPSHIM_ERR_INVALID for a bad
+ * stream. */
 int fsdpshim_set_stream(void *stream);
 int fsdpshim_get_stream(void **stream);
 
