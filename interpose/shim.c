@@ -8,6 +8,7 @@
 #include "real.h"
 #include "runtime.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,11 @@ bool fs_shim_enter(void)
 void fs_shim_leave(void)
 {
     in_shim = 0;
+}
+
+bool fs_shim_inside(void)
+{
+    return in_shim != 0;
 }
 
 cudaStream_t fs_thread_stream(int device)
@@ -114,15 +120,56 @@ static void on_oom(void *ctx, const fs_oom_info *info)
 
 static const fs_alloc_observer observer = {.on_oom = on_oom};
 
+/* The shim manages memory only when the program's references to the
+ * runtime bind to its definitions, that is when the program's global scope
+ * (dlopen(NULL): what the executable and the libraries it loads resolve
+ * against) finds the shim's cudaMalloc first. A libfsdpshim.so linked after
+ * libcudart, or dlopen'ed with RTLD_LOCAL (ctypes.CDLL), sees none of the
+ * program's calls, and its API must not claim otherwise. The definitions are
+ * compared by object: inside the shim, &cudaMalloc itself would resolve
+ * through the same global scope. Settled on first use, under create_lock:
+ * the global scope only grows at its end, so the answer never changes. */
+static int interposition; /* 1 the program's calls reach the shim, -1 not, 0 not yet known */
+
+static bool program_calls_reach_shim(void)
+{
+    Dl_info shim, found = {0};
+    void *global, *sym = NULL;
+
+    if (fs_likely(interposition != 0)) return interposition > 0;
+    global = dlopen(NULL, RTLD_LAZY);
+    if (global) {
+        sym = dlsym(global, "cudaMalloc");
+        dlclose(global);
+    }
+    if (sym && dladdr((void *)program_calls_reach_shim, &shim) && dladdr(sym, &found) &&
+        shim.dli_fbase == found.dli_fbase) {
+        interposition = 1;
+        return true;
+    }
+    interposition = -1;
+    fs_log(FS_LOG_WARN,
+           "libfsdpshim.so is linked or dlopen'ed, not preloaded: the program's cudaMalloc "
+           "resolves to %s, so its CUDA calls never reach the shim; it manages nothing and its "
+           "API answers FSDPSHIM_ERR_INACTIVE. Preload it (LD_PRELOAD or fsdpshim run) and reach "
+           "the API through dlsym or include/fsdpshim/fsdpshim_loader.h (docs/api.md)",
+           !sym                                  ? "nothing in its global scope"
+           : found.dli_fname && *found.dli_fname ? found.dli_fname
+                                                 : "the executable");
+    return false;
+}
+
 static void create_allocator(void)
 {
-    __typeof__(&cudaGetDeviceCount) get_count = FS_REAL(cudaGetDeviceCount);
+    __typeof__(&cudaGetDeviceCount) get_count;
     const fs_shim_config *cfg = fs_shim_config_get();
     fs_internal_call c;
     fs_allocator *a;
     int n = 0;
     cudaError_t e;
 
+    if (!program_calls_reach_shim()) return;
+    get_count = FS_REAL(cudaGetDeviceCount);
     if (!get_count) return; /* the runtime is not loaded yet: try again on the next call */
     fs_err_save(&c.err);
     e = get_count(&n);

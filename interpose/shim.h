@@ -86,6 +86,9 @@ bool fs_shim_stream_capturing(cudaStream_t stream, bool per_thread);
  * inside: then pass through and do not call fs_shim_leave(). */
 bool fs_shim_enter(void);
 void fs_shim_leave(void);
+/* Whether the calling thread is inside the shim: a runtime lookup made
+ * outside it comes from an interposed entry point the program called. */
+bool fs_shim_inside(void);
 
 /* ---- the program's last-error state (errstate.c) ------------------------
  * The shim's internal runtime calls must not leave an error behind, nor clear
