@@ -1,10 +1,12 @@
 /* shim.c - the shim's process-wide state: the allocator and its lifetime,
- * the per-thread reentrancy guard and current stream, the free hook the
+ * the per-thread reentrancy guard and current streams, the free hook the
  * rate limiter uses, the OOM message, and a clean start after fork.
  *
  * The allocator is created on first use rather than in a constructor: the
  * CUDA runtime may not be loaded yet when the shim is (Python dlopens it
- * much later), and a program that never touches CUDA must not pay for it. */
+ * much later), and a program that never touches CUDA must not pay for it.
+ * It is never created while the program's CUDA calls do not reach the shim
+ * (linked rather than preloaded): the shim then stays inactive. */
 #include "real.h"
 #include "runtime.h"
 

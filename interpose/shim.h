@@ -55,7 +55,8 @@ const fs_shim_config *fs_shim_config_get(void);
 
 /* ---- the allocator (shim.c) ---------------------------------------------
  * The process-wide allocator, created on first use over cuda_device.c. NULL
- * when the shim is inactive: the CUDA runtime is not loaded (yet), or the
+ * when the shim is inactive: the program's CUDA calls do not reach it (it is
+ * linked, not preloaded), the CUDA runtime is not loaded (yet), or the
  * device count could not be read. */
 fs_allocator *fs_shim_allocator(void);
 
