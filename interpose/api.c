@@ -62,25 +62,31 @@ API int fsdpshim_record_stream(void *ptr, void *stream)
                                   : FSDPSHIM_ERR_NOT_OWNED;
 }
 
+/* The stream is recorded for its own device, as PyTorch's current stream
+ * is per device; NULL (and the legacy and per-thread handles) name a stream
+ * of the current device. */
 API int fsdpshim_set_stream(void *stream)
 {
     fs_allocator *a = api_enter();
-    int dev = 0;
+    int dev;
 
     if (!a) return FSDPSHIM_ERR_INACTIVE;
-    if (stream) fs_shim_stream_key((cudaStream_t)stream, false, &dev);
+    fs_shim_stream_key((cudaStream_t)stream, false, &dev);
     fs_shim_leave();
     if (dev < 0) return FSDPSHIM_ERR_INVALID;
-    fs_thread_stream_set((cudaStream_t)stream);
-    return FSDPSHIM_OK;
+    return fs_thread_stream_set(dev, (cudaStream_t)stream) ? FSDPSHIM_OK : FSDPSHIM_ERR_DEVICE;
 }
 
 API int fsdpshim_get_stream(void **stream)
 {
-    if (!stream) return FSDPSHIM_ERR_INVALID;
+    int dev;
+
     if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
+    dev = fs_shim_current_device();
     fs_shim_leave();
-    *stream = (void *)fs_thread_stream();
+    if (!stream) return FSDPSHIM_ERR_INVALID;
+    if (dev < 0) return FSDPSHIM_ERR_DEVICE;
+    *stream = (void *)fs_thread_stream(dev);
     return FSDPSHIM_OK;
 }
 
@@ -157,9 +163,8 @@ API int fsdpshim_stat(const char *name, int device, int64_t *value)
     fs_alloc_stats s;
     bool found;
 
-    if (!name || !value) return FSDPSHIM_ERR_INVALID;
     if (!(a = api_enter())) return FSDPSHIM_ERR_INACTIVE;
-    if (!device_ok(device, true)) {
+    if (!name || !value || !device_ok(device, true)) {
         fs_shim_leave();
         return FSDPSHIM_ERR_INVALID;
     }
@@ -184,9 +189,8 @@ API int fsdpshim_memory_summary(int device, char *buf, size_t len, size_t *neede
     fs_allocator *a;
     size_t n;
 
-    if (!buf && len) return FSDPSHIM_ERR_INVALID;
     if (!(a = api_enter())) return FSDPSHIM_ERR_INACTIVE;
-    if (!device_ok(device, true)) {
+    if ((!buf && len) || !device_ok(device, true)) {
         fs_shim_leave();
         return FSDPSHIM_ERR_INVALID;
     }
@@ -211,9 +215,9 @@ static void annotation_init(void)
 
 API int fsdpshim_annotation_push(const char *name)
 {
-    if (!name) return FSDPSHIM_ERR_INVALID;
     if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
+    if (!name) return FSDPSHIM_ERR_INVALID;
     if (annotations.depth < ANNOTATION_DEPTH) {
         pthread_once(&annotation_once, annotation_init);
         pthread_setspecific(annotation_key, &annotations);

@@ -69,20 +69,23 @@ FS_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
     fs_allocator *a;
     fs_stream_t key;
     fs_status st;
-    int dev;
+    int dev, stream_dev;
 
     if (!real) return cudaErrorInitializationError;
     if (fs_unlikely(!devPtr || !size) || !fs_shim_enter()) return real(devPtr, size);
     a = fs_shim_allocator();
-    s = fs_thread_stream();
+    /* like the runtime, on the current device: for the stream the thread set
+     * for that device (docs/api.md), else its legacy stream */
+    dev = a ? fs_shim_current_device() : -1;
+    s = fs_thread_stream(dev);
     if (!a || fs_shim_stream_capturing(s, false)) {
         fs_shim_leave();
         return real(devPtr, size);
     }
-    key = fs_shim_stream_key(s, false, &dev);
-    if (fs_unlikely(dev < 0)) /* the thread's stream is gone: use the legacy stream */
-        key = fs_shim_stream_key(NULL, false, &dev);
-    st = dev >= 0 ? fs_malloc(a, dev, key, size, 0, devPtr) : FS_ERR_NOT_OWNED;
+    key = fs_shim_stream_key(s, false, &stream_dev);
+    if (fs_unlikely(stream_dev != dev)) /* the stream is gone, or its handle reused */
+        key = fs_shim_stream_key(NULL, false, &stream_dev);
+    st = dev >= 0 && stream_dev == dev ? fs_malloc(a, dev, key, size, 0, devPtr) : FS_ERR_NOT_OWNED;
     fs_shim_leave();
     if (fs_likely(st == FS_OK)) return cudaSuccess;
     return real(devPtr, size);

@@ -72,11 +72,34 @@ static void *loaded_handle(enum fs_lib lib)
     return h;
 }
 
+/* A program's CUDA call reached the shim, and there is no runtime to pass
+ * it to. The usual cause: the program linked -lfsdpshim under --as-needed,
+ * the shim's definitions satisfied its references, and the linker dropped
+ * libcudart. The call fails as the runtime's own would without a driver;
+ * this says once why. */
+static void report_no_runtime(const char *name)
+{
+    static int reported;
+
+    if (__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED)) return;
+    fs_log(FS_LOG_ERROR,
+           "%s reached libfsdpshim.so but no CUDA runtime (libcudart.so) is loaded in this "
+           "process, so every CUDA call fails with cudaErrorInitializationError. Most likely "
+           "the program was linked with -lfsdpshim under --as-needed, which dropped libcudart; "
+           "do not link libfsdpshim, preload it (LD_PRELOAD or fsdpshim run), or link "
+           "libcudart with -Wl,--no-as-needed (docs/api.md)",
+           name);
+}
+
 void *fs_real_symbol(enum fs_lib lib, const char *name)
 {
     void *h, *sym = dlsym(RTLD_NEXT, name);
 
     if (sym) return sym;
     h = loaded_handle(lib);
-    return h ? dlsym(h, name) : NULL;
+    if (h) return dlsym(h, name);
+    /* the shim's own lookups (inside it) find no runtime while none is loaded
+     * yet, as in Python before torch loads it: that is no error */
+    if (lib == FS_LIB_CUDART && !fs_shim_inside()) report_no_runtime(name);
+    return NULL;
 }

@@ -11,10 +11,12 @@
 #include "shim.h"
 
 /* ---- shim.c ---- */
-/* The calling thread's current stream set by fsdpshim_set_stream(); NULL
- * (the legacy stream) unless set. cudaMalloc allocates for it. */
-cudaStream_t fs_thread_stream(void);
-void fs_thread_stream_set(cudaStream_t s);
+/* The calling thread's current stream of `device`, set by
+ * fsdpshim_set_stream(); NULL (the device's legacy stream) unless set.
+ * cudaMalloc on that device allocates for it. Setting fails (false) for a
+ * device out of range, or when the thread's table cannot be allocated. */
+cudaStream_t fs_thread_stream(int device);
+bool fs_thread_stream_set(int device, cudaStream_t s);
 /* The free hook, or NULL. */
 const fs_shim_free_hook *fs_free_hook(void);
 /* The allocator if it exists already; never creates it. */

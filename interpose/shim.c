@@ -1,15 +1,22 @@
 /* shim.c - the shim's process-wide state: the allocator and its lifetime,
- * the per-thread reentrancy guard and current stream, the free hook the
+ * the per-thread reentrancy guard and current streams, the free hook the
  * rate limiter uses, the OOM message, and a clean start after fork.
  *
  * The allocator is created on first use rather than in a constructor: the
  * CUDA runtime may not be loaded yet when the shim is (Python dlopens it
- * much later), and a program that never touches CUDA must not pay for it. */
+ * much later), and a program that never touches CUDA must not pay for it.
+ * It is never created while the program's CUDA calls do not reach the shim
+ * (linked rather than preloaded): the shim then stays inactive. */
 #include "real.h"
 #include "runtime.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+#define MAX_DEVICES 64
 
 static fs_allocator *allocator;
 static int device_count;
@@ -17,7 +24,13 @@ static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 static const fs_shim_free_hook *free_hook;
 
 static __thread int in_shim __attribute__((tls_model("initial-exec")));
-static __thread cudaStream_t thread_stream __attribute__((tls_model("initial-exec")));
+
+/* The thread's current stream of each device (docs/api.md), allocated when
+ * the thread first sets one: a table in static TLS would cost every thread
+ * of every program the shim is loaded into MAX_DEVICES pointers. */
+static __thread cudaStream_t *thread_streams __attribute__((tls_model("initial-exec")));
+static pthread_key_t thread_streams_key;
+static pthread_once_t thread_streams_once = PTHREAD_ONCE_INIT;
 
 bool fs_shim_enter(void)
 {
@@ -31,14 +44,47 @@ void fs_shim_leave(void)
     in_shim = 0;
 }
 
-cudaStream_t fs_thread_stream(void)
+bool fs_shim_inside(void)
 {
-    return thread_stream;
+    return in_shim != 0;
 }
 
-void fs_thread_stream_set(cudaStream_t s)
+cudaStream_t fs_thread_stream(int device)
 {
-    thread_stream = s;
+    cudaStream_t *t = thread_streams;
+
+    return t && device >= 0 && device < MAX_DEVICES ? t[device] : NULL;
+}
+
+/* At thread exit; later destructors that reach cudaMalloc see no table. */
+static void thread_streams_free(void *table)
+{
+    thread_streams = NULL;
+    free(table);
+}
+
+static void thread_streams_init(void)
+{
+    pthread_key_create(&thread_streams_key, thread_streams_free);
+}
+
+bool fs_thread_stream_set(int device, cudaStream_t s)
+{
+    cudaStream_t *t = thread_streams;
+
+    if (device < 0 || device >= MAX_DEVICES) return false;
+    if (!t) {
+        if (!s) return true; /* the legacy stream already */
+        pthread_once(&thread_streams_once, thread_streams_init);
+        if (!(t = calloc(MAX_DEVICES, sizeof *t))) return false;
+        if (pthread_setspecific(thread_streams_key, t) != 0) {
+            free(t);
+            return false;
+        }
+        thread_streams = t;
+    }
+    t[device] = s;
+    return true;
 }
 
 void fs_shim_set_free_hook(const fs_shim_free_hook *hook)
@@ -76,15 +122,56 @@ static void on_oom(void *ctx, const fs_oom_info *info)
 
 static const fs_alloc_observer observer = {.on_oom = on_oom};
 
+/* The shim manages memory only when the program's references to the
+ * runtime bind to its definitions, that is when the program's global scope
+ * (dlopen(NULL): what the executable and the libraries it loads resolve
+ * against) finds the shim's cudaMalloc first. A libfsdpshim.so linked after
+ * libcudart, or dlopen'ed with RTLD_LOCAL (ctypes.CDLL), sees none of the
+ * program's calls, and its API must not claim otherwise. The definitions are
+ * compared by object: inside the shim, &cudaMalloc itself would resolve
+ * through the same global scope. Settled on first use, under create_lock:
+ * the global scope only grows at its end, so the answer never changes. */
+static int interposition; /* 1 the program's calls reach the shim, -1 not, 0 not yet known */
+
+static bool program_calls_reach_shim(void)
+{
+    Dl_info shim, found = {0};
+    void *global, *sym = NULL;
+
+    if (fs_likely(interposition != 0)) return interposition > 0;
+    global = dlopen(NULL, RTLD_LAZY);
+    if (global) {
+        sym = dlsym(global, "cudaMalloc");
+        dlclose(global);
+    }
+    if (sym && dladdr((void *)program_calls_reach_shim, &shim) && dladdr(sym, &found) &&
+        shim.dli_fbase == found.dli_fbase) {
+        interposition = 1;
+        return true;
+    }
+    interposition = -1;
+    fs_log(FS_LOG_WARN,
+           "libfsdpshim.so is linked or dlopen'ed, not preloaded: the program's cudaMalloc "
+           "resolves to %s, so its CUDA calls never reach the shim; it manages nothing and its "
+           "API answers FSDPSHIM_ERR_INACTIVE. Preload it (LD_PRELOAD or fsdpshim run) and reach "
+           "the API through dlsym or include/fsdpshim/fsdpshim_loader.h (docs/api.md)",
+           !sym                                  ? "nothing in its global scope"
+           : found.dli_fname && *found.dli_fname ? found.dli_fname
+                                                 : "the executable");
+    return false;
+}
+
 static void create_allocator(void)
 {
-    __typeof__(&cudaGetDeviceCount) get_count = FS_REAL(cudaGetDeviceCount);
+    __typeof__(&cudaGetDeviceCount) get_count;
     const fs_shim_config *cfg = fs_shim_config_get();
     fs_internal_call c;
     fs_allocator *a;
     int n = 0;
     cudaError_t e;
 
+    if (!program_calls_reach_shim()) return;
+    get_count = FS_REAL(cudaGetDeviceCount);
     if (!get_count) return; /* the runtime is not loaded yet: try again on the next call */
     fs_err_save(&c.err);
     e = get_count(&n);
@@ -137,7 +224,7 @@ static void atfork_child(void)
     create_lock = fresh;
     allocator = NULL;
     device_count = 0;
-    thread_stream = NULL;
+    if (thread_streams) memset(thread_streams, 0, MAX_DEVICES * sizeof *thread_streams);
     fs_streams_reset(-1);
     fs_pool_reset(-1);
     fs_capture_reset();

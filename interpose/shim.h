@@ -55,7 +55,8 @@ const fs_shim_config *fs_shim_config_get(void);
 
 /* ---- the allocator (shim.c) ---------------------------------------------
  * The process-wide allocator, created on first use over cuda_device.c. NULL
- * when the shim is inactive: the CUDA runtime is not loaded (yet), or the
+ * when the shim is inactive: the program's CUDA calls do not reach it (it is
+ * linked, not preloaded), the CUDA runtime is not loaded (yet), or the
  * device count could not be read. */
 fs_allocator *fs_shim_allocator(void);
 
@@ -86,6 +87,9 @@ bool fs_shim_stream_capturing(cudaStream_t stream, bool per_thread);
  * inside: then pass through and do not call fs_shim_leave(). */
 bool fs_shim_enter(void);
 void fs_shim_leave(void);
+/* Whether the calling thread is inside the shim: a runtime lookup made
+ * outside it comes from an interposed entry point the program called. */
+bool fs_shim_inside(void);
 
 /* ---- the program's last-error state (errstate.c) ------------------------
  * The shim's internal runtime calls must not leave an error behind, nor clear

@@ -9,11 +9,16 @@
  *     v = ctypes.c_int64()
  *     lib.fsdpshim_stat(b"allocated_bytes.all.peak", 0, ctypes.byref(v))
  *
+ * The shim works only when preloaded (LD_PRELOAD, or `fsdpshim run`). A C
+ * program reaches these functions without linking the shim, so that it also
+ * runs without it, through fsdpshim_loader.h (or dlsym); linked with
+ * -lfsdpshim instead, the program's CUDA calls may bind to libcudart and
+ * never reach the shim, which then stays inactive (docs/api.md).
+ *
  * Every function returns an fsdpshim_status and never crashes: while the
  * shim is not active (not preloaded, no CUDA runtime loaded yet, no device)
- * each one is a no-op returning FSDPSHIM_ERR_INACTIVE. A program that must
- * also run without the shim can link nothing and look the functions up with
- * dlsym(RTLD_DEFAULT, "fsdpshim_active"). */
+ * each one is a no-op returning FSDPSHIM_ERR_INACTIVE, whatever its
+ * arguments. */
 #ifndef FSDPSHIM_H
 #define FSDPSHIM_H
 
@@ -34,8 +39,9 @@ typedef enum fsdpshim_status {
     FSDPSHIM_ERR_DEVICE = 6,    /* the device failed a call */
 } fsdpshim_status;
 
-/* FSDPSHIM_OK when the shim manages this process's device memory (the CUDA
- * runtime is loaded and a device is present), else FSDPSHIM_ERR_INACTIVE. */
+/* FSDPSHIM_OK when the shim manages this process's device memory: the
+ * program's CUDA calls reach it (it is preloaded), the CUDA runtime is
+ * loaded and a device is present. Else FSDPSHIM_ERR_INACTIVE. */
 int fsdpshim_active(void);
 
 /* Records that `stream` (a cudaStream_t) uses the block containing `ptr`:
@@ -44,8 +50,15 @@ int fsdpshim_active(void);
  * allocate. */
 int fsdpshim_record_stream(void *ptr, void *stream);
 
-/* Sets / reads the calling thread's current stream: cudaMalloc on this
- * thread allocates for it (NULL: the legacy default stream). */
+/* Sets / reads the calling thread's current stream, which is per device as
+ * in PyTorch: fsdpshim_set_stream(s) sets it for s's own device (NULL, and
+ * the legacy and per-thread handles, name a stream of the current device);
+ * cudaMalloc on device d allocates on d for the stream set for d, else for
+ * d's legacy default stream; fsdpshim_get_stream answers for the current
+ * device (NULL: the legacy default stream). A stream of another device never
+ * changes where cudaMalloc allocates. FSDPSHIM_ERR_INVALID for a bad
+ * stream (or a null out-pointer); FSDPSHIM_ERR_DEVICE when the current
+ * device cannot be read, or the thread's table of streams not allocated. */
 int fsdpshim_set_stream(void *stream);
 int fsdpshim_get_stream(void **stream);
 

@@ -1,5 +1,6 @@
 /* api_c.c - the public C API (include/fsdpshim/fsdpshim.h) from a C
- * program linked with libfsdpshim.so. */
+ * program linked with libfsdpshim.so and run with it preloaded (linked
+ * alone, the shim may see none of the program's calls: api_linked.c). */
 #include "probe.h"
 
 #include <fsdpshim/fsdpshim.h>
