@@ -173,7 +173,7 @@ static void log_config(const fs_shim_config *c)
 
     fs_alloc_config_describe(&c->alloc, alloc, sizeof alloc);
     if (c->ag_limit_bytes) snprintf(ag_mb, sizeof ag_mb, "%zu", c->ag_limit_bytes >> 20);
-    fs_log(FS_LOG_INFO,
+    fs_log(FS_LOG_DEBUG,
            "configuration: %s,ag_limit:%u,ag_limit_mb:%s,stream_pool:%s,stream_pool_size:%u,"
            "trace:%s,trace_frames:%u",
            alloc, c->ag_limit, ag_mb, c->stream_pool ? "true" : "false", c->stream_pool_size,
@@ -206,7 +206,7 @@ static void config_init(void)
         apply_pair(c, "FSDPSHIM_CONF", key, value);
     free(torch_conf);
     free(shim_conf);
-    if (fs_log_enabled(FS_LOG_INFO)) log_config(c);
+    if (fs_log_enabled(FS_LOG_DEBUG)) log_config(c);
     /* The key is accepted so that configurations written for a tracing build
      * keep working, but the user must not believe a trace is being written. */
     if (c->trace)
