@@ -4,6 +4,8 @@
 
 #include <ctype.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 void fs_conf_squeeze(char *s)
 {
@@ -44,4 +46,17 @@ bool fs_conf_next(char **cursor, char **key, char **value)
             break;
         }
     return true;
+}
+
+bool fs_conf_sets(const char *conf, const char *key)
+{
+    char *copy, *cur, *k, *v;
+    bool found = false;
+
+    if (!conf || !(copy = strdup(conf))) return false;
+    fs_conf_squeeze(copy);
+    for (cur = copy; !found && fs_conf_next(&cur, &k, &v);)
+        found = !strcmp(k, key);
+    free(copy);
+    return found;
 }

@@ -18,4 +18,8 @@ void fs_conf_squeeze(char *s);
  * no pair is left. */
 bool fs_conf_next(char **cursor, char **key, char **value);
 
+/* Whether the configuration string `conf` (squeezed or not; NULL is empty)
+ * sets `key`. */
+bool fs_conf_sets(const char *conf, const char *key);
+
 #endif /* FS_CONF_LEX_H */

@@ -12,29 +12,40 @@
 static int command_help(int argc, char **argv);
 static void usage_help(FILE *out);
 
-/* `synopsis` is set for a command not built yet: its planned usage. `record`
- * parses its options (so usage errors stay 2) before refusing. */
+/* A row not built yet is listed apart and refused with 3; its `synopsis` is
+ * its planned usage unless it has a usage function. `record` parses its
+ * options (so that usage errors stay 2) before refusing. */
 static const struct command_row {
     fs_command c;
+    bool not_built;
     const char *synopsis;
 } commands[] = {
-    {{"run", "run a program under the shim", command_run, usage_run}, NULL},
-    {{"help", "show this list, or the options of one command", command_help, usage_help}, NULL},
+    {{"run", "run a program under the shim", command_run, usage_run}, false, NULL},
+    {{"help", "show this list, or the options of one command", command_help, usage_help},
+     false,
+     NULL},
     {{"record", "run a program under the shim with tracing on (run --trace)", command_record,
       usage_record},
-     "record [--conf CONF] [--lib PATH] [-o PATH] [--] CMD [ARGS...]"},
+     true,
+     NULL},
     {{"sim", "run a program on the simulated device, print its peak memory", NULL, NULL},
+     true,
      "sim [--devices N] [--mem SIZE] [--no-data] [--native] -- CMD [ARGS...]"},
-    {{"dump", "print a trace's events", NULL, NULL}, "dump TRACE..."},
+    {{"dump", "print a trace's events", NULL, NULL}, true, "dump TRACE..."},
     {{"report", "summarise traces: peaks, fragmentation, sites, streams", NULL, NULL},
+     true,
      "report [--html FILE] TRACE..."},
-    {{"top", "allocation sites by peak live bytes, count or total", NULL, NULL}, "top TRACE..."},
-    {{"leaks", "blocks still allocated at exit", NULL, NULL}, "leaks TRACE..."},
-    {{"timeline", "memory over time", NULL, NULL}, "timeline TRACE..."},
-    {{"diff", "compare two traces or two ranks", NULL, NULL}, "diff A B"},
+    {{"top", "allocation sites by peak live bytes, count or total", NULL, NULL},
+     true,
+     "top TRACE..."},
+    {{"leaks", "blocks still allocated at exit", NULL, NULL}, true, "leaks TRACE..."},
+    {{"timeline", "memory over time", NULL, NULL}, true, "timeline TRACE..."},
+    {{"diff", "compare two traces or two ranks", NULL, NULL}, true, "diff A B"},
     {{"export", "write memory_viz, Chrome trace or folded stacks", NULL, NULL},
+     true,
      "export --memviz|--chrome|--folded -o OUT TRACE..."},
     {{"replay", "replay a trace through another configuration", NULL, NULL},
+     true,
      "replay --conf CONF TRACE"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -50,11 +61,11 @@ static void usage_main(FILE *out)
 {
     fprintf(out, "usage: fsdpshim COMMAND [ARGS...]\n       fsdpshim --version\n\ncommands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
-        if (!commands[i].synopsis)
+        if (!commands[i].not_built)
             fprintf(out, "  %-9s %s\n", commands[i].c.name, commands[i].c.summary);
     fprintf(out, "\nnot built yet in this version (refused with exit status 3):\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
-        if (commands[i].synopsis)
+        if (commands[i].not_built)
             fprintf(out, "  %-9s %s\n", commands[i].c.name, commands[i].c.summary);
     fprintf(out, "\n`fsdpshim help COMMAND` or `fsdpshim COMMAND --help` shows its options.\n");
 }

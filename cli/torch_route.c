@@ -144,9 +144,14 @@ bool fs_torch_is_python(char *const *argv)
     const char *base = base_name(argv[0]);
 
     if (word_runs_python(argv[0])) return true;
-    if (!strcmp(base, "env")) return env_runs_python(argv);
+    if (!strcmp(base, "env") && env_runs_python(argv)) return true;
     for (size_t i = 0; i < sizeof shells / sizeof shells[0]; i++)
-        if (!strcmp(base, shells[i])) return shell_runs_python(argv);
+        if (!strcmp(base, shells[i]) && shell_runs_python(argv)) return true;
+    /* a launcher or wrapper (mpirun, srun, uv run, timeout, numactl, ...)
+     * that starts Python by name; a false positive only sets a variable that
+     * nothing else reads */
+    for (int i = 1; argv[i]; i++)
+        if (python_name(base_name(argv[i]))) return true;
     return false;
 }
 
@@ -155,20 +160,6 @@ static bool is_shim_key(const char *key)
     for (size_t i = 0; i < sizeof shim_keys / sizeof shim_keys[0]; i++)
         if (!strcmp(key, shim_keys[i])) return true;
     return false;
-}
-
-/* Whether a configuration string sets `key`. */
-static bool conf_sets(const char *conf, const char *key)
-{
-    char *copy, *cur, *k, *v;
-    bool found = false;
-
-    if (!conf || !(copy = strdup(conf))) return false;
-    fs_conf_squeeze(copy);
-    for (cur = copy; !found && fs_conf_next(&cur, &k, &v);)
-        found = !strcmp(k, key);
-    free(copy);
-    return found;
 }
 
 static void append(char *buf, size_t len, const char *key, const char *value)
@@ -212,7 +203,7 @@ int fs_torch_route(const char *shim_conf_in, char **shim_conf)
             routed = !strcmp(value, "cudaMallocAsync");
             if (!routed) snprintf(backend, sizeof backend, "%s", value);
         } else if (value && is_shim_key(key)) {
-            if (conf_sets(shim_conf_in, key))
+            if (fs_conf_sets(shim_conf_in, key))
                 append(kept, len, key, NULL);
             else
                 append(taken, len, key, value);

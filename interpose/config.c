@@ -136,19 +136,6 @@ static char *conf_copy(const char *var)
     return copy;
 }
 
-/* Whether a squeezed configuration string sets `key`. */
-static bool conf_sets(const char *conf, const char *key)
-{
-    char *copy, *cur, *k, *v;
-    bool found = false;
-
-    if (!conf || !(copy = strdup(conf))) return false;
-    for (cur = copy; !found && fs_conf_next(&cur, &k, &v);)
-        found = !strcmp(k, key);
-    free(copy);
-    return found;
-}
-
 static void apply_pair(fs_shim_config *c, const char *var, const char *key, const char *value)
 {
     char err[256] = "";
@@ -197,7 +184,7 @@ static void config_init(void)
     c->trace = 0;
     c->trace_frames = 64;
     for (cur = torch_conf; cur && fs_conf_next(&cur, &key, &value);) {
-        if (!value || !is_torch_key(key) || conf_sets(shim_conf, key)) continue;
+        if (!value || !is_torch_key(key) || fs_conf_sets(shim_conf, key)) continue;
         fs_log(FS_LOG_INFO, "PYTORCH_CUDA_ALLOC_CONF: %s:%s taken (FSDPSHIM_CONF does not set it)",
                key, value);
         apply_pair(c, "PYTORCH_CUDA_ALLOC_CONF", key, value);

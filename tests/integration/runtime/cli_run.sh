@@ -35,6 +35,8 @@ env -u FSDPSHIM_TRACE "$cli" record -- sh -c "$show" >/dev/null 2>&1
 [ $? -eq 7 ] || fail "the program's exit status is not passed on"
 
 if command -v python3 >/dev/null; then
+    # the interpreter itself: a version manager's python3 is a slow script
+    PATH="$(dirname "$(python3 -c 'import sys; print(sys.executable)')"):$PATH"
     py='import os; print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))'
     out=$(env -u PYTORCH_CUDA_ALLOC_CONF "$cli" run -- python3 -c "$py")
     [ "$out" = "backend:cudaMallocAsync" ] || fail "python: PYTORCH_CUDA_ALLOC_CONF='$out'"

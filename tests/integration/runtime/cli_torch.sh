@@ -40,6 +40,8 @@ routed env -u NOTHING X=1 python3 -c "$py"
 routed env -S "python3 -c '$py'"
 routed bash -c "python3 -c '$py'"
 routed sh -c "cd . && X=1 exec python3 -c '$py'"
+# a launcher or wrapper that starts Python by name (mpirun, srun, uv run, ...)
+routed timeout 60 python3 -c "$py"
 printf 'import os\nprint(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"), os.environ.get("FSDPSHIM_CONF"))\n' >envprint.py
 routed python3 -m envprint
 # a .py file without #! nor x bit, in the working directory, run as `run x.py`
