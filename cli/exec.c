@@ -109,9 +109,10 @@ static int run_python_file(const char *who, const char *path, char **argv)
     }
     if (!(v = with_interpreter(name, path, argv))) return FS_EXIT_CANNOT_RUN;
     execv(python, v);
-    fprintf(stderr, "fsdpshim %s: %s: %s\n", who, python, strerror(errno));
+    int err = errno;
+    fprintf(stderr, "fsdpshim %s: %s: %s\n", who, python, strerror(err));
     free(v);
-    return errno == ENOENT ? FS_EXIT_NOT_FOUND : FS_EXIT_CANNOT_RUN;
+    return err == ENOENT ? FS_EXIT_NOT_FOUND : FS_EXIT_CANNOT_RUN;
 }
 
 int fs_exec_program(const char *who, char **argv)
