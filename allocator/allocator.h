@@ -56,6 +56,10 @@ void fs_alloc_config_default(fs_alloc_config *cfg);
 int fs_alloc_config_set(fs_alloc_config *cfg, const char *key, const char *value, char *err,
                         size_t errlen);
 
+/* Writes the allocator's keys as key:value pairs, in FSDPSHIM_CONF syntax,
+ * into buf (truncated to len). */
+void fs_alloc_config_describe(const fs_alloc_config *cfg, char *buf, size_t len);
+
 /* ---- lifetime --------------------------------------------------------- */
 
 typedef struct fs_allocator fs_allocator;

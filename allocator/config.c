@@ -178,3 +178,42 @@ int fs_alloc_config_set(fs_alloc_config *cfg, const char *key, const char *value
     }
     return 0;
 }
+
+/* The buckets as PyTorch's bracketed list, or the single N when all agree. */
+static void describe_divisions(const unsigned div[FS_ROUNDUP_BUCKETS], char *buf, size_t len)
+{
+    size_t n = 0;
+    bool same = true;
+
+    for (int i = 1; i < FS_ROUNDUP_BUCKETS; i++)
+        same = same && div[i] == div[0];
+    if (same) {
+        if (div[0] == 0)
+            snprintf(buf, len, "none");
+        else
+            snprintf(buf, len, "%u", div[0]);
+        return;
+    }
+    for (int i = 0; i < FS_ROUNDUP_BUCKETS && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%llu:%u", i ? "," : "[", 1ull << i, div[i]);
+    if (n < len) snprintf(buf + n, len - n, "]");
+}
+
+void fs_alloc_config_describe(const fs_alloc_config *cfg, char *buf, size_t len)
+{
+    static const char *const semantics[] = {"sync", "device", "stream"};
+    static const char *const reuse[] = {"none", "completed", "wait"};
+    char split[32] = "unlimited", gc[32] = "off", divisions[192];
+
+    if (cfg->max_split_size != SIZE_MAX)
+        snprintf(split, sizeof split, "%zu", cfg->max_split_size / FS_MiB);
+    if (cfg->garbage_collection_threshold > 0.0)
+        snprintf(gc, sizeof gc, "%g", cfg->garbage_collection_threshold);
+    describe_divisions(cfg->roundup_divisions, divisions, sizeof divisions);
+    snprintf(buf, len,
+             "free_semantics:%s,cross_stream_reuse:%s,max_split_size_mb:%s,"
+             "roundup_power2_divisions:%s,garbage_collection_threshold:%s,"
+             "expandable_segments:%s",
+             semantics[cfg->free_semantics], reuse[cfg->cross_stream_reuse], split, divisions, gc,
+             cfg->expandable_segments ? "true" : "false");
+}

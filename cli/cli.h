@@ -1,14 +1,22 @@
-/* cli.h - the fsdpshim command's subcommand table.
+/* cli.h - the fsdpshim command: its subcommand table and the pieces the
+ * launcher is made of.
  *
  * Each subcommand is one file with one entry point, command_X(argc, argv),
  * where argv[0] is the subcommand's name. Exit codes: 0 ok, 1 bad input,
- * 2 usage. */
+ * 2 usage, 3 not built yet (a command or option this version documents but
+ * does not have), and, for `run`, the program's own status, or 126 / 127
+ * as a shell gives them when the program cannot be run / is not found. */
 #ifndef FS_CLI_H
 #define FS_CLI_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
-#define FS_EXIT_USAGE 2
+#define FS_EXIT_BAD_INPUT  1
+#define FS_EXIT_USAGE      2
+#define FS_EXIT_NOT_BUILT  3
+#define FS_EXIT_CANNOT_RUN 126
+#define FS_EXIT_NOT_FOUND  127
 
 typedef struct fs_command {
     const char *name;
@@ -22,5 +30,34 @@ int command_run(int argc, char **argv);
 int command_record(int argc, char **argv);
 void usage_run(FILE *out);
 void usage_record(FILE *out);
+
+/* exec.c - becomes the program as a shell would run it: a name with a slash
+ * as is, a bare name from PATH (or, when PATH has none, the file of that
+ * name in the working directory), a file without #! under /bin/sh, a .py
+ * file that cannot run by itself under the python on PATH. Returns only on
+ * failure, with 126 or 127 after one line on stderr naming `who`. */
+int fs_exec_program(const char *who, char **argv);
+
+/* The file fs_exec_program runs for `cmd` (its interpreter aside), into path;
+ * false when there is none. */
+bool fs_exec_resolve(const char *cmd, char *path, size_t len);
+
+/* torch_route.c - whether argv runs Python (an interpreter, torchrun, a
+ * script whose #! names Python, a .py file, through env or sh -c). */
+bool fs_torch_is_python(char *const *argv);
+
+/* Routes PyTorch through the shim: sets PYTORCH_CUDA_ALLOC_CONF to
+ * backend:cudaMallocAsync plus the user's keys the shim does not take, and
+ * returns in *shim_conf (malloc'ed, or NULL when unchanged) the FSDPSHIM_CONF
+ * value with the user's PyTorch keys that the shim takes put before
+ * `shim_conf_in`, which wins. Says in one line on stderr what it changed of a
+ * user's setting. Returns -1 after a message when the environment cannot be
+ * set. */
+int fs_torch_route(const char *shim_conf_in, char **shim_conf);
+
+/* One line on stderr, "fsdpshim[PID]: " (or "fsdpshim[PID rank R]: ") first,
+ * as the library's own lines start: the program keeps the pid. Quiet under
+ * FSDPSHIM_LOG=error. */
+void fs_cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif /* FS_CLI_H */

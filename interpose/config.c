@@ -1,12 +1,16 @@
-/* config.c - FSDPSHIM_CONF, parsed once.
+/* config.c - FSDPSHIM_CONF, parsed once, over the keys of the user's
+ * PYTORCH_CUDA_ALLOC_CONF that the shim understands.
  *
- * The syntax is PYTORCH_CUDA_ALLOC_CONF's: key:value pairs separated by
- * commas, where a value may itself hold a bracketed list
- * (roundup_power2_divisions:[256:1,512:2,>:4]). Allocator keys are applied
- * by the allocator's own fs_alloc_config_set; the shim's keys here. A bad key
- * or value is reported once, with the valid choices, and the default kept:
- * a typo in the environment must never stop a training job (SPEC 13). */
+ * The syntax is PYTORCH_CUDA_ALLOC_CONF's (allocator/conf_lex.h): key:value
+ * pairs separated by commas, where a value may itself hold a bracketed list
+ * (roundup_power2_divisions:[256:1,512:2,>:4]), whitespace ignored. Allocator
+ * keys are applied by the allocator's own fs_alloc_config_set; the shim's
+ * keys here. A bad key or value is reported once, with the valid choices, and
+ * the default kept: a typo in the environment must never stop a training job
+ * (docs/configuration.md). */
 #include "shim.h"
+
+#include "conf_lex.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -105,36 +109,72 @@ bad:
     return -1;
 }
 
-static void apply_pair(fs_shim_config *c, char *pair)
+/* PyTorch's keys that mean the same to the shim. A user's
+ * PYTORCH_CUDA_ALLOC_CONF supplies them as defaults, so that a program
+ * preloaded by hand behaves as under `fsdpshim run`, which carries them into
+ * FSDPSHIM_CONF (docs/configuration.md); PyTorch's other keys are its own. */
+static const char *const torch_keys[] = {"expandable_segments", "max_split_size_mb",
+                                         "roundup_power2_divisions",
+                                         "garbage_collection_threshold"};
+
+static bool is_torch_key(const char *key)
+{
+    for (size_t i = 0; i < sizeof torch_keys / sizeof torch_keys[0]; i++)
+        if (!strcmp(key, torch_keys[i])) return true;
+    return false;
+}
+
+/* A squeezed copy of the variable, NULL when it is unset, empty or cannot be
+ * copied. */
+static char *conf_copy(const char *var)
+{
+    const char *env = getenv(var);
+    char *copy;
+
+    if (!env || !*env || !(copy = strdup(env))) return NULL;
+    fs_conf_squeeze(copy);
+    return copy;
+}
+
+static void apply_pair(fs_shim_config *c, const char *var, const char *key, const char *value)
 {
     char err[256] = "";
-    char *colon = strchr(pair, ':');
-    const char *key = pair, *value;
     int r;
 
-    if (!*pair) return;
-    if (!colon) {
-        fs_log(FS_LOG_WARN, "FSDPSHIM_CONF: '%s' is not key:value; ignored (keys: %s)", pair,
-               valid_keys);
+    if (!value) {
+        fs_log(FS_LOG_WARN, "%s: '%s' is not key:value; ignored (keys: %s)", var, key, valid_keys);
         return;
     }
-    *colon = '\0';
-    value = colon + 1;
     r = fs_alloc_config_set(&c->alloc, key, value, err, sizeof err);
     if (r == 0) r = shim_key_set(c, key, value, err, sizeof err);
     if (r == 0)
-        fs_log(FS_LOG_WARN, "FSDPSHIM_CONF: unknown key '%s' ignored (valid keys: %s)", key,
-               valid_keys);
+        fs_log(FS_LOG_WARN, "%s: unknown key '%s' ignored (valid keys: %s)", var, key, valid_keys);
     else if (r < 0)
-        fs_log(FS_LOG_WARN, "FSDPSHIM_CONF: %s; the default is kept", err);
+        fs_log(FS_LOG_WARN, "%s: %s; the default is kept", var, err);
 }
 
+static void log_config(const fs_shim_config *c)
+{
+    static const char *const trace_names[] = {"off", "events", "stacks", "python"};
+    char alloc[512], ag_mb[32] = "off";
+
+    fs_alloc_config_describe(&c->alloc, alloc, sizeof alloc);
+    if (c->ag_limit_bytes) snprintf(ag_mb, sizeof ag_mb, "%zu", c->ag_limit_bytes >> 20);
+    fs_log(FS_LOG_DEBUG,
+           "configuration: %s,ag_limit:%u,ag_limit_mb:%s,stream_pool:%s,stream_pool_size:%u,"
+           "trace:%s,trace_frames:%u",
+           alloc, c->ag_limit, ag_mb, c->stream_pool ? "true" : "false", c->stream_pool_size,
+           trace_names[c->trace], c->trace_frames);
+}
+
+/* Precedence: an FSDPSHIM_CONF key, then the same key in
+ * PYTORCH_CUDA_ALLOC_CONF, then the default. */
 static void config_init(void)
 {
-    const char *env = getenv("FSDPSHIM_CONF");
     fs_shim_config *c = &config;
-    char *copy, *p, *start;
-    int depth = 0;
+    char *shim_conf = conf_copy("FSDPSHIM_CONF"),
+         *torch_conf = conf_copy("PYTORCH_CUDA_ALLOC_CONF");
+    char *cur, *key, *value;
 
     fs_alloc_config_default(&c->alloc);
     c->ag_limit = 2;
@@ -143,24 +183,17 @@ static void config_init(void)
     c->stream_pool_size = 32;
     c->trace = 0;
     c->trace_frames = 64;
-    if (!env || !*env) return;
-    copy = strdup(env);
-    if (!copy) return;
-    /* split on commas outside brackets */
-    for (p = start = copy;; p++) {
-        if (*p == '[')
-            depth++;
-        else if (*p == ']' && depth > 0)
-            depth--;
-        else if ((*p == ',' && depth == 0) || *p == '\0') {
-            bool last = *p == '\0';
-            *p = '\0';
-            apply_pair(c, start);
-            if (last) break;
-            start = p + 1;
-        }
+    for (cur = torch_conf; cur && fs_conf_next(&cur, &key, &value);) {
+        if (!value || !is_torch_key(key) || fs_conf_sets(shim_conf, key)) continue;
+        fs_log(FS_LOG_INFO, "PYTORCH_CUDA_ALLOC_CONF: %s:%s taken (FSDPSHIM_CONF does not set it)",
+               key, value);
+        apply_pair(c, "PYTORCH_CUDA_ALLOC_CONF", key, value);
     }
-    free(copy);
+    for (cur = shim_conf; cur && fs_conf_next(&cur, &key, &value);)
+        apply_pair(c, "FSDPSHIM_CONF", key, value);
+    free(torch_conf);
+    free(shim_conf);
+    if (fs_log_enabled(FS_LOG_DEBUG)) log_config(c);
     /* The key is accepted so that configurations written for a tracing build
      * keep working, but the user must not believe a trace is being written. */
     if (c->trace)

@@ -1,9 +1,11 @@
 /* log.c - the shim's diagnostics on stderr.
  *
- * FSDPSHIM_LOG=error|warn|info|debug [warn] picks the level once. Messages
- * go out in one write() each so that lines from several threads (or ranks
- * sharing a terminal) never interleave mid-line, and no stdio lock is taken
- * inside a program's CUDA call. */
+ * FSDPSHIM_LOG=error|warn|info|debug [warn] picks the level once. Every line
+ * starts "fsdpshim[PID]: ", or "fsdpshim[PID rank R]: " in a job that names
+ * the process's rank, so that the lines of several ranks sharing a terminal
+ * can be told apart. Messages go out in one write() each so that lines from
+ * several threads (or ranks) never interleave mid-line, and no stdio lock is
+ * taken inside a program's CUDA call. */
 #include "shim.h"
 
 #include <pthread.h>
@@ -16,6 +18,23 @@
 
 static int log_level = -1;
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static char rank_label[24]; /* " rank R", or empty */
+
+/* The rank as the launchers name it: torchrun (RANK, LOCAL_RANK), Open MPI,
+ * MPICH and Slurm; only a plain decimal is taken. */
+static void rank_init(void)
+{
+    static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID",
+                                       "LOCAL_RANK"};
+
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v && strlen(v) <= 9 && strspn(v, "0123456789") == strlen(v)) {
+            snprintf(rank_label, sizeof rank_label, " rank %s", v);
+            return;
+        }
+    }
+}
 
 static void log_init(void)
 {
@@ -23,6 +42,8 @@ static void log_init(void)
     const char *env = getenv("FSDPSHIM_LOG");
     int level = FS_LOG_WARN;
     bool bad = false;
+
+    rank_init();
 
     if (env && *env) {
         bad = true;
@@ -54,7 +75,8 @@ void fs_log(enum fs_log_level level, const char *fmt, ...)
     int n;
 
     if (!fs_log_enabled(level)) return;
-    n = snprintf(line, sizeof line, "fsdpshim: ");
+    /* getpid() each time: a forked child's lines carry its own pid */
+    n = snprintf(line, sizeof line, "fsdpshim[%d%s]: ", (int)getpid(), rank_label);
     va_start(ap, fmt);
     n += vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
     va_end(ap);

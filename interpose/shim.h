@@ -23,7 +23,8 @@
 #define fs_unlikely(x) __builtin_expect(!!(x), 0)
 
 /* ---- logging (log.c) ----------------------------------------------------
- * FSDPSHIM_LOG=error|warn|info|debug [warn], on stderr, prefix "fsdpshim: ".
+ * FSDPSHIM_LOG=error|warn|info|debug [warn], on stderr, prefix "fsdpshim[PID]: " or
+ * "fsdpshim[PID rank R]: " (log.c).
  * fs_log checks the level itself; wrap expensive arguments in
  * fs_log_enabled(). */
 enum fs_log_level { FS_LOG_ERROR, FS_LOG_WARN, FS_LOG_INFO, FS_LOG_DEBUG };

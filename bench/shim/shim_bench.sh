@@ -70,12 +70,12 @@ if ! FSDPSHIM_CONF=ag_limit:1 FSDPSHIM_LOG=info LD_PRELOAD=$shim "$rl_gap" "$rou
     exit 1
 fi
 sed -n 's/^rl_gap: /  program side: /p' "$tmp/gap"
-line=$(grep 'fsdpshim: rate limiter:' "$tmp/gap" || true)
+line=$(sed -n 's/^fsdpshim\[[^]]*\]: rate limiter://p' "$tmp/gap")
 if [ -z "$line" ]; then
     echo "FAILED: the shim printed no rate limiter summary" >&2
     exit 1
 fi
-echo "  shim side:${line#fsdpshim: rate limiter:}"
+echo "  shim side:$line"
 median=$(sed -n 's/.*median \([0-9.]*\) us.*/\1/p' <<<"$line")
 if awk -v m="$median" 'BEGIN { exit !(m < 20) }'; then
     echo "  shim gap median $median us: under the 20 us target (PyTorch FSDP1: ~235 us)"

@@ -1,6 +1,6 @@
 #!/bin/sh
-# cli_run.sh - `fsdpshim run` / `record` set the environment the shim reads
-# and then become the program; usage errors exit 2.
+# cli_run.sh - `fsdpshim run` sets the environment the shim reads and then
+# becomes the program; usage errors exit 2 (more in cli_launch.sh).
 #   cli_run.sh FSDPSHIM LIBFSDPSHIM
 cli=$1 lib=$(readlink -f "$2")
 fail() { echo "cli_run: $*" >&2; exit 1; }
@@ -25,10 +25,9 @@ out=$(LD_PRELOAD=libm.so.6 "$cli" run -- sh -c 'echo "$LD_PRELOAD"')
 [ "${out#*:}" = "libm.so.6" ] && [ "$(readlink -f "${out%%:*}")" = "$lib" ] ||
     fail "LD_PRELOAD not prepended: '$out'"
 
-out=$(env -u FSDPSHIM_CONF -u FSDPSHIM_TRACE "$cli" record -- sh -c "$show")
-[ "${out#*|}" = "trace:stacks|fsdpshim-%h-%p.fst|unset" ] || fail "record set '$out'"
-out=$(env -u FSDPSHIM_TRACE "$cli" run --trace --conf trace:python --output t-%r.fst -- sh -c "$show")
-[ "${out#*|}" = "trace:python|t-%r.fst|unset" ] || fail "run --trace set '$out'"
+# tracing is refused until traces are written (cli_launch.sh)
+env -u FSDPSHIM_TRACE "$cli" record -- sh -c "$show" >/dev/null 2>&1
+[ $? -eq 3 ] || fail "record should exit 3 while traces are not built"
 
 "$cli" run -- /nonexistent/program 2>/dev/null
 [ $? -eq 127 ] || fail "a missing program should exit 127"
@@ -36,11 +35,13 @@ out=$(env -u FSDPSHIM_TRACE "$cli" run --trace --conf trace:python --output t-%r
 [ $? -eq 7 ] || fail "the program's exit status is not passed on"
 
 if command -v python3 >/dev/null; then
+    # the interpreter itself: a version manager's python3 is a slow script
+    PATH="$(dirname "$(python3 -c 'import sys; print(sys.executable)')"):$PATH"
     py='import os; print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))'
     out=$(env -u PYTORCH_CUDA_ALLOC_CONF "$cli" run -- python3 -c "$py")
     [ "$out" = "backend:cudaMallocAsync" ] || fail "python: PYTORCH_CUDA_ALLOC_CONF='$out'"
-    out=$(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$cli" run -- python3 -c "$py")
-    [ "$out" = "expandable_segments:True" ] || fail "python: the user's setting was replaced"
+    out=$(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "$cli" run -- python3 -c "$py" 2>/dev/null)
+    [ "$out" = "backend:cudaMallocAsync" ] || fail "python: the user's setting turns the route off"
     # a script run by Python (as torchrun is), found through PATH
     dir=$(mktemp -d)
     printf '#!/usr/bin/env python3\n%s\n' "$py" >"$dir/trainer"

@@ -1,0 +1,153 @@
+/* exec.c - `fsdpshim run` becomes the program the way a shell runs a
+ * command, so that a launch fails or succeeds exactly where the user's shell
+ * would, with the shell's exit codes: 127 when nothing of that name exists,
+ * 126 when it exists but cannot be run. Two conveniences on top, both for
+ * what a user plainly meant: `fsdpshim run train.py` runs the train.py of the
+ * working directory when PATH has none, and a Python file that cannot run by
+ * itself (no #! line, or not executable) runs under the python on PATH, as
+ * `python train.py` would, instead of failing under /bin/sh. */
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static bool is_regular(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* A regular file named cmd on PATH: the first executable one, else the first
+ * one at all (which a shell reports as "Permission denied"). */
+static bool search_path(const char *cmd, char *path, size_t len)
+{
+    const char *dirs = getenv("PATH"), *end;
+    char candidate[PATH_MAX];
+    bool found = false;
+
+    if (!dirs) dirs = "/usr/local/bin:/usr/bin:/bin";
+    for (;;) {
+        end = strchrnul(dirs, ':');
+        /* an empty entry is the working directory, as in execvp */
+        if ((size_t)snprintf(candidate, sizeof candidate, "%.*s/%s", (int)(end - dirs),
+                             end > dirs ? dirs : ".", cmd) < sizeof candidate &&
+            is_regular(candidate)) {
+            if (access(candidate, X_OK) == 0) {
+                snprintf(path, len, "%s", candidate);
+                return true;
+            }
+            if (!found) snprintf(path, len, "%s", candidate);
+            found = true;
+        }
+        if (!*end) break;
+        dirs = end + 1;
+    }
+    return found;
+}
+
+bool fs_exec_resolve(const char *cmd, char *path, size_t len)
+{
+    if (!*cmd) return false;
+    if (strchr(cmd, '/')) {
+        snprintf(path, len, "%s", cmd);
+        return access(path, F_OK) == 0;
+    }
+    if (search_path(cmd, path, len)) return true;
+    snprintf(path, len, "./%s", cmd);
+    return is_regular(path);
+}
+
+static bool has_shebang(const char *path)
+{
+    char magic[2] = "";
+    FILE *f = fopen(path, "r");
+
+    if (!f) return false;
+    size_t n = fread(magic, 1, 2, f);
+    fclose(f);
+    return n == 2 && magic[0] == '#' && magic[1] == '!';
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* argv with argv[0] replaced by `first` and `path` put after it. */
+static char **with_interpreter(const char *first, const char *path, char **argv)
+{
+    int n = 0;
+    char **v;
+
+    while (argv[n])
+        n++;
+    if (!(v = calloc((size_t)n + 2, sizeof *v))) return NULL;
+    v[0] = (char *)first;
+    v[1] = (char *)path;
+    for (int i = 1; i < n; i++)
+        v[i + 1] = argv[i];
+    return v;
+}
+
+static int run_python_file(const char *who, const char *path, char **argv)
+{
+    char python[PATH_MAX];
+    const char *name = "python3";
+    char **v;
+
+    if (!search_path(name, python, sizeof python) || access(python, X_OK) != 0) {
+        name = "python";
+        if (!search_path(name, python, sizeof python) || access(python, X_OK) != 0) {
+            fprintf(stderr, "fsdpshim %s: %s: no python3 or python on PATH to run it\n", who, path);
+            return FS_EXIT_NOT_FOUND;
+        }
+    }
+    if (!(v = with_interpreter(name, path, argv))) return FS_EXIT_CANNOT_RUN;
+    execv(python, v);
+    int err = errno;
+    fprintf(stderr, "fsdpshim %s: %s: %s\n", who, python, strerror(err));
+    free(v);
+    return err == ENOENT ? FS_EXIT_NOT_FOUND : FS_EXIT_CANNOT_RUN;
+}
+
+int fs_exec_program(const char *who, char **argv)
+{
+    const char *cmd = argv[0];
+    char path[PATH_MAX];
+    struct stat st;
+    char **v;
+
+    if (!fs_exec_resolve(cmd, path, sizeof path) || stat(path, &st) != 0) {
+        if (strchr(cmd, '/'))
+            fprintf(stderr, "fsdpshim %s: %s: %s\n", who, cmd, strerror(errno ? errno : ENOENT));
+        else
+            fprintf(stderr, "fsdpshim %s: %s: command not found\n", who, cmd);
+        return FS_EXIT_NOT_FOUND;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "fsdpshim %s: %s: Is a directory\n", who, path);
+        return FS_EXIT_CANNOT_RUN;
+    }
+    if (ends_with(path, ".py") && (access(path, X_OK) != 0 || !has_shebang(path)))
+        return run_python_file(who, path, argv);
+    if (access(path, X_OK) != 0) {
+        fprintf(stderr, "fsdpshim %s: %s: Permission denied\n", who, path);
+        return FS_EXIT_CANNOT_RUN;
+    }
+    execv(path, argv);
+    if (errno == ENOEXEC && (v = with_interpreter("sh", path, argv))) {
+        /* what execvp and every shell do with a file the kernel cannot run */
+        fs_cli_note("%s: %s has no #! line; running it with /bin/sh", who, path);
+        execv("/bin/sh", v);
+        free(v);
+    }
+    /* the file exists, so ENOENT here is its #! interpreter */
+    fprintf(stderr, "fsdpshim %s: %s: %s%s\n", who, path,
+            errno == ENOENT ? "bad interpreter: " : "", strerror(errno));
+    return FS_EXIT_CANNOT_RUN;
+}

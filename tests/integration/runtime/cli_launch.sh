@@ -1,0 +1,82 @@
+#!/bin/sh
+# cli_launch.sh - `fsdpshim run` as a new user meets it: programs run as a
+# shell runs them (exit codes 126/127, the child's own status, files without
+# #!, a file of the working directory), the library found by --lib /
+# FSDPSHIM_LIB from a copied CLI, --version, and the commands that are not
+# built yet refused with status 3. The PyTorch route: cli_torch.sh.
+#   cli_launch.sh FSDPSHIM LIBFSDPSHIM VERSION
+cli=$(readlink -f "$1") lib=$(readlink -f "$2") version=$3
+fail() { echo "cli_launch: $*" >&2; exit 1; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+unset FSDPSHIM_CONF PYTORCH_CUDA_ALLOC_CONF FSDPSHIM_LIB FSDPSHIM_LOG
+
+# expect STATUS CMD... : the exit status of CMD, its stderr kept in $dir/err
+expect() {
+    want=$1
+    shift
+    "$@" >"$dir/out" 2>"$dir/err"
+    got=$?
+    [ "$got" -eq "$want" ] || { cat "$dir/err" >&2; fail "'$*' exited $got, not $want"; }
+}
+
+# ---- exit codes as a shell gives them ------------------------------------
+expect 127 "$cli" run -- /nonexistent/program
+expect 127 "$cli" run -- no-such-command-here
+grep -q "command not found" "$dir/err" || fail "no 'command not found' line"
+printf 'echo hi\n' >plain.sh
+expect 126 "$cli" run -- ./plain.sh
+grep -q "Permission denied" "$dir/err" || fail "no 'Permission denied' line"
+mkdir adir
+expect 126 "$cli" run -- ./adir
+printf '#!/nonexistent/interpreter\n' >badinterp
+chmod +x badinterp
+expect 126 "$cli" run -- ./badinterp
+expect 7 "$cli" run -- sh -c 'exit 7'
+# an executable without #! runs under /bin/sh, its status is its own
+printf 'exit 5\n' >noshebang
+chmod +x noshebang
+expect 5 "$cli" run -- ./noshebang
+# a bare name that PATH lacks: the file of the working directory
+printf 'exit 4\n' >tool
+chmod +x tool
+expect 4 "$cli" run tool
+
+# ---- the library: --lib, FSDPSHIM_LIB, a copied CLI ----------------------
+show='echo "$LD_PRELOAD"'
+mkdir copy
+cp "$cli" copy/fsdpshim
+expect 1 copy/fsdpshim run -- true
+grep -q "FSDPSHIM_LIB" "$dir/err" || fail "a copied CLI does not say how to name the library"
+out=$(FSDPSHIM_LIB=$lib copy/fsdpshim run -- sh -c "$show") || fail "FSDPSHIM_LIB refused"
+[ "$out" = "$lib" ] || fail "FSDPSHIM_LIB: LD_PRELOAD='$out'"
+cp "$lib" copy/libother.so
+out=$(copy/fsdpshim run --lib copy/libother.so -- sh -c "$show") || fail "--lib refused"
+[ "$out" = "$dir/copy/libother.so" ] || fail "--lib: LD_PRELOAD='$out'"
+out=$(FSDPSHIM_LIB=/nonexistent "$cli" run --lib="$lib" -- sh -c "$show") || fail "--lib= refused"
+[ "$out" = "$lib" ] || fail "--lib does not win over FSDPSHIM_LIB: '$out'"
+expect 1 "$cli" run --lib /nonexistent/libfsdpshim.so -- true
+
+# ---- version, help, commands not built yet --------------------------------
+out=$("$cli" --version)
+[ "$out" = "fsdpshim $version" ] || fail "--version printed '$out'"
+for c in sim dump report top leaks timeline diff export replay; do
+    expect 3 "$cli" $c x
+    grep -q "not built yet" "$dir/err" || fail "'$c' does not say it is not built yet"
+    expect 0 "$cli" help $c
+    expect 0 "$cli" $c --help
+done
+"$cli" help | grep -q "^not built yet" || fail "help does not say what is not built"
+# tracing: refused until traces are written, whatever the spelling
+expect 3 "$cli" record -- true
+expect 3 "$cli" run --trace -- true
+expect 3 "$cli" run -o t.fst -- true
+expect 3 "$cli" run -ot.fst -- true
+expect 3 "$cli" run --output=t.fst -- true
+[ ! -e t.fst ] || fail "a trace file appeared"
+# record's own usage on its usage errors
+expect 2 "$cli" record --bogus -- true
+grep -q "usage: fsdpshim record" "$dir/err" || fail "record --bogus prints another usage"
+expect 2 "$cli" record
+echo "cli_launch: ok"
