@@ -1,6 +1,7 @@
 /* size.c - size arithmetic: request rounding (with roundup_power2_divisions),
- * pool choice, segment sizes and the split rule. Every function refuses to
- * wrap around near SIZE_MAX: 0 means "no such size". */
+ * pool choice, segment sizes (growing with the device's use) and the split
+ * rule. Every function refuses to wrap around near SIZE_MAX: 0 means "no
+ * such size". */
 #include "internal.h"
 
 static size_t round_up(size_t size, size_t to)
@@ -72,15 +73,15 @@ size_t fs_segment_least(size_t rounded)
  * own, so a fresh segment's unused tail stays within an eighth of reserved
  * memory per pool. Doubling steps from 2 MiB (the granularity in which the
  * driver's virtual-memory API maps device memory, and the step that larger
- * requests are rounded to) keep the number of distinct segment sizes, and
- * so the address-space holes that freed segments leave, small; and a device
- * that holds 160 MiB or more is served exactly as PyTorch serves it, so a
- * big job keeps PyTorch's segments and their fragmentation behaviour.
+ * requests are rounded to) keep the segment sizes few, so that the room a
+ * released segment leaves fits the next one; and a device that holds
+ * 160 MiB or more is served exactly as PyTorch serves it, so a big job
+ * keeps PyTorch's segments and their fragmentation behaviour.
  *
  * Deterministic: `reserved` is the device's reserved memory when the miss
- * path grows, under the device lock. The small pool keeps its 2 MiB: that
- * is one 2 MiB page per stream at most, a fixed cost that smaller segments
- * would trade for a device allocation every few blocks. */
+ * path grows, under the device lock. The small pool keeps its 2 MiB: at
+ * most one partly used 2 MiB segment per stream, a fixed cost that smaller
+ * segments would trade for a device allocation every few blocks. */
 static size_t shared_segment(const fs_alloc_config *cfg, size_t reserved)
 {
     size_t budget = reserved / FS_SEGMENT_SHARE;
