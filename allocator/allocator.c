@@ -441,7 +441,7 @@ FS_HOT_PATH fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream,
         atomic_store_explicit(&p->had_work, true, memory_order_release);
     fs_block *b = NULL;
     fs_status st = FS_OK;
-    if (rounded && fs_segment_size(rounded)) {
+    if (rounded && fs_segment_least(rounded)) {
         fs_spin_lock(&p->lock);
         b = take_own(a, p, kind, rounded, size, stream);
         fs_spin_unlock(&p->lock);

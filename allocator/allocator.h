@@ -42,6 +42,7 @@ typedef struct fs_alloc_config {
     unsigned roundup_divisions[FS_ROUNDUP_BUCKETS];
     double garbage_collection_threshold; /* 0 = off, else in (0, 1) */
     bool expandable_segments;
+    size_t large_segment; /* bytes: the large pool's shared segment once the device is busy */
 } fs_alloc_config;
 
 /* Fills the SPEC's defaults. */
@@ -50,7 +51,7 @@ void fs_alloc_config_default(fs_alloc_config *cfg);
 /* Applies one FSDPSHIM_CONF key that belongs to the allocator
  * (free_semantics, cross_stream_reuse, max_split_size_mb,
  * roundup_power2_divisions, garbage_collection_threshold,
- * expandable_segments). Returns 1 when applied, 0 when the key is not an
+ * expandable_segments, large_segment_mb). Returns 1 when applied, 0 when the key is not an
  * allocator key, -1 when the value is bad: then `err` holds one line naming
  * the valid choices and `cfg` is unchanged. */
 int fs_alloc_config_set(fs_alloc_config *cfg, const char *key, const char *value, char *err,

@@ -16,6 +16,7 @@ void fs_alloc_config_default(fs_alloc_config *cfg)
     cfg->max_split_size = SIZE_MAX;
     cfg->garbage_collection_threshold = 0.0;
     cfg->expandable_segments = false;
+    cfg->large_segment = FS_LARGE_BUFFER;
 }
 
 static int bad(char *err, size_t errlen, const char *fmt, const char *key, const char *value)
@@ -176,6 +177,16 @@ int fs_alloc_config_set(fs_alloc_config *cfg, const char *key, const char *value
         cfg->expandable_segments = b;
         return 1;
     }
+    if (!strcmp(key, "large_segment_mb")) {
+        unsigned long long mb;
+        /* Segments grow in 2 MiB steps; the bound keeps 8 segments in a size_t. */
+        if (!parse_u64(value, &mb) || mb < 2 || mb % 2 || mb > SIZE_MAX / FS_SEGMENT_SHARE / FS_MiB)
+            return bad(err, errlen,
+                       "%s: '%s' is not an even whole number of MiB, 2 or more (default: 20)", key,
+                       value);
+        cfg->large_segment = (size_t)mb * FS_MiB;
+        return 1;
+    }
     return 0;
 }
 
@@ -213,7 +224,7 @@ void fs_alloc_config_describe(const fs_alloc_config *cfg, char *buf, size_t len)
     snprintf(buf, len,
              "free_semantics:%s,cross_stream_reuse:%s,max_split_size_mb:%s,"
              "roundup_power2_divisions:%s,garbage_collection_threshold:%s,"
-             "expandable_segments:%s",
+             "expandable_segments:%s,large_segment_mb:%zu",
              semantics[cfg->free_semantics], reuse[cfg->cross_stream_reuse], split, divisions, gc,
-             cfg->expandable_segments ? "true" : "false");
+             cfg->expandable_segments ? "true" : "false", cfg->large_segment / FS_MiB);
 }

@@ -3,7 +3,8 @@
 # example (examples/minifsdp.c, 4 ranks as processes) without and then under
 # the shim: on the GPU when one is present, otherwise on the simulated
 # device. Prints what the shim did: device allocations with and without it,
-# peaks, and the all-gather rate limiter's figures.
+# peak device memory (and what the shim's peak is made of), and the
+# all-gather rate limiter's figures.
 #
 #   scripts/demo.sh [minifsdp options]     e.g. --layers 8 --numel 400000 --steps 5
 set -euo pipefail
@@ -40,6 +41,9 @@ FSDPSHIM_SIM_STATS=1 FSDPSHIM_LOG=info build/bin/fsdpshim run -- "$program" "${a
 
 results() { grep '^minifsdp rank' "$1" | sed 's/, [0-9.]* ms$//' | sort; }
 sum() { { grep -o "$1=[0-9]*" "$2" || true; } | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }'; }
+# The highest device's peak, in MB.
+peak() { { grep -o "peak_used_bytes=[0-9]*" "$1" || true; } | cut -d= -f2 |
+    awk '$1 > m { m = $1 } END { printf "%.1f MB", m / 1e6 }'; }
 echo
 if [ "$(results "$tmp/without")" = "$(results "$tmp/with")" ]; then
     echo "demo: every rank's results are identical with and without the shim"
@@ -50,4 +54,9 @@ fi
 if grep -q fsdpshim-sim "$tmp/with"; then
     echo "demo: device allocations (all ranks): $(sum device_allocs "$tmp/without") without the shim," \
         "$(sum device_allocs "$tmp/with") with it"
+    echo "demo: peak device memory (highest device): $(peak "$tmp/without") without the shim," \
+        "$(peak "$tmp/with") with it"
 fi
+echo "demo: the shim's peak is what it reserves, cached free blocks included: 2 MiB segments for" \
+    "blocks up to 1 MiB; blocks under 10 MiB share segments of 2 MiB while a device holds little," \
+    "doubling up to PyTorch's 20 MiB (large_segment_mb) once it holds 160 MiB"

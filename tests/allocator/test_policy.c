@@ -8,6 +8,18 @@
 #define STREAM "free_semantics:stream"
 #define CAP    ((size_t)64 << 30)
 
+/* A busy device: one that already holds 160 MiB (a live block on S3, in
+ * slots SEG(0) to SEG(79)). From there on the large pool's shared segment is
+ * PyTorch's 20 MiB; the tests of PyTorch's segment and split rules start
+ * from here, a small job's segments are test_segment_growth.c's. */
+#define BUSY    (160 * MiB)
+#define BSEG(n) SEG(80 + (n))
+
+static void make_busy(env *e)
+{
+    assert_int_equal(U(must_alloc(e, S3, BUSY)), SEG(0));
+}
+
 static void test_rounding(void **state)
 {
     (void)state;
@@ -37,11 +49,13 @@ static void test_roundup_divisions(void **state)
 {
     (void)state;
     env e = env_make(STREAM ";roundup_power2_divisions:4", CAP);
+    make_busy(&e); /* large blocks split off 20 MiB segments: block size = rounded size */
     assert_int_equal(block_size(&e, must_alloc(&e, LEG, 1500)), 1536); /* below 4 * 512 */
     assert_int_equal(block_size(&e, must_alloc(&e, LEG, 1200000)), 1310720);
     assert_int_equal(block_size(&e, must_alloc(&e, LEG, 4 * MiB)), 4 * MiB); /* a power of 2 */
     env_free(&e);
     e = env_make(STREAM ";roundup_power2_divisions:[1:2,2:4,>:8]", CAP);
+    make_busy(&e);
     assert_int_equal(block_size(&e, must_alloc(&e, LEG, 1536 * 1024 + 1)), 2 * MiB);
     assert_int_equal(block_size(&e, must_alloc(&e, LEG, 2200000)), 2621440);
     assert_int_equal(block_size(&e, must_alloc(&e, LEG, 5 * MiB + 1)), 5767168);
@@ -52,29 +66,30 @@ static void test_pools_and_segments(void **state)
 {
     (void)state;
     env e = env_make(STREAM, CAP);
+    make_busy(&e);
     void *small = must_alloc(&e, LEG, MiB);
     void *l2 = must_alloc(&e, LEG, 12 * MiB);
     void *l3 = must_alloc(&e, LEG, 11 * MiB + 1);
     void *l1 = must_alloc(&e, LEG, MiB + 512);
     void *l4 = must_alloc(&e, LEG, 5 * MiB);
-    assert_int_equal(U(small), SEG(0));             /* 2 MiB small segment */
-    assert_int_equal(U(l2), SEG(1));                /* >= 10 MiB: its own 12 MiB segment */
-    assert_int_equal(U(l3), SEG(7));                /* 11 MiB + 512 rounds to a 12 MiB segment */
+    assert_int_equal(U(small), BSEG(0));            /* 2 MiB small segment */
+    assert_int_equal(U(l2), BSEG(1));               /* >= 10 MiB: its own 12 MiB segment */
+    assert_int_equal(U(l3), BSEG(7));               /* 11 MiB + 512 rounds to a 12 MiB segment */
     assert_int_equal(block_size(&e, l3), 12 * MiB); /* 1 MiB - 512 left: not split */
-    assert_int_equal(U(l1), SEG(13));               /* < 10 MiB: a 20 MiB segment */
-    assert_int_equal(U(l4), SEG(13) + MiB + 512);   /* from its remainder */
+    assert_int_equal(U(l1), BSEG(13));              /* < 10 MiB: a 20 MiB segment */
+    assert_int_equal(U(l4), BSEG(13) + MiB + 512);  /* from its remainder */
     fs_alloc_stats st = stats(&e);
     assert_int_equal(st.segment[FS_POOL_SMALL].current, 1);
-    assert_int_equal(st.segment[FS_POOL_LARGE].current, 3);
+    assert_int_equal(st.segment[FS_POOL_LARGE].current, 1 + 3);
     assert_int_equal(st.reserved_bytes[FS_POOL_SMALL].current, 2 * MiB);
-    assert_int_equal(st.reserved_bytes[FS_POOL_LARGE].current, 44 * MiB);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 46 * MiB);
+    assert_int_equal(st.reserved_bytes[FS_POOL_LARGE].current, BUSY + 44 * MiB);
+    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, BUSY + 46 * MiB);
     assert_int_equal(st.allocated_bytes[FS_POOL_ALL].current,
-                     MiB + (MiB + 512) + 12 * MiB + 12 * MiB + 5 * MiB);
+                     BUSY + MiB + (MiB + 512) + 12 * MiB + 12 * MiB + 5 * MiB);
     assert_int_equal(st.requested_bytes[FS_POOL_ALL].current,
-                     MiB + (MiB + 512) + 12 * MiB + (11 * MiB + 1) + 5 * MiB);
-    assert_int_equal(st.num_device_alloc, 4);
-    assert_int_equal(counts(&e).segment_alloc, 4);
+                     BUSY + MiB + (MiB + 512) + 12 * MiB + (11 * MiB + 1) + 5 * MiB);
+    assert_int_equal(st.num_device_alloc, 1 + 4);
+    assert_int_equal(counts(&e).segment_alloc, 1 + 4);
     env_free(&e);
 }
 
@@ -82,22 +97,23 @@ static void test_split_rules(void **state)
 {
     (void)state;
     env e = env_make(STREAM, CAP);
+    make_busy(&e);
     void *a = must_alloc(&e, LEG, 19 * MiB); /* 1 MiB left: not more than 1 MiB, no split */
     assert_int_equal(block_size(&e, a), 20 * MiB);
     void *b = must_alloc(&e, LEG, 9 * MiB); /* 11 MiB left: split */
-    assert_int_equal(U(b), SEG(10));
+    assert_int_equal(U(b), BSEG(10));
     assert_int_equal(block_size(&e, b), 9 * MiB);
     fs_alloc_stats st = stats(&e);
     assert_int_equal(st.inactive_split[FS_POOL_LARGE].current, 1);
     assert_int_equal(st.inactive_split_bytes[FS_POOL_LARGE].current, 11 * MiB);
-    assert_int_equal(st.allocated_bytes[FS_POOL_LARGE].current, 29 * MiB);
-    assert_int_equal(st.requested_bytes[FS_POOL_LARGE].current, 28 * MiB);
+    assert_int_equal(st.allocated_bytes[FS_POOL_LARGE].current, BUSY + 29 * MiB);
+    assert_int_equal(st.requested_bytes[FS_POOL_LARGE].current, BUSY + 28 * MiB);
     void *c = must_alloc(&e, LEG, MiB); /* small: a 2 MiB segment */
-    assert_int_equal(U(c), SEG(20));
+    assert_int_equal(U(c), BSEG(20));
     void *d = must_alloc(&e, LEG, MiB - 512); /* leaves exactly 512: still split */
-    assert_int_equal(U(d), SEG(20) + MiB);
+    assert_int_equal(U(d), BSEG(20) + MiB);
     assert_int_equal(block_size(&e, d), MiB - 512);
-    assert_int_equal(U(must_alloc(&e, LEG, 1)), SEG(20) + 2 * MiB - 512);
+    assert_int_equal(U(must_alloc(&e, LEG, 1)), BSEG(20) + 2 * MiB - 512);
     env_free(&e);
 }
 
@@ -105,19 +121,20 @@ static void test_max_split_size(void **state)
 {
     (void)state;
     env e = env_make(STREAM ";max_split_size_mb:32", CAP);
+    make_busy(&e);
     void *big = must_alloc(&e, LEG, 40 * MiB);
-    assert_int_equal(U(big), SEG(0));
+    assert_int_equal(U(big), BSEG(0));
     assert_int_equal(fs_free(e.a, big, NULL), FS_OK);
     void *small = must_alloc(&e, LEG, 8 * MiB); /* never from an oversize block */
-    assert_int_equal(U(small), SEG(20));
+    assert_int_equal(U(small), BSEG(20));
     void *over = must_alloc(&e, LEG, 36 * MiB); /* oversize: within 20 MiB of it, whole */
-    assert_int_equal(U(over), SEG(0));
+    assert_int_equal(U(over), BSEG(0));
     assert_int_equal(block_size(&e, over), 40 * MiB);
     assert_int_equal(fs_free(e.a, over, NULL), FS_OK);
     void *far = must_alloc(&e, LEG, 18 * MiB + 512 * 1024); /* under max_split: not from 40 */
-    assert_int_equal(U(far), SEG(30));
+    assert_int_equal(U(far), BSEG(30));
     void *fit = must_alloc(&e, LEG, 33 * MiB);
-    assert_int_equal(U(fit), SEG(0));
+    assert_int_equal(U(fit), BSEG(0));
     env_free(&e);
 }
 
@@ -284,7 +301,7 @@ static void test_stats_and_peaks(void **state)
     (void)state;
     env e = env_make(STREAM, CAP);
     void *a = must_alloc(&e, LEG, 1000);
-    void *b = must_alloc(&e, LEG, 3 * MiB);
+    void *b = must_alloc(&e, LEG, 4 * MiB); /* a small job: a segment of its own size */
     fs_free(e.a, a, NULL);
     fs_free(e.a, b, NULL);
     fs_alloc_stats st = stats(&e);
@@ -292,15 +309,15 @@ static void test_stats_and_peaks(void **state)
     assert_int_equal(st.allocation[FS_POOL_ALL].peak, 2);
     assert_int_equal(st.allocation[FS_POOL_ALL].allocated, 2);
     assert_int_equal(st.allocation[FS_POOL_ALL].freed, 2);
-    assert_int_equal(st.allocated_bytes[FS_POOL_ALL].peak, 1024 + 3 * MiB);
+    assert_int_equal(st.allocated_bytes[FS_POOL_ALL].peak, 1024 + 4 * MiB);
     assert_int_equal(st.allocated_bytes[FS_POOL_SMALL].peak, 1024);
-    assert_int_equal(st.requested_bytes[FS_POOL_ALL].peak, 1000 + 3 * MiB);
-    assert_int_equal(st.active_bytes[FS_POOL_LARGE].freed, 3 * MiB);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 22 * MiB);
+    assert_int_equal(st.requested_bytes[FS_POOL_ALL].peak, 1000 + 4 * MiB);
+    assert_int_equal(st.active_bytes[FS_POOL_LARGE].freed, 4 * MiB);
+    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 6 * MiB);
     fs_alloc_reset_peak(e.a, 0);
     st = stats(&e);
     assert_int_equal(st.allocated_bytes[FS_POOL_ALL].peak, 0);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].peak, 22 * MiB);
+    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].peak, 6 * MiB);
     char buf[8192];
     size_t n = fs_alloc_summary(e.a, 0, buf, sizeof buf);
     assert_true(n > 0 && n < sizeof buf);
@@ -308,7 +325,7 @@ static void test_stats_and_peaks(void **state)
     assert_non_null(strstr(buf, "memory summary, device ID 0"));
     assert_non_null(strstr(buf, "| Allocated memory      |      0 B   |"));
     assert_non_null(strstr(
-        buf, "| GPU reserved memory   |  22528 KiB |  22528 KiB |  22528 KiB |      0 B   |"));
+        buf, "| GPU reserved memory   |   6144 KiB |   6144 KiB |   6144 KiB |      0 B   |"));
     assert_non_null(strstr(buf, "|       from small pool |"));
     char tiny[16];
     assert_int_equal(fs_alloc_summary(e.a, 0, tiny, sizeof tiny), n);
