@@ -65,9 +65,15 @@ static void host_synced(int device)
 
 /* A pooled stream the program destroyed still exists in the runtime: every
  * call on it the shim sees fails as on a destroyed stream. */
-#define REJECT_PARKED(s)                                                                           \
-    if (fs_unlikely(fs_stream_is_destroyed(s)))                                                    \
-    return fs_shim_return_error(cudaErrorInvalidResourceHandle)
+static bool stream_parked(cudaStream_t s)
+{
+    return fs_unlikely(fs_stream_is_destroyed(s));
+}
+
+static cudaError_t destroyed_stream_error(void)
+{
+    return fs_shim_return_error(cudaErrorInvalidResourceHandle);
+}
 
 /* A copy or set that runs past the end of a shim block: the runtime would
  * refuse it (the block is its own allocation there), but it cannot see the
@@ -86,69 +92,69 @@ static bool past_block_end(const void *p, size_t n)
     return bad;
 }
 
-#define REJECT_RANGE(p, n)                                                                         \
-    if (fs_unlikely(past_block_end(p, n))) return fs_shim_return_error(cudaErrorInvalidValue)
-
-#define REAL_OR_FAIL(var, expr)                                                                    \
-    __typeof__(expr) var = (expr);                                                                 \
-    if (!var) return cudaErrorInitializationError
+static cudaError_t range_error(void)
+{
+    return fs_shim_return_error(cudaErrorInvalidValue);
+}
 
 /* ---- creation and destruction: the stream pools ---- */
 
 FS_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaStreamCreateWithPriority));
-    (void)real;
+    if (!FS_REAL(cudaStreamCreateWithPriority)) return cudaErrorInitializationError;
     return fs_pool_stream_create(pStream, cudaStreamDefault, 0);
 }
 
 FS_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaStreamCreateWithPriority));
-    (void)real;
+    if (!FS_REAL(cudaStreamCreateWithPriority)) return cudaErrorInitializationError;
     return fs_pool_stream_create(pStream, flags, 0);
 }
 
 FS_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
                                                    int priority)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaStreamCreateWithPriority));
-    (void)real;
+    if (!FS_REAL(cudaStreamCreateWithPriority)) return cudaErrorInitializationError;
     return fs_pool_stream_create(pStream, flags, priority);
 }
 
 FS_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaStreamDestroy));
-    (void)real;
+    if (!FS_REAL(cudaStreamDestroy)) return cudaErrorInitializationError;
     return fs_pool_stream_destroy(stream);
 }
 
 FS_EXPORT cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaStreamGetFlags));
-    REJECT_PARKED(hStream);
+    __typeof__(&cudaStreamGetFlags) real = FS_REAL(cudaStreamGetFlags);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(hStream)) return destroyed_stream_error();
     return real(hStream, flags);
 }
 
 FS_EXPORT cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int *flags)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamGetFlags, "cudaStreamGetFlags_ptsz"));
-    REJECT_PARKED(hStream);
+    __typeof__(&cudaStreamGetFlags) real =
+        FS_REAL_AS(cudaStreamGetFlags, "cudaStreamGetFlags_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(hStream)) return destroyed_stream_error();
     return real(hStream, flags);
 }
 
 FS_EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaStreamGetPriority));
-    REJECT_PARKED(hStream);
+    __typeof__(&cudaStreamGetPriority) real = FS_REAL(cudaStreamGetPriority);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(hStream)) return destroyed_stream_error();
     return real(hStream, priority);
 }
 
 FS_EXPORT cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *priority)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamGetPriority, "cudaStreamGetPriority_ptsz"));
-    REJECT_PARKED(hStream);
+    __typeof__(&cudaStreamGetPriority) real =
+        FS_REAL_AS(cudaStreamGetPriority, "cudaStreamGetPriority_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(hStream)) return destroyed_stream_error();
     return real(hStream, priority);
 }
 
@@ -157,8 +163,9 @@ FS_EXPORT cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *prio
 FS_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
                                           unsigned int flags)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaStreamWaitEvent));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaStreamWaitEvent) real = FS_REAL(cudaStreamWaitEvent);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(stream, event, flags);
     note_work(stream, false);
     return e;
@@ -167,8 +174,10 @@ FS_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event
 FS_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event,
                                                unsigned int flags)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamWaitEvent, "cudaStreamWaitEvent_ptsz"));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaStreamWaitEvent) real =
+        FS_REAL_AS(cudaStreamWaitEvent, "cudaStreamWaitEvent_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(stream, event, flags);
     note_work(stream, true);
     return e;
@@ -177,8 +186,9 @@ FS_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t 
 FS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                        size_t sharedMem, cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaLaunchKernel));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaLaunchKernel) real = FS_REAL(cudaLaunchKernel);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(func, gridDim, blockDim, args, sharedMem, stream);
     note_work(stream, false);
     return e;
@@ -187,8 +197,9 @@ FS_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 bloc
 FS_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
                                             void **args, size_t sharedMem, cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaLaunchKernel, "cudaLaunchKernel_ptsz"));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaLaunchKernel) real = FS_REAL_AS(cudaLaunchKernel, "cudaLaunchKernel_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(func, gridDim, blockDim, args, sharedMem, stream);
     note_work(stream, true);
     return e;
@@ -197,10 +208,9 @@ FS_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3
 FS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,
                                           void **args)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaLaunchKernelExC));
-    if (config) {
-        REJECT_PARKED(config->stream);
-    }
+    __typeof__(&cudaLaunchKernelExC) real = FS_REAL(cudaLaunchKernelExC);
+    if (!real) return cudaErrorInitializationError;
+    if (config && stream_parked(config->stream)) return destroyed_stream_error();
     cudaError_t e = real(config, func, args);
     if (config) note_work(config->stream, false);
     return e;
@@ -209,10 +219,10 @@ FS_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, cons
 FS_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
                                                void **args)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaLaunchKernelExC, "cudaLaunchKernelExC_ptsz"));
-    if (config) {
-        REJECT_PARKED(config->stream);
-    }
+    __typeof__(&cudaLaunchKernelExC) real =
+        FS_REAL_AS(cudaLaunchKernelExC, "cudaLaunchKernelExC_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (config && stream_parked(config->stream)) return destroyed_stream_error();
     cudaError_t e = real(config, func, args);
     if (config) note_work(config->stream, true);
     return e;
@@ -220,8 +230,9 @@ FS_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config,
 
 FS_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaLaunchHostFunc));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaLaunchHostFunc) real = FS_REAL(cudaLaunchHostFunc);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(stream, fn, userData);
     note_work(stream, false);
     return e;
@@ -229,8 +240,10 @@ FS_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, v
 
 FS_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaLaunchHostFunc, "cudaLaunchHostFunc_ptsz"));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaLaunchHostFunc) real =
+        FS_REAL_AS(cudaLaunchHostFunc, "cudaLaunchHostFunc_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(stream, fn, userData);
     note_work(stream, true);
     return e;
@@ -238,8 +251,9 @@ FS_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t 
 
 FS_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaGraphLaunch));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaGraphLaunch) real = FS_REAL(cudaGraphLaunch);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(graphExec, stream);
     note_work(stream, false);
     return e;
@@ -247,8 +261,9 @@ FS_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t st
 
 FS_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaGraphLaunch, "cudaGraphLaunch_ptsz"));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaGraphLaunch) real = FS_REAL_AS(cudaGraphLaunch, "cudaGraphLaunch_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(graphExec, stream);
     note_work(stream, true);
     return e;
@@ -257,10 +272,11 @@ FS_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream
 FS_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
                                       enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaMemcpyAsync));
-    REJECT_PARKED(stream);
-    REJECT_RANGE(dst, count);
-    REJECT_RANGE(src, count);
+    __typeof__(&cudaMemcpyAsync) real = FS_REAL(cudaMemcpyAsync);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
+    if (past_block_end(dst, count)) return range_error();
+    if (past_block_end(src, count)) return range_error();
     cudaError_t e = real(dst, src, count, kind, stream);
     record_uses(dst, src, stream, false);
     return e;
@@ -269,10 +285,11 @@ FS_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
 FS_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
                                            enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaMemcpyAsync, "cudaMemcpyAsync_ptsz"));
-    REJECT_PARKED(stream);
-    REJECT_RANGE(dst, count);
-    REJECT_RANGE(src, count);
+    __typeof__(&cudaMemcpyAsync) real = FS_REAL_AS(cudaMemcpyAsync, "cudaMemcpyAsync_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
+    if (past_block_end(dst, count)) return range_error();
+    if (past_block_end(src, count)) return range_error();
     cudaError_t e = real(dst, src, count, kind, stream);
     record_uses(dst, src, stream, true);
     return e;
@@ -282,8 +299,9 @@ FS_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *sr
                                         size_t width, size_t height, enum cudaMemcpyKind kind,
                                         cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaMemcpy2DAsync));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaMemcpy2DAsync) real = FS_REAL(cudaMemcpy2DAsync);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(dst, dpitch, src, spitch, width, height, kind, stream);
     record_uses(dst, src, stream, false);
     return e;
@@ -293,8 +311,9 @@ FS_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const voi
                                              size_t spitch, size_t width, size_t height,
                                              enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaMemcpy2DAsync, "cudaMemcpy2DAsync_ptsz"));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaMemcpy2DAsync) real = FS_REAL_AS(cudaMemcpy2DAsync, "cudaMemcpy2DAsync_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(dst, dpitch, src, spitch, width, height, kind, stream);
     record_uses(dst, src, stream, true);
     return e;
@@ -303,8 +322,9 @@ FS_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const voi
 FS_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
                                           size_t count, cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaMemcpyPeerAsync));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaMemcpyPeerAsync) real = FS_REAL(cudaMemcpyPeerAsync);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(dst, dstDevice, src, srcDevice, count, stream);
     record_uses(dst, src, stream, false);
     return e;
@@ -312,9 +332,10 @@ FS_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *
 
 FS_EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaMemsetAsync));
-    REJECT_PARKED(stream);
-    REJECT_RANGE(devPtr, count);
+    __typeof__(&cudaMemsetAsync) real = FS_REAL(cudaMemsetAsync);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
+    if (past_block_end(devPtr, count)) return range_error();
     cudaError_t e = real(devPtr, value, count, stream);
     record_uses(devPtr, NULL, stream, false);
     return e;
@@ -323,9 +344,10 @@ FS_EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cud
 FS_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count,
                                            cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaMemsetAsync, "cudaMemsetAsync_ptsz"));
-    REJECT_PARKED(stream);
-    REJECT_RANGE(devPtr, count);
+    __typeof__(&cudaMemsetAsync) real = FS_REAL_AS(cudaMemsetAsync, "cudaMemsetAsync_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
+    if (past_block_end(devPtr, count)) return range_error();
     cudaError_t e = real(devPtr, value, count, stream);
     record_uses(devPtr, NULL, stream, true);
     return e;
@@ -334,8 +356,9 @@ FS_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count
 FS_EXPORT cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t width,
                                         size_t height, cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaMemset2DAsync));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaMemset2DAsync) real = FS_REAL(cudaMemset2DAsync);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(devPtr, pitch, value, width, height, stream);
     record_uses(devPtr, NULL, stream, false);
     return e;
@@ -344,8 +367,9 @@ FS_EXPORT cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, s
 FS_EXPORT cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t width,
                                              size_t height, cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaMemset2DAsync, "cudaMemset2DAsync_ptsz"));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaMemset2DAsync) real = FS_REAL_AS(cudaMemset2DAsync, "cudaMemset2DAsync_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(devPtr, pitch, value, width, height, stream);
     record_uses(devPtr, NULL, stream, true);
     return e;
@@ -355,32 +379,36 @@ FS_EXPORT cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int val
  * which every fence covers; only the block bounds need the shim. */
 FS_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaMemcpy));
-    REJECT_RANGE(dst, count);
-    REJECT_RANGE(src, count);
+    __typeof__(&cudaMemcpy) real = FS_REAL(cudaMemcpy);
+    if (!real) return cudaErrorInitializationError;
+    if (past_block_end(dst, count)) return range_error();
+    if (past_block_end(src, count)) return range_error();
     return real(dst, src, count, kind);
 }
 
 FS_EXPORT cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
                                       enum cudaMemcpyKind kind)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaMemcpy, "cudaMemcpy_ptds"));
-    REJECT_RANGE(dst, count);
-    REJECT_RANGE(src, count);
+    __typeof__(&cudaMemcpy) real = FS_REAL_AS(cudaMemcpy, "cudaMemcpy_ptds");
+    if (!real) return cudaErrorInitializationError;
+    if (past_block_end(dst, count)) return range_error();
+    if (past_block_end(src, count)) return range_error();
     return real(dst, src, count, kind);
 }
 
 FS_EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t count)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaMemset));
-    REJECT_RANGE(devPtr, count);
+    __typeof__(&cudaMemset) real = FS_REAL(cudaMemset);
+    if (!real) return cudaErrorInitializationError;
+    if (past_block_end(devPtr, count)) return range_error();
     return real(devPtr, value, count);
 }
 
 FS_EXPORT cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaMemset, "cudaMemset_ptds"));
-    REJECT_RANGE(devPtr, count);
+    __typeof__(&cudaMemset) real = FS_REAL_AS(cudaMemset, "cudaMemset_ptds");
+    if (!real) return cudaErrorInitializationError;
+    if (past_block_end(devPtr, count)) return range_error();
     return real(devPtr, value, count);
 }
 
@@ -388,53 +416,61 @@ FS_EXPORT cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count)
 
 FS_EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaStreamQuery));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaStreamQuery) real = FS_REAL(cudaStreamQuery);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     return real(stream);
 }
 
 FS_EXPORT cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamQuery, "cudaStreamQuery_ptsz"));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaStreamQuery) real = FS_REAL_AS(cudaStreamQuery, "cudaStreamQuery_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     return real(stream);
 }
 
 FS_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaEventRecord));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaEventRecord) real = FS_REAL(cudaEventRecord);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     return real(event, stream);
 }
 
 FS_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaEventRecord, "cudaEventRecord_ptsz"));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaEventRecord) real = FS_REAL_AS(cudaEventRecord, "cudaEventRecord_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     return real(event, stream);
 }
 
 FS_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream,
                                                unsigned int flags)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaEventRecordWithFlags));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaEventRecordWithFlags) real = FS_REAL(cudaEventRecordWithFlags);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     return real(event, stream, flags);
 }
 
 FS_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
                                                     unsigned int flags)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaEventRecordWithFlags, "cudaEventRecordWithFlags_ptsz"));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaEventRecordWithFlags) real =
+        FS_REAL_AS(cudaEventRecordWithFlags, "cudaEventRecordWithFlags_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     return real(event, stream, flags);
 }
 
 FS_EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
                                             void *userData, unsigned int flags)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaStreamAddCallback));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaStreamAddCallback) real = FS_REAL(cudaStreamAddCallback);
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(stream, callback, userData, flags);
     note_work(stream, false);
     return e;
@@ -443,8 +479,10 @@ FS_EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallb
 FS_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback,
                                                  void *userData, unsigned int flags)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamAddCallback, "cudaStreamAddCallback_ptsz"));
-    REJECT_PARKED(stream);
+    __typeof__(&cudaStreamAddCallback) real =
+        FS_REAL_AS(cudaStreamAddCallback, "cudaStreamAddCallback_ptsz");
+    if (!real) return cudaErrorInitializationError;
+    if (stream_parked(stream)) return destroyed_stream_error();
     cudaError_t e = real(stream, callback, userData, flags);
     note_work(stream, true);
     return e;
@@ -458,7 +496,8 @@ FS_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStream
  * taken first: frees other threads make during the wait are left alone. */
 FS_EXPORT cudaError_t cudaDeviceSynchronize(void)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaDeviceSynchronize));
+    __typeof__(&cudaDeviceSynchronize) real = FS_REAL(cudaDeviceSynchronize);
+    if (!real) return cudaErrorInitializationError;
     fs_allocator *a = fs_shim_allocator_peek();
     int dev = fs_shim_current_device();
     uint64_t token = a && dev >= 0 ? fs_alloc_sync_begin(a, dev) : 0;
@@ -483,7 +522,7 @@ static cudaError_t stream_synchronize(cudaStream_t s, bool pt,
     int dev = -1;
 
     if (!real) return cudaErrorInitializationError;
-    REJECT_PARKED(s);
+    if (stream_parked(s)) return destroyed_stream_error();
     e = real(s);
     if (e == cudaSuccess && fs_shim_allocator_peek() && fs_shim_enter()) {
         fs_shim_stream_key(s, pt, &dev);
@@ -506,7 +545,8 @@ FS_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
 
 FS_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaEventSynchronize));
+    __typeof__(&cudaEventSynchronize) real = FS_REAL(cudaEventSynchronize);
+    if (!real) return cudaErrorInitializationError;
     cudaError_t e = real(event);
     if (e == cudaSuccess) host_synced(-1);
     return e;
@@ -537,14 +577,17 @@ static cudaError_t end_capture(cudaStream_t s, bool pt, cudaError_t e)
 
 FS_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaStreamBeginCapture));
+    __typeof__(&cudaStreamBeginCapture) real = FS_REAL(cudaStreamBeginCapture);
+    if (!real) return cudaErrorInitializationError;
     return begin_capture(stream, false, mode, real(stream, mode));
 }
 
 FS_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
                                                   enum cudaStreamCaptureMode mode)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamBeginCapture, "cudaStreamBeginCapture_ptsz"));
+    __typeof__(&cudaStreamBeginCapture) real =
+        FS_REAL_AS(cudaStreamBeginCapture, "cudaStreamBeginCapture_ptsz");
+    if (!real) return cudaErrorInitializationError;
     return begin_capture(stream, true, mode, real(stream, mode));
 }
 
@@ -554,7 +597,8 @@ FS_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGra
                                                     size_t numDependencies,
                                                     enum cudaStreamCaptureMode mode)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaStreamBeginCaptureToGraph));
+    __typeof__(&cudaStreamBeginCaptureToGraph) real = FS_REAL(cudaStreamBeginCaptureToGraph);
+    if (!real) return cudaErrorInitializationError;
     return begin_capture(stream, false, mode,
                          real(stream, graph, dependencies, dependencyData, numDependencies, mode));
 }
@@ -565,20 +609,24 @@ FS_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cu
                                                          size_t numDependencies,
                                                          enum cudaStreamCaptureMode mode)
 {
-    REAL_OR_FAIL(real,
-                 FS_REAL_AS(cudaStreamBeginCaptureToGraph, "cudaStreamBeginCaptureToGraph_ptsz"));
+    __typeof__(&cudaStreamBeginCaptureToGraph) real =
+        FS_REAL_AS(cudaStreamBeginCaptureToGraph, "cudaStreamBeginCaptureToGraph_ptsz");
+    if (!real) return cudaErrorInitializationError;
     return begin_capture(stream, true, mode,
                          real(stream, graph, dependencies, dependencyData, numDependencies, mode));
 }
 
 FS_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
 {
-    REAL_OR_FAIL(real, FS_REAL(cudaStreamEndCapture));
+    __typeof__(&cudaStreamEndCapture) real = FS_REAL(cudaStreamEndCapture);
+    if (!real) return cudaErrorInitializationError;
     return end_capture(stream, false, real(stream, pGraph));
 }
 
 FS_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph)
 {
-    REAL_OR_FAIL(real, FS_REAL_AS(cudaStreamEndCapture, "cudaStreamEndCapture_ptsz"));
+    __typeof__(&cudaStreamEndCapture) real =
+        FS_REAL_AS(cudaStreamEndCapture, "cudaStreamEndCapture_ptsz");
+    if (!real) return cudaErrorInitializationError;
     return end_capture(stream, true, real(stream, pGraph));
 }
