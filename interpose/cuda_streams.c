@@ -6,7 +6,11 @@
  * launches, event waits) marks the stream busy for the allocator's free
  * fences, and the async copies and sets also record a use of the shim blocks
  * they touch (record-stream); host synchronisation lets the allocator retire
- * deferred frees; capture calls keep the capture list.
+ * deferred frees; capture calls keep the capture list. Calls on a pooled
+ * stream the program destroyed, and copies and sets past a shim block's
+ * extent, are refused here, after the runtime's own checks (below; the
+ * stream queries and the synchronous 2-D and peer copies are interposed for
+ * that alone).
  *
  * Each entry point with a per-thread-default-stream variant (_ptsz, _ptds)
  * is defined twice: stream 0 means the legacy stream in the plain one and
