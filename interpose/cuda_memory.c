@@ -158,7 +158,6 @@ static cudaError_t malloc_from_pool(void **p, size_t size, cudaMemPool_t pool, c
                                     bool pt, __typeof__(&cudaMallocFromPoolAsync) real,
                                     __typeof__(&cudaMallocAsync) as_async)
 {
-    cudaError_t err;
     int dev = -1;
 
     if (!real) return cudaErrorInitializationError;
@@ -167,9 +166,8 @@ static cudaError_t malloc_from_pool(void **p, size_t size, cudaMemPool_t pool, c
         fs_shim_leave();
     }
     if (dev >= 0) return malloc_async(p, size, s, pt, as_async);
-    if (pool && p && fs_unlikely(fs_stream_is_destroyed(s)) && pool_valid(pool) &&
-        stream_rejected(s, &err))
-        return err;
+    if (pool && p && fs_unlikely(fs_stream_is_destroyed(s)) && pool_valid(pool))
+        return fs_shim_return_error(cudaErrorInvalidResourceHandle);
     return real(p, size, pool, s);
 }
 
