@@ -91,15 +91,19 @@ FS_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
     return real(devPtr, size);
 }
 
-/* An invalid stream handle: a stream the program destroyed that waits in a
- * pool fails as a destroyed stream; anything else the runtime judges. */
+/* A stream the program destroyed that waits in a stream pool is alive to
+ * the runtime: the shim fails calls on it as on a destroyed stream, after
+ * the checks the runtime makes before it looks at the stream (written out
+ * at each call; docs/interpose.md, "Error codes"). Any other bad handle the
+ * runtime judges. */
 static bool stream_rejected(cudaStream_t s, cudaError_t *err)
 {
-    if (!fs_stream_is_destroyed(s)) return false;
+    if (fs_likely(!fs_stream_is_destroyed(s))) return false;
     *err = fs_shim_return_error(cudaErrorInvalidResourceHandle);
     return true;
 }
 
+/* The runtime checks the out-pointer, then the stream, then the size. */
 static cudaError_t malloc_async(void **p, size_t size, cudaStream_t s, bool pt,
                                 __typeof__(&cudaMallocAsync) real)
 {
@@ -110,7 +114,9 @@ static cudaError_t malloc_async(void **p, size_t size, cudaStream_t s, bool pt,
     int dev;
 
     if (!real) return cudaErrorInitializationError;
-    if (fs_unlikely(!p || !size) || !fs_shim_enter()) return real(p, size, s);
+    if (fs_unlikely(!p)) return real(p, size, s);
+    if (stream_rejected(s, &err)) return err;
+    if (fs_unlikely(!size) || !fs_shim_enter()) return real(p, size, s);
     a = fs_shim_allocator();
     if (!a || fs_shim_stream_capturing(s, pt)) {
         fs_shim_leave();
@@ -135,7 +141,22 @@ FS_EXPORT cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStrea
                         FS_REAL_AS(cudaMallocAsync, "cudaMallocAsync_ptsz"));
 }
 
-/* Only the default pool is the shim's; other pools are the program's own. */
+/* Whether the runtime takes `pool` for a memory pool (asked without leaving
+ * a last error behind). */
+static bool pool_valid(cudaMemPool_t pool)
+{
+    uint64_t threshold;
+    fs_internal_call c;
+    cudaError_t e;
+
+    fs_internal_begin(&c, -1);
+    e = FS_REAL(cudaMemPoolGetAttribute)(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+    fs_internal_end(&c);
+    return e == cudaSuccess;
+}
+
+/* Only the default pool is the shim's; other pools are the program's own.
+ * The runtime checks the pool, then the out-pointer, then the stream. */
 static cudaError_t malloc_from_pool(void **p, size_t size, cudaMemPool_t pool, cudaStream_t s,
                                     bool pt, __typeof__(&cudaMallocFromPoolAsync) real,
                                     __typeof__(&cudaMallocAsync) as_async)
@@ -147,8 +168,10 @@ static cudaError_t malloc_from_pool(void **p, size_t size, cudaMemPool_t pool, c
         if (fs_shim_allocator()) dev = default_pool_device(pool);
         fs_shim_leave();
     }
-    if (dev < 0) return real(p, size, pool, s);
-    return malloc_async(p, size, s, pt, as_async);
+    if (dev >= 0) return malloc_async(p, size, s, pt, as_async);
+    if (pool && p && fs_unlikely(fs_stream_is_destroyed(s)) && pool_valid(pool))
+        return fs_shim_return_error(cudaErrorInvalidResourceHandle);
+    return real(p, size, pool, s);
 }
 
 FS_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool,
@@ -200,6 +223,7 @@ FS_EXPORT cudaError_t cudaFree(void *devPtr)
     return fs_shim_return_error(error_of(st));
 }
 
+/* The runtime checks the stream, then the pointer. */
 static cudaError_t free_async(void *p, cudaStream_t s, bool pt, __typeof__(&cudaFreeAsync) real)
 {
     fs_allocator *a;
@@ -209,6 +233,7 @@ static cudaError_t free_async(void *p, cudaStream_t s, bool pt, __typeof__(&cuda
     int dev = 0;
 
     if (!real) return cudaErrorInitializationError;
+    if (stream_rejected(s, &err)) return err;
     if (!p || !fs_shim_enter()) return real(p, s);
     a = fs_shim_allocator_peek();
     if (a) {

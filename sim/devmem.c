@@ -4,13 +4,12 @@
  * Device memory is host memory: each allocation is its own anonymous
  * MAP_NORESERVE mapping, so capacity costs nothing until pages are touched,
  * and a freed allocation's pages go back to the kernel at once. Sizes are
- * charged rounded up to 256 bytes, cudaMalloc's alignment guarantee. */
+ * rounded up to SIM_ALLOC_GRANULE: that is what is charged, and what the
+ * registry holds as the allocation's extent. */
 #include <stdlib.h>
 #include <sys/mman.h>
 
 #include "internal.h"
-
-#define DEVMEM_ALIGN 256
 
 cudaError_t fs_capacity_take(struct fs_device *dev, size_t size)
 {
@@ -40,7 +39,7 @@ cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_ki
 {
     if (size > fs_cfg.capacity)
         return cudaErrorMemoryAllocation; /* also catches sizes near SIZE_MAX */
-    size = (size + DEVMEM_ALIGN - 1) & ~(size_t)(DEVMEM_ALIGN - 1);
+    size = (size + SIM_ALLOC_GRANULE - 1) & ~(size_t)(SIM_ALLOC_GRANULE - 1);
     cudaError_t err = fs_capacity_take(dev, size);
     if (err) return err;
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,

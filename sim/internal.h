@@ -156,10 +156,15 @@ static inline int fs_range_is_device(const struct fs_range *r)
 }
 
 /* ---- devmem.c: device memory and its capacity ---- */
+/* Every device allocation (cudaMalloc, cuMemAlloc, a pool block) is rounded
+ * up to this granule, the textureAlignment the sim reports: it is charged
+ * so, and copies and sets may run to the rounded end, as on a GPU
+ * (docs/sim.md, "Allocation granule"). */
+#define SIM_ALLOC_GRANULE 512
 /* Charges size bytes to dev; cudaErrorMemoryAllocation when over capacity. */
 cudaError_t fs_capacity_take(struct fs_device *dev, size_t size);
 void fs_capacity_give(struct fs_device *dev, size_t size);
-/* Maps fresh device memory of `size` bytes (rounded to 256), charges it and
+/* Maps fresh device memory of `size` bytes (rounded to SIM_ALLOC_GRANULE), charges it and
  * registers it as `kind`. */
 cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind,
                             void **out);

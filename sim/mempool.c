@@ -1,7 +1,7 @@
 /* mempool.c - the default memory pool of each device: cudaMallocAsync,
  * cudaFreeAsync, the pool attributes and trimming.
  *
- * A pool block is one device allocation (rounded up to 512 bytes). Freed
+ * A pool block is one device allocation (rounded up to SIM_ALLOC_GRANULE). Freed
  * blocks stay reserved in the pool: a cudaFreeAsync block is reusable at
  * once by later allocations on the stream that freed it (stream order makes
  * that safe), and by any stream once the stream has reached the free, if
@@ -13,8 +13,6 @@
 #include <stdlib.h>
 
 #include "internal.h"
-
-#define POOL_ALIGN 512
 
 struct pool_block {
     struct pool_block *next;
@@ -112,7 +110,7 @@ static struct pool_block *take_cached(struct fs_pool *pool, size_t need, struct 
 static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_stream *s, void **out)
 {
     if (size > fs_cfg.capacity) return cudaErrorMemoryAllocation;
-    size_t need = (size + POOL_ALIGN - 1) & ~(size_t)(POOL_ALIGN - 1);
+    size_t need = (size + SIM_ALLOC_GRANULE - 1) & ~(size_t)(SIM_ALLOC_GRANULE - 1);
 
     pthread_mutex_lock(&pool->mu);
     struct pool_block *b = take_cached(pool, need, s);

@@ -25,7 +25,7 @@ static void fill_props(struct cudaDeviceProp *p, int device)
     p->totalConstMem = 64 << 10;
     p->major = 9;
     p->minor = 0;
-    p->textureAlignment = 512;
+    p->textureAlignment = SIM_ALLOC_GRANULE;
     p->texturePitchAlignment = 32;
     p->multiProcessorCount = 132;
     p->canMapHostMemory = 1;

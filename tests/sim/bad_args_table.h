@@ -18,6 +18,7 @@
 
 struct fs_bad_args_ctx {
     void *dev;         /* a live 1 MiB cudaMalloc block */
+    void *dev1000;     /* a live cudaMalloc(1000) block: 1024 bytes to a copy */
     void *freed;       /* a cudaMalloc block already freed */
     void *async_freed; /* a cudaMallocAsync block already freed */
     cudaStream_t dead_stream;
@@ -30,7 +31,8 @@ struct fs_bad_args_ctx {
 /* Returns 0 when the context is ready. */
 static inline int fs_bad_args_setup(struct fs_bad_args_ctx *c)
 {
-    if (cudaMalloc(&c->dev, 1 << 20) || cudaMalloc(&c->freed, 4096) || cudaFree(c->freed))
+    if (cudaMalloc(&c->dev, 1 << 20) || cudaMalloc(&c->dev1000, 1000) ||
+        cudaMalloc(&c->freed, 4096) || cudaFree(c->freed))
         return -1;
     if (cudaMallocAsync(&c->async_freed, 4096, 0) || cudaFreeAsync(c->async_freed, 0) ||
         cudaStreamSynchronize(0))
@@ -44,12 +46,18 @@ static inline int fs_bad_args_setup(struct fs_bad_args_ctx *c)
 static inline void fs_bad_args_teardown(struct fs_bad_args_ctx *c)
 {
     cudaEventDestroy(c->live_event);
+    cudaFree(c->dev1000);
     cudaFree(c->dev);
 }
 
 static void CUDART_CB fs_bad_args_nop(void *arg)
 {
     (void)arg;
+}
+
+static void CUDART_CB fs_bad_args_nop_callback(cudaStream_t s, cudaError_t e, void *arg)
+{
+    (void)s, (void)e, (void)arg;
 }
 
 /* `call` for "succeeds and returns NULL": cudaErrorUnknown flags a non-NULL
@@ -112,6 +120,21 @@ static const uint64_t fs_bad_args_one = 1;
       cudaErrorInvalidResourceHandle, cudaErrorInvalidResourceHandle)                              \
     X(malloc_async_destroyed_stream, cudaMallocAsync(&p, 16, c->dead_stream),                      \
       cudaErrorInvalidResourceHandle, cudaErrorInvalidResourceHandle)                              \
+    X(callback_destroyed_stream,                                                                   \
+      cudaStreamAddCallback(c->dead_stream, fs_bad_args_nop_callback, NULL, 0),                    \
+      cudaErrorInvalidResourceHandle, cudaErrorInvalidResourceHandle)                              \
+    /* the arguments are checked before the stream */                                              \
+    X(callback_null_destroyed_stream, cudaStreamAddCallback(c->dead_stream, NULL, NULL, 0),        \
+      cudaErrorInvalidValue, cudaErrorInvalidValue)                                                \
+    X(host_func_null_destroyed_stream, cudaLaunchHostFunc(c->dead_stream, NULL, NULL),             \
+      cudaErrorInvalidValue, cudaErrorInvalidValue)                                                \
+    X(get_flags_null_destroyed_stream, cudaStreamGetFlags(c->dead_stream, NULL),                   \
+      cudaErrorInvalidValue, cudaErrorInvalidValue)                                                \
+    X(memcpy_async_bad_kind_destroyed_stream,                                                      \
+      cudaMemcpyAsync(c->dev, c->host, 16, (enum cudaMemcpyKind)42, c->dead_stream),               \
+      cudaErrorInvalidMemcpyDirection, cudaErrorInvalidMemcpyDirection)                            \
+    X(free_async_null_destroyed_stream, cudaFreeAsync(NULL, c->dead_stream),                       \
+      cudaErrorInvalidResourceHandle, cudaErrorInvalidResourceHandle)                              \
     X(event_record_destroyed, cudaEventRecord(c->dead_event, 0), cudaErrorInvalidResourceHandle,   \
       cudaErrorInvalidResourceHandle)                                                              \
     X(event_query_destroyed, cudaEventQuery(c->dead_event), cudaErrorInvalidResourceHandle,        \
@@ -132,6 +155,16 @@ static const uint64_t fs_bad_args_one = 1;
       cudaErrorInvalidValue)                                                                       \
     X(memcpy_past_allocation_end,                                                                  \
       cudaMemcpy(c->host, (char *)c->dev + (1 << 20) - 16, 64, cudaMemcpyDeviceToHost),            \
+      cudaErrorInvalidValue, cudaErrorInvalidValue)                                                \
+    /* copies and sets may run to the allocation's 512-byte granule */                             \
+    X(memcpy_to_granule_end,                                                                       \
+      cudaMemcpy((char *)c->dev1000 + 768, c->host, 256, cudaMemcpyHostToDevice), cudaSuccess,     \
+      cudaSuccess)                                                                                 \
+    X(memset_one_past_requested, cudaMemset(c->dev1000, 0, 1001), cudaSuccess, cudaSuccess)        \
+    X(memset_one_past_granule_end, cudaMemset(c->dev1000, 0, 1025), cudaErrorInvalidValue,         \
+      cudaErrorInvalidValue)                                                                       \
+    X(memcpy_one_past_granule_end,                                                                 \
+      cudaMemcpy(c->host, (char *)c->dev1000 + 1000, 25, cudaMemcpyDeviceToHost),                  \
       cudaErrorInvalidValue, cudaErrorInvalidValue)                                                \
     X(memset_null, cudaMemset(NULL, 0, 16), cudaErrorInvalidValue, cudaErrorInvalidValue)          \
     X(pool_used_high_nonzero,                                                                      \
