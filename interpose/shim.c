@@ -140,6 +140,7 @@ static void atfork_child(void)
     thread_stream = NULL;
     fs_streams_reset(-1);
     fs_pool_reset(-1);
+    fs_cuda_device_reset(-1);
     fs_capture_reset();
 }
 
