@@ -14,6 +14,7 @@
 
 #include <cuda.h>
 #include <pthread.h>
+#include <string.h>
 
 void fs_internal_begin(fs_internal_call *c, int device)
 {
@@ -63,8 +64,62 @@ static fs_dev_status status_of(cudaError_t e)
 static struct {
     cudaMemPool_t pool;
     cudaStream_t stream;
+    /* what the program granted peers on the device's default pool */
+    enum cudaMemAccessFlags granted[MAX_ORDERED_DEVICES];
 } ordered[MAX_ORDERED_DEVICES];
 static pthread_mutex_t ordered_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Sets `pool`'s access for the peers in descs; ordered_lock held, inside
+ * fs_internal_begin. */
+static void set_peers(int device, cudaMemPool_t pool, const struct cudaMemAccessDesc *descs,
+                      size_t n)
+{
+    __typeof__(&cudaMemPoolSetAccess) set = FS_REAL(cudaMemPoolSetAccess);
+
+    if (n && (!set || set(pool, descs, n) != cudaSuccess))
+        fs_log(FS_LOG_WARN,
+               "device %d: peer access to the shim's memory pool could not be "
+               "set as on the default pool",
+               device);
+}
+
+/* Grants a new pool what the program granted on the default pool. */
+static void grant_peers(int device, cudaMemPool_t pool)
+{
+    struct cudaMemAccessDesc descs[MAX_ORDERED_DEVICES];
+    size_t n = 0;
+
+    for (int peer = 0; peer < MAX_ORDERED_DEVICES; peer++)
+        if (peer != device && ordered[device].granted[peer] != cudaMemAccessFlagsProtNone)
+            descs[n++] = (struct cudaMemAccessDesc){.location = {cudaMemLocationTypeDevice, peer},
+                                                    .flags = ordered[device].granted[peer]};
+    set_peers(device, pool, descs, n);
+}
+
+void fs_cuda_ordered_access(int device, const struct cudaMemAccessDesc *descs, size_t count)
+{
+    struct cudaMemAccessDesc peers[MAX_ORDERED_DEVICES];
+    fs_internal_call c;
+    size_t n = 0;
+
+    if (device < 0 || device >= MAX_ORDERED_DEVICES) return;
+    pthread_mutex_lock(&ordered_lock);
+    /* the runtime accepted them all: only the peers' entries matter here */
+    for (size_t i = 0; i < count; i++) {
+        int peer = descs[i].location.id;
+        if (descs[i].location.type != cudaMemLocationTypeDevice || peer < 0 ||
+            peer >= MAX_ORDERED_DEVICES || peer == device)
+            continue;
+        ordered[device].granted[peer] = descs[i].flags;
+        if (n < MAX_ORDERED_DEVICES) peers[n++] = descs[i];
+    }
+    if (ordered[device].pool) {
+        fs_internal_begin(&c, device);
+        set_peers(device, ordered[device].pool, peers, n);
+        fs_internal_end(&c);
+    }
+    pthread_mutex_unlock(&ordered_lock);
+}
 
 /* The device's pool and stream, made on first use; false if they cannot
  * be. Inside fs_internal_begin with `device` current. */
@@ -78,8 +133,12 @@ static bool ordered_get(int device, cudaMemPool_t *pool, cudaStream_t *stream)
 
     if (device < 0 || device >= MAX_ORDERED_DEVICES) return false;
     pthread_mutex_lock(&ordered_lock);
-    if (!ordered[device].pool && create && create(&ordered[device].pool, &props) != cudaSuccess)
-        ordered[device].pool = NULL;
+    if (!ordered[device].pool && create) {
+        if (create(&ordered[device].pool, &props) == cudaSuccess)
+            grant_peers(device, ordered[device].pool);
+        else
+            ordered[device].pool = NULL;
+    }
     if (!ordered[device].stream && stream_create &&
         stream_create(&ordered[device].stream, cudaStreamNonBlocking) != cudaSuccess)
         ordered[device].stream = NULL;
@@ -96,7 +155,7 @@ void fs_cuda_device_reset(int device)
     for (int d = 0; d < MAX_ORDERED_DEVICES; d++) {
         if (device >= 0 && d != device) continue;
         ordered[d].stream = NULL;
-        if (device < 0) ordered[d].pool = NULL;
+        if (device < 0) memset(&ordered[d], 0, sizeof ordered[d]);
     }
     pthread_mutex_unlock(&ordered_lock);
 }

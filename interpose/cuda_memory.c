@@ -303,6 +303,25 @@ FS_EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMe
     return e;
 }
 
+/* Peers granted access to a default pool (PyTorch's enablePeerAccess on
+ * this route) must reach the program's cudaMallocAsync blocks, which the
+ * shim keeps in a pool of its own: that pool is granted the same. */
+FS_EXPORT cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool,
+                                           const struct cudaMemAccessDesc *descList, size_t count)
+{
+    __typeof__(&cudaMemPoolSetAccess) real = FS_REAL(cudaMemPoolSetAccess);
+    cudaError_t e;
+    int dev;
+
+    if (!real) return cudaErrorInitializationError;
+    e = real(memPool, descList, count);
+    if (e != cudaSuccess || !fs_shim_enter()) return e;
+    /* recorded even before the allocator exists: its pool is made later */
+    if ((dev = default_pool_device(memPool)) >= 0) fs_cuda_ordered_access(dev, descList, count);
+    fs_shim_leave();
+    return e;
+}
+
 /* torch.cuda.empty_cache() on this route: cudaDeviceSynchronize, then
  * cudaMemPoolTrimTo(pool, 0). */
 FS_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)

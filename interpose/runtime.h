@@ -61,6 +61,9 @@ const fs_device_ops *fs_cuda_device_ops(bool want_vm);
 /* The runtime state behind the table that a cudaDeviceReset of `device`
  * destroyed is forgotten; with -1 (fork child) all of it. */
 void fs_cuda_device_reset(int device);
+/* The program granted peers access to `device`'s default pool: the shim's
+ * pool there, which holds its cudaMallocAsync blocks, grants the same. */
+void fs_cuda_ordered_access(int device, const struct cudaMemAccessDesc *descs, size_t count);
 
 /* Brackets a batch of internal runtime calls: the program's last error is
  * kept, calls run in relaxed capture mode while a capture is under way, and

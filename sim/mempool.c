@@ -16,6 +16,7 @@
 #include "internal.h"
 
 #define POOL_ALIGN 512
+#define POOL_PEERS 64 /* devices whose access a pool records */
 
 struct pool_block {
     struct pool_block *next;
@@ -37,6 +38,7 @@ struct fs_pool {
     /* On a default pool: the device's created pools, linked through their
      * own `created` (under created_mu). */
     struct fs_pool *created;
+    enum cudaMemAccessFlags access[POOL_PEERS]; /* recorded, not enforced */
 };
 
 /* Guards every device's list of created pools. */
@@ -49,6 +51,7 @@ static struct fs_pool *pool_alloc_struct(struct fs_device *dev)
     pool->dev = dev;
     pthread_mutex_init(&pool->mu, NULL);
     pool->reuse_follow = pool->reuse_opportunistic = pool->reuse_internal = 1;
+    if (dev->ordinal < POOL_PEERS) pool->access[dev->ordinal] = cudaMemAccessFlagsProtReadWrite;
     return pool;
 }
 
@@ -390,6 +393,48 @@ FS_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
         pthread_mutex_destroy(&pool->mu);
         free(pool);
     }
+    return cudaSuccess;
+}
+
+/* A device (the sim's peers can always reach each other's memory, so the
+ * access is recorded only); the owning device keeps read-write access. */
+static int access_valid(const struct fs_pool *pool, const struct cudaMemAccessDesc *d)
+{
+    if (d->location.type != cudaMemLocationTypeDevice || !fs_dev(d->location.id) ||
+        d->location.id >= POOL_PEERS)
+        return 0;
+    if (d->flags != cudaMemAccessFlagsProtNone && d->flags != cudaMemAccessFlagsProtRead &&
+        d->flags != cudaMemAccessFlagsProtReadWrite)
+        return 0;
+    return d->location.id != pool->dev->ordinal || d->flags == cudaMemAccessFlagsProtReadWrite;
+}
+
+FS_API cudaError_t cudaMemPoolSetAccess(cudaMemPool_t h, const struct cudaMemAccessDesc *descs,
+                                        size_t count)
+{
+    fs_init();
+    struct fs_pool *pool = pool_check(h);
+    if (!pool || (count && !descs)) return fs_ret(cudaErrorInvalidValue);
+    for (size_t i = 0; i < count; i++)
+        if (!access_valid(pool, &descs[i])) return fs_ret(cudaErrorInvalidValue);
+    pthread_mutex_lock(&pool->mu);
+    for (size_t i = 0; i < count; i++)
+        pool->access[descs[i].location.id] = descs[i].flags;
+    pthread_mutex_unlock(&pool->mu);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t h,
+                                        struct cudaMemLocation *location)
+{
+    fs_init();
+    struct fs_pool *pool = pool_check(h);
+    if (!pool || !flags || !location || location->type != cudaMemLocationTypeDevice ||
+        !fs_dev(location->id) || location->id >= POOL_PEERS)
+        return fs_ret(cudaErrorInvalidValue);
+    pthread_mutex_lock(&pool->mu);
+    *flags = pool->access[location->id];
+    pthread_mutex_unlock(&pool->mu);
     return cudaSuccess;
 }
 
