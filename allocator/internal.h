@@ -307,7 +307,8 @@ bool fs_segment_adopt(fs_allocator *a, fs_pool *from, fs_pool *to, fs_segment *s
 void fs_segidx_remove(fs_allocator *a, fs_segment *s);
 /* Takes plain segment s, wholly free, out of its pool p for good without
  * giving its memory back (a device reset destroyed it), its accounting
- * into dl; p->lock held. The caller then takes it out of the index. */
+ * into dl; p->lock held. The caller then takes it out of the index (no
+ * pool lock held) and frees it. */
 void fs_segment_unlink(fs_pool *p, fs_segment *s, fs_delta *dl);
 
 /* ---- "fence.c" --------------------------------------------------------- */

@@ -220,17 +220,20 @@ void fs_alloc_device_reset(fs_allocator *a, int device)
             s = next;
         }
     }
+    /* out of the index before a new segment may get one of their addresses */
+    for (fs_segment *s = dropped; s; s = s->next)
+        fs_segidx_remove(a, s);
     reset_fences(d);
     /* what survived unused goes back: the device starts afresh, holding
      * only the blocks the program still has */
     fs_segments_release(a, d, FS_RELEASE_LARGEST, SIZE_MAX);
-    reset_streams(d);
+    /* before any pool goes: no thread's cached lookup may still name it */
     atomic_fetch_add_explicit(&d->gen, 1, memory_order_acq_rel);
+    reset_streams(d);
     pthread_mutex_unlock(&d->lock);
     while (dropped) {
         fs_segment *s = dropped;
         dropped = s->next;
-        fs_segidx_remove(a, s);
         fs_observe(a, FS_EV_SEGMENT_FREE, device, 0, s->base, s->size);
         free(s);
     }

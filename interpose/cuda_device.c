@@ -151,6 +151,11 @@ static bool ordered_get(int device, cudaMemPool_t *pool, cudaStream_t *stream)
 
 void fs_cuda_device_reset(int device)
 {
+    if (device < 0) {
+        /* fork child: only this thread runs; the lock may be stale */
+        pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+        ordered_lock = fresh;
+    }
     pthread_mutex_lock(&ordered_lock);
     for (int d = 0; d < MAX_ORDERED_DEVICES; d++) {
         if (device >= 0 && d != device) continue;
