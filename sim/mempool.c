@@ -38,6 +38,7 @@ struct fs_pool {
     /* On a default pool: the device's created pools, linked through their
      * own `created` (under created_mu). */
     struct fs_pool *created;
+    int destroyed; /* by cudaMemPoolDestroy with blocks still out: no handle */
     enum cudaMemAccessFlags access[POOL_PEERS]; /* recorded, not enforced */
 };
 
@@ -66,7 +67,7 @@ static struct fs_pool *pool_check(cudaMemPool_t h)
     pthread_mutex_lock(&created_mu);
     for (int d = 0; d < fs_cfg.ndevices && !found; d++)
         for (struct fs_pool *p = fs_dev(d)->pool; p && !found; p = p->created)
-            if ((struct fs_pool *)h == p) found = p;
+            if ((struct fs_pool *)h == p && !p->destroyed) found = p;
     pthread_mutex_unlock(&created_mu);
     return found;
 }
@@ -371,24 +372,29 @@ FS_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *h, const struct cudaMemPoolP
     return cudaSuccess;
 }
 
-/* The pool's cached memory goes back at once; blocks still allocated from
+/* The pool's cached memory goes back at once. Blocks still allocated from
  * it stay valid and freeable (the runtime releases the pool's resources
- * once they are freed), so the pool's record is kept for them. */
+ * once they are freed): the pool then stays on its device's list, without
+ * a handle, and gives their memory back at the next synchronisation. */
 FS_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
 {
     fs_init();
     struct fs_pool *pool = pool_check(h);
     if (!pool || pool == pool->dev->pool) return fs_ret(cudaErrorInvalidValue);
-    pthread_mutex_lock(&created_mu);
-    struct fs_pool **at = &pool->dev->pool->created;
-    while (*at != pool)
-        at = &(*at)->created;
-    *at = pool->created;
-    pthread_mutex_unlock(&created_mu);
     pool_trim(pool, 0);
+    pthread_mutex_lock(&created_mu);
     pthread_mutex_lock(&pool->mu);
     int idle = pool->used == 0 && !pool->cached;
+    pool->destroyed = 1;
+    pool->threshold = 0;
     pthread_mutex_unlock(&pool->mu);
+    if (idle) {
+        struct fs_pool **at = &pool->dev->pool->created;
+        while (*at != pool)
+            at = &(*at)->created;
+        *at = pool->created;
+    }
+    pthread_mutex_unlock(&created_mu);
     if (idle) {
         pthread_mutex_destroy(&pool->mu);
         free(pool);
