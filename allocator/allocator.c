@@ -79,18 +79,14 @@ fs_allocator *fs_allocator_create(const fs_alloc_config *cfg, const fs_device_op
     return a;
 }
 
-/* Frees the metadata of every pool of `d`. With `device_alive`, segments
- * without live blocks go back to the device first; after a reset nothing
- * is given back, it is already gone. */
-void fs_dev_teardown(fs_allocator *a, fs_dev *d, bool device_alive)
+/* Gives every segment of `d` without live blocks back to the device and
+ * frees the metadata of every pool; live blocks are forgotten. dev->lock
+ * held. */
+static void dev_teardown(fs_allocator *a, fs_dev *d)
 {
     const fs_device_ops *o = a->ops;
-    if (device_alive) {
-        fs_dev_retire_all(d, true);
-        fs_segments_release(a, d, FS_RELEASE_LARGEST, SIZE_MAX);
-    } else {
-        atomic_fetch_add_explicit(&d->epoch, 1, memory_order_acq_rel);
-    }
+    fs_dev_retire_all(d, true);
+    fs_segments_release(a, d, FS_RELEASE_LARGEST, SIZE_MAX);
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
         for (fs_segment *s = p->segs, *sn; s; s = sn) {
@@ -102,7 +98,7 @@ void fs_dev_teardown(fs_allocator *a, fs_dev *d, bool device_alive)
                 fs_block_free(NULL, b);
             }
             fs_segidx_remove(a, s);
-            if (device_alive && s->expandable && s->size == 0)
+            if (s->expandable && s->size == 0)
                 o->vm_release(o->ctx, d->id, (void *)s->base, s->reserve);
             free(s);
         }
@@ -126,11 +122,7 @@ void fs_dev_teardown(fs_allocator *a, fs_dev *d, bool device_alive)
     d->fifo_tail = NULL;
     fs_fence_put(d, d->last_batch);
     d->last_batch = NULL;
-    atomic_store(&d->batch_done, d->batch_seq);
-    atomic_store(&d->unfenced, 0);
-    fs_dev_events_fini(d, device_alive);
-    memset(&d->st, 0, sizeof d->st);
-    atomic_fetch_add_explicit(&d->gen, 1, memory_order_acq_rel);
+    fs_dev_events_fini(d, true);
 }
 
 void fs_allocator_destroy(fs_allocator *a)
@@ -139,7 +131,7 @@ void fs_allocator_destroy(fs_allocator *a)
     for (int i = 0; i < a->ndev; i++) {
         fs_dev *d = &a->devs[i];
         pthread_mutex_lock(&d->lock);
-        fs_dev_teardown(a, d, true);
+        dev_teardown(a, d);
         pthread_mutex_unlock(&d->lock);
         pthread_mutex_destroy(&d->lock);
     }
@@ -197,13 +189,13 @@ static void use_free_block(fs_allocator *a, fs_pool *p, fs_block *b, size_t roun
     dl->active_bytes += (int64_t)b->size;
 }
 
-/* Best fit among p's own free blocks; p->lock held. */
-static fs_block *take_own(fs_allocator *a, fs_pool *p, int kind, size_t rounded, size_t req,
+/* Best fit among p's own free blocks of free set `set`; p->lock held. */
+static fs_block *take_own(fs_allocator *a, fs_pool *p, int set, size_t rounded, size_t req,
                           fs_stream_t stream)
 {
-    fs_block *b = fs_bins_lower_bound(&p->free[kind], rounded);
+    fs_block *b = fs_bins_lower_bound(&p->free[set], rounded);
     if (!b || !fits(&a->cfg, b, rounded)) return NULL;
-    fs_delta dl = {.kind = kind};
+    fs_delta dl = {.kind = fs_set_kind(set)};
     use_free_block(a, p, b, rounded, req, stream, &dl);
     fs_stats_handout(p->dev, &dl);
     return b;
@@ -214,11 +206,11 @@ static fs_block *take_own(fs_allocator *a, fs_pool *p, int kind, size_t rounded,
  * block is a whole segment, it is not taken but named in *adopt: the
  * segment should change pools, so that the taker's frees of it stay
  * stream-local (no event per free on a borrowed block). */
-static fs_block *take_completed(fs_allocator *a, fs_pool *q, int kind, size_t rounded, size_t req,
+static fs_block *take_completed(fs_allocator *a, fs_pool *q, int set, size_t rounded, size_t req,
                                 fs_stream_t stream, fs_segment **adopt)
 {
-    fs_block *b = fs_bins_lower_bound(&q->free[kind], rounded);
-    for (int scanned = 0; b && scanned < 32; scanned++, b = fs_bins_next(&q->free[kind], b)) {
+    fs_block *b = fs_bins_lower_bound(&q->free[set], rounded);
+    for (int scanned = 0; b && scanned < 32; scanned++, b = fs_bins_next(&q->free[set], b)) {
         if (!fits(&a->cfg, b, rounded)) return NULL;
         if (b->free_seq <= q->so_done && !fs_block_is_split(b) && !b->seg->expandable &&
             !b->seg->pinned) {
@@ -226,7 +218,7 @@ static fs_block *take_completed(fs_allocator *a, fs_pool *q, int kind, size_t ro
             return NULL;
         }
         if (b->free_seq <= q->so_done) {
-            fs_delta dl = {.kind = kind};
+            fs_delta dl = {.kind = fs_set_kind(set)};
             use_free_block(a, q, b, rounded, req, stream, &dl);
             fs_stats_handout(q->dev, &dl);
             return b;
@@ -283,13 +275,13 @@ static void use_pending_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t r
 /* Best-fitting pending block of q that `stream` may take: one freed
  * stream-ordered on `stream` itself, or (wait) any whose fences need only
  * a GPU-side wait. q->lock held. */
-static fs_block *take_pending(fs_allocator *a, fs_pool *q, int kind, size_t rounded, size_t req,
+static fs_block *take_pending(fs_allocator *a, fs_pool *q, int set, size_t rounded, size_t req,
                               fs_stream_t stream, bool wait)
 {
     fs_block *best = NULL;
     bool best_wait = false;
     for (fs_block *b = q->pending.head; b; b = b->lnext) {
-        if (b->seg->kind != kind || b->size < rounded || !fits(&a->cfg, b, rounded)) continue;
+        if (fs_seg_set(b->seg) != set || b->size < rounded || !fits(&a->cfg, b, rounded)) continue;
         if (best && (b->size > best->size || (b->size == best->size && b->addr > best->addr)))
             continue;
         bool own = b->has_ready && b->ready_stream == stream && !b->uses_fence;
@@ -307,35 +299,35 @@ static fs_block *take_pending(fs_allocator *a, fs_pool *q, int kind, size_t roun
     return best;
 }
 
-static fs_block *try_own(fs_allocator *a, fs_pool *p, int kind, size_t rounded, size_t req,
+static fs_block *try_own(fs_allocator *a, fs_pool *p, int set, size_t rounded, size_t req,
                          fs_stream_t stream)
 {
     fs_spin_lock(&p->lock);
     fs_pool_retire(a, p);
-    fs_block *b = take_own(a, p, kind, rounded, req, stream);
+    fs_block *b = take_own(a, p, set, rounded, req, stream);
     fs_spin_unlock(&p->lock);
     return b;
 }
 
 /* The block of segment s, just adopted by p, if nobody took it meanwhile. */
-static fs_block *take_adopted(fs_allocator *a, fs_pool *p, fs_segment *s, int kind, size_t rounded,
+static fs_block *take_adopted(fs_allocator *a, fs_pool *p, fs_segment *s, int set, size_t rounded,
                               size_t req, fs_stream_t stream)
 {
     fs_block *b = NULL;
     fs_spin_lock(&p->lock);
     fs_block *h = s->head;
     if (!h->next && h->state == FS_BLOCK_FREE && h->size >= rounded) {
-        fs_delta dl = {.kind = kind};
+        fs_delta dl = {.kind = fs_set_kind(set)};
         use_free_block(a, p, h, rounded, req, stream, &dl);
         fs_stats_handout(p->dev, &dl);
         b = h;
     }
     fs_spin_unlock(&p->lock);
-    return b ? b : try_own(a, p, kind, rounded, req, stream);
+    return b ? b : try_own(a, p, set, rounded, req, stream);
 }
 
 /* Other streams' memory, as cross_stream_reuse allows. Caller holds dev->lock. */
-static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, size_t rounded,
+static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int set, size_t rounded,
                             size_t req, fs_stream_t stream, unsigned flags)
 {
     const fs_device_ops *o = a->ops;
@@ -346,11 +338,11 @@ static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, si
         fs_pool *q = d->pools[i];
         fs_segment *adopt = NULL;
         fs_spin_lock(&q->lock);
-        fs_block *b = take_pending(a, q, kind, rounded, req, stream, wait);
-        if (!b && completed && q != p) b = take_completed(a, q, kind, rounded, req, stream, &adopt);
+        fs_block *b = take_pending(a, q, set, rounded, req, stream, wait);
+        if (!b && completed && q != p) b = take_completed(a, q, set, rounded, req, stream, &adopt);
         fs_spin_unlock(&q->lock);
         if (!b && adopt && fs_segment_adopt(a, q, p, adopt))
-            b = take_adopted(a, p, adopt, kind, rounded, req, stream);
+            b = take_adopted(a, p, adopt, set, rounded, req, stream);
         if (b) return b;
     }
     return NULL;
@@ -387,7 +379,7 @@ FS_SLOW_PATH static void report_oom(fs_allocator *a, fs_dev *d, fs_stream_t stre
     if (o && o->obs.on_oom) o->obs.on_oom(o->obs.ctx, &info);
 }
 
-FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int kind, size_t rounded,
+FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int set, size_t rounded,
                                    size_t req, fs_stream_t stream, unsigned flags, fs_status *st)
 {
     fs_block *b = NULL;
@@ -403,23 +395,23 @@ FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int k
             fs_dev_retire_all(d, true);
             fs_segments_release(a, d, FS_RELEASE_LARGEST, SIZE_MAX);
         }
-        if ((b = try_own(a, p, kind, rounded, req, stream))) break;
+        if ((b = try_own(a, p, set, rounded, req, stream))) break;
         fs_batch_fence(d);
         if (a->cfg.cross_stream_reuse != FS_REUSE_NONE) fs_marks_record(d);
         fs_dev_retire_all(d, false);
-        if ((b = try_own(a, p, kind, rounded, req, stream))) break;
-        if ((b = try_others(a, d, p, kind, rounded, req, stream, flags))) break;
+        if ((b = try_own(a, p, set, rounded, req, stream))) break;
+        if ((b = try_others(a, d, p, set, rounded, req, stream, flags))) break;
         collect_garbage(a, d);
         for (int grow = 0; grow < 4 && !b; grow++) {
             bool oom = false;
-            fs_status gs = fs_segment_grow(a, p, kind, rounded, &oom);
+            fs_status gs = fs_segment_grow(a, p, set, rounded, &oom);
             if (gs == FS_ERR_OOM) break;
             if (gs != FS_OK) {
                 *st = gs;
                 pthread_mutex_unlock(&d->lock);
                 return NULL;
             }
-            b = try_own(a, p, kind, rounded, req, stream);
+            b = try_own(a, p, set, rounded, req, stream);
         }
     }
     pthread_mutex_unlock(&d->lock);
@@ -433,7 +425,7 @@ FS_HOT_PATH fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream,
     fs_dev *d = fs_dev_of(a, device);
     if (!d || !out || size == 0) return FS_ERR_INVALID;
     size_t rounded = fs_round_request(a, size);
-    int kind = fs_size_kind(rounded);
+    int set = fs_set_of(fs_size_kind(rounded), flags & FS_ALLOC_STREAM_ORDERED);
     fs_pool *p = fs_pool_get(a, device, stream);
     if (!p) return FS_ERR_DEVICE;
     /* an allocation is a promise of work on its stream */
@@ -443,9 +435,9 @@ FS_HOT_PATH fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream,
     fs_status st = FS_OK;
     if (rounded && fs_segment_least(rounded)) {
         fs_spin_lock(&p->lock);
-        b = take_own(a, p, kind, rounded, size, stream);
+        b = take_own(a, p, set, rounded, size, stream);
         fs_spin_unlock(&p->lock);
-        if (!b) b = miss(a, d, p, kind, rounded, size, stream, flags, &st);
+        if (!b) b = miss(a, d, p, set, rounded, size, stream, flags, &st);
     } else {
         st = FS_ERR_OOM; /* would wrap around: no device has that much */
     }

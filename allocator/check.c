@@ -24,7 +24,7 @@ static const char *walk_pool(fs_pool *p, fs_alloc_census *c)
 {
     const char *err = NULL;
     size_t bin_blocks = 0, bin_bytes = 0, seg_free = 0, seg_free_bytes = 0;
-    for (int k = 0; k < FS_KINDS; k++)
+    for (int k = 0; k < FS_SETS; k++)
         bin_blocks += bins_count(&p->free[k], &bin_bytes, &err);
     for (fs_segment *s = p->segs; s; s = s->next) {
         if (s->size == 0 && s->expandable) continue; /* a reservation with nothing mapped */

@@ -28,12 +28,24 @@ typedef enum fs_dev_status {
     FS_DEV_ERROR, /* anything else; the caller treats it as fatal for this call */
 } fs_dev_status;
 
+/* The memory a segment is made of, after the allocations it serves. A
+ * device reset (cudaDeviceReset) destroys plain memory and keeps
+ * stream-ordered memory, as the runtime does with cudaMalloc and
+ * cudaMallocAsync allocations; virtual-memory mappings also stay. */
+typedef enum fs_seg_memory {
+    FS_SEG_PLAIN,   /* cudaMalloc-style */
+    FS_SEG_ORDERED, /* the stream-ordered allocator's: survives a device reset */
+} fs_seg_memory;
+
 typedef struct fs_device_ops {
     void *ctx; /* passed back as the first argument of every function */
 
-    /* Plain segments (cudaMalloc-style). */
-    fs_dev_status (*segment_alloc)(void *ctx, int device, size_t size, void **out);
-    fs_dev_status (*segment_free)(void *ctx, int device, void *ptr);
+    /* Plain segments. `mem` says which memory; an ordered segment must be
+     * usable by every stream once segment_alloc returns, and segment_free
+     * is called only once no stream uses it. */
+    fs_dev_status (*segment_alloc)(void *ctx, int device, fs_seg_memory mem, size_t size,
+                                   void **out);
+    fs_dev_status (*segment_free)(void *ctx, int device, fs_seg_memory mem, void *ptr);
 
     /* Virtual memory, for expandable segments. vm_map creates physical memory
      * of `size` bytes, maps it at `addr` inside a reservation and makes it

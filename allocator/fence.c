@@ -374,9 +374,7 @@ static bool done_once(fs_allocator *a, fs_fence *f, seen *s)
     return false;
 }
 
-/* A freed block (off its list) whose fences no longer matter goes back
- * into the free bins; its accounting into dl[kind]. */
-static void retire_block(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta *dl)
+void fs_block_retire(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta *dl)
 {
     fs_dev *d = p->dev;
     fs_fence_put(d, b->fence);
@@ -411,7 +409,7 @@ FS_SLOW_PATH size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
         next = b->lnext;
         if (!done_once(a, b->fence, &pending) || !done_once(a, b->uses_fence, &pending)) continue;
         fs_blist_del(&p->pending, b);
-        retire_block(a, p, b, dl);
+        fs_block_retire(a, p, b, dl);
         n++;
     }
     if (n) {
@@ -432,7 +430,7 @@ size_t fs_pool_retire_synced(fs_allocator *a, fs_pool *p, uint64_t token)
         next = b->lnext;
         if (b->dev_seq > token) continue;
         fs_blist_del(&p->unfenced, b);
-        retire_block(a, p, b, dl);
+        fs_block_retire(a, p, b, dl);
         unfenced++;
         n++;
     }
@@ -440,7 +438,7 @@ size_t fs_pool_retire_synced(fs_allocator *a, fs_pool *p, uint64_t token)
         next = b->lnext;
         if (!b->dev_seq || b->dev_seq > token) continue;
         fs_blist_del(&p->pending, b);
-        retire_block(a, p, b, dl);
+        fs_block_retire(a, p, b, dl);
         n++;
     }
     if (unfenced) atomic_fetch_sub_explicit(&d->unfenced, unfenced, memory_order_acq_rel);

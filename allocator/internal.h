@@ -35,6 +35,21 @@
 
 enum { FS_KIND_SMALL, FS_KIND_LARGE, FS_KINDS }; /* == FS_POOL_SMALL - 1, FS_POOL_LARGE - 1 */
 
+/* Free blocks are kept in sets by size kind and by what memory their
+ * segment is: a stream-ordered allocation (cudaMallocAsync) only ever
+ * lives in ordered segments and a plain one (cudaMalloc) in plain ones, so
+ * that a device reset destroys exactly the memory the runtime would. The
+ * statistics know size kinds only. */
+#define FS_SETS (2 * FS_KINDS)
+static inline int fs_set_of(int kind, bool ordered)
+{
+    return kind + (ordered ? FS_KINDS : 0);
+}
+static inline int fs_set_kind(int set)
+{
+    return set % FS_KINDS;
+}
+
 typedef enum fs_block_state {
     FS_BLOCK_FREE,     /* in its pool's free bins */
     FS_BLOCK_LIVE,     /* handed out */
@@ -97,6 +112,7 @@ typedef struct fs_segment {
     struct fs_pool *pool;
     int kind;
     int pinned;
+    bool ordered; /* serves stream-ordered blocks: FS_SEG_ORDERED memory or mappings */
     bool expandable;
     bool detached; /* being released: no longer in its pool */
     fs_block *head;
@@ -133,12 +149,12 @@ typedef struct fs_pool {
     enum fs_stream_kind kind;
     atomic_bool retired;  /* its stream was destroyed; never matched by handle */
     atomic_bool had_work; /* work issued since the last batch fence */
-    fs_bins free[FS_KINDS];
-    size_t free_bytes[FS_KINDS];
+    fs_bins free[FS_SETS];
+    size_t free_bytes[FS_SETS];
     fs_blist pending, unfenced;
     fs_livemap live; /* live blocks of its segments */
     fs_segment *segs;
-    fs_segment *expandable[FS_KINDS];
+    fs_segment *expandable[FS_SETS];
     unsigned frees; /* paces pending retirement on the free path */
     /* Stream-ordered frees are reusable at once on the pool's own stream, by
      * other streams only once a mark event recorded after them completes. */
@@ -288,13 +304,18 @@ void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl);     /* coalesce, the
 void fs_free_insert_rest(fs_pool *p, fs_block *r, fs_delta *dl);
 void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl); /* out of its bin */
 /* Caller holds dev->lock, no pool lock. */
-fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int kind, size_t rounded, bool *oom);
+fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, bool *oom);
 size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, size_t goal);
 fs_segment *fs_segidx_find(fs_allocator *a, uintptr_t addr); /* caller holds segidx_lock */
 /* Moves s, wholly free and completed, from one pool to another; false if it
  * no longer qualifies. Caller holds dev->lock, no pool lock. */
 bool fs_segment_adopt(fs_allocator *a, fs_pool *from, fs_pool *to, fs_segment *s);
 void fs_segidx_remove(fs_allocator *a, fs_segment *s);
+/* Takes plain segment s, wholly free, out of its pool p for good without
+ * giving its memory back (a device reset destroyed it), its accounting
+ * into dl; p->lock held. The caller then takes it out of the index (no
+ * pool lock held) and frees it. */
+void fs_segment_unlink(fs_pool *p, fs_segment *s, fs_delta *dl);
 
 /* ---- "fence.c" --------------------------------------------------------- */
 fs_fence *fs_fence_make(fs_dev *d, const fs_stream_t *streams, int n); /* NULL: deferred */
@@ -309,6 +330,9 @@ bool fs_batch_fence(fs_dev *d); /* false: a capture deferred it, blocks stay unf
 void fs_marks_record(fs_dev *d);
 void fs_dev_retire_all(fs_dev *d, bool sync);
 size_t fs_pool_retire(fs_allocator *a, fs_pool *p); /* caller holds p->lock */
+/* A freed block (off its list) whose fences no longer matter goes back
+ * into the free bins; its accounting into dl[kind]. Caller holds p->lock. */
+void fs_block_retire(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta *dl);
 /* Caller holds dev->lock and p->lock: the host synchronised with the whole
  * device after device-ordered free number `token` was made, so those frees
  * are reusable whatever their fences say (or before they have any). */
@@ -358,9 +382,13 @@ fs_status fs_with_live_block(fs_allocator *a, const void *ptr,
                              fs_status (*fn)(fs_block *b, void *arg), void *arg);
 
 /* ---- "allocator.c" ----------------------------------------------------- */
-void fs_dev_teardown(fs_allocator *a, fs_dev *d, bool device_alive); /* dev->lock held */
 void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream_t s,
                 uintptr_t addr, size_t size);
+
+static inline int fs_seg_set(const fs_segment *s)
+{
+    return fs_set_of(s->kind, s->ordered);
+}
 
 static inline bool fs_block_is_split(const fs_block *b)
 {

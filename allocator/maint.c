@@ -1,6 +1,7 @@
 /* maint.c - the calls that look after the cache rather than serve a
- * request: host-synchronisation notes, empty_cache and trim, cudaDeviceReset,
- * segment pinning (NCCL registration) and describing an address. */
+ * request: host-synchronisation notes, empty_cache and trim, cudaDeviceReset
+ * (what survives it and what the shim forgets), segment pinning (NCCL
+ * registration) and describing an address. */
 #include "internal.h"
 
 static void for_devices(fs_allocator *a, int device, void (*fn)(fs_allocator *, fs_dev *, void *),
@@ -80,13 +81,162 @@ fs_status fs_alloc_trim(fs_allocator *a, int device, size_t keep_bytes)
     return FS_OK;
 }
 
+/* ---- cudaDeviceReset ---- */
+
+/* The reset destroyed the events every pending free waited for, and left
+ * the device idle: each such block is free. p->lock held. */
+static void reset_pending(fs_allocator *a, fs_pool *p, fs_blist *l, fs_delta dl[FS_KINDS])
+{
+    while (l->head) {
+        fs_block *b = l->head;
+        fs_blist_del(l, b);
+        fs_block_retire(a, p, b, dl);
+    }
+}
+
+/* A live plain block: the reset destroyed it, so it is nobody's now, and
+ * its address is no longer a block the program may free. p->lock held. */
+static void forget_live(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta dl[FS_KINDS])
+{
+    fs_delta *x = &dl[b->seg->kind];
+    fs_live_remove(&p->live, b->addr);
+    x->allocation--;
+    x->allocated_bytes -= (int64_t)b->size;
+    x->requested_bytes -= (int64_t)b->requested;
+    x->active--;
+    x->active_bytes -= (int64_t)b->size;
+    fs_observe(a, FS_EV_FREE_REQUESTED, p->dev->id, b->stream, b->addr, b->size);
+    fs_observe(a, FS_EV_FREE_COMPLETED, p->dev->id, b->stream, b->addr, b->size);
+    b->free_seq = 0;
+    fs_free_insert(p, b, x);
+}
+
+/* Brings pool p through the reset; returns the plain segments it gave up
+ * (chained through `next`), for the caller to drop from the index. Memory
+ * that survives stays with its blocks: ordered segments, and mappings. */
+static fs_segment *reset_pool(fs_allocator *a, fs_pool *p)
+{
+    fs_dev *d = p->dev;
+    fs_delta dl[FS_KINDS] = {{.kind = FS_KIND_SMALL}, {.kind = FS_KIND_LARGE}};
+    fs_segment *dropped = NULL;
+    fs_spin_lock(&p->lock);
+    reset_pending(a, p, &p->pending, dl);
+    reset_pending(a, p, &p->unfenced, dl);
+    fs_fence_put(d, p->mark);
+    p->mark = NULL;
+    p->so_done = p->so_seq; /* every stream-ordered free has completed */
+    atomic_store_explicit(&p->had_work, false, memory_order_relaxed);
+    for (fs_segment *s = p->segs, *next; s; s = next) {
+        next = s->next;
+        bool survives = s->ordered || s->expandable;
+        /* a block absorbs its free neighbours and stays, so b->next holds */
+        for (fs_block *b = s->head; b; b = b->next) {
+            if (b->state != FS_BLOCK_LIVE) continue;
+            if (s->ordered)
+                b->nuses = 0; /* the streams it was used on are gone */
+            else
+                forget_live(a, p, b, dl);
+        }
+        if (!survives) {
+            fs_segment_unlink(p, s, &dl[s->kind]);
+            s->next = dropped;
+            dropped = s;
+        }
+    }
+    fs_stats_apply(d, &dl[FS_KIND_SMALL]);
+    fs_stats_apply(d, &dl[FS_KIND_LARGE]);
+    fs_spin_unlock(&p->lock);
+    return dropped;
+}
+
+static void pool_destroy(fs_pool *p)
+{
+    fs_live_fini(&p->live);
+    for (fs_block *b = p->spare, *next; b; b = next) {
+        next = b->lnext;
+        free(b);
+    }
+    free(p);
+}
+
+/* The device's streams are gone: every pool but the legacy stream's leaves
+ * the registry (a new stream may get an old handle), retired if it still
+ * holds memory, else freed. Caller holds dev->lock. */
+static void reset_streams(fs_dev *d)
+{
+    int kept = 0;
+    for (int i = 0; i < d->npools; i++) {
+        fs_pool *p = d->pools[i];
+        bool legacy = p->kind == FS_STREAM_LEGACY && p->stream == d->legacy;
+        if (!legacy || !p->segs) atomic_store(&p->retired, true);
+    }
+    for (size_t h = 0; h < sizeof d->hash / sizeof d->hash[0]; h++)
+        for (fs_pool **at = &d->hash[h]; *at;)
+            if (atomic_load(&(*at)->retired))
+                *at = (*at)->hash_next;
+            else
+                at = &(*at)->hash_next;
+    for (int i = 0; i < d->npools; i++) {
+        fs_pool *p = d->pools[i];
+        if (p->segs)
+            d->pools[kept++] = p;
+        else
+            pool_destroy(p);
+    }
+    d->npools = kept;
+}
+
+/* Fences of the device: their events died with the reset, and the idle
+ * device has passed every one of them. Caller holds dev->lock. */
+static void reset_fences(fs_dev *d)
+{
+    while (d->fifo_head) {
+        fs_fence *h = d->fifo_head;
+        d->fifo_head = h->fifo_next;
+        fs_fence_put(d, h);
+    }
+    d->fifo_tail = NULL;
+    fs_fence_put(d, d->last_batch);
+    d->last_batch = NULL;
+    atomic_store(&d->batch_done, d->batch_seq);
+    atomic_store(&d->unfenced, 0);
+    fs_dev_events_fini(d, false);
+}
+
 void fs_alloc_device_reset(fs_allocator *a, int device)
 {
     fs_dev *d = fs_dev_of(a, device);
     if (!d) return;
     pthread_mutex_lock(&d->lock);
-    fs_dev_teardown(a, d, false);
+    /* first: no event made before now goes back into the cache */
+    atomic_fetch_add_explicit(&d->epoch, 1, memory_order_acq_rel);
+    fs_segment *dropped = NULL;
+    for (int i = 0; i < d->npools; i++) {
+        fs_segment *s = reset_pool(a, d->pools[i]);
+        while (s) {
+            fs_segment *next = s->next;
+            s->next = dropped;
+            dropped = s;
+            s = next;
+        }
+    }
+    /* out of the index before a new segment may get one of their addresses */
+    for (fs_segment *s = dropped; s; s = s->next)
+        fs_segidx_remove(a, s);
+    reset_fences(d);
+    /* what survived unused goes back: the device starts afresh, holding
+     * only the blocks the program still has */
+    fs_segments_release(a, d, FS_RELEASE_LARGEST, SIZE_MAX);
+    /* before any pool goes: no thread's cached lookup may still name it */
+    atomic_fetch_add_explicit(&d->gen, 1, memory_order_acq_rel);
+    reset_streams(d);
     pthread_mutex_unlock(&d->lock);
+    while (dropped) {
+        fs_segment *s = dropped;
+        dropped = s->next;
+        fs_observe(a, FS_EV_SEGMENT_FREE, device, 0, s->base, s->size);
+        free(s);
+    }
 }
 
 fs_status fs_alloc_segment_pin(fs_allocator *a, void *ptr, bool pin)

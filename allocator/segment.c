@@ -85,8 +85,8 @@ fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size)
 
 void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl)
 {
-    fs_bins_remove(&p->free[b->seg->kind], b);
-    p->free_bytes[b->seg->kind] -= b->size;
+    fs_bins_remove(&p->free[fs_seg_set(b->seg)], b);
+    p->free_bytes[fs_seg_set(b->seg)] -= b->size;
     if (fs_block_is_split(b)) {
         dl->inactive_split--;
         dl->inactive_split_bytes -= (int64_t)b->size;
@@ -115,8 +115,8 @@ static void absorb(fs_pool *p, fs_block *b, fs_block *n)
 /* Puts free block b, already merged with its neighbours, into its bin. */
 static void bin_in(fs_pool *p, fs_block *b, fs_delta *dl)
 {
-    fs_bins_insert(&p->free[b->seg->kind], b);
-    p->free_bytes[b->seg->kind] += b->size;
+    fs_bins_insert(&p->free[fs_seg_set(b->seg)], b);
+    p->free_bytes[fs_seg_set(b->seg)] += b->size;
     if (fs_block_is_split(b)) {
         dl->inactive_split++;
         dl->inactive_split_bytes += (int64_t)b->size;
@@ -227,6 +227,18 @@ static void list_del(fs_pool *p, fs_segment *s)
     s->next = s->prev = NULL;
 }
 
+void fs_segment_unlink(fs_pool *p, fs_segment *s, fs_delta *dl)
+{
+    fs_block *b = s->head;
+    fs_free_take(p, b, dl);
+    fs_block_free(p, b);
+    s->head = NULL;
+    list_del(p, s);
+    s->detached = true;
+    dl->segment--;
+    dl->reserved_bytes -= (int64_t)s->size;
+}
+
 /* ---- changing hands ------------------------------------------------------------ */
 
 bool fs_segment_adopt(fs_allocator *a, fs_pool *from, fs_pool *to, fs_segment *s)
@@ -274,16 +286,17 @@ static size_t round_to(size_t v, size_t g)
     return (v + g - 1) / g * g;
 }
 
-/* Maps enough pages at the end of the pool's expandable segment of `kind`
- * that its free tail can hold `rounded`. FS_ERR_NOT_OWNED: the reservation
- * is full, grow a plain segment instead. */
-static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int kind, size_t rounded, bool *oom)
+/* Maps enough pages at the end of the pool's expandable segment of free
+ * set `set` that its free tail can hold `rounded`. FS_ERR_NOT_OWNED: the
+ * reservation is full, grow a plain segment instead. */
+static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int set, size_t rounded, bool *oom)
 {
     fs_dev *d = p->dev;
     const fs_device_ops *o = a->ops;
+    int kind = fs_set_kind(set);
     size_t gran = o->vm_granularity(o->ctx, d->id);
     if (gran == 0 || gran % FS_MIN_BLOCK) return FS_ERR_NOT_OWNED;
-    fs_segment *s = p->expandable[kind];
+    fs_segment *s = p->expandable[set];
     if (!s) {
         size_t cap = o->mem_capacity ? o->mem_capacity(o->ctx, d->id) : 0;
         size_t reserve = round_to(cap ? cap + cap / 8 : FS_EXPANDABLE_DEFAULT_RESERVE, gran);
@@ -297,6 +310,7 @@ static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int kind, size_t r
             s->extent = reserve;
             s->expandable = true;
             s->kind = kind;
+            s->ordered = set >= FS_KINDS;
             s->pool = p;
         }
         if (!s || !segidx_insert(a, s)) {
@@ -305,7 +319,7 @@ static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int kind, size_t r
             return FS_ERR_DEVICE;
         }
         fs_spin_lock(&p->lock);
-        p->expandable[kind] = s;
+        p->expandable[set] = s;
         list_add(p, s);
         fs_spin_unlock(&p->lock);
     }
@@ -355,12 +369,19 @@ static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int kind, size_t r
     return FS_OK;
 }
 
-fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int kind, size_t rounded, bool *oom)
+static fs_seg_memory seg_memory(const fs_segment *s)
+{
+    return s->ordered ? FS_SEG_ORDERED : FS_SEG_PLAIN;
+}
+
+fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, bool *oom)
 {
     fs_dev *d = p->dev;
     const fs_device_ops *o = a->ops;
+    int kind = fs_set_kind(set);
+    fs_seg_memory mem = set >= FS_KINDS ? FS_SEG_ORDERED : FS_SEG_PLAIN;
     if (a->cfg.expandable_segments && o->vm_map && o->vm_reserve && o->vm_granularity) {
-        fs_status st = grow_expandable(a, p, kind, rounded, oom);
+        fs_status st = grow_expandable(a, p, set, rounded, oom);
         if (st != FS_ERR_NOT_OWNED) return st;
     }
     fs_alloc_stats held;
@@ -372,7 +393,7 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int kind, size_t rounded,
         return FS_ERR_OOM;
     }
     void *ptr = NULL;
-    fs_status st = dev_status(o->segment_alloc(o->ctx, d->id, size, &ptr), oom);
+    fs_status st = dev_status(o->segment_alloc(o->ctx, d->id, mem, size, &ptr), oom);
     if (st != FS_OK) return st;
     fs_segment *s = calloc(1, sizeof *s);
     fs_block *b = block_alloc();
@@ -381,12 +402,13 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int kind, size_t rounded,
         s->size = size;
         s->extent = size;
         s->kind = kind;
+        s->ordered = mem == FS_SEG_ORDERED;
         s->pool = p;
     }
     if (!s || !b || !segidx_insert(a, s)) {
         free(s);
         free(b);
-        o->segment_free(o->ctx, d->id, ptr);
+        o->segment_free(o->ctx, d->id, mem, ptr);
         return FS_ERR_DEVICE;
     }
     b->addr = s->base;
@@ -530,7 +552,7 @@ static size_t release_one(fs_allocator *a, fs_dev *d, candidate *c, size_t gran)
     fs_block_free(p, b);
     fs_spin_unlock(&p->lock);
     fs_segidx_remove(a, s);
-    o->segment_free(o->ctx, d->id, (void *)s->base);
+    o->segment_free(o->ctx, d->id, seg_memory(s), (void *)s->base);
     fs_stats_count(d, &d->st.num_device_free, 1);
     fs_observe(a, FS_EV_SEGMENT_FREE, d->id, p->stream, s->base, s->size);
     free(s);

@@ -163,7 +163,7 @@ static int64_t largest_free(fs_dev *d)
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
         fs_spin_lock(&p->lock);
-        for (int k = 0; k < FS_KINDS; k++) {
+        for (int k = 0; k < FS_SETS; k++) {
             fs_block *m = fs_bins_max(&p->free[k]);
             if (m && m->size > best) best = m->size;
         }

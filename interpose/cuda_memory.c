@@ -331,6 +331,25 @@ FS_EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMe
     return e;
 }
 
+/* Peers granted access to a default pool (PyTorch's enablePeerAccess on
+ * this route) must reach the program's cudaMallocAsync blocks, which the
+ * shim keeps in a pool of its own: that pool is granted the same. */
+FS_EXPORT cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool,
+                                           const struct cudaMemAccessDesc *descList, size_t count)
+{
+    __typeof__(&cudaMemPoolSetAccess) real = FS_REAL(cudaMemPoolSetAccess);
+    cudaError_t e;
+    int dev;
+
+    if (!real) return cudaErrorInitializationError;
+    e = real(memPool, descList, count);
+    if (e != cudaSuccess || !fs_shim_enter()) return e;
+    /* recorded even before the allocator exists: its pool is made later */
+    if ((dev = default_pool_device(memPool)) >= 0) fs_cuda_ordered_access(dev, descList, count);
+    fs_shim_leave();
+    return e;
+}
+
 /* torch.cuda.empty_cache() on this route: cudaDeviceSynchronize, then
  * cudaMemPoolTrimTo(pool, 0). */
 FS_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
@@ -390,8 +409,10 @@ FS_EXPORT cudaError_t cudaSetDevice(int device)
     return e;
 }
 
-/* The reset destroys every segment, stream and event of the device: the
- * shim forgets them without freeing anything and starts that device afresh. */
+/* The reset destroys the device's cudaMalloc memory, streams and events,
+ * not its stream-ordered memory: the allocator forgets what is gone (never
+ * freeing it) and keeps the surviving blocks (docs/allocator.md, "Device
+ * reset"). */
 FS_EXPORT cudaError_t cudaDeviceReset(void)
 {
     __typeof__(&cudaDeviceReset) real = FS_REAL(cudaDeviceReset);
@@ -405,11 +426,13 @@ FS_EXPORT cudaError_t cudaDeviceReset(void)
     if (e != cudaSuccess || dev < 0 || !fs_shim_enter()) return e;
     a = fs_shim_allocator_peek();
     if (a && dev < fs_shim_device_count()) {
+        fs_cuda_device_reset(dev);
         fs_alloc_device_reset(a, dev);
         fs_pool_reset(dev);
         fs_streams_reset(dev);
         if (dev < MAX_DEVICES) __atomic_store_n(&default_pool[dev], NULL, __ATOMIC_RELEASE);
-        fs_log(FS_LOG_INFO, "device %d reset: its cache is forgotten", dev);
+        fs_log(FS_LOG_INFO, "device %d reset: its plain memory, streams and events are forgotten",
+               dev);
     }
     fs_shim_leave();
     return e;

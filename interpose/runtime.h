@@ -60,6 +60,12 @@ void fs_capture_reset(void);
 /* The allocator's device table over the program's runtime; expandable
  * segments only if asked and the driver's VMM entry points are reachable. */
 const fs_device_ops *fs_cuda_device_ops(bool want_vm);
+/* The runtime state behind the table that a cudaDeviceReset of `device`
+ * destroyed is forgotten; with -1 (fork child) all of it. */
+void fs_cuda_device_reset(int device);
+/* The program granted peers access to `device`'s default pool: the shim's
+ * pool there, which holds its cudaMallocAsync blocks, grants the same. */
+void fs_cuda_ordered_access(int device, const struct cudaMemAccessDesc *descs, size_t count);
 
 /* Brackets a batch of internal runtime calls: the program's last error is
  * kept, calls run in relaxed capture mode while a capture is under way, and

@@ -227,6 +227,7 @@ static void atfork_child(void)
     if (thread_streams) memset(thread_streams, 0, MAX_DEVICES * sizeof *thread_streams);
     fs_streams_reset(-1);
     fs_pool_reset(-1);
+    fs_cuda_device_reset(-1);
     fs_capture_reset();
 }
 

@@ -128,14 +128,16 @@ FS_API cudaError_t cudaDeviceSynchronize(void)
 }
 
 /* Frees the device's cudaMalloc memory and invalidates its streams and
- * events. Memory from cudaMallocAsync stays, as the runtime documents
- * ("must be destroyed explicitly"). */
+ * events. Memory pools and their memory (cudaMallocAsync,
+ * cudaMallocFromPoolAsync) stay, as the runtime documents ("need to be
+ * destroyed explicitly"). */
 FS_API cudaError_t cudaDeviceReset(void)
 {
     struct fs_device *dev = fs_cur_dev();
     if (!dev) return fs_ret(cudaErrorNoDevice);
     fs_device_sync(dev);
     fs_stream_forget_device(dev);
+    fs_pool_forget_streams(dev->pool);
     __atomic_add_fetch(&dev->reset_gen, 1, __ATOMIC_RELEASE);
     fs_devmem_forget_device(dev->ordinal);
     pthread_mutex_lock(&dev->mu);

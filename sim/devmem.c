@@ -35,7 +35,8 @@ void fs_capacity_give(struct fs_device *dev, size_t size)
     pthread_mutex_unlock(&dev->mu);
 }
 
-cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind, void **out)
+cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind,
+                            struct fs_pool *pool, void **out)
 {
     if (size > fs_cfg.capacity)
         return cudaErrorMemoryAllocation; /* also catches sizes near SIZE_MAX */
@@ -48,7 +49,7 @@ cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_ki
         fs_capacity_give(dev, size);
         return cudaErrorMemoryAllocation;
     }
-    struct fs_range r = {(uintptr_t)p, size, kind, dev->ordinal, 1};
+    struct fs_range r = {(uintptr_t)p, size, kind, dev->ordinal, 1, pool};
     fs_registry_add(&r);
     *out = p;
     return cudaSuccess;
@@ -80,7 +81,7 @@ FS_API cudaError_t cudaMalloc(void **ptr, size_t size)
     }
     struct fs_device *dev = fs_cur_dev();
     if (!dev) return fs_ret(cudaErrorNoDevice);
-    return fs_ret(fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, ptr));
+    return fs_ret(fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, NULL, ptr));
 }
 
 /* The block `ptr` starts, claimed for freeing (so two racing frees cannot
@@ -106,7 +107,7 @@ cudaError_t fs_devmem_free(void *ptr)
     if (r.kind == FS_RANGE_MALLOC)
         fs_devmem_release(&r);
     else
-        fs_pool_free_now(dev->pool, r.base);
+        fs_pool_free_now(r.pool, r.base);
     return cudaSuccess;
 }
 

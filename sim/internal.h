@@ -134,7 +134,8 @@ struct fs_range {
     size_t size;
     enum fs_range_kind kind;
     int device;
-    int live; /* 0 once freed (a pool block waiting in the pool) */
+    int live;             /* 0 once freed (a pool block waiting in the pool) */
+    struct fs_pool *pool; /* FS_RANGE_POOL: the memory pool it belongs to */
 };
 /* Returns 0, or -1 when [base, base+size) overlaps a known range. */
 int fs_registry_add(const struct fs_range *r);
@@ -165,9 +166,9 @@ static inline int fs_range_is_device(const struct fs_range *r)
 cudaError_t fs_capacity_take(struct fs_device *dev, size_t size);
 void fs_capacity_give(struct fs_device *dev, size_t size);
 /* Maps fresh device memory of `size` bytes (rounded to SIM_ALLOC_GRANULE), charges it and
- * registers it as `kind`. */
+ * registers it as `kind` (of memory pool `pool` for FS_RANGE_POOL, else NULL). */
 cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind,
-                            void **out);
+                            struct fs_pool *pool, void **out);
 /* Unmaps and uncharges a range made by fs_devmem_alloc. */
 void fs_devmem_release(const struct fs_range *r);
 /* Claims the live cudaMalloc/pool block starting at ptr for freeing;
@@ -181,12 +182,18 @@ cudaError_t fs_devmem_info(size_t *free_bytes, size_t *total);
 /* Frees every cudaMalloc range of a device (cudaDeviceReset). */
 void fs_devmem_forget_device(int device);
 
-/* ---- mempool.c: the default memory pool of each device ---- */
+/* ---- mempool.c: the memory pools of each device ---- */
+/* The device's default pool; pools made by cudaMemPoolCreate hang off it. */
 struct fs_pool *fs_pool_new(struct fs_device *dev);
-/* Trims to the release threshold (called after host synchronisation). */
+/* Trims every pool of the device whose default pool this is to its release
+ * threshold (called after host synchronisation). */
 void fs_pool_trim_threshold(struct fs_pool *pool);
 /* A cudaFree of a pool block (after the device was synchronised). */
 void fs_pool_free_now(struct fs_pool *pool, uintptr_t base);
+/* cudaDeviceReset: the device is idle and its streams are gone, so every
+ * cached block of its pools is free for any stream. The pools and their
+ * allocations stay. */
+void fs_pool_forget_streams(struct fs_pool *pool);
 
 /* ---- fork.c: a forked child starts with no streams or events ---- */
 enum fs_fork_phase { FS_FORK_PREPARE, FS_FORK_PARENT, FS_FORK_CHILD };

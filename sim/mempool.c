@@ -1,4 +1,5 @@
-/* mempool.c - the default memory pool of each device: cudaMallocAsync,
+/* mempool.c - the memory pools of each device (its default pool and those
+ * made by cudaMemPoolCreate): cudaMallocAsync, cudaMallocFromPoolAsync,
  * cudaFreeAsync, the pool attributes and trimming.
  *
  * A pool block is one device allocation (rounded up to SIM_ALLOC_GRANULE). Freed
@@ -13,6 +14,8 @@
 #include <stdlib.h>
 
 #include "internal.h"
+
+#define POOL_PEERS 64 /* devices whose access a pool records */
 
 struct pool_block {
     struct pool_block *next;
@@ -31,23 +34,59 @@ struct fs_pool {
     uint64_t reserved, reserved_high, used, used_high;
     struct pool_block *cached;
     uint64_t next_token;
+    /* On a default pool: the device's created pools, linked through their
+     * own `created` (under created_mu). */
+    struct fs_pool *created;
+    int destroyed; /* by cudaMemPoolDestroy with blocks still out: no handle */
+    enum cudaMemAccessFlags access[POOL_PEERS]; /* recorded, not enforced */
 };
 
-struct fs_pool *fs_pool_new(struct fs_device *dev)
+/* Guards every device's list of created pools. */
+static pthread_mutex_t created_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static struct fs_pool *pool_alloc_struct(struct fs_device *dev)
 {
     struct fs_pool *pool = calloc(1, sizeof *pool);
     if (!pool) abort();
     pool->dev = dev;
     pthread_mutex_init(&pool->mu, NULL);
     pool->reuse_follow = pool->reuse_opportunistic = pool->reuse_internal = 1;
+    if (dev->ordinal < POOL_PEERS) pool->access[dev->ordinal] = cudaMemAccessFlagsProtReadWrite;
     return pool;
+}
+
+struct fs_pool *fs_pool_new(struct fs_device *dev)
+{
+    return pool_alloc_struct(dev);
 }
 
 static struct fs_pool *pool_check(cudaMemPool_t h)
 {
-    for (int d = 0; d < fs_cfg.ndevices; d++)
-        if ((struct fs_pool *)h == fs_dev(d)->pool) return (struct fs_pool *)h;
-    return NULL;
+    struct fs_pool *found = NULL;
+    pthread_mutex_lock(&created_mu);
+    for (int d = 0; d < fs_cfg.ndevices && !found; d++)
+        for (struct fs_pool *p = fs_dev(d)->pool; p && !found; p = p->created)
+            if ((struct fs_pool *)h == p && !p->destroyed) found = p;
+    pthread_mutex_unlock(&created_mu);
+    return found;
+}
+
+/* The pools of the device whose default pool is `def`, as a malloc'd array
+ * (the default pool first); *n gets the count. */
+static struct fs_pool **device_pools(struct fs_pool *def, size_t *n)
+{
+    pthread_mutex_lock(&created_mu);
+    size_t k = 0;
+    for (struct fs_pool *p = def; p; p = p->created)
+        k++;
+    struct fs_pool **all = malloc(k * sizeof *all);
+    if (!all) abort();
+    k = 0;
+    for (struct fs_pool *p = def; p; p = p->created)
+        all[k++] = p;
+    pthread_mutex_unlock(&created_mu);
+    *n = k;
+    return all;
 }
 
 /* Releases cached blocks until the pool holds at most `keep` bytes. */
@@ -70,18 +109,38 @@ static void pool_trim(struct fs_pool *pool, size_t keep)
     while (victims) {
         struct pool_block *b = victims;
         victims = b->next;
-        struct fs_range r = {b->base, b->size, FS_RANGE_POOL, pool->dev->ordinal, 0};
+        struct fs_range r = {b->base, b->size, FS_RANGE_POOL, pool->dev->ordinal, 0, pool};
         fs_devmem_release(&r);
         free(b);
     }
 }
 
-void fs_pool_trim_threshold(struct fs_pool *pool)
+void fs_pool_trim_threshold(struct fs_pool *def)
 {
-    pthread_mutex_lock(&pool->mu);
-    uint64_t keep = pool->threshold;
-    pthread_mutex_unlock(&pool->mu);
-    pool_trim(pool, keep);
+    size_t n;
+    struct fs_pool **all = device_pools(def, &n);
+    for (size_t i = 0; i < n; i++) {
+        pthread_mutex_lock(&all[i]->mu);
+        uint64_t keep = all[i]->threshold;
+        pthread_mutex_unlock(&all[i]->mu);
+        pool_trim(all[i], keep);
+    }
+    free(all);
+}
+
+void fs_pool_forget_streams(struct fs_pool *def)
+{
+    size_t n;
+    struct fs_pool **all = device_pools(def, &n);
+    for (size_t i = 0; i < n; i++) {
+        pthread_mutex_lock(&all[i]->mu);
+        for (struct pool_block *b = all[i]->cached; b; b = b->next) {
+            b->ready = 1;
+            b->stream = NULL;
+        }
+        pthread_mutex_unlock(&all[i]->mu);
+    }
+    free(all);
 }
 
 static void count_use(struct fs_pool *pool, size_t size)
@@ -125,11 +184,11 @@ static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_strea
     pthread_mutex_unlock(&pool->mu);
 
     void *p;
-    cudaError_t err = fs_devmem_alloc(pool->dev, need, FS_RANGE_POOL, &p);
+    cudaError_t err = fs_devmem_alloc(pool->dev, need, FS_RANGE_POOL, pool, &p);
     if (err == cudaErrorMemoryAllocation) {
         /* Give back what the pool caches, as the driver does, and retry. */
         pool_trim(pool, 0);
-        err = fs_devmem_alloc(pool->dev, need, FS_RANGE_POOL, &p);
+        err = fs_devmem_alloc(pool->dev, need, FS_RANGE_POOL, pool, &p);
     }
     if (err) return err;
     pthread_mutex_lock(&pool->mu);
@@ -251,7 +310,7 @@ static cudaError_t free_async(void *ptr, cudaStream_t sh, int pt)
         seq = fs_stream_submit(s, release_range, copy, 0, NULL);
         if (!seq) free(copy);
     } else {
-        struct fs_pool *pool = fs_dev(r.device)->pool;
+        struct fs_pool *pool = r.pool;
         struct free_point *fp = malloc(sizeof *fp);
         if (!fp) abort();
         *fp = (struct free_point){pool, cache_block(pool, &r, s, 0)};
@@ -291,6 +350,96 @@ FS_API cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t pool)
     struct fs_device *dev = fs_dev(device);
     if (!dev) return fs_ret(cudaErrorInvalidDevice);
     if ((struct fs_pool *)pool != dev->pool) return fs_ret(cudaErrorInvalidValue);
+    return cudaSuccess;
+}
+
+/* Only what the sim can hold: pinned device memory of one device. */
+FS_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *h, const struct cudaMemPoolProps *props)
+{
+    fs_init();
+    if (!h || !props || props->allocType != cudaMemAllocationTypePinned ||
+        props->location.type != cudaMemLocationTypeDevice)
+        return fs_ret(cudaErrorInvalidValue);
+    struct fs_device *dev = fs_dev(props->location.id);
+    if (!dev) return fs_ret(cudaErrorInvalidValue);
+    struct fs_pool *pool = pool_alloc_struct(dev);
+    pthread_mutex_lock(&created_mu);
+    pool->created = dev->pool->created;
+    dev->pool->created = pool;
+    pthread_mutex_unlock(&created_mu);
+    *h = (cudaMemPool_t)pool;
+    return cudaSuccess;
+}
+
+/* The pool's cached memory goes back at once. Blocks still allocated from
+ * it stay valid and freeable (the runtime releases the pool's resources
+ * once they are freed): the pool then stays on its device's list, without
+ * a handle, and gives their memory back at the next synchronisation. */
+FS_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
+{
+    fs_init();
+    struct fs_pool *pool = pool_check(h);
+    if (!pool || pool == pool->dev->pool) return fs_ret(cudaErrorInvalidValue);
+    pool_trim(pool, 0);
+    pthread_mutex_lock(&created_mu);
+    pthread_mutex_lock(&pool->mu);
+    int idle = pool->used == 0 && !pool->cached;
+    pool->destroyed = 1;
+    pool->threshold = 0;
+    pthread_mutex_unlock(&pool->mu);
+    if (idle) {
+        struct fs_pool **at = &pool->dev->pool->created;
+        while (*at != pool)
+            at = &(*at)->created;
+        *at = pool->created;
+    }
+    pthread_mutex_unlock(&created_mu);
+    if (idle) {
+        pthread_mutex_destroy(&pool->mu);
+        free(pool);
+    }
+    return cudaSuccess;
+}
+
+/* A device (the sim's peers can always reach each other's memory, so the
+ * access is recorded only); the owning device keeps read-write access. */
+static int access_valid(const struct fs_pool *pool, const struct cudaMemAccessDesc *d)
+{
+    if (d->location.type != cudaMemLocationTypeDevice || !fs_dev(d->location.id) ||
+        d->location.id >= POOL_PEERS)
+        return 0;
+    if (d->flags != cudaMemAccessFlagsProtNone && d->flags != cudaMemAccessFlagsProtRead &&
+        d->flags != cudaMemAccessFlagsProtReadWrite)
+        return 0;
+    return d->location.id != pool->dev->ordinal || d->flags == cudaMemAccessFlagsProtReadWrite;
+}
+
+FS_API cudaError_t cudaMemPoolSetAccess(cudaMemPool_t h, const struct cudaMemAccessDesc *descs,
+                                        size_t count)
+{
+    fs_init();
+    struct fs_pool *pool = pool_check(h);
+    if (!pool || (count && !descs)) return fs_ret(cudaErrorInvalidValue);
+    for (size_t i = 0; i < count; i++)
+        if (!access_valid(pool, &descs[i])) return fs_ret(cudaErrorInvalidValue);
+    pthread_mutex_lock(&pool->mu);
+    for (size_t i = 0; i < count; i++)
+        pool->access[descs[i].location.id] = descs[i].flags;
+    pthread_mutex_unlock(&pool->mu);
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t h,
+                                        struct cudaMemLocation *location)
+{
+    fs_init();
+    struct fs_pool *pool = pool_check(h);
+    if (!pool || !flags || !location || location->type != cudaMemLocationTypeDevice ||
+        !fs_dev(location->id) || location->id >= POOL_PEERS)
+        return fs_ret(cudaErrorInvalidValue);
+    pthread_mutex_lock(&pool->mu);
+    *flags = pool->access[location->id];
+    pthread_mutex_unlock(&pool->mu);
     return cudaSuccess;
 }
 
@@ -384,19 +533,32 @@ FS_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr
     return fs_ret(err);
 }
 
-void fs_pool_fork(struct fs_pool *pool, enum fs_fork_phase phase)
+/* Called for each device's default pool, devices in order before the fork
+ * and in reverse after it, so created_mu is held from device 0's PREPARE
+ * call to its PARENT or CHILD call. */
+void fs_pool_fork(struct fs_pool *def, enum fs_fork_phase phase)
 {
     if (phase == FS_FORK_PREPARE) {
-        pthread_mutex_lock(&pool->mu);
+        if (def == fs_dev(0)->pool) pthread_mutex_lock(&created_mu);
+        for (struct fs_pool *p = def; p; p = p->created)
+            pthread_mutex_lock(&p->mu);
         return;
     }
-    if (phase == FS_FORK_CHILD) {
-        /* Frees still pending on the parent's streams can never be
-         * reached in the child: they are complete as far as it knows. */
-        for (struct pool_block *b = pool->cached; b; b = b->next) {
-            b->ready = 1;
-            b->stream = NULL;
+    for (struct fs_pool *p = def; p; p = p->created) {
+        if (phase == FS_FORK_CHILD) {
+            /* Frees still pending on the parent's streams can never be
+             * reached in the child: they are complete as far as it knows. */
+            for (struct pool_block *b = p->cached; b; b = b->next) {
+                b->ready = 1;
+                b->stream = NULL;
+            }
         }
+        pthread_mutex_unlock(&p->mu);
     }
-    pthread_mutex_unlock(&pool->mu);
+    if (def == fs_dev(0)->pool) {
+        if (phase == FS_FORK_CHILD)
+            pthread_mutex_init(&created_mu, NULL);
+        else
+            pthread_mutex_unlock(&created_mu);
+    }
 }

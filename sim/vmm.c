@@ -211,7 +211,7 @@ CUresult fs_cu_mem_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGeneric
     *m = (struct vmm_span){mappings, base, size, a};
     mappings = m;
     a->maps++;
-    struct fs_range r = {base, size, FS_RANGE_VMM, a->device, 1};
+    struct fs_range r = {base, size, FS_RANGE_VMM, a->device, 1, NULL};
     fs_registry_add(&r);
     pthread_mutex_unlock(&mu);
     return CUDA_SUCCESS;

@@ -47,18 +47,20 @@
 static _Atomic uintptr_t next_addr = (uintptr_t)1 << 44;
 static atomic_ulong next_event = 1;
 
-static fs_dev_status z_alloc(void *c, int d, size_t size, void **out)
+static fs_dev_status z_alloc(void *c, int d, fs_seg_memory m, size_t size, void **out)
 {
     (void)c;
     (void)d;
+    (void)m;
     size = (size + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
     *out = (void *)atomic_fetch_add(&next_addr, size);
     return FS_DEV_OK;
 }
-static fs_dev_status z_free(void *c, int d, void *p)
+static fs_dev_status z_free(void *c, int d, fs_seg_memory m, void *p)
 {
     (void)c;
     (void)d;
+    (void)m;
     (void)p;
     return FS_DEV_OK;
 }
@@ -70,7 +72,7 @@ static size_t z_gran(void *c, int d)
 }
 static fs_dev_status z_reserve(void *c, int d, size_t size, void **out)
 {
-    return z_alloc(c, d, size, out);
+    return z_alloc(c, d, FS_SEG_PLAIN, size, out);
 }
 static fs_dev_status z_vm(void *c, int d, void *p, size_t s)
 {

@@ -70,6 +70,15 @@ static inline void *must_alloc(env *e, fs_stream_t s, size_t size)
     return p;
 }
 
+/* cudaMallocAsync: served from ordered segments only. */
+static inline void *must_alloc_ordered(env *e, fs_stream_t s, size_t size)
+{
+    void *p = NULL;
+    assert_int_equal(fs_malloc(e->a, 0, s, size, FS_ALLOC_STREAM_ORDERED, &p), FS_OK);
+    assert_non_null(p);
+    return p;
+}
+
 static inline size_t block_size(env *e, void *p)
 {
     fs_block_info bi;

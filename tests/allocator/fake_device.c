@@ -16,6 +16,7 @@ typedef struct fake_event {
 typedef struct fake_seg {
     uintptr_t addr;
     size_t size;
+    fs_seg_memory mem;
 } fake_seg;
 
 typedef struct fake_dev {
@@ -47,11 +48,12 @@ static fake_device *F(void *ctx)
     return ctx;
 }
 
-static fs_dev_status seg_alloc(void *ctx, int device, size_t size, void **out)
+static fs_dev_status seg_alloc(void *ctx, int device, fs_seg_memory mem, size_t size, void **out)
 {
     fake_device *f = F(ctx);
     pthread_mutex_lock(&f->mu);
     f->c.segment_alloc++;
+    if (mem == FS_SEG_ORDERED) f->c.segment_alloc_ordered++;
     fake_dev *d = &f->dev[device];
     if (size > f->capacity || d->used > f->capacity - size) {
         pthread_mutex_unlock(&f->mu);
@@ -68,22 +70,23 @@ static fs_dev_status seg_alloc(void *ctx, int device, size_t size, void **out)
         d->cap = cap;
     }
     *out = (void *)d->seg_next;
-    d->segs[d->live++] = (fake_seg){d->seg_next, size};
+    d->segs[d->live++] = (fake_seg){d->seg_next, size, mem};
     d->seg_next += (size + FAKE_GRANULARITY - 1) / FAKE_GRANULARITY * FAKE_GRANULARITY;
     d->used += size;
     pthread_mutex_unlock(&f->mu);
     return FS_DEV_OK;
 }
 
-static fs_dev_status seg_free(void *ctx, int device, void *ptr)
+static fs_dev_status seg_free(void *ctx, int device, fs_seg_memory mem, void *ptr)
 {
     fake_device *f = F(ctx);
     pthread_mutex_lock(&f->mu);
     f->c.segment_free++;
     fake_dev *d = &f->dev[device];
-    fs_dev_status st = FS_DEV_ERROR; /* not a live segment: the allocator is wrong */
+    /* not a live segment of that memory: the allocator is wrong */
+    fs_dev_status st = FS_DEV_ERROR;
     for (long i = 0; i < d->live; i++) {
-        if (d->segs[i].addr == (uintptr_t)ptr) {
+        if (d->segs[i].addr == (uintptr_t)ptr && d->segs[i].mem == mem) {
             d->used -= d->segs[i].size;
             d->segs[i] = d->segs[--d->live];
             st = FS_DEV_OK;
@@ -92,6 +95,23 @@ static fs_dev_status seg_free(void *ctx, int device, void *ptr)
     }
     pthread_mutex_unlock(&f->mu);
     return st;
+}
+
+void fake_reset(fake_device *f, int device)
+{
+    pthread_mutex_lock(&f->mu);
+    fake_dev *d = &f->dev[device];
+    for (long i = 0; i < d->live;) {
+        if (d->segs[i].mem == FS_SEG_PLAIN) {
+            d->used -= d->segs[i].size;
+            d->segs[i] = d->segs[--d->live];
+        } else {
+            i++;
+        }
+    }
+    for (size_t i = 0; i < f->nev; i++)
+        if (f->ev[i].device == device) f->ev[i].alive = false;
+    pthread_mutex_unlock(&f->mu);
 }
 
 static size_t vm_gran(void *ctx, int device)
@@ -185,6 +205,7 @@ static void ev_destroy(void *ctx, int device, fs_event_t e)
     fake_device *f = F(ctx);
     pthread_mutex_lock(&f->mu);
     f->c.event_destroy++;
+    if (!f->ev[e - 1].alive) f->c.dead_event_calls++;
     f->ev[e - 1].alive = false;
     pthread_mutex_unlock(&f->mu);
 }
@@ -197,6 +218,7 @@ static fs_dev_status ev_record(void *ctx, int device, fs_event_t e, fs_stream_t 
     f->c.event_record++;
     if (is_capturing_locked(f, s)) f->c.records_on_capturing++;
     fake_event *ev = &f->ev[e - 1];
+    if (!ev->alive) f->c.dead_event_calls++;
     ev->stream = s;
     ev->recorded = true;
     ev->complete = f->auto_complete;
@@ -211,6 +233,7 @@ static fs_dev_status ev_query(void *ctx, int device, fs_event_t e)
     pthread_mutex_lock(&f->mu);
     f->c.event_query++;
     if (f->ncapturing) f->c.queries_while_capturing++;
+    if (!f->ev[e - 1].alive) f->c.dead_event_calls++;
     bool done = f->ev[e - 1].complete || !f->ev[e - 1].recorded;
     pthread_mutex_unlock(&f->mu);
     return done ? FS_DEV_OK : FS_DEV_NOT_READY;
@@ -222,6 +245,7 @@ static fs_dev_status ev_sync(void *ctx, int device, fs_event_t e)
     fake_device *f = F(ctx);
     pthread_mutex_lock(&f->mu);
     f->c.event_sync++;
+    if (!f->ev[e - 1].alive) f->c.dead_event_calls++;
     f->ev[e - 1].complete = true;
     pthread_mutex_unlock(&f->mu);
     return FS_DEV_OK;

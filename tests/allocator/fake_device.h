@@ -19,9 +19,11 @@ typedef struct fake_device fake_device;
 
 typedef struct fake_counts {
     long segment_alloc, segment_free, vm_reserve, vm_release, vm_map, vm_unmap;
+    long segment_alloc_ordered; /* of segment_alloc, FS_SEG_ORDERED ones */
     long event_create, event_destroy, event_record, event_query, event_sync;
     long stream_wait, device_sync;
     long queries_while_capturing, records_on_capturing; /* must stay 0 */
+    long dead_event_calls; /* on destroyed events (or reset away): must stay 0 */
 } fake_counts;
 
 fake_device *fake_create(int devices, size_t capacity);
@@ -36,6 +38,9 @@ void fake_set_capacity(fake_device *f, size_t capacity);
 void fake_counts_get(fake_device *f, fake_counts *out);
 size_t fake_used(fake_device *f, int device); /* bytes allocated or mapped */
 long fake_live_segments(fake_device *f, int device);
+/* cudaDeviceReset: plain segments and the device's events are destroyed,
+ * ordered segments and mappings stay. */
+void fake_reset(fake_device *f, int device);
 /* The n-th stream_wait_event call: the stream that waited and the stream
  * whose event it waited for. False if there was no such call. */
 bool fake_wait_log(fake_device *f, long n, fs_stream_t *waiter, fs_stream_t *on);

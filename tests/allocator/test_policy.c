@@ -399,6 +399,76 @@ static void test_device_reset(void **state)
     env_free(&e);
 }
 
+/* The device's state after a reset: what the fake still holds is what the
+ * allocator reserves, the walk agrees with the statistics, and no event the
+ * reset destroyed is ever used. */
+static void expect_consistent(env *e, size_t live_blocks)
+{
+    fs_alloc_census c;
+    assert_null(fs_alloc_check(e->a, 0, &c));
+    assert_int_equal(c.live_blocks, live_blocks);
+    assert_int_equal(c.pending_blocks, 0);
+    assert_int_equal(stats(e).reserved_bytes[FS_POOL_ALL].current, (int64_t)fake_used(e->fake, 0));
+    assert_int_equal(counts(e).dead_event_calls, 0);
+}
+
+/* cudaDeviceReset keeps stream-ordered memory and its live blocks, which
+ * stay freeable; plain memory is gone (forgotten, never given back);
+ * pending frees waited on events the reset destroyed, on an idle device:
+ * they are free, and unused survivors go back to the device. */
+static void test_device_reset_keeps_ordered(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, CAP);
+    void *plain = must_alloc(&e, S1, 4096);
+    void *kept = must_alloc_ordered(&e, S1, 4096);
+    void *big = must_alloc_ordered(&e, S2, 12 * MiB);
+    void *pending = must_alloc_ordered(&e, S1, 8192);
+    void *unused = must_alloc_ordered(&e, S3, 30 * MiB);
+    assert_int_equal(fs_record_stream(e.a, kept, S3), FS_OK);
+    assert_int_equal(fs_free_async(e.a, pending, S2, NULL), FS_OK);
+    assert_int_equal(fs_free_async(e.a, unused, S1, NULL), FS_OK);
+    fs_free(e.a, must_alloc(&e, S1, 8192), NULL); /* device-ordered, unfenced */
+    fake_counts before = counts(&e);
+    assert_int_equal(before.segment_alloc_ordered, 3);
+    fake_reset(e.fake, 0);
+    fs_alloc_device_reset(e.a, 0);
+    /* only the unused 30 MiB segment went back, through the device; the
+     * small and the 12 MiB segment stay with their blocks */
+    assert_int_equal(counts(&e).segment_free, before.segment_free + 1);
+    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, (int64_t)(14 * MiB));
+    assert_int_equal(stats(&e).allocated_bytes[FS_POOL_ALL].current, (int64_t)(12 * MiB + 4096));
+    expect_consistent(&e, 2);
+    assert_int_equal(fs_free(e.a, plain, NULL), FS_ERR_NOT_OWNED);
+    assert_int_equal(fs_free_async(e.a, kept, S2, NULL), FS_OK);
+    assert_int_equal(fs_free(e.a, big, NULL), FS_OK);
+    assert_int_equal(fs_free(e.a, kept, NULL), FS_ERR_INVALID);
+    fake_complete_all(e.fake);
+    void *again = must_alloc_ordered(&e, S1, 4096);
+    must_alloc(&e, S1, 4096);
+    fs_alloc_empty_cache(e.a, 0);
+    expect_consistent(&e, 2);
+    assert_int_equal(fs_free_async(e.a, again, S1, NULL), FS_OK);
+    env_free(&e);
+}
+
+/* Mappings survive a reset too: with expandable segments a plain block's
+ * memory stays mapped, but the block is forgotten, as the runtime forgets
+ * cudaMalloc memory; a stream-ordered block stays live. */
+static void test_device_reset_expandable(void **state)
+{
+    (void)state;
+    env e = env_make("expandable_segments:true", CAP);
+    void *plain = must_alloc(&e, S1, 4096);
+    void *kept = must_alloc_ordered(&e, S1, 4096);
+    fake_reset(e.fake, 0);
+    fs_alloc_device_reset(e.a, 0);
+    expect_consistent(&e, 1);
+    assert_int_equal(fs_free(e.a, plain, NULL), FS_ERR_INVALID);
+    assert_int_equal(fs_free(e.a, kept, NULL), FS_OK);
+    env_free(&e);
+}
+
 static void test_two_devices(void **state)
 {
     (void)state;
@@ -434,6 +504,8 @@ int main(void)
         cmocka_unit_test(test_pin_info_and_bad_frees),
         cmocka_unit_test(test_trim),
         cmocka_unit_test(test_device_reset),
+        cmocka_unit_test(test_device_reset_keeps_ordered),
+        cmocka_unit_test(test_device_reset_expandable),
         cmocka_unit_test(test_two_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

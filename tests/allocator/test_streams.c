@@ -192,10 +192,10 @@ static void test_cross_stream_wait(void **state)
 {
     (void)state;
     env e = env_make("cross_stream_reuse:wait", CAP);
-    void *a = must_alloc(&e, S1, BIG);
+    void *a = must_alloc_ordered(&e, S1, BIG);
     fs_free(e.a, a, NULL);
     void *p = NULL;
-    /* not stream-ordered: no stream to order a wait on */
+    /* not stream-ordered: no stream to order a wait on (nor ordered memory) */
     assert_int_equal(fs_malloc(e.a, 0, S2, BIG, 0, &p), FS_OK);
     assert_int_equal(U(p), SEG(10));
     assert_int_equal(counts(&e).stream_wait, 0);
@@ -340,7 +340,7 @@ static void test_cross_stream_adopts_whole_segment(void **state)
     env e = env_make(NULL, CAP);
     fs_alloc_census c;
     fake_auto_complete(e.fake, true);
-    void *a = must_alloc(&e, LEG, BIG);
+    void *a = must_alloc_ordered(&e, LEG, BIG);
     assert_int_equal(fs_free(e.a, a, NULL), FS_OK);
     void *p = NULL;
     assert_int_equal(fs_malloc(e.a, 0, S1, BIG, FS_ALLOC_STREAM_ORDERED, &p), FS_OK);
@@ -358,7 +358,7 @@ static void test_cross_stream_adopts_whole_segment(void **state)
     assert_int_equal(c.segments, 1);
     /* back to the legacy stream once S1's free has completed (its mark) */
     assert_int_equal(fs_free_async(e.a, p, S1, NULL), FS_OK);
-    assert_int_equal(U(must_alloc(&e, LEG, BIG)), SEG(0));
+    assert_int_equal(U(must_alloc_ordered(&e, LEG, BIG)), SEG(0));
     assert_int_equal(stats(&e).num_device_alloc, 1);
     assert_null(fs_alloc_check(e.a, 0, &c));
     env_free(&e);

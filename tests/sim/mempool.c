@@ -1,7 +1,8 @@
 /* mempool.c - the default memory pool: cudaMallocAsync / cudaFreeAsync in
  * stream order, the attributes PyTorch reads and writes (release threshold,
- * reuse flags, reserved/used current and high), and trimming. Sizes are
- * checked with inequalities: a GPU's pool reserves in larger chunks. */
+ * reuse flags, reserved/used current and high), and trimming; and pools
+ * made by cudaMemPoolCreate. Sizes are checked with inequalities: a GPU's
+ * pool reserves in larger chunks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -151,6 +152,42 @@ static void test_from_pool_and_cross_free(void **state)
     cudaStreamDestroy(s2);
 }
 
+/* A created pool serves cudaMallocFromPoolAsync on its own; destroying it
+ * with a block still out leaves that block valid and freeable. */
+static void test_created_pool(void **state)
+{
+    (void)state;
+    struct cudaMemPoolProps props = {.allocType = cudaMemAllocationTypePinned,
+                                     .location = {cudaMemLocationTypeDevice, 0}};
+    cudaMemPool_t own;
+    cudaStream_t s;
+    uint64_t v = 0;
+    unsigned char out = 0;
+    size_t before, after, total;
+    void *a;
+    assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+    assert_int_equal(cudaMemGetInfo(&before, &total), cudaSuccess);
+    assert_int_equal(cudaMemPoolCreate(&own, &props), cudaSuccess);
+    assert_ptr_not_equal(own, pool);
+    assert_int_equal(cudaMallocFromPoolAsync(&a, 1 << 20, own, s), cudaSuccess);
+    assert_int_equal(cudaMemPoolGetAttribute(own, cudaMemPoolAttrUsedMemCurrent, &v), cudaSuccess);
+    assert_true(v >= (1 << 20));
+    assert_int_equal(cudaMemsetAsync(a, 7, 1 << 20, s), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    assert_int_equal(cudaMemPoolDestroy(own), cudaSuccess);
+    assert_int_equal(cudaMemcpy(&out, (char *)a + 4095, 1, cudaMemcpyDeviceToHost), cudaSuccess);
+    assert_int_equal(out, 7);
+    assert_int_equal(cudaFreeAsync(a, s), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    /* the destroyed pool gave the block's memory back */
+    assert_int_equal(cudaMemGetInfo(&after, &total), cudaSuccess);
+    assert_true(after >= before);
+    /* a default pool cannot be destroyed */
+    assert_int_equal(cudaMemPoolDestroy(pool), cudaErrorInvalidValue);
+    assert_int_equal(cudaGetLastError(), cudaErrorInvalidValue);
+    cudaStreamDestroy(s);
+}
+
 int main(void)
 {
     fs_test_require_device();
@@ -160,6 +197,7 @@ int main(void)
         cmocka_unit_test(test_sync_releases_down_to_threshold),
         cmocka_unit_test(test_same_stream_reuse_in_stream_order),
         cmocka_unit_test(test_from_pool_and_cross_free),
+        cmocka_unit_test(test_created_pool),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
