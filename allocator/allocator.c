@@ -128,6 +128,9 @@ void fs_dev_teardown(fs_allocator *a, fs_dev *d, bool device_alive)
     d->last_batch = NULL;
     atomic_store(&d->batch_done, d->batch_seq);
     atomic_store(&d->unfenced, 0);
+    /* no pool is left to hold for an exited thread: after a reset its work
+     * is gone too */
+    atomic_store(&d->synced_token, atomic_load(&d->exit_token));
     fs_dev_events_fini(d, device_alive);
     memset(&d->st, 0, sizeof d->st);
     atomic_fetch_add_explicit(&d->gen, 1, memory_order_acq_rel);

@@ -151,6 +151,25 @@ static void test_idle_stream(void **state)
     env_free(&e);
 }
 
+/* A device reset ends an exited thread's work with everything else. */
+static void test_reset_ends_the_wait(void **state)
+{
+    (void)state;
+    env e = env_with_pt();
+    must_alloc(&e, PT, BIG);
+    fs_alloc_stream_exit(e.a, 0, PT);
+    fs_alloc_device_reset(e.a, 0);
+    fs_alloc_stream_register(e.a, 0, LEG, FS_STREAM_LEGACY);
+    fs_alloc_stream_register(e.a, 0, S1, FS_STREAM_NONBLOCKING);
+    void *x = must_alloc(&e, S1, BIG);
+    assert_int_equal(fs_free(e.a, x, NULL), FS_OK);
+    must_alloc(&e, S2, BIG);
+    fake_complete_all(e.fake);
+    fs_alloc_note_host_sync(e.a, 0);
+    assert_int_equal(stats(&e).pending_frees, 0);
+    env_free(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -159,6 +178,7 @@ int main(void)
         cmocka_unit_test(test_wait_reuse),
         cmocka_unit_test(test_reclaimed_before_oom_and_by_empty_cache),
         cmocka_unit_test(test_idle_stream),
+        cmocka_unit_test(test_reset_ends_the_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
