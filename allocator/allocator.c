@@ -274,19 +274,21 @@ static void use_pending_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t r
 
 /* Best-fitting pending block of q that `stream` may take: one freed
  * stream-ordered on `stream` itself, or (wait) any whose fences need only
- * a GPU-side wait. q->lock held. */
+ * a GPU-side wait, unless the block is device-ordered and a thread's exit
+ * left work that no fence can cover (see fs_alloc_stream_exit). q->lock held. */
 static fs_block *take_pending(fs_allocator *a, fs_pool *q, int set, size_t rounded, size_t req,
                               fs_stream_t stream, bool wait)
 {
     fs_block *best = NULL;
     bool best_wait = false;
+    bool exit_pending = wait && fs_dev_exit_pending(q->dev);
     for (fs_block *b = q->pending.head; b; b = b->lnext) {
         if (fs_seg_set(b->seg) != set || b->size < rounded || !fits(&a->cfg, b, rounded)) continue;
         if (best && (b->size > best->size || (b->size == best->size && b->addr > best->addr)))
             continue;
         bool own = b->has_ready && b->ready_stream == stream && !b->uses_fence;
-        if (!own &&
-            !(wait && fs_fence_waitable(a, b->fence) && fs_fence_waitable(a, b->uses_fence)))
+        if (!own && !(wait && !(exit_pending && b->dev_seq) && fs_fence_waitable(a, b->fence) &&
+                      fs_fence_waitable(a, b->uses_fence)))
             continue;
         best = b;
         best_wait = !own;

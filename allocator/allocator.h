@@ -97,8 +97,17 @@ void fs_alloc_stream_register(fs_allocator *a, int device, fs_stream_t s, enum f
 void fs_alloc_stream_note_work(fs_allocator *a, int device, fs_stream_t s);
 
 /* The stream is being destroyed: cached blocks tagged with it are retagged
- * so that a new stream that reuses the handle never inherits them. */
+ * so that a new stream that reuses the handle never inherits them. Its work
+ * is fenced first, so call this while the stream still exists. */
 void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s);
+
+/* A thread's per-thread default stream, at the thread's exit, when the
+ * stream may already be gone: retired like fs_alloc_stream_retire, but
+ * nothing is recorded on it. What it may still have queued is known done
+ * only after a whole-device synchronisation that began after this call
+ * (fs_alloc_note_host_sync_since, or the allocator's own before it reports
+ * out of memory and in empty_cache). Never waits. */
+void fs_alloc_stream_exit(fs_allocator *a, int device, fs_stream_t s);
 
 /* ---- allocation -------------------------------------------------------- */
 

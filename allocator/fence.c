@@ -393,6 +393,12 @@ void fs_block_retire(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta *dl)
     fs_free_insert(p, b, x);
 }
 
+bool fs_dev_exit_pending(fs_dev *d)
+{
+    return atomic_load_explicit(&d->exit_token, memory_order_acquire) >
+           atomic_load_explicit(&d->synced_token, memory_order_acquire);
+}
+
 FS_SLOW_PATH size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
 {
     if (capture_underway(a)) return 0;
@@ -402,11 +408,20 @@ FS_SLOW_PATH size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
         fs_fence_put(d, p->mark);
         p->mark = NULL;
     }
+    if (p->exit_token &&
+        atomic_load_explicit(&d->synced_token, memory_order_acquire) >= p->exit_token) {
+        p->so_done = p->so_seq; /* its exited thread's work is done */
+        p->exit_token = 0;
+    }
+    /* device-ordered frees wait for a synchronisation past a thread's exit:
+     * see fs_alloc_stream_exit */
+    bool exit_pending = fs_dev_exit_pending(d);
     fs_delta dl[FS_KINDS] = {{.kind = FS_KIND_SMALL}, {.kind = FS_KIND_LARGE}};
     seen pending = {.n = 0};
     size_t n = 0;
     for (fs_block *b = p->pending.head, *next; b; b = next) {
         next = b->lnext;
+        if (exit_pending && b->dev_seq) continue;
         if (!done_once(a, b->fence, &pending) || !done_once(a, b->uses_fence, &pending)) continue;
         fs_blist_del(&p->pending, b);
         fs_block_retire(a, p, b, dl);
@@ -423,6 +438,8 @@ size_t fs_pool_retire_synced(fs_allocator *a, fs_pool *p, uint64_t token)
 {
     if (capture_underway(a)) return 0;
     fs_dev *d = p->dev;
+    if (token > atomic_load_explicit(&d->synced_token, memory_order_acquire))
+        atomic_store_explicit(&d->synced_token, token, memory_order_release);
     fs_delta dl[FS_KINDS] = {{.kind = FS_KIND_SMALL}, {.kind = FS_KIND_LARGE}};
     size_t n = 0;
     long unfenced = 0;
@@ -472,10 +489,27 @@ static void sync_pool(fs_allocator *a, fs_pool *p)
     }
 }
 
+/* The device's own whole-device synchronisation, for what only one can
+ * prove done: work an exited thread left on its per-thread stream. */
+static void sync_device(fs_allocator *a, fs_dev *d)
+{
+    const fs_device_ops *o = a->ops;
+    if (capture_underway(a)) return; /* it would break the capture */
+    uint64_t token = atomic_load_explicit(&d->dev_frees, memory_order_acquire);
+    if (o->device_synchronize(o->ctx, d->id) != FS_DEV_OK) return;
+    for (int i = 0; i < d->npools; i++) {
+        fs_pool *p = d->pools[i];
+        fs_spin_lock(&p->lock);
+        fs_pool_retire_synced(a, p, token);
+        fs_spin_unlock(&p->lock);
+    }
+}
+
 void fs_dev_retire_all(fs_dev *d, bool sync)
 {
     fs_allocator *a = d->a;
     if (sync) {
+        if (fs_dev_exit_pending(d)) sync_device(a, d);
         fs_batch_fence(d);
         fs_marks_record(d);
         for (int i = 0; i < d->npools; i++)

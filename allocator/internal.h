@@ -160,6 +160,11 @@ typedef struct fs_pool {
      * other streams only once a mark event recorded after them completes. */
     uint64_t so_seq, so_done, mark_seq;
     fs_fence *mark;
+    /* A per-thread stream's pool whose thread has exited with work perhaps
+     * still queued: its stream-ordered frees serve other streams once the
+     * host has synchronised with the whole device at or past this token
+     * (see fs_alloc_stream_exit); 0 otherwise. */
+    uint64_t exit_token;
     fs_block *spare; /* recycled block metadata */
     size_t nspare;
     struct fs_pool *hash_next; /* registry chain (live pools only) */
@@ -205,6 +210,12 @@ typedef struct fs_dev {
     fs_fence *fifo_head, *fifo_tail;
     uint64_t batch_seq;
     _Atomic uint64_t batch_done; /* every batch up to this one has completed */
+    /* Host-sync tokens (numbers from dev_frees), written under `lock`: the
+     * latest a thread's exit took while its per-thread stream may still have
+     * had work, and the latest a whole-device synchronisation covered. While
+     * the first is ahead, no device-ordered free is reusable on the strength
+     * of its events alone (see fs_alloc_stream_exit). */
+    _Atomic uint64_t exit_token, synced_token;
     fs_spin ev_lock;
     fs_event_t *evcache;
     int nev, capev;
@@ -328,6 +339,8 @@ void fs_blist_del(fs_blist *l, fs_block *b);
 /* Caller holds dev->lock and no pool lock. */
 bool fs_batch_fence(fs_dev *d); /* false: a capture deferred it, blocks stay unfenced */
 void fs_marks_record(fs_dev *d);
+/* Retires what completed; with sync, waits for every outstanding event first
+ * (and for the whole device while a thread's exit asks for it). */
 void fs_dev_retire_all(fs_dev *d, bool sync);
 size_t fs_pool_retire(fs_allocator *a, fs_pool *p); /* caller holds p->lock */
 /* A freed block (off its list) whose fences no longer matter goes back
@@ -335,8 +348,12 @@ size_t fs_pool_retire(fs_allocator *a, fs_pool *p); /* caller holds p->lock */
 void fs_block_retire(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta *dl);
 /* Caller holds dev->lock and p->lock: the host synchronised with the whole
  * device after device-ordered free number `token` was made, so those frees
- * are reusable whatever their fences say (or before they have any). */
+ * are reusable whatever their fences say (or before they have any), and so
+ * is whatever threads that exited before the token left queued. */
 size_t fs_pool_retire_synced(fs_allocator *a, fs_pool *p, uint64_t token);
+/* A thread exited with work perhaps queued on its per-thread stream, and no
+ * whole-device synchronisation has covered that exit yet. */
+bool fs_dev_exit_pending(fs_dev *d);
 void fs_dev_events_fini(fs_dev *d, bool destroy);
 
 /* ---- "stream.c" -------------------------------------------------------- */

@@ -200,6 +200,9 @@ static void reset_fences(fs_dev *d)
     d->last_batch = NULL;
     atomic_store(&d->batch_done, d->batch_seq);
     atomic_store(&d->unfenced, 0);
+    /* no pool is left to hold for an exited thread's per-thread stream:
+     * the reset ended its work too */
+    atomic_store(&d->synced_token, atomic_load(&d->exit_token));
     fs_dev_events_fini(d, false);
 }
 

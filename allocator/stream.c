@@ -1,8 +1,9 @@
 /* stream.c - the streams a device knows and the pool each one allocates
  * from: registration, the per-thread lookup cache that keeps the hot path
  * off the device lock, work notes for batch fences, and retirement of
- * destroyed streams (their pool lives on under no handle, so a new stream
- * that gets the same handle value starts with an empty pool). */
+ * destroyed streams and of exited threads' per-thread streams (their pool
+ * lives on under no handle, so a new stream that gets the same handle value
+ * starts with an empty pool). */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -94,6 +95,16 @@ void fs_alloc_stream_note_work(fs_allocator *a, int device, fs_stream_t s)
         atomic_store_explicit(&p->had_work, true, memory_order_release);
 }
 
+/* Takes p out of the registry: no handle finds it any more. dev->lock held. */
+static void unhash(fs_dev *d, fs_pool *p)
+{
+    fs_pool **at = &d->hash[bucket(p->stream)];
+    while (*at != p)
+        at = &(*at)->hash_next;
+    *at = p->hash_next;
+    atomic_fetch_add_explicit(&d->gen, 1, memory_order_acq_rel);
+}
+
 void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
 {
     fs_dev *d = fs_dev_of(a, device);
@@ -108,13 +119,64 @@ void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
      * unfenced frees, and its stream-ordered frees for the other streams. */
     fs_batch_fence(d);
     fs_marks_record(d);
-    fs_pool **at = &d->hash[bucket(s)];
-    while (*at != p)
-        at = &(*at)->hash_next;
-    *at = p->hash_next;
     fs_spin_lock(&p->lock);
     p->retired = true;
     fs_spin_unlock(&p->lock);
-    atomic_fetch_add_explicit(&d->gen, 1, memory_order_acq_rel);
+    unhash(d, p);
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* Why a thread's exit takes a token instead of recording a fence.
+ *
+ * The runtime destroys a thread's per-thread stream in a thread-exit
+ * destructor of its own, and the order of thread-exit destructors is not
+ * specified: by the time the shim learns of the exit the stream may be gone.
+ * An event recorded then lands on a new, empty per-thread stream the runtime
+ * makes for the purpose and completes at once, while the old stream's queued
+ * work (which a destroyed stream still runs) has not. Nor can a legacy-stream
+ * event stand in: the legacy stream waits for the blocking streams of its
+ * context, and CUDA does not say that a destroyed stream with work queued is
+ * still one of them. The exiting thread must not wait either (its queued work
+ * may wait for a thread that joins it).
+ *
+ * What CUDA does promise is that cudaDeviceSynchronize returns once all work
+ * issued before it began has completed, a destroyed stream's included. So
+ * the exit takes a number from the device's host-sync tokens (dev_frees)
+ * after everything the thread issued; a whole-device synchronisation whose
+ * token is at or past it proves that work done. Until one does:
+ *   - the pool's stream-ordered frees serve no other stream (its mark, which
+ *     another thread may have recorded on the legacy stream in its stead,
+ *     is dropped; exit_token takes its place);
+ *   - no device-ordered free of the device is reusable on the strength of
+ *     its batch fence, whose legacy-stream event is the very promise in
+ *     doubt (fs_pool_retire, and take_pending in wait mode), though a
+ *     synchronisation covering the free itself still returns it.
+ * A synchronisation comes from the program (cudaDeviceSynchronize, as in
+ * torch.cuda.empty_cache) or from the allocator itself, before it reports
+ * out of memory and in empty_cache (fs_dev_retire_all). A pool whose
+ * stream had no work gets no token: there is nothing to wait for. */
+void fs_alloc_stream_exit(fs_allocator *a, int device, fs_stream_t s)
+{
+    fs_dev *d = fs_dev_of(a, device);
+    if (!d) return;
+    pthread_mutex_lock(&d->lock);
+    fs_pool *p = lookup_locked(d, s, false);
+    if (!p || p->kind == FS_STREAM_LEGACY) {
+        pthread_mutex_unlock(&d->lock);
+        return;
+    }
+    fs_fence *mark = NULL;
+    fs_spin_lock(&p->lock);
+    p->retired = true;
+    if (atomic_load_explicit(&p->had_work, memory_order_acquire) || p->so_seq > p->so_done) {
+        uint64_t token = atomic_fetch_add_explicit(&d->dev_frees, 1, memory_order_acq_rel) + 1;
+        atomic_store_explicit(&d->exit_token, token, memory_order_release);
+        p->exit_token = token;
+        mark = p->mark;
+        p->mark = NULL;
+    }
+    fs_spin_unlock(&p->lock);
+    fs_fence_put(d, mark);
+    unhash(d, p);
     pthread_mutex_unlock(&d->lock);
 }

@@ -4,11 +4,13 @@
  * registered with the allocator, with its kind, the first time the shim
  * sees it. Keys:
  *   1 (cudaStreamLegacy) the legacy default stream (of each device)
- *   thread anchor | 1    the calling thread's per-thread default stream
+ *   2 * serial + 1       the calling thread's per-thread default stream
  *   the handle itself    every other stream
  * No key is 0, which the allocator may take for "no stream". Handles are
- * pointers to runtime objects and so never odd; TLS anchors are ours (and
- * far above 1), so the low bit tells per-thread keys apart.
+ * pointers to runtime objects and so never odd; serials start at 1 and are
+ * never reused, so the low bit tells per-thread keys apart and a thread's
+ * per-thread stream is never mistaken for an exited thread's (whose queued
+ * work a new thread's stream is not ordered after).
  *
  * The table holds what the shim knows about each explicit stream (device,
  * flags, pooled, destroyed) in sharded buckets; the hot path asks a one-entry
@@ -55,7 +57,8 @@ static __thread struct {
     int device;
     unsigned gen;
 } cache __attribute__((tls_model("initial-exec")));
-static __thread char pt_anchor __attribute__((tls_model("initial-exec")));
+static __thread uint64_t pt_serial __attribute__((tls_model("initial-exec")));
+static uint64_t pt_serials;
 static __thread unsigned pt_epoch[MAX_DEVICES] __attribute__((tls_model("initial-exec")));
 static __thread int current_device __attribute__((tls_model("initial-exec"))); /* device + 1 */
 
@@ -84,7 +87,8 @@ static struct stream_entry **find(struct shard *sh, cudaStream_t s)
 
 static fs_stream_t pt_key(void)
 {
-    return (uintptr_t)&pt_anchor | 1;
+    if (fs_unlikely(!pt_serial)) pt_serial = __atomic_add_fetch(&pt_serials, 1, __ATOMIC_RELAXED);
+    return (fs_stream_t)(pt_serial << 1 | 1);
 }
 
 cudaStream_t fs_stream_handle(fs_stream_t key)
@@ -115,18 +119,22 @@ void fs_current_device_set(int device)
     current_device = device + 1;
 }
 
-/* A thread's per-thread stream dies with the thread: blocks still tagged
- * with its key must not pass to a later thread whose anchor lands on the
- * same address. */
+/* A thread's per-thread stream dies with the thread, in the runtime's own
+ * thread-exit destructor, before or after this one: nothing may be recorded
+ * on it here (fs_alloc_stream_exit says what is done instead). A per-thread
+ * stream the thread uses after this (from a later destructor) is a new
+ * stream to the allocator, under a new key. */
 static void pt_exit(void *unused)
 {
     fs_allocator *a = fs_shim_allocator_peek();
+    unsigned epoch = __atomic_load_n(&reg_epoch, __ATOMIC_ACQUIRE);
 
     (void)unused;
-    if (!a) return;
-    for (int d = 0; d < MAX_DEVICES; d++)
-        if (pt_epoch[d] == __atomic_load_n(&reg_epoch, __ATOMIC_ACQUIRE))
-            fs_alloc_stream_retire(a, d, pt_key());
+    for (int d = 0; d < MAX_DEVICES; d++) {
+        if (a && pt_epoch[d] == epoch) fs_alloc_stream_exit(a, d, pt_key());
+        pt_epoch[d] = 0;
+    }
+    pt_serial = 0;
 }
 
 static void pt_exit_init(void)
@@ -143,7 +151,7 @@ static void register_implicit(fs_allocator *a, int device, bool per_thread)
         if (pt_epoch[device] == epoch) return;
         fs_alloc_stream_register(a, device, pt_key(), FS_STREAM_BLOCKING);
         pthread_once(&pt_exit_once, pt_exit_init);
-        pthread_setspecific(pt_exit_key, &pt_anchor);
+        pthread_setspecific(pt_exit_key, &pt_serial); /* any value but NULL */
         pt_epoch[device] = epoch;
     } else if (__atomic_load_n(&legacy_epoch[device], __ATOMIC_ACQUIRE) != epoch) {
         fs_alloc_stream_register(a, device, LEGACY_KEY, FS_STREAM_LEGACY);
