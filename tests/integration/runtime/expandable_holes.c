@@ -23,15 +23,16 @@ static size_t device_free(void)
 
 static void expect_filled(const void *dev, size_t size, unsigned char v)
 {
-    unsigned char *host = malloc(size);
-    EXPECT(host);
+    unsigned char *host = malloc(size), *want = malloc(size);
+    EXPECT(host && want);
+    memset(want, v, size);
     CHECK(cudaMemcpy(host, dev, size, cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < size; i++)
-        if (host[i] != v) {
-            fprintf(stderr, "byte %zu of %p is %d, expected %d\n", i, dev, host[i], v);
-            exit(1);
-        }
+    if (memcmp(host, want, size) != 0) {
+        fprintf(stderr, "%p does not hold %d throughout\n", dev, v);
+        exit(1);
+    }
     free(host);
+    free(want);
 }
 
 int main(void)

@@ -85,7 +85,8 @@ int main(void)
                 break;
             }
             CHECK(e);
-            CHECK(cudaMemsetAsync(ptr[n], n & 0xff, size, st[how[n]]));
+            /* some work on the block's stream, so that frees have something to wait for */
+            CHECK(cudaMemsetAsync(ptr[n], n & 0xff, size < 65536 ? size : 65536, st[how[n]]));
         }
         EXPECT(n > 0 && n < MAXN);
         /* freed in another order than allocated, some on the other stream,
