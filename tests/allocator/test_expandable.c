@@ -4,8 +4,9 @@
  * for part of a mapping; pages between live blocks serve a larger request,
  * in place when they can; a failed map or unmap leaves the statistics equal
  * to what the device holds; the miss path unmaps other pools' free pages
- * and maps them again before reporting out of memory; every page mapped or
- * unmapped is a device allocation or free. */
+ * and maps them again before reporting out of memory; garbage collection
+ * takes the oldest free pages; every page mapped or unmapped is a device
+ * allocation or free. */
 #include "common.h"
 
 #define EXP  "free_semantics:stream;expandable_segments:true"
@@ -257,6 +258,32 @@ static void test_pinned_stays_mapped(void **state)
     env_free(&e);
 }
 
+/* Garbage collection unmaps the pages of the oldest free blocks, not of
+ * the younger ones, until reserved memory is under the threshold. */
+static void test_garbage_collection(void **state)
+{
+    (void)state;
+    env e = env_make(EXP ";garbage_collection_threshold:0.5", 100 * MiB);
+    void *a = must_alloc(&e, LEG, 20 * MiB);
+    void *k = must_alloc(&e, LEG, 2 * MiB);
+    fs_free(e.a, a, NULL);
+    void *b = must_alloc(&e, LEG, 30 * MiB);
+    assert_int_equal(U(b), BASE + 22 * MiB); /* a's 20 MiB cannot hold it */
+    fs_free(e.a, b, NULL);
+    assert_int_equal(stats(&e).num_device_free, 0); /* 52 MiB: the miss for b was under */
+    void *c = must_alloc(&e, LEG, 40 * MiB);        /* 52 MiB > 50 MiB: a's pages go */
+    assert_int_equal(U(c), BASE + 22 * MiB);        /* b's pages stayed, and serve c */
+    agree(&e);
+    fs_alloc_stats st = stats(&e);
+    assert_int_equal(st.num_device_free, 10);
+    assert_int_equal(st.num_ooms, 0);
+    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 42 * MiB);
+    fs_free(e.a, c, NULL);
+    fs_free(e.a, k, NULL);
+    all_back(&e);
+    env_free(&e);
+}
+
 /* Every page mapped is a device allocation, every page unmapped a device
  * free, in the statistics and in the summary. */
 static void test_device_allocation_counts(void **state)
@@ -292,6 +319,7 @@ int main(void)
         cmocka_unit_test(test_map_failure),
         cmocka_unit_test(test_map_out_of_memory),
         cmocka_unit_test(test_pinned_stays_mapped),
+        cmocka_unit_test(test_garbage_collection),
         cmocka_unit_test(test_device_allocation_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
