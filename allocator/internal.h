@@ -41,7 +41,8 @@ typedef enum fs_block_state {
     FS_BLOCK_PENDING,  /* freed, waiting for its fences' events */
     /* expandable segments: whole pages of the reservation with no memory
      * mapped behind them (or being unmapped). Never in a bin, never merged
-     * with a free block; only the holder of dev->lock changes them. */
+     * with a free block; only the holder of dev->lock makes, splits, merges
+     * or maps them, so it may use them across a device call. */
     FS_BLOCK_UNMAPPED,
 } fs_block_state;
 
