@@ -307,6 +307,45 @@ static void test_device_allocation_counts(void **state)
     env_free(&e);
 }
 
+/* cudaDeviceReset with a hole in both an ordered and a plain range: the
+ * ordered range keeps its live blocks and its hole, which a later request
+ * maps again in place; the plain range's blocks are forgotten and its
+ * pages go back; the unmapped pages are neither live nor free throughout. */
+static void test_reset_keeps_holes(void **state)
+{
+    (void)state;
+    env e = env_make(EXP, 128 * MiB);
+    void *a = must_alloc_ordered(&e, LEG, 3 * MiB);
+    void *b = must_alloc_ordered(&e, LEG, 9 * MiB);
+    void *c = must_alloc_ordered(&e, LEG, 3 * MiB);
+    void *pa = must_alloc(&e, LEG, 3 * MiB);
+    void *pb = must_alloc(&e, LEG, 9 * MiB);
+    must_alloc(&e, LEG, 3 * MiB);
+    assert_int_equal(fs_free_async(e.a, b, LEG, NULL), FS_OK);
+    fs_free(e.a, pb, NULL);
+    fake_complete_all(e.fake);
+    assert_int_equal(fs_alloc_empty_cache(e.a, 0), FS_OK);
+    agree(&e);
+    assert_int_equal(fake_used(e.fake, 0), 16 * MiB); /* [4, 12) MiB of each range went */
+    fake_reset(e.fake, 0);
+    fs_alloc_device_reset(e.a, 0);
+    agree(&e);
+    /* the ordered range's pages [0, 4) and [12, 16) MiB stay, the plain range's go */
+    assert_int_equal(fake_used(e.fake, 0), 8 * MiB);
+    assert_int_equal(stats(&e).allocated_bytes[FS_POOL_ALL].current, (int64_t)(6 * MiB));
+    assert_int_equal(fs_free(e.a, pa, NULL), FS_ERR_INVALID);
+    void *n = must_alloc_ordered(&e, LEG, 8 * MiB);
+    assert_int_equal(U(n), U(a) + 3 * MiB); /* in the hole, mapped again */
+    agree(&e);
+    assert_int_equal(fs_free_async(e.a, a, LEG, NULL), FS_OK);
+    assert_int_equal(fs_free_async(e.a, c, LEG, NULL), FS_OK);
+    assert_int_equal(fs_free_async(e.a, n, LEG, NULL), FS_OK);
+    fake_complete_all(e.fake);
+    all_back(&e);
+    assert_int_equal(counts(&e).dead_event_calls, 0);
+    env_free(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -321,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_pinned_stays_mapped),
         cmocka_unit_test(test_garbage_collection),
         cmocka_unit_test(test_device_allocation_counts),
+        cmocka_unit_test(test_reset_keeps_holes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
