@@ -27,10 +27,12 @@ static const char *walk_pool(fs_pool *p, fs_alloc_census *c)
     for (int k = 0; k < FS_SETS; k++)
         bin_blocks += bins_count(&p->free[k], &bin_bytes, &err);
     for (fs_segment *s = p->segs; s; s = s->next) {
-        if (s->size == 0 && s->expandable) continue; /* a reservation with nothing mapped */
-        c->segments++;
-        c->mapped_bytes += s->size;
+        if (s->size) { /* a reservation with nothing mapped is no segment */
+            c->segments++;
+            c->mapped_bytes += s->size;
+        }
         uintptr_t at = s->base;
+        size_t mapped = 0;
         const fs_block *prev = NULL;
         for (fs_block *b = s->head; b; prev = b, b = b->next) {
             if (b->addr != at || b->seg != s || b->prev != prev || b->size == 0 ||
@@ -39,7 +41,14 @@ static const char *walk_pool(fs_pool *p, fs_alloc_census *c)
             if (prev && prev->state == FS_BLOCK_FREE && b->state == FS_BLOCK_FREE)
                 return "two free neighbours were not coalesced";
             at += b->size;
+            if (b->state != FS_BLOCK_UNMAPPED) mapped += b->size;
             switch (b->state) {
+            case FS_BLOCK_UNMAPPED:
+                if (!s->expandable || (b->addr - s->base) % s->page || b->size % s->page)
+                    return "an unmapped block is not whole pages of an expandable segment";
+                if (prev && prev->state == FS_BLOCK_UNMAPPED)
+                    return "two unmapped neighbours were not merged";
+                break;
             case FS_BLOCK_LIVE:
                 c->live_blocks++;
                 c->live_bytes += b->size;
@@ -58,7 +67,8 @@ static const char *walk_pool(fs_pool *p, fs_alloc_census *c)
                 break;
             }
         }
-        if (at != s->base + s->size) return "blocks do not cover their segment";
+        if (at != s->base + s->extent) return "blocks do not cover their segment";
+        if (mapped != s->size) return "a segment's size disagrees with its mapped blocks";
     }
     if (err) return err;
     if (bin_blocks != seg_free || bin_bytes != seg_free_bytes)

@@ -49,8 +49,11 @@ typedef struct fs_device_ops {
 
     /* Virtual memory, for expandable segments. vm_map creates physical memory
      * of `size` bytes, maps it at `addr` inside a reservation and makes it
-     * accessible from `device`; vm_unmap undoes all of that. `size` and `addr`
-     * are multiples of vm_granularity(). May be NULL: no expandable segments. */
+     * accessible from `device`, all or nothing; vm_unmap undoes all of that
+     * for exactly one such mapping (a driver unmaps only whole mappings, so
+     * the allocator maps every page with a call of its own). `size` and
+     * `addr` are multiples of vm_granularity(), which is 0 when there is
+     * none. May be NULL: no expandable segments. */
     size_t (*vm_granularity)(void *ctx, int device);
     fs_dev_status (*vm_reserve)(void *ctx, int device, size_t size, void **out);
     fs_dev_status (*vm_release)(void *ctx, int device, void *base, size_t size);

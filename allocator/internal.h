@@ -55,6 +55,11 @@ typedef enum fs_block_state {
     FS_BLOCK_LIVE,     /* handed out */
     FS_BLOCK_UNFENCED, /* freed with device semantics, waiting for the next batch fence */
     FS_BLOCK_PENDING,  /* freed, waiting for its fences' events */
+    /* expandable segments: whole pages of the reservation with no memory
+     * mapped behind them (or being unmapped). Never in a bin, never merged
+     * with a free block; only the holder of dev->lock makes, splits, merges
+     * or maps them, so it may use them across a device call. */
+    FS_BLOCK_UNMAPPED,
 } fs_block_state;
 
 struct fs_pool;
@@ -102,10 +107,15 @@ typedef struct fs_block {
     uint64_t dev_seq;               /* device-ordered free number on its device; 0 = none */
 } fs_block;
 
+/* An expandable segment's blocks tile its whole reservation: the pages
+ * with nothing mapped are FS_BLOCK_UNMAPPED blocks, page-aligned at both
+ * ends and never next to one another. Every page is mapped by a driver
+ * call of its own, so any page can be unmapped alone. */
 typedef struct fs_segment {
     uintptr_t base;
-    size_t size;    /* bytes backed by memory (mapped part when expandable) */
+    size_t size;    /* bytes backed by memory (mapped pages when expandable) */
     size_t reserve; /* expandable: bytes of address space reserved; else 0 */
+    size_t page;    /* expandable: the mapping granule; else 0 */
     size_t extent;  /* the range the index answers for (reserve, else size):
                      * set before the segment enters the index, never
                      * changed, so readers need the index lock alone */

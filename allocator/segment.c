@@ -1,8 +1,9 @@
 /* segment.c - device memory as segments tiled by blocks: block split and
- * coalescing, the pools' free bins, growing (a new segment, or more pages
- * mapped at the end of an expandable one) and releasing (whole free
- * segments, or the free tail pages of an expandable one), and the sorted
- * index of every segment that answers "whose pointer is this?". */
+ * coalescing, the pools' free bins, growing (a new segment, or pages mapped
+ * into an expandable one wherever a run of free and unmapped blocks can
+ * hold the request) and releasing (whole free segments, or the whole pages
+ * inside the free blocks of an expandable one), and the sorted index of
+ * every segment that answers "whose pointer is this?". */
 #include "internal.h"
 
 #include <assert.h>
@@ -64,12 +65,10 @@ void fs_block_free(fs_pool *p, fs_block *b)
     free(b);
 }
 
-/* Cuts b to `size` bytes; the rest becomes a new, not yet inserted block
- * right after it. NULL (b unchanged) if metadata cannot be allocated. */
-fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size)
+/* Cuts b to `size` bytes; the rest goes to r, fresh metadata, linked in
+ * right after b. */
+static void split_into(fs_block *b, size_t size, fs_block *r)
 {
-    fs_block *r = block_new(p);
-    if (!r) return NULL;
     r->addr = b->addr + size;
     r->size = b->size - size;
     r->seg = b->seg;
@@ -78,6 +77,15 @@ fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size)
     if (b->next) b->next->prev = r;
     b->next = r;
     b->size = size;
+}
+
+/* Cuts b to `size` bytes; the rest becomes a new, not yet inserted block
+ * right after it. NULL (b unchanged) if metadata cannot be allocated. */
+fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size)
+{
+    fs_block *r = block_new(p);
+    if (!r) return NULL;
+    split_into(b, size, r);
     return r;
 }
 
@@ -93,8 +101,11 @@ void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl)
     }
 }
 
-/* Absorbs `n` (a free neighbour of b, already out of its bin) into b. */
-static void absorb(fs_pool *p, fs_block *b, fs_block *n)
+/* Absorbs `n` (a free neighbour of b, already out of its bin, or an
+ * unmapped neighbour of an unmapped b) into b. Always inlined: with two
+ * callers the compiler would call it from fs_free_insert, on every free's
+ * path. */
+__attribute__((always_inline)) static inline void absorb(fs_pool *p, fs_block *b, fs_block *n)
 {
     if (n == b->prev) {
         b->addr = n->addr;
@@ -286,88 +297,194 @@ static size_t round_to(size_t v, size_t g)
     return (v + g - 1) / g * g;
 }
 
-/* Maps enough pages at the end of the pool's expandable segment of free
- * set `set` that its free tail can hold `rounded`. FS_ERR_NOT_OWNED: the
- * reservation is full, grow a plain segment instead. */
-static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int set, size_t rounded, bool *oom)
+/* ---- expandable segments: pages ----------------------------------------------
+ *
+ * A page is mapped by a driver call of its own: the driver unmaps only
+ * whole mappings, so that is what lets any page go back alone. The
+ * segment's size and the reserved statistic change only by the pages the
+ * driver really mapped or unmapped, and each of those calls counts as a
+ * device allocation or free. */
+
+static size_t round_down(size_t v, size_t g)
+{
+    return v / g * g;
+}
+
+/* Maps [addr, addr + len), page by page; returns the bytes mapped from
+ * addr on, fewer than len when a call failed (its status in *st). */
+static size_t map_pages(fs_allocator *a, fs_dev *d, const fs_segment *s, uintptr_t addr, size_t len,
+                        fs_dev_status *st)
+{
+    const fs_device_ops *o = a->ops;
+    size_t done = 0;
+    *st = FS_DEV_OK;
+    while (done < len &&
+           (*st = o->vm_map(o->ctx, d->id, (void *)(addr + done), s->page)) == FS_DEV_OK)
+        done += s->page;
+    if (done) fs_stats_count(d, &d->st.num_device_alloc, (int64_t)(done / s->page));
+    return done;
+}
+
+/* The same for unmapping: the pages from addr on that are gone. */
+static size_t unmap_pages(fs_allocator *a, fs_dev *d, const fs_segment *s, uintptr_t addr,
+                          size_t len)
+{
+    const fs_device_ops *o = a->ops;
+    size_t done = 0;
+    while (done < len && o->vm_unmap(o->ctx, d->id, (void *)(addr + done), s->page) == FS_DEV_OK)
+        done += s->page;
+    if (done) fs_stats_count(d, &d->st.num_device_free, (int64_t)(done / s->page));
+    return done;
+}
+
+/* The pool's expandable segment of free set `set`, reserved on first use
+ * as one unmapped block over the whole range; NULL with the reason in *st
+ * (FS_ERR_NOT_OWNED: no address space, use plain segments). */
+static fs_segment *expandable_of(fs_allocator *a, fs_pool *p, int set, fs_status *st)
 {
     fs_dev *d = p->dev;
     const fs_device_ops *o = a->ops;
-    int kind = fs_set_kind(set);
-    size_t gran = o->vm_granularity(o->ctx, d->id);
-    if (gran == 0 || gran % FS_MIN_BLOCK) return FS_ERR_NOT_OWNED;
-    fs_segment *s = p->expandable[set];
-    if (!s) {
-        size_t cap = o->mem_capacity ? o->mem_capacity(o->ctx, d->id) : 0;
-        size_t reserve = round_to(cap ? cap + cap / 8 : FS_EXPANDABLE_DEFAULT_RESERVE, gran);
-        void *base;
-        fs_status st = dev_status(o->vm_reserve(o->ctx, d->id, reserve, &base), oom);
-        if (st != FS_OK) return st == FS_ERR_OOM ? FS_ERR_NOT_OWNED : st;
-        s = calloc(1, sizeof *s);
-        if (s) {
-            s->base = (uintptr_t)base;
-            s->reserve = reserve;
-            s->extent = reserve;
-            s->expandable = true;
-            s->kind = kind;
-            s->ordered = set >= FS_KINDS;
-            s->pool = p;
-        }
-        if (!s || !segidx_insert(a, s)) {
-            free(s);
-            o->vm_release(o->ctx, d->id, base, reserve);
-            return FS_ERR_DEVICE;
-        }
-        fs_spin_lock(&p->lock);
-        p->expandable[set] = s;
-        list_add(p, s);
-        fs_spin_unlock(&p->lock);
+    if (p->expandable[set]) return p->expandable[set];
+    size_t page = o->vm_granularity(o->ctx, d->id);
+    if (page == 0 || page % FS_MIN_BLOCK) {
+        *st = FS_ERR_NOT_OWNED;
+        return NULL;
+    }
+    size_t cap = o->mem_capacity ? o->mem_capacity(o->ctx, d->id) : 0;
+    size_t reserve = round_to(cap ? cap + cap / 8 : FS_EXPANDABLE_DEFAULT_RESERVE, page);
+    void *base;
+    if (o->vm_reserve(o->ctx, d->id, reserve, &base) != FS_DEV_OK) {
+        *st = FS_ERR_NOT_OWNED;
+        return NULL;
+    }
+    fs_segment *s = calloc(1, sizeof *s);
+    fs_block *b = block_alloc();
+    if (s) {
+        s->base = (uintptr_t)base;
+        s->reserve = reserve;
+        s->extent = reserve;
+        s->page = page;
+        s->expandable = true;
+        s->kind = fs_set_kind(set);
+        s->ordered = set >= FS_KINDS;
+        s->pool = p;
+        s->head = b;
+    }
+    if (b) {
+        b->addr = (uintptr_t)base;
+        b->size = reserve;
+        b->seg = s;
+        b->state = FS_BLOCK_UNMAPPED;
+    }
+    if (!s || !b || !segidx_insert(a, s)) {
+        free(s);
+        free(b);
+        o->vm_release(o->ctx, d->id, base, reserve); /* nothing mapped: nothing else to undo */
+        *st = FS_ERR_DEVICE;
+        return NULL;
     }
     fs_spin_lock(&p->lock);
-    fs_block *tail = s->head;
-    while (tail && tail->next)
-        tail = tail->next;
-    size_t have = tail && tail->state == FS_BLOCK_FREE ? tail->size : 0;
-    size_t old = s->size;
+    p->expandable[set] = s;
+    list_add(p, s);
     fs_spin_unlock(&p->lock);
-    size_t g = round_to(rounded - (have < rounded ? have : 0), gran);
-    if (g > s->reserve - old) return FS_ERR_NOT_OWNED;
-    fs_status st = dev_status(o->vm_map(o->ctx, d->id, (void *)(s->base + old), g), oom);
-    if (st != FS_OK) return st;
-    fs_spin_lock(&p->lock);
-    fs_delta dl = {.kind = kind, .reserved_bytes = (int64_t)g, .segment = old == 0};
-    fs_block *last = s->head;
-    while (last && last->next)
-        last = last->next;
-    if (last && last->state == FS_BLOCK_FREE) {
-        /* the free tail just grows (out of its bin while its size changes) */
-        fs_free_take(p, last, &dl);
-        last->size += g;
-        s->size = old + g;
-        fs_free_insert(p, last, &dl);
-    } else {
-        fs_block *nb = block_new(p);
-        if (!nb) {
-            fs_spin_unlock(&p->lock);
-            o->vm_unmap(o->ctx, d->id, (void *)(s->base + old), g);
-            return FS_ERR_DEVICE;
-        }
-        nb->addr = s->base + old;
-        nb->size = g;
-        nb->seg = s;
-        nb->prev = last;
-        if (last)
-            last->next = nb;
-        else
-            s->head = nb;
-        s->size = old + g;
-        fs_free_insert(p, nb, &dl);
-    }
-    fs_stats_apply(d, &dl);
-    fs_spin_unlock(&p->lock);
-    fs_observe(a, FS_EV_SEGMENT_MAP, d->id, p->stream, s->base + old, g);
-    return FS_OK;
+    return s;
 }
+
+static bool unused_block(const fs_block *b)
+{
+    return b && (b->state == FS_BLOCK_FREE || b->state == FS_BLOCK_UNMAPPED);
+}
+
+/* The first block of the smallest run of free and unmapped blocks (they
+ * alternate: neither kind is ever next to its own) that holds `rounded`
+ * from its start and has pages to map within that length; NULL if there
+ * is none. p->lock held. */
+static fs_block *best_run(const fs_segment *s, size_t rounded)
+{
+    fs_block *best = NULL, *first = NULL;
+    size_t best_total = SIZE_MAX, total = 0;
+    for (fs_block *b = s->head; b; b = b->next) {
+        if (!unused_block(b)) {
+            first = NULL;
+            continue;
+        }
+        if (!first) {
+            first = b;
+            total = 0;
+        }
+        total += b->size;
+        if (!unused_block(b->next) && total >= rounded && total < best_total &&
+            (first->state == FS_BLOCK_UNMAPPED || first->size < rounded)) {
+            best = first;
+            best_total = total;
+        }
+    }
+    return best;
+}
+
+/* Maps the pages of unmapped block u below `end` and frees them into the
+ * pool, merged with the free blocks around them; *next: the unmapped block
+ * that follows below `end`, if any. Caller holds dev->lock. */
+static fs_status map_unmapped(fs_allocator *a, fs_pool *p, fs_block *u, uintptr_t end,
+                              fs_block **next, bool *oom)
+{
+    fs_dev *d = p->dev;
+    fs_segment *s = u->seg;
+    uintptr_t addr = u->addr;
+    size_t want = (end < u->addr + u->size ? end : u->addr + u->size) - u->addr;
+    *next = NULL;
+    fs_spin_lock(&p->lock);
+    fs_block *rest = block_new(p); /* for the pages that stay unmapped */
+    fs_spin_unlock(&p->lock);
+    if (!rest) return FS_ERR_DEVICE;
+    fs_dev_status ds;
+    size_t done = map_pages(a, d, s, addr, want, &ds);
+    fs_spin_lock(&p->lock);
+    if (done) {
+        if (done < u->size) {
+            split_into(u, done, rest);
+            rest->state = FS_BLOCK_UNMAPPED;
+            rest = NULL;
+        }
+        fs_delta dl = {.kind = s->kind, .segment = s->size == 0, .reserved_bytes = (int64_t)done};
+        s->size += done;
+        fs_free_insert(p, u, &dl);
+        fs_stats_apply(d, &dl);
+        if (ds == FS_DEV_OK && u->next && u->next->state == FS_BLOCK_UNMAPPED &&
+            u->next->addr < end)
+            *next = u->next;
+    }
+    if (rest) fs_block_free(p, rest);
+    fs_spin_unlock(&p->lock);
+    if (done) fs_observe(a, FS_EV_SEGMENT_MAP, d->id, p->stream, addr, done);
+    return dev_status(ds, oom);
+}
+
+/* Maps pages of the pool's expandable segment of free set `set` so that a free
+ * block can hold `rounded`: in the smallest run of free and unmapped
+ * blocks that can, from its start, just the pages the request needs.
+ * FS_ERR_NOT_OWNED: no run can, grow a plain segment instead. Pages mapped
+ * before a failure stay mapped (and counted) as free memory. */
+static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int set, size_t rounded, bool *oom)
+{
+    fs_status st = FS_OK;
+    fs_segment *s = expandable_of(a, p, set, &st);
+    if (!s) return st;
+    fs_spin_lock(&p->lock);
+    fs_block *first = best_run(s, rounded), *u = NULL;
+    uintptr_t end = 0;
+    if (first) {
+        end = s->base + round_to(first->addr - s->base + rounded, s->page);
+        u = first->state == FS_BLOCK_UNMAPPED ? first : first->next;
+    }
+    fs_spin_unlock(&p->lock);
+    if (!first) return FS_ERR_NOT_OWNED;
+    while (u && st == FS_OK)
+        st = map_unmapped(a, p, u, end, &u, oom);
+    return st;
+}
+
+/* ---- growing: pages of the expandable segment, else a plain segment ---- */
 
 static fs_seg_memory seg_memory(const fs_segment *s)
 {
@@ -380,7 +497,8 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
     const fs_device_ops *o = a->ops;
     int kind = fs_set_kind(set);
     fs_seg_memory mem = set >= FS_KINDS ? FS_SEG_ORDERED : FS_SEG_PLAIN;
-    if (a->cfg.expandable_segments && o->vm_map && o->vm_reserve && o->vm_granularity) {
+    if (a->cfg.expandable_segments && o->vm_map && o->vm_unmap && o->vm_reserve && o->vm_release &&
+        o->vm_granularity) {
         fs_status st = grow_expandable(a, p, set, rounded, oom);
         if (st != FS_ERR_NOT_OWNED) return st;
     }
@@ -408,7 +526,7 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
     if (!s || !b || !segidx_insert(a, s)) {
         free(s);
         free(b);
-        o->segment_free(o->ctx, d->id, mem, ptr);
+        o->segment_free(o->ctx, d->id, mem, ptr); /* nothing else to undo if this fails too */
         return FS_ERR_DEVICE;
     }
     b->addr = s->base;
@@ -428,12 +546,23 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
 
 /* ---- releasing -------------------------------------------------------------- */
 
+/* A plain segment to free, or a free block of an expandable one (found
+ * again by an address inside it) whose whole pages can be unmapped. */
 typedef struct candidate {
     fs_pool *pool;
     fs_segment *seg;
+    uintptr_t addr;
     size_t bytes;
     uint32_t age;
 } candidate;
+
+/* Pages on their way back to the device: an unmapped block cut out of a
+ * free one, still mapped until the driver says otherwise. */
+typedef struct unmapping {
+    fs_pool *pool;
+    fs_block *pages;
+    fs_block *spare; /* metadata for what a failed unmap leaves mapped */
+} unmapping;
 
 static int by_age(const void *x, const void *y)
 {
@@ -447,128 +576,210 @@ static int by_size(const void *x, const void *y)
     return a->bytes < b->bytes ? 1 : a->bytes > b->bytes ? -1 : 0;
 }
 
-/* Free whole pages at the end of an expandable segment (0 if none). */
-static size_t expandable_slack(const fs_segment *s, size_t gran, fs_block **tail_out)
+/* The whole pages inside free block b of an expandable segment: [*lo, *hi). */
+static size_t whole_pages(const fs_block *b, uintptr_t *lo, uintptr_t *hi)
 {
-    fs_block *t = s->head;
-    while (t && t->next)
-        t = t->next;
-    *tail_out = t;
-    if (!t || t->state != FS_BLOCK_FREE) return 0;
-    size_t keep = round_to(t->addr - s->base, gran);
-    return s->size - keep;
+    const fs_segment *s = b->seg;
+    *lo = s->base + round_to(b->addr - s->base, s->page);
+    *hi = s->base + round_down(b->addr + b->size - s->base, s->page);
+    return *hi > *lo ? *hi - *lo : 0;
 }
 
-static void collect(fs_pool *p, size_t gran, candidate **c, size_t *n, size_t *cap)
+static bool add_candidate(candidate **c, size_t *n, size_t *cap, candidate v)
 {
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 32;
+        candidate *m = realloc(*c, nc * sizeof *m);
+        if (!m) return false;
+        *c = m;
+        *cap = nc;
+    }
+    (*c)[(*n)++] = v;
+    return true;
+}
+
+static void collect(fs_pool *p, bool unmap, candidate **c, size_t *n, size_t *cap)
+{
+    uint32_t now = atomic_load_explicit(&p->dev->gc_clock, memory_order_relaxed);
     fs_spin_lock(&p->lock);
     for (fs_segment *s = p->segs; s; s = s->next) {
-        size_t bytes = 0;
-        uint32_t age = 0;
         if (s->pinned) continue;
         if (s->expandable) {
-            fs_block *t;
-            if (gran) bytes = expandable_slack(s, gran, &t);
-            if (bytes)
-                age = atomic_load_explicit(&p->dev->gc_clock, memory_order_relaxed) - t->gc_age;
+            for (fs_block *b = unmap ? s->head : NULL; b; b = b->next) {
+                uintptr_t lo, hi;
+                size_t bytes = b->state == FS_BLOCK_FREE ? whole_pages(b, &lo, &hi) : 0;
+                if (bytes &&
+                    !add_candidate(c, n, cap, (candidate){p, s, lo, bytes, now - b->gc_age}))
+                    goto out;
+            }
         } else if (s->head->state == FS_BLOCK_FREE && !s->head->next) {
-            bytes = s->size;
-            age = atomic_load_explicit(&p->dev->gc_clock, memory_order_relaxed) - s->head->gc_age;
+            if (!add_candidate(c, n, cap,
+                               (candidate){p, s, s->base, s->size, now - s->head->gc_age}))
+                goto out;
         }
-        if (!bytes) continue;
-        if (*n == *cap) {
-            size_t nc = *cap ? *cap * 2 : 32;
-            candidate *m = realloc(*c, nc * sizeof *m);
-            if (!m) break;
-            *c = m;
-            *cap = nc;
-        }
-        (*c)[(*n)++] = (candidate){p, s, bytes, age};
     }
+out:
     fs_spin_unlock(&p->lock);
 }
 
-/* Gives one candidate back to the device; returns the bytes released. */
-static size_t release_one(fs_allocator *a, fs_dev *d, candidate *c, size_t gran)
+/* Gives a free plain segment back to the device; returns the bytes released. */
+static size_t release_segment(fs_allocator *a, fs_dev *d, candidate *c)
 {
     const fs_device_ops *o = a->ops;
     fs_pool *p = c->pool;
     fs_segment *s = c->seg;
     fs_delta dl = {.kind = s->kind};
     fs_spin_lock(&p->lock);
-    if (s->pinned) {
-        fs_spin_unlock(&p->lock);
-        return 0;
-    }
-    if (s->expandable) {
-        fs_block *t;
-        size_t bytes = expandable_slack(s, gran, &t);
-        if (!bytes) {
-            fs_spin_unlock(&p->lock);
-            return 0;
-        }
-        size_t keep = s->size - bytes;
-        fs_free_take(p, t, &dl);
-        if (t->addr < s->base + keep) {
-            /* keep the part below the page boundary as a free block */
-            fs_block *cut = fs_block_split(p, t, s->base + keep - t->addr);
-            if (!cut) {
-                fs_free_insert(p, t, &dl);
-                fs_stats_apply(d, &dl);
-                fs_spin_unlock(&p->lock);
-                return 0;
-            }
-            t->next = NULL;
-            fs_block_free(p, cut);
-            fs_free_insert(p, t, &dl);
-        } else {
-            /* coalescing left no free block before t: nothing else to account */
-            if (t->prev)
-                t->prev->next = NULL;
-            else
-                s->head = NULL;
-            fs_block_free(p, t);
-        }
-        s->size = keep;
-        dl.reserved_bytes = -(int64_t)bytes;
-        dl.segment = keep == 0 ? -1 : 0;
-        fs_stats_apply(d, &dl);
-        fs_spin_unlock(&p->lock);
-        o->vm_unmap(o->ctx, d->id, (void *)(s->base + keep), bytes);
-        fs_observe(a, FS_EV_SEGMENT_UNMAP, d->id, p->stream, s->base + keep, bytes);
-        return bytes;
-    }
     fs_block *b = s->head;
-    if (!b || b->state != FS_BLOCK_FREE || b->next) {
+    if (s->pinned || b->state != FS_BLOCK_FREE || b->next) {
         fs_spin_unlock(&p->lock);
         return 0;
     }
     fs_free_take(p, b, &dl);
     list_del(p, s);
     s->detached = true;
+    fs_spin_unlock(&p->lock);
+    fs_segidx_remove(a, s);
+    if (o->segment_free(o->ctx, d->id, seg_memory(s), (void *)s->base) != FS_DEV_OK) {
+        /* still the device's memory, and still ours: back as it was (the
+         * index has room, it just shrank) */
+        segidx_insert(a, s);
+        fs_spin_lock(&p->lock);
+        s->detached = false;
+        list_add(p, s);
+        fs_free_insert(p, b, &dl);
+        fs_stats_apply(d, &dl);
+        fs_spin_unlock(&p->lock);
+        return 0;
+    }
+    fs_spin_lock(&p->lock);
     dl.segment = -1;
     dl.reserved_bytes = -(int64_t)s->size;
     fs_stats_apply(d, &dl);
     fs_block_free(p, b);
     fs_spin_unlock(&p->lock);
-    fs_segidx_remove(a, s);
-    o->segment_free(o->ctx, d->id, seg_memory(s), (void *)s->base);
     fs_stats_count(d, &d->st.num_device_free, 1);
     fs_observe(a, FS_EV_SEGMENT_FREE, d->id, p->stream, s->base, s->size);
+    size_t bytes = s->size;
     free(s);
-    return c->bytes;
+    return bytes;
+}
+
+/* Cuts the whole pages of the free block of expandable segment s that
+ * holds addr out of the free bins, as an unmapped block (*u) that is still
+ * mapped; the rest stays free. Returns their bytes, 0 if there are none
+ * now (or no metadata for the cut). */
+static size_t carve(fs_pool *p, fs_segment *s, uintptr_t addr, unmapping *u)
+{
+    size_t bytes = 0;
+    uintptr_t lo, hi;
+    fs_spin_lock(&p->lock);
+    fs_block *b = s->head;
+    while (b && addr - b->addr >= b->size)
+        b = b->next;
+    if (s->pinned || !b || b->state != FS_BLOCK_FREE || !(bytes = whole_pages(b, &lo, &hi))) {
+        fs_spin_unlock(&p->lock);
+        return 0;
+    }
+    fs_block *head_cut = block_new(p), *tail_cut = block_new(p), *spare = block_new(p);
+    if (head_cut && tail_cut && spare) {
+        fs_delta dl = {.kind = s->kind};
+        uint64_t seq = b->free_seq;
+        uint32_t age = b->gc_age;
+        fs_free_take(p, b, &dl);
+        fs_block *pages = b;
+        if (lo > b->addr) {
+            split_into(b, lo - b->addr, head_cut);
+            pages = head_cut;
+            head_cut = NULL;
+            bin_in(p, b, &dl); /* its neighbours are final: the pages after it */
+        }
+        if (hi < pages->addr + pages->size) {
+            fs_block *t = tail_cut;
+            tail_cut = NULL;
+            split_into(pages, hi - pages->addr, t);
+            t->state = FS_BLOCK_FREE;
+            t->stream = p->stream;
+            t->free_seq = seq;
+            t->gc_age = age;
+            bin_in(p, t, &dl);
+        }
+        pages->state = FS_BLOCK_UNMAPPED;
+        pages->free_seq = 0;
+        pages->gc_age = 0;
+        fs_stats_apply(p->dev, &dl);
+        *u = (unmapping){p, pages, spare};
+        spare = NULL;
+    } else {
+        bytes = 0;
+    }
+    if (head_cut) fs_block_free(p, head_cut);
+    if (tail_cut) fs_block_free(p, tail_cut);
+    if (spare) fs_block_free(p, spare);
+    fs_spin_unlock(&p->lock);
+    return bytes;
+}
+
+/* After the driver unmapped `done` bytes from the start of u->pages: those
+ * join the unmapped blocks around them and leave the segment's size and
+ * the reserved figure; what is still mapped is free again. */
+static void settle(unmapping *u, size_t done)
+{
+    fs_pool *p = u->pool;
+    fs_block *pages = u->pages;
+    fs_segment *s = pages->seg;
+    fs_delta dl = {.kind = s->kind};
+    fs_spin_lock(&p->lock);
+    if (done < pages->size) {
+        fs_block *mapped = pages;
+        if (done) {
+            split_into(pages, done, u->spare);
+            mapped = u->spare;
+            u->spare = NULL;
+        }
+        fs_free_insert(p, mapped, &dl);
+    }
+    if (done) {
+        if (pages->next && pages->next->state == FS_BLOCK_UNMAPPED) absorb(p, pages, pages->next);
+        if (pages->prev && pages->prev->state == FS_BLOCK_UNMAPPED) absorb(p, pages, pages->prev);
+        s->size -= done;
+        dl.reserved_bytes = -(int64_t)done;
+        dl.segment = s->size == 0 ? -1 : 0;
+    }
+    fs_stats_apply(p->dev, &dl);
+    if (u->spare) fs_block_free(p, u->spare);
+    fs_spin_unlock(&p->lock);
+}
+
+/* Unmaps the carved pages once the device has finished with them
+ * (unmapping is not stream-ordered; they left the free bins before the
+ * synchronisation, so no work issued after it can use them); returns the
+ * bytes that stayed mapped. */
+static size_t unmap_carved(fs_allocator *a, fs_dev *d, unmapping *um, size_t n)
+{
+    const fs_device_ops *o = a->ops;
+    bool idle = o->device_synchronize(o->ctx, d->id) == FS_DEV_OK;
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        fs_block *pages = um[i].pages;
+        uintptr_t addr = pages->addr;
+        size_t size = pages->size;
+        size_t done = idle ? unmap_pages(a, d, pages->seg, addr, size) : 0;
+        kept += size - done;
+        settle(&um[i], done);
+        if (done) fs_observe(a, FS_EV_SEGMENT_UNMAP, d->id, um[i].pool->stream, addr, done);
+    }
+    return kept;
 }
 
 size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, size_t goal)
 {
     const fs_device_ops *o = a->ops;
-    size_t gran = 0;
-    if (o->vm_granularity && o->vm_unmap && !(o->capture_underway && o->capture_underway(o->ctx)))
-        gran = o->vm_granularity(o->ctx, d->id);
+    bool unmap = o->vm_unmap && !(o->capture_underway && o->capture_underway(o->ctx));
     candidate *c = NULL;
     size_t n = 0, cap = 0;
     for (int i = 0; i < d->npools; i++)
-        collect(d->pools[i], gran, &c, &n, &cap);
+        collect(d->pools[i], unmap, &c, &n, &cap);
     if (mode == FS_RELEASE_OLDEST) {
         /* PyTorch's rule: only blocks at least as old as the average go */
         uint64_t sum = 0;
@@ -583,16 +794,19 @@ size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, siz
     } else if (n > 1) {
         qsort(c, n, sizeof *c, by_size);
     }
-    bool synced = false;
-    size_t freed = 0;
+    unmapping *um = n ? malloc(n * sizeof *um) : NULL;
+    size_t freed = 0, nu = 0;
     for (size_t i = 0; i < n && freed < goal; i++) {
-        if (c[i].seg->expandable && !synced) {
-            /* unmapping is not stream-ordered: let the device finish first */
-            o->device_synchronize(o->ctx, d->id);
-            synced = true;
+        if (!c[i].seg->expandable) {
+            freed += release_segment(a, d, &c[i]);
+        } else if (um) {
+            size_t bytes = carve(c[i].pool, c[i].seg, c[i].addr, &um[nu]);
+            if (bytes) nu++;
+            freed += bytes;
         }
-        freed += release_one(a, d, &c[i], gran);
     }
+    if (nu) freed -= unmap_carved(a, d, um, nu);
+    free(um);
     free(c);
     return freed;
 }

@@ -388,14 +388,14 @@ static fs_dev_status drv_status(CUresult r)
                                            : FS_DEV_ERROR;
 }
 
+/* 0 (no expandable segments) when the driver cannot say. */
 static size_t vm_granularity(void *ctx, int device)
 {
     CUmemAllocationProp prop = device_prop(device);
     size_t g = 0;
 
     (void)ctx;
-    if (drv.granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS || !g)
-        g = 2u << 20;
+    if (drv.granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS) g = 0;
     return g;
 }
 
@@ -409,7 +409,7 @@ static fs_dev_status vm_reserve(void *ctx, int device, size_t size, void **out)
     fs_internal_begin(&c, device);
     r = drv.reserve(&p, size, 0, 0, 0);
     fs_internal_end(&c);
-    *out = (void *)(uintptr_t)p;
+    *out = r == CUDA_SUCCESS ? (void *)(uintptr_t)p : NULL;
     return drv_status(r);
 }
 
@@ -425,9 +425,20 @@ static fs_dev_status vm_release(void *ctx, int device, void *base, size_t size)
     return drv_status(r);
 }
 
-/* Creates physical memory, maps it and grants the device access; the
- * allocation handle is released at once, so the mapping alone keeps the
- * memory and vm_unmap frees it. */
+/* Undoing a step of vm_map: when even that fails, the range stays mapped
+ * (or the handle allocated) behind the allocator's back; say so. */
+static void undo_failed(const char *what, CUresult r, CUdeviceptr p, size_t size)
+{
+    fs_log(FS_LOG_WARN,
+           "expandable_segments: %s failed (%d) while undoing a mapping of %zu bytes "
+           "at %p: that memory stays held",
+           what, (int)r, size, (void *)(uintptr_t)p);
+}
+
+/* Creates physical memory, maps it and grants the device access: one
+ * mapping, which vm_unmap takes back whole. The allocation handle is
+ * released once mapped, so the mapping alone keeps the memory and
+ * vm_unmap frees it. All or nothing: a step that fails undoes the others. */
 static fs_dev_status vm_map(void *ctx, int device, void *addr, size_t size)
 {
     CUmemAllocationProp prop = device_prop(device);
@@ -436,23 +447,34 @@ static fs_dev_status vm_map(void *ctx, int device, void *addr, size_t size)
     CUdeviceptr p = (CUdeviceptr)(uintptr_t)addr;
     CUmemGenericAllocationHandle h;
     fs_internal_call c;
-    CUresult r;
+    CUresult r, u;
+    bool mapped = false;
 
     (void)ctx;
     fs_internal_begin(&c, device);
     r = drv.create(&h, size, &prop, 0);
     if (r == CUDA_SUCCESS) {
         r = drv.map(p, size, 0, h, 0);
-        drv.handle_release(h);
-        if (r == CUDA_SUCCESS) {
-            r = drv.set_access(p, size, &access, 1);
-            if (r != CUDA_SUCCESS) drv.unmap(p, size);
+        mapped = r == CUDA_SUCCESS;
+        if (mapped) r = drv.set_access(p, size, &access, 1);
+        if (r != CUDA_SUCCESS && mapped && (u = drv.unmap(p, size)) != CUDA_SUCCESS)
+            undo_failed("cuMemUnmap", u, p, size);
+        u = drv.handle_release(h);
+        if (u != CUDA_SUCCESS) {
+            if (r == CUDA_SUCCESS) {
+                /* the memory would outlive the mapping: take the mapping back */
+                r = u;
+                if ((u = drv.unmap(p, size)) != CUDA_SUCCESS) undo_failed("cuMemUnmap", u, p, size);
+            } else {
+                undo_failed("cuMemRelease", u, p, size);
+            }
         }
     }
     fs_internal_end(&c);
     return drv_status(r);
 }
 
+/* Takes back one whole mapping made by vm_map, and with it the memory. */
 static fs_dev_status vm_unmap(void *ctx, int device, void *addr, size_t size)
 {
     fs_internal_call c;

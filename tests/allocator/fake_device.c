@@ -1,6 +1,10 @@
 /* fake_device.c - the scripted device behind the allocator tests: bump
  * allocated segments and reservations, events that complete on demand,
- * switchable captures, a memory limit, and a count of every call. */
+ * switchable captures, a memory limit, and a count of every call. Virtual
+ * memory follows the driver's rules: mappings are whole granules inside a
+ * reservation and never overlap, an unmap must cover whole mappings and a
+ * reservation is freed only with nothing mapped in it; a call that breaks
+ * a rule is refused (FS_DEV_ERROR) and counted. */
 #include "fake_device.h"
 
 #include <pthread.h>
@@ -16,15 +20,20 @@ typedef struct fake_event {
 typedef struct fake_seg {
     uintptr_t addr;
     size_t size;
-    fs_seg_memory mem;
+    fs_seg_memory mem; /* segments only */
 } fake_seg;
+
+/* A list of address ranges: live segments, reservations or mappings. */
+typedef struct fake_ranges {
+    fake_seg *v;
+    long n, cap;
+} fake_ranges;
 
 typedef struct fake_dev {
     uintptr_t seg_next, vm_next;
     size_t used;
-    long live;
-    fake_seg *segs; /* live segments, for their sizes at free */
-    long cap;
+    fake_ranges segs; /* live segments, for their sizes at free */
+    fake_ranges reserved, mapped;
 } fake_dev;
 
 struct fake_device {
@@ -39,6 +48,7 @@ struct fake_device {
     fs_stream_t capturing[8];
     int ncapturing;
     fake_counts c;
+    long fail_map, fail_unmap; /* the n-th next call fails; 0: none does */
     fs_stream_t (*waits)[2];
     long nwaits, capwaits;
 };
@@ -48,6 +58,55 @@ static fake_device *F(void *ctx)
     return ctx;
 }
 
+/* The new range, or NULL when there is no memory for it. */
+static fake_seg *ranges_add(fake_ranges *r, uintptr_t addr, size_t size)
+{
+    if (r->n == r->cap) {
+        long cap = r->cap ? r->cap * 2 : 64;
+        fake_seg *n = realloc(r->v, (size_t)cap * sizeof *n);
+        if (!n) return NULL;
+        r->v = n;
+        r->cap = cap;
+    }
+    r->v[r->n] = (fake_seg){addr, size, FS_SEG_PLAIN};
+    return &r->v[r->n++];
+}
+
+static void ranges_del(fake_ranges *r, long i)
+{
+    r->v[i] = r->v[--r->n];
+}
+
+/* The range starting at addr, or -1. */
+static long ranges_find(const fake_ranges *r, uintptr_t addr)
+{
+    for (long i = 0; i < r->n; i++)
+        if (r->v[i].addr == addr) return i;
+    return -1;
+}
+
+/* Bytes of the list's ranges that lie inside [addr, addr + size), and
+ * whether any range straddles its ends. */
+static size_t ranges_inside(const fake_ranges *r, uintptr_t addr, size_t size, bool *straddles)
+{
+    size_t in = 0;
+    *straddles = false;
+    for (long i = 0; i < r->n; i++) {
+        uintptr_t lo = r->v[i].addr, hi = lo + r->v[i].size;
+        if (hi <= addr || lo >= addr + size) continue;
+        if (lo < addr || hi > addr + size)
+            *straddles = true;
+        else
+            in += r->v[i].size;
+    }
+    return in;
+}
+
+static bool fits_capacity(fake_device *f, fake_dev *d, size_t size)
+{
+    return size <= f->capacity && d->used <= f->capacity - size;
+}
+
 static fs_dev_status seg_alloc(void *ctx, int device, fs_seg_memory mem, size_t size, void **out)
 {
     fake_device *f = F(ctx);
@@ -55,26 +114,20 @@ static fs_dev_status seg_alloc(void *ctx, int device, fs_seg_memory mem, size_t 
     f->c.segment_alloc++;
     if (mem == FS_SEG_ORDERED) f->c.segment_alloc_ordered++;
     fake_dev *d = &f->dev[device];
-    if (size > f->capacity || d->used > f->capacity - size) {
-        pthread_mutex_unlock(&f->mu);
-        return FS_DEV_OUT_OF_MEMORY;
+    fs_dev_status st = FS_DEV_OK;
+    fake_seg *seg = NULL;
+    if (!fits_capacity(f, d, size))
+        st = FS_DEV_OUT_OF_MEMORY;
+    else if (!(seg = ranges_add(&d->segs, d->seg_next, size)))
+        st = FS_DEV_ERROR;
+    if (st == FS_DEV_OK) {
+        seg->mem = mem;
+        *out = (void *)d->seg_next;
+        d->seg_next += (size + FAKE_GRANULARITY - 1) / FAKE_GRANULARITY * FAKE_GRANULARITY;
+        d->used += size;
     }
-    if (d->live == d->cap) {
-        long cap = d->cap ? d->cap * 2 : 64;
-        fake_seg *n = realloc(d->segs, (size_t)cap * sizeof *n);
-        if (!n) {
-            pthread_mutex_unlock(&f->mu);
-            return FS_DEV_ERROR;
-        }
-        d->segs = n;
-        d->cap = cap;
-    }
-    *out = (void *)d->seg_next;
-    d->segs[d->live++] = (fake_seg){d->seg_next, size, mem};
-    d->seg_next += (size + FAKE_GRANULARITY - 1) / FAKE_GRANULARITY * FAKE_GRANULARITY;
-    d->used += size;
     pthread_mutex_unlock(&f->mu);
-    return FS_DEV_OK;
+    return st;
 }
 
 static fs_dev_status seg_free(void *ctx, int device, fs_seg_memory mem, void *ptr)
@@ -85,13 +138,11 @@ static fs_dev_status seg_free(void *ctx, int device, fs_seg_memory mem, void *pt
     fake_dev *d = &f->dev[device];
     /* not a live segment of that memory: the allocator is wrong */
     fs_dev_status st = FS_DEV_ERROR;
-    for (long i = 0; i < d->live; i++) {
-        if (d->segs[i].addr == (uintptr_t)ptr && d->segs[i].mem == mem) {
-            d->used -= d->segs[i].size;
-            d->segs[i] = d->segs[--d->live];
-            st = FS_DEV_OK;
-            break;
-        }
+    long i = ranges_find(&d->segs, (uintptr_t)ptr);
+    if (i >= 0 && d->segs.v[i].mem == mem) {
+        d->used -= d->segs.v[i].size;
+        ranges_del(&d->segs, i);
+        st = FS_DEV_OK;
     }
     pthread_mutex_unlock(&f->mu);
     return st;
@@ -101,10 +152,10 @@ void fake_reset(fake_device *f, int device)
 {
     pthread_mutex_lock(&f->mu);
     fake_dev *d = &f->dev[device];
-    for (long i = 0; i < d->live;) {
-        if (d->segs[i].mem == FS_SEG_PLAIN) {
-            d->used -= d->segs[i].size;
-            d->segs[i] = d->segs[--d->live];
+    for (long i = 0; i < d->segs.n;) {
+        if (d->segs.v[i].mem == FS_SEG_PLAIN) {
+            d->used -= d->segs.v[i].size;
+            ranges_del(&d->segs, i);
         } else {
             i++;
         }
@@ -126,49 +177,94 @@ static fs_dev_status vm_reserve(void *ctx, int device, size_t size, void **out)
     fake_device *f = F(ctx);
     pthread_mutex_lock(&f->mu);
     f->c.vm_reserve++;
-    *out = (void *)f->dev[device].vm_next;
-    f->dev[device].vm_next += (size + FAKE_GRANULARITY - 1) / FAKE_GRANULARITY * FAKE_GRANULARITY;
+    fake_dev *d = &f->dev[device];
+    fs_dev_status st = FS_DEV_OK;
+    if (size == 0 || size % FAKE_GRANULARITY) {
+        f->c.vm_refused++;
+        st = FS_DEV_ERROR;
+    } else if (!ranges_add(&d->reserved, d->vm_next, size)) {
+        st = FS_DEV_ERROR;
+    } else {
+        *out = (void *)d->vm_next;
+        d->vm_next += size;
+    }
     pthread_mutex_unlock(&f->mu);
-    return FS_DEV_OK;
+    return st;
 }
 
 static fs_dev_status vm_release(void *ctx, int device, void *base, size_t size)
 {
-    (void)device;
-    (void)base;
-    (void)size;
     fake_device *f = F(ctx);
     pthread_mutex_lock(&f->mu);
     f->c.vm_release++;
+    fake_dev *d = &f->dev[device];
+    long i = ranges_find(&d->reserved, (uintptr_t)base);
+    bool straddles;
+    fs_dev_status st = FS_DEV_OK;
+    if (i < 0 || d->reserved.v[i].size != size ||
+        ranges_inside(&d->mapped, (uintptr_t)base, size, &straddles)) {
+        f->c.vm_refused++;
+        st = FS_DEV_ERROR;
+    } else {
+        ranges_del(&d->reserved, i);
+    }
     pthread_mutex_unlock(&f->mu);
-    return FS_DEV_OK;
+    return st;
 }
 
+/* One new mapping of `size` bytes at addr, as cuMemCreate + cuMemMap. */
 static fs_dev_status vm_map(void *ctx, int device, void *addr, size_t size)
 {
-    (void)addr;
     fake_device *f = F(ctx);
+    uintptr_t at = (uintptr_t)addr;
     pthread_mutex_lock(&f->mu);
     f->c.vm_map++;
     fake_dev *d = &f->dev[device];
-    if (size > f->capacity || d->used > f->capacity - size) {
-        pthread_mutex_unlock(&f->mu);
-        return FS_DEV_OUT_OF_MEMORY;
+    bool in_reservation = false, straddles;
+    for (long i = 0; i < d->reserved.n; i++)
+        in_reservation |= at >= d->reserved.v[i].addr &&
+                          at + size <= d->reserved.v[i].addr + d->reserved.v[i].size;
+    fs_dev_status st = FS_DEV_OK;
+    if (size == 0 || size % FAKE_GRANULARITY || at % FAKE_GRANULARITY || !in_reservation ||
+        ranges_inside(&d->mapped, at, size, &straddles) || straddles) {
+        f->c.vm_refused++;
+        st = FS_DEV_ERROR;
+    } else if (f->fail_map && --f->fail_map == 0) {
+        st = FS_DEV_ERROR;
+    } else if (!fits_capacity(f, d, size)) {
+        st = FS_DEV_OUT_OF_MEMORY;
+    } else if (!ranges_add(&d->mapped, at, size)) {
+        st = FS_DEV_ERROR;
+    } else {
+        d->used += size;
     }
-    d->used += size;
     pthread_mutex_unlock(&f->mu);
-    return FS_DEV_OK;
+    return st;
 }
 
+/* Unmaps whole mappings only, as cuMemUnmap. */
 static fs_dev_status vm_unmap(void *ctx, int device, void *addr, size_t size)
 {
-    (void)addr;
     fake_device *f = F(ctx);
+    uintptr_t at = (uintptr_t)addr;
     pthread_mutex_lock(&f->mu);
     f->c.vm_unmap++;
-    f->dev[device].used -= size;
+    fake_dev *d = &f->dev[device];
+    bool straddles;
+    fs_dev_status st = FS_DEV_OK;
+    if (size == 0 || ranges_inside(&d->mapped, at, size, &straddles) != size || straddles) {
+        f->c.vm_refused++;
+        st = FS_DEV_ERROR;
+    } else if (f->fail_unmap && --f->fail_unmap == 0) {
+        st = FS_DEV_ERROR;
+    } else {
+        for (long i = d->mapped.n - 1; i >= 0; i--)
+            if (d->mapped.v[i].addr >= at && d->mapped.v[i].addr < at + size)
+                ranges_del(&d->mapped, i);
+        d->used -= size;
+    }
     pthread_mutex_unlock(&f->mu);
-    return FS_DEV_OK;
+    return st;
 }
 
 static bool is_capturing_locked(fake_device *f, fs_stream_t s)
@@ -351,8 +447,11 @@ fake_device *fake_create(int devices, size_t cap)
 void fake_destroy(fake_device *f)
 {
     free(f->ev);
-    for (int i = 0; i < f->ndev; i++)
-        free(f->dev[i].segs);
+    for (int i = 0; i < f->ndev; i++) {
+        free(f->dev[i].segs.v);
+        free(f->dev[i].reserved.v);
+        free(f->dev[i].mapped.v);
+    }
     free(f->dev);
     free(f->waits);
     pthread_mutex_destroy(&f->mu);
@@ -406,6 +505,22 @@ void fake_set_capacity(fake_device *f, size_t cap)
     pthread_mutex_unlock(&f->mu);
 }
 
+void fake_fail_vm(fake_device *f, long map_in, long unmap_in)
+{
+    pthread_mutex_lock(&f->mu);
+    f->fail_map = map_in;
+    f->fail_unmap = unmap_in;
+    pthread_mutex_unlock(&f->mu);
+}
+
+long fake_mappings(fake_device *f, int device)
+{
+    pthread_mutex_lock(&f->mu);
+    long n = f->dev[device].mapped.n;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
 void fake_counts_get(fake_device *f, fake_counts *out)
 {
     pthread_mutex_lock(&f->mu);
@@ -424,7 +539,7 @@ size_t fake_used(fake_device *f, int device)
 long fake_live_segments(fake_device *f, int device)
 {
     pthread_mutex_lock(&f->mu);
-    long n = f->dev[device].live;
+    long n = f->dev[device].segs.n;
     pthread_mutex_unlock(&f->mu);
     return n;
 }

@@ -1,10 +1,10 @@
 /* fake_device.h - a scripted device for the allocator tests.
  *
- * Segments come from a bump pointer (first at FAKE_SEG_BASE, each 2 MiB
- * aligned, never reused), so every address a test expects can be written
- * down. Events complete only when the test says so (or at once in
- * auto-complete mode); captures, failures and a memory limit are switches.
- * Every call is counted. Thread-safe. */
+ * Segments and reservations come from bump pointers (first at FAKE_SEG_BASE
+ * and FAKE_VM_BASE, each 2 MiB aligned, never reused), so every address a
+ * test expects can be written down; mappings follow the driver's rules. Events complete only when
+ * the test says so (or at once in auto-complete mode); captures, failures and a memory limit are
+ * switches. Every call is counted. Thread-safe. */
 #ifndef FAKE_DEVICE_H
 #define FAKE_DEVICE_H
 
@@ -24,6 +24,7 @@ typedef struct fake_counts {
     long stream_wait, device_sync;
     long queries_while_capturing, records_on_capturing; /* must stay 0 */
     long dead_event_calls; /* on destroyed events (or reset away): must stay 0 */
+    long vm_refused;       /* virtual-memory calls the driver would refuse: must stay 0 */
 } fake_counts;
 
 fake_device *fake_create(int devices, size_t capacity);
@@ -37,6 +38,10 @@ void fake_set_capturing(fake_device *f, fs_stream_t s, bool on); /* global mode:
 void fake_set_capacity(fake_device *f, size_t capacity);
 void fake_counts_get(fake_device *f, fake_counts *out);
 size_t fake_used(fake_device *f, int device); /* bytes allocated or mapped */
+/* The map_in-th next vm_map call and the unmap_in-th next vm_unmap call
+ * fail with FS_DEV_ERROR (0: none does). */
+void fake_fail_vm(fake_device *f, long map_in, long unmap_in);
+long fake_mappings(fake_device *f, int device); /* vm_map mappings in place */
 long fake_live_segments(fake_device *f, int device);
 /* cudaDeviceReset: plain segments and the device's events are destroyed,
  * ordered segments and mappings stay. */

@@ -418,6 +418,10 @@ static void run_config(const char *conf, long total, unsigned seed, size_t capac
     assert_int_equal(st.allocation[FS_POOL_ALL].allocated, st.allocation[FS_POOL_ALL].freed);
     fake_counts fc = counts(&e);
     assert_int_equal(fc.records_on_capturing, 0);
+    assert_int_equal(fc.vm_refused, 0);
+    /* each segment and each page is one device allocation, given back */
+    assert_int_equal(st.num_device_alloc, st.num_device_free);
+    assert_true(st.num_device_alloc > 0 && st.num_device_alloc <= fc.segment_alloc + fc.vm_map);
     printf("  [%s] %ld ops, %ld allocations, %ld events recorded, %ld segments allocated\n",
            conf ? conf : "defaults", per * NTHREADS, m.allocs, fc.event_record, fc.segment_alloc);
     free(w);
