@@ -120,9 +120,11 @@ static void destroy_for_real(cudaStream_t s, int device)
 {
     fs_allocator *a = fs_shim_allocator_peek();
 
+    /* fenced while it still exists: an event recorded on a destroyed
+     * handle would fail, or on a GPU land on whatever reused the handle */
+    if (a) fs_alloc_stream_retire(a, device, (fs_stream_t)s);
     FS_REAL(cudaStreamDestroy)(s);
     fs_stream_forget(s);
-    if (a) fs_alloc_stream_retire(a, device, (fs_stream_t)s);
 }
 
 static cudaError_t pool_destroy(cudaStream_t s)
@@ -133,15 +135,14 @@ static cudaError_t pool_destroy(cudaStream_t s)
     fs_internal_call c;
     struct pool *p;
     cudaEvent_t done = NULL;
-    cudaError_t e;
 
     if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread)
         return FS_REAL(cudaStreamDestroy)(s);
     if (fs_stream_is_destroyed(s)) return fs_shim_return_error(cudaErrorInvalidResourceHandle);
     if (!fs_stream_release(s, &device, &flags, &priority)) {
-        e = FS_REAL(cudaStreamDestroy)(s);
-        if (e == cudaSuccess && a && device >= 0) fs_alloc_stream_retire(a, device, (fs_stream_t)s);
-        return e;
+        /* not pooled: fenced while it still exists, as in destroy_for_real */
+        if (a && device >= 0) fs_alloc_stream_retire(a, device, (fs_stream_t)s);
+        return FS_REAL(cudaStreamDestroy)(s);
     }
     /* pooled: park it behind an event that marks the end of its work */
     fs_internal_begin(&c, device);
