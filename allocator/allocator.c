@@ -114,14 +114,7 @@ static void dev_teardown(fs_allocator *a, fs_dev *d)
     d->pools = NULL;
     d->npools = d->cappools = 0;
     memset(d->hash, 0, sizeof d->hash);
-    while (d->fifo_head) {
-        fs_fence *h = d->fifo_head;
-        d->fifo_head = h->fifo_next;
-        fs_fence_put(d, h);
-    }
-    d->fifo_tail = NULL;
-    fs_fence_put(d, d->last_batch);
-    d->last_batch = NULL;
+    fs_batches_drop(d);
     fs_dev_events_fini(d, true);
 }
 

@@ -336,6 +336,18 @@ out:
     return ok;
 }
 
+void fs_batches_drop(fs_dev *d)
+{
+    while (d->fifo_head) {
+        fs_fence *h = d->fifo_head;
+        d->fifo_head = h->fifo_next;
+        fs_fence_put(d, h);
+    }
+    d->fifo_tail = NULL;
+    fs_fence_put(d, d->last_batch);
+    d->last_batch = NULL;
+}
+
 void fs_marks_record(fs_dev *d)
 {
     for (int i = 0; i < d->npools; i++) {

@@ -349,6 +349,9 @@ void fs_blist_del(fs_blist *l, fs_block *b);
 /* Caller holds dev->lock and no pool lock. */
 bool fs_batch_fence(fs_dev *d); /* false: a capture deferred it, blocks stay unfenced */
 void fs_marks_record(fs_dev *d);
+/* Drops the queue of batch fences and the newest batch, without waiting:
+ * the device is being torn down or was reset. */
+void fs_batches_drop(fs_dev *d);
 /* Retires what completed; with sync, waits for every outstanding event first
  * (and for the whole device while a thread's exit asks for it). */
 void fs_dev_retire_all(fs_dev *d, bool sync);

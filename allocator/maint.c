@@ -190,14 +190,7 @@ static void reset_streams(fs_dev *d)
  * device has passed every one of them. Caller holds dev->lock. */
 static void reset_fences(fs_dev *d)
 {
-    while (d->fifo_head) {
-        fs_fence *h = d->fifo_head;
-        d->fifo_head = h->fifo_next;
-        fs_fence_put(d, h);
-    }
-    d->fifo_tail = NULL;
-    fs_fence_put(d, d->last_batch);
-    d->last_batch = NULL;
+    fs_batches_drop(d);
     atomic_store(&d->batch_done, d->batch_seq);
     atomic_store(&d->unfenced, 0);
     /* no pool is left to hold for an exited thread's per-thread stream:

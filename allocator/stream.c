@@ -105,16 +105,26 @@ static void unhash(fs_dev *d, fs_pool *p)
     atomic_fetch_add_explicit(&d->gen, 1, memory_order_acq_rel);
 }
 
-void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
+/* The pool of stream s that retiring concerns, with d->lock held; NULL,
+ * and the lock not held, when there is none (the legacy stream's never
+ * retires). */
+static fs_pool *lock_retirable(fs_dev *d, fs_stream_t s)
 {
-    fs_dev *d = fs_dev_of(a, device);
-    if (!d) return;
+    if (!d) return NULL;
     pthread_mutex_lock(&d->lock);
     fs_pool *p = lookup_locked(d, s, false);
     if (!p || p->kind == FS_STREAM_LEGACY) {
         pthread_mutex_unlock(&d->lock);
-        return;
+        return NULL;
     }
+    return p;
+}
+
+void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
+{
+    fs_dev *d = fs_dev_of(a, device);
+    fs_pool *p = lock_retirable(d, s);
+    if (!p) return;
     /* Fence what the stream did while it still exists: its work before the
      * unfenced frees, and its stream-ordered frees for the other streams. */
     fs_batch_fence(d);
@@ -158,13 +168,8 @@ void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
 void fs_alloc_stream_exit(fs_allocator *a, int device, fs_stream_t s)
 {
     fs_dev *d = fs_dev_of(a, device);
-    if (!d) return;
-    pthread_mutex_lock(&d->lock);
-    fs_pool *p = lookup_locked(d, s, false);
-    if (!p || p->kind == FS_STREAM_LEGACY) {
-        pthread_mutex_unlock(&d->lock);
-        return;
-    }
+    fs_pool *p = lock_retirable(d, s);
+    if (!p) return;
     fs_fence *mark = NULL;
     fs_spin_lock(&p->lock);
     p->retired = true;
