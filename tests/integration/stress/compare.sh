@@ -39,7 +39,10 @@ if [ "$shim" -ne 0 ]; then
     sed 's/^/  shim: /' "$dir/shim.err" | head -40 >&2
     failed=1
 fi
-if ! cmp -s "$dir/native.out" "$dir/shim.out"; then
+if [ ! -s "$dir/shim.out" ]; then
+    echo "stress $name: the shim run printed no transcript (the program prints it at its end)" >&2
+    failed=1
+elif ! cmp -s "$dir/native.out" "$dir/shim.out"; then
     echo "stress $name: return codes differ from the native run" \
         "($(diff "$dir/native.out" "$dir/shim.out" | grep -c '^[<>]') lines;" \
         "< native, > shim; first differences):" >&2

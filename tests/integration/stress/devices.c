@@ -63,6 +63,9 @@ static void *worker_main(void *arg)
             cudaStream_t s = streams[d];
 
             st_ok(&w->log, cudaSetDevice(d), "cudaSetDevice(%d)", d);
+            /* the previous device's blocks are read here */
+            st_ok(&w->log, cudaStreamSynchronize(streams[prev]),
+                  "cudaStreamSynchronize(device %d stream)", prev);
             /* last pass's blocks of this device: checked, then freed while
              * this device is current, or still from the previous one */
             for (int i = 0; i < PER_DEVICE; i++) {
@@ -88,8 +91,6 @@ static void *worker_main(void *arg)
             for (int i = 0; i < PER_DEVICE; i++) {
                 struct st_block *b = &blocks[d][i], *src = &blocks[prev][i];
                 if (!b->p || !src->p || b->size != src->size) continue;
-                st_ok(&w->log, cudaStreamSynchronize(streams[prev]),
-                      "cudaStreamSynchronize(device %d stream)", prev);
                 st_copy(&w->log, b, src, s);
             }
             /* half of the previous device's blocks freed from this device */
