@@ -96,13 +96,6 @@ static void *worker_main(void *arg)
         st_ok(&w->log, cudaStreamCreateWithFlags(&w->created, flags), "cudaStreamCreate(%s)",
               flags ? "non-blocking" : "blocking");
         work_on(w, w->created, ST_ASYNC_CREATED, w->streams, &seq);
-        /* a cudaMalloc block filled on the created stream, handed over too */
-        struct st_block *l = &w->live[w->nlive];
-        if (!st_alloc(&w->log, l, st_id(w->round, w->index, seq++), pick_size(&w->seed), ST_MALLOC,
-                      NULL)) {
-            st_fill(&w->log, l, w->created);
-            w->live_k[w->nlive++] = w->streams - 1;
-        }
     }
     /* exit owning the streams, with all their work still held */
     return NULL;
