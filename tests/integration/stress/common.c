@@ -3,6 +3,7 @@
 #include "stress.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -472,9 +473,33 @@ static void *watchdog_main(void *unused)
     _exit(3);
 }
 
+/* A crash names the phase it happened in, then the previous handler (the
+ * default, or a sanitizer's) takes the fault again and reports it. */
+static struct sigaction previous_segv, previous_bus;
+
+static void on_crash(int sig)
+{
+    static const char head[] = "CRASH ", mid[] = ": fatal signal in phase: ";
+    const char *name = program_name;
+
+    write(2, head, sizeof head - 1);
+    write(2, name, strlen(name));
+    write(2, mid, sizeof mid - 1);
+    write(2, phase, strnlen(phase, sizeof phase));
+    write(2, "\n", 1);
+    sigaction(sig, sig == SIGSEGV ? &previous_segv : &previous_bus, NULL);
+}
+
 void st_watchdog(unsigned seconds)
 {
+    struct sigaction sa;
     pthread_t t;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_crash;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &previous_segv);
+    sigaction(SIGBUS, &sa, &previous_bus);
 
     watchdog_seconds = seconds;
     if (pthread_create(&t, NULL, watchdog_main, NULL) != 0) abort();

@@ -7,11 +7,12 @@
  * cudaFree; cudaFreeAsync on A; cudaFreeAsync on another stream B after B
  * waits for A; and record-stream style, a copy on B of the block (into a
  * block of B) with the block then freed on A once A waits for B's copy.
- * Then the whole device is asked for: one allocation of most of it with
- * cudaMalloc and one with cudaMallocAsync (an allocator must give its
- * cache back for these), blocks of 16 MiB and of 24 MiB until the device
- * is full (the count must be what the device alone gives), and one larger
- * than the device, which fails with cudaErrorMemoryAllocation. */
+ * Then the whole device is asked for, three times over: one allocation of
+ * most of it with cudaMalloc and one with cudaMallocAsync (an allocator
+ * must give its cache back for these), blocks of 16 MiB and of 24 MiB until
+ * the device is full (the count must be what the device alone gives); and
+ * at last one larger than the device, which fails with
+ * cudaErrorMemoryAllocation. */
 #include "stress.h"
 
 #include <pthread.h>
@@ -106,6 +107,14 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* Sets the first and the last MiB of a big block. */
+static void touch_ends(struct st_log *log, const struct st_block *b, cudaStream_t s)
+{
+    st_ok(log, cudaMemsetAsync(b->p, 0x5a, MiB, s), "cudaMemsetAsync(first MiB)");
+    st_ok(log, cudaMemsetAsync((char *)b->p + b->size - MiB, 0xa5, MiB, s),
+          "cudaMemsetAsync(last MiB)");
+}
+
 /* Allocates blocks of `size` until the device says no, and frees them. */
 static void fill_device(struct st_log *log, size_t size, enum st_how how, cudaStream_t s)
 {
@@ -161,21 +170,24 @@ int main(void)
     st_phase("the whole device");
     st_ok(&log, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
     st_ok(&log, cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    /* most of the device in one block, twice */
-    if (!st_alloc(&log, &big, st_id(0, ST_MAIN, 0), 200 * MiB, ST_MALLOC, NULL)) {
-        st_ok(&log, cudaMemsetAsync(big.p, 0x5a, big.size, s), "cudaMemsetAsync(200 MiB)");
-        st_ok(&log, cudaStreamSynchronize(s), "cudaStreamSynchronize");
-        st_free(&log, &big, NULL, NULL);
+    /* three times over: most of the device in one block, twice, then
+     * blocks of 16 and 24 MiB until it is full, each way */
+    for (unsigned i = 0; i < 3; i++) {
+        if (!st_alloc(&log, &big, st_id(i, ST_MAIN, 0), 200 * MiB, ST_MALLOC, NULL)) {
+            touch_ends(&log, &big, s);
+            st_ok(&log, cudaStreamSynchronize(s), "cudaStreamSynchronize");
+            st_free(&log, &big, NULL, NULL);
+        }
+        if (!st_alloc(&log, &big, st_id(i, ST_MAIN, 1), 200 * MiB, ST_ASYNC_CREATED, s)) {
+            touch_ends(&log, &big, s);
+            st_free(&log, &big, s, "stream");
+            st_ok(&log, cudaStreamSynchronize(s), "cudaStreamSynchronize");
+        }
+        fill_device(&log, 16 * MiB, ST_ASYNC_CREATED, s);
+        fill_device(&log, 24 * MiB, ST_MALLOC, s);
+        fill_device(&log, 16 * MiB, ST_MALLOC, s);
+        fill_device(&log, 24 * MiB, ST_ASYNC_CREATED, s);
     }
-    if (!st_alloc(&log, &big, st_id(0, ST_MAIN, 1), 200 * MiB, ST_ASYNC_CREATED, s)) {
-        st_ok(&log, cudaMemsetAsync(big.p, 0xa5, big.size, s), "cudaMemsetAsync(200 MiB)");
-        st_free(&log, &big, s, "stream");
-        st_ok(&log, cudaStreamSynchronize(s), "cudaStreamSynchronize");
-    }
-    fill_device(&log, 16 * MiB, ST_ASYNC_CREATED, s);
-    fill_device(&log, 24 * MiB, ST_MALLOC, s);
-    fill_device(&log, 16 * MiB, ST_MALLOC, s);
-    fill_device(&log, 24 * MiB, ST_ASYNC_CREATED, s);
     /* more than the device has */
     st_rec(&log, cudaMalloc(&p, 300 * MiB), "cudaMalloc(300 MiB)");
     st_rec(&log, cudaMallocAsync(&p, 300 * MiB, s), "cudaMallocAsync(300 MiB)");

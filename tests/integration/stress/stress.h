@@ -7,7 +7,7 @@
  * transcript holds return codes and last-error states, never addresses or
  * timings, so it is deterministic for a given seed. Data and leaks are
  * checked by the program itself in both runs: a failure is a line on stderr
- * that starts with DATA, LEAK, CALL or HANG and says exactly what was found,
+ * that starts with DATA, LEAK, CALL, HANG or CRASH and says exactly what was found,
  * and the exit status is 1 (3 for a hang). */
 #ifndef FS_STRESS_H
 #define FS_STRESS_H
@@ -126,7 +126,7 @@ void st_mem_start(int devices);
 void st_mem_end(struct st_log *log, int devices);
 
 /* The watchdog: after `seconds` without st_finish, a HANG line naming the
- * last phase, and exit 3. */
+ * last phase, and exit 3; and a CRASH line naming it on SIGSEGV or SIGBUS. */
 void st_watchdog(unsigned seconds);
 void st_phase(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

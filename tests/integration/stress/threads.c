@@ -4,16 +4,20 @@
  * stream they create and never destroy, or both) with a host function,
  * queue fills behind the hold, free some blocks there with cudaFreeAsync
  * (pending: the fills have not run), hand the other blocks (live, their
- * fills pending too) and the created streams to the main thread, and exit.
- * The main thread then allocates blocks of the same sizes on its own
- * streams and fills them while every worker's work is still held, destroys
- * some of the orphaned streams with that work pending, and only then
- * releases the holds. A block handed out again before a pending fill of its
- * previous owner ran ends up with that owner's data; a live block handed
- * out twice ends up with its second owner's. Every live block is checked
- * after the release, some survive into later rounds and are checked again,
- * and every block is freed by one of cudaFree, cudaFreeAsync on the main
- * thread's stream or its per-thread stream. */
+ * fills pending too), the created streams and an event recorded after
+ * their work to the main thread, and exit. They come in two waves, the
+ * second started once the first has ended (so its threads get the first
+ * one's stacks and thread-local storage), and the main thread allocates
+ * and fills blocks of the same sizes while the second wave runs and after
+ * it has gone, frees one live block of each worker on its own stream
+ * behind that worker's event and allocates again, and destroys some of the
+ * orphaned streams, all with every worker's work still held. Only then are
+ * the holds released. A block handed out again before a pending fill of
+ * its previous owner ran ends up with that owner's data; a live block
+ * handed out twice ends up with its second owner's. Every live block is
+ * checked after the release, some survive into later rounds and are
+ * checked again, and every block is freed by one of cudaFree, cudaFreeAsync
+ * on the main thread's stream or on its per-thread stream. */
 #include "stress.h"
 
 #include <pthread.h>
