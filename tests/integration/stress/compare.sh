@@ -23,6 +23,7 @@ status() { # what an exit status means
     0) echo "passed" ;;
     1) echo "failed its checks (exit 1)" ;;
     3) echo "hung (watchdog, exit 3)" ;;
+    66) echo "stopped by a ThreadSanitizer report (exit 66)" ;;
     *) if [ "$1" -gt 128 ]; then echo "killed by signal $(($1 - 128))"; else echo "exit $1"; fi ;;
     esac
 }
