@@ -12,11 +12,21 @@
  * must give its cache back for these), blocks of 16 MiB and of 24 MiB until
  * the device is full (the count must be what the device alone gives); and
  * at last one larger than the device, which fails with
- * cudaErrorMemoryAllocation. */
+ * cudaErrorMemoryAllocation.
+ *
+ * With the argument `empty-cache` each fill first does what
+ * torch.cuda.empty_cache() does on PyTorch's cudaMallocAsync route
+ * (cudaDeviceSynchronize, cudaMemPoolTrimTo(pool, 0)). The default
+ * configuration needs it: a caching allocator with plain segments serves a
+ * 16 MiB request from a cached 200 or 24 MiB block and keeps the tail, as
+ * PyTorch's does, so without emptying the cache the device fills with
+ * fewer blocks than the runtime gives. Expandable segments unmap free
+ * pages anywhere and must match the runtime without it. */
 #include "stress.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define THREADS        3
 #define SLOTS          8
@@ -30,6 +40,7 @@ struct worker {
 };
 
 static unsigned rounds;
+static bool empty_first; /* `empty-cache`: empty the cache before each fill */
 
 /* Mostly small blocks, some of the large pool, a few large ones. */
 static size_t pick_size(unsigned *seed)
@@ -122,6 +133,13 @@ static void fill_device(struct st_log *log, size_t size, enum st_how how, cudaSt
     int n = 0;
     cudaError_t e = cudaSuccess;
 
+    if (empty_first) {
+        cudaMemPool_t pool;
+        st_ok(log, cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+        st_ok(log, cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+        st_ok(log, cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo(0)");
+    }
+
     while (n < 64) {
         e = how == ST_MALLOC ? cudaMalloc(&p[n], size) : cudaMallocAsync(&p[n], size, s);
         if (e != cudaSuccess) break;
@@ -135,7 +153,7 @@ static void fill_device(struct st_log *log, size_t size, enum st_how how, cudaSt
     st_ok(log, cudaStreamSynchronize(s), "cudaStreamSynchronize");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     struct worker w[THREADS];
     pthread_t tids[THREADS];
@@ -145,6 +163,7 @@ int main(void)
     cudaStream_t s;
     void *p;
 
+    empty_first = argc > 1 && strcmp(argv[1], "empty-cache") == 0;
     st_init("pressure", 1 << 14);
     st_watchdog(60);
     st_log_init(&log, "main");
