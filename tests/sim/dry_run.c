@@ -10,13 +10,19 @@
  * checks and an over-capacity request still fail as they do with data, and
  * that a device-to-host copy left the host buffer as it was. The process's
  * peak RSS must stay under 1 GiB. It prints "dry_run: ok" when every check
- * passed. */
+ * passed.
+ *
+ * `dry_run procs`: the ranks are processes instead (ncclCommInitRank), each
+ * with the same amount of device memory, all-reducing and all-gathering
+ * over it; each child's peak RSS must stay under 1 GiB. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cuda.h>
 #include <nccl.h>
@@ -24,7 +30,7 @@
 #include "require_device.h"
 
 #define NDEV         2
-#define PINNED_BYTES ((size_t)64 << 20)
+#define PINNED_BYTES ((size_t)16 << 20)
 #define MAX_RSS_KIB  ((long)1 << 20)
 
 #define CHECK(cond, ...)                                                                           \
@@ -251,17 +257,79 @@ static void release(struct device *d)
     CHECK_CUDA(cudaStreamDestroy(d->stream));
 }
 
-int main(void)
+/* Fails unless the process's peak RSS is under MAX_RSS_KIB; returns it. */
+static long check_peak_rss(int who, size_t total)
 {
-    fs_test_require_device();
-    int n = 0;
-    CHECK_CUDA(cudaGetDeviceCount(&n));
-    CHECK(n >= NDEV, "needs %d devices, has %d", NDEV, n);
+    struct rusage ru;
+    CHECK(getrusage(RUSAGE_SELF, &ru) == 0, "getrusage");
+    CHECK(ru.ru_maxrss < MAX_RSS_KIB, "process %d: peak RSS %ld KiB for %zu MiB of device memory",
+          who, ru.ru_maxrss, total >> 20);
+    return ru.ru_maxrss;
+}
+
+/* One rank of `procs`: its device's memory in four blocks, collectives
+ * over all of it. */
+static int rank_process(ncclUniqueId id, int rank)
+{
+    struct device *d = &devs[rank];
+    ncclComm_t comm;
+    CHECK_CUDA(cudaSetDevice(rank));
+    CHECK_NCCL(ncclCommInitRank(&comm, NDEV, id, rank));
+    CHECK_CUDA(cudaStreamCreate(&d->stream));
+    for (int i = 0; i < 4; i++)
+        CHECK_CUDA(cudaMalloc((void **)&d->block[i], 2 * unit));
+    CHECK_NCCL(ncclAllReduce(d->block[0], d->block[0], 2 * unit / 4, ncclFloat32, ncclSum, comm,
+                             d->stream));
+    CHECK_NCCL(ncclAllGather(d->block[1], d->block[2], 2 * unit / NDEV, ncclInt8, comm, d->stream));
+    CHECK_NCCL(ncclAllReduce(d->block[3], d->block[3], 2 * unit / 2, ncclBfloat16, ncclMax, comm,
+                             d->stream));
+    CHECK_CUDA(cudaStreamSynchronize(d->stream));
+    ncclResult_t async;
+    CHECK_NCCL(ncclCommGetAsyncError(comm, &async));
+    CHECK_NCCL(async);
+    CHECK_NCCL(ncclCommDestroy(comm));
+    for (int i = 0; i < 4; i++)
+        CHECK_CUDA(cudaFree(d->block[i]));
+    long rss = check_peak_rss(rank, 8 * unit);
+    printf("dry_run procs: rank %d peak RSS %ld KiB\n", rank, rss);
+    return 0;
+}
+
+/* The parent makes no CUDA call: it only names the clique and waits. */
+static void procs(void)
+{
+    ncclUniqueId id;
+    CHECK_NCCL(ncclGetUniqueId(&id));
+    pid_t pids[NDEV];
+    for (int r = 0; r < NDEV; r++) {
+        pids[r] = fork();
+        CHECK(pids[r] >= 0, "fork");
+        if (pids[r] == 0) exit(rank_process(id, r));
+    }
+    for (int r = 0; r < NDEV; r++) {
+        int status;
+        CHECK(waitpid(pids[r], &status, 0) == pids[r], "waitpid");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "rank %d: status %d", r, status);
+    }
+}
+
+int main(int argc, char **argv)
+{
     const char *mib = getenv("DRY_RUN_MIB");
     size_t total = (size_t)(mib ? atoi(mib) : 40960) << 20;
     /* A unit must be a whole number of VMM granules (2 MiB). */
     CHECK(total && total % ((size_t)16 << 20) == 0, "DRY_RUN_MIB must be a multiple of 16");
     unit = total / 8;
+    if (argc > 1 && strcmp(argv[1], "procs") == 0) {
+        procs();
+        printf("dry_run procs: ok, %zu MiB on each of %d devices\n", total >> 20, NDEV);
+        return 0;
+    }
+
+    fs_test_require_device();
+    int n = 0;
+    CHECK_CUDA(cudaGetDeviceCount(&n));
+    CHECK(n >= NDEV, "needs %d devices, has %d", NDEV, n);
 
     *(void **)&mem_reserve = entry("cuMemAddressReserve");
     *(void **)&mem_address_free = entry("cuMemAddressFree");
@@ -286,12 +354,9 @@ int main(void)
         release(&devs[i]);
     CHECK_CUDA(cudaFreeHost(pinned));
 
-    struct rusage ru;
-    CHECK(getrusage(RUSAGE_SELF, &ru) == 0, "getrusage");
-    CHECK(ru.ru_maxrss < MAX_RSS_KIB, "peak RSS %ld KiB for %zu MiB of device memory moved",
-          ru.ru_maxrss, NDEV * total >> 20);
+    long rss = check_peak_rss(0, NDEV * total);
     printf("dry_run: ok, %zu MiB on each of %d devices, peak RSS %ld KiB\n", total >> 20, NDEV,
-           ru.ru_maxrss);
+           rss);
     fflush(stdout);
     return 0;
 }
