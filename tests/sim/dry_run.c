@@ -180,6 +180,9 @@ static void move_everything(struct device *d, struct device *peer)
     for (size_t i = 0; i < n; i++)
         CHECK(host[i] == 0x5a, "host byte %zu is %d after a dry device-to-host copy", i, host[i]);
     free(host);
+    CHECK_CUDA(cudaMemset(pinned, 0, n));
+    for (size_t i = 0; i < n; i++)
+        CHECK(pinned[i] == 0x33, "pinned byte %zu is %d after a dry memset", i, pinned[i]);
 
     /* The checks stay: a copy one granule past a block, a bad direction. */
     CHECK(cudaMemcpy(pinned, d->block[0] + unit - 512, 1024, cudaMemcpyDeviceToHost) ==
