@@ -7,7 +7,9 @@
  * device) cudaMemcpyAsync returns at once; synchronous cudaMemcpy waits
  * except device to device; cudaMemset on device memory does not wait. The
  * direction is never needed (addresses are unified) but an invalid kind is
- * still refused. */
+ * still refused. In a dry run (FSDPSHIM_SIM_DATA=0) every check, the op on
+ * the stream and the caller's wait stay; only the bytes are not moved, so
+ * a copy to host memory leaves it as it was. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +25,7 @@ struct move {
 static void run_move(void *p)
 {
     struct move *m = p;
-    for (size_t row = 0; row < m->height; row++) {
+    for (size_t row = 0; fs_cfg.moves_data && row < m->height; row++) {
         char *d = m->dst + row * m->dpitch;
         if (m->src)
             memmove(d, m->src + row * m->spitch, m->width);

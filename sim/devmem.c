@@ -5,7 +5,10 @@
  * MAP_NORESERVE mapping, so capacity costs nothing until pages are touched,
  * and a freed allocation's pages go back to the kernel at once. Sizes are
  * rounded up to SIM_ALLOC_GRANULE: that is what is charged, and what the
- * registry holds as the allocation's extent. */
+ * registry holds as the allocation's extent. In a dry run
+ * (FSDPSHIM_SIM_DATA=0) the mapping is PROT_NONE: nothing may touch it, so
+ * a touch faults instead of quietly committing host memory, and a PROT_NONE
+ * private mapping is not even counted against the host's commit limit. */
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -43,8 +46,8 @@ cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_ki
     size = (size + SIM_ALLOC_GRANULE - 1) & ~(size_t)(SIM_ALLOC_GRANULE - 1);
     cudaError_t err = fs_capacity_take(dev, size);
     if (err) return err;
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    int prot = fs_cfg.moves_data ? PROT_READ | PROT_WRITE : PROT_NONE;
+    void *p = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
         fs_capacity_give(dev, size);
         return cudaErrorMemoryAllocation;

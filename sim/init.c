@@ -3,10 +3,14 @@
  *   FSDPSHIM_SIM_DEVICES  number of devices (default 8, at most 64)
  *   FSDPSHIM_SIM_MEM      capacity of each device: bytes or K/M/G/T suffixes
  *                         (default 16G)
- *   FSDPSHIM_SIM_STATS=1  print per-device allocation counts at exit */
+ *   FSDPSHIM_SIM_STATS=1  print per-device allocation counts at exit
+ *   FSDPSHIM_SIM_DATA     1 (default): copies, sets and collectives move
+ *                         bytes; 0: they move none and device memory is
+ *                         never touched (a dry run, docs/sim.md) */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -70,6 +74,14 @@ static void init_once(void)
     }
     e = getenv("FSDPSHIM_SIM_STATS");
     fs_cfg.stats = e && e[0] == '1';
+    fs_cfg.moves_data = 1;
+    e = getenv("FSDPSHIM_SIM_DATA");
+    if (e && *e) {
+        if (strcmp(e, "0") == 0 || strcmp(e, "1") == 0)
+            fs_cfg.moves_data = e[0] == '1';
+        else
+            fprintf(stderr, "fsdpshim-sim: ignoring FSDPSHIM_SIM_DATA=%s (0 or 1)\n", e);
+    }
     if (fs_cfg.stats) fs_stats_install();
     fs_fork_install();
 }
@@ -77,4 +89,10 @@ static void init_once(void)
 void fs_init(void)
 {
     pthread_once(&once, init_once);
+}
+
+FS_API int fs_sim_moves_data(void)
+{
+    fs_init();
+    return fs_cfg.moves_data;
 }

@@ -24,6 +24,10 @@ struct fs_config {
     int ndevices;    /* FSDPSHIM_SIM_DEVICES, default 8 */
     size_t capacity; /* FSDPSHIM_SIM_MEM bytes per device, default 16 GiB */
     int stats;       /* FSDPSHIM_SIM_STATS=1: per-device counts at exit */
+    /* FSDPSHIM_SIM_DATA, default 1. With 0 nothing reads or writes device
+     * memory: its mappings stay PROT_NONE and copies, sets and collectives
+     * keep their ordering and checks but move no bytes (a dry run). */
+    int moves_data;
 };
 extern struct fs_config fs_cfg;
 void fs_init(void);

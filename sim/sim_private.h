@@ -4,7 +4,7 @@
  * libnccl.so.2 (sim) runs its collectives as device work on the caller's
  * stream, like a kernel: in stream order, not serialised with host functions
  * the way cudaLaunchHostFunc work is. The simulated libcudart.so.13 exports
- * these two functions (under a private version node) for that purpose only. */
+ * these functions (under a private version node) for that purpose only. */
 #ifndef FS_SIM_PRIVATE_H
 #define FS_SIM_PRIVATE_H
 
@@ -21,5 +21,9 @@ cudaError_t fs_sim_stream_enqueue(cudaStream_t stream, int per_thread, fs_sim_wo
 
 /* The device a stream belongs to, or -1 for an unknown stream. */
 int fs_sim_stream_device(cudaStream_t stream);
+
+/* 0 under FSDPSHIM_SIM_DATA=0 (a dry run): device work then moves no bytes
+ * and must not touch device memory, which stays PROT_NONE. */
+int fs_sim_moves_data(void);
 
 #endif /* FS_SIM_PRIVATE_H */

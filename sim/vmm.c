@@ -5,7 +5,8 @@
  *   cuMemCreate           a memfd of the size, charged to the device
  *   cuMemMap              the memfd mapped MAP_SHARED|MAP_FIXED into the
  *                         reservation (still PROT_NONE)
- *   cuMemSetAccess        mprotect
+ *   cuMemSetAccess        mprotect (checked, but the mapping stays
+ *                         PROT_NONE in a dry run, FSDPSHIM_SIM_DATA=0)
  *   cuMemUnmap            the range put back to PROT_NONE
  *   cuMemRelease          the memfd closed; its capacity returns once the
  *                         last mapping of it is gone, as with a GPU
@@ -251,6 +252,7 @@ CUresult fs_cu_mem_unmap(CUdeviceptr ptr, size_t size)
 CUresult fs_cu_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
                               size_t count)
 {
+    fs_init();
     uintptr_t base = (uintptr_t)ptr, end = base + size;
     if (!desc || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
     int prot = PROT_NONE;
@@ -273,6 +275,7 @@ CUresult fs_cu_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDes
             covered += hi - lo;
         }
     CUresult res = CUDA_SUCCESS;
+    if (!fs_cfg.moves_data) prot = PROT_NONE; /* nothing may touch it in a dry run */
     if (covered != size)
         res = CUDA_ERROR_INVALID_VALUE; /* every byte must be mapped */
     else if (mprotect((void *)base, size, prot) != 0)

@@ -14,8 +14,14 @@
  *
  * Send/recv use one mailbox per ordered pair of ranks. The sends and
  * receives of a batch progress together, whichever can move, so a ring of
- * sends and receives in one group completes in any order. */
+ * sends and receives in one group completes in any order.
+ *
+ * In a dry run (FSDPSHIM_SIM_DATA=0) no byte is read or written: a
+ * collective is one chunk whose two barriers still make every rank meet,
+ * and a send is one message of no data that its receive still has to take,
+ * so ordering, hangs and a dead peer's errors stay as they are with data. */
 #include "nccl_internal.h"
+#include "sim_private.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +53,8 @@ static enum fs_wait_rc fs_run_collective(struct ncclComm *comm, const struct fs_
     int segs =
         (op->kind == FS_REDUCESCATTER || op->kind == FS_ALLTOALL || op->kind == FS_SCATTER) ? n : 1;
     int rooted_src = op->kind == FS_BROADCAST || op->kind == FS_SCATTER;
-    size_t per_seg = FS_STAGE_BYTES / ((size_t)segs * es);
+    int moves = fs_sim_moves_data();
+    size_t per_seg = moves ? FS_STAGE_BYTES / ((size_t)segs * es) : count;
     const void *srcs[n];
     /* A pre-multiplied sum scales each rank's own input by its own scalar as
      * it is staged; what is staged is then summed. */
@@ -57,7 +64,7 @@ static enum fs_wait_rc fs_run_collective(struct ncclComm *comm, const struct fs_
 
     for (size_t i0 = 0; i0 < count; i0 += per_seg) {
         size_t m = count - i0 < per_seg ? count - i0 : per_seg, mb = m * es;
-        if (!rooted_src || me == op->root)
+        if (moves && (!rooted_src || me == op->root))
             for (int k = 0; k < segs; k++) {
                 char *dst = fs_stage(c, me) + (size_t)k * per_seg * es;
                 const void *src[1] = {in + ((size_t)k * count + i0) * es};
@@ -69,38 +76,40 @@ static enum fs_wait_rc fs_run_collective(struct ncclComm *comm, const struct fs_
         enum fs_wait_rc rc = fs_clique_barrier(c, why, whylen);
         if (rc != FS_WAIT_OK) return rc;
 
-        switch (op->kind) {
-        case FS_ALLGATHER:
-        case FS_GATHER:
-            if (op->kind == FS_GATHER && me != op->root) break;
-            for (int r = 0; r < n; r++)
-                memcpy(out + ((size_t)r * count + i0) * es, fs_stage(c, r), mb);
-            break;
-        case FS_ALLREDUCE:
-        case FS_REDUCE:
-            if (op->kind == FS_REDUCE && me != op->root) break;
-            for (int r = 0; r < n; r++)
-                srcs[r] = fs_stage(c, r);
-            fs_reduce(out + i0 * es, srcs, n, m, op->dtype, &combine);
-            break;
-        case FS_REDUCESCATTER:
-            for (int r = 0; r < n; r++)
-                srcs[r] = fs_stage(c, r) + (size_t)me * per_seg * es;
-            fs_reduce(out + i0 * es, srcs, n, m, op->dtype, &combine);
-            break;
-        case FS_BROADCAST:
-            memcpy(out + i0 * es, fs_stage(c, op->root), mb);
-            break;
-        case FS_ALLTOALL:
-            for (int r = 0; r < n; r++)
-                memcpy(out + ((size_t)r * count + i0) * es,
-                       fs_stage(c, r) + (size_t)me * per_seg * es, mb);
-            break;
-        case FS_SCATTER:
-            memcpy(out + i0 * es, fs_stage(c, op->root) + (size_t)me * per_seg * es, mb);
-            break;
-        default:
-            break;
+        if (moves) {
+            switch (op->kind) {
+            case FS_ALLGATHER:
+            case FS_GATHER:
+                if (op->kind == FS_GATHER && me != op->root) break;
+                for (int r = 0; r < n; r++)
+                    memcpy(out + ((size_t)r * count + i0) * es, fs_stage(c, r), mb);
+                break;
+            case FS_ALLREDUCE:
+            case FS_REDUCE:
+                if (op->kind == FS_REDUCE && me != op->root) break;
+                for (int r = 0; r < n; r++)
+                    srcs[r] = fs_stage(c, r);
+                fs_reduce(out + i0 * es, srcs, n, m, op->dtype, &combine);
+                break;
+            case FS_REDUCESCATTER:
+                for (int r = 0; r < n; r++)
+                    srcs[r] = fs_stage(c, r) + (size_t)me * per_seg * es;
+                fs_reduce(out + i0 * es, srcs, n, m, op->dtype, &combine);
+                break;
+            case FS_BROADCAST:
+                memcpy(out + i0 * es, fs_stage(c, op->root), mb);
+                break;
+            case FS_ALLTOALL:
+                for (int r = 0; r < n; r++)
+                    memcpy(out + ((size_t)r * count + i0) * es,
+                           fs_stage(c, r) + (size_t)me * per_seg * es, mb);
+                break;
+            case FS_SCATTER:
+                memcpy(out + i0 * es, fs_stage(c, op->root) + (size_t)me * per_seg * es, mb);
+                break;
+            default:
+                break;
+            }
         }
         rc = fs_clique_barrier(c, why, whylen);
         if (rc != FS_WAIT_OK) return rc;
@@ -115,6 +124,7 @@ struct fs_p2p {
     const struct fs_op **ops; /* the batch's sends and receives, in call order */
     size_t *done;             /* bytes moved per op */
     int nops;
+    int moves; /* 0 under FSDPSHIM_SIM_DATA=0: messages carry no data */
 };
 
 static struct fs_mbox *fs_mbox_of(struct fs_clique *c, int src, int dst)
@@ -160,8 +170,9 @@ static int fs_p2p_step(struct fs_p2p *p, int dry_run)
                 continue;
             moved++;
             if (dry_run) continue;
-            size_t len = left < FS_MBOX_BYTES ? left : FS_MBOX_BYTES;
-            memcpy(fs_mdata_of(c, me, op->root), (const char *)op->sendbuff + p->done[i], len);
+            size_t len = left < FS_MBOX_BYTES || !p->moves ? left : FS_MBOX_BYTES;
+            if (p->moves)
+                memcpy(fs_mdata_of(c, me, op->root), (const char *)op->sendbuff + p->done[i], len);
             mb->len = len;
             atomic_fetch_add_explicit(&mb->sent, 1, memory_order_release);
             p->done[i] += len;
@@ -173,7 +184,8 @@ static int fs_p2p_step(struct fs_p2p *p, int dry_run)
             moved++;
             if (dry_run) continue;
             size_t len = mb->len < left ? mb->len : left;
-            memcpy((char *)op->recvbuff + p->done[i], fs_mdata_of(c, op->root, me), len);
+            if (p->moves)
+                memcpy((char *)op->recvbuff + p->done[i], fs_mdata_of(c, op->root, me), len);
             atomic_fetch_add_explicit(&mb->taken, 1, memory_order_release);
             p->done[i] += len;
         }
@@ -260,7 +272,7 @@ void fs_work_run(void *arg)
     if (np2p && !broken) {
         const struct fs_op *ops[np2p];
         size_t done[np2p];
-        struct fs_p2p p = {comm, ops, done, 0};
+        struct fs_p2p p = {comm, ops, done, 0, fs_sim_moves_data()};
         for (int i = 0; i < w->nops; i++)
             if (w->ops[i].kind == FS_SEND || w->ops[i].kind == FS_RECV) {
                 done[p.nops] = 0;
