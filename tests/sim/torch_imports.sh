@@ -1,0 +1,53 @@
+#!/bin/sh
+# torch_imports.sh - the ratchet on the entry points PyTorch imports
+# (sim/imports/, written by scripts/torch_imports.sh): every symbol a
+# torch-<version>-<lib>.txt list names must be exported by the built sim
+# library or be listed, with its reason, in missing-<lib>.txt; and no symbol
+# in missing-<lib>.txt may in fact be exported, so the missing lists only
+# shrink. libcudart's symbols count only under the libcudart.so.13 version
+# node; libnccl's are unversioned, as NCCL's own are.
+#
+# Usage: torch_imports.sh <sim/imports dir> <build/lib/sim dir>
+set -eu
+
+imports=$1
+simdir=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failed=0
+
+symbols_of() { grep -v '^#' "$1" | awk 'NF {print $1}' | sort -u; }
+
+check() {
+    lib=$1 soname=$2 version=$3
+    nm -D --defined-only "$simdir/$soname" | awk '{print $NF}' |
+        if [ -n "$version" ]; then sed -n "s/@@$version\$//p"; else grep -v @; fi |
+        sort -u >"$work/$lib.exported"
+    symbols_of "$imports/missing-$lib.txt" >"$work/$lib.missing"
+
+    stale=$(comm -12 "$work/$lib.missing" "$work/$lib.exported")
+    if [ -n "$stale" ]; then
+        echo "FAIL $soname exports symbols missing-$lib.txt still lists (remove them):"
+        echo "$stale" | sed 's/^/  /'
+        failed=1
+    fi
+
+    for list in "$imports"/torch-*-"$lib".txt; do
+        name=$(basename "$list" .txt)
+        symbols_of "$list" >"$work/imports"
+        total=$(wc -l <"$work/imports")
+        provided=$(comm -12 "$work/imports" "$work/$lib.exported" | wc -l)
+        absent=$(comm -23 "$work/imports" "$work/$lib.exported" |
+            comm -23 - "$work/$lib.missing")
+        echo "$name: $provided of $total imports provided by $soname"
+        if [ -n "$absent" ]; then
+            echo "FAIL $name: neither exported by $soname nor in missing-$lib.txt:"
+            echo "$absent" | sed 's/^/  /'
+            failed=1
+        fi
+    done
+}
+
+check libcudart libcudart.so.13 libcudart.so.13
+check libnccl libnccl.so.2 ""
+exit $failed
