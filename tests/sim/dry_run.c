@@ -27,35 +27,17 @@
 #include <cuda.h>
 #include <nccl.h>
 
+#include "../nccl/nccl_check.h" /* CHECK, CHECK_CUDA, CHECK_NCCL */
 #include "require_device.h"
 
 #define NDEV         2
 #define PINNED_BYTES ((size_t)16 << 20)
 #define MAX_RSS_KIB  ((long)1 << 20)
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond);                             \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-#define CHECK_CUDA(call)                                                                           \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        CHECK(e_ == cudaSuccess, "%s", cudaGetErrorName(e_));                                      \
-    } while (0)
 #define CHECK_CU(call)                                                                             \
     do {                                                                                           \
         CUresult r_ = (call);                                                                      \
         CHECK(r_ == CUDA_SUCCESS, "CUresult %d", (int)r_);                                         \
-    } while (0)
-#define CHECK_NCCL(call)                                                                           \
-    do {                                                                                           \
-        ncclResult_t n_ = (call);                                                                  \
-        CHECK(n_ == ncclSuccess, "%s", ncclGetErrorString(n_));                                    \
     } while (0)
 
 static CUresult (*mem_reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
