@@ -6,20 +6,8 @@
 # built yet refused with status 3. The PyTorch route: cli_torch.sh.
 #   cli_launch.sh FSDPSHIM LIBFSDPSHIM VERSION
 cli=$(readlink -f "$1") lib=$(readlink -f "$2") version=$3
-fail() { echo "cli_launch: $*" >&2; exit 1; }
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
-unset FSDPSHIM_CONF PYTORCH_CUDA_ALLOC_CONF FSDPSHIM_LIB FSDPSHIM_LOG
-
-# expect STATUS CMD... : the exit status of CMD, its stderr kept in $dir/err
-expect() {
-    want=$1
-    shift
-    "$@" >"$dir/out" 2>"$dir/err"
-    got=$?
-    [ "$got" -eq "$want" ] || { cat "$dir/err" >&2; fail "'$*' exited $got, not $want"; }
-}
+name=cli_launch
+. "$(dirname "$0")/cli_common.sh"
 
 # ---- exit codes as a shell gives them ------------------------------------
 expect 127 "$cli" run -- /nonexistent/program

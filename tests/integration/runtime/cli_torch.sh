@@ -6,21 +6,9 @@
 # keys left to it, and what changed said in one line.
 #   cli_torch.sh FSDPSHIM
 cli=$(readlink -f "$1")
-fail() { echo "cli_torch: $*" >&2; exit 1; }
+name=cli_torch
 command -v python3 >/dev/null || { echo "skipped: no python3" >&2; exit 77; }
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-cd "$dir" || exit 1
-unset FSDPSHIM_CONF PYTORCH_CUDA_ALLOC_CONF FSDPSHIM_LIB FSDPSHIM_LOG
-
-# expect STATUS CMD... : the exit status of CMD, its stderr kept in $dir/err
-expect() {
-    want=$1
-    shift
-    "$@" >"$dir/out" 2>"$dir/err"
-    got=$?
-    [ "$got" -eq "$want" ] || { cat "$dir/err" >&2; fail "'$*' exited $got, not $want"; }
-}
+. "$(dirname "$0")/cli_common.sh"
 
 py='import os, sys; print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"), os.environ.get("FSDPSHIM_CONF")); sys.exit(int(os.environ.get("CODE", "0")))'
 # routed CMD... : CMD must see the shim's PyTorch route
