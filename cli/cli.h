@@ -31,6 +31,22 @@ int command_record(int argc, char **argv);
 void usage_run(FILE *out);
 void usage_record(FILE *out);
 
+/* Sets up the environment of a program run under the shim: libfsdpshim.so
+ * (lib_opt, else FSDPSHIM_LIB, else the one installed with this binary)
+ * first in LD_PRELOAD, FSDPSHIM_CONF (conf_opt, else the inherited one),
+ * and for a Python argv PyTorch's route through the shim. Returns 0, or an
+ * exit status after a message naming `who`. */
+int fs_shim_environment(const char *who, const char *lib_opt, const char *conf_opt,
+                        char *const *argv);
+
+/* setenv, and value:old for a path list; -1 after a message naming `who`. */
+int fs_cli_setenv(const char *who, const char *name, const char *value);
+int fs_cli_prepend(const char *who, const char *name, const char *value);
+
+/* sim.c */
+int command_sim(int argc, char **argv);
+void usage_sim(FILE *out);
+
 /* exec.c - becomes the program as a shell would run it: a name with a slash
  * as is, a bare name from PATH (or, when PATH has none, the file of that
  * name in the working directory), a file without #! under /bin/sh, a .py

@@ -1,7 +1,7 @@
 /* main.c - `fsdpshim`: dispatch to a subcommand from one table.
  *
  * The table also lists the commands that docs/cli.md describes but this
- * version does not have yet (the trace analyzer's, and `sim`): each is
+ * version does not have yet (the trace analyzer's): each is
  * recognised, described by `help`, and refused with exit status 3, so that a
  * user or a script can tell "not built yet" from a typo (2). When one is
  * built its row gets a run and usage function and a file of its own. */
@@ -28,9 +28,10 @@ static const struct command_row {
       usage_record},
      true,
      NULL},
-    {{"sim", "run a program on the simulated device, print its peak memory", NULL, NULL},
-     true,
-     "sim [--devices N] [--mem SIZE] [--no-data] [--native] -- CMD [ARGS...]"},
+    {{"sim", "run a program on the simulated device, print its peak memory", command_sim,
+      usage_sim},
+     false,
+     NULL},
     {{"dump", "print a trace's events", NULL, NULL}, true, "dump TRACE..."},
     {{"report", "summarise traces: peaks, fragmentation, sites, streams", NULL, NULL},
      true,

@@ -175,9 +175,9 @@ static bool find_library(const char *who, const char *lib_opt, char *out)
     n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {
         exe[n] = '\0';
+        const char *bin = dirname(exe); /* once: dirname may write into exe */
         for (size_t i = 0; i < sizeof next_to_bin / sizeof next_to_bin[0]; i++) {
-            snprintf(candidate, sizeof candidate, "%s/%s/libfsdpshim.so", dirname(exe),
-                     next_to_bin[i]);
+            snprintf(candidate, sizeof candidate, "%s/%s/libfsdpshim.so", bin, next_to_bin[i]);
             if (access(candidate, R_OK) == 0) return usable_library(who, "", candidate, out);
         }
     }
@@ -188,18 +188,53 @@ static bool find_library(const char *who, const char *lib_opt, char *out)
     return false;
 }
 
-static int set(const char *who, const char *name, const char *value)
+int fs_cli_setenv(const char *who, const char *name, const char *value)
 {
     if (setenv(name, value, 1) == 0) return 0;
     fprintf(stderr, "fsdpshim %s: cannot set %s: %s\n", who, name, strerror(errno));
     return -1;
 }
 
+int fs_cli_prepend(const char *who, const char *name, const char *value)
+{
+    const char *old = getenv(name);
+    char *buf;
+    size_t n;
+    int rc;
+
+    if (!old || !*old) return fs_cli_setenv(who, name, value);
+    n = strlen(value) + strlen(old) + 2;
+    if (!(buf = malloc(n))) {
+        fprintf(stderr, "fsdpshim %s: out of memory\n", who);
+        return -1;
+    }
+    snprintf(buf, n, "%s:%s", value, old);
+    rc = fs_cli_setenv(who, name, buf);
+    free(buf);
+    return rc;
+}
+
+int fs_shim_environment(const char *who, const char *lib_opt, const char *conf_opt,
+                        char *const *argv)
+{
+    const char *conf = conf_opt ? conf_opt : getenv("FSDPSHIM_CONF");
+    char lib[PATH_MAX], *routed = NULL;
+    int rc = 0;
+
+    if (!find_library(who, lib_opt, lib)) return FS_EXIT_BAD_INPUT;
+    /* the shim first, then whatever else is preloaded */
+    if (fs_cli_prepend(who, "LD_PRELOAD", lib)) return FS_EXIT_BAD_INPUT;
+    if (fs_torch_is_python(argv) && fs_torch_route(conf, &routed)) return FS_EXIT_BAD_INPUT;
+    if (routed) conf = routed;
+    if (conf && fs_cli_setenv(who, "FSDPSHIM_CONF", conf)) rc = FS_EXIT_BAD_INPUT;
+    free(routed);
+    return rc;
+}
+
 static int launch(int argc, char **argv, bool record)
 {
-    const char *who = argv[0], *conf, *preload;
+    const char *who = argv[0];
     launch_options o = {0};
-    char lib[PATH_MAX], *routed = NULL, *buf;
     int rc = parse_options(argc, argv, record, &o);
 
     if (rc >= 0) return rc;
@@ -214,29 +249,8 @@ static int launch(int argc, char **argv, bool record)
                           : "--output");
         return FS_EXIT_NOT_BUILT;
     }
-    if (!find_library(who, o.lib, lib)) return FS_EXIT_BAD_INPUT;
-
-    /* LD_PRELOAD: the shim first, then whatever the user preloads */
-    preload = getenv("LD_PRELOAD");
-    if (preload && *preload) {
-        size_t n = strlen(lib) + strlen(preload) + 2;
-        if (!(buf = malloc(n))) return FS_EXIT_BAD_INPUT;
-        snprintf(buf, n, "%s:%s", lib, preload);
-        rc = set(who, "LD_PRELOAD", buf);
-        free(buf);
-    } else {
-        rc = set(who, "LD_PRELOAD", lib);
-    }
-    if (rc) return FS_EXIT_BAD_INPUT;
-
-    conf = o.conf ? o.conf : getenv("FSDPSHIM_CONF");
-    if (fs_torch_is_python(argv + o.first) && fs_torch_route(conf, &routed))
-        return FS_EXIT_BAD_INPUT;
-    if (routed) conf = routed;
-    if (conf && set(who, "FSDPSHIM_CONF", conf)) return FS_EXIT_BAD_INPUT;
-    rc = fs_exec_program(who, argv + o.first);
-    free(routed);
-    return rc;
+    if ((rc = fs_shim_environment(who, o.lib, o.conf, argv + o.first))) return rc;
+    return fs_exec_program(who, argv + o.first);
 }
 
 int command_run(int argc, char **argv)

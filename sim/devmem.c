@@ -30,6 +30,17 @@ cudaError_t fs_capacity_take(struct fs_device *dev, size_t size)
     return err;
 }
 
+cudaError_t fs_capacity_refused(struct fs_device *dev, size_t size, cudaError_t err)
+{
+    if (err != cudaErrorMemoryAllocation) return err;
+    pthread_mutex_lock(&dev->mu);
+    dev->refused++;
+    if (size > dev->largest_refused) dev->largest_refused = size;
+    dev->touched = 1;
+    pthread_mutex_unlock(&dev->mu);
+    return err;
+}
+
 void fs_capacity_give(struct fs_device *dev, size_t size)
 {
     pthread_mutex_lock(&dev->mu);
@@ -84,7 +95,8 @@ FS_API cudaError_t cudaMalloc(void **ptr, size_t size)
     }
     struct fs_device *dev = fs_cur_dev();
     if (!dev) return fs_ret(cudaErrorNoDevice);
-    return fs_ret(fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, NULL, ptr));
+    return fs_ret(
+        fs_capacity_refused(dev, size, fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, NULL, ptr)));
 }
 
 /* The block `ptr` starts, claimed for freeing (so two racing frees cannot

@@ -33,7 +33,8 @@ static CUresult cu_mem_alloc_v2(CUdeviceptr *dptr, size_t size)
     struct fs_device *dev = fs_cur_dev();
     void *p;
     if (!dev) return CUDA_ERROR_NO_DEVICE;
-    if (fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, NULL, &p)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (fs_capacity_refused(dev, size, fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, NULL, &p)))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     *dptr = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
 }

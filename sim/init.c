@@ -6,51 +6,18 @@
  *   FSDPSHIM_SIM_STATS=1  print per-device allocation counts at exit
  *   FSDPSHIM_SIM_DATA     1 (default): copies, sets and collectives move
  *                         bytes; 0: they move none and device memory is
- *                         never touched (a dry run, docs/sim.md) */
-#include <ctype.h>
+ *                         never touched (a dry run, docs/sim.md)
+ *   FSDPSHIM_SIM_REPORT   a directory: each process writes its figures
+ *                         there at exit, for `fsdpshim sim` (stats.c) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+#include "size_parse.h"
 
 struct fs_config fs_cfg;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-/* Parses "123", "64K", "512M", "16G" (also "KiB"/"MB"-style suffixes); 0 on
- * error. */
-static size_t parse_size(const char *s)
-{
-    if (!s || !isdigit((unsigned char)*s)) return 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    unsigned shift = 0;
-    switch (toupper((unsigned char)*end)) {
-    case 'K':
-        shift = 10;
-        end++;
-        break;
-    case 'M':
-        shift = 20;
-        end++;
-        break;
-    case 'G':
-        shift = 30;
-        end++;
-        break;
-    case 'T':
-        shift = 40;
-        end++;
-        break;
-    default:
-        break;
-    }
-    /* Accept "16G", "16GB", "16GiB". */
-    if (shift && (*end == 'i' || *end == 'I')) end++;
-    if (shift && (*end == 'b' || *end == 'B')) end++;
-    if (*end != '\0' || (shift && v > (~0ull >> shift))) return 0;
-    return (size_t)(v << shift);
-}
 
 static void init_once(void)
 {
@@ -66,7 +33,7 @@ static void init_once(void)
     }
     e = getenv("FSDPSHIM_SIM_MEM");
     if (e && *e) {
-        size_t cap = parse_size(e);
+        size_t cap = fs_sim_parse_size(e);
         if (cap)
             fs_cfg.capacity = cap;
         else
@@ -82,7 +49,7 @@ static void init_once(void)
         else
             fprintf(stderr, "fsdpshim-sim: ignoring FSDPSHIM_SIM_DATA=%s (0 or 1)\n", e);
     }
-    if (fs_cfg.stats) fs_stats_install();
+    fs_stats_install();
     fs_fork_install();
 }
 

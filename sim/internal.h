@@ -52,6 +52,8 @@ struct fs_device {
     pthread_mutex_t hostfn_mu;
     size_t used, peak;      /* capacity accounting (under mu) */
     uint64_t allocs, frees; /* FSDPSHIM_SIM_STATS counts (under mu) */
+    uint64_t refused;       /* allocations refused for capacity (under mu) */
+    size_t largest_refused; /* the largest of them */
     int touched;            /* used at all: gets a stats line */
     unsigned flags;         /* cudaSetDeviceFlags */
     struct fs_pool *pool;   /* default memory pool */
@@ -169,6 +171,10 @@ static inline int fs_range_is_device(const struct fs_range *r)
 /* Charges size bytes to dev; cudaErrorMemoryAllocation when over capacity. */
 cudaError_t fs_capacity_take(struct fs_device *dev, size_t size);
 void fs_capacity_give(struct fs_device *dev, size_t size);
+/* Counts an allocation of size bytes that the program (or the shim) was
+ * refused for lack of capacity: after any retry, so once per refusal the
+ * caller sees. Returns err. */
+cudaError_t fs_capacity_refused(struct fs_device *dev, size_t size, cudaError_t err);
 /* Maps fresh device memory of `size` bytes (rounded to SIM_ALLOC_GRANULE), charges it and
  * registers it as `kind` (of memory pool `pool` for FS_RANGE_POOL, else NULL). */
 cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind,

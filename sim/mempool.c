@@ -168,7 +168,8 @@ static struct pool_block *take_cached(struct fs_pool *pool, size_t need, struct 
 
 static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_stream *s, void **out)
 {
-    if (size > fs_cfg.capacity) return cudaErrorMemoryAllocation;
+    if (size > fs_cfg.capacity)
+        return fs_capacity_refused(pool->dev, size, cudaErrorMemoryAllocation);
     size_t need = (size + SIM_ALLOC_GRANULE - 1) & ~(size_t)(SIM_ALLOC_GRANULE - 1);
 
     pthread_mutex_lock(&pool->mu);
@@ -190,7 +191,7 @@ static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_strea
         pool_trim(pool, 0);
         err = fs_devmem_alloc(pool->dev, need, FS_RANGE_POOL, pool, &p);
     }
-    if (err) return err;
+    if (err) return fs_capacity_refused(pool->dev, size, err);
     pthread_mutex_lock(&pool->mu);
     pool->reserved += need;
     if (pool->reserved > pool->reserved_high) pool->reserved_high = pool->reserved;

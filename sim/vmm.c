@@ -82,7 +82,10 @@ CUresult fs_cu_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
         prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || !device_location(&prop->location))
         return CUDA_ERROR_INVALID_VALUE;
     struct fs_device *dev = fs_dev(prop->location.id);
-    if (size > fs_cfg.capacity || fs_capacity_take(dev, size)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (size > fs_cfg.capacity || fs_capacity_take(dev, size)) {
+        fs_capacity_refused(dev, size, cudaErrorMemoryAllocation);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     struct vmm_alloc *a = calloc(1, sizeof *a);
     int fd = memfd_create("fsdpshim-sim-vmm", MFD_CLOEXEC);
     if (!a || fd < 0 || ftruncate(fd, (off_t)size) != 0) {

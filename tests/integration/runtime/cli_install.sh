@@ -51,4 +51,9 @@ sim="$prefix/lib/fsdpshim/sim"
 out=$(FSDPSHIM_LOG=info "$prefix/bin/fsdpshim" run -- "$prefix/prog" 2>"$prefix/err")
 [ "$out" = "active" ] || { cat "$prefix/err" >&2; fail "the installed shim is not active: '$out'"; }
 grep -q "active on [0-9]* device" "$prefix/err" || fail "no 'active' line from the installed shim"
+# `fsdpshim sim` finds the installed simulated device and reports the peak
+out=$(RANK=0 "$prefix/bin/fsdpshim" sim -- "$prefix/prog" 2>"$prefix/err")
+[ "$out" = "active" ] || { cat "$prefix/err" >&2; fail "the installed sim command: '$out'"; }
+grep -q "^fsdpshim sim: 0 .* 0 " "$prefix/err" ||
+    { cat "$prefix/err" >&2; fail "the installed sim command gives no report for rank 0"; }
 echo "cli_install: ok"

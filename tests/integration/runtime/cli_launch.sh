@@ -49,7 +49,7 @@ expect 1 "$cli" run --lib /nonexistent/libfsdpshim.so -- true
 # ---- version, help, commands not built yet --------------------------------
 out=$("$cli" --version)
 [ "$out" = "fsdpshim $version" ] || fail "--version printed '$out'"
-for c in sim dump report top leaks timeline diff export replay; do
+for c in dump report top leaks timeline diff export replay; do
     expect 3 "$cli" $c x
     grep -q "not built yet" "$dir/err" || fail "'$c' does not say it is not built yet"
     expect 0 "$cli" help $c

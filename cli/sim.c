@@ -1,0 +1,400 @@
+/* sim.c - `fsdpshim sim`: runs a program on the simulated device and says
+ * how much device memory each of its processes used at its peak.
+ *
+ * The program (a torchrun job included: its workers inherit the
+ * environment) runs with the sim's libraries preloaded, so they win over
+ * the ones it was built or packaged with (PyTorch's wheels reach NVIDIA's by
+ * DT_RPATH, which LD_LIBRARY_PATH cannot override), and under the shim
+ * unless --native. Every process that uses the sim writes its figures at
+ * exit into a directory of this run's own (FSDPSHIM_SIM_REPORT,
+ * sim/stats.c); once the program has exited the launcher reads them and
+ * prints one line per process and device, the job's peak, and the devices
+ * that refused memory. So unlike `run`, which becomes the program, this
+ * command forks, waits, and exits with the program's status. */
+#include "cli.h"
+
+#include "size_parse.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_DEVICES 64
+
+/* The sim's libraries, each preloaded when built; the runtime is required. */
+static const char *const sim_libraries[] = {"libcudart.so.13", "libcuda.so.1", "libnccl.so.2",
+                                            "libcublas.so.13", "libcublasLt.so.13"};
+
+void usage_sim(FILE *out)
+{
+    fprintf(out, "usage: fsdpshim sim [--devices N] [--mem SIZE] [--no-data] [--native]\n"
+                 "                    [--conf CONF] [--lib PATH] [--] CMD [ARGS...]\n"
+                 "\n"
+                 "Runs CMD (a torchrun job included) on the simulated device, under the shim\n"
+                 "unless --native, and prints on stderr the peak device memory of each process\n"
+                 "and device, the job's peak, and the devices that refused an allocation.\n"
+                 "  --devices N   simulated devices, 0..64 [FSDPSHIM_SIM_DEVICES, else 8]\n"
+                 "  --mem SIZE    capacity of each device: bytes, or 512M, 80G, 80GiB, 1T\n"
+                 "                [FSDPSHIM_SIM_MEM, else 16G]\n"
+                 "  --no-data     a dry run: copies, sets and collectives move no bytes and\n"
+                 "                device memory is never touched, so a job larger than this\n"
+                 "                machine's memory runs (FSDPSHIM_SIM_DATA=0)\n"
+                 "  --native      without the shim: the program's own allocator\n"
+                 "  --conf CONF   FSDPSHIM_CONF for the shim, as for `fsdpshim run`\n"
+                 "  --lib PATH    the libfsdpshim.so to preload, as for `fsdpshim run`\n"
+                 "  -h, --help    this text\n"
+                 "\n"
+                 "The sim's libraries are taken from FSDPSHIM_SIM_DIR, else from the ones\n"
+                 "installed with this program. Under the shim a Python command is routed as\n"
+                 "by `fsdpshim run`. A process's rank is its RANK variable (torchrun sets it).\n"
+                 "Exit status: that of CMD (128+N when killed by signal N); 1 a library is not\n"
+                 "found; 2 usage error; 126 CMD cannot be run; 127 CMD not found.\n");
+}
+
+typedef struct sim_options {
+    const char *devices, *mem, *conf, *lib;
+    bool no_data, native;
+    int first; /* argv index of CMD */
+} sim_options;
+
+/* -1 when the options are good, else the exit status. */
+static int parse_options(int argc, char **argv, sim_options *o)
+{
+    int i;
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], **value = NULL;
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage_sim(stdout);
+            return 0;
+        } else if (!strcmp(a, "--no-data")) {
+            o->no_data = true;
+        } else if (!strcmp(a, "--native")) {
+            o->native = true;
+        } else if (!strcmp(a, "--devices")) {
+            value = &o->devices;
+        } else if (!strcmp(a, "--mem")) {
+            value = &o->mem;
+        } else if (!strcmp(a, "--conf")) {
+            value = &o->conf;
+        } else if (!strcmp(a, "--lib")) {
+            value = &o->lib;
+        } else if (!strncmp(a, "--devices=", 10)) {
+            o->devices = a + 10;
+        } else if (!strncmp(a, "--mem=", 6)) {
+            o->mem = a + 6;
+        } else if (!strncmp(a, "--conf=", 7)) {
+            o->conf = a + 7;
+        } else if (!strncmp(a, "--lib=", 6)) {
+            o->lib = a + 6;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "fsdpshim sim: unknown option '%s'\n", a);
+            usage_sim(stderr);
+            return FS_EXIT_USAGE;
+        } else {
+            break;
+        }
+        if (value) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "fsdpshim sim: %s needs a value\n", a);
+                return FS_EXIT_USAGE;
+            }
+            *value = argv[++i];
+        }
+    }
+    if (i >= argc) {
+        fprintf(stderr, "fsdpshim sim: no command to run\n");
+        usage_sim(stderr);
+        return FS_EXIT_USAGE;
+    }
+    if (o->devices && (strspn(o->devices, "0123456789") != strlen(o->devices) || !*o->devices ||
+                       strlen(o->devices) > 2 || atoi(o->devices) > MAX_DEVICES)) {
+        fprintf(stderr, "fsdpshim sim: --devices takes a number from 0 to %d, not '%s'\n",
+                MAX_DEVICES, o->devices);
+        return FS_EXIT_USAGE;
+    }
+    if (o->mem && !fs_sim_parse_size(o->mem)) {
+        fprintf(stderr, "fsdpshim sim: --mem takes a size such as 80G or 512MiB, not '%s'\n",
+                o->mem);
+        return FS_EXIT_USAGE;
+    }
+    o->first = i;
+    return -1;
+}
+
+/* FSDPSHIM_SIM_DIR, else the sim installed with this binary (FS_BIN_TO_SIM
+ * from the install layout; ../lib/sim in the build tree). */
+static bool find_sim_dir(char *out)
+{
+    static const char *const next_to_bin[] = {FS_BIN_TO_SIM, "../lib/sim"};
+    const char *env = getenv("FSDPSHIM_SIM_DIR");
+    char exe[PATH_MAX], candidate[PATH_MAX * 2];
+    ssize_t n;
+
+    if (env && *env) {
+        snprintf(candidate, sizeof candidate, "%s/libcudart.so.13", env);
+        if (access(candidate, R_OK) == 0 && realpath(env, out)) return true;
+        fprintf(stderr, "fsdpshim sim: FSDPSHIM_SIM_DIR=%s has no libcudart.so.13\n", env);
+        return false;
+    }
+    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        const char *bin = dirname(exe); /* once: dirname may write into exe */
+        for (size_t i = 0; i < sizeof next_to_bin / sizeof next_to_bin[0]; i++) {
+            snprintf(candidate, sizeof candidate, "%s/%s/libcudart.so.13", bin, next_to_bin[i]);
+            if (access(candidate, R_OK) == 0 && realpath(dirname(candidate), out)) return true;
+        }
+    }
+    fprintf(stderr,
+            "fsdpshim sim: cannot find the simulated device's libraries next to this program "
+            "(%s/%s); set FSDPSHIM_SIM_DIR\n",
+            n > 0 ? exe : "?", FS_BIN_TO_SIM);
+    return false;
+}
+
+/* LD_PRELOAD gets the sim's libraries in front of the user's (and behind
+ * the shim, which fs_shim_environment puts first afterwards), and
+ * LD_LIBRARY_PATH the sim's directory, for programs that dlopen a library
+ * the sim provides by a name not preloaded (libcudart.so, libnccl.so). */
+static int sim_environment(const char *dir, const sim_options *o)
+{
+    char list[PATH_MAX * 6] = "", path[PATH_MAX + 32];
+    size_t used = 0;
+
+    for (size_t i = 0; i < sizeof sim_libraries / sizeof sim_libraries[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, sim_libraries[i]);
+        if (access(path, R_OK) != 0) continue;
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ":" : "", path);
+    }
+    if (strpbrk(dir, ": ")) {
+        fprintf(stderr, "fsdpshim sim: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", dir);
+        return FS_EXIT_BAD_INPUT;
+    }
+    if (fs_cli_prepend("sim", "LD_PRELOAD", list) ||
+        fs_cli_prepend("sim", "LD_LIBRARY_PATH", dir) ||
+        (o->devices && fs_cli_setenv("sim", "FSDPSHIM_SIM_DEVICES", o->devices)) ||
+        (o->mem && fs_cli_setenv("sim", "FSDPSHIM_SIM_MEM", o->mem)) ||
+        (o->no_data && fs_cli_setenv("sim", "FSDPSHIM_SIM_DATA", "0")))
+        return FS_EXIT_BAD_INPUT;
+    return 0;
+}
+
+/* One device of one process, as its report file says. */
+typedef struct device_use {
+    int pid, device;
+    char rank[16];
+    unsigned long long peak, allocs, frees, refused, largest_refused;
+} device_use;
+
+typedef struct job_report {
+    device_use *rows;
+    size_t n, cap;
+    unsigned long long capacity;
+    int processes, moves_data;
+} job_report;
+
+static int add_row(job_report *r, const device_use *u)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 16;
+        device_use *rows = realloc(r->rows, cap * sizeof *rows);
+        if (!rows) return -1;
+        r->rows = rows;
+        r->cap = cap;
+    }
+    r->rows[r->n++] = *u;
+    return 0;
+}
+
+/* Reads one process's report (sim/stats.c writes the format). */
+static int read_one(const char *path, job_report *r)
+{
+    FILE *f = fopen(path, "r");
+    char line[512], rank[16] = "-";
+    int pid = -1, version = 0, moves_data = 1;
+    unsigned long long capacity = 0;
+    device_use u;
+
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "fsdpshim-sim-report %d", &version) == 1 ||
+            sscanf(line, "pid %d", &pid) == 1 || sscanf(line, "rank %15s", rank) == 1 ||
+            sscanf(line, "capacity %llu", &capacity) == 1 ||
+            sscanf(line, "moves_data %d", &moves_data) == 1)
+            continue;
+        memset(&u, 0, sizeof u);
+        if (sscanf(line,
+                   "device %d peak_used_bytes %llu device_allocs %llu device_frees %llu "
+                   "refused %llu largest_refused %llu",
+                   &u.device, &u.peak, &u.allocs, &u.frees, &u.refused, &u.largest_refused) != 6)
+            continue;
+        u.pid = pid;
+        snprintf(u.rank, sizeof u.rank, "%s", rank);
+        if (add_row(r, &u)) break;
+    }
+    fclose(f);
+    if (version != 1) return -1;
+    r->processes++;
+    r->capacity = capacity;
+    r->moves_data = moves_data;
+    return 0;
+}
+
+/* Reads every report in dir and removes the directory. */
+static void read_reports(const char *dir, job_report *r)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[PATH_MAX + 300];
+
+    if (!d) return;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (!strncmp(e->d_name, "sim-", 4) && !strchr(e->d_name, '.') && read_one(path, r))
+            fprintf(stderr, "fsdpshim sim: unreadable report %s\n", e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static int by_rank_then_pid(const void *a, const void *b)
+{
+    const device_use *x = a, *y = b;
+    long rx = strcmp(x->rank, "-") ? atol(x->rank) : LONG_MAX;
+    long ry = strcmp(y->rank, "-") ? atol(y->rank) : LONG_MAX;
+
+    if (rx != ry) return rx < ry ? -1 : 1;
+    if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+    return x->device - y->device;
+}
+
+static const char *human(unsigned long long bytes, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    size_t u = 0;
+
+    while (v >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+static void print_report(job_report *r, bool native)
+{
+    const device_use *top = NULL;
+    char a[32], b[32];
+
+    if (!r->processes) {
+        fprintf(stderr, "fsdpshim sim: no process used the simulated device\n");
+        return;
+    }
+    qsort(r->rows, r->n, sizeof *r->rows, by_rank_then_pid);
+    fprintf(stderr, "fsdpshim sim: %d process%s on devices of %s, %s%s\n", r->processes,
+            r->processes == 1 ? "" : "es", human(r->capacity, a, sizeof a),
+            native ? "without the shim" : "under the shim",
+            r->moves_data ? "" : ", dry run (no data moved)");
+    fprintf(stderr, "fsdpshim sim: %-6s %-8s %-6s %12s %16s %8s %8s %8s\n", "rank", "pid", "device",
+            "peak", "peak_bytes", "allocs", "frees", "refused");
+    for (size_t i = 0; i < r->n; i++) {
+        const device_use *u = &r->rows[i];
+        fprintf(stderr, "fsdpshim sim: %-6s %-8d %-6d %12s %16llu %8llu %8llu %8llu\n", u->rank,
+                u->pid, u->device, human(u->peak, a, sizeof a), u->peak, u->allocs, u->frees,
+                u->refused);
+        if (!top || u->peak > top->peak) top = u;
+    }
+    if (top)
+        fprintf(stderr,
+                "fsdpshim sim: peak %s (%llu bytes) on device %d, rank %s (pid %d): %.1f%% of "
+                "the device\n",
+                human(top->peak, a, sizeof a), top->peak, top->device, top->rank, top->pid,
+                r->capacity ? 100.0 * (double)top->peak / (double)r->capacity : 0.0);
+    for (size_t i = 0; i < r->n; i++) {
+        const device_use *u = &r->rows[i];
+        if (u->refused)
+            fprintf(stderr,
+                    "fsdpshim sim: out of memory: device %d of rank %s (pid %d) refused %llu "
+                    "allocation%s, the largest %s; the program's own error says which of its "
+                    "allocations failed\n",
+                    u->device, u->rank, u->pid, u->refused, u->refused == 1 ? "" : "s",
+                    human(u->largest_refused, b, sizeof b));
+    }
+}
+
+/* Waits for the program as a shell does for a foreground job: the
+ * terminal's SIGINT and SIGQUIT reach it directly, so the launcher ignores
+ * them; a SIGTERM or SIGHUP sent to the launcher alone is passed on. */
+static pid_t child_pid;
+
+static void pass_on(int sig)
+{
+    if (child_pid > 0) kill(child_pid, sig);
+}
+
+static int wait_for(pid_t pid)
+{
+    struct sigaction ignore = {.sa_handler = SIG_IGN}, forward = {.sa_handler = pass_on};
+    int status;
+
+    child_pid = pid;
+    sigaction(SIGINT, &ignore, NULL);
+    sigaction(SIGQUIT, &ignore, NULL);
+    sigaction(SIGTERM, &forward, NULL);
+    sigaction(SIGHUP, &forward, NULL);
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return FS_EXIT_CANNOT_RUN;
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
+}
+
+int command_sim(int argc, char **argv)
+{
+    sim_options o = {0};
+    char dir[PATH_MAX], reports[PATH_MAX];
+    const char *tmp = getenv("TMPDIR");
+    job_report r = {0};
+    pid_t pid;
+    int rc = parse_options(argc, argv, &o);
+
+    if (rc >= 0) return rc;
+    if (!find_sim_dir(dir)) return FS_EXIT_BAD_INPUT;
+    if ((rc = sim_environment(dir, &o))) return rc;
+    if (!o.native && (rc = fs_shim_environment("sim", o.lib, o.conf, argv + o.first))) return rc;
+    snprintf(reports, sizeof reports, "%s/fsdpshim-sim-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(reports)) {
+        fprintf(stderr, "fsdpshim sim: cannot make a directory for the reports: %s\n",
+                strerror(errno));
+        return FS_EXIT_BAD_INPUT;
+    }
+    if (fs_cli_setenv("sim", "FSDPSHIM_SIM_REPORT", reports)) {
+        rmdir(reports);
+        return FS_EXIT_BAD_INPUT;
+    }
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "fsdpshim sim: cannot start the program: %s\n", strerror(errno));
+        rmdir(reports);
+        return FS_EXIT_CANNOT_RUN;
+    }
+    if (pid == 0) _exit(fs_exec_program("sim", argv + o.first));
+    rc = wait_for(pid);
+    read_reports(reports, &r);
+    print_report(&r, o.native);
+    free(r.rows);
+    return rc;
+}
