@@ -31,7 +31,23 @@ int command_record(int argc, char **argv);
 void usage_run(FILE *out);
 void usage_record(FILE *out);
 
-/* Sets up the environment of a program run under the shim: libfsdpshim.so
+/* options.c - one option of a launcher: a value option (`value` set) or a
+ * flag (`flag` set); short_name, as "-o", may be NULL. */
+typedef struct fs_option {
+    const char *name;
+    const char *short_name;
+    const char **value;
+    bool *flag;
+} fs_option;
+
+/* Parses argv[1..] up to the command line to run (after `--`, or the first
+ * word that is not an option) and returns -1 with *first its index, or the
+ * exit status: 0 after printing usage for -h/--help, FS_EXIT_USAGE after a
+ * message for an unknown option, a missing value or no command. */
+int fs_parse_options(int argc, char **argv, const fs_option *opts, size_t n, void (*usage)(FILE *),
+                     int *first);
+
+/* run.c - sets up the environment of a program run under the shim: libfsdpshim.so
  * (lib_opt, else FSDPSHIM_LIB, else the one installed with this binary)
  * first in LD_PRELOAD, FSDPSHIM_CONF (conf_opt, else the inherited one),
  * and for a Python argv PyTorch's route through the shim. Returns 0, or an

@@ -88,56 +88,15 @@ typedef struct launch_options {
 /* -1 when the options are good, else the exit status. */
 static int parse_options(int argc, char **argv, bool record, launch_options *o)
 {
-    const char *name = argv[0];
-    void (*usage)(FILE *) = record ? usage_record : usage_run;
-    int i;
+    const fs_option opts[] = {
+        {"--conf", NULL, &o->conf, NULL},
+        {"--lib", NULL, &o->lib, NULL},
+        {"--output", "-o", &o->output, NULL},
+        {"--trace", NULL, NULL, &o->trace}, /* last: `record` has no --trace */
+    };
+    size_t n = sizeof opts / sizeof opts[0] - (record ? 1 : 0);
 
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i], **value = NULL;
-        if (!strcmp(a, "--")) {
-            i++;
-            break;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!record && !strcmp(a, "--trace")) {
-            o->trace = true;
-        } else if (!strcmp(a, "--conf")) {
-            value = &o->conf;
-        } else if (!strcmp(a, "--lib")) {
-            value = &o->lib;
-        } else if (!strcmp(a, "--output") || !strcmp(a, "-o")) {
-            value = &o->output;
-        } else if (!strncmp(a, "--conf=", 7)) {
-            o->conf = a + 7;
-        } else if (!strncmp(a, "--lib=", 6)) {
-            o->lib = a + 6;
-        } else if (!strncmp(a, "--output=", 9)) {
-            o->output = a + 9;
-        } else if (!strncmp(a, "-o", 2)) {
-            o->output = a + 2;
-        } else if (a[0] == '-') {
-            fprintf(stderr, "fsdpshim %s: unknown option '%s'\n", name, a);
-            usage(stderr);
-            return FS_EXIT_USAGE;
-        } else {
-            break;
-        }
-        if (value) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "fsdpshim %s: %s needs a value\n", name, a);
-                return FS_EXIT_USAGE;
-            }
-            *value = argv[++i];
-        }
-    }
-    if (i >= argc) {
-        fprintf(stderr, "fsdpshim %s: no command to run\n", name);
-        usage(stderr);
-        return FS_EXIT_USAGE;
-    }
-    o->first = i;
-    return -1;
+    return fs_parse_options(argc, argv, opts, n, record ? usage_record : usage_run, &o->first);
 }
 
 static bool usable_library(const char *who, const char *from, const char *given, char *out)

@@ -66,56 +66,14 @@ typedef struct sim_options {
 /* -1 when the options are good, else the exit status. */
 static int parse_options(int argc, char **argv, sim_options *o)
 {
-    int i;
+    const fs_option opts[] = {
+        {"--devices", NULL, &o->devices, NULL}, {"--mem", NULL, &o->mem, NULL},
+        {"--conf", NULL, &o->conf, NULL},       {"--lib", NULL, &o->lib, NULL},
+        {"--no-data", NULL, NULL, &o->no_data}, {"--native", NULL, NULL, &o->native},
+    };
+    int rc = fs_parse_options(argc, argv, opts, sizeof opts / sizeof opts[0], usage_sim, &o->first);
 
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i], **value = NULL;
-        if (!strcmp(a, "--")) {
-            i++;
-            break;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage_sim(stdout);
-            return 0;
-        } else if (!strcmp(a, "--no-data")) {
-            o->no_data = true;
-        } else if (!strcmp(a, "--native")) {
-            o->native = true;
-        } else if (!strcmp(a, "--devices")) {
-            value = &o->devices;
-        } else if (!strcmp(a, "--mem")) {
-            value = &o->mem;
-        } else if (!strcmp(a, "--conf")) {
-            value = &o->conf;
-        } else if (!strcmp(a, "--lib")) {
-            value = &o->lib;
-        } else if (!strncmp(a, "--devices=", 10)) {
-            o->devices = a + 10;
-        } else if (!strncmp(a, "--mem=", 6)) {
-            o->mem = a + 6;
-        } else if (!strncmp(a, "--conf=", 7)) {
-            o->conf = a + 7;
-        } else if (!strncmp(a, "--lib=", 6)) {
-            o->lib = a + 6;
-        } else if (a[0] == '-') {
-            fprintf(stderr, "fsdpshim sim: unknown option '%s'\n", a);
-            usage_sim(stderr);
-            return FS_EXIT_USAGE;
-        } else {
-            break;
-        }
-        if (value) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "fsdpshim sim: %s needs a value\n", a);
-                return FS_EXIT_USAGE;
-            }
-            *value = argv[++i];
-        }
-    }
-    if (i >= argc) {
-        fprintf(stderr, "fsdpshim sim: no command to run\n");
-        usage_sim(stderr);
-        return FS_EXIT_USAGE;
-    }
+    if (rc >= 0) return rc;
     if (o->devices && (strspn(o->devices, "0123456789") != strlen(o->devices) || !*o->devices ||
                        strlen(o->devices) > 2 || atoi(o->devices) > MAX_DEVICES)) {
         fprintf(stderr, "fsdpshim sim: --devices takes a number from 0 to %d, not '%s'\n",
@@ -127,7 +85,6 @@ static int parse_options(int argc, char **argv, sim_options *o)
                 o->mem);
         return FS_EXIT_USAGE;
     }
-    o->first = i;
     return -1;
 }
 
