@@ -55,6 +55,11 @@ int fs_parse_options(int argc, char **argv, const fs_option *opts, size_t n, voi
 int fs_shim_environment(const char *who, const char *lib_opt, const char *conf_opt,
                         char *const *argv);
 
+/* Whether `file` is installed with this binary: in install_dir, else
+ * build_dir, each relative to the binary's directory; its path in out. */
+bool fs_cli_installed(const char *install_dir, const char *build_dir, const char *file, char *out,
+                      size_t len);
+
 /* setenv, and value:old for a path list; -1 after a message naming `who`. */
 int fs_cli_setenv(const char *who, const char *name, const char *value);
 int fs_cli_prepend(const char *who, const char *name, const char *value);

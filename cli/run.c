@@ -120,30 +120,38 @@ static bool usable_library(const char *who, const char *from, const char *given,
     return true;
 }
 
+bool fs_cli_installed(const char *install_dir, const char *build_dir, const char *file, char *out,
+                      size_t len)
+{
+    const char *const dirs[] = {install_dir, build_dir};
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+    if (n <= 0) return false;
+    exe[n] = '\0';
+    const char *bin = dirname(exe);
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(out, len, "%s/%s/%s", bin, dirs[i], file);
+        if (access(out, R_OK) == 0) return true;
+    }
+    return false;
+}
+
 /* --lib, else FSDPSHIM_LIB, else the library installed with this binary
  * (FS_BIN_TO_LIB from the install layout; ../lib in the build tree). */
 static bool find_library(const char *who, const char *lib_opt, char *out)
 {
-    static const char *const next_to_bin[] = {FS_BIN_TO_LIB, "../lib"};
     const char *env = getenv("FSDPSHIM_LIB");
-    char exe[PATH_MAX], candidate[PATH_MAX * 2];
-    ssize_t n;
+    char candidate[PATH_MAX * 2];
 
     if (lib_opt) return usable_library(who, "--lib ", lib_opt, out);
     if (env && *env) return usable_library(who, "FSDPSHIM_LIB=", env, out);
-    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        const char *bin = dirname(exe); /* once: dirname may write into exe */
-        for (size_t i = 0; i < sizeof next_to_bin / sizeof next_to_bin[0]; i++) {
-            snprintf(candidate, sizeof candidate, "%s/%s/libfsdpshim.so", bin, next_to_bin[i]);
-            if (access(candidate, R_OK) == 0) return usable_library(who, "", candidate, out);
-        }
-    }
+    if (fs_cli_installed(FS_BIN_TO_LIB, "../lib", "libfsdpshim.so", candidate, sizeof candidate))
+        return usable_library(who, "", candidate, out);
     fprintf(stderr,
-            "fsdpshim %s: cannot find libfsdpshim.so next to this program (%s/%s); "
-            "set FSDPSHIM_LIB or pass --lib\n",
-            who, n > 0 ? exe : "?", FS_BIN_TO_LIB);
+            "fsdpshim %s: cannot find libfsdpshim.so installed with this program (%s from its "
+            "directory); set FSDPSHIM_LIB or pass --lib\n",
+            who, FS_BIN_TO_LIB);
     return false;
 }
 

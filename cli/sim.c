@@ -92,10 +92,8 @@ static int parse_options(int argc, char **argv, sim_options *o)
  * from the install layout; ../lib/sim in the build tree). */
 static bool find_sim_dir(char *out)
 {
-    static const char *const next_to_bin[] = {FS_BIN_TO_SIM, "../lib/sim"};
     const char *env = getenv("FSDPSHIM_SIM_DIR");
-    char exe[PATH_MAX], candidate[PATH_MAX * 2];
-    ssize_t n;
+    char candidate[PATH_MAX * 2];
 
     if (env && *env) {
         snprintf(candidate, sizeof candidate, "%s/libcudart.so.13", env);
@@ -103,19 +101,14 @@ static bool find_sim_dir(char *out)
         fprintf(stderr, "fsdpshim sim: FSDPSHIM_SIM_DIR=%s has no libcudart.so.13\n", env);
         return false;
     }
-    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        const char *bin = dirname(exe); /* once: dirname may write into exe */
-        for (size_t i = 0; i < sizeof next_to_bin / sizeof next_to_bin[0]; i++) {
-            snprintf(candidate, sizeof candidate, "%s/%s/libcudart.so.13", bin, next_to_bin[i]);
-            if (access(candidate, R_OK) == 0 && realpath(dirname(candidate), out)) return true;
-        }
-    }
+    if (fs_cli_installed(FS_BIN_TO_SIM, "../lib/sim", "libcudart.so.13", candidate,
+                         sizeof candidate) &&
+        realpath(dirname(candidate), out))
+        return true;
     fprintf(stderr,
-            "fsdpshim sim: cannot find the simulated device's libraries next to this program "
-            "(%s/%s); set FSDPSHIM_SIM_DIR\n",
-            n > 0 ? exe : "?", FS_BIN_TO_SIM);
+            "fsdpshim sim: cannot find the simulated device's libraries installed with this "
+            "program (%s from its directory); set FSDPSHIM_SIM_DIR\n",
+            FS_BIN_TO_SIM);
     return false;
 }
 
