@@ -154,10 +154,15 @@ static void test_destroyed_stream(void **state)
     assert_int_equal(cublasSaxpy(h, N, &one, c, 1, c, 1), CUBLAS_STATUS_EXECUTION_FAILED);
     /* The runtime's last error is left alone. */
     assert_int_equal(cudaGetLastError(), cudaSuccess);
-    assert_int_equal(cublasSetStream(h, 0), CUBLAS_STATUS_SUCCESS);
-    assert_int_equal(
-        cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, c, N, c, N, &zero, c, N),
-        CUBLAS_STATUS_SUCCESS);
+    /* The default streams by their names are streams too. */
+    const cudaStream_t named[] = {0, cudaStreamLegacy, cudaStreamPerThread};
+    for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+        assert_int_equal(cublasSetStream(h, named[i]), CUBLAS_STATUS_SUCCESS);
+        assert_int_equal(
+            cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, c, N, c, N, &zero, c, N),
+            CUBLAS_STATUS_SUCCESS);
+        assert_int_equal(cudaStreamSynchronize(named[i]), cudaSuccess);
+    }
     assert_int_equal(cublasDestroy(h), CUBLAS_STATUS_SUCCESS);
     assert_int_equal(cudaFree(c), cudaSuccess);
 }
