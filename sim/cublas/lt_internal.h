@@ -38,13 +38,13 @@ struct sim_lt_pref {
     struct sim_lt_attrs a;
 };
 
-/* "lt_desc.c" */
-
 /* 1 for CUBLAS_OP_N, _T or _C as a descriptor's TRANSA/TRANSB. */
 static inline int sim_lt_op_ok(int64_t op)
 {
     return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
 }
+
+/* "lt_desc.c" */
 
 /* An attribute's value as a signed integer of its own size. */
 int64_t sim_lt_desc_int(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr);
