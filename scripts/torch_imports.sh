@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # torch_imports.sh - writes the entry points PyTorch's libraries import from
-# libcudart.so.13 and libnccl.so.2, for each torch version given (default:
-# 2.15.0, the pinned one, and 2.11.0), into sim/imports/torch-<v>-libcudart.txt
-# and sim/imports/torch-<v>-libnccl.txt. The ratchet test sim_torch_imports
-# checks those committed lists against what the built sim exports.
+# libcudart.so.13, libnccl.so.2, libcublas.so.13 and libcublasLt.so.13, for
+# each torch version given (default: 2.15.0, the pinned one, and 2.11.0),
+# into sim/imports/torch-<v>-<lib>.txt (lib: libcudart, libnccl, libcublas,
+# libcublasLt). The ratchet test sim_torch_imports checks those committed
+# lists against what the built sim exports.
 #
 # Usage: scripts/torch_imports.sh [VERSION...]
 #
@@ -15,7 +16,9 @@
 # Attribution: the runtime's symbols are versioned, so an undefined symbol
 # bound to @libcudart.so.13 is the runtime's. NCCL exports its entry points
 # without a version, so an unversioned undefined symbol named nccl* or
-# pnccl* is attributed to libnccl.so.2 by its name.
+# pnccl* is attributed to libnccl.so.2 by its name. cuBLAS and cuBLASLt
+# version their exports like the runtime (@libcublas.so.13,
+# @libcublasLt.so.13).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -61,6 +64,14 @@ for version in "$@"; do
         header libnccl.so.2 "unversioned symbols named nccl*/pnccl* (NCCL exports no version node)"
         grep -E '^p?nccl[A-Za-z0-9_]*$' "$undefined" | sort -u
     } >"$out_dir/torch-$version-libnccl.txt"
+    for lib in libcublas libcublasLt; do
+        {
+            header $lib.so.13 "symbols bound to the version node @$lib.so.13"
+            sed -n "s/@$lib\.so\.13\$//p" "$undefined" | sort -u
+        } >"$out_dir/torch-$version-$lib.txt"
+    done
     echo "torch $version: $(grep -vc '^#' "$out_dir/torch-$version-libcudart.txt") libcudart," \
-        "$(grep -vc '^#' "$out_dir/torch-$version-libnccl.txt") libnccl imports"
+        "$(grep -vc '^#' "$out_dir/torch-$version-libnccl.txt") libnccl," \
+        "$(grep -vc '^#' "$out_dir/torch-$version-libcublas.txt") libcublas," \
+        "$(grep -vc '^#' "$out_dir/torch-$version-libcublasLt.txt") libcublasLt imports"
 done

@@ -5,7 +5,9 @@
 # library or be listed, with its reason, in missing-<lib>.txt; and no symbol
 # in missing-<lib>.txt may in fact be exported, so the missing lists only
 # shrink. libcudart's symbols count only under the libcudart.so.13 version
-# node; libnccl's are unversioned, as NCCL's own are.
+# node, libcublas's and libcublasLt's under theirs; libnccl's are
+# unversioned, as NCCL's own are. A library without a missing list (cuBLAS,
+# cuBLASLt) must export every import.
 #
 # Usage: torch_imports.sh <sim/imports dir> <build/lib/sim dir>
 set -eu
@@ -23,7 +25,11 @@ check() {
     nm -D --defined-only "$simdir/$soname" | awk '{print $NF}' |
         if [ -n "$version" ]; then sed -n "s/@@$version\$//p"; else grep -v @; fi |
         sort -u >"$work/$lib.exported"
-    symbols_of "$imports/missing-$lib.txt" >"$work/$lib.missing"
+    if [ -f "$imports/missing-$lib.txt" ]; then
+        symbols_of "$imports/missing-$lib.txt" >"$work/$lib.missing"
+    else
+        : >"$work/$lib.missing"
+    fi
 
     stale=$(comm -12 "$work/$lib.missing" "$work/$lib.exported")
     if [ -n "$stale" ]; then
@@ -50,4 +56,6 @@ check() {
 
 check libcudart libcudart.so.13 libcudart.so.13
 check libnccl libnccl.so.2 ""
+check libcublas libcublas.so.13 libcublas.so.13
+check libcublasLt libcublasLt.so.13 libcublasLt.so.13
 exit $failed
