@@ -379,7 +379,7 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t g, unsigned lon
     if (e->order) {
         g->refs++;
         e->n = g->n;
-        memcpy(e->order, g->nodes, g->n * sizeof *e->order);
+        if (g->n) memcpy(e->order, g->nodes, g->n * sizeof *e->order);
     }
     pthread_mutex_unlock(&g->mu);
     if (!e->order) {
