@@ -116,14 +116,14 @@ static void finish(struct fs_capture *c)
     free(c);
 }
 
-static cudaError_t begin(cudaStream_t h, cudaGraph_t graph, const cudaGraphNode_t *deps,
+static cudaError_t begin(cudaStream_t h, int pt, cudaGraph_t graph, const cudaGraphNode_t *deps,
                          const cudaGraphEdgeData *edges, size_t ndeps,
                          enum cudaStreamCaptureMode mode)
 {
     if ((unsigned)mode > cudaStreamCaptureModeRelaxed || (ndeps && !deps))
         return cudaErrorInvalidValue;
     struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(h, 0, &s);
+    cudaError_t err = fs_stream_resolve(h, pt, &s);
     if (err) return err;
     /* The legacy stream synchronises with every blocking stream: it cannot
      * be captured. */
@@ -170,7 +170,12 @@ static cudaError_t begin(cudaStream_t h, cudaGraph_t graph, const cudaGraphNode_
 
 FS_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
-    return fs_ret(begin(stream, NULL, NULL, NULL, 0, mode));
+    return fs_ret(begin(stream, 0, NULL, NULL, NULL, 0, mode));
+}
+
+FS_API cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+    return fs_ret(begin(stream, 1, NULL, NULL, NULL, 0, mode));
 }
 
 FS_API cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
@@ -180,7 +185,17 @@ FS_API cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_
                                                  enum cudaStreamCaptureMode mode)
 {
     if (!graph) return fs_ret(cudaErrorInvalidValue);
-    return fs_ret(begin(stream, graph, dependencies, dependencyData, numDependencies, mode));
+    return fs_ret(begin(stream, 0, graph, dependencies, dependencyData, numDependencies, mode));
+}
+
+FS_API cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
+                                                      const cudaGraphNode_t *dependencies,
+                                                      const cudaGraphEdgeData *dependencyData,
+                                                      size_t numDependencies,
+                                                      enum cudaStreamCaptureMode mode)
+{
+    if (!graph) return fs_ret(cudaErrorInvalidValue);
+    return fs_ret(begin(stream, 1, graph, dependencies, dependencyData, numDependencies, mode));
 }
 
 /* Whether every joined stream of c has been joined back into the origin;
@@ -200,12 +215,12 @@ static int all_joined(struct fs_capture *c)
     return 1;
 }
 
-FS_API cudaError_t cudaStreamEndCapture(cudaStream_t h, cudaGraph_t *graph_out)
+static cudaError_t end_capture(cudaStream_t h, int pt, cudaGraph_t *graph_out)
 {
-    if (!graph_out) return fs_ret(cudaErrorInvalidValue);
+    if (!graph_out) return cudaErrorInvalidValue;
     struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(h, 0, &s);
-    if (err) return fs_ret(err);
+    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    if (err) return err;
     pthread_mutex_lock(&mu);
     struct fs_capture_state *st = state_of(s);
     struct fs_capture *c = st ? st->c : NULL;
@@ -230,7 +245,17 @@ FS_API cudaError_t cudaStreamEndCapture(cudaStream_t h, cudaGraph_t *graph_out)
     }
     pthread_mutex_unlock(&mu);
     if (drop) cudaGraphDestroy(drop);
-    return err ? fs_ret(err) : cudaSuccess;
+    return err;
+}
+
+FS_API cudaError_t cudaStreamEndCapture(cudaStream_t h, cudaGraph_t *graph_out)
+{
+    return fs_ret(end_capture(h, 0, graph_out));
+}
+
+FS_API cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t h, cudaGraph_t *graph_out)
+{
+    return fs_ret(end_capture(h, 1, graph_out));
 }
 
 cudaError_t fs_capture_add(struct fs_stream *s, const struct fs_work *w)
@@ -428,19 +453,18 @@ FS_API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t h,
     return fs_ret(capture_info(h, 1, status, id, graph, deps, edges, ndeps));
 }
 
-FS_API cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t h, cudaGraphNode_t *deps,
-                                                       const cudaGraphEdgeData *edges, size_t n,
-                                                       unsigned int flags)
+static cudaError_t update_deps(cudaStream_t h, int pt, cudaGraphNode_t *deps,
+                               const cudaGraphEdgeData *edges, size_t n, unsigned flags)
 {
     if ((n && !deps) ||
         (flags != cudaStreamAddCaptureDependencies && flags != cudaStreamSetCaptureDependencies))
-        return fs_ret(cudaErrorInvalidValue);
+        return cudaErrorInvalidValue;
     struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(h, 0, &s);
-    if (err) return fs_ret(err);
+    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    if (err) return err;
     static const cudaGraphEdgeData none;
     for (size_t i = 0; edges && i < n; i++)
-        if (memcmp(&edges[i], &none, sizeof none)) return fs_ret(cudaErrorNotSupported);
+        if (memcmp(&edges[i], &none, sizeof none)) return cudaErrorNotSupported;
     pthread_mutex_lock(&mu);
     struct fs_capture_state *st = state_of(s);
     if (!st) {
@@ -465,7 +489,21 @@ FS_API cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t h, cudaGraph
         free(all);
     }
     pthread_mutex_unlock(&mu);
-    return err ? fs_ret(err) : cudaSuccess;
+    return err;
+}
+
+FS_API cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t h, cudaGraphNode_t *deps,
+                                                       const cudaGraphEdgeData *edges, size_t n,
+                                                       unsigned int flags)
+{
+    return fs_ret(update_deps(h, 0, deps, edges, n, flags));
+}
+
+FS_API cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t h, cudaGraphNode_t *deps,
+                                                            const cudaGraphEdgeData *edges,
+                                                            size_t n, unsigned int flags)
+{
+    return fs_ret(update_deps(h, 1, deps, edges, n, flags));
 }
 
 FS_API cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)

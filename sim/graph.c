@@ -412,13 +412,13 @@ FS_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e)
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaGraphLaunch(cudaGraphExec_t h, cudaStream_t sh)
+static cudaError_t launch(cudaGraphExec_t h, cudaStream_t sh, int pt)
 {
     pthread_once(&graphs_once, graphs_init);
     struct CUgraphExec_st *e = h ? fs_handles_hold(live_execs, h, exec_ref) : NULL;
     if (!e) return fs_ret(cudaErrorInvalidValue);
     struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(sh, 0, &s);
+    cudaError_t err = fs_stream_resolve(sh, pt, &s);
     /* A launch into a capture would be a child graph node: not simulated. */
     if (!err && fs_capture_active(s)) err = fs_capture_refuse(s);
     if (!err && s->kind == FS_STREAM_LEGACY) err = fs_capture_check_legacy(s->dev);
@@ -445,4 +445,14 @@ FS_API cudaError_t cudaGraphLaunch(cudaGraphExec_t h, cudaStream_t sh)
         return fs_ret(cudaErrorInvalidResourceHandle);
     }
     return cudaSuccess;
+}
+
+FS_API cudaError_t cudaGraphLaunch(cudaGraphExec_t h, cudaStream_t s)
+{
+    return launch(h, s, 0);
+}
+
+FS_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t h, cudaStream_t s)
+{
+    return launch(h, s, 1);
 }

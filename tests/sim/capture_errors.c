@@ -40,7 +40,7 @@ static void test_begin_and_end_misuse(void **state)
     (void)state;
     cudaStream_t s = new_stream(cudaStreamNonBlocking);
     cudaGraph_t g;
-    assert_int_equal(cudaStreamBeginCapture(NULL, cudaStreamCaptureModeGlobal),
+    assert_int_equal(cudaStreamBeginCapture(cudaStreamLegacy, cudaStreamCaptureModeGlobal),
                      cudaErrorStreamCaptureUnsupported);
     assert_int_equal(cudaStreamBeginCapture(s, (enum cudaStreamCaptureMode)3),
                      cudaErrorInvalidValue);
@@ -105,13 +105,13 @@ static void test_legacy_stream_would_join_implicitly(void **state)
     char *d;
     assert_int_equal(cudaMalloc((void **)&d, 64), cudaSuccess);
     assert_int_equal(cudaStreamBeginCapture(blocking, cudaStreamCaptureModeRelaxed), cudaSuccess);
-    assert_int_equal(cudaMemsetAsync(d, 1, 64, NULL), cudaErrorStreamCaptureImplicit);
+    assert_int_equal(cudaMemsetAsync(d, 1, 64, cudaStreamLegacy), cudaErrorStreamCaptureImplicit);
     assert_ends_invalidated(blocking);
 
     /* A non-blocking stream does not synchronise with the legacy one. */
     cudaStream_t nb = new_stream(cudaStreamNonBlocking);
     assert_int_equal(cudaStreamBeginCapture(nb, cudaStreamCaptureModeRelaxed), cudaSuccess);
-    assert_int_equal(cudaMemsetAsync(d, 1, 64, NULL), cudaSuccess);
+    assert_int_equal(cudaMemsetAsync(d, 1, 64, cudaStreamLegacy), cudaSuccess);
     assert_int_equal(status_of(nb), cudaStreamCaptureStatusActive);
     cudaGraph_t g;
     assert_int_equal(cudaStreamEndCapture(nb, &g), cudaSuccess);
