@@ -22,6 +22,7 @@ struct move {
     int value;
 };
 
+/* Leaves m alone: a graph may replay it (fs_stream_enqueue frees it). */
 static void run_move(void *p)
 {
     struct move *m = p;
@@ -32,21 +33,20 @@ static void run_move(void *p)
         else
             memset(d, m->value, m->width);
     }
-    free(m);
 }
 
-/* Enqueues a copy of the move on `s`; its sequence number goes to *seq. */
+/* Enqueues a copy of the move on `s`; its sequence number goes to *seq (0
+ * when s captures it into a graph: nothing to wait for). */
 static cudaError_t submit_move(struct fs_stream *s, struct move move, uint64_t *seq)
 {
     struct move *m = malloc(sizeof *m);
     if (!m) return cudaErrorMemoryAllocation;
     *m = move;
-    *seq = fs_stream_submit(s, run_move, m, 0, NULL);
-    if (!*seq) {
-        free(m);
-        return cudaErrorInvalidResourceHandle;
-    }
-    return cudaSuccess;
+    enum cudaGraphNodeType type = move.src ? cudaGraphNodeTypeMemcpy : cudaGraphNodeTypeMemset;
+    cudaError_t err =
+        fs_stream_enqueue(s, &(struct fs_work){type, run_move, free, m, 0}, NULL, seq);
+    if (err) free(m);
+    return err;
 }
 
 enum side { SIDE_PAGEABLE, SIDE_PINNED, SIDE_DEVICE };

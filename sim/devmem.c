@@ -89,6 +89,8 @@ FS_API cudaError_t cudaMalloc(void **ptr, size_t size)
 {
     fs_init();
     if (!ptr) return fs_ret(cudaErrorInvalidValue);
+    cudaError_t err = fs_capture_check_unsafe();
+    if (err) return fs_ret(err);
     if (size == 0) {
         *ptr = NULL;
         return cudaSuccess;
@@ -130,7 +132,8 @@ FS_API cudaError_t cudaFree(void *ptr)
 {
     fs_init();
     if (!ptr) return cudaSuccess;
-    return fs_ret(fs_devmem_free(ptr));
+    cudaError_t err = fs_capture_check_unsafe();
+    return fs_ret(err ? err : fs_devmem_free(ptr));
 }
 
 /* The current device's free and total capacity (cudaMemGetInfo, cuMemGetInfo). */

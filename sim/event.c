@@ -7,7 +7,12 @@
  * cudaEventDisableTiming, as the runtime requires, but the sim has no IPC
  * event handles. cudaDeviceReset invalidates the events of its device (their
  * handles then fail with cudaErrorInvalidResourceHandle). An event is freed when it is destroyed
- * and no record op of it is still pending. */
+ * and no record op of it is still pending.
+ *
+ * A record on a capturing stream is no op but a mark of the capture
+ * (capture.c): a stream that waits on the event joins the capture, and
+ * querying, synchronising or timing the event is cudaErrorCapturedEvent
+ * until it is recorded outside a capture again. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -25,6 +30,7 @@ struct fs_event {
     uint64_t gen;      /* bumped by every record */
     uint64_t time_gen; /* generation whose time is in time_ns */
     int64_t time_ns;
+    struct fs_capture_mark *mark; /* the latest record was in a capture */
 };
 
 struct record {
@@ -46,6 +52,7 @@ static void unref(struct fs_event *ev)
     int last = --ev->refs == 0;
     pthread_mutex_unlock(&ev->mu);
     if (last) {
+        fs_capture_mark_free(ev->mark);
         pthread_mutex_destroy(&ev->mu);
         free(ev);
     }
@@ -138,6 +145,17 @@ static cudaError_t event_record(cudaEvent_t h, cudaStream_t sh, unsigned flags, 
     if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    if (!err && fs_capture_active(s)) {
+        struct fs_capture_mark *m = fs_capture_mark_new(s);
+        if (m) {
+            pthread_mutex_lock(&ev->mu);
+            fs_capture_mark_free(ev->mark);
+            ev->mark = m;
+            pthread_mutex_unlock(&ev->mu);
+        }
+        unref(ev);
+        return m ? cudaSuccess : fs_ret(cudaErrorStreamCaptureInvalidated);
+    }
     struct record *r = err ? NULL : malloc(sizeof *r);
     if (!err && !r) err = cudaErrorMemoryAllocation;
     if (err) {
@@ -150,6 +168,8 @@ static cudaError_t event_record(cudaEvent_t h, cudaStream_t sh, unsigned flags, 
      * the reference lookup took. */
     pthread_mutex_lock(&ev->mu);
     uint64_t gen = ++ev->gen;
+    fs_capture_mark_free(ev->mark);
+    ev->mark = NULL;
     ev->refs++; /* this call's own, until it is done with ev */
     pthread_mutex_unlock(&ev->mu);
     *r = (struct record){ev, gen};
@@ -191,10 +211,15 @@ FS_API cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t h, cudaStream_t s, 
     return event_record(h, s, flags, 1);
 }
 
-/* The latest record as a dependency; returns 0 if never recorded. */
+/* The latest record as a dependency; returns 0 if never recorded, -1 if it
+ * was recorded in a capture. */
 static int latest(struct fs_event *ev, struct fs_dep *dep)
 {
     pthread_mutex_lock(&ev->mu);
+    if (ev->mark) {
+        pthread_mutex_unlock(&ev->mu);
+        return -1;
+    }
     dep->stream = ev->stream;
     dep->seq = ev->seq;
     pthread_mutex_unlock(&ev->mu);
@@ -208,6 +233,7 @@ FS_API cudaError_t cudaEventQuery(cudaEvent_t h)
     struct fs_dep dep;
     int recorded = latest(ev, &dep);
     unref(ev);
+    if (recorded < 0) return fs_ret(cudaErrorCapturedEvent);
     /* Never recorded: complete. */
     return !recorded || fs_stream_done(dep.stream, dep.seq) ? cudaSuccess : cudaErrorNotReady;
 }
@@ -219,6 +245,7 @@ FS_API cudaError_t cudaEventSynchronize(cudaEvent_t h)
     struct fs_dep dep;
     int recorded = latest(ev, &dep);
     unref(ev);
+    if (recorded < 0) return fs_ret(cudaErrorCapturedEvent);
     if (recorded) {
         fs_stream_wait(dep.stream, dep.seq);
         fs_pool_trim_threshold(dep.stream->dev->pool);
@@ -233,10 +260,22 @@ static cudaError_t stream_wait_event(cudaStream_t sh, cudaEvent_t h, unsigned fl
     if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
     struct fs_dep dep;
     int recorded = latest(ev, &dep);
-    unref(ev);
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    if (!err && recorded < 0) {
+        /* Recorded in a capture: s joins it (under ev->mu, so a concurrent
+         * record cannot free the mark). */
+        pthread_mutex_lock(&ev->mu);
+        err = ev->mark ? fs_capture_join(s, ev->mark) : cudaSuccess;
+        pthread_mutex_unlock(&ev->mu);
+        unref(ev);
+        return err ? fs_ret(err) : cudaSuccess;
+    }
+    unref(ev);
     if (err) return fs_ret(err);
+    /* A capture may only depend on work inside it. */
+    if (fs_capture_active(s) && fs_capture_refuse(s))
+        return fs_ret(cudaErrorStreamCaptureIsolation);
     if (!recorded) return cudaSuccess; /* waiting on a never-recorded event is a no-op */
     if (!fs_stream_submit(s, NULL, NULL, 0, &dep)) return fs_ret(cudaErrorInvalidResourceHandle);
     return cudaSuccess;
@@ -259,7 +298,9 @@ static cudaError_t completed_time(struct fs_event *ev, int64_t *ns)
     struct fs_stream *s = ev->stream;
     uint64_t seq = ev->seq, gen = ev->gen;
     unsigned flags = ev->flags;
+    int captured = ev->mark != NULL;
     pthread_mutex_unlock(&ev->mu);
+    if (captured) return cudaErrorCapturedEvent;
     if (!s || (flags & cudaEventDisableTiming)) return cudaErrorInvalidResourceHandle;
     if (!fs_stream_done(s, seq)) return cudaErrorNotReady;
     pthread_mutex_lock(&ev->mu);

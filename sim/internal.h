@@ -91,6 +91,9 @@ struct fs_stream {
     int destroyed;                 /* under mu */
     int worker_running;            /* under mu */
     struct fs_stream *dev_next;    /* in dev->streams (under dev->mu), then retired */
+    /* Non-NULL while the stream takes part in a stream capture: its work
+     * then becomes graph nodes (capture.c owns it, under its lock). */
+    struct fs_capture_state *_Atomic cap;
 };
 /* Creates a stream on dev (worker started lazily). */
 struct fs_stream *fs_stream_new(struct fs_device *dev, enum fs_stream_kind kind, unsigned flags,
@@ -100,17 +103,88 @@ void fs_stream_destroy(struct fs_stream *s);
 /* Resolves a handle as the calling thread sees it; per_thread says whether
  * handle 0 means the per-thread stream (_ptsz/_ptds variants). */
 cudaError_t fs_stream_resolve(cudaStream_t h, int per_thread, struct fs_stream **out);
+/* Device or host work described so that a CUDA graph can replay it: run(arg)
+ * does it and leaves arg alone; drop(arg), when set, frees arg once nothing
+ * will run it again (after its one run, or when the graph holding it goes). */
+struct fs_work {
+    enum cudaGraphNodeType type; /* what it is as a graph node */
+    fs_sim_work_fn run;
+    fs_sim_work_fn drop;
+    void *arg;
+    int hostfn; /* runs under the device's host-function lock */
+};
+/* The enqueue path every kind of work takes: in stream order as
+ * fs_stream_submit does, or, while s is capturing, as a node of the capture
+ * (*seq is then 0: there is nothing to wait for). On failure nothing took
+ * w->arg: cudaErrorInvalidResourceHandle for a destroyed stream, the
+ * capture's error (capture.c) while capturing. */
+cudaError_t fs_stream_enqueue(struct fs_stream *s, const struct fs_work *w,
+                              const struct fs_dep *extra, uint64_t *seq);
 /* Submits fn(arg) in stream order after the stream's implicit dependencies
  * (legacy/blocking) and `extra` (may be NULL). hostfn: run under the device's
  * host-function lock. Returns the op's sequence number, or 0 when s was
- * destroyed. */
+ * destroyed. fn consumes arg, so it cannot be replayed: while s is capturing
+ * (or would join a capture implicitly) the call is refused with 0 and the
+ * capture is invalidated; use fs_stream_enqueue for work a graph may hold. */
 uint64_t fs_stream_submit(struct fs_stream *s, fs_sim_work_fn fn, void *arg, int hostfn,
                           const struct fs_dep *extra);
+/* As fs_stream_submit for fn(arg) that does not consume arg, never
+ * captured: how a graph launch replays its nodes. */
+uint64_t fs_stream_submit_replay(struct fs_stream *s, fs_sim_work_fn fn, void *arg, int hostfn,
+                                 const struct fs_dep *extra);
 void fs_stream_wait(struct fs_stream *s, uint64_t seq);
 int fs_stream_done(struct fs_stream *s, uint64_t seq);
 uint64_t fs_stream_last(struct fs_stream *s);
 /* Marks every stream of dev destroyed (cudaDeviceReset). */
 void fs_stream_forget_device(struct fs_device *dev);
+
+/* ---- capture.c: stream capture ---- */
+struct fs_capture_state;
+/* Where work on capturing stream s goes: a node of type w->type after the
+ * stream's capture dependencies, which it then replaces. Takes w->arg on
+ * success; cudaErrorStreamCaptureInvalidated when the capture was
+ * invalidated. */
+cudaError_t fs_capture_add(struct fs_stream *s, const struct fs_work *w);
+/* Work on the legacy stream of dev while a blocking stream of dev captures
+ * would join the capture implicitly: that invalidates those captures and
+ * is cudaErrorStreamCaptureImplicit. cudaSuccess when nothing captures. */
+cudaError_t fs_capture_check_legacy(struct fs_device *dev);
+/* A call not permitted on a capturing stream (synchronising it, work that
+ * cannot be replayed): while s captures it invalidates the capture and is
+ * cudaErrorStreamCaptureUnsupported; cudaSuccess otherwise. */
+cudaError_t fs_capture_refuse(struct fs_stream *s);
+/* A potentially unsafe call (cudaMalloc, cudaFree) is prohibited under the
+ * calling thread's capture interaction mode while captures are under way:
+ * cudaErrorStreamCaptureUnsupported, and the captures that prohibit it are
+ * invalidated. */
+cudaError_t fs_capture_check_unsafe(void);
+/* An event recorded in a capture: the capture and its nodes the record
+ * stood for (cudaStreamWaitEvent joins a stream to them). */
+struct fs_capture_mark;
+/* The mark of recording an event on capturing stream s now, or NULL (out
+ * of memory: the capture is invalidated). */
+struct fs_capture_mark *fs_capture_mark_new(struct fs_stream *s);
+void fs_capture_mark_free(struct fs_capture_mark *m);
+/* cudaStreamWaitEvent on an event whose last record is m: s joins m's
+ * capture. cudaErrorCapturedEvent when that capture has ended,
+ * cudaErrorStreamCaptureMerge when s is in another capture. */
+cudaError_t fs_capture_join(struct fs_stream *s, const struct fs_capture_mark *m);
+/* Whether s is capturing (not cudaStreamCaptureStatusNone). */
+int fs_capture_active(struct fs_stream *s);
+
+/* ---- graph.c: graphs, their nodes, executable graphs ---- */
+/* Adds a node doing w (its arg then belongs to the graph) after
+ * deps[0..n) to g. */
+cudaError_t fs_graph_add(cudaGraph_t g, const struct fs_work *w, const cudaGraphNode_t *deps,
+                         size_t n, cudaGraphNode_t *out);
+/* A new empty graph on the current device; NULL when out of memory. */
+cudaGraph_t fs_graph_new(void);
+/* Whether g is a live graph handle. */
+int fs_graph_valid(cudaGraph_t g);
+/* Whether `from` is `to` or one of its dependencies, transitively. */
+int fs_graph_reaches(cudaGraphNode_t from, cudaGraphNode_t to);
+/* The graph a node belongs to. */
+cudaGraph_t fs_graph_of(cudaGraphNode_t node);
 
 /* ---- handles.c: handle -> object maps, so a stale handle is an error, not a crash ---- */
 struct fs_handle_set;

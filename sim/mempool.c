@@ -259,7 +259,26 @@ static cudaError_t malloc_async(void **ptr, size_t size, struct fs_pool *pool, c
         *ptr = NULL;
         return cudaSuccess;
     }
-    return fs_ret(pool_alloc(pool ? pool : s->dev->pool, size, s, ptr));
+    if (!pool) pool = s->dev->pool;
+    err = pool_alloc(pool, size, s, ptr);
+    if (err || !fs_capture_active(s)) return fs_ret(err);
+    /* Captured: a memory allocation node. The block is the graph's memory
+     * at a fixed address from now on; a launch has nothing to do for it. */
+    uint64_t seq;
+    err = fs_stream_enqueue(s, &(struct fs_work){.type = cudaGraphNodeTypeMemAlloc}, NULL, &seq);
+    if (err) fs_pool_free_now(pool, (uintptr_t)*ptr);
+    return fs_ret(err);
+}
+
+/* A block freed in a capture: it stays the graph's until the graph goes. */
+static void release_graph_block(void *p)
+{
+    struct fs_range *r = p;
+    if (r->kind == FS_RANGE_POOL)
+        fs_pool_free_now(r->pool, r->base);
+    else
+        fs_devmem_release(r);
+    free(r);
 }
 
 FS_API cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t s)
@@ -304,6 +323,21 @@ static cudaError_t free_async(void *ptr, cudaStream_t sh, int pt)
     err = fs_claim_device_block(ptr, &r);
     if (err) return fs_ret(err);
     uint64_t seq;
+    if (fs_capture_active(s)) {
+        /* A memory free node: the graph may still use the block at every
+         * launch until the node, so it is released with the graph. */
+        struct fs_range *copy = malloc(sizeof *copy);
+        if (!copy) abort();
+        *copy = r;
+        err = fs_stream_enqueue(
+            s, &(struct fs_work){cudaGraphNodeTypeMemFree, NULL, release_graph_block, copy, 0},
+            NULL, &seq);
+        if (err) {
+            free(copy);
+            fs_registry_set_live(r.base, 0, 1);
+        }
+        return fs_ret(err);
+    }
     if (r.kind == FS_RANGE_MALLOC) {
         struct fs_range *copy = malloc(sizeof *copy);
         if (!copy) abort();

@@ -19,6 +19,17 @@ typedef void (*fs_sim_work_fn)(void *arg);
 cudaError_t fs_sim_stream_enqueue(cudaStream_t stream, int per_thread, fs_sim_work_fn fn,
                                   void *arg);
 
+/* As fs_sim_stream_enqueue, for work a CUDA graph may hold: while the stream
+ * captures, the work becomes a graph node of `type` (it is then run at each
+ * launch of the graph) instead of running now. run(arg) does the work and
+ * leaves arg alone; drop(arg), unless NULL, frees arg once nothing will run
+ * it again. fs_sim_stream_enqueue itself is refused while the stream
+ * captures (cudaErrorStreamCaptureUnsupported: its work cannot be replayed).
+ * On failure arg is the caller's again. */
+cudaError_t fs_sim_stream_enqueue_work(cudaStream_t stream, int per_thread,
+                                       enum cudaGraphNodeType type, fs_sim_work_fn run,
+                                       fs_sim_work_fn drop, void *arg);
+
 /* The device a stream belongs to, or -1 for an unknown stream. */
 int fs_sim_stream_device(cudaStream_t stream);
 

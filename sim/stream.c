@@ -10,7 +10,11 @@
  * Lock order: dev->mu, then any stream's mu. A stream's mu is a leaf lock.
  * Stream objects are never freed (a destroyed stream keeps its few hundred
  * bytes of bookkeeping) so dependencies and events may point at them freely;
- * the thread of a destroyed stream exits once its work has drained. */
+ * the thread of a destroyed stream exits once its work has drained.
+ *
+ * While a stream captures (capture.c) its work is not run but becomes graph
+ * nodes: fs_stream_enqueue diverts it, and work that cannot be replayed
+ * (fs_stream_submit) is refused. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +24,8 @@
 
 struct fs_op {
     struct fs_op *next;
-    fs_sim_work_fn fn; /* NULL: the op only waits for its dependencies */
+    fs_sim_work_fn fn;   /* NULL: the op only waits for its dependencies */
+    fs_sim_work_fn drop; /* frees arg after fn, when set (fs_stream_enqueue) */
     void *arg;
     int hostfn;
     uint64_t seq;
@@ -103,6 +108,7 @@ static void *worker_main(void *p)
             op->fn(op->arg);
             if (op->hostfn) pthread_mutex_unlock(&s->dev->hostfn_mu);
         }
+        if (op->drop) op->drop(op->arg);
 
         pthread_mutex_lock(&s->mu);
         s->head = op->next;
@@ -236,8 +242,8 @@ static int pending_dep(struct fs_stream *t, struct fs_dep *dep)
     return pending;
 }
 
-uint64_t fs_stream_submit(struct fs_stream *s, fs_sim_work_fn fn, void *arg, int hostfn,
-                          const struct fs_dep *extra)
+static uint64_t submit_op(struct fs_stream *s, fs_sim_work_fn fn, fs_sim_work_fn drop, void *arg,
+                          int hostfn, const struct fs_dep *extra)
 {
     struct fs_device *dev = s->dev;
     pthread_mutex_lock(&dev->mu);
@@ -253,6 +259,7 @@ uint64_t fs_stream_submit(struct fs_stream *s, fs_sim_work_fn fn, void *arg, int
     }
     op->next = NULL;
     op->fn = fn;
+    op->drop = drop;
     op->arg = arg;
     op->hostfn = hostfn;
     op->ndeps = 0;
@@ -302,6 +309,36 @@ uint64_t fs_stream_submit(struct fs_stream *s, fs_sim_work_fn fn, void *arg, int
     pthread_mutex_unlock(&s->mu);
     pthread_mutex_unlock(&dev->mu);
     return seq;
+}
+
+uint64_t fs_stream_submit(struct fs_stream *s, fs_sim_work_fn fn, void *arg, int hostfn,
+                          const struct fs_dep *extra)
+{
+    if (fs_capture_refuse(s)) return 0;
+    if (s->kind == FS_STREAM_LEGACY && fs_capture_check_legacy(s->dev)) return 0;
+    return submit_op(s, fn, NULL, arg, hostfn, extra);
+}
+
+uint64_t fs_stream_submit_replay(struct fs_stream *s, fs_sim_work_fn fn, void *arg, int hostfn,
+                                 const struct fs_dep *extra)
+{
+    return submit_op(s, fn, NULL, arg, hostfn, extra);
+}
+
+cudaError_t fs_stream_enqueue(struct fs_stream *s, const struct fs_work *w,
+                              const struct fs_dep *extra, uint64_t *seq)
+{
+    *seq = 0;
+    if (s->kind == FS_STREAM_LEGACY) {
+        cudaError_t err = fs_capture_check_legacy(s->dev);
+        if (err) return err;
+    }
+    /* Capture happens here, on the one path all work takes, so that every
+     * kind of work (copies, host functions, collectives, launches) becomes a
+     * node without its call site knowing. */
+    if (atomic_load(&s->cap)) return fs_capture_add(s, w);
+    *seq = submit_op(s, w->run, w->drop, w->arg, w->hostfn, extra);
+    return *seq ? cudaSuccess : cudaErrorInvalidResourceHandle;
 }
 
 void fs_stream_wait(struct fs_stream *s, uint64_t seq)

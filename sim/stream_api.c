@@ -1,13 +1,9 @@
-/* stream_api.c - the cudaStream* entry points, host functions, capture
- * queries, and the private seam NCCL (sim) enqueues its device work through.
- *
- * The sim has no graphs: no stream is ever capturing, so the capture queries
- * always answer cudaStreamCaptureStatusNone. */
+/* stream_api.c - the cudaStream* entry points, host functions, and the
+ * private seam NCCL (sim) enqueues its device work through. Capture and its
+ * queries are capture.c's. */
 #include <stdlib.h>
 
 #include "internal.h"
-
-static __thread enum cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
 
 static cudaError_t stream_create(cudaStream_t *out, unsigned flags, int priority)
 {
@@ -54,6 +50,7 @@ static cudaError_t stream_query(cudaStream_t h, int pt)
 {
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(h, pt, &s);
+    if (!err) err = fs_capture_refuse(s);
     if (err) return fs_ret(err);
     return fs_stream_done(s, fs_stream_last(s)) ? cudaSuccess : cudaErrorNotReady;
 }
@@ -72,6 +69,7 @@ static cudaError_t stream_synchronize(cudaStream_t h, int pt)
 {
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(h, pt, &s);
+    if (!err) err = fs_capture_refuse(s);
     if (err) return fs_ret(err);
     fs_stream_wait(s, fs_stream_last(s));
     fs_pool_trim_threshold(s->dev->pool);
@@ -176,8 +174,10 @@ static cudaError_t launch_host_func(cudaStream_t h, cudaHostFn_t fn, void *user,
     if (!fn) return fs_ret(cudaErrorInvalidValue);
     cudaError_t err = fs_stream_resolve(h, pt, &s);
     if (err) return fs_ret(err);
-    if (!fs_stream_submit(s, fn, user, 1, NULL)) return fs_ret(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
+    uint64_t seq;
+    err = fs_stream_enqueue(s, &(struct fs_work){cudaGraphNodeTypeHost, fn, NULL, user, 1}, NULL,
+                            &seq);
+    return err ? fs_ret(err) : cudaSuccess;
 }
 
 FS_API cudaError_t cudaLaunchHostFunc(cudaStream_t h, cudaHostFn_t fn, void *user)
@@ -209,6 +209,8 @@ static cudaError_t add_callback(cudaStream_t h, cudaStreamCallback_t fn, void *u
     struct fs_stream *s;
     if (!fn || flags != 0) return fs_ret(cudaErrorInvalidValue);
     cudaError_t err = fs_stream_resolve(h, pt, &s);
+    /* Stream callbacks cannot be captured (host functions can). */
+    if (!err) err = fs_capture_refuse(s);
     if (err) return fs_ret(err);
     struct callback *cb = malloc(sizeof *cb);
     if (!cb) return fs_ret(cudaErrorMemoryAllocation);
@@ -232,70 +234,6 @@ FS_API cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t h, cudaStreamCallback
     return add_callback(h, fn, user, flags, 1);
 }
 
-/* ---- capture: the sim never captures ---- */
-
-static cudaError_t is_capturing(cudaStream_t h, enum cudaStreamCaptureStatus *status, int pt)
-{
-    struct fs_stream *s;
-    if (!status) return fs_ret(cudaErrorInvalidValue);
-    cudaError_t err = fs_stream_resolve(h, pt, &s);
-    if (err) return fs_ret(err);
-    *status = cudaStreamCaptureStatusNone;
-    return cudaSuccess;
-}
-
-FS_API cudaError_t cudaStreamIsCapturing(cudaStream_t h, enum cudaStreamCaptureStatus *status)
-{
-    return is_capturing(h, status, 0);
-}
-
-FS_API cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t h, enum cudaStreamCaptureStatus *status)
-{
-    return is_capturing(h, status, 1);
-}
-
-static cudaError_t capture_info(cudaStream_t h, enum cudaStreamCaptureStatus *status,
-                                unsigned long long *id, cudaGraph_t *graph,
-                                const cudaGraphNode_t **deps, const cudaGraphEdgeData **edges,
-                                size_t *ndeps, int pt)
-{
-    cudaError_t err = is_capturing(h, status, pt);
-    if (err) return err;
-    if (id) *id = 0;
-    if (graph) *graph = NULL;
-    if (deps) *deps = NULL;
-    if (edges) *edges = NULL;
-    if (ndeps) *ndeps = 0;
-    return cudaSuccess;
-}
-
-FS_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t h, enum cudaStreamCaptureStatus *status,
-                                            unsigned long long *id, cudaGraph_t *graph,
-                                            const cudaGraphNode_t **deps,
-                                            const cudaGraphEdgeData **edges, size_t *ndeps)
-{
-    return capture_info(h, status, id, graph, deps, edges, ndeps, 0);
-}
-
-FS_API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t h,
-                                                 enum cudaStreamCaptureStatus *status,
-                                                 unsigned long long *id, cudaGraph_t *graph,
-                                                 const cudaGraphNode_t **deps,
-                                                 const cudaGraphEdgeData **edges, size_t *ndeps)
-{
-    return capture_info(h, status, id, graph, deps, edges, ndeps, 1);
-}
-
-FS_API cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
-{
-    if (!mode || (unsigned)*mode > cudaStreamCaptureModeRelaxed)
-        return fs_ret(cudaErrorInvalidValue);
-    enum cudaStreamCaptureMode old = capture_mode;
-    capture_mode = *mode;
-    *mode = old;
-    return cudaSuccess;
-}
-
 /* ---- the seam used by the simulated NCCL (sim_private.h) ---- */
 
 FS_API cudaError_t fs_sim_stream_enqueue(cudaStream_t stream, int per_thread, fs_sim_work_fn fn,
@@ -304,9 +242,22 @@ FS_API cudaError_t fs_sim_stream_enqueue(cudaStream_t stream, int per_thread, fs
     struct fs_stream *s;
     if (!fn) return cudaErrorInvalidValue;
     cudaError_t err = fs_stream_resolve(stream, per_thread, &s);
+    if (!err) err = fs_capture_refuse(s); /* fn consumes arg: it cannot be replayed */
     if (err) return err;
     /* Device work: stream ordered, but not serialised with host functions. */
     return fs_stream_submit(s, fn, arg, 0, NULL) ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
+
+FS_API cudaError_t fs_sim_stream_enqueue_work(cudaStream_t stream, int per_thread,
+                                              enum cudaGraphNodeType type, fs_sim_work_fn run,
+                                              fs_sim_work_fn drop, void *arg)
+{
+    struct fs_stream *s;
+    if (!run) return cudaErrorInvalidValue;
+    cudaError_t err = fs_stream_resolve(stream, per_thread, &s);
+    if (err) return err;
+    uint64_t seq;
+    return fs_stream_enqueue(s, &(struct fs_work){type, run, drop, arg, 0}, NULL, &seq);
 }
 
 FS_API int fs_sim_stream_device(cudaStream_t stream)

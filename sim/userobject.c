@@ -8,8 +8,8 @@
  * destructors still never run at once and nothing outlives a fork. Releasing
  * more references than are held, or using a handle whose object is gone, is
  * undefined in the runtime; the sim keeps the live objects in a list and
- * refuses both with cudaErrorInvalidValue. Graphs (cudaGraphRetainUserObject)
- * are not simulated, so only the caller holds references. */
+ * refuses both with cudaErrorInvalidValue. A graph holds references of its
+ * own (cudaGraphRetainUserObject) and releases them when it is destroyed. */
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -334,6 +334,47 @@ static void test_matrix_transfer(void **state)
     assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
 }
 
+/* A GEMM on a capturing stream is recorded as a kernel node, not run, and
+ * the graph replays it; a copy captured after it follows it in the graph. */
+static void test_gemm_captured(void **state)
+{
+    (void)state;
+    cublasHandle_t h;
+    cudaStream_t s;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cudaGraphNode_t nodes[4];
+    enum cudaGraphNodeType type;
+    size_t n = 4;
+    float *a, *c;
+    assert_int_equal(cublasCreate(&h), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&a, N * N * sizeof(float)), cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&c, N * N * sizeof(float)), cudaSuccess);
+    assert_int_equal(cublasSetStream(h, s), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    assert_int_equal(
+        cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one, a, N, a, N, &zero, c, N),
+        CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaMemcpyAsync(a, c, N * sizeof(float), cudaMemcpyDeviceToDevice, s),
+                     cudaSuccess);
+    assert_int_equal(cudaStreamEndCapture(s, &graph), cudaSuccess);
+    assert_int_equal(cudaGraphGetNodes(graph, nodes, &n), cudaSuccess);
+    assert_int_equal(n, 2);
+    assert_int_equal(cudaGraphNodeGetType(nodes[0], &type), cudaSuccess);
+    assert_int_equal(type, cudaGraphNodeTypeKernel);
+    assert_int_equal(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(cudaGraphLaunch(exec, s), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    assert_int_equal(cudaGraphExecDestroy(exec), cudaSuccess);
+    assert_int_equal(cudaGraphDestroy(graph), cudaSuccess);
+    assert_int_equal(cublasDestroy(h), CUBLAS_STATUS_SUCCESS);
+    assert_int_equal(cudaFree(a), cudaSuccess);
+    assert_int_equal(cudaFree(c), cudaSuccess);
+    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+}
+
 int main(void)
 {
     fs_test_require_device();
@@ -344,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_gemm_arguments),
         cmocka_unit_test(test_host_result_waits),
         cmocka_unit_test(test_matrix_transfer),
+        cmocka_unit_test(test_gemm_captured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
