@@ -1,16 +1,17 @@
 /* devmem.c - device memory: capacity accounting per device, cudaMalloc /
  * cudaFree and cudaMemGetInfo.
  *
- * Device memory is host memory: each allocation is its own anonymous
- * MAP_NORESERVE mapping, so capacity costs nothing until pages are touched,
- * and a freed allocation's pages go back to the kernel at once. Sizes are
- * rounded up to SIM_ALLOC_GRANULE: that is what is charged, and what the
- * registry holds as the allocation's extent. In a dry run
- * (FSDPSHIM_SIM_DATA=0) the mapping is PROT_NONE: nothing may touch it, so
- * a touch faults instead of quietly committing host memory, and a PROT_NONE
- * private mapping is not even counted against the host's commit limit. */
+ * Device memory is host memory: each allocation is its own MAP_NORESERVE
+ * mapping of a range of its device's memfd (sim/arena.c, which lets another
+ * process map it for CUDA IPC), so capacity costs nothing until pages are
+ * touched, and a freed allocation's pages go back to the kernel at once.
+ * Sizes are rounded up to SIM_ALLOC_GRANULE: that is what is charged, and
+ * what the registry holds as the allocation's extent. In a dry run
+ * (FSDPSHIM_SIM_DATA=0) the mapping is anonymous and PROT_NONE: nothing may
+ * touch it, so a touch faults instead of quietly committing host memory,
+ * and a PROT_NONE private mapping is not even counted against the host's
+ * commit limit. */
 #include <stdlib.h>
-#include <sys/mman.h>
 
 #include "internal.h"
 
@@ -57,9 +58,8 @@ cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_ki
     size = (size + SIM_ALLOC_GRANULE - 1) & ~(size_t)(SIM_ALLOC_GRANULE - 1);
     cudaError_t err = fs_capacity_take(dev, size);
     if (err) return err;
-    int prot = fs_cfg.moves_data ? PROT_READ | PROT_WRITE : PROT_NONE;
-    void *p = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
+    void *p = sim_arena_map(dev, size);
+    if (!p) {
         fs_capacity_give(dev, size);
         return cudaErrorMemoryAllocation;
     }
@@ -72,7 +72,7 @@ cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_ki
 void fs_devmem_release(const struct fs_range *r)
 {
     fs_registry_remove(r->base);
-    munmap((void *)r->base, r->size);
+    sim_arena_unmap((void *)r->base, r->size);
     fs_capacity_give(fs_dev(r->device), r->size);
 }
 

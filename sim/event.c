@@ -3,11 +3,12 @@
  * the most recent record.
  *
  * cudaEventBlockingSync changes nothing (host waits always block on a
- * condition variable); cudaEventInterprocess is accepted with
- * cudaEventDisableTiming, as the runtime requires, but the sim has no IPC
- * event handles. cudaDeviceReset invalidates the events of its device (their
- * handles then fail with cudaErrorInvalidResourceHandle). An event is freed when it is destroyed
- * and no record op of it is still pending.
+ * condition variable); cudaEventInterprocess needs cudaEventDisableTiming,
+ * as the runtime requires, and keeps the event's records in state other
+ * processes can map (sim/ipc_event.c), which query, synchronise and waits
+ * then read instead of the local (stream, sequence). cudaDeviceReset invalidates the events of its
+ * device (their handles then fail with cudaErrorInvalidResourceHandle). An event is freed when it
+ * is destroyed and no record op of it is still pending.
  *
  * A record on a capturing stream is no op but a mark of the capture
  * (capture.c): a stream that waits on the event joins the capture, and
@@ -31,11 +32,14 @@ struct fs_event {
     uint64_t time_gen; /* generation whose time is in time_ns */
     int64_t time_ns;
     struct fs_capture_mark *mark; /* the latest record was in a capture */
+    /* cudaEventInterprocess (or opened from a handle): the shared state. */
+    struct sim_ipc_event *ipc;
 };
 
 struct record {
     struct fs_event *ev;
     uint64_t gen;
+    uint64_t ipc_gen; /* the record's generation in ev->ipc */
 };
 
 static struct fs_handle_set *live_events;
@@ -53,6 +57,7 @@ static void unref(struct fs_event *ev)
     pthread_mutex_unlock(&ev->mu);
     if (last) {
         fs_capture_mark_free(ev->mark);
+        if (ev->ipc) sim_ipc_event_free(ev->ipc);
         pthread_mutex_destroy(&ev->mu);
         free(ev);
     }
@@ -80,6 +85,27 @@ static struct fs_event *lookup(cudaEvent_t h)
     return ev;
 }
 
+/* A new event of dev; it owns ipc (may be NULL) from here on. */
+static cudaError_t event_add(struct fs_device *dev, unsigned flags, struct sim_ipc_event *ipc,
+                             cudaEvent_t *out)
+{
+    struct fs_event *ev = calloc(1, sizeof *ev);
+    if (!ev) {
+        if (ipc) sim_ipc_event_free(ipc);
+        return cudaErrorMemoryAllocation;
+    }
+    pthread_mutex_init(&ev->mu, NULL);
+    ev->flags = flags;
+    ev->device = dev->ordinal;
+    ev->reset_gen = __atomic_load_n(&dev->reset_gen, __ATOMIC_ACQUIRE);
+    ev->refs = 1;
+    ev->ipc = ipc;
+    void *handle = fs_handles_new_key();
+    fs_handles_add(live_events, handle, ev);
+    *out = (cudaEvent_t)handle;
+    return cudaSuccess;
+}
+
 static cudaError_t event_create(cudaEvent_t *out, unsigned flags)
 {
     fs_init();
@@ -90,17 +116,29 @@ static cudaError_t event_create(cudaEvent_t *out, unsigned flags)
         return fs_ret(cudaErrorInvalidValue);
     struct fs_device *dev = fs_cur_dev();
     if (!dev) return fs_ret(cudaErrorNoDevice);
-    struct fs_event *ev = calloc(1, sizeof *ev);
-    if (!ev) return fs_ret(cudaErrorMemoryAllocation);
-    pthread_mutex_init(&ev->mu, NULL);
-    ev->flags = flags;
-    ev->device = dev->ordinal;
-    ev->reset_gen = __atomic_load_n(&dev->reset_gen, __ATOMIC_ACQUIRE);
-    ev->refs = 1;
-    void *handle = fs_handles_new_key();
-    fs_handles_add(live_events, handle, ev);
-    *out = (cudaEvent_t)handle;
-    return cudaSuccess;
+    struct sim_ipc_event *ipc = NULL;
+    if ((flags & cudaEventInterprocess) && !(ipc = sim_ipc_event_new()))
+        return fs_ret(cudaErrorMemoryAllocation);
+    cudaError_t err = event_add(dev, flags, ipc, out);
+    return err ? fs_ret(err) : cudaSuccess;
+}
+
+cudaError_t sim_event_from_ipc(struct sim_ipc_event *e, cudaEvent_t *out)
+{
+    pthread_once(&events_once, events_init);
+    struct fs_device *dev = fs_cur_dev();
+    if (!dev) return cudaErrorNoDevice;
+    return event_add(dev, cudaEventDisableTiming | cudaEventInterprocess, e, out);
+}
+
+cudaError_t sim_event_ipc_wire(cudaEvent_t h, struct sim_ipc_wire *w)
+{
+    struct fs_event *ev = lookup(h);
+    if (!ev) return cudaErrorInvalidResourceHandle;
+    int ipc = ev->ipc != NULL;
+    if (ipc) sim_ipc_event_wire(ev->ipc, w);
+    unref(ev);
+    return ipc ? cudaSuccess : cudaErrorInvalidResourceHandle;
 }
 
 FS_API cudaError_t cudaEventCreate(cudaEvent_t *out)
@@ -134,6 +172,7 @@ static void stamp(void *p)
         r->ev->time_gen = r->gen;
     }
     pthread_mutex_unlock(&r->ev->mu);
+    if (r->ev->ipc) sim_ipc_event_complete(r->ev->ipc, r->ipc_gen);
     unref(r->ev);
     free(r);
 }
@@ -172,9 +211,13 @@ static cudaError_t event_record(cudaEvent_t h, cudaStream_t sh, unsigned flags, 
     ev->mark = NULL;
     ev->refs++; /* this call's own, until it is done with ev */
     pthread_mutex_unlock(&ev->mu);
-    *r = (struct record){ev, gen};
+    /* Other processes see the record from this call on. */
+    uint64_t ipc_gen = ev->ipc ? sim_ipc_event_issue(ev->ipc) : 0;
+    *r = (struct record){ev, gen, ipc_gen};
     uint64_t seq = fs_stream_submit(s, stamp, r, 0, NULL);
     if (!seq) {
+        /* A record that will never run must not hold its waiters. */
+        if (ev->ipc) sim_ipc_event_complete(ev->ipc, ipc_gen);
         unref(ev);
         unref(ev);
         free(r);
@@ -230,6 +273,11 @@ FS_API cudaError_t cudaEventQuery(cudaEvent_t h)
 {
     struct fs_event *ev = lookup(h);
     if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
+    if (ev->ipc) {
+        int done = sim_ipc_event_done(ev->ipc, sim_ipc_event_latest(ev->ipc));
+        unref(ev);
+        return done ? cudaSuccess : cudaErrorNotReady;
+    }
     struct fs_dep dep;
     int recorded = latest(ev, &dep);
     unref(ev);
@@ -242,6 +290,12 @@ FS_API cudaError_t cudaEventSynchronize(cudaEvent_t h)
 {
     struct fs_event *ev = lookup(h);
     if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
+    if (ev->ipc) {
+        sim_ipc_event_wait(ev->ipc, sim_ipc_event_latest(ev->ipc));
+        fs_pool_trim_threshold(fs_dev(ev->device)->pool);
+        unref(ev);
+        return cudaSuccess;
+    }
     struct fs_dep dep;
     int recorded = latest(ev, &dep);
     unref(ev);
@@ -253,11 +307,51 @@ FS_API cudaError_t cudaEventSynchronize(cudaEvent_t h)
     return cudaSuccess;
 }
 
+struct ipc_wait {
+    struct fs_event *ev;
+    uint64_t gen;
+};
+
+/* The op of a stream waiting on an interprocess event: it holds the stream
+ * until the record it waits for is reached, in whichever process. */
+static void ipc_wait_op(void *p)
+{
+    struct ipc_wait *w = p;
+    sim_ipc_event_wait(w->ev->ipc, w->gen);
+    unref(w->ev);
+    free(w);
+}
+
+/* cudaStreamWaitEvent on an interprocess event; consumes the reference. */
+static cudaError_t stream_wait_ipc(struct fs_event *ev, cudaStream_t sh, int pt)
+{
+    uint64_t gen = sim_ipc_event_latest(ev->ipc);
+    struct fs_stream *s;
+    cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    struct ipc_wait *w = NULL;
+    if (!err && !sim_ipc_event_done(ev->ipc, gen)) {
+        w = malloc(sizeof *w);
+        if (!w) err = cudaErrorMemoryAllocation;
+    }
+    if (!w) {
+        unref(ev);
+        return err ? fs_ret(err) : cudaSuccess;
+    }
+    *w = (struct ipc_wait){ev, gen};
+    if (!fs_stream_submit(s, ipc_wait_op, w, 0, NULL)) {
+        free(w);
+        unref(ev);
+        return fs_ret(cudaErrorInvalidResourceHandle);
+    }
+    return cudaSuccess;
+}
+
 static cudaError_t stream_wait_event(cudaStream_t sh, cudaEvent_t h, unsigned flags, int pt)
 {
     if (flags & ~(unsigned)cudaEventWaitExternal) return fs_ret(cudaErrorInvalidValue);
     struct fs_event *ev = lookup(h);
     if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
+    if (ev->ipc) return stream_wait_ipc(ev, sh, pt);
     struct fs_dep dep;
     int recorded = latest(ev, &dep);
     struct fs_stream *s;

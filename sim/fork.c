@@ -4,17 +4,22 @@
  * therefore starts without streams and events (handles from the parent are
  * cudaErrorInvalidResourceHandle in it; the default streams are made afresh
  * on first use), while memory, pinned ranges, pools and VMM objects carry
- * over: the child has its own copy of every private mapping. VMM mappings
- * are MAP_SHARED memfds and stay shared with the parent.
+ * over: the child has its own copy of every private mapping, and of device
+ * memory (sim/arena.c remaps it privately). VMM mappings are MAP_SHARED
+ * memfds and stay shared with the parent, as does memory opened from an IPC
+ * handle.
  *
  * Every lock that guards that inherited state is taken before the fork (in
- * an order no other path contradicts: vmm, devices, pools, registry,
- * streams, events) so the child never sees it half-updated, and released in
- * reverse after it. */
+ * an order no other path contradicts: IPC events, IPC handles, arena, vmm,
+ * devices, pools, registry, streams, events) so the child never sees it
+ * half-updated, and released in reverse after it. */
 #include "internal.h"
 
 static void prepare(void)
 {
+    sim_ipc_event_fork(FS_FORK_PREPARE);
+    sim_ipc_fork(FS_FORK_PREPARE);
+    sim_arena_fork(FS_FORK_PREPARE);
     fs_vmm_fork(FS_FORK_PREPARE);
     fs_devices_fork(FS_FORK_PREPARE);
     fs_registry_fork(FS_FORK_PREPARE);
@@ -29,6 +34,9 @@ static void after(enum fs_fork_phase phase)
     fs_registry_fork(phase);
     fs_devices_fork(phase);
     fs_vmm_fork(phase);
+    sim_arena_fork(phase);
+    sim_ipc_fork(phase);
+    sim_ipc_event_fork(phase);
 }
 
 static void parent(void)

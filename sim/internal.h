@@ -208,6 +208,7 @@ enum fs_range_kind {
     FS_RANGE_VMM,        /* a cuMemMap mapping */
     FS_RANGE_PINNED,     /* cudaMallocHost / cudaHostAlloc */
     FS_RANGE_REGISTERED, /* cudaHostRegister */
+    FS_RANGE_IPC,        /* cudaIpcOpenMemHandle: another process's cudaMalloc */
 };
 struct fs_range {
     uintptr_t base;
@@ -233,7 +234,8 @@ int fs_registry_set_live(uintptr_t base, int expect, int live);
 size_t fs_registry_collect(int device, enum fs_range_kind kind, struct fs_range **out);
 static inline int fs_range_is_device(const struct fs_range *r)
 {
-    return r->kind == FS_RANGE_MALLOC || r->kind == FS_RANGE_POOL || r->kind == FS_RANGE_VMM;
+    return r->kind == FS_RANGE_MALLOC || r->kind == FS_RANGE_POOL || r->kind == FS_RANGE_VMM ||
+           r->kind == FS_RANGE_IPC;
 }
 
 /* ---- devmem.c: device memory and its capacity ---- */
@@ -266,6 +268,72 @@ cudaError_t fs_devmem_info(size_t *free_bytes, size_t *total);
 /* Frees every cudaMalloc range of a device (cudaDeviceReset). */
 void fs_devmem_forget_device(int device);
 
+/* ---- arena.c: the shareable backing of device memory ---- */
+/* Where a device allocation's pages live: at `offset` in its device's
+ * memfd `fd` (inode `ino`), or, in a dry run, nowhere (fd -1; the offset is
+ * then only a number no other allocation of the process has). `owned` is 0
+ * in a forked child for what it inherited: its private copy, which no other
+ * process can map. */
+struct sim_backing {
+    int fd;
+    int owned;
+    uint64_t ino;
+    uint64_t offset;
+};
+/* Maps `size` bytes (a multiple of SIM_ALLOC_GRANULE) of fresh device memory
+ * of dev: read-write pages of the device's memfd, or PROT_NONE anonymous
+ * pages in a dry run. NULL when the host refuses. */
+void *sim_arena_map(struct fs_device *dev, size_t size);
+/* Unmaps what sim_arena_map returned and gives its pages back. */
+void sim_arena_unmap(void *base, size_t size);
+/* The backing of the allocation that starts at base; 0 if there is none. */
+int sim_arena_backing(const void *base, struct sim_backing *out);
+
+/* ---- ipc.c, ipc_event.c: CUDA IPC handles ---- */
+/* What a cudaIpcMemHandle_t / cudaIpcEventHandle_t holds: where the
+ * exporting process keeps the pages or the event's shared state. */
+struct sim_ipc_wire {
+    uint32_t magic;  /* SIM_IPC_MEM_MAGIC or SIM_IPC_EVENT_MAGIC */
+    int32_t pid;     /* the exporting process */
+    int32_t fd;      /* its memfd (opened as /proc/<pid>/fd/<fd>); -1: none */
+    int32_t device;  /* memory: the device it lives on */
+    uint64_t ino;    /* the memfd's inode, so a reused pid or fd cannot pass */
+    uint64_t offset; /* memory: offset in the memfd; event: slot index */
+    uint64_t size;   /* memory: the allocation's extent; event: slot serial */
+    char unused[CUDA_IPC_HANDLE_SIZE - 40];
+};
+#define SIM_IPC_MEM_MAGIC   0x4d435046u /* "FPCM" */
+#define SIM_IPC_EVENT_MAGIC 0x45435046u /* "FPCE" */
+/* Opens /proc/<pid>/fd/<fd> and checks it is the memfd with inode ino;
+ * returns the new fd or -1. */
+int sim_ipc_open_peer_fd(const struct sim_ipc_wire *w);
+
+/* The shared state of an interprocess event (ipc_event.c). Records take a
+ * generation from a counter in memory every process that has the event
+ * maps; a record's op stores its generation when its stream reaches it. */
+struct sim_ipc_event;
+/* A new slot for an event made with cudaEventInterprocess; NULL when none
+ * is left or the host refuses. */
+struct sim_ipc_event *sim_ipc_event_new(void);
+void sim_ipc_event_free(struct sim_ipc_event *e);
+void sim_ipc_event_wire(const struct sim_ipc_event *e, struct sim_ipc_wire *w);
+/* A record: its generation (never 0). */
+uint64_t sim_ipc_event_issue(struct sim_ipc_event *e);
+/* Called when the stream reaches the record of generation gen. */
+void sim_ipc_event_complete(struct sim_ipc_event *e, uint64_t gen);
+/* The generation of the latest record, 0 if never recorded. */
+uint64_t sim_ipc_event_latest(struct sim_ipc_event *e);
+int sim_ipc_event_done(struct sim_ipc_event *e, uint64_t gen);
+void sim_ipc_event_wait(struct sim_ipc_event *e, uint64_t gen);
+
+/* ---- event.c: what the IPC entry points need of events ---- */
+/* The wire form of an interprocess event; cudaErrorInvalidResourceHandle
+ * for an unknown event or one made without cudaEventInterprocess. */
+cudaError_t sim_event_ipc_wire(cudaEvent_t h, struct sim_ipc_wire *w);
+/* A new event of the current device around opened shared state, with the
+ * flags of an opened event (cudaEventDisableTiming | cudaEventInterprocess). */
+cudaError_t sim_event_from_ipc(struct sim_ipc_event *e, cudaEvent_t *out);
+
 /* ---- mempool.c: the memory pools of each device ---- */
 /* The device's default pool; pools made by cudaMemPoolCreate hang off it. */
 struct fs_pool *fs_pool_new(struct fs_device *dev);
@@ -290,6 +358,9 @@ void fs_pool_fork(struct fs_pool *pool, enum fs_fork_phase phase);
 void fs_registry_fork(enum fs_fork_phase phase);
 void fs_streams_fork(enum fs_fork_phase phase);
 void fs_events_fork(enum fs_fork_phase phase);
+void sim_arena_fork(enum fs_fork_phase phase);
+void sim_ipc_fork(enum fs_fork_phase phase);
+void sim_ipc_event_fork(enum fs_fork_phase phase);
 
 /* ---- stats.c ---- */
 void fs_stats_install(void);

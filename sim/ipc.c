@@ -1,0 +1,200 @@
+/* ipc.c - CUDA IPC memory handles between processes: cudaIpcGetMemHandle,
+ * cudaIpcOpenMemHandle, cudaIpcCloseMemHandle.
+ *
+ * Device memory lives in one memfd per device (sim/arena.c), so a handle
+ * only has to say where: the exporter's pid, its memfd's fd number and
+ * inode, and the allocation's offset and extent (struct sim_ipc_wire in the
+ * 64 opaque bytes). The importer opens /proc/<pid>/fd/<fd>, which the
+ * kernel allows a process of the same user (ptrace's "read" access check),
+ * checks the inode, and maps that range MAP_SHARED: both processes then
+ * read and write the same pages. The handle names the whole allocation that
+ * contains the pointer it was made from, and opening it returns that
+ * allocation's base, as on a GPU (a program that shares a piece of an
+ * allocation sends the offset along; PyTorch finds it with
+ * cuMemGetAddressRange).
+ *
+ * Opening a handle in the process that made it is cudaErrorDeviceUninitialized
+ * ("invalid device context"), what the runtime answers. Opening one handle
+ * twice in a process returns the same pointer and counts a reference;
+ * cudaIpcCloseMemHandle unmaps on the last, after the device's pending work
+ * (which may still be copying into it) is done. In a dry run the imported
+ * range is PROT_NONE anonymous memory of the same extent: checks and
+ * ordering hold, no data is shared, as for all dry-run device memory. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+_Static_assert(sizeof(struct sim_ipc_wire) == sizeof(cudaIpcMemHandle_t),
+               "a memory handle holds the wire form exactly");
+_Static_assert(sizeof(struct sim_ipc_wire) == sizeof(cudaIpcEventHandle_t),
+               "an event handle holds the wire form exactly");
+
+/* A handle opened in this process. */
+struct opened {
+    struct opened *next;
+    int32_t pid;
+    uint64_t ino, offset; /* with pid: which allocation */
+    void *base;
+    size_t len; /* mapped length, whole pages */
+    int refs;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct opened *opened; /* under mu */
+
+int sim_ipc_open_peer_fd(const struct sim_ipc_wire *w)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)w->pid, (int)w->fd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != w->ino) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+FS_API cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr)
+{
+    fs_init();
+    struct fs_range r;
+    struct sim_backing b;
+    if (!handle || !devPtr || !fs_registry_find((uintptr_t)devPtr, &r) ||
+        r.kind != FS_RANGE_MALLOC || !r.live || !sim_arena_backing((void *)r.base, &b))
+        return fs_ret(cudaErrorInvalidValue);
+    /* A forked child's inherited memory is its private copy. */
+    if (!b.owned) return fs_ret(cudaErrorNotSupported);
+    struct sim_ipc_wire w = {
+        SIM_IPC_MEM_MAGIC, (int32_t)getpid(), b.fd, r.device, b.ino, b.offset, r.size, {0}};
+    memcpy(handle, &w, sizeof w);
+    return cudaSuccess;
+}
+
+static int peer_alive(int32_t pid)
+{
+    return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+/* Maps the allocation a handle names (under mu). */
+static cudaError_t map_peer(const struct sim_ipc_wire *w, size_t len, void **out)
+{
+    void *p;
+    if (w->fd >= 0 && fs_cfg.moves_data) {
+        int fd = sim_ipc_open_peer_fd(w);
+        if (fd < 0) return cudaErrorInvalidResourceHandle;
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd,
+                 (off_t)w->offset);
+        close(fd);
+    } else {
+        /* A dry run on either side: there are no pages to share. */
+        if (!peer_alive(w->pid)) return cudaErrorInvalidResourceHandle;
+        int prot = fs_cfg.moves_data ? PROT_READ | PROT_WRITE : PROT_NONE;
+        p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    }
+    if (p == MAP_FAILED) return cudaErrorMapBufferObjectFailed;
+    *out = p;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle,
+                                        unsigned int flags)
+{
+    fs_init();
+    struct sim_ipc_wire w;
+    memcpy(&w, &handle, sizeof w);
+    /* cudaIpcMemLazyEnablePeerAccess changes nothing: every device of the
+     * sim reaches all memory. */
+    if (!devPtr || (flags & ~(unsigned)cudaIpcMemLazyEnablePeerAccess) ||
+        w.magic != SIM_IPC_MEM_MAGIC || w.size == 0)
+        return fs_ret(cudaErrorInvalidValue);
+    struct fs_device *dev = fs_cur_dev();
+    if (!dev) return fs_ret(cudaErrorNoDevice);
+    if (w.pid == (int32_t)getpid()) return fs_ret(cudaErrorDeviceUninitialized);
+
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t len = ((size_t)w.size + page - 1) & ~(page - 1);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&mu);
+    struct opened *o = opened;
+    while (o && (o->pid != w.pid || o->ino != w.ino || o->offset != w.offset))
+        o = o->next;
+    if (o) {
+        o->refs++;
+        *devPtr = o->base;
+        pthread_mutex_unlock(&mu);
+        return cudaSuccess;
+    }
+    void *p = NULL;
+    o = malloc(sizeof *o);
+    if (!o) err = cudaErrorMemoryAllocation;
+    if (!err) err = map_peer(&w, len, &p);
+    if (!err) {
+        /* The device it lives on, when this process sees it. */
+        int device = fs_dev(w.device) ? w.device : dev->ordinal;
+        struct fs_range r = {(uintptr_t)p, (size_t)w.size, FS_RANGE_IPC, device, 1, NULL};
+        if (fs_registry_add(&r) != 0) {
+            munmap(p, len);
+            err = cudaErrorMemoryAllocation;
+        }
+    }
+    if (err) {
+        pthread_mutex_unlock(&mu);
+        free(o);
+        return fs_ret(err);
+    }
+    *o = (struct opened){opened, w.pid, w.ino, w.offset, p, len, 1};
+    opened = o;
+    pthread_mutex_unlock(&mu);
+    *devPtr = p;
+    return cudaSuccess;
+}
+
+FS_API cudaError_t cudaIpcCloseMemHandle(void *devPtr)
+{
+    fs_init();
+    pthread_mutex_lock(&mu);
+    struct opened **pp = &opened;
+    while (*pp && (*pp)->base != devPtr)
+        pp = &(*pp)->next;
+    struct opened *o = *pp;
+    if (!o) {
+        pthread_mutex_unlock(&mu);
+        return fs_ret(cudaErrorInvalidValue);
+    }
+    if (--o->refs > 0) {
+        pthread_mutex_unlock(&mu);
+        return cudaSuccess;
+    }
+    *pp = o->next;
+    pthread_mutex_unlock(&mu);
+
+    struct fs_range r;
+    if (fs_registry_find((uintptr_t)o->base, &r)) {
+        /* Work already submitted may still read or write it. */
+        fs_device_sync(fs_dev(r.device));
+        fs_registry_remove(r.base);
+    }
+    munmap(o->base, o->len);
+    free(o);
+    return cudaSuccess;
+}
+
+void sim_ipc_fork(enum fs_fork_phase phase)
+{
+    /* The child keeps what was opened: the mappings are MAP_SHARED and
+     * stay so. */
+    if (phase == FS_FORK_PREPARE)
+        pthread_mutex_lock(&mu);
+    else
+        pthread_mutex_unlock(&mu);
+}
