@@ -54,6 +54,7 @@ static void fill_props(struct cudaDeviceProp *p, int device)
     p->reservedSharedMemPerBlock = 1 << 10;
     p->hostRegisterSupported = 1;
     p->memoryPoolsSupported = 1;
+    p->ipcEventSupported = 1; /* sim/ipc_event.c */
     p->memoryPoolSupportedHandleTypes = cudaMemHandleTypePosixFileDescriptor;
     p->clusterLaunch = 1;
     p->deviceNumaId = -1;
@@ -222,6 +223,9 @@ int fs_device_attribute(int attr, int device, int *value)
         break;
     case cudaDevAttrMemoryPoolsSupported:
         v = 1;
+        break;
+    case cudaDevAttrIpcEventSupport:
+        v = p.ipcEventSupported;
         break;
     case cudaDevAttrMemoryPoolSupportedHandleTypes:
         v = (int)p.memoryPoolSupportedHandleTypes;
