@@ -8,13 +8,14 @@
  * are MAP_SHARED memfds and stay shared with the parent.
  *
  * Every lock that guards that inherited state is taken before the fork (in
- * an order no other path contradicts: vmm, devices, pools, registry,
+ * an order no other path contradicts: modules, vmm, devices, pools, registry,
  * streams, events) so the child never sees it half-updated, and released in
  * reverse after it. */
 #include "internal.h"
 
 static void prepare(void)
 {
+    sim_modules_fork(FS_FORK_PREPARE);
     fs_vmm_fork(FS_FORK_PREPARE);
     fs_devices_fork(FS_FORK_PREPARE);
     fs_registry_fork(FS_FORK_PREPARE);
@@ -29,6 +30,7 @@ static void after(enum fs_fork_phase phase)
     fs_registry_fork(phase);
     fs_devices_fork(phase);
     fs_vmm_fork(phase);
+    sim_modules_fork(phase);
 }
 
 static void parent(void)
