@@ -64,7 +64,8 @@ static cudaError_t launch(struct sim_kernel *k, const struct launch *l)
         unsigned long long blocks = (unsigned long long)l->grid.x * l->grid.y * l->grid.z;
         int per_sm = sim_occupancy(k, device, threads, l->smem);
         int sms;
-        fs_device_attribute(cudaDevAttrMultiProcessorCount, device, &sms);
+        if (fs_device_attribute(cudaDevAttrMultiProcessorCount, device, &sms))
+            return cudaErrorInvalidDevice;
         /* Every block of a cooperative grid must be resident at once. */
         if (blocks > (unsigned long long)per_sm * (unsigned)sms)
             return cudaErrorCooperativeLaunchTooLarge;

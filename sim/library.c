@@ -74,11 +74,12 @@ static cudaError_t read_elf(struct sim_module *m, const unsigned char *img, size
                 if (!sim_module_add_kernel(m, NULL, name)) return cudaErrorMemoryAllocation;
             } else if (type == STT_OBJECT && sym[j].st_size && sym[j].st_shndx < eh->e_shnum) {
                 /* Managed variables live in the .nv.managed section. */
-                const char *sec = sh[eh->e_shstrndx].sh_offset < size
-                                      ? (const char *)img + sh[eh->e_shstrndx].sh_offset +
-                                            sh[sym[j].st_shndx].sh_name
-                                      : "";
-                int managed = strncmp(sec, ".nv.managed", 11) == 0;
+                const Elf64_Shdr *shstr = &sh[eh->e_shstrndx];
+                uint32_t sec = sh[sym[j].st_shndx].sh_name;
+                int managed = shstr->sh_offset < size &&
+                              shstr->sh_size <= size - shstr->sh_offset && sec < shstr->sh_size &&
+                              shstr->sh_size - sec >= 12 &&
+                              memcmp(img + shstr->sh_offset + sec, ".nv.managed", 11) == 0;
                 if (sim_module_add_var(m, NULL, name, sym[j].st_size, managed))
                     return cudaErrorMemoryAllocation;
             }

@@ -247,9 +247,11 @@ cudaError_t sim_var_address(struct sim_var *v, int device, char **out)
     cudaError_t err = sim_module_load(v->mod, device);
     if (err) return err;
     pthread_mutex_lock(&v->mod->load_mu);
-    *out = v->mod->base[device] + v->offset;
+    /* A module whose variables are all empty has no storage to point into. */
+    char *base = v->mod->base ? v->mod->base[device] : NULL;
+    if (base) *out = base + v->offset;
     pthread_mutex_unlock(&v->mod->load_mu);
-    return cudaSuccess;
+    return base ? cudaSuccess : cudaErrorInvalidSymbol;
 }
 
 size_t sim_module_kernel_count(const struct sim_module *m)
