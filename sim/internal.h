@@ -254,9 +254,11 @@ int sim_module_add_var(struct sim_module *m, const void *host, const char *name,
                        int managed);
 /* Makes the module's kernels known (by handle and by stub). */
 void sim_module_publish(struct sim_module *m);
-/* Forgets the module's kernels and variables, releases its storage on every
- * device (after waiting for the device, as cudaFree does) and frees it. */
-void sim_module_destroy(struct sim_module *m);
+/* Forgets the module's kernels and variables, gives its storage on every
+ * device back to the device's capacity and frees it. wait: first wait for
+ * each such device, as cudaFree does, and unmap the storage; otherwise the
+ * mapping is left to the process's end (unregistering at exit). */
+void sim_module_destroy(struct sim_module *m, int wait);
 /* The lookups below hold only while the read lock is held. */
 void sim_modules_rdlock(void);
 void sim_modules_unlock(void);

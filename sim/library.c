@@ -224,7 +224,7 @@ static cudaError_t load(cudaLibrary_t *out, const void *code, size_t size, unsig
     }
     cudaError_t err = read_image(lib->mod, code, size);
     if (err) {
-        sim_module_destroy(lib->mod);
+        sim_module_destroy(lib->mod, 1);
         free(lib);
         return err;
     }
@@ -287,7 +287,7 @@ FS_API cudaError_t cudaLibraryUnload(cudaLibrary_t library)
     pthread_once(&once, libraries_init);
     struct library *lib = fs_handles_remove(libraries, library);
     if (!lib) return fs_ret(cudaErrorInvalidResourceHandle);
-    sim_module_destroy(lib->mod);
+    sim_module_destroy(lib->mod, 1);
     free(lib);
     return cudaSuccess;
 }

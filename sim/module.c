@@ -151,17 +151,25 @@ void sim_module_publish(struct sim_module *m)
     pthread_rwlock_unlock(&lock);
 }
 
-/* The storage of m on `device`, dropped from the registry and uncharged;
- * the caller holds m->load_mu. */
-static void unload(struct sim_module *m, int device)
+/* The storage of m on `device`, dropped from the registry and uncharged,
+ * and unmapped if `unmap`; the caller holds m->load_mu or the only
+ * reference to m. */
+static void unload(struct sim_module *m, int device, int unmap)
 {
     struct fs_range r;
     if (!m->base || !m->base[device]) return;
-    if (fs_registry_find((uintptr_t)m->base[device], &r)) fs_devmem_release(&r);
+    if (fs_registry_find((uintptr_t)m->base[device], &r)) {
+        if (unmap) {
+            fs_devmem_release(&r);
+        } else {
+            fs_registry_remove(r.base);
+            fs_capacity_give(fs_dev(device), r.size);
+        }
+    }
     m->base[device] = NULL;
 }
 
-void sim_module_destroy(struct sim_module *m)
+void sim_module_destroy(struct sim_module *m, int wait)
 {
     pthread_rwlock_wrlock(&lock);
     if (m->prev)
@@ -181,12 +189,13 @@ void sim_module_destroy(struct sim_module *m)
     }
     pthread_rwlock_unlock(&lock);
 
-    /* Nothing can find the module any more. Its memory may still be read by
-     * work queued on a stream: wait for the device first, as cudaFree does. */
+    /* Nothing can find the module any more, but work queued on a stream
+     * may still touch its memory: wait for the device first, as cudaFree
+     * does, or leave the mapping to the process's end. */
     for (int d = 0; m->base && d < fs_cfg.ndevices; d++) {
         if (!m->base[d]) continue;
-        fs_device_sync(fs_dev(d));
-        unload(m, d);
+        if (wait) fs_device_sync(fs_dev(d));
+        unload(m, d, wait);
     }
     for (size_t i = 0; i < m->nkernels; i++) {
         sim_kernel_attrs_free(m->kernels[i]);
@@ -284,7 +293,7 @@ void sim_modules_forget_device(int device)
     pthread_rwlock_wrlock(&lock);
     for (struct sim_module *m = modules; m; m = m->next) {
         pthread_mutex_lock(&m->load_mu);
-        unload(m, device);
+        unload(m, device, 1); /* cudaDeviceReset waited for the device */
         pthread_mutex_unlock(&m->load_mu);
     }
     pthread_rwlock_unlock(&lock);
@@ -359,7 +368,9 @@ FS_API void __cudaUnregisterFatBinary(void **handle)
     pthread_once(&fatbins_once, fatbins_init);
     struct fatbin *fb = fs_handles_remove(fatbins, handle);
     if (!fb) return;
-    sim_module_destroy(fb->mod);
+    /* Called from atexit handlers, when a stream may still be busy (or
+     * stuck): the runtime does not wait there, and neither does the sim. */
+    sim_module_destroy(fb->mod, 0);
     free(fb);
 }
 

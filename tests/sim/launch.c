@@ -303,6 +303,64 @@ static void test_unregister(void **state)
     assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
 }
 
+/* Threads launching on their own streams (and through <<<>>>) while
+ * another registers and unregisters modules: for TSan. */
+static int churn_var;
+
+static void churn(void)
+{
+    FS_STUB_BODY(churn, NULL);
+}
+
+static void *launcher(void *p)
+{
+    cudaStream_t s;
+    float *dev = NULL;
+    int n = 0, *fails = p;
+    void *args[] = {&dev, &n};
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) {
+        (*fails)++;
+        return NULL;
+    }
+    for (int i = 0; i < 300; i++) {
+        if (cudaLaunchKernel((const void *)scale, one, one, args, 0, s)) (*fails)++;
+        FS_LAUNCH(scale, one, one, 0, s, dev, n);
+        if (cudaGetLastError()) (*fails)++;
+        struct cudaFuncAttributes a;
+        if (cudaFuncGetAttributes(&a, (const void *)scale)) (*fails)++;
+    }
+    if (cudaStreamSynchronize(s) || cudaStreamDestroy(s)) (*fails)++;
+    return NULL;
+}
+
+static void test_concurrent_launches(void **state)
+{
+    (void)state;
+    pthread_t t[4];
+    int fails[4] = {0};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, launcher, &fails[i]), 0);
+    for (int i = 0; i < 50; i++) {
+        void **m = __cudaRegisterFatBinary((void *)&fs_fake_wrapper);
+        __cudaRegisterFunction(m, (const char *)churn, "churn", "churn", -1, NULL, NULL, NULL, NULL,
+                               NULL);
+        __cudaRegisterVar(m, (char *)&churn_var, "churn_var", "churn_var", 0, sizeof churn_var, 0,
+                          0);
+        __cudaRegisterFatBinaryEnd(m);
+        int v = i;
+        assert_int_equal(cudaMemcpyToSymbol(&churn_var, &v, sizeof v, 0, cudaMemcpyHostToDevice),
+                         cudaSuccess);
+        assert_int_equal(cudaLaunchKernel((const void *)churn, one, one, NULL, 0, NULL),
+                         cudaSuccess);
+        assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+        __cudaUnregisterFatBinary(m);
+    }
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+        assert_int_equal(fails[i], 0);
+    }
+}
+
 int main(void)
 {
     fs_test_require_device();
@@ -314,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_launch_attributes),
         cmocka_unit_test(test_call_configuration_stack),
         cmocka_unit_test(test_unregister),
+        cmocka_unit_test(test_concurrent_launches),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     __cudaUnregisterFatBinary(module);
