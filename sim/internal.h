@@ -259,7 +259,7 @@ void sim_module_publish(struct sim_module *m);
  * each such device, as cudaFree does, and unmap the storage; otherwise the
  * mapping is left to the process's end (unregistering at exit). */
 void sim_module_destroy(struct sim_module *m, int wait);
-/* The lookups below hold only while the read lock is held. */
+/* The lookups and loads below are made under the read lock. */
 void sim_modules_rdlock(void);
 void sim_modules_unlock(void);
 /* A kernel by host stub or by cudaKernel_t (the runtime accepts either as

@@ -298,10 +298,11 @@ FS_API cudaError_t cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t libr
     if (!kernel || !name) return fs_ret(cudaErrorInvalidValue);
     struct library *lib = find(library);
     if (!lib) return fs_ret(cudaErrorInvalidResourceHandle);
+    sim_modules_rdlock();
     struct sim_kernel *k = sim_module_kernel_named(lib->mod, name);
-    if (!k) return fs_ret(cudaErrorSymbolNotFound);
-    *kernel = k->handle;
-    return cudaSuccess;
+    if (k) *kernel = k->handle;
+    sim_modules_unlock();
+    return k ? cudaSuccess : fs_ret(cudaErrorSymbolNotFound);
 }
 
 FS_API cudaError_t cudaLibraryGetKernelCount(unsigned int *count, cudaLibrary_t library)
@@ -319,10 +320,12 @@ FS_API cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t *kernels, unsigned i
     if (!kernels || !n) return fs_ret(cudaErrorInvalidValue);
     struct library *lib = find(library);
     if (!lib) return fs_ret(cudaErrorInvalidResourceHandle);
-    if (n > sim_module_kernel_count(lib->mod)) return fs_ret(cudaErrorInvalidValue);
-    for (unsigned i = 0; i < n; i++)
+    sim_modules_rdlock();
+    int ok = n <= sim_module_kernel_count(lib->mod);
+    for (unsigned i = 0; ok && i < n; i++)
         kernels[i] = sim_module_kernel_at(lib->mod, i)->handle;
-    return cudaSuccess;
+    sim_modules_unlock();
+    return ok ? cudaSuccess : fs_ret(cudaErrorInvalidValue);
 }
 
 /* A variable of the library on the current device; managed: whether a
@@ -336,14 +339,15 @@ static cudaError_t get_var(void **dptr, size_t *bytes, cudaLibrary_t library, co
     if (!lib) return cudaErrorInvalidResourceHandle;
     struct fs_device *dev = fs_cur_dev();
     if (!dev) return cudaErrorNoDevice;
+    sim_modules_rdlock();
     struct sim_var *v = sim_module_var_named(lib->mod, name);
-    if (!v || v->managed != managed) return cudaErrorSymbolNotFound;
     char *addr;
-    cudaError_t err = sim_var_address(v, dev->ordinal, &addr);
-    if (err) return err;
-    if (dptr) *dptr = addr;
-    if (bytes) *bytes = v->size;
-    return cudaSuccess;
+    cudaError_t err = !v || v->managed != managed ? cudaErrorSymbolNotFound
+                                                  : sim_var_address(v, dev->ordinal, &addr);
+    if (!err && dptr) *dptr = addr;
+    if (!err && bytes) *bytes = v->size;
+    sim_modules_unlock();
+    return err;
 }
 
 FS_API cudaError_t cudaLibraryGetGlobal(void **dptr, size_t *bytes, cudaLibrary_t library,
