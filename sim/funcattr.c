@@ -53,6 +53,12 @@ int sim_kernel_nonportable_cluster(struct sim_kernel *k, int device)
     return get(k, device).nonportable_cluster;
 }
 
+dim3 sim_kernel_required_cluster(struct sim_kernel *k, int device)
+{
+    struct sim_kernel_attrs a = get(k, device);
+    return (dim3){(unsigned)a.cluster[0], (unsigned)a.cluster[1], (unsigned)a.cluster[2]};
+}
+
 void sim_kernel_attrs_free(struct sim_kernel *k)
 {
     free(k->attrs);

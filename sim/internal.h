@@ -287,6 +287,9 @@ void sim_modules_fork(enum fs_fork_phase phase);
 /* The dynamic shared memory a launch of k on `device` may use. */
 size_t sim_kernel_max_dynamic_smem(struct sim_kernel *k, int device);
 int sim_kernel_nonportable_cluster(struct sim_kernel *k, int device);
+/* The cluster dimensions set with cudaFuncAttributeRequiredCluster*
+ * (all 0 when none). */
+dim3 sim_kernel_required_cluster(struct sim_kernel *k, int device);
 /* How many blocks of k fit on one SM (0 when none does). */
 int sim_occupancy(struct sim_kernel *k, int device, int block, size_t dyn_smem);
 void sim_kernel_attrs_free(struct sim_kernel *k);

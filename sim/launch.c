@@ -33,12 +33,20 @@ static cudaError_t check_dims(dim3 grid, dim3 block)
     return cudaSuccess;
 }
 
-/* Clusters: each dimension divides the grid's, and a cluster holds at most
- * 8 blocks (the portable size) or 16 where the kernel allows non-portable
- * sizes, as on an H100. */
+/* Clusters, from the launch or the kernel's required cluster dimensions
+ * (both given: they must agree; the kernel's: all three set or none): each
+ * dimension divides the grid's, and a cluster holds at most 8 blocks (the
+ * portable size) or 16 where the kernel allows non-portable sizes, as on an
+ * H100. */
 static cudaError_t check_cluster(struct sim_kernel *k, int device, const struct launch *l)
 {
-    dim3 c = l->cluster;
+    dim3 c = l->cluster, req = sim_kernel_required_cluster(k, device);
+    if (req.x || req.y || req.z) {
+        if (!req.x || !req.y || !req.z) return cudaErrorInvalidClusterSize;
+        if (c.x && (c.x != req.x || c.y != req.y || c.z != req.z))
+            return cudaErrorInvalidClusterSize;
+        c = req;
+    }
     if (!c.x) return cudaSuccess;
     if (!c.y || !c.z || l->grid.x % c.x || l->grid.y % c.y || l->grid.z % c.z)
         return cudaErrorInvalidClusterSize;

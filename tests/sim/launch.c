@@ -231,6 +231,25 @@ static void test_launch_attributes(void **state)
     expect_error(cudaLaunchKernelExC(&cfg, f, args), cudaErrorInvalidClusterSize);
     assert_int_equal(cudaFuncSetAttribute(f, cudaFuncAttributeNonPortableClusterSizeAllowed, 0),
                      cudaSuccess);
+    /* The kernel's required cluster dimensions apply to every launch; the
+     * launch's own must agree; all three must be set. */
+    cudaLaunchConfig_t plain = {{3, 1, 1}, {64, 1, 1}, 0, NULL, NULL, 0};
+    assert_int_equal(cudaFuncSetAttribute(f, cudaFuncAttributeRequiredClusterWidth, 2),
+                     cudaSuccess);
+    expect_error(cudaLaunchKernelExC(&plain, f, args), cudaErrorInvalidClusterSize);
+    assert_int_equal(cudaFuncSetAttribute(f, cudaFuncAttributeRequiredClusterHeight, 1),
+                     cudaSuccess);
+    assert_int_equal(cudaFuncSetAttribute(f, cudaFuncAttributeRequiredClusterDepth, 1),
+                     cudaSuccess);
+    expect_error(cudaLaunchKernelExC(&plain, f, args), cudaErrorInvalidClusterSize);
+    plain.gridDim.x = 4;
+    assert_int_equal(cudaLaunchKernelExC(&plain, f, args), cudaSuccess);
+    a.val.clusterDim.x = 4;
+    cfg.gridDim.x = 32;
+    expect_error(cudaLaunchKernelExC(&cfg, f, args), cudaErrorInvalidClusterSize);
+    for (int attr = cudaFuncAttributeRequiredClusterWidth;
+         attr <= cudaFuncAttributeRequiredClusterDepth; attr++)
+        assert_int_equal(cudaFuncSetAttribute(f, (enum cudaFuncAttribute)attr, 0), cudaSuccess);
     /* Cooperative as an attribute; an unknown attribute; a missing array. */
     a.id = cudaLaunchAttributeCooperative;
     a.val.cooperative = 1;
