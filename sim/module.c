@@ -10,8 +10,9 @@
  * first time one of its kernels or variables is used there, as the runtime's
  * lazy loading (CUDA_MODULE_LOADING=LAZY, the default) does: then its
  * variables get one block of device memory there, charged to the device
- * like an allocation, and start from the bytes of their host shadows (nvcc
- * gives the shadow the variable's initialiser).
+ * like an allocation. They start zeroed: their initialisers are in the
+ * device code, which the sim does not read (nvcc leaves the host shadows
+ * zero).
  *
  * Lock order: the modules' lock (a rwlock: registration and unloading write,
  * every lookup reads), then a module's load_mu, then the device's locks. */
@@ -241,10 +242,6 @@ cudaError_t sim_module_load(struct sim_module *m, int device)
         if (!err) {
             m->base[device] = p;
             m->loaded = 1;
-            for (size_t i = 0; fs_cfg.moves_data && i < m->nvars; i++)
-                if (m->vars[i]->host)
-                    memcpy(m->base[device] + m->vars[i]->offset, m->vars[i]->host,
-                           m->vars[i]->size);
         }
     }
     pthread_mutex_unlock(&m->load_mu);
