@@ -244,14 +244,16 @@ struct sim_var {
     size_t size;
     size_t offset; /* in the module's storage on each device */
     int managed;   /* a library's __managed__ variable */
+    void *init;    /* its initial bytes (size of them), NULL for zeros */
 };
 /* A module for a library loaded at run time (library.c), filled with
  * sim_module_add_* and then published. */
 struct sim_module *sim_module_new(void);
 /* Both return NULL / -1 when out of memory. */
 struct sim_kernel *sim_module_add_kernel(struct sim_module *m, const void *stub, const char *name);
+/* init: the variable's initial bytes (size of them, copied), or NULL for zeros. */
 int sim_module_add_var(struct sim_module *m, const void *host, const char *name, size_t size,
-                       int managed);
+                       int managed, const void *init);
 /* Makes the module's kernels known (by handle and by stub). */
 void sim_module_publish(struct sim_module *m);
 /* Forgets the module's kernels and variables, gives its storage on every
@@ -279,6 +281,12 @@ struct sim_var *sim_module_var_named(const struct sim_module *m, const char *nam
  * loads the module again). */
 void sim_modules_forget_device(int device);
 void sim_modules_fork(enum fs_fork_phase phase);
+
+/* ---- library.c: reading device code images ---- */
+/* The initial bytes of variable `name` (and their count) in the fat binary
+ * a registration names (the __fatBinC_Wrapper_t nvcc passes), read from its
+ * first uncompressed cubin; NULL when the sim cannot find them. */
+const void *sim_image_var_init(const void *fat_cubin, const char *name, size_t *size);
 
 /* ---- funcattr.c: function attributes and occupancy ---- */
 /* What every kernel reports: the sim has no compiled code to measure. */

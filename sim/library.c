@@ -9,8 +9,10 @@
  * and `.const` variables; from a fat binary, its first uncompressed cubin,
  * else its first uncompressed PTX. Those become a module (module.c): its
  * kernels launch as any other (ordered, computing nothing) and its
- * variables get device memory on first use, zero-filled since the sim does
- * not read initialisers out of images. What the sim cannot read, a fat
+ * variables get device memory on first use, starting from a cubin's
+ * initialised data (PTX initialisers are not parsed: zeros). The same
+ * reader finds the initial values of variables that nvcc's generated code
+ * registers (sim_image_var_init). What the sim cannot read, a fat
  * binary whose entries are all compressed (the toolkit's default for large
  * ones), is cudaErrorNotSupported; anything else unrecognised is
  * cudaErrorInvalidKernelImage. Unified functions are host-callable device
@@ -20,9 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fatbinary_section.h>
+
 #include "internal.h"
 
-#define FATBINC_WRAPPER_MAGIC 0x466243B1u /* __fatBinC_Wrapper_t (fatbinary_section.h) */
+#define FATBINC_WRAPPER_MAGIC ((uint32_t)FATBINC_MAGIC) /* __fatBinC_Wrapper_t */
 #define FATBIN_MAGIC          0xBA55ED50u
 #define FATBIN_KIND_PTX       1
 #define FATBIN_KIND_ELF       2
@@ -44,9 +48,21 @@ static void libraries_init(void)
 
 /* ---- reading images ---- */
 
-/* An ELF cubin of `size` bytes (or unknown: SIZE_MAX, trusted as the
- * runtime trusts it). */
-static cudaError_t read_elf(struct sim_module *m, const unsigned char *img, size_t size)
+/* One symbol of a cubin that the sim cares about. */
+struct cubin_symbol {
+    const char *name;
+    int kernel;       /* an entry point; else a variable */
+    size_t size;      /* a variable's */
+    int managed;      /* a variable in .nv.managed */
+    const void *init; /* a variable's initial bytes (.nv.global.init, constant banks), or NULL */
+};
+
+/* Calls fn for each kernel and variable of an ELF cubin of `size` bytes
+ * (or unknown: SIZE_MAX, trusted as the runtime trusts it) until it
+ * returns nonzero, which is then returned; cudaErrorInvalidKernelImage when
+ * the file is not one the sim can read. */
+static int each_symbol(const unsigned char *img, size_t size,
+                       int (*fn)(const struct cubin_symbol *s, void *arg), void *arg)
 {
     const Elf64_Ehdr *eh = (const void *)img;
     if (size < sizeof *eh || eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shstrndx >= eh->e_shnum ||
@@ -54,6 +70,8 @@ static cudaError_t read_elf(struct sim_module *m, const unsigned char *img, size
         eh->e_shnum > (size - eh->e_shoff) / sizeof(Elf64_Shdr))
         return cudaErrorInvalidKernelImage;
     const Elf64_Shdr *sh = (const void *)(img + eh->e_shoff);
+    const Elf64_Shdr *shstr = &sh[eh->e_shstrndx];
+    int shstr_ok = shstr->sh_offset < size && shstr->sh_size <= size - shstr->sh_offset;
     for (unsigned i = 0; i < eh->e_shnum; i++) {
         if (sh[i].sh_type != SHT_SYMTAB) continue;
         if (sh[i].sh_link >= eh->e_shnum || sh[i].sh_offset > size ||
@@ -66,27 +84,47 @@ static cudaError_t read_elf(struct sim_module *m, const unsigned char *img, size
         const Elf64_Sym *sym = (const void *)(img + sh[i].sh_offset);
         size_t n = sh[i].sh_size / sizeof *sym;
         for (size_t j = 0; j < n; j++) {
-            if (sym[j].st_name >= str->sh_size || sym[j].st_shndx == SHN_UNDEF) continue;
-            const char *name = names + sym[j].st_name;
-            if (!memchr(name, 0, str->sh_size - sym[j].st_name)) continue;
+            if (sym[j].st_name >= str->sh_size || sym[j].st_shndx == SHN_UNDEF ||
+                sym[j].st_shndx >= eh->e_shnum)
+                continue;
+            struct cubin_symbol s = {names + sym[j].st_name, 0, sym[j].st_size, 0, NULL};
+            if (!memchr(s.name, 0, str->sh_size - sym[j].st_name)) continue;
+            const Elf64_Shdr *in = &sh[sym[j].st_shndx];
             int type = ELF64_ST_TYPE(sym[j].st_info);
             if (type == STT_FUNC && (sym[j].st_other & STO_CUDA_ENTRY)) {
-                if (!sim_module_add_kernel(m, NULL, name)) return cudaErrorMemoryAllocation;
-            } else if (type == STT_OBJECT && sym[j].st_size && sym[j].st_shndx < eh->e_shnum) {
+                s.kernel = 1;
+            } else if (type == STT_OBJECT && s.size) {
                 /* Managed variables live in the .nv.managed section. */
-                const Elf64_Shdr *shstr = &sh[eh->e_shstrndx];
-                uint32_t sec = sh[sym[j].st_shndx].sh_name;
-                int managed = shstr->sh_offset < size &&
-                              shstr->sh_size <= size - shstr->sh_offset && sec < shstr->sh_size &&
-                              shstr->sh_size - sec >= 12 &&
-                              memcmp(img + shstr->sh_offset + sec, ".nv.managed", 11) == 0;
-                if (sim_module_add_var(m, NULL, name, sym[j].st_size, managed))
-                    return cudaErrorMemoryAllocation;
+                s.managed = shstr_ok && in->sh_name < shstr->sh_size &&
+                            shstr->sh_size - in->sh_name >= 12 &&
+                            memcmp(img + shstr->sh_offset + in->sh_name, ".nv.managed", 11) == 0;
+                /* Initialised variables have their bytes in the file. */
+                if (in->sh_type == SHT_PROGBITS && in->sh_offset <= size &&
+                    in->sh_size <= size - in->sh_offset && sym[j].st_value <= in->sh_size &&
+                    s.size <= in->sh_size - sym[j].st_value)
+                    s.init = img + in->sh_offset + sym[j].st_value;
+            } else {
+                continue;
             }
+            int r = fn(&s, arg);
+            if (r) return r;
         }
         return cudaSuccess;
     }
     return cudaErrorInvalidKernelImage;
+}
+
+static int add_symbol(const struct cubin_symbol *s, void *m)
+{
+    if (s->kernel) return sim_module_add_kernel(m, NULL, s->name) ? 0 : cudaErrorMemoryAllocation;
+    return sim_module_add_var(m, NULL, s->name, s->size, s->managed, s->init)
+               ? cudaErrorMemoryAllocation
+               : 0;
+}
+
+static cudaError_t read_elf(struct sim_module *m, const unsigned char *img, size_t size)
+{
+    return (cudaError_t)each_symbol(img, size, add_symbol, m);
 }
 
 /* Bytes of one PTX scalar type token (".b8", ".u32", ".f64", ...), 0 if none. */
@@ -114,7 +152,7 @@ static int ptx_var(struct sim_module *m, const char *p)
             memcpy(name, p, len);
             name[len] = 0;
             size_t count = p[len] == '[' ? strtoul(p + len + 1, NULL, 10) : 1;
-            return count ? sim_module_add_var(m, NULL, name, elem * count, managed) : 0;
+            return count ? sim_module_add_var(m, NULL, name, elem * count, managed, NULL) : 0;
         }
         if (ptx_type_size(p, len)) elem = ptx_type_size(p, len);
         if (strncmp(p, ".attribute(.managed)", 20) == 0) managed = 1;
@@ -151,17 +189,23 @@ static cudaError_t read_ptx(struct sim_module *m, const char *text, size_t size)
     return seen ? cudaSuccess : cudaErrorInvalidKernelImage;
 }
 
-/* A fat binary container: its first uncompressed cubin, else PTX. */
-static cudaError_t read_fatbin(struct sim_module *m, const unsigned char *img)
+/* What a fat binary container holds that the sim can read: its first
+ * uncompressed cubin and PTX (NULL when none), and whether any entry was
+ * compressed. -1 for a malformed container. */
+struct fatbin_parts {
+    const unsigned char *cubin, *ptx;
+    uint64_t cubin_size, ptx_size;
+    int compressed;
+};
+
+static int fatbin_parts(const unsigned char *img, struct fatbin_parts *p)
 {
     uint32_t header_size;
     uint64_t fat_size;
     memcpy(&header_size, img + 4, 4);
     header_size >>= 16; /* u16 version, u16 header size */
     memcpy(&fat_size, img + 8, 8);
-    const unsigned char *found[3] = {NULL, NULL, NULL};
-    uint64_t found_size[3] = {0, 0, 0};
-    int compressed = 0;
+    *p = (struct fatbin_parts){NULL, NULL, 0, 0, 0};
     for (uint64_t off = header_size; off + 0x40 <= header_size + fat_size;) {
         const unsigned char *e = img + off;
         uint16_t kind;
@@ -171,22 +215,60 @@ static cudaError_t read_fatbin(struct sim_module *m, const unsigned char *img)
         memcpy(&entry_header, e + 4, 4);
         memcpy(&payload, e + 8, 8);
         memcpy(&flags, e + 0x28, 8);
-        if (entry_header < 0x40 || payload > fat_size) return cudaErrorInvalidKernelImage;
-        if (kind == FATBIN_KIND_PTX || kind == FATBIN_KIND_ELF) {
-            if (flags & FATBIN_COMPRESSED)
-                compressed = 1;
-            else if (!found[kind]) {
-                found[kind] = e + entry_header;
-                found_size[kind] = payload;
-            }
+        if (entry_header < 0x40 || payload > fat_size) return -1;
+        if ((kind == FATBIN_KIND_PTX || kind == FATBIN_KIND_ELF) && (flags & FATBIN_COMPRESSED)) {
+            p->compressed = 1;
+        } else if (kind == FATBIN_KIND_ELF && !p->cubin) {
+            p->cubin = e + entry_header;
+            p->cubin_size = payload;
+        } else if (kind == FATBIN_KIND_PTX && !p->ptx) {
+            p->ptx = e + entry_header;
+            p->ptx_size = payload;
         }
         off += entry_header + payload;
     }
-    if (found[FATBIN_KIND_ELF])
-        return read_elf(m, found[FATBIN_KIND_ELF], found_size[FATBIN_KIND_ELF]);
-    if (found[FATBIN_KIND_PTX])
-        return read_ptx(m, (const char *)found[FATBIN_KIND_PTX], found_size[FATBIN_KIND_PTX]);
-    return compressed ? cudaErrorNotSupported : cudaErrorInvalidKernelImage;
+    return 0;
+}
+
+/* A fat binary container: its first uncompressed cubin, else PTX. */
+static cudaError_t read_fatbin(struct sim_module *m, const unsigned char *img)
+{
+    struct fatbin_parts p;
+    if (fatbin_parts(img, &p)) return cudaErrorInvalidKernelImage;
+    if (p.cubin) return read_elf(m, p.cubin, p.cubin_size);
+    if (p.ptx) return read_ptx(m, (const char *)p.ptx, p.ptx_size);
+    return p.compressed ? cudaErrorNotSupported : cudaErrorInvalidKernelImage;
+}
+
+/* For sim_image_var_init: the variable looked for, and what was found. */
+struct var_lookup {
+    const char *name;
+    const void *init;
+    size_t size;
+};
+
+static int match_var(const struct cubin_symbol *s, void *arg)
+{
+    struct var_lookup *l = arg;
+    if (s->kernel || strcmp(s->name, l->name) != 0) return 0;
+    l->init = s->init;
+    l->size = s->size;
+    return 1;
+}
+
+const void *sim_image_var_init(const void *fat_cubin, const char *name, size_t *size)
+{
+    const __fatBinC_Wrapper_t *w = fat_cubin;
+    struct fatbin_parts p;
+    uint32_t magic;
+    if (!w || !name || (uint32_t)w->magic != FATBINC_WRAPPER_MAGIC || !w->data) return NULL;
+    memcpy(&magic, w->data, 4);
+    if (magic != FATBIN_MAGIC || fatbin_parts((const unsigned char *)w->data, &p) || !p.cubin)
+        return NULL;
+    struct var_lookup l = {name, NULL, 0};
+    if (each_symbol(p.cubin, p.cubin_size, match_var, &l) != 1) return NULL;
+    *size = l.size;
+    return l.init;
 }
 
 static cudaError_t read_image(struct sim_module *m, const void *code, size_t size)

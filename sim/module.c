@@ -10,9 +10,9 @@
  * first time one of its kernels or variables is used there, as the runtime's
  * lazy loading (CUDA_MODULE_LOADING=LAZY, the default) does: then its
  * variables get one block of device memory there, charged to the device
- * like an allocation. They start zeroed: their initialisers are in the
- * device code, which the sim does not read (nvcc leaves the host shadows
- * zero).
+ * like an allocation. They start from their initialisers when the sim can
+ * read them from the image (library.c: an uncompressed cubin), else zeroed
+ * (nvcc leaves the host shadows zero).
  *
  * Lock order: the modules' lock (a rwlock: registration and unloading write,
  * every lookup reads), then a module's load_mu, then the device's locks. */
@@ -102,13 +102,16 @@ static size_t var_align(const void *host)
 }
 
 int sim_module_add_var(struct sim_module *m, const void *host, const char *name, size_t size,
-                       int managed)
+                       int managed, const void *init)
 {
     struct sim_var *v = calloc(1, sizeof *v);
-    if (!v || grow(&m->vars, m->nvars, &m->vcap) || !(v->name = strdup(name ? name : ""))) {
+    if (!v || grow(&m->vars, m->nvars, &m->vcap) || !(v->name = strdup(name ? name : "")) ||
+        (init && !(v->init = malloc(size)))) {
+        if (v) free(v->name);
         free(v);
         return -1;
     }
+    if (init) memcpy(v->init, init, size);
     size_t align = var_align(host);
     v->mod = m;
     v->host = host;
@@ -205,6 +208,7 @@ void sim_module_destroy(struct sim_module *m, int wait)
     }
     for (size_t i = 0; i < m->nvars; i++) {
         free(m->vars[i]->name);
+        free(m->vars[i]->init);
         free(m->vars[i]);
     }
     free(m->kernels);
@@ -242,6 +246,10 @@ cudaError_t sim_module_load(struct sim_module *m, int device)
         if (!err) {
             m->base[device] = p;
             m->loaded = 1;
+            for (size_t i = 0; fs_cfg.moves_data && i < m->nvars; i++)
+                if (m->vars[i]->init)
+                    memcpy(m->base[device] + m->vars[i]->offset, m->vars[i]->init,
+                           m->vars[i]->size);
         }
     }
     pthread_mutex_unlock(&m->load_mu);
@@ -318,7 +326,7 @@ void sim_modules_fork(enum fs_fork_phase phase)
  * return nothing (or a handle), so a bad handle is ignored. */
 
 struct fatbin {
-    void *slot; /* what the handle points at: the wrapper nvcc passed */
+    void *slot; /* what the handle points at: the wrapper nvcc passed, read for initialisers */
     struct sim_module *mod;
 };
 
@@ -391,9 +399,14 @@ FS_API void __cudaRegisterVar(void **handle, char *host_var, char *device_addres
     (void)device_address, (void)ext, (void)constant, (void)global;
     struct sim_module *m = module_of(handle);
     if (!m || !host_var) return;
+    /* The initial value is in the device code: found when the fat binary
+     * holds an uncompressed cubin that declares the variable. */
+    size_t init_size = 0;
+    const void *init = sim_image_var_init(*handle, device_name, &init_size);
+    if (init_size != size) init = NULL;
     pthread_rwlock_wrlock(&lock);
     /* Once the module is loaded somewhere its layout is fixed. */
-    if (!m->loaded && sim_module_add_var(m, host_var, device_name, size, 0) == 0)
+    if (!m->loaded && sim_module_add_var(m, host_var, device_name, size, 0, init) == 0)
         publish_var(m->vars[m->nvars - 1]);
     pthread_rwlock_unlock(&lock);
 }

@@ -1,7 +1,8 @@
 /* symbol.c - sim-only: __device__ and __constant__ variables registered the
  * way nvcc's generated code registers them (__cudaRegisterVar). Each device
- * gets its own copy when the module is first used there, zeroed (the sim
- * reads no initialisers from device code) and charged to the device; copies
+ * gets its own copy when the module is first used there, charged to the
+ * device, starting from the initialised data of an uncompressed cubin in
+ * the fat binary, else zeroed; copies
  * to and from symbols move real data with offsets, and the errors are the
  * runtime's. */
 #include <setjmp.h>
@@ -15,7 +16,8 @@
 #include "fake_module.h"
 #include "require_device.h"
 
-/* The host shadows. Whatever they hold, the device copies start zeroed. */
+/* The host shadows. Whatever they hold, the device copies start zeroed here
+ * (the fake fat binary has no cubin to read initialisers from). */
 static int table[64] = {1, 2, 3, 4};
 static float coeffs[8];
 static int unregistered;
@@ -167,6 +169,41 @@ static void test_per_device_copies_charged(void **state)
     assert_int_equal(cudaSetDevice(0), cudaSuccess);
 }
 
+/* A module whose fat binary holds an uncompressed cubin (as nvcc emits for
+ * small modules): its "table" starts from the cubin's initialised data. A
+ * registration whose size disagrees with the cubin's gets zeros. */
+static int shadow_table[16], shadow_wrong[8];
+
+static void test_initial_values_from_the_image(void **state)
+{
+    (void)state;
+    struct fs_fake_cubin c;
+    fs_fake_cubin_make(&c);
+    unsigned char *fb = fs_fake_fatbin_make(2, 0x11, &c, sizeof c);
+    __fatBinC_Wrapper_t wrapper = {FATBINC_MAGIC, FATBINC_VERSION, (const unsigned long long *)fb,
+                                   NULL};
+    int got[16];
+    void **m = __cudaRegisterFatBinary(&wrapper);
+    __cudaRegisterVar(m, (char *)shadow_table, "table", "table", 0, sizeof shadow_table, 0, 0);
+    __cudaRegisterFatBinaryEnd(m);
+    assert_int_equal(cudaMemcpyFromSymbol(got, shadow_table, sizeof got, 0, cudaMemcpyDefault),
+                     cudaSuccess);
+    assert_int_equal(got[0], 7);
+    assert_int_equal(got[15], 22);
+    __cudaUnregisterFatBinary(m);
+
+    m = __cudaRegisterFatBinary(&wrapper);
+    __cudaRegisterVar(m, (char *)shadow_wrong, "table", "table", 0, sizeof shadow_wrong, 0, 0);
+    __cudaRegisterFatBinaryEnd(m);
+    got[0] = -1;
+    assert_int_equal(
+        cudaMemcpyFromSymbol(got, shadow_wrong, sizeof shadow_wrong, 0, cudaMemcpyDefault),
+        cudaSuccess);
+    assert_int_equal(got[0], 0);
+    __cudaUnregisterFatBinary(m);
+    free(fb);
+}
+
 int main(void)
 {
     fs_test_require_device();
@@ -181,6 +218,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_copy_errors),
         cmocka_unit_test(test_per_device_copies_charged),
+        cmocka_unit_test(test_initial_values_from_the_image),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     __cudaUnregisterFatBinary(module);
