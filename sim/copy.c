@@ -102,6 +102,12 @@ static cudaError_t copy_2d(void *dst, size_t dpitch, const void *src, size_t spi
     return cudaSuccess;
 }
 
+cudaError_t fs_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                      cudaStream_t s, int per_thread, int async)
+{
+    return copy_2d(dst, n, src, n, n, 1, kind, s, per_thread, async ? MODE_ASYNC : MODE_SYNC);
+}
+
 FS_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
     return copy_2d(dst, n, src, n, n, 1, kind, NULL, 0, MODE_SYNC);

@@ -140,6 +140,7 @@ FS_API cudaError_t cudaDeviceReset(void)
     fs_pool_forget_streams(dev->pool);
     __atomic_add_fetch(&dev->reset_gen, 1, __ATOMIC_RELEASE);
     fs_devmem_forget_device(dev->ordinal);
+    sim_modules_forget_device(dev->ordinal);
     pthread_mutex_lock(&dev->mu);
     dev->flags = 0;
     pthread_mutex_unlock(&dev->mu);

@@ -1,5 +1,5 @@
 /* devmem.c - device memory: capacity accounting per device, cudaMalloc /
- * cudaFree and cudaMemGetInfo.
+ * cudaFree (also of managed memory, managed.c) and cudaMemGetInfo.
  *
  * Device memory is host memory: each allocation is its own MAP_NORESERVE
  * mapping of a range of its device's memfd (sim/arena.c, which lets another
@@ -78,11 +78,14 @@ void fs_devmem_release(const struct fs_range *r)
 
 void fs_devmem_forget_device(int device)
 {
-    struct fs_range *list;
-    size_t n = fs_registry_collect(device, FS_RANGE_MALLOC, &list);
-    for (size_t i = 0; i < n; i++)
-        fs_devmem_release(&list[i]);
-    free(list);
+    static const enum fs_range_kind kinds[] = {FS_RANGE_MALLOC, FS_RANGE_MANAGED};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        struct fs_range *list;
+        size_t n = fs_registry_collect(device, kinds[k], &list);
+        for (size_t i = 0; i < n; i++)
+            fs_devmem_release(&list[i]);
+        free(list);
+    }
 }
 
 FS_API cudaError_t cudaMalloc(void **ptr, size_t size)
@@ -106,7 +109,7 @@ FS_API cudaError_t cudaMalloc(void **ptr, size_t size)
 cudaError_t fs_claim_device_block(const void *ptr, struct fs_range *r)
 {
     if (!fs_registry_find((uintptr_t)ptr, r) || r->base != (uintptr_t)ptr ||
-        (r->kind != FS_RANGE_MALLOC && r->kind != FS_RANGE_POOL) ||
+        (r->kind != FS_RANGE_MALLOC && r->kind != FS_RANGE_POOL && r->kind != FS_RANGE_MANAGED) ||
         !fs_registry_set_live(r->base, 1, 0))
         return cudaErrorInvalidValue;
     return cudaSuccess;
@@ -121,10 +124,10 @@ cudaError_t fs_devmem_free(void *ptr)
     if (err) return err;
     struct fs_device *dev = fs_dev(r.device);
     fs_device_sync(dev);
-    if (r.kind == FS_RANGE_MALLOC)
-        fs_devmem_release(&r);
-    else
+    if (r.kind == FS_RANGE_POOL)
         fs_pool_free_now(r.pool, r.base);
+    else
+        fs_devmem_release(&r);
     return cudaSuccess;
 }
 

@@ -10,8 +10,8 @@
  * handle.
  *
  * Every lock that guards that inherited state is taken before the fork (in
- * an order no other path contradicts: IPC events, IPC handles, arena, vmm,
- * devices, pools, registry, streams, events) so the child never sees it
+ * an order no other path contradicts: IPC events, IPC handles, arena, modules,
+ * vmm, devices, pools, registry, streams, events) so the child never sees it
  * half-updated, and released in reverse after it. */
 #include "internal.h"
 
@@ -20,6 +20,7 @@ static void prepare(void)
     sim_ipc_event_fork(FS_FORK_PREPARE);
     sim_ipc_fork(FS_FORK_PREPARE);
     sim_arena_fork(FS_FORK_PREPARE);
+    sim_modules_fork(FS_FORK_PREPARE);
     fs_vmm_fork(FS_FORK_PREPARE);
     fs_devices_fork(FS_FORK_PREPARE);
     fs_registry_fork(FS_FORK_PREPARE);
@@ -34,6 +35,7 @@ static void after(enum fs_fork_phase phase)
     fs_registry_fork(phase);
     fs_devices_fork(phase);
     fs_vmm_fork(phase);
+    sim_modules_fork(phase);
     sim_arena_fork(phase);
     sim_ipc_fork(phase);
     sim_ipc_event_fork(phase);

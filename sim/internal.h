@@ -209,6 +209,8 @@ enum fs_range_kind {
     FS_RANGE_PINNED,     /* cudaMallocHost / cudaHostAlloc */
     FS_RANGE_REGISTERED, /* cudaHostRegister */
     FS_RANGE_IPC,        /* cudaIpcOpenMemHandle: another process's cudaMalloc */
+    FS_RANGE_MODULE,     /* a loaded module's __device__/__constant__ variables */
+    FS_RANGE_MANAGED,    /* cudaMallocManaged */
 };
 struct fs_range {
     uintptr_t base;
@@ -235,7 +237,8 @@ size_t fs_registry_collect(int device, enum fs_range_kind kind, struct fs_range 
 static inline int fs_range_is_device(const struct fs_range *r)
 {
     return r->kind == FS_RANGE_MALLOC || r->kind == FS_RANGE_POOL || r->kind == FS_RANGE_VMM ||
-           r->kind == FS_RANGE_IPC;
+           r->kind == FS_RANGE_IPC || r->kind == FS_RANGE_MODULE ||
+           r->kind == FS_RANGE_MANAGED;
 }
 
 /* ---- devmem.c: device memory and its capacity ---- */
@@ -364,5 +367,90 @@ void sim_ipc_event_fork(enum fs_fork_phase phase);
 
 /* ---- stats.c ---- */
 void fs_stats_install(void);
+
+/* ---- copy.c ---- */
+/* cudaMemcpy (async 0) or cudaMemcpyAsync (async 1) of n bytes on stream s
+ * (0: legacy, or per-thread when per_thread), with their checks, waits and
+ * last-error rules. */
+cudaError_t fs_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                      cudaStream_t s, int per_thread, int async);
+
+/* ---- module.c: modules (fat binaries, libraries), their kernels and variables ---- */
+struct sim_module;
+struct sim_kernel_attrs;
+/* A kernel: what a cudaKernel_t names, and what a registered host stub names. */
+struct sim_kernel {
+    struct sim_module *mod;
+    void *handle;     /* its cudaKernel_t: a key never handed out again */
+    const void *stub; /* host stub of a registered kernel, NULL for a library's */
+    char *name;       /* device (mangled) name */
+    /* Set by cudaFuncSetAttribute, per device; NULL until one is set
+     * (funcattr.c, under its lock). */
+    struct sim_kernel_attrs *attrs;
+};
+struct sim_var {
+    struct sim_module *mod;
+    const void *host; /* the host shadow (the symbol), NULL for a library's */
+    char *name;
+    size_t size;
+    size_t offset; /* in the module's storage on each device */
+    int managed;   /* a library's __managed__ variable */
+    void *init;    /* its initial bytes (size of them), NULL for zeros */
+};
+/* A module for a library loaded at run time (library.c), filled with
+ * sim_module_add_* and then published. */
+struct sim_module *sim_module_new(void);
+/* Both return NULL / -1 when out of memory. */
+struct sim_kernel *sim_module_add_kernel(struct sim_module *m, const void *stub, const char *name);
+/* init: the variable's initial bytes (size of them, copied), or NULL for zeros. */
+int sim_module_add_var(struct sim_module *m, const void *host, const char *name, size_t size,
+                       int managed, const void *init);
+/* Makes the module's kernels known (by handle and by stub). */
+void sim_module_publish(struct sim_module *m);
+/* Forgets the module's kernels and variables, gives its storage on every
+ * device back to the device's capacity and frees it. wait: first wait for
+ * each such device, as cudaFree does, and unmap the storage; otherwise the
+ * mapping is left to the process's end (unregistering at exit). */
+void sim_module_destroy(struct sim_module *m, int wait);
+/* The lookups and loads below are made under the read lock. */
+void sim_modules_rdlock(void);
+void sim_modules_unlock(void);
+/* A kernel by host stub or by cudaKernel_t (the runtime accepts either as
+ * `const void *func`); NULL when unknown. */
+struct sim_kernel *sim_kernel_find(const void *func);
+struct sim_var *sim_var_find(const void *host);
+/* Loads m on `device` if it is not yet, as lazy module loading does on
+ * first use: its variables get device memory, charged to the device. */
+cudaError_t sim_module_load(struct sim_module *m, int device);
+/* The variable's address on `device` (loading its module there). */
+cudaError_t sim_var_address(struct sim_var *v, int device, char **out);
+size_t sim_module_kernel_count(const struct sim_module *m);
+struct sim_kernel *sim_module_kernel_at(const struct sim_module *m, size_t i);
+struct sim_kernel *sim_module_kernel_named(const struct sim_module *m, const char *name);
+struct sim_var *sim_module_var_named(const struct sim_module *m, const char *name);
+/* cudaDeviceReset: the device's copies of every module are gone (a later use
+ * loads the module again). */
+void sim_modules_forget_device(int device);
+void sim_modules_fork(enum fs_fork_phase phase);
+
+/* ---- library.c: reading device code images ---- */
+/* The initial bytes of variable `name` (and their count) in the fat binary
+ * a registration names (the __fatBinC_Wrapper_t nvcc passes), read from its
+ * first uncompressed cubin; NULL when the sim cannot find them. */
+const void *sim_image_var_init(const void *fat_cubin, const char *name, size_t *size);
+
+/* ---- funcattr.c: function attributes and occupancy ---- */
+/* What every kernel reports: the sim has no compiled code to measure. */
+#define SIM_KERNEL_REGS        32
+#define SIM_SMEM_DEFAULT_LIMIT (48 << 10) /* dynamic shared memory without opt-in */
+/* The dynamic shared memory a launch of k on `device` may use. */
+size_t sim_kernel_max_dynamic_smem(struct sim_kernel *k, int device);
+int sim_kernel_nonportable_cluster(struct sim_kernel *k, int device);
+/* The cluster dimensions set with cudaFuncAttributeRequiredCluster*
+ * (all 0 when none). */
+dim3 sim_kernel_required_cluster(struct sim_kernel *k, int device);
+/* How many blocks of k fit on one SM (0 when none does). */
+int sim_occupancy(struct sim_kernel *k, int device, int block, size_t dyn_smem);
+void sim_kernel_attrs_free(struct sim_kernel *k);
 
 #endif /* FS_SIM_INTERNAL_H */

@@ -113,7 +113,11 @@ FS_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, 
         return cudaSuccess;
     }
     attr->device = r.device;
-    if (fs_range_is_device(&r)) {
+    if (r.kind == FS_RANGE_MANAGED) {
+        attr->type = cudaMemoryTypeManaged;
+        attr->devicePointer = (void *)ptr;
+        attr->hostPointer = (void *)ptr;
+    } else if (fs_range_is_device(&r)) {
         attr->type = cudaMemoryTypeDevice;
         attr->devicePointer = (void *)ptr;
     } else {
