@@ -8,14 +8,14 @@
  * are MAP_SHARED memfds and stay shared with the parent.
  *
  * Every lock that guards that inherited state is taken before the fork (in
- * an order no other path contradicts: vmm, devices, pools, registry,
- * streams, events) so the child never sees it half-updated, and released in
- * reverse after it. */
+ * an order no other path contradicts: devices, pools, registry, streams,
+ * events) so the child never sees it half-updated, and released in reverse
+ * after it. The simulated driver's VMM lock comes before all of them: its
+ * handler is registered after this one (sim/cuda/vmm.c), so it runs first. */
 #include "internal.h"
 
 static void prepare(void)
 {
-    fs_vmm_fork(FS_FORK_PREPARE);
     fs_devices_fork(FS_FORK_PREPARE);
     fs_registry_fork(FS_FORK_PREPARE);
     fs_streams_fork(FS_FORK_PREPARE);
@@ -28,7 +28,6 @@ static void after(enum fs_fork_phase phase)
     fs_streams_fork(phase);
     fs_registry_fork(phase);
     fs_devices_fork(phase);
-    fs_vmm_fork(phase);
 }
 
 static void parent(void)

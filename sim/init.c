@@ -16,6 +16,7 @@
 
 struct fs_config fs_cfg;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int initialized; /* atomic */
 
 /* Parses "123", "64K", "512M", "16G" (also "KiB"/"MB"-style suffixes); 0 on
  * error. */
@@ -84,11 +85,17 @@ static void init_once(void)
     }
     if (fs_cfg.stats) fs_stats_install();
     fs_fork_install();
+    __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
 }
 
 void fs_init(void)
 {
     pthread_once(&once, init_once);
+}
+
+int fs_initialized(void)
+{
+    return __atomic_load_n(&initialized, __ATOMIC_ACQUIRE);
 }
 
 FS_API int fs_sim_moves_data(void)
