@@ -8,8 +8,12 @@
  *                         CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED = 0, as on
  *                         an H100 without a multicast-capable NVSwitch;
  *                         PyTorch's symmetric memory checks the attribute
- *   the linker            CUDA_ERROR_NOT_SUPPORTED: there is no module loader
- *   (cuLinkAddData)       (no device code), so no CUlinkState exists
+ *   the module loader     CUDA_ERROR_NOT_SUPPORTED for loading an image or
+ *   and the linker        starting a link (the sim runs no device code), so
+ *                         no CUmodule or CUlinkState ever exists and every
+ *                         call taking one is CUDA_ERROR_INVALID_HANDLE;
+ *                         PyTorch reaches them only for kernels it compiles
+ *                         at run time (jiterator, torch.compile)
  *
  * and the two families the sim can honour without device code:
  *
@@ -99,13 +103,58 @@ FS_API CUresult cuMulticastUnbind(CUmemGenericAllocationHandle handle, CUdevice 
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+FS_API CUresult cuModuleLoad(CUmodule *module, const char *path)
+{
+    (void)module, (void)path;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FS_API CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    (void)module, (void)image;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FS_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int count,
+                                   CUjit_option *options, void **values)
+{
+    (void)module, (void)image, (void)count, (void)options, (void)values;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FS_API CUresult cuModuleUnload(CUmodule module)
+{
+    (void)module;
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+FS_API CUresult cuModuleGetFunction(CUfunction *func, CUmodule module, const char *name)
+{
+    if (!func || !name) return CUDA_ERROR_INVALID_VALUE;
+    (void)module;
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+FS_API CUresult cuLinkCreate_v2(unsigned int count, CUjit_option *options, void **values,
+                                CUlinkState *state)
+{
+    (void)count, (void)options, (void)values, (void)state;
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+FS_API CUresult cuLinkComplete(CUlinkState state, void **cubin, size_t *size)
+{
+    (void)state, (void)cubin, (void)size;
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
 FS_API CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size,
                                  const char *name, unsigned int count, CUjit_option *options,
                                  void **values)
 {
     (void)state, (void)type, (void)data, (void)size, (void)name, (void)count, (void)options;
     (void)values;
-    return CUDA_ERROR_NOT_SUPPORTED;
+    return CUDA_ERROR_INVALID_HANDLE;
 }
 
 /* A registered log callback: the handle is the entry itself, found in the

@@ -35,6 +35,9 @@ int sim_ctx_device(CUcontext ctx);
 CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream);
 CUresult cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
                                       unsigned int flags);
+CUresult cuLaunchKernel_ptsz(CUfunction func, unsigned int gx, unsigned int gy, unsigned int gz,
+                             unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
+                             CUstream stream, void **params, void **extra);
 CUresult cuLaunchCooperativeKernel_ptsz(CUfunction func, unsigned int gx, unsigned int gy,
                                         unsigned int gz, unsigned int bx, unsigned int by,
                                         unsigned int bz, unsigned int smem, CUstream stream,

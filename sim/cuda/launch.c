@@ -1,6 +1,7 @@
 /* launch.c - the driver's function and launch entry points that PyTorch
- * looks up (cuFuncSetCacheConfig, cuKernelGetAttribute,
- * cuLaunchCooperativeKernel, cuOccupancyMaxActiveBlocksPerMultiprocessor).
+ * looks up (cuFuncGetAttribute, cuFuncSetAttribute, cuFuncSetCacheConfig,
+ * cuKernelGetAttribute, cuLaunchKernel, cuLaunchCooperativeKernel,
+ * cuOccupancyMaxActiveBlocksPerMultiprocessor).
  *
  * They take a CUfunction or CUkernel, which only the driver's module loader
  * (cuModuleGetFunction, cuLibraryGetKernel) or the runtime's
@@ -13,6 +14,24 @@
  * so that the runtime's function registry (sim/launch.c) can be wired in
  * here, making a launch ordered device work that computes nothing. */
 #include "driver.h"
+
+FS_API CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attr, CUfunction func)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!value || (unsigned)attr >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+    (void)func;
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+FS_API CUresult cuFuncSetAttribute(CUfunction func, CUfunction_attribute attr, int value)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if ((unsigned)attr >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+    (void)func, (void)value;
+    return CUDA_ERROR_INVALID_HANDLE;
+}
 
 FS_API CUresult cuFuncSetCacheConfig(CUfunction func, CUfunc_cache config)
 {
@@ -58,6 +77,23 @@ static CUresult launch(CUfunction func, unsigned gx, unsigned gy, unsigned gz, u
         return CUDA_ERROR_INVALID_VALUE;
     (void)func;
     return CUDA_ERROR_INVALID_HANDLE;
+}
+
+FS_API CUresult cuLaunchKernel(CUfunction func, unsigned int gx, unsigned int gy, unsigned int gz,
+                               unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
+                               CUstream stream, void **params, void **extra)
+{
+    (void)smem, (void)stream, (void)params, (void)extra;
+    return launch(func, gx, gy, gz, bx, by, bz);
+}
+
+FS_API CUresult cuLaunchKernel_ptsz(CUfunction func, unsigned int gx, unsigned int gy,
+                                    unsigned int gz, unsigned int bx, unsigned int by,
+                                    unsigned int bz, unsigned int smem, CUstream stream,
+                                    void **params, void **extra)
+{
+    (void)smem, (void)stream, (void)params, (void)extra;
+    return launch(func, gx, gy, gz, bx, by, bz);
 }
 
 FS_API CUresult cuLaunchCooperativeKernel(CUfunction func, unsigned int gx, unsigned int gy,
