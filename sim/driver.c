@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <libgen.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -31,15 +32,22 @@ typedef CUresult (*get_proc_address_fn)(const char *, void **, int, cuuint64_t,
                                         CUdriverProcAddressQueryResult *);
 
 static get_proc_address_fn get_proc_address;
+static char driver_path[4096]; /* the sim's libcuda.so.1, beside this library */
+
+/* Resolved when the library is loaded: the name it was loaded by may be
+ * relative to a working directory the program leaves later. */
+__attribute__((constructor)) static void find_driver(void)
+{
+    Dl_info self;
+    char dir[4096];
+    if (!dladdr((void *)find_driver, &self) || !self.dli_fname || !realpath(self.dli_fname, dir))
+        return;
+    snprintf(driver_path, sizeof driver_path, "%s/libcuda.so.1", dirname(dir));
+}
 
 static void load_driver(void)
 {
-    Dl_info self;
-    if (!dladdr((void *)load_driver, &self) || !self.dli_fname) return;
-    char dir[4096], path[4096 + 16];
-    snprintf(dir, sizeof dir, "%s", self.dli_fname);
-    snprintf(path, sizeof path, "%s/libcuda.so.1", dirname(dir));
-    void *driver = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    void *driver = driver_path[0] ? dlopen(driver_path, RTLD_NOW | RTLD_LOCAL) : NULL;
     if (!driver) return;
     CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(driver, "cuInit");
     get_proc_address_fn gpa = (get_proc_address_fn)dlsym(driver, "cuGetProcAddress_v2");
