@@ -3,8 +3,10 @@
 # libcudart.so.13, libnccl.so.2, libcublas.so.13 and libcublasLt.so.13, for
 # each torch version given (default: 2.15.0, the pinned one, and 2.11.0),
 # into sim/imports/torch-<v>-<lib>.txt (lib: libcudart, libnccl, libcublas,
-# libcublasLt). The ratchet test sim_torch_imports checks those committed
-# lists against what the built sim exports.
+# libcublasLt), and the driver functions they look up by name (dlsym on
+# libcuda.so.1, cudaGetDriverEntryPoint) into sim/imports/torch-<v>-libcuda.txt.
+# The ratchet test sim_torch_imports checks those committed lists against
+# what the built sim exports.
 #
 # Usage: scripts/torch_imports.sh [VERSION...]
 #
@@ -19,12 +21,17 @@
 # pnccl* is attributed to libnccl.so.2 by its name. cuBLAS and cuBLASLt
 # version their exports like the runtime (@libcublas.so.13,
 # @libcublasLt.so.13).
+#
+# The driver is never linked, only looked up by name, so its functions are
+# the strings cu<Upper>... in the libraries' data that cuda.h names: the
+# filter drops look-alikes such as "cuAZ".
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 out_dir="$here/sim/imports"
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/fsdpshim/wheels
 python=${PYTHON:-python3}
+cuda_h=${CUDA_HOME:-/usr/local/cuda}/include/cuda.h
 
 if [ $# -eq 0 ]; then
     set -- 2.15.0 2.11.0
@@ -53,15 +60,15 @@ for version in "$@"; do
 
     header() {
         echo "# Entry points torch $version ($(basename "$wheel")) imports from $1,"
-        echo "# from nm -D --undefined-only torch/lib/*.so*: $2."
+        echo "# from $2."
         echo "# Regenerate with scripts/torch_imports.sh $version; checked by sim_torch_imports."
     }
     {
-        header libcudart.so.13 "symbols bound to the version node @libcudart.so.13"
+        header libcudart.so.13 "nm -D --undefined-only torch/lib/*.so*: symbols bound to the version node @libcudart.so.13"
         sed -n 's/@libcudart\.so\.13$//p' "$undefined" | sort -u
     } >"$out_dir/torch-$version-libcudart.txt"
     {
-        header libnccl.so.2 "unversioned symbols named nccl*/pnccl* (NCCL exports no version node)"
+        header libnccl.so.2 "nm -D --undefined-only torch/lib/*.so*: unversioned symbols named nccl*/pnccl* (NCCL exports no version node)"
         grep -E '^p?nccl[A-Za-z0-9_]*$' "$undefined" | sort -u
     } >"$out_dir/torch-$version-libnccl.txt"
     for lib in libcublas libcublasLt; do
@@ -70,8 +77,16 @@ for version in "$@"; do
             sed -n "s/@$lib\.so\.13\$//p" "$undefined" | sort -u
         } >"$out_dir/torch-$version-$lib.txt"
     done
+    {
+        header libcuda.so.1 "strings -a torch/lib/*.so*: the strings naming a driver function of cuda.h, looked up by name"
+        grep -oE '\bcu[A-Z][A-Za-z0-9_]*\b' "$cuda_h" | sort -u >"$work/cuda_h.names"
+        for lib in "$unpacked"/torch/lib/*.so*; do
+            strings -a "$lib" | grep -E '^cu[A-Z][A-Za-z0-9_]*$' || true
+        done | sort -u | comm -12 - "$work/cuda_h.names"
+    } >"$out_dir/torch-$version-libcuda.txt"
     echo "torch $version: $(grep -vc '^#' "$out_dir/torch-$version-libcudart.txt") libcudart," \
         "$(grep -vc '^#' "$out_dir/torch-$version-libnccl.txt") libnccl," \
         "$(grep -vc '^#' "$out_dir/torch-$version-libcublas.txt") libcublas," \
-        "$(grep -vc '^#' "$out_dir/torch-$version-libcublasLt.txt") libcublasLt imports"
+        "$(grep -vc '^#' "$out_dir/torch-$version-libcublasLt.txt") libcublasLt," \
+        "$(grep -vc '^#' "$out_dir/torch-$version-libcuda.txt") libcuda imports"
 done

@@ -1,9 +1,14 @@
-/* device.c - the simulated devices, the thread's current device, device-wide
- * synchronisation and reset.
+/* device.c - the simulated devices, the thread's current device and its
+ * current context, device-wide synchronisation and reset.
  *
- * The current device is per thread and starts at 0, as in the runtime; there
- * is no context to create, so cudaSetDevice, cudaInitDevice and cudaFree(0)
- * only check the ordinal. */
+ * The current device is per thread and starts at 0, as in the runtime. Each
+ * device has one context, its primary context (the driver, sim/cuda/, hands
+ * it out), and the thread's current context is the current device's primary
+ * context once one is bound: as on a GPU, a fresh thread has none until a
+ * runtime call that works on the current device binds it (the runtime's
+ * lazy initialisation), cudaSetDevice binds the new device's, and the
+ * driver's cuCtxSetCurrent/Push/Pop move both at once. Binding also marks the
+ * primary context active (cuDevicePrimaryCtxGetState) until a reset. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -12,6 +17,7 @@
 static struct fs_device *devices;
 static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
 static __thread int current_device;
+static __thread int context_bound; /* the thread has a current context */
 
 static void devices_init(void)
 {
@@ -39,9 +45,35 @@ int fs_cur_device(void)
     return current_device;
 }
 
+/* The runtime binds the current device's primary context on first use. */
+static void bind_context(struct fs_device *dev)
+{
+    context_bound = 1;
+    if (!__atomic_load_n(&dev->ctx_active, __ATOMIC_RELAXED))
+        __atomic_store_n(&dev->ctx_active, 1, __ATOMIC_RELAXED);
+}
+
 struct fs_device *fs_cur_dev(void)
 {
-    return fs_dev(current_device);
+    struct fs_device *dev = fs_dev(current_device);
+    if (dev) bind_context(dev);
+    return dev;
+}
+
+int fs_ctx_current(void)
+{
+    return context_bound ? current_device : -1;
+}
+
+void fs_ctx_set_current(int device)
+{
+    struct fs_device *dev = fs_dev(device);
+    if (!dev) {
+        context_bound = 0;
+        return;
+    }
+    current_device = device;
+    bind_context(dev);
 }
 
 void fs_device_sync(struct fs_device *dev)
@@ -74,7 +106,7 @@ FS_API cudaError_t cudaGetDeviceCount(int *count)
 FS_API cudaError_t cudaSetDevice(int device)
 {
     if (!fs_dev(device)) return fs_ret(cudaErrorInvalidDevice);
-    current_device = device;
+    fs_ctx_set_current(device);
     return cudaSuccess;
 }
 
@@ -135,6 +167,12 @@ FS_API cudaError_t cudaDeviceReset(void)
 {
     struct fs_device *dev = fs_cur_dev();
     if (!dev) return fs_ret(cudaErrorNoDevice);
+    fs_device_reset(dev);
+    return cudaSuccess;
+}
+
+void fs_device_reset(struct fs_device *dev)
+{
     fs_device_sync(dev);
     fs_stream_forget_device(dev);
     fs_pool_forget_streams(dev->pool);
@@ -144,7 +182,7 @@ FS_API cudaError_t cudaDeviceReset(void)
     pthread_mutex_lock(&dev->mu);
     dev->flags = 0;
     pthread_mutex_unlock(&dev->mu);
-    return cudaSuccess;
+    __atomic_store_n(&dev->ctx_active, 0, __ATOMIC_RELAXED);
 }
 
 FS_API cudaError_t cudaDriverGetVersion(int *version)

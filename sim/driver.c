@@ -1,149 +1,107 @@
-/* driver.c - the driver API entry points a program reaches through
- * cudaGetDriverEntryPoint[ByVersion], as PyTorch and the shim do.
+/* driver.c - cudaGetDriverEntryPoint[ByVersion], the runtime's way to the
+ * driver API, as PyTorch and the shim use it.
+ *
+ * The driver API itself is the simulated libcuda.so.1 (sim/cuda/). The two
+ * libraries share one implementation this way round: the device model
+ * (devices, memory, the address registry, streams) lives here, in
+ * libcudart.so.13, and libcuda.so.1 links to it and translates the driver's
+ * entry points onto it through the private node FSDPSHIM_SIM_PRIVATE, as the
+ * simulated NCCL does. The other way round (the model in libcuda.so.1 and
+ * the runtime linked to it, as on a GPU) would have meant splitting every
+ * runtime file in two; and linking the runtime to the driver would make a
+ * cycle. So, like the real runtime, this one loads the driver at run time and
+ * asks its cuGetProcAddress: a pointer from here is the same function that
+ * dlsym(libcuda.so.1) finds. The driver loaded is the sim's own, from this
+ * library's directory, never whatever libcuda.so.1 the loader's search finds
+ * (on a GPU machine, the real one). Without it, every lookup fails with
+ * cudaErrorInsufficientDriver, as the runtime does without a driver.
  *
  * The names looked up are the driver's base names ("cuMemAlloc" finds the
  * cuMemAlloc_v2 ABI), as cuGetProcAddress documents. An unknown name is not
  * an error: the call succeeds with *funcPtr = NULL and
- * cudaDriverEntryPointSymbolNotFound. Driver calls report CUresult codes and
- * never touch the runtime's last error. */
+ * cudaDriverEntryPointSymbolNotFound. */
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-/* The VMM entry points live in vmm.c. */
-CUresult fs_cu_mem_get_allocation_granularity(size_t *granularity, const CUmemAllocationProp *prop,
-                                              CUmemAllocationGranularity_flags option);
-CUresult fs_cu_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
-                          const CUmemAllocationProp *prop, unsigned long long flags);
-CUresult fs_cu_mem_release(CUmemGenericAllocationHandle h);
-CUresult fs_cu_mem_address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment,
-                                   CUdeviceptr addr, unsigned long long flags);
-CUresult fs_cu_mem_address_free(CUdeviceptr ptr, size_t size);
-CUresult fs_cu_mem_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h,
-                       unsigned long long flags);
-CUresult fs_cu_mem_unmap(CUdeviceptr ptr, size_t size);
-CUresult fs_cu_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
-                              size_t count);
+typedef CUresult (*get_proc_address_fn)(const char *, void **, int, cuuint64_t,
+                                        CUdriverProcAddressQueryResult *);
 
-static CUresult cu_mem_alloc_v2(CUdeviceptr *dptr, size_t size)
+static get_proc_address_fn get_proc_address;
+static char driver_path[4096]; /* the sim's libcuda.so.1, beside this library */
+
+/* Resolved when the library is loaded: the name it was loaded by may be
+ * relative to a working directory the program leaves later. */
+__attribute__((constructor)) static void find_driver(void)
 {
-    fs_init();
-    if (!dptr || size == 0) /* the driver, unlike cudaMalloc, refuses 0 */
-        return CUDA_ERROR_INVALID_VALUE;
-    struct fs_device *dev = fs_cur_dev();
-    void *p;
-    if (!dev) return CUDA_ERROR_NO_DEVICE;
-    if (fs_capacity_refused(dev, size, fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, NULL, &p)))
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    *dptr = (CUdeviceptr)(uintptr_t)p;
-    return CUDA_SUCCESS;
+    Dl_info self;
+    char dir[4096];
+    if (!dladdr((void *)find_driver, &self) || !self.dli_fname || !realpath(self.dli_fname, dir))
+        return;
+    snprintf(driver_path, sizeof driver_path, "%s/libcuda.so.1", dirname(dir));
 }
 
-static CUresult cu_mem_free_v2(CUdeviceptr dptr)
+static void load_driver(void)
 {
-    fs_init();
-    if (!dptr) return CUDA_SUCCESS;
-    return fs_devmem_free((void *)(uintptr_t)dptr) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    void *driver = driver_path[0] ? dlopen(driver_path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (!driver) return;
+    CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(driver, "cuInit");
+    get_proc_address_fn gpa = (get_proc_address_fn)dlsym(driver, "cuGetProcAddress_v2");
+    /* The runtime initialises the driver before it hands out entry points. */
+    if (init && gpa && init(0) == CUDA_SUCCESS) get_proc_address = gpa;
 }
 
-static CUresult cu_mem_get_info_v2(size_t *free_bytes, size_t *total)
+/* per_thread: the _ptsz variants, where the default flag means the
+ * per-thread default stream's entry points. */
+static cudaError_t lookup(const char *symbol, void **fn, int version, unsigned long long flags,
+                          int per_thread, enum cudaDriverEntryPointQueryResult *status)
 {
-    fs_init();
-    if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
-    return fs_devmem_info(free_bytes, total) ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
-}
-
-/* The enclosing allocation (or VMM mapping) of dptr. */
-static CUresult cu_mem_get_address_range_v2(CUdeviceptr *base, size_t *size, CUdeviceptr dptr)
-{
-    struct fs_range r;
-    if (!fs_registry_find((uintptr_t)dptr, &r) || !fs_range_is_device(&r) || !r.live)
-        return CUDA_ERROR_NOT_FOUND;
-    if (base) *base = (CUdeviceptr)r.base;
-    if (size) *size = r.size;
-    return CUDA_SUCCESS;
-}
-
-static CUresult cu_device_get_attribute(int *value, CUdevice_attribute attr, CUdevice dev)
-{
-    fs_init();
-    if (!value) return CUDA_ERROR_INVALID_VALUE;
-    if (!fs_dev(dev)) return CUDA_ERROR_INVALID_DEVICE;
-    return fs_device_attribute((int)attr, dev, value) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
-}
-
-static CUresult cu_driver_get_version(int *version)
-{
-    if (!version) return CUDA_ERROR_INVALID_VALUE;
-    *version = CUDART_VERSION;
-    return CUDA_SUCCESS;
-}
-
-static const struct {
-    const char *name;
-    void *fn;
-} entry_points[] = {
-    {"cuMemAlloc", (void *)cu_mem_alloc_v2},
-    {"cuMemFree", (void *)cu_mem_free_v2},
-    {"cuMemGetInfo", (void *)cu_mem_get_info_v2},
-    {"cuMemGetAddressRange", (void *)cu_mem_get_address_range_v2},
-    {"cuMemAddressReserve", (void *)fs_cu_mem_address_reserve},
-    {"cuMemAddressFree", (void *)fs_cu_mem_address_free},
-    {"cuMemCreate", (void *)fs_cu_mem_create},
-    {"cuMemRelease", (void *)fs_cu_mem_release},
-    {"cuMemMap", (void *)fs_cu_mem_map},
-    {"cuMemUnmap", (void *)fs_cu_mem_unmap},
-    {"cuMemSetAccess", (void *)fs_cu_mem_set_access},
-    {"cuMemGetAllocationGranularity", (void *)fs_cu_mem_get_allocation_granularity},
-    {"cuDeviceGetAttribute", (void *)cu_device_get_attribute},
-    {"cuDriverGetVersion", (void *)cu_driver_get_version},
-    {"cuGetErrorString", (void *)fs_cu_get_error_string},
-    {"cuGetErrorName", (void *)fs_cu_get_error_name},
-};
-
-static cudaError_t lookup(const char *symbol, void **fn, unsigned long long flags,
-                          enum cudaDriverEntryPointQueryResult *status)
-{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
     if (!symbol || !fn ||
         flags > (cudaEnableDefault | cudaEnableLegacyStream | cudaEnablePerThreadDefaultStream))
         return fs_ret(cudaErrorInvalidValue);
-    *fn = NULL;
-    if (status) *status = cudaDriverEntryPointSymbolNotFound;
-    for (size_t i = 0; i < sizeof entry_points / sizeof entry_points[0]; i++) {
-        if (strcmp(symbol, entry_points[i].name) == 0) {
-            *fn = entry_points[i].fn;
-            if (status) *status = cudaDriverEntryPointSuccess;
-            break;
-        }
-    }
+    pthread_once(&once, load_driver);
+    if (!get_proc_address) return fs_ret(cudaErrorInsufficientDriver);
+    /* The runtime's flags are the driver's CU_GET_PROC_ADDRESS_* values. */
+    CUdriverProcAddressQueryResult found;
+    if (per_thread && flags == cudaEnableDefault) flags = cudaEnablePerThreadDefaultStream;
+    CUresult res = get_proc_address(symbol, fn, version, flags, &found);
+    if (res != CUDA_SUCCESS) *fn = NULL;
+    if (status)
+        *status = found == CU_GET_PROC_ADDRESS_SUCCESS ? cudaDriverEntryPointSuccess
+                  : found == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                      ? cudaDriverEntryPointVersionNotSufficent
+                      : cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess;
 }
 
 FS_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **fn, unsigned long long flags,
                                            enum cudaDriverEntryPointQueryResult *status)
 {
-    return lookup(symbol, fn, flags, status);
+    return lookup(symbol, fn, CUDART_VERSION, flags, 0, status);
 }
 
 FS_API cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **fn,
                                                 unsigned long long flags,
                                                 enum cudaDriverEntryPointQueryResult *status)
 {
-    return lookup(symbol, fn, flags, status);
+    return lookup(symbol, fn, CUDART_VERSION, flags, 1, status);
 }
 
 FS_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn,
                                                     unsigned int version, unsigned long long flags,
                                                     enum cudaDriverEntryPointQueryResult *status)
 {
-    (void)version; /* every entry point the sim has exists since CUDA 12.0 at least */
-    return lookup(symbol, fn, flags, status);
+    return lookup(symbol, fn, (int)version, flags, 0, status);
 }
 
 FS_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
     const char *symbol, void **fn, unsigned int version, unsigned long long flags,
     enum cudaDriverEntryPointQueryResult *status)
 {
-    (void)version;
-    return lookup(symbol, fn, flags, status);
+    return lookup(symbol, fn, (int)version, flags, 1, status);
 }

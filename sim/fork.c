@@ -11,8 +11,10 @@
  *
  * Every lock that guards that inherited state is taken before the fork (in
  * an order no other path contradicts: IPC events, IPC handles, arena, modules,
- * vmm, devices, pools, registry, streams, events) so the child never sees it
- * half-updated, and released in reverse after it. */
+ * devices, pools, registry, streams, events) so the child never sees it
+ * half-updated, and released in reverse after it. The simulated driver's VMM
+ * lock comes before all of them: its handler is registered after this one
+ * (sim/cuda/vmm.c), so it runs first. */
 #include "internal.h"
 
 static void prepare(void)
@@ -21,7 +23,6 @@ static void prepare(void)
     sim_ipc_fork(FS_FORK_PREPARE);
     sim_arena_fork(FS_FORK_PREPARE);
     sim_modules_fork(FS_FORK_PREPARE);
-    fs_vmm_fork(FS_FORK_PREPARE);
     fs_devices_fork(FS_FORK_PREPARE);
     fs_registry_fork(FS_FORK_PREPARE);
     fs_streams_fork(FS_FORK_PREPARE);
@@ -34,7 +35,6 @@ static void after(enum fs_fork_phase phase)
     fs_streams_fork(phase);
     fs_registry_fork(phase);
     fs_devices_fork(phase);
-    fs_vmm_fork(phase);
     sim_modules_fork(phase);
     sim_arena_fork(phase);
     sim_ipc_fork(phase);

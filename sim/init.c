@@ -18,6 +18,7 @@
 
 struct fs_config fs_cfg;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int initialized; /* atomic */
 
 static void init_once(void)
 {
@@ -51,11 +52,17 @@ static void init_once(void)
     }
     fs_stats_install();
     fs_fork_install();
+    __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
 }
 
 void fs_init(void)
 {
     pthread_once(&once, init_once);
+}
+
+int fs_initialized(void)
+{
+    return __atomic_load_n(&initialized, __ATOMIC_ACQUIRE);
 }
 
 FS_API int fs_sim_moves_data(void)

@@ -1,8 +1,10 @@
 /* internal.h - what the files of the simulated runtime share with each other,
  * grouped by the file that owns each piece.
  *
- * Nothing here is exported: the library is built with -fvisibility=hidden and
- * only the CUDA entry points listed in libcudart.map leave it. */
+ * The library is built with -fvisibility=hidden and only the CUDA entry
+ * points listed in libcudart.map leave it, plus, under the private node
+ * FSDPSHIM_SIM_PRIVATE, the part of this device model that the simulated
+ * driver (sim/cuda/, libcuda.so.1) works on: the map names each one. */
 #ifndef FS_SIM_INTERNAL_H
 #define FS_SIM_INTERNAL_H
 
@@ -18,6 +20,9 @@
 /* Every CUDA entry point is defined with this so the version script can
  * export it (the default visibility is hidden). */
 #define FS_API __attribute__((visibility("default")))
+/* The part of the model the simulated driver (sim/cuda/) works on: visible,
+ * and exported under FSDPSHIM_SIM_PRIVATE by libcudart.map. */
+#define FS_SEAM __attribute__((visibility("default")))
 
 /* ---- init.c: process-wide configuration, set once on first use ---- */
 struct fs_config {
@@ -29,15 +34,18 @@ struct fs_config {
      * keep their ordering and checks but move no bytes (a dry run). */
     int moves_data;
 };
-extern struct fs_config fs_cfg;
-void fs_init(void);
+extern FS_SEAM struct fs_config fs_cfg;
+FS_SEAM void fs_init(void);
+/* Whether fs_init has run: the runtime initialises the driver on its first
+ * call, so driver calls need no cuInit after one (sim/cuda/). */
+FS_SEAM int fs_initialized(void);
 
 /* ---- errors.c: the per-thread last error ---- */
 /* Records err as the thread's last error (except cudaSuccess and
  * cudaErrorNotReady, which the runtime never records) and returns it. */
 cudaError_t fs_ret(cudaError_t err);
-CUresult fs_cu_get_error_name(CUresult err, const char **str);
-CUresult fs_cu_get_error_string(CUresult err, const char **str);
+FS_SEAM CUresult fs_cu_get_error_name(CUresult err, const char **str);
+FS_SEAM CUresult fs_cu_get_error_string(CUresult err, const char **str);
 
 /* ---- device.c: devices and the thread's current device ---- */
 struct fs_pool;
@@ -58,19 +66,29 @@ struct fs_device {
     unsigned flags;         /* cudaSetDeviceFlags */
     struct fs_pool *pool;   /* default memory pool */
     uint64_t reset_gen;     /* bumped by cudaDeviceReset (atomic) */
+    int ctx_active;         /* primary context initialised, until a reset (atomic) */
 };
-struct fs_device *fs_dev(int ordinal); /* NULL when out of range */
+FS_SEAM struct fs_device *fs_dev(int ordinal); /* NULL when out of range */
 int fs_cur_device(void);
 /* NULL only when there is no device at all (FSDPSHIM_SIM_DEVICES=0): the
  * callers then fail with cudaErrorNoDevice. */
 struct fs_device *fs_cur_dev(void);
 /* Waits for all work submitted to the device so far, then trims its pool. */
-void fs_device_sync(struct fs_device *dev);
+FS_SEAM void fs_device_sync(struct fs_device *dev);
+/* cudaDeviceReset of dev: its cudaMalloc memory, streams and events are
+ * gone and its primary context is inactive. */
+FS_SEAM void fs_device_reset(struct fs_device *dev);
+/* The thread's current context, as the ordinal of the device whose primary
+ * context it is, or -1 when the thread has none. */
+FS_SEAM int fs_ctx_current(void);
+/* Makes device's primary context current (and device the runtime's current
+ * device); an invalid ordinal (-1) leaves the thread with no context. */
+FS_SEAM void fs_ctx_set_current(int device);
 
 /* ---- props.c ---- */
 /* Value of a runtime (or driver: same numbering) device attribute; returns
  * -1 for an attribute the sim does not know. */
-int fs_device_attribute(int attr, int device, int *value);
+FS_SEAM int fs_device_attribute(int attr, int device, int *value);
 
 /* ---- stream.c: stream objects, their workers and ordering ---- */
 struct fs_dep {
@@ -188,18 +206,18 @@ cudaGraph_t fs_graph_of(cudaGraphNode_t node);
 
 /* ---- handles.c: handle -> object maps, so a stale handle is an error, not a crash ---- */
 struct fs_handle_set;
-struct fs_handle_set *fs_handles_new(void);
+FS_SEAM struct fs_handle_set *fs_handles_new(void);
 /* A fresh handle value that is never handed out again. */
-void *fs_handles_new_key(void);
-void fs_handles_add(struct fs_handle_set *set, const void *h, void *obj);
+FS_SEAM void *fs_handles_new_key(void);
+FS_SEAM void fs_handles_add(struct fs_handle_set *set, const void *h, void *obj);
 /* Both return the object, or NULL for an unknown handle. */
-void *fs_handles_remove(struct fs_handle_set *set, const void *h);
-void *fs_handles_get(struct fs_handle_set *set, const void *h);
+FS_SEAM void *fs_handles_remove(struct fs_handle_set *set, const void *h);
+FS_SEAM void *fs_handles_get(struct fs_handle_set *set, const void *h);
 /* As fs_handles_get, and calls hold(obj) before a racing remove can take
  * the object away (to take a reference on objects that get freed). */
 void *fs_handles_hold(struct fs_handle_set *set, const void *h, void (*hold)(void *obj));
-void fs_handles_lock(struct fs_handle_set *set);
-void fs_handles_unlock(struct fs_handle_set *set);
+FS_SEAM void fs_handles_lock(struct fs_handle_set *set);
+FS_SEAM void fs_handles_unlock(struct fs_handle_set *set);
 
 /* ---- registry.c: what every known address range is ---- */
 enum fs_range_kind {
@@ -221,14 +239,14 @@ struct fs_range {
     struct fs_pool *pool; /* FS_RANGE_POOL: the memory pool it belongs to */
 };
 /* Returns 0, or -1 when [base, base+size) overlaps a known range. */
-int fs_registry_add(const struct fs_range *r);
-void fs_registry_remove(uintptr_t base);
+FS_SEAM int fs_registry_add(const struct fs_range *r);
+FS_SEAM void fs_registry_remove(uintptr_t base);
 /* Finds the range containing addr; returns 1 and fills *out, or 0. */
-int fs_registry_find(uintptr_t addr, struct fs_range *out);
+FS_SEAM int fs_registry_find(uintptr_t addr, struct fs_range *out);
 /* Whether [addr, addr+n) is known memory with no hole: inside one range,
  * or across VMM mappings laid side by side (one reservation grown a mapping
  * at a time, as expandable segments do), which a GPU also treats as one. */
-int fs_registry_covers(uintptr_t addr, size_t n);
+FS_SEAM int fs_registry_covers(uintptr_t addr, size_t n);
 /* Sets `live` of the range starting exactly at base if it is `expect`;
  * returns 1 on success (used to claim a free atomically). */
 int fs_registry_set_live(uintptr_t base, int expect, int live);
@@ -248,16 +266,16 @@ static inline int fs_range_is_device(const struct fs_range *r)
  * (docs/sim.md, "Allocation granule"). */
 #define SIM_ALLOC_GRANULE 512
 /* Charges size bytes to dev; cudaErrorMemoryAllocation when over capacity. */
-cudaError_t fs_capacity_take(struct fs_device *dev, size_t size);
-void fs_capacity_give(struct fs_device *dev, size_t size);
+FS_SEAM cudaError_t fs_capacity_take(struct fs_device *dev, size_t size);
+FS_SEAM void fs_capacity_give(struct fs_device *dev, size_t size);
 /* Counts an allocation of size bytes that the program (or the shim) was
  * refused for lack of capacity: after any retry, so once per refusal the
  * caller sees. Returns err. */
-cudaError_t fs_capacity_refused(struct fs_device *dev, size_t size, cudaError_t err);
+FS_SEAM cudaError_t fs_capacity_refused(struct fs_device *dev, size_t size, cudaError_t err);
 /* Maps fresh device memory of `size` bytes (rounded to SIM_ALLOC_GRANULE), charges it and
  * registers it as `kind` (of memory pool `pool` for FS_RANGE_POOL, else NULL). */
-cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind,
-                            struct fs_pool *pool, void **out);
+FS_SEAM cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind,
+                                    struct fs_pool *pool, void **out);
 /* Unmaps and uncharges a range made by fs_devmem_alloc. */
 void fs_devmem_release(const struct fs_range *r);
 /* Claims the live cudaMalloc/pool block starting at ptr for freeing;
@@ -265,9 +283,9 @@ void fs_devmem_release(const struct fs_range *r);
 cudaError_t fs_claim_device_block(const void *ptr, struct fs_range *r);
 /* cudaFree's work after the null check: cudaErrorInvalidValue for a pointer
  * that does not start a live block. */
-cudaError_t fs_devmem_free(void *ptr);
+FS_SEAM cudaError_t fs_devmem_free(void *ptr);
 /* The current device's free and total bytes; cudaErrorNoDevice without one. */
-cudaError_t fs_devmem_info(size_t *free_bytes, size_t *total);
+FS_SEAM cudaError_t fs_devmem_info(size_t *free_bytes, size_t *total);
 /* Frees every cudaMalloc range of a device (cudaDeviceReset). */
 void fs_devmem_forget_device(int device);
 
@@ -355,7 +373,6 @@ enum fs_fork_phase { FS_FORK_PREPARE, FS_FORK_PARENT, FS_FORK_CHILD };
 void fs_fork_install(void);
 /* Each file's part: take its locks before fork, release them after it
  * and, in the child, forget what belonged to the parent's threads. */
-void fs_vmm_fork(enum fs_fork_phase phase);
 void fs_devices_fork(enum fs_fork_phase phase);
 void fs_pool_fork(struct fs_pool *pool, enum fs_fork_phase phase);
 void fs_registry_fork(enum fs_fork_phase phase);

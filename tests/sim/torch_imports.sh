@@ -9,11 +9,18 @@
 # unversioned, as NCCL's own are. A library without a missing list (cuBLAS,
 # cuBLASLt) must export every import.
 #
-# Usage: torch_imports.sh <sim/imports dir> <build/lib/sim dir>
+# libcuda.so.1 is never linked, only looked up by name: a driver function
+# PyTorch names counts as provided when the library exports it or its
+# cuGetProcAddress finds it (driver_lookup). And every function the
+# library exports must be found by its base name through cuGetProcAddress,
+# so that cudaGetDriverEntryPoint reaches all of it.
+#
+# Usage: torch_imports.sh <sim/imports dir> <build/lib/sim dir> <driver_lookup>
 set -eu
 
 imports=$1
 simdir=$2
+lookup=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failed=0
@@ -58,4 +65,26 @@ check libcudart libcudart.so.13 libcudart.so.13
 check libnccl libnccl.so.2 ""
 check libcublas libcublas.so.13 libcublas.so.13
 check libcublasLt libcublasLt.so.13 libcublasLt.so.13
+
+for list in "$imports"/torch-*-libcuda.txt; do
+    name=$(basename "$list" .txt)
+    symbols_of "$list" >"$work/imports"
+    total=$(wc -l <"$work/imports")
+    # shellcheck disable=SC2046 # one argument per name
+    if absent=$("$lookup" "$simdir/libcuda.so.1" $(cat "$work/imports")); then
+        echo "$name: $total of $total lookups provided by libcuda.so.1"
+    else
+        echo "FAIL $name: neither exported by libcuda.so.1 nor found by its cuGetProcAddress:"
+        echo "$absent"
+        failed=1
+    fi
+done
+nm -D --defined-only "$simdir/libcuda.so.1" | awk '$NF ~ /^cu/ {print $NF}' |
+    sed -e 's/_pt[sd][sz]$//' -e 's/_v[0-9]*$//' | sort -u >"$work/driver.bases"
+# shellcheck disable=SC2046
+if ! absent=$("$lookup" --proc-address "$simdir/libcuda.so.1" $(cat "$work/driver.bases")); then
+    echo "FAIL libcuda.so.1 exports functions its cuGetProcAddress does not find (entry.c):"
+    echo "$absent"
+    failed=1
+fi
 exit $failed

@@ -1,5 +1,5 @@
-/* vmm.c - the driver's virtual memory management API, implemented for real
- * on the host's own virtual memory:
+/* vmm.c - the driver's virtual memory management API (libcuda.so.1),
+ * implemented for real on the host's own virtual memory:
  *
  *   cuMemAddressReserve   a PROT_NONE, MAP_NORESERVE mapping
  *   cuMemCreate           a memfd of the size, charged to the device
@@ -10,14 +10,28 @@
  *   cuMemUnmap            the range put back to PROT_NONE
  *   cuMemRelease          the memfd closed; its capacity returns once the
  *                         last mapping of it is gone, as with a GPU
+ *   cuMemRetainAllocationHandle
+ *                         the handle of the allocation mapped at an address,
+ *                         one more cuMemRelease owed
+ *   cuMemExportToShareableHandle / cuMemImportFromShareableHandle
+ *                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR only: a
+ *                         dup of the memfd, which another process can
+ *                         import (after pidfd_getfd or SCM_RIGHTS) and map;
+ *                         the memory stays charged to the exporting device
+ *                         and process. Fabric handles need IMEX, which an
+ *                         H100 node without it refuses too
+ *                         (CUDA_ERROR_NOT_SUPPORTED)
  *
  * Two mappings of one allocation therefore really alias, which is what
  * makes VMM-based allocators (expandable segments) testable here. */
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "driver.h"
 
 #define GRANULARITY ((size_t)2 << 20)
 
@@ -25,8 +39,11 @@ struct vmm_alloc {
     int fd;
     size_t size;
     int device;
-    int released;
+    int charged; /* capacity taken here (0 for an imported allocation) */
+    int refs;    /* cuMemCreate/Import/Retain minus cuMemRelease; 0: released */
     int maps;
+    CUmemAllocationProp prop;
+    CUmemGenericAllocationHandle handle; /* its key in allocs */
 };
 
 struct vmm_span {
@@ -40,9 +57,26 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct vmm_span *reservations, *mappings;
 static struct fs_handle_set *allocs;
 
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&mu);
+    fs_handles_lock(allocs);
+}
+
+static void fork_after(void)
+{
+    fs_handles_unlock(allocs);
+    pthread_mutex_unlock(&mu);
+}
+
+/* The fork handler is registered after the device model's (fs_init
+ * registers that), so it runs first and this lock is taken before the
+ * model's, the order the VMM calls take them in (../fork.c). */
 static void allocs_init(void)
 {
+    fs_init();
     allocs = fs_handles_new();
+    pthread_atfork(fork_prepare, fork_after, fork_after);
 }
 
 static struct fs_handle_set *alloc_handles(void)
@@ -62,10 +96,11 @@ static int device_location(const CUmemLocation *loc)
     return loc->type == CU_MEM_LOCATION_TYPE_DEVICE && fs_dev(loc->id) != NULL;
 }
 
-CUresult fs_cu_mem_get_allocation_granularity(size_t *granularity, const CUmemAllocationProp *prop,
+FS_API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
                                               CUmemAllocationGranularity_flags option)
 {
-    fs_init();
+    CUresult res = sim_cu_ready();
+    if (res) return res;
     if (!granularity || !prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
         !device_location(&prop->location) ||
         (unsigned)option > CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
@@ -74,59 +109,88 @@ CUresult fs_cu_mem_get_allocation_granularity(size_t *granularity, const CUmemAl
     return CUDA_SUCCESS;
 }
 
-CUresult fs_cu_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
-                          const CUmemAllocationProp *prop, unsigned long long flags)
+/* Handle types an allocation can be exported as: a POSIX file descriptor;
+ * fabric handles need IMEX, which the sim's node (like an H100 node
+ * without it) does not have. */
+static CUresult check_handle_types(unsigned long long types)
 {
-    fs_init();
+    if (types & CU_MEM_HANDLE_TYPE_FABRIC) return CUDA_ERROR_NOT_SUPPORTED;
+    if (types & ~(unsigned long long)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+static CUresult add_alloc(int fd, size_t size, int device, int charged,
+                          const CUmemAllocationProp *prop, CUmemGenericAllocationHandle *handle)
+{
+    struct vmm_alloc *a = calloc(1, sizeof *a);
+    if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
+    void *key = fs_handles_new_key();
+    *a = (struct vmm_alloc){fd, size, device, charged, 1, 0, *prop, (uintptr_t)key};
+    fs_handles_add(alloc_handles(), key, a);
+    *handle = a->handle;
+    return CUDA_SUCCESS;
+}
+
+FS_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                            const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
     if (!handle || !prop || flags != 0 || size == 0 || size % GRANULARITY ||
         prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || !device_location(&prop->location))
         return CUDA_ERROR_INVALID_VALUE;
+    if ((res = check_handle_types(prop->requestedHandleTypes))) return res;
     struct fs_device *dev = fs_dev(prop->location.id);
     if (size > fs_cfg.capacity || fs_capacity_take(dev, size)) {
         fs_capacity_refused(dev, size, cudaErrorMemoryAllocation);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    struct vmm_alloc *a = calloc(1, sizeof *a);
-    int fd = memfd_create("fsdpshim-sim-vmm", MFD_CLOEXEC);
-    if (!a || fd < 0 || ftruncate(fd, (off_t)size) != 0) {
+    /* The device is in the name, so that an importer knows it. */
+    char name[32];
+    snprintf(name, sizeof name, "fsdpshim-sim-vmm-%d", dev->ordinal);
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, (off_t)size) != 0 ||
+        add_alloc(fd, size, dev->ordinal, 1, prop, handle)) {
         if (fd >= 0) close(fd);
-        free(a);
         fs_capacity_give(dev, size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    *a = (struct vmm_alloc){fd, size, dev->ordinal, 0, 0};
-    void *key = fs_handles_new_key();
-    fs_handles_add(alloc_handles(), key, a);
-    *handle = (CUmemGenericAllocationHandle)(uintptr_t)key;
     return CUDA_SUCCESS;
 }
 
 /* Frees an allocation that is released and no longer mapped (under mu). */
 static void maybe_destroy(struct vmm_alloc *a)
 {
-    if (!a->released || a->maps) return;
+    if (a->refs || a->maps) return;
     close(a->fd);
-    fs_capacity_give(fs_dev(a->device), a->size);
+    if (a->charged) fs_capacity_give(fs_dev(a->device), a->size);
     free(a);
 }
 
-CUresult fs_cu_mem_release(CUmemGenericAllocationHandle h)
+FS_API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
+    CUresult res = sim_cu_ready();
+    if (res) return res;
     pthread_mutex_lock(&mu);
-    struct vmm_alloc *a = fs_handles_remove(alloc_handles(), (void *)(uintptr_t)h);
+    struct vmm_alloc *a = alloc_of(h);
     if (!a) {
         pthread_mutex_unlock(&mu);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    a->released = 1;
-    maybe_destroy(a);
+    if (--a->refs == 0) {
+        fs_handles_remove(alloc_handles(), (void *)(uintptr_t)h);
+        maybe_destroy(a);
+    }
     pthread_mutex_unlock(&mu);
     return CUDA_SUCCESS;
 }
 
-CUresult fs_cu_mem_address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment,
-                                   CUdeviceptr addr, unsigned long long flags)
+FS_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                    CUdeviceptr addr, unsigned long long flags)
 {
+    CUresult res = sim_cu_ready();
+    if (res) return res;
     (void)addr; /* a hint only; the sim lets the kernel choose */
     if (!ptr || size == 0 || size % GRANULARITY || flags != 0 || (alignment & (alignment - 1)))
         return CUDA_ERROR_INVALID_VALUE;
@@ -173,8 +237,10 @@ static int overlaps_mapping(uintptr_t base, size_t size)
     return 0;
 }
 
-CUresult fs_cu_mem_address_free(CUdeviceptr ptr, size_t size)
+FS_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
+    CUresult res = sim_cu_ready();
+    if (res) return res;
     pthread_mutex_lock(&mu);
     struct vmm_span **pp = find_span(&reservations, (uintptr_t)ptr, size);
     if (!pp || overlaps_mapping((uintptr_t)ptr, size)) {
@@ -189,17 +255,18 @@ CUresult fs_cu_mem_address_free(CUdeviceptr ptr, size_t size)
     return CUDA_SUCCESS;
 }
 
-CUresult fs_cu_mem_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h,
-                       unsigned long long flags)
+FS_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                         CUmemGenericAllocationHandle h, unsigned long long flags)
 {
     uintptr_t base = (uintptr_t)ptr;
+    CUresult res = sim_cu_ready();
+    if (res) return res;
     if (size == 0 || size % GRANULARITY || base % GRANULARITY || offset % GRANULARITY || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     struct vmm_span *m = malloc(sizeof *m);
     if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&mu);
     struct vmm_alloc *a = alloc_of(h);
-    CUresult res = CUDA_SUCCESS;
     if (!a || offset > a->size || size > a->size - offset)
         res = CUDA_ERROR_INVALID_HANDLE;
     else if (!inside_reservation(base, size) || overlaps_mapping(base, size))
@@ -221,9 +288,11 @@ CUresult fs_cu_mem_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGeneric
     return CUDA_SUCCESS;
 }
 
-CUresult fs_cu_mem_unmap(CUdeviceptr ptr, size_t size)
+FS_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     uintptr_t base = (uintptr_t)ptr, end = base + size;
+    CUresult res = sim_cu_ready();
+    if (res) return res;
     if (size == 0) return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&mu);
     /* The range must consist of whole mappings. */
@@ -252,10 +321,11 @@ CUresult fs_cu_mem_unmap(CUdeviceptr ptr, size_t size)
     return CUDA_SUCCESS;
 }
 
-CUresult fs_cu_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
-                              size_t count)
+FS_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+                               size_t count)
 {
-    fs_init();
+    CUresult res = sim_cu_ready();
+    if (res) return res;
     uintptr_t base = (uintptr_t)ptr, end = base + size;
     if (!desc || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
     int prot = PROT_NONE;
@@ -277,7 +347,6 @@ CUresult fs_cu_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDes
             uintptr_t hi = m->base + m->size < end ? m->base + m->size : end;
             covered += hi - lo;
         }
-    CUresult res = CUDA_SUCCESS;
     if (!fs_cfg.moves_data) prot = PROT_NONE; /* nothing may touch it in a dry run */
     if (covered != size)
         res = CUDA_ERROR_INVALID_VALUE; /* every byte must be mapped */
@@ -287,14 +356,92 @@ CUresult fs_cu_mem_set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDes
     return res;
 }
 
-void fs_vmm_fork(enum fs_fork_phase phase)
+/* The allocation mapped at addr (anywhere inside a mapping). */
+FS_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
 {
-    struct fs_handle_set *set = alloc_handles();
-    if (phase == FS_FORK_PREPARE) {
-        pthread_mutex_lock(&mu);
-        fs_handles_lock(set);
-    } else {
-        fs_handles_unlock(set);
-        pthread_mutex_unlock(&mu);
-    }
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!handle) return CUDA_ERROR_INVALID_VALUE;
+    uintptr_t p = (uintptr_t)addr;
+    res = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mu);
+    for (struct vmm_span *m = mappings; m; m = m->next)
+        if (p >= m->base && p < m->base + m->size) {
+            m->alloc->refs++;
+            *handle = m->alloc->handle;
+            res = CUDA_SUCCESS;
+            break;
+        }
+    pthread_mutex_unlock(&mu);
+    return res;
+}
+
+FS_API CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                       CUmemGenericAllocationHandle h)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!prop) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mu);
+    struct vmm_alloc *a = alloc_of(h);
+    if (a) *prop = a->prop;
+    pthread_mutex_unlock(&mu);
+    return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FS_API CUresult cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocationHandle h,
+                                             CUmemAllocationHandleType type,
+                                             unsigned long long flags)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!shareable || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return type == CU_MEM_HANDLE_TYPE_FABRIC ? CUDA_ERROR_NOT_SUPPORTED
+                                                 : CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mu);
+    struct vmm_alloc *a = alloc_of(h);
+    if (!a || !(a->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+        res = CUDA_ERROR_INVALID_VALUE; /* not created exportable as a descriptor */
+    else if ((*(int *)shareable = dup(a->fd)) < 0)
+        res = CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_unlock(&mu);
+    return res;
+}
+
+/* The device an exported memfd belongs to, from its name. */
+static int memfd_device(int fd)
+{
+    char link[64], target[256];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    int device;
+    if (n <= 0) return -1;
+    target[n] = '\0';
+    if (sscanf(target, "/memfd:fsdpshim-sim-vmm-%d", &device) != 1 || !fs_dev(device)) return -1;
+    return device;
+}
+
+/* The descriptor is the caller's: the allocation keeps a duplicate. */
+FS_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
+                                               void *os_handle, CUmemAllocationHandleType type)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!handle) return CUDA_ERROR_INVALID_VALUE;
+    if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return type == CU_MEM_HANDLE_TYPE_FABRIC ? CUDA_ERROR_NOT_SUPPORTED
+                                                 : CUDA_ERROR_INVALID_VALUE;
+    int fd = (int)(intptr_t)os_handle, device = memfd_device(fd);
+    struct stat st;
+    if (device < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) return CUDA_ERROR_INVALID_VALUE;
+    int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (own < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUmemAllocationProp prop = {
+        .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+        .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device},
+    };
+    if ((res = add_alloc(own, (size_t)st.st_size, device, 0, &prop, handle))) close(own);
+    return res;
 }

@@ -1,0 +1,367 @@
+/* context.c - driver initialisation, devices and contexts.
+ *
+ * Every device has exactly one context, its primary context; the sim makes
+ * no others (cuCtxCreate is not offered). The thread's current context is
+ * kept by the device model (../device.c) together with the runtime's
+ * current device, so the two always agree, as on a GPU: cudaSetDevice(d)
+ * makes d's primary context current, cuCtxSetCurrent(ctx of d) makes
+ * cudaGetDevice answer d. The context stack below the current one is the
+ * driver's alone (per thread, here).
+ *
+ * A primary context is active (cuDevicePrimaryCtxGetState) while the driver
+ * holds a retain on it or once the runtime has initialised it, until a
+ * reset; its flags are the device flags that cudaSetDeviceFlags sets, one
+ * value seen from both APIs. */
+#include <string.h>
+
+#include "driver.h"
+
+/* The opaque CUcontext of cuda.h: one per device. */
+struct CUctx_st {
+    int retains; /* cuDevicePrimaryCtxRetain minus Release (under mu) */
+};
+
+#define MAX_DEVICES 64 /* FSDPSHIM_SIM_DEVICES is at most 64 */
+
+static struct CUctx_st primaries[MAX_DEVICES];
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int initialized; /* cuInit succeeded (atomic) */
+
+/* The contexts pushed below the current one, as device ordinals (-1: none).
+ * A fixed depth: deeper nesting is refused with CUDA_ERROR_OUT_OF_MEMORY. */
+#define STACK_DEPTH 64
+static __thread int stack[STACK_DEPTH];
+static __thread int depth;
+
+CUresult sim_cu_ready(void)
+{
+    if (__atomic_load_n(&initialized, __ATOMIC_ACQUIRE) || fs_initialized()) return CUDA_SUCCESS;
+    return CUDA_ERROR_NOT_INITIALIZED;
+}
+
+CUcontext sim_primary_ctx(int device)
+{
+    return fs_dev(device) ? &primaries[device] : NULL;
+}
+
+int sim_ctx_device(CUcontext ctx)
+{
+    uintptr_t p = (uintptr_t)ctx, base = (uintptr_t)primaries;
+    if (p < base || (p - base) % sizeof primaries[0]) return -1;
+    size_t d = (p - base) / sizeof primaries[0];
+    return d < MAX_DEVICES && fs_dev((int)d) ? (int)d : -1;
+}
+
+CUresult sim_cu_current_device(struct fs_device **out)
+{
+    int d = fs_ctx_current();
+    if (d < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    *out = fs_dev(d);
+    return CUDA_SUCCESS;
+}
+
+FS_API CUresult cuInit(unsigned int flags)
+{
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    fs_init();
+    if (fs_cfg.ndevices == 0) return CUDA_ERROR_NO_DEVICE;
+    __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
+    return CUDA_SUCCESS;
+}
+
+/* Allowed before cuInit, as documented. */
+FS_API CUresult cuDriverGetVersion(int *version)
+{
+    if (!version) return CUDA_ERROR_INVALID_VALUE;
+    *version = CUDA_VERSION;
+    return CUDA_SUCCESS;
+}
+
+/* The checks every call taking a CUdevice makes, in the driver's order. */
+static CUresult device_of(CUdevice dev, struct fs_device **out)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    *out = fs_dev(dev);
+    return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+FS_API CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!device) return CUDA_ERROR_INVALID_VALUE;
+    if (!fs_dev(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+    *device = ordinal;
+    return CUDA_SUCCESS;
+}
+
+FS_API CUresult cuDeviceGetCount(int *count)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!count) return CUDA_ERROR_INVALID_VALUE;
+    *count = fs_cfg.ndevices;
+    return CUDA_SUCCESS;
+}
+
+FS_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    struct fs_device *d;
+    CUresult res = device_of(dev, &d);
+    if (res) return res;
+    if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+    struct cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, dev) != cudaSuccess) return CUDA_ERROR_INVALID_DEVICE;
+    strncpy(name, p.name, (size_t)len - 1);
+    name[len - 1] = '\0';
+    return CUDA_SUCCESS;
+}
+
+/* The same UUID that cudaGetDeviceProperties reports (no MIG instances, so
+ * _v2's answer is the same as the original's). */
+FS_API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+    struct fs_device *d;
+    CUresult res = device_of(dev, &d);
+    if (res) return res;
+    if (!uuid) return CUDA_ERROR_INVALID_VALUE;
+    struct cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, dev) != cudaSuccess) return CUDA_ERROR_INVALID_DEVICE;
+    memcpy(uuid->bytes, p.uuid.bytes, sizeof uuid->bytes);
+    return CUDA_SUCCESS;
+}
+SIM_CU_ALIAS(cuDeviceGetUuid, cuDeviceGetUuid_v2);
+
+FS_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    struct fs_device *d;
+    CUresult res = device_of(dev, &d);
+    if (res) return res;
+    if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+    *bytes = fs_cfg.capacity;
+    return CUDA_SUCCESS;
+}
+
+/* Driver-only attributes: what an H100 SXM in a node without a
+ * multicast-capable NVSwitch fabric or IMEX answers. */
+static int driver_attribute(CUdevice_attribute attr, int *value)
+{
+    switch (attr) {
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED:
+        *value = 0;
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:
+    case CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED:
+        *value = 1;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+FS_API CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev)
+{
+    struct fs_device *d;
+    CUresult res = device_of(dev, &d);
+    if (res) return res;
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    if (driver_attribute(attrib, value)) return CUDA_SUCCESS;
+    return fs_device_attribute((int)attrib, dev, value) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+FS_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    struct fs_device *d;
+    CUresult res = device_of(dev, &d);
+    if (res) return res;
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mu);
+    primaries[dev].retains++;
+    pthread_mutex_unlock(&mu);
+    *pctx = &primaries[dev];
+    return CUDA_SUCCESS;
+}
+
+FS_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    struct fs_device *d;
+    CUresult res = device_of(dev, &d);
+    if (res) return res;
+    pthread_mutex_lock(&mu);
+    if (primaries[dev].retains == 0)
+        res = CUDA_ERROR_INVALID_CONTEXT; /* nothing of ours to release */
+    else
+        primaries[dev].retains--;
+    pthread_mutex_unlock(&mu);
+    return res;
+}
+SIM_CU_ALIAS(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2);
+
+FS_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    struct fs_device *d;
+    CUresult res = device_of(dev, &d);
+    if (res) return res;
+    if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mu);
+    *active = primaries[dev].retains > 0 || __atomic_load_n(&d->ctx_active, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&d->mu);
+    *flags = d->flags;
+    pthread_mutex_unlock(&d->mu);
+    return CUDA_SUCCESS;
+}
+
+/* One scheduling policy (spin, yield, blocking sync or automatic) plus
+ * CU_CTX_MAP_HOST, CU_CTX_LMEM_RESIZE_TO_MAX and CU_CTX_SYNC_MEMOPS: the
+ * values cudaSetDeviceFlags takes, stored where it stores them. */
+FS_API CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+{
+    struct fs_device *d;
+    CUresult res = device_of(dev, &d);
+    if (res) return res;
+    unsigned sched = flags & CU_CTX_SCHED_MASK;
+    unsigned known =
+        CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX | CU_CTX_SYNC_MEMOPS;
+    if ((flags & ~known) || (sched & (sched - 1))) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&d->mu);
+    d->flags = flags;
+    pthread_mutex_unlock(&d->mu);
+    return CUDA_SUCCESS;
+}
+SIM_CU_ALIAS(cuDevicePrimaryCtxSetFlags, cuDevicePrimaryCtxSetFlags_v2);
+
+/* What cudaDeviceReset does to the device: memory, streams and events are
+ * gone and the context is inactive whatever its retain count was. */
+FS_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    struct fs_device *d;
+    CUresult res = device_of(dev, &d);
+    if (res) return res;
+    fs_device_reset(d);
+    pthread_mutex_lock(&mu);
+    primaries[dev].retains = 0;
+    pthread_mutex_unlock(&mu);
+    return CUDA_SUCCESS;
+}
+SIM_CU_ALIAS(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2);
+
+FS_API CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    *pctx = sim_primary_ctx(fs_ctx_current());
+    return CUDA_SUCCESS;
+}
+
+/* Replaces the current context; NULL pops it (a no-op with none). */
+FS_API CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!ctx) {
+        if (fs_ctx_current() >= 0) fs_ctx_set_current(depth ? stack[--depth] : -1);
+        return CUDA_SUCCESS;
+    }
+    int d = sim_ctx_device(ctx);
+    if (d < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    fs_ctx_set_current(d);
+    return CUDA_SUCCESS;
+}
+
+FS_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    int d = sim_ctx_device(ctx);
+    if (d < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (depth == STACK_DEPTH) return CUDA_ERROR_OUT_OF_MEMORY;
+    stack[depth++] = fs_ctx_current();
+    fs_ctx_set_current(d);
+    return CUDA_SUCCESS;
+}
+SIM_CU_ALIAS(cuCtxPushCurrent, cuCtxPushCurrent_v2);
+
+FS_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    int d = fs_ctx_current();
+    if (d < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (pctx) *pctx = sim_primary_ctx(d);
+    fs_ctx_set_current(depth ? stack[--depth] : -1);
+    return CUDA_SUCCESS;
+}
+SIM_CU_ALIAS(cuCtxPopCurrent, cuCtxPopCurrent_v2);
+
+FS_API CUresult cuCtxGetDevice(CUdevice *device)
+{
+    CUresult res = sim_cu_ready();
+    struct fs_device *d;
+    if (res) return res;
+    if (!device) return CUDA_ERROR_INVALID_VALUE;
+    if ((res = sim_cu_current_device(&d))) return res;
+    *device = d->ordinal;
+    return CUDA_SUCCESS;
+}
+
+FS_API CUresult cuCtxGetFlags(unsigned int *flags)
+{
+    CUresult res = sim_cu_ready();
+    struct fs_device *d;
+    if (res) return res;
+    if (!flags) return CUDA_ERROR_INVALID_VALUE;
+    if ((res = sim_cu_current_device(&d))) return res;
+    pthread_mutex_lock(&d->mu);
+    *flags = d->flags;
+    pthread_mutex_unlock(&d->mu);
+    return CUDA_SUCCESS;
+}
+
+/* Waits for all work of the current context's device. */
+FS_API CUresult cuCtxSynchronize(void)
+{
+    CUresult res = sim_cu_ready();
+    struct fs_device *d;
+    if (res) return res;
+    if ((res = sim_cu_current_device(&d))) return res;
+    fs_device_sync(d);
+    return CUDA_SUCCESS;
+}
+
+/* A stream's context: its device's primary context; the default streams'
+ * is the current one. */
+FS_API CUresult cuStreamGetCtx(CUstream stream, CUcontext *pctx)
+{
+    CUresult res = sim_cu_ready();
+    struct fs_device *d;
+    if (res) return res;
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    if (!stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
+        if ((res = sim_cu_current_device(&d))) return res;
+        *pctx = sim_primary_ctx(d->ordinal);
+        return CUDA_SUCCESS;
+    }
+    int device = fs_sim_stream_device((cudaStream_t)stream);
+    if (device < 0) return CUDA_ERROR_INVALID_HANDLE;
+    *pctx = sim_primary_ctx(device);
+    return CUDA_SUCCESS;
+}
+
+/* The same, and no green context: the sim makes none. */
+FS_API CUresult cuStreamGetCtx_v2(CUstream stream, CUcontext *pctx, CUgreenCtx *pgreen)
+{
+    if (!pgreen) return CUDA_ERROR_INVALID_VALUE;
+    CUresult res = cuStreamGetCtx(stream, pctx);
+    if (res == CUDA_SUCCESS) *pgreen = NULL;
+    return res;
+}

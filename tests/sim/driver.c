@@ -1,0 +1,540 @@
+/* driver.c - the simulated driver API (libcuda.so.1), called directly by a
+ * program linked to it, and mixed with runtime calls: initialisation,
+ * devices, primary and current contexts agreeing with the runtime's current
+ * device, memory and pointer attributes from the runtime's address registry,
+ * stream memory operations ordered on runtime streams, VMM export/import,
+ * cuGetProcAddress, and the families answered as unsupported. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "require_device.h"
+
+/* Runs first, before anything initialised the runtime or the driver. */
+static void test_not_initialized(void **state)
+{
+    (void)state;
+    int n = -1, version = 0;
+    const char *s = NULL;
+    CUcontext ctx;
+    assert_int_equal(cuDeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+    assert_int_equal(cuCtxGetCurrent(&ctx), CUDA_ERROR_NOT_INITIALIZED);
+    /* These work before cuInit, as documented. */
+    assert_int_equal(cuDriverGetVersion(&version), CUDA_SUCCESS);
+    assert_int_equal(version, CUDA_VERSION);
+    assert_int_equal(cuGetErrorName(CUDA_ERROR_NOT_INITIALIZED, &s), CUDA_SUCCESS);
+    assert_string_equal(s, "CUDA_ERROR_NOT_INITIALIZED");
+    assert_int_equal(cuGetErrorString((CUresult)12345, &s), CUDA_ERROR_INVALID_VALUE);
+    assert_null(s);
+    assert_int_equal(cuInit(1), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuInit(0), CUDA_SUCCESS);
+    assert_int_equal(cuDeviceGetCount(&n), CUDA_SUCCESS);
+    assert_int_equal(n, 8);
+}
+
+static void test_devices_match_runtime(void **state)
+{
+    (void)state;
+    CUdevice dev = -1;
+    assert_int_equal(cuDeviceGet(&dev, 3), CUDA_SUCCESS);
+    assert_int_equal(dev, 3);
+    assert_int_equal(cuDeviceGet(&dev, 8), CUDA_ERROR_INVALID_DEVICE);
+    assert_int_equal(cuDeviceGet(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+
+    struct cudaDeviceProp p;
+    assert_int_equal(cudaGetDeviceProperties(&p, 3), cudaSuccess);
+    char name[256];
+    assert_int_equal(cuDeviceGetName(name, sizeof name, 3), CUDA_SUCCESS);
+    assert_string_equal(name, p.name);
+    assert_int_equal(cuDeviceGetName(name, 0, 3), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuDeviceGetName(name, sizeof name, -1), CUDA_ERROR_INVALID_DEVICE);
+    CUuuid uuid;
+    assert_int_equal(cuDeviceGetUuid(&uuid, 3), CUDA_SUCCESS);
+    assert_memory_equal(uuid.bytes, p.uuid.bytes, 16);
+    size_t total = 0;
+    assert_int_equal(cuDeviceTotalMem(&total, 3), CUDA_SUCCESS);
+    assert_int_equal(total, p.totalGlobalMem);
+
+    const CUdevice_attribute shared[] = {
+        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+        CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID,
+        CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED};
+    for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++) {
+        int drv = -1, rt = -2;
+        assert_int_equal(cuDeviceGetAttribute(&drv, shared[i], 3), CUDA_SUCCESS);
+        assert_int_equal(cudaDeviceGetAttribute(&rt, (enum cudaDeviceAttr)shared[i], 3),
+                         cudaSuccess);
+        assert_int_equal(drv, rt);
+    }
+    int v = -1;
+    assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, 0),
+                     CUDA_SUCCESS);
+    assert_int_equal(v, 0);
+    assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, 0),
+                     CUDA_SUCCESS);
+    assert_int_equal(v, 0);
+    assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX, 0),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuDeviceGetAttribute(NULL, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 0),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 8),
+                     CUDA_ERROR_INVALID_DEVICE);
+}
+
+static void test_primary_context_state(void **state)
+{
+    (void)state;
+    unsigned flags = 99;
+    int active = -1;
+    /* Device 6: nothing has used it yet. */
+    assert_int_equal(cuDevicePrimaryCtxGetState(6, &flags, &active), CUDA_SUCCESS);
+    assert_int_equal(active, 0);
+    CUcontext a = NULL, b = NULL;
+    assert_int_equal(cuDevicePrimaryCtxRetain(&a, 6), CUDA_SUCCESS);
+    assert_int_equal(cuDevicePrimaryCtxRetain(&b, 6), CUDA_SUCCESS);
+    assert_non_null(a);
+    assert_ptr_equal(a, b); /* one primary context per device */
+    assert_int_equal(cuDevicePrimaryCtxGetState(6, &flags, &active), CUDA_SUCCESS);
+    assert_int_equal(active, 1);
+    assert_int_equal(cuDevicePrimaryCtxRelease(6), CUDA_SUCCESS);
+    assert_int_equal(cuDevicePrimaryCtxGetState(6, &flags, &active), CUDA_SUCCESS);
+    assert_int_equal(active, 1);
+    assert_int_equal(cuDevicePrimaryCtxRelease(6), CUDA_SUCCESS);
+    assert_int_equal(cuDevicePrimaryCtxGetState(6, &flags, &active), CUDA_SUCCESS);
+    assert_int_equal(active, 0);
+    assert_int_equal(cuDevicePrimaryCtxRelease(6), CUDA_ERROR_INVALID_CONTEXT);
+    assert_int_equal(cuDevicePrimaryCtxGetState(6, NULL, &active), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuDevicePrimaryCtxRetain(&a, 9), CUDA_ERROR_INVALID_DEVICE);
+
+    /* The runtime initialising a device's context makes it active. */
+    assert_int_equal(cudaSetDevice(7), cudaSuccess);
+    assert_int_equal(cuDevicePrimaryCtxGetState(7, &flags, &active), CUDA_SUCCESS);
+    assert_int_equal(active, 1);
+
+    /* Flags are the device flags the runtime sets and reads. */
+    assert_int_equal(cuDevicePrimaryCtxSetFlags(7, CU_CTX_SCHED_BLOCKING_SYNC), CUDA_SUCCESS);
+    unsigned rt_flags = 0;
+    assert_int_equal(cudaGetDeviceFlags(&rt_flags), cudaSuccess);
+    assert_true(rt_flags & cudaDeviceScheduleBlockingSync);
+    assert_int_equal(cuDevicePrimaryCtxSetFlags(7, CU_CTX_SCHED_SPIN | CU_CTX_SCHED_YIELD),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cudaSetDevice(0), cudaSuccess);
+}
+
+/* cmocka's assertions may only fail on the test's own thread: the thread
+ * below returns the line of its first failed check instead. */
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) return (void *)(uintptr_t)__LINE__;                                           \
+    } while (0)
+
+/* A fresh thread has no current context until something binds one; the
+ * runtime's current device and the driver's current context move together. */
+static void *current_context_thread(void *arg)
+{
+    (void)arg;
+    CUcontext cur = (CUcontext)1, c1, c2, c5, popped;
+    CUdevice dev = -1;
+    int rt = -1;
+    CHECK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS);
+    CHECK(cur == NULL);
+    CHECK(cuCtxGetDevice(&dev) == CUDA_ERROR_INVALID_CONTEXT);
+    CHECK(cuCtxSynchronize() == CUDA_ERROR_INVALID_CONTEXT);
+    CHECK(cuCtxPopCurrent(&popped) == CUDA_ERROR_INVALID_CONTEXT);
+    CHECK(cuDevicePrimaryCtxRetain(&c1, 1) == CUDA_SUCCESS);
+    CHECK(cuDevicePrimaryCtxRetain(&c2, 2) == CUDA_SUCCESS);
+    CHECK(cuDevicePrimaryCtxRetain(&c5, 5) == CUDA_SUCCESS);
+
+    CHECK(cudaSetDevice(2) == cudaSuccess);
+    CHECK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS);
+    CHECK(cur == c2);
+    CHECK(cuCtxGetDevice(&dev) == CUDA_SUCCESS);
+    CHECK(dev == 2);
+
+    CHECK(cuCtxSetCurrent(c5) == CUDA_SUCCESS);
+    CHECK(cudaGetDevice(&rt) == cudaSuccess);
+    CHECK(rt == 5);
+
+    CHECK(cuCtxPushCurrent(c1) == CUDA_SUCCESS);
+    CHECK(cudaGetDevice(&rt) == cudaSuccess);
+    CHECK(rt == 1);
+    CHECK(cuCtxPopCurrent(&popped) == CUDA_SUCCESS);
+    CHECK(popped == c1);
+    CHECK(cudaGetDevice(&rt) == cudaSuccess);
+    CHECK(rt == 5);
+
+    /* NULL pops: the stack below c5 is empty, so no context is left. */
+    CHECK(cuCtxSetCurrent(NULL) == CUDA_SUCCESS);
+    CHECK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS);
+    CHECK(cur == NULL);
+    /* A runtime call binds the current device's context again. */
+    CHECK(cudaSetDevice(5) == cudaSuccess);
+    CHECK(cuCtxGetCurrent(&cur) == CUDA_SUCCESS);
+    CHECK(cur == c5);
+
+    int bogus;
+    CHECK(cuCtxSetCurrent((CUcontext)&bogus) == CUDA_ERROR_INVALID_CONTEXT);
+    CHECK(cuCtxPushCurrent(NULL) == CUDA_ERROR_INVALID_CONTEXT);
+    CHECK(cuCtxGetCurrent(NULL) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuDevicePrimaryCtxRelease(1) == CUDA_SUCCESS);
+    CHECK(cuDevicePrimaryCtxRelease(2) == CUDA_SUCCESS);
+    CHECK(cuDevicePrimaryCtxRelease(5) == CUDA_SUCCESS);
+    return NULL;
+}
+
+static void test_current_context_follows_runtime(void **state)
+{
+    (void)state;
+    pthread_t t;
+    void *failed_line = NULL;
+    assert_int_equal(pthread_create(&t, NULL, current_context_thread, NULL), 0);
+    assert_int_equal(pthread_join(t, &failed_line), 0);
+    assert_int_equal((uintptr_t)failed_line, 0);
+}
+
+static void test_memory_and_pointer_attributes(void **state)
+{
+    (void)state;
+    assert_int_equal(cudaSetDevice(3), cudaSuccess);
+    CUdeviceptr d = 0;
+    assert_int_equal(cuMemAlloc(&d, 1000), CUDA_SUCCESS);
+    void *rt = NULL;
+    assert_int_equal(cudaMalloc(&rt, 4096), cudaSuccess);
+
+    /* The runtime sees the driver's allocation and the other way round. */
+    struct cudaPointerAttributes pa;
+    assert_int_equal(cudaPointerGetAttributes(&pa, (void *)(uintptr_t)d), cudaSuccess);
+    assert_int_equal(pa.type, cudaMemoryTypeDevice);
+    assert_int_equal(pa.device, 3);
+    int ordinal = -1;
+    assert_int_equal(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                           (CUdeviceptr)(uintptr_t)rt + 100),
+                     CUDA_SUCCESS);
+    assert_int_equal(ordinal, 3);
+    CUcontext ctx = NULL, primary = NULL;
+    assert_int_equal(cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, d), CUDA_SUCCESS);
+    assert_int_equal(cuCtxGetCurrent(&primary), CUDA_SUCCESS);
+    assert_ptr_equal(ctx, primary);
+    unsigned type = 0;
+    assert_int_equal(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d),
+                     CUDA_SUCCESS);
+    assert_int_equal(type, CU_MEMORYTYPE_DEVICE);
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    assert_int_equal(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, d + 7),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, d + 7),
+                     CUDA_SUCCESS);
+    assert_int_equal(start, d);
+    assert_int_equal(size, 1024); /* the 512-byte allocation granule */
+    CUdeviceptr base = 0;
+    assert_int_equal(cuMemGetAddressRange(&base, &size, d + 999), CUDA_SUCCESS);
+    assert_int_equal(base, d);
+    void *host = NULL;
+    assert_int_equal(cuPointerGetAttribute(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, d),
+                     CUDA_ERROR_INVALID_VALUE);
+
+    /* Host memory the sim does not know: an error for one attribute, the
+     * "not CUDA memory" answers for several. */
+    int local = 0;
+    CUdeviceptr plain = (CUdeviceptr)(uintptr_t)&local;
+    assert_int_equal(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, plain),
+                     CUDA_ERROR_INVALID_VALUE);
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_CONTEXT};
+    type = 99;
+    ctx = primary;
+    void *data[] = {&type, &ctx};
+    assert_int_equal(cuPointerGetAttributes(2, attrs, data, plain), CUDA_SUCCESS);
+    assert_int_equal(type, 0);
+    assert_null(ctx);
+
+    size_t free_bytes = 0, total = 0;
+    assert_int_equal(cuMemGetInfo(&free_bytes, &total), CUDA_SUCCESS);
+    assert_true(free_bytes <= total - 1024 - 4096);
+
+    assert_int_equal(cuMemAlloc(&d, 0), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuMemFree(start), CUDA_SUCCESS);
+    assert_int_equal(cuMemFree(start), CUDA_ERROR_INVALID_VALUE); /* double free */
+    assert_int_equal(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, start),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuMemFree((CUdeviceptr)(uintptr_t)rt), CUDA_SUCCESS);
+    assert_int_equal(cudaSetDevice(0), cudaSuccess);
+}
+
+/* cuMemsetD32Async and cuStreamWriteValue32 are device work on a runtime
+ * stream, in its order: held behind a host function, then run in sequence. */
+static void test_stream_memory_operations(void **state)
+{
+    (void)state;
+    enum { N = 1024 };
+    cudaStream_t s;
+    uint32_t *dev = NULL, *host = NULL;
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    assert_int_equal(cudaMalloc((void **)&dev, N * 4), cudaSuccess);
+    assert_int_equal(cudaMallocHost((void **)&host, N * 4), cudaSuccess);
+    host[0] = 1;
+    struct fs_gate gate = FS_GATE_INIT;
+    assert_int_equal(cudaLaunchHostFunc(s, fs_gate_wait, &gate), cudaSuccess);
+    CUdeviceptr d = (CUdeviceptr)(uintptr_t)dev;
+    assert_int_equal(cuMemsetD32Async(d, 0xdeadbeef, N, (CUstream)s), CUDA_SUCCESS);
+    assert_int_equal(cuStreamWriteValue32((CUstream)s, d + 8, 7, 0), CUDA_SUCCESS);
+    /* Pinned host memory is reachable too. */
+    assert_int_equal(cuStreamWriteValue32((CUstream)s, (CUdeviceptr)(uintptr_t)host, 42,
+                                          CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER),
+                     CUDA_SUCCESS);
+    fs_test_sleep_ms(20);
+    assert_int_equal(cudaStreamQuery(s), cudaErrorNotReady);
+    assert_int_equal(host[0], 1); /* held behind the gate */
+    fs_gate_open(&gate);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    assert_int_equal(host[0], 42);
+    assert_int_equal(cudaMemcpy(host, dev, N * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(host[i], i == 2 ? 7u : 0xdeadbeefu);
+
+    /* Bad arguments. */
+    assert_int_equal(cuMemsetD32Async(d + 2, 0, 4, (CUstream)s), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuMemsetD32Async(d, 0, N + 1, (CUstream)s), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuStreamWriteValue32((CUstream)s, d, 1, 0x80), CUDA_ERROR_INVALID_VALUE);
+    uint32_t plain;
+    assert_int_equal(cuStreamWriteValue32((CUstream)s, (CUdeviceptr)(uintptr_t)&plain, 1, 0),
+                     CUDA_ERROR_INVALID_VALUE);
+    CUcontext ctx = NULL, primary = NULL;
+    assert_int_equal(cuStreamGetCtx((CUstream)s, &ctx), CUDA_SUCCESS);
+    assert_int_equal(cuDevicePrimaryCtxRetain(&primary, 0), CUDA_SUCCESS);
+    assert_ptr_equal(ctx, primary);
+    assert_int_equal(cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
+    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+    assert_int_equal(cuMemsetD32Async(d, 0, 4, (CUstream)s), CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(cuStreamGetCtx((CUstream)s, &ctx), CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(cudaFree(dev), cudaSuccess);
+    assert_int_equal(cudaFreeHost(host), cudaSuccess);
+}
+
+/* A reset destroys the device's memory and leaves its context inactive. */
+static void test_primary_context_reset(void **state)
+{
+    (void)state;
+    assert_int_equal(cudaSetDevice(4), cudaSuccess);
+    void *p = NULL;
+    assert_int_equal(cudaMalloc(&p, 4096), cudaSuccess);
+    assert_int_equal(cuDevicePrimaryCtxReset(4), CUDA_SUCCESS);
+    unsigned flags;
+    int active = 1, ordinal;
+    assert_int_equal(cuDevicePrimaryCtxGetState(4, &flags, &active), CUDA_SUCCESS);
+    assert_int_equal(active, 0);
+    assert_int_equal(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                           (CUdeviceptr)(uintptr_t)p),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cudaSetDevice(0), cudaSuccess);
+}
+
+static CUmemAllocationProp exportable(int device)
+{
+    CUmemAllocationProp prop = {0};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    return prop;
+}
+
+static CUdeviceptr map_rw(CUmemGenericAllocationHandle h, size_t size, int device)
+{
+    CUdeviceptr va = 0;
+    assert_int_equal(cuMemAddressReserve(&va, size, 0, 0, 0), CUDA_SUCCESS);
+    assert_int_equal(cuMemMap(va, size, 0, h, 0), CUDA_SUCCESS);
+    CUmemAccessDesc access = {{CU_MEM_LOCATION_TYPE_DEVICE, device},
+                              CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    assert_int_equal(cuMemSetAccess(va, size, &access, 1), CUDA_SUCCESS);
+    return va;
+}
+
+/* Export as a file descriptor, import it back: both map the same memory. */
+static void test_vmm_export_import_retain(void **state)
+{
+    (void)state;
+    CUmemAllocationProp prop = exportable(1);
+    size_t gran = 0;
+    assert_int_equal(
+        cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+        CUDA_SUCCESS);
+    CUmemGenericAllocationHandle h = 0, imported = 0, retained = 0;
+    assert_int_equal(cuMemCreate(&h, gran, &prop, 0), CUDA_SUCCESS);
+    int fd = -1;
+    assert_int_equal(
+        cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+        CUDA_SUCCESS);
+    assert_true(fd >= 0);
+    assert_int_equal(cuMemImportFromShareableHandle(&imported, (void *)(uintptr_t)fd,
+                                                    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                     CUDA_SUCCESS);
+    close(fd);
+    CUmemAllocationProp got = {0};
+    assert_int_equal(cuMemGetAllocationPropertiesFromHandle(&got, imported), CUDA_SUCCESS);
+    assert_int_equal(got.location.id, 1);
+    assert_int_equal(got.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+
+    CUdeviceptr a = map_rw(h, gran, 1), b = map_rw(imported, gran, 1);
+    const char msg[] = "through the other mapping";
+    assert_int_equal(cudaMemcpy((void *)(uintptr_t)a + 100, msg, sizeof msg, cudaMemcpyDefault),
+                     cudaSuccess);
+    char back[sizeof msg];
+    assert_int_equal(cudaMemcpy(back, (void *)(uintptr_t)b + 100, sizeof msg, cudaMemcpyDefault),
+                     cudaSuccess);
+    assert_string_equal(back, msg);
+
+    /* The handle of what is mapped at an address, one more release owed. */
+    assert_int_equal(cuMemRetainAllocationHandle(&retained, (void *)(uintptr_t)(a + 4096)),
+                     CUDA_SUCCESS);
+    assert_int_equal(retained, h);
+    assert_int_equal(cuMemRelease(retained), CUDA_SUCCESS);
+    assert_int_equal(cuMemRetainAllocationHandle(&retained, back), CUDA_ERROR_INVALID_VALUE);
+
+    assert_int_equal(cuMemUnmap(a, gran), CUDA_SUCCESS);
+    assert_int_equal(cuMemUnmap(b, gran), CUDA_SUCCESS);
+    assert_int_equal(cuMemAddressFree(a, gran), CUDA_SUCCESS);
+    assert_int_equal(cuMemAddressFree(b, gran), CUDA_SUCCESS);
+    assert_int_equal(cuMemRelease(imported), CUDA_SUCCESS);
+    assert_int_equal(cuMemRelease(h), CUDA_SUCCESS);
+    assert_int_equal(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);
+
+    /* Not created exportable; fabric handles need IMEX. */
+    CUmemAllocationProp plain = exportable(0);
+    plain.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    assert_int_equal(cuMemCreate(&h, gran, &plain, 0), CUDA_SUCCESS);
+    assert_int_equal(
+        cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+        CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuMemRelease(h), CUDA_SUCCESS);
+    plain.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+    assert_int_equal(cuMemCreate(&h, gran, &plain, 0), CUDA_ERROR_NOT_SUPPORTED);
+    int not_memfd[2];
+    assert_int_equal(pipe(not_memfd), 0);
+    assert_int_equal(cuMemImportFromShareableHandle(&h, (void *)(uintptr_t)not_memfd[0],
+                                                    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+                     CUDA_ERROR_INVALID_VALUE);
+    close(not_memfd[0]);
+    close(not_memfd[1]);
+}
+
+/* cuGetProcAddress hands out the library's own functions, the runtime's
+ * cudaGetDriverEntryPoint the same ones. */
+static void test_get_proc_address(void **state)
+{
+    (void)state;
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult status;
+    assert_int_equal(cuGetProcAddress("cuMemAlloc", &fn, 12000, 0, &status), CUDA_SUCCESS);
+    assert_int_equal(status, CU_GET_PROC_ADDRESS_SUCCESS);
+    assert_ptr_equal(fn, (void *)cuMemAlloc_v2);
+    assert_int_equal(cuGetProcAddress("cuMemAlloc", &fn, 2000, 0, &status), CUDA_ERROR_NOT_FOUND);
+    assert_int_equal(status, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+    assert_null(fn);
+    assert_int_equal(cuGetProcAddress("cuNoSuchThing", &fn, 13000, 0, &status),
+                     CUDA_ERROR_NOT_FOUND);
+    assert_int_equal(status, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    assert_int_equal(cuGetProcAddress("cuInit", &fn, 13000, 8, &status), CUDA_ERROR_INVALID_VALUE);
+    /* The stream-taking entry points have a per-thread variant. */
+    void *self = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    assert_non_null(self);
+    assert_int_equal(cuGetProcAddress("cuMemsetD32Async", &fn, 13000,
+                                      CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &status),
+                     CUDA_SUCCESS);
+    assert_ptr_equal(fn, dlsym(self, "cuMemsetD32Async_ptsz"));
+    /* cuStreamGetCtx changed its signature in 12.5. */
+    assert_int_equal(cuGetProcAddress("cuStreamGetCtx", &fn, 12000, 0, &status), CUDA_SUCCESS);
+    assert_ptr_equal(fn, dlsym(self, "cuStreamGetCtx"));
+    assert_int_equal(cuGetProcAddress("cuStreamGetCtx", &fn, 12050, 0, &status), CUDA_SUCCESS);
+    assert_ptr_equal(fn, dlsym(self, "cuStreamGetCtx_v2"));
+    dlclose(self);
+
+    enum cudaDriverEntryPointQueryResult rt_status;
+    assert_int_equal(cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000,
+                                                      cudaEnableDefault, &rt_status),
+                     cudaSuccess);
+    assert_int_equal(rt_status, cudaDriverEntryPointSuccess);
+    assert_ptr_equal(fn, (void *)cuCtxGetCurrent);
+}
+
+static void CUDA_CB on_log(void *data, CUlogLevel level, char *message, size_t length)
+{
+    (void)data, (void)level, (void)message, (void)length;
+}
+
+static void test_unsupported_families(void **state)
+{
+    (void)state;
+    CUmemGenericAllocationHandle mc;
+    CUmulticastObjectProp mprop = {.numDevices = 2, .size = 2 << 20};
+    assert_int_equal(cuMulticastCreate(&mc, &mprop), CUDA_ERROR_NOT_SUPPORTED);
+    CUdevResource res;
+    assert_int_equal(cuDeviceGetDevResource(0, &res, CU_DEV_RESOURCE_TYPE_SM),
+                     CUDA_ERROR_NOT_SUPPORTED);
+    CUmodule mod;
+    assert_int_equal(cuModuleLoadData(&mod, "not an image"), CUDA_ERROR_NOT_SUPPORTED);
+
+    /* Logs callbacks register for real. */
+    CUlogsCallbackHandle h1, h2;
+    assert_int_equal(cuLogsRegisterCallback(on_log, NULL, &h1), CUDA_SUCCESS);
+    assert_int_equal(cuLogsRegisterCallback(on_log, NULL, &h2), CUDA_SUCCESS);
+    assert_int_equal(cuLogsUnregisterCallback(h1), CUDA_SUCCESS);
+    assert_int_equal(cuLogsUnregisterCallback(h1), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuLogsUnregisterCallback(h2), CUDA_SUCCESS);
+    assert_int_equal(cuLogsRegisterCallback(NULL, NULL, &h1), CUDA_ERROR_INVALID_VALUE);
+
+    /* Tensor maps are encoded after the documented checks. */
+    void *p = NULL;
+    assert_int_equal(cudaMalloc(&p, 1 << 20), cudaSuccess);
+    CUtensorMap map;
+    cuuint64_t dims[2] = {256, 256}, strides[1] = {256 * 4};
+    cuuint32_t box[2] = {64, 64}, elem[2] = {1, 1};
+    assert_int_equal(
+        cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, p, dims, strides, box,
+                               elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                               CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        CUDA_SUCCESS);
+    strides[0] = 1000; /* not a multiple of 16 */
+    assert_int_equal(
+        cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, p, dims, strides, box,
+                               elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                               CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cudaFree(p), cudaSuccess);
+
+    /* No CUfunction exists without a module loader; the configuration is
+     * checked first. */
+    int blocks;
+    assert_int_equal(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, NULL, 0, 0),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuLaunchKernel(NULL, 1, 1, 1, 2048, 1, 1, 0, NULL, NULL, NULL),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuLaunchKernel(NULL, 1, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL),
+                     CUDA_ERROR_INVALID_HANDLE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_not_initialized),
+        cmocka_unit_test(test_devices_match_runtime),
+        cmocka_unit_test(test_primary_context_state),
+        cmocka_unit_test(test_current_context_follows_runtime),
+        cmocka_unit_test(test_memory_and_pointer_attributes),
+        cmocka_unit_test(test_stream_memory_operations),
+        cmocka_unit_test(test_primary_context_reset),
+        cmocka_unit_test(test_vmm_export_import_retain),
+        cmocka_unit_test(test_get_proc_address),
+        cmocka_unit_test(test_unsupported_families),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
