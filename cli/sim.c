@@ -173,6 +173,7 @@ static int read_one(const char *path, job_report *r)
     char line[512], rank[16] = "-";
     int pid = -1, version = 0, moves_data = 1;
     unsigned long long capacity = 0;
+    size_t rows_before = r->n;
     device_use u;
 
     if (!f) return -1;
@@ -194,6 +195,8 @@ static int read_one(const char *path, job_report *r)
     }
     fclose(f);
     if (version != 1) return -1;
+    /* a process that loaded the sim but used no device (torchrun's agent) */
+    if (r->n == rows_before) return 0;
     r->processes++;
     r->capacity = capacity;
     r->moves_data = moves_data;

@@ -36,9 +36,10 @@ grep -q "1 process on devices of 64.0 MiB, without the shim" "$dir/err" ||
 grep -q "peak 8.0 MiB ($((8 * mib)) bytes) on device 2, rank 5" "$dir/err" || fail "no peak line"
 grep -q "out of memory" "$dir/err" && fail "an out-of-memory line without a refusal"
 
-# ---- two ranks: one row each ----------------------------------------------
+# ---- two ranks: one row each; a process that used no device is no row -----
 expect 0 "$cli" sim --native -- sh -c \
-    "RANK=0 '$prog' 0 $((2 * mib)) 0 & RANK=1 '$prog' 1 $((6 * mib)) 0 & wait"
+    "RANK=0 '$prog' 0 $((2 * mib)) 0 & RANK=1 '$prog' 1 $((6 * mib)) 0 & '$prog' 0 0 0 & wait"
+grep -q "sim: 2 processes on" "$dir/err" || fail "a process that used no device is counted"
 [ "$(report_peak 0 0)" = $((2 * mib)) ] && [ "$(report_peak 1 1)" = $((6 * mib)) ] ||
     { cat "$dir/err" >&2; fail "two ranks are not reported apart"; }
 grep -q "peak 6.0 MiB .* on device 1, rank 1" "$dir/err" || fail "the job's peak is not rank 1's"
