@@ -55,7 +55,7 @@ for ((r = 0; r < ranks; r++)); do
     fi
 done
 if [ "$over_host" = 1 ]; then
-    host=$(awk '/^MemTotal:/ {print $2 * 1024}' /proc/meminfo)
+    host=$(awk '/^MemTotal:/ {printf "%.0f", $2 * 1024}' /proc/meminfo)
     peaks=$(sed -nE 's/^fsdpshim-sim: device [0-9]+: .*peak_used_bytes=([0-9]+).*/\1/p' "$out" |
         awk '{s += $1} END {printf "%.0f", s}')
     echo "check_run.sh: device peaks add up to $peaks bytes; this machine has $host"
