@@ -47,7 +47,9 @@ if [ -n "${FSDPSHIM_TORCH_PLACEHOLDERS:-}" ]; then
     [ -e "$simdir/libcuda.so.1" ] || export LD_LIBRARY_PATH=$ph/cuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 
-export LD_PRELOAD=$preload${LD_PRELOAD:+:$LD_PRELOAD}
+# After what the caller preloads (a sanitizer's runtime must stay first): any
+# position wins over the wheel's copies, which are loaded later.
+export LD_PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}$preload
 if [ "$native" = 1 ]; then
     exec "$@"
 fi
