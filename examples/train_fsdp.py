@@ -106,6 +106,13 @@ class Transformer(nn.Module):
         return F.linear(x, self.tok.weight) if self.head is None else self.head(x)
 
 
+def say(line):
+    """Prints one line in one write, so that the lines of ranks sharing a
+    pipe never interleave (print writes the text and its newline apart when
+    stdout is unbuffered)."""
+    print(line + "\n", end="", flush=True)
+
+
 def init_own_parameters(module):
     """Initialises the parameters a module holds itself (not its children's),
     after to_empty: GPT-2's scheme."""
@@ -220,9 +227,9 @@ def main():
         model = Transformer(dim, layers, heads, vocab, args.seq, args.tie)
     n_params = sum(p.numel() for p in model.parameters())
     if rank == 0:
-        print(f"train_fsdp: FSDP{args.fsdp} size={args.size} params={n_params} world={world} "
-              f"batch={args.batch} seq={args.seq} steps={args.steps} "
-              f"{'bf16' if args.bf16 else 'fp32'}{' tied' if args.tie else ''}", flush=True)
+        say(f"train_fsdp: FSDP{args.fsdp} size={args.size} params={n_params} world={world} "
+            f"batch={args.batch} seq={args.seq} steps={args.steps} "
+            f"{'bf16' if args.bf16 else 'fp32'}{' tied' if args.tie else ''}")
 
     sampler = PeakSampler(device, args.sample_ms / 1000.0)
     sampler.start()
@@ -243,14 +250,13 @@ def main():
         optimizer.zero_grad(set_to_none=True)
         value = loss.item()  # also waits for the step
         if rank == 0:
-            print(f"train_fsdp: step {step} loss {value:.4f} "
-                  f"({(time.perf_counter() - started) * 1000:.0f} ms)", flush=True)
+            say(f"train_fsdp: step {step} loss {value:.4f} "
+                f"({(time.perf_counter() - started) * 1000:.0f} ms)")
 
     torch.cuda.synchronize()
     peak = sampler.stop()
-    print(f"train_fsdp: rank {rank}: max_memory_allocated={torch.cuda.max_memory_allocated()} "
-          f"max_memory_reserved={torch.cuda.max_memory_reserved()} peak_device_used={peak}",
-          flush=True)
+    say(f"train_fsdp: rank {rank}: max_memory_allocated={torch.cuda.max_memory_allocated()} "
+        f"max_memory_reserved={torch.cuda.max_memory_reserved()} peak_device_used={peak}")
     dist.destroy_process_group()
 
 

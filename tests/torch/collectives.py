@@ -77,7 +77,7 @@ def main():
 
     dist.barrier()
     dist.destroy_process_group()
-    print(f"collectives.py rank {rank} of {world}: ok")
+    print(f"collectives.py rank {rank} of {world}: ok\n", end="", flush=True)  # one write
 
 
 if __name__ == "__main__":
