@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
 # test.sh - installs what is missing, builds, and runs the whole ctest suite:
-# the default build first, then the ASan+UBSan and TSan builds (everything but
-# the gpu and bench labels). GPU tests skip (ctest "skipped") without a GPU.
+# the default build first, with the torch label (PyTorch from PyPI on the
+# simulated device), then the ASan+UBSan and TSan builds (everything but the
+# gpu, bench and torch labels). GPU tests skip (ctest "skipped") without a GPU.
 #
 #   FSDPSHIM_TEST_SANITIZERS=0 scripts/test.sh   # default build only
+#   FSDPSHIM_TEST_TORCH=0 scripts/test.sh        # without the torch tests
+#   TORCH_VERSION=2.11.0 scripts/test.sh         # torch tests on another PyTorch
+#
+# The torch tests need a virtual environment with PyTorch and its NVIDIA
+# wheels, outside the source tree: scripts/torch_venv.sh makes it the first
+# time (about 3 GB downloaded, a few minutes) and reuses it after.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/deps.sh
 jobs=$(nproc)
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+torch_python=""
+if [ "${FSDPSHIM_TEST_TORCH:-1}" = 0 ]; then
+    echo "== torch tests skipped (FSDPSHIM_TEST_TORCH=0) =="
+else
+    torch_python=$(scripts/torch_venv.sh)
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFSDPSHIM_TORCH_PYTHON="$torch_python"
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
@@ -19,6 +33,6 @@ if [ "${FSDPSHIM_TEST_SANITIZERS:-1}" != 0 ]; then
         echo "== $preset build =="
         cmake --preset "$preset"
         cmake --build --preset "$preset" -j"$jobs"
-        ctest --test-dir "build-$preset" --output-on-failure -j"$jobs" -LE 'gpu|bench'
+        ctest --test-dir "build-$preset" --output-on-failure -j"$jobs" -LE 'gpu|bench|torch'
     done
 fi

@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""train_fsdp.py - a small decoder-only transformer trained with PyTorch FSDP,
+to measure the device memory a sharded training job needs.
+
+    torchrun --standalone --nproc-per-node 4 examples/train_fsdp.py --fsdp 2 --size small
+    python examples/train_fsdp.py --fsdp 1 --steps 3          # one process, no torchrun
+    fsdpshim run -- torchrun --nproc-per-node 2 examples/train_fsdp.py --fsdp 2
+
+The model: token and position embeddings, pre-LayerNorm blocks of causal
+self-attention (torch.nn.functional.scaled_dot_product_attention) and a GELU
+MLP, a final LayerNorm and an output head (its own weight, or the token
+embedding's with --tie). --fsdp 1 wraps every block and then the root in
+FullyShardedDataParallel; --fsdp 2 applies fully_shard the same way. --bf16
+computes in bfloat16 with float32 gradient reduction. The model is built on
+the meta device and materialised shard by shard (to_empty, then the weights
+are initialised), so no rank ever holds the whole model: the large presets
+(--size 7b and up) fit wherever their shards do, and a dry run of them on the
+simulated device needs no host memory for the weights.
+
+Every process prints its per-step loss (rank 0), then one line per rank:
+
+    train_fsdp: rank R: max_memory_allocated=B max_memory_reserved=B peak_device_used=B
+
+max_memory_* are PyTorch's allocator statistics; peak_device_used is the
+peak of total - free from cudaMemGetInfo (torch.cuda.mem_get_info), sampled
+by a background thread every --sample-ms: the device's own view, from
+outside the allocator, which also counts NCCL's buffers and the CUDA
+libraries' workspaces. Losses are meaningless on the simulated device, whose
+kernels compute nothing; everything else (the allocation sequence, streams,
+collectives, peak memory) is what the job does on a GPU. Inputs are made on
+the host and copied to the device, so the data that enters the model is
+real there too. On the sim keep batch * seq at most 3072 tokens: beyond,
+the embedding's backward reads a count computed on the device.
+"""
+import argparse
+import os
+import socket
+import sys
+import threading
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+# name: (dim, layers, heads, vocab); MLP hidden size 4 * dim.
+PRESETS = {
+    "tiny": (64, 2, 4, 512),
+    "small": (256, 4, 8, 4096),
+    "medium": (1024, 12, 16, 32000),
+    "1b": (2048, 18, 16, 32000),
+    "7b": (4096, 32, 32, 32000),
+    "13b": (5120, 40, 40, 32000),
+    "30b": (6656, 60, 52, 32000),
+    "70b": (8192, 80, 64, 32000),
+}
+INIT_STD = 0.02
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, self.heads, d // self.heads).transpose(1, 3).unbind(2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).reshape(b, s, d))
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(dim)
+        self.attn = Attention(dim, heads)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, 4 * dim)
+        self.out = nn.Linear(4 * dim, dim)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class Transformer(nn.Module):
+    def __init__(self, dim, layers, heads, vocab, max_seq, tie):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(max_seq, dim)
+        self.blocks = nn.ModuleList(Block(dim, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(dim)
+        # Tied: the head is the token embedding's weight, used as it is, so
+        # there is one parameter and nothing to re-tie after to_empty.
+        self.head = None if tie else nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, tokens):
+        positions = torch.arange(tokens.shape[1], device=tokens.device)
+        x = self.tok(tokens) + self.pos(positions)
+        for block in self.blocks:
+            x = block(x)
+        x = self.ln(x)
+        return F.linear(x, self.tok.weight) if self.head is None else self.head(x)
+
+
+def say(line):
+    """Prints one line in one write, so that the lines of ranks sharing a
+    pipe never interleave (print writes the text and its newline apart when
+    stdout is unbuffered)."""
+    print(line + "\n", end="", flush=True)
+
+
+def init_own_parameters(module):
+    """Initialises the parameters a module holds itself (not its children's),
+    after to_empty: GPT-2's scheme."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, std=INIT_STD)
+        if getattr(module, "bias", None) is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)
+
+
+class PeakSampler(threading.Thread):
+    """Samples total - free of cudaMemGetInfo for one device every period:
+    the device memory in use as the device sees it, whoever allocated it."""
+
+    def __init__(self, device, period_s):
+        super().__init__(daemon=True, name="peak-sampler")
+        self.device = device
+        self.period_s = period_s
+        self.peak = 0
+        self.done = threading.Event()
+
+    def sample(self):
+        free, total = torch.cuda.mem_get_info(self.device)
+        self.peak = max(self.peak, total - free)
+
+    def run(self):
+        torch.cuda.set_device(self.device)
+        while not self.done.wait(self.period_s):
+            self.sample()
+
+    def stop(self):
+        self.done.set()
+        self.join()
+        self.sample()
+        return self.peak
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--fsdp", type=int, choices=(1, 2), default=2,
+                   help="1: FullyShardedDataParallel; 2: fully_shard [2]")
+    p.add_argument("--size", choices=PRESETS, default="tiny",
+                   help="model preset [tiny]: " + ", ".join(
+                       f"{k} (dim {v[0]}, {v[1]} layers)" for k, v in PRESETS.items()))
+    p.add_argument("--steps", type=int, default=3, help="training steps [3]")
+    p.add_argument("--batch", type=int, default=2, help="sequences per rank and step [2]")
+    p.add_argument("--seq", type=int, default=64, help="tokens per sequence [64]")
+    p.add_argument("--bf16", action="store_true",
+                   help="mixed precision: bfloat16 compute, float32 reduction and master weights")
+    p.add_argument("--tie", action="store_true", help="output head shares the token embedding")
+    p.add_argument("--seed", type=int, default=0, help="random seed [0]")
+    p.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate [1e-4]")
+    p.add_argument("--sample-ms", type=float, default=2.0,
+                   help="cudaMemGetInfo sampling period in milliseconds [2]")
+    return p.parse_args()
+
+
+def init_distributed():
+    """Joins the job torchrun started, or makes a job of one process."""
+    if "RANK" not in os.environ:
+        with socket.socket() as s:  # a free port for the one-process rendezvous
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1",
+                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    local_rank = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local_rank)
+    device = torch.device("cuda", local_rank)
+    dist.init_process_group("nccl", device_id=device)
+    return dist.get_rank(), dist.get_world_size(), device
+
+
+def shard_fsdp1(model, device, bf16):
+    from torch.distributed.fsdp import FullyShardedDataParallel, MixedPrecision
+    from torch.distributed.fsdp.wrap import ModuleWrapPolicy
+
+    def materialise(module):  # called once per module that has meta tensors
+        module.to_empty(device=device, recurse=False)
+        init_own_parameters(module)
+
+    mp = MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.float32,
+                        buffer_dtype=torch.bfloat16) if bf16 else None
+    return FullyShardedDataParallel(model, auto_wrap_policy=ModuleWrapPolicy({Block}),
+                                    mixed_precision=mp, device_id=device,
+                                    param_init_fn=materialise, use_orig_params=True)
+
+
+def shard_fsdp2(model, device, bf16):
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) \
+        if bf16 else MixedPrecisionPolicy()
+    for block in model.blocks:
+        fully_shard(block, mp_policy=mp)
+    fully_shard(model, mp_policy=mp)
+    model.to_empty(device=device)
+    for module in model.modules():
+        init_own_parameters(module)
+    return model
+
+
+def main():
+    args = parse_args()
+    rank, world, device = init_distributed()
+    dim, layers, heads, vocab = PRESETS[args.size]
+    torch.manual_seed(args.seed)
+
+    with torch.device("meta"):
+        model = Transformer(dim, layers, heads, vocab, args.seq, args.tie)
+    n_params = sum(p.numel() for p in model.parameters())
+    if rank == 0:
+        say(f"train_fsdp: FSDP{args.fsdp} size={args.size} params={n_params} world={world} "
+            f"batch={args.batch} seq={args.seq} steps={args.steps} "
+            f"{'bf16' if args.bf16 else 'fp32'}{' tied' if args.tie else ''}")
+
+    sampler = PeakSampler(device, args.sample_ms / 1000.0)
+    sampler.start()
+    shard = shard_fsdp1 if args.fsdp == 1 else shard_fsdp2
+    model = shard(model, device, args.bf16)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+
+    # Data from the host, different on every rank, the same on every run.
+    data = torch.Generator().manual_seed(args.seed + 1 + rank)
+    for step in range(1, args.steps + 1):
+        tokens = torch.randint(0, vocab, (args.batch, args.seq + 1), generator=data)
+        inputs, targets = tokens[:, :-1].to(device), tokens[:, 1:].to(device)
+        started = time.perf_counter()
+        logits = model(inputs)
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        value = loss.item()  # also waits for the step
+        if rank == 0:
+            say(f"train_fsdp: step {step} loss {value:.4f} "
+                f"({(time.perf_counter() - started) * 1000:.0f} ms)")
+
+    torch.cuda.synchronize()
+    peak = sampler.stop()
+    say(f"train_fsdp: rank {rank}: max_memory_allocated={torch.cuda.max_memory_allocated()} "
+        f"max_memory_reserved={torch.cuda.max_memory_reserved()} peak_device_used={peak}")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

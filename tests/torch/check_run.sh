@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# check_run.sh - runs one job of the torch tests and checks what it printed.
+#
+#   check_run.sh --ranks N [--train] [--shim MIN] [--over-host] -- CMD...
+#
+# CMD (the runner and its program) must exit 0; its output is passed through.
+#   --train       each rank 0..N-1 printed train_fsdp's memory line, and
+#                 rank 0 its last step's loss line
+#   --shim MIN    the job runs with FSDPSHIM_LOG=info, and the shim's exit
+#                 line of each rank r (its device r) says it served at least
+#                 MIN allocations: PyTorch's tensors, not only the dozen
+#                 segments PyTorch's own allocator would ask for
+#   --over-host   the devices' peaks (the peak_bytes column of `fsdpshim sim`'s
+#                 report) add up to
+#                 more than this machine's memory: a dry run of a job that
+#                 could not run here with data
+set -uo pipefail
+
+ranks=1 train=0 shim_min=0 over_host=0
+while [ $# -gt 0 ]; do
+    case $1 in
+        --ranks) ranks=$2; shift 2 ;;
+        --train) train=1; shift ;;
+        --shim) shim_min=$2; shift 2 ;;
+        --over-host) over_host=1; shift ;;
+        --) shift; break ;;
+        *) echo "check_run.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+[ "$shim_min" -gt 0 ] && export FSDPSHIM_LOG=info
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$@" 2>&1 | tee "$out"
+rc=${PIPESTATUS[0]}
+
+failed=0
+fail() { echo "check_run.sh: FAILED: $*"; failed=1; }
+
+[ "$rc" -eq 0 ] || fail "the job exited $rc"
+if [ "$train" = 1 ]; then
+    grep -Eq '^train_fsdp: step [0-9]+ loss ' "$out" || fail "rank 0 printed no step"
+fi
+for ((r = 0; r < ranks; r++)); do
+    if [ "$train" = 1 ]; then
+        grep -Eq "^train_fsdp: rank $r: max_memory_allocated=[0-9]+ max_memory_reserved=[0-9]+ peak_device_used=[1-9][0-9]*\$" "$out" ||
+            fail "rank $r printed no memory line"
+    fi
+    if [ "$shim_min" -gt 0 ]; then
+        served=$(sed -nE "s/^fsdpshim\[[0-9]+ rank $r\]: device $r: ([0-9]+) allocations served by [0-9]+ device allocations.*/\1/p" "$out" | head -n 1)
+        if [ -z "$served" ]; then
+            fail "no exit line of the shim for rank $r (device $r)"
+        elif [ "$served" -lt "$shim_min" ]; then
+            fail "the shim served $served allocations on rank $r, fewer than $shim_min"
+        fi
+    fi
+done
+if [ "$over_host" = 1 ]; then
+    host=$(awk '/^MemTotal:/ {printf "%.0f", $2 * 1024}' /proc/meminfo)
+    peaks=$(awk '$1 == "fsdpshim" && $2 == "sim:" && $4 ~ /^[0-9]+$/ && $5 ~ /^[0-9]+$/ {print $8}' "$out" |
+        awk '{s += $1} END {printf "%.0f", s}')
+    echo "check_run.sh: device peaks add up to $peaks bytes; this machine has $host"
+    awk -v p="$peaks" -v h="$host" 'BEGIN {exit !(p > h)}' || fail "the devices' peaks do not exceed the host's memory"
+fi
+[ "$failed" = 0 ] && echo "check_run.sh: ok"
+exit "$failed"
