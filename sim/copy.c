@@ -8,31 +8,60 @@
  * except device to device; cudaMemset on device memory does not wait. The
  * direction is never needed (addresses are unified) but an invalid kind is
  * still refused. In a dry run (FSDPSHIM_SIM_DATA=0) every check, the op on
- * the stream and the caller's wait stay; only the bytes are not moved, so
- * a copy to host memory leaves it as it was. */
+ * the stream and the caller's wait stay; only device memory is never
+ * touched: a copy or set into device memory moves nothing, and a copy from
+ * device memory into host memory writes zeros there, what device memory
+ * that was never written holds, so whatever a program reads back (an RNG
+ * state, a count that sizes its next allocation) is the same on every run
+ * and every rank instead of whatever the host buffer held. Host-to-host
+ * copies, sets of pinned host memory and managed memory (host memory in a
+ * dry run too) move their bytes. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+/* What a move does with the bytes: all of them, except in a dry run. */
+enum move_bytes { MOVE_BYTES, MOVE_ZEROS, MOVE_NOTHING };
 
 struct move {
     char *dst;
     const char *src; /* NULL for a memset */
     size_t width, height, dpitch, spitch;
     int value;
+    enum move_bytes bytes;
 };
 
 /* Leaves m alone: a graph may replay it (fs_stream_enqueue frees it). */
 static void run_move(void *p)
 {
     struct move *m = p;
-    for (size_t row = 0; fs_cfg.moves_data && row < m->height; row++) {
+    for (size_t row = 0; m->bytes != MOVE_NOTHING && row < m->height; row++) {
         char *d = m->dst + row * m->dpitch;
-        if (m->src)
+        if (m->bytes == MOVE_ZEROS)
+            memset(d, 0, m->width);
+        else if (m->src)
             memmove(d, m->src + row * m->spitch, m->width);
         else
             memset(d, m->value, m->width);
     }
+}
+
+/* Whether a dry run may touch p: host memory, and managed memory, which
+ * stays host memory in a dry run (managed.c). */
+static int dry_touchable(const void *p)
+{
+    struct fs_range r;
+    return !fs_registry_find((uintptr_t)p, &r) || !fs_range_is_device(&r) ||
+           r.kind == FS_RANGE_MANAGED;
+}
+
+/* What a move from src (NULL: a set) to dst does with the bytes. */
+static enum move_bytes move_bytes(void *dst, const void *src)
+{
+    if (fs_cfg.moves_data) return MOVE_BYTES;
+    if (!dry_touchable(dst)) return MOVE_NOTHING;
+    return !src || dry_touchable(src) ? MOVE_BYTES : MOVE_ZEROS;
 }
 
 /* Enqueues a copy of the move on `s`; its sequence number goes to *seq (0
@@ -91,7 +120,8 @@ static cudaError_t copy_2d(void *dst, size_t dpitch, const void *src, size_t spi
     if (err) return fs_ret(err);
 
     uint64_t seq;
-    err = submit_move(s, (struct move){dst, src, width, height, dpitch, spitch, 0}, &seq);
+    err = submit_move(
+        s, (struct move){dst, src, width, height, dpitch, spitch, 0, move_bytes(dst, src)}, &seq);
     if (err) return fs_ret(err);
     int wait;
     if (mode == MODE_SYNC)
@@ -190,7 +220,8 @@ static cudaError_t set_2d(void *dst, size_t pitch, int value, size_t width, size
         err = cudaErrorInvalidValue; /* memset needs memory the device can reach */
     if (err) return fs_ret(err);
     uint64_t seq;
-    err = submit_move(s, (struct move){dst, NULL, width, height, pitch, 0, value}, &seq);
+    err = submit_move(
+        s, (struct move){dst, NULL, width, height, pitch, 0, value, move_bytes(dst, NULL)}, &seq);
     if (err) return fs_ret(err);
     if (mode == MODE_SYNC && side == SIDE_PINNED) fs_stream_wait(s, seq);
     return cudaSuccess;
