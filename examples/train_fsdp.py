@@ -22,10 +22,13 @@ Every process prints its per-step loss (rank 0), then one line per rank:
     train_fsdp: rank R: max_memory_allocated=B max_memory_reserved=B peak_device_used=B
 
 max_memory_* are PyTorch's allocator statistics; peak_device_used is the
-peak of total - free from cudaMemGetInfo (torch.cuda.mem_get_info), sampled
-by a background thread every --sample-ms: the device's own view, from
-outside the allocator, which also counts NCCL's buffers and the CUDA
-libraries' workspaces. Losses are meaningless on the simulated device, whose
+peak of total - free from the driver's cuMemGetInfo, sampled by a
+background thread every --sample-ms: the device's own view, from outside
+the allocator, which also counts NCCL's buffers and the CUDA libraries'
+workspaces. It is asked of libcuda.so.1 directly because the runtime's
+cudaMemGetInfo (torch.cuda.mem_get_info) is answered by an allocator that
+interposes on the runtime, as fsdpshim does: it counts its own cached
+blocks as free, which is right for PyTorch's sizing but not a measurement. Losses are meaningless on the simulated device, whose
 kernels compute nothing; everything else (the allocation sequence, streams,
 collectives, peak memory) is what the job does on a GPU. Inputs are made on
 the host and copied to the device, so the data that enters the model is
@@ -33,6 +36,7 @@ real there too. On the sim keep batch * seq at most 3072 tokens: beyond,
 the embedding's backward reads a count computed on the device.
 """
 import argparse
+import ctypes
 import os
 import socket
 import sys
@@ -126,8 +130,10 @@ def init_own_parameters(module):
 
 
 class PeakSampler(threading.Thread):
-    """Samples total - free of cudaMemGetInfo for one device every period:
-    the device memory in use as the device sees it, whoever allocated it."""
+    """Samples total - free of the driver's cuMemGetInfo for one device every
+    period: the device memory in use as the device sees it, whoever
+    allocated it. The calling thread's current context is the device's
+    primary context once the runtime has made the device current there."""
 
     def __init__(self, device, period_s):
         super().__init__(daemon=True, name="peak-sampler")
@@ -135,10 +141,16 @@ class PeakSampler(threading.Thread):
         self.period_s = period_s
         self.peak = 0
         self.done = threading.Event()
+        self.mem_get_info = ctypes.CDLL("libcuda.so.1").cuMemGetInfo_v2
+        self.mem_get_info.argtypes = [ctypes.POINTER(ctypes.c_size_t)] * 2
+        self.mem_get_info.restype = ctypes.c_int
 
     def sample(self):
-        free, total = torch.cuda.mem_get_info(self.device)
-        self.peak = max(self.peak, total - free)
+        free, total = ctypes.c_size_t(), ctypes.c_size_t()
+        res = self.mem_get_info(ctypes.byref(free), ctypes.byref(total))
+        if res != 0:
+            raise RuntimeError(f"cuMemGetInfo failed: CUresult {res}")
+        self.peak = max(self.peak, total.value - free.value)
 
     def run(self):
         torch.cuda.set_device(self.device)
