@@ -199,7 +199,7 @@ static int launch(int argc, char **argv, bool record)
 {
     const char *who = argv[0], *conf, *preload;
     launch_options o = {0};
-    char lib[PATH_MAX], *routed = NULL, *buf;
+    char lib[PATH_MAX], interp[PATH_MAX], *routed = NULL, *buf;
     int rc = parse_options(argc, argv, record, &o);
 
     if (rc >= 0) return rc;
@@ -230,7 +230,7 @@ static int launch(int argc, char **argv, bool record)
     if (rc) return FS_EXIT_BAD_INPUT;
 
     conf = o.conf ? o.conf : getenv("FSDPSHIM_CONF");
-    if (fs_torch_is_python(argv + o.first) && fs_torch_route(conf, &routed))
+    if (fs_torch_python(argv + o.first, interp) && fs_torch_route(interp, conf, &routed))
         return FS_EXIT_BAD_INPUT;
     if (routed) conf = routed;
     if (conf && set(who, "FSDPSHIM_CONF", conf)) return FS_EXIT_BAD_INPUT;
