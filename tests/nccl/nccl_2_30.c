@@ -16,8 +16,11 @@
     } while (0)
 
 /* all-reduce (sum) of one float per rank, rank r contributing r + 1, on n
- * communicators of one thread; each rank's result must be n(n+1)/2 */
-static void allreduce_check(ncclComm_t *comms, int n)
+ * communicators of one thread, in one group, each on a stream of its own or
+ * (legacy) on stream 0, which is then each communicator's device's legacy
+ * stream, as in NCCL, whatever device is current at ncclGroupEnd; each
+ * rank's result must be n(n+1)/2 */
+static void allreduce_check(ncclComm_t *comms, int n, int legacy)
 {
     float *buf[8], want = (float)(n * (n + 1) / 2);
     int dev, devs[8];
@@ -34,7 +37,8 @@ static void allreduce_check(ncclComm_t *comms, int n)
     }
     CHECK_NCCL(ncclGroupStart());
     for (int r = 0; r < n; r++)
-        CHECK_NCCL(ncclAllReduce(buf[r], buf[r], 1, ncclFloat, ncclSum, comms[r], streams[r]));
+        CHECK_NCCL(ncclAllReduce(buf[r], buf[r], 1, ncclFloat, ncclSum, comms[r],
+                                 legacy ? NULL : streams[r]));
     CHECK_NCCL(ncclGroupEnd());
     for (int r = 0; r < n; r++) {
         float got;
@@ -79,9 +83,10 @@ static void grow(ncclComm_t *comms)
         CHECK_NCCL(ncclCommCount(g[r], &count));
         CHECK(rank == r && count == 3, "grown rank %d: rank %d of %d", r, rank, count);
     }
-    allreduce_check(g, 3);
+    allreduce_check(g, 3, 0);
+    allreduce_check(g, 3, 1);
     /* the parent still works, and a second id comes after the grow */
-    allreduce_check(comms, 2);
+    allreduce_check(comms, 2, 0);
     CHECK_NCCL(ncclCommGetUniqueId(comms[0], &again));
     CHECK(memcmp(&again, &id, sizeof id), "the second grow's id is the first's");
     for (int r = 0; r < 3; r++)
@@ -208,7 +213,7 @@ int main(void)
     CHECK_NCCL(ncclCommInitAll(comms, 2, NULL));
     grow(comms);
     suspend_and_stats(comms[0]);
-    allreduce_check(comms, 2); /* resumed: collectives run again */
+    allreduce_check(comms, 2, 0); /* resumed: collectives run again */
     windows(comms);
     revoke(comms[1]);
     for (int r = 0; r < 2; r++)
