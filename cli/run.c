@@ -40,7 +40,10 @@ void usage_run(FILE *out)
                  "backend:cudaMallocAsync so that PyTorch hands its allocations to the shim;\n"
                  "its expandable_segments, max_split_size_mb, roundup_power2_divisions and\n"
                  "garbage_collection_threshold move into FSDPSHIM_CONF (whose own keys win),\n"
-                 "other keys stay for PyTorch, and one line says what changed.\n"
+                 "other keys stay for PyTorch; on PyTorch 2.15 and later (read from the\n"
+                 "interpreter's torch/version.py) TORCH_DIST_USE_NCCL2=0 unless set, since its\n"
+                 "default NCCL process group aborts under that backend; one line says what\n"
+                 "changed.\n"
                  "A bare CMD is searched on PATH, then in the working directory; a .py file\n"
                  "that cannot run by itself runs under the python on PATH.\n"
                  "Exit status: that of CMD; 1 the library is not found; 2 usage error;\n"
@@ -185,13 +188,14 @@ int fs_shim_environment(const char *who, const char *lib_opt, const char *conf_o
                         char *const *argv)
 {
     const char *conf = conf_opt ? conf_opt : getenv("FSDPSHIM_CONF");
-    char lib[PATH_MAX], *routed = NULL;
+    char lib[PATH_MAX], interp[PATH_MAX], *routed = NULL;
     int rc = 0;
 
     if (!find_library(who, lib_opt, lib)) return FS_EXIT_BAD_INPUT;
     /* the shim first, then whatever else is preloaded */
     if (fs_cli_prepend(who, "LD_PRELOAD", lib)) return FS_EXIT_BAD_INPUT;
-    if (fs_torch_is_python(argv) && fs_torch_route(conf, &routed)) return FS_EXIT_BAD_INPUT;
+    if (fs_torch_python(argv, interp) && fs_torch_route(interp, conf, &routed))
+        return FS_EXIT_BAD_INPUT;
     if (routed) conf = routed;
     if (conf && fs_cli_setenv(who, "FSDPSHIM_CONF", conf)) rc = FS_EXIT_BAD_INPUT;
     free(routed);

@@ -1,29 +1,17 @@
-/* torch_route.c - for a Python command, `fsdpshim run` routes PyTorch through
- * the shim whatever PYTORCH_CUDA_ALLOC_CONF the user had.
- *
- * PyTorch hands every tensor allocation, with its stream, to the runtime only
- * under backend:cudaMallocAsync; with any other setting (the common
- * expandable_segments:True included) its own allocator keeps the memory and
- * the shim manages nothing. So the backend is always set, the user's keys
- * that the shim implements itself (expandable_segments, max_split_size_mb,
- * roundup_power2_divisions, garbage_collection_threshold, which that backend
- * would ignore) move into FSDPSHIM_CONF below the user's own FSDPSHIM_CONF,
- * and every other key stays for PyTorch. What changed of a user's setting is
- * said in one line (docs/cli.md). */
+/* torch_route.c - for a Python command, `fsdpshim run` routes PyTorch
+ * through the shim: this file finds whether argv runs Python and which
+ * interpreter, whose PyTorch version decides the route; the route itself is
+ * route/torch_route.c, shared with the preloaded library's constructor, and
+ * what changed of a user's setting is said in one line (docs/cli.md). */
 #include "cli.h"
 
-#include "conf_lex.h"
+#include "torch_route.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define ROUTE_BACKEND "backend:cudaMallocAsync"
-
-static const char *const shim_keys[] = {"expandable_segments", "max_split_size_mb",
-                                        "roundup_power2_divisions", "garbage_collection_threshold"};
+#include <unistd.h>
 
 static const char *base_name(const char *path)
 {
@@ -34,36 +22,91 @@ static const char *base_name(const char *path)
 /* python, python3, python3.12, and torchrun by name */
 static bool python_name(const char *base)
 {
-    if (!strcmp(base, "torchrun")) return true;
-    return !strncmp(base, "python", 6) && strspn(base + 6, "0123456789.") == strlen(base + 6);
+    return !strcmp(base, "torchrun") || fs_route_python_name(base);
+}
+
+/* The next word of `*s` (quotes around it dropped) into out. */
+static bool next_word(const char **s, char *out, size_t len)
+{
+    const char *p = *s + strspn(*s, " \t'\""), *end = p + strcspn(p, " \t\n'\"");
+
+    *s = end;
+    if (end == p || (size_t)(end - p) >= len) return false;
+    memcpy(out, p, (size_t)(end - p));
+    out[end - p] = '\0';
+    return true;
+}
+
+/* The interpreter path a script's first two lines name: `#!/path/python`,
+ * `#!/usr/bin/env [-S] [VAR=x] python3` (found on PATH), or a shell
+ * trampoline that execs Python on its second line (pip's `'''exec'
+ * /path/python`, `exec python3 ...`). */
+static bool script_interpreter(const char *line1, const char *line2, char *out, size_t len)
+{
+    char word[PATH_MAX];
+    const char *p = line1 + 2, *exec;
+
+    if (!next_word(&p, word, sizeof word)) return false;
+    if (!strcmp(base_name(word), "env"))
+        while (next_word(&p, word, sizeof word) && (word[0] == '-' || strchr(word, '=')))
+            ;
+    if (fs_route_python_name(base_name(word))) return fs_exec_resolve(word, out, len);
+    if (!(exec = strstr(line2, "exec"))) return false;
+    p = exec + 4;
+    return next_word(&p, word, sizeof word) && fs_route_python_name(base_name(word)) &&
+           fs_exec_resolve(word, out, len);
+}
+
+/* The python on PATH, which exec.c runs a .py file under that cannot run by
+ * itself. */
+static void python_on_path(char *interp)
+{
+    if (!fs_exec_resolve("python3", interp, PATH_MAX) &&
+        !fs_exec_resolve("python", interp, PATH_MAX))
+        interp[0] = '\0';
 }
 
 /* A script run by Python: a .py file, a #! line that names Python, or pip's
  * /bin/sh trampoline for long interpreter paths (`'''exec' /path/python ...`
- * on the second line). */
-static bool python_script(const char *cmd)
+ * on the second line). `interp` gets the interpreter where it can be told. */
+static bool python_script(const char *cmd, char *interp)
 {
     char path[PATH_MAX], line1[512] = "", line2[512] = "";
+    bool dot_py, shebang;
     FILE *f;
 
     if (!fs_exec_resolve(cmd, path, sizeof path)) return false;
-    if (strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".py")) return true;
-    if (!(f = fopen(path, "r"))) return false;
+    dot_py = strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".py");
+    if (!(f = fopen(path, "r"))) {
+        if (dot_py) python_on_path(interp);
+        return dot_py;
+    }
     if (fgets(line1, sizeof line1, f) && !fgets(line2, sizeof line2, f)) line2[0] = '\0';
     fclose(f);
-    if (strncmp(line1, "#!", 2)) return false;
-    return strstr(line1, "python") || (strstr(line2, "exec") && strstr(line2, "python"));
+    shebang = !strncmp(line1, "#!", 2);
+    if (shebang && access(path, X_OK) == 0 && script_interpreter(line1, line2, interp, PATH_MAX))
+        return true;
+    if (dot_py) {
+        python_on_path(interp);
+        return true;
+    }
+    return shebang &&
+           (strstr(line1, "python") || (strstr(line2, "exec") && strstr(line2, "python")));
 }
 
-static bool word_runs_python(const char *word)
+static bool word_runs_python(const char *word, char *interp)
 {
-    return python_name(base_name(word)) || python_script(word);
+    if (fs_route_python_name(base_name(word))) {
+        if (!fs_exec_resolve(word, interp, PATH_MAX)) interp[0] = '\0';
+        return true;
+    }
+    return python_script(word, interp) || python_name(base_name(word));
 }
 
 /* Whether a shell command line (sh -c STRING, env -S STRING) starts Python in
  * one of its commands: the first word of each command, after variable
  * assignments and the wrappers exec, env, nohup, time and command. */
-static bool shell_string_runs_python(const char *s)
+static bool shell_string_runs_python(const char *s, char *interp)
 {
     static const char separators[] = ";&|()\n";
     static const char *const wrappers[] = {"exec", "env", "nohup", "time", "command"};
@@ -96,7 +139,7 @@ static bool shell_string_runs_python(const char *s)
             for (size_t i = 0; i < sizeof wrappers / sizeof wrappers[0]; i++)
                 wrapper = wrapper || !strcmp(word, wrappers[i]);
             if (!wrapper && word[0] != '-' && !strchr(word, '=')) {
-                found = word_runs_python(word);
+                found = word_runs_python(word, interp);
                 command_position = false;
             }
         }
@@ -106,7 +149,7 @@ static bool shell_string_runs_python(const char *s)
     return found;
 }
 
-static bool env_runs_python(char *const *argv)
+static bool env_runs_python(char *const *argv, char *interp)
 {
     int i = 1;
 
@@ -117,9 +160,9 @@ static bool env_runs_python(char *const *argv)
             break;
         }
         if (!strcmp(a, "-S") || !strcmp(a, "--split-string"))
-            return argv[i + 1] && shell_string_runs_python(argv[i + 1]);
-        if (!strncmp(a, "-S", 2)) return shell_string_runs_python(a + 2);
-        if (!strncmp(a, "--split-string=", 15)) return shell_string_runs_python(a + 15);
+            return argv[i + 1] && shell_string_runs_python(argv[i + 1], interp);
+        if (!strncmp(a, "-S", 2)) return shell_string_runs_python(a + 2, interp);
+        if (!strncmp(a, "--split-string=", 15)) return shell_string_runs_python(a + 15, interp);
         if (!strcmp(a, "-u") || !strcmp(a, "-C") || !strcmp(a, "--unset") ||
             !strcmp(a, "--chdir")) {
             if (!argv[++i]) return false;
@@ -127,112 +170,43 @@ static bool env_runs_python(char *const *argv)
             break;
         }
     }
-    return argv[i] && fs_torch_is_python(argv + i);
+    return argv[i] && fs_torch_python(argv + i, interp);
 }
 
-static bool shell_runs_python(char *const *argv)
+static bool shell_runs_python(char *const *argv, char *interp)
 {
     for (int i = 1; argv[i] && argv[i][0] == '-'; i++)
         if (argv[i][1] != '-' && strchr(argv[i], 'c'))
-            return argv[i + 1] && shell_string_runs_python(argv[i + 1]);
+            return argv[i + 1] && shell_string_runs_python(argv[i + 1], interp);
     return false;
 }
 
-bool fs_torch_is_python(char *const *argv)
+bool fs_torch_python(char *const *argv, char *interp)
 {
     static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh"};
     const char *base = base_name(argv[0]);
 
-    if (word_runs_python(argv[0])) return true;
-    if (!strcmp(base, "env") && env_runs_python(argv)) return true;
+    interp[0] = '\0';
+    if (word_runs_python(argv[0], interp)) return true;
+    if (!strcmp(base, "env") && env_runs_python(argv, interp)) return true;
     for (size_t i = 0; i < sizeof shells / sizeof shells[0]; i++)
-        if (!strcmp(base, shells[i]) && shell_runs_python(argv)) return true;
+        if (!strcmp(base, shells[i]) && shell_runs_python(argv, interp)) return true;
     /* a launcher or wrapper (mpirun, srun, uv run, timeout, numactl, ...)
      * that starts Python by name; a false positive only sets a variable that
      * nothing else reads */
     for (int i = 1; argv[i]; i++)
-        if (python_name(base_name(argv[i]))) return true;
+        if (python_name(base_name(argv[i]))) return word_runs_python(argv[i], interp);
     return false;
 }
 
-static bool is_shim_key(const char *key)
+int fs_torch_route(const char *python, const char *shim_conf_in, char **shim_conf)
 {
-    for (size_t i = 0; i < sizeof shim_keys / sizeof shim_keys[0]; i++)
-        if (!strcmp(key, shim_keys[i])) return true;
-    return false;
-}
+    char note[4096];
 
-static void append(char *buf, size_t len, const char *key, const char *value)
-{
-    size_t n = strlen(buf);
-    snprintf(buf + n, len - n, "%s%s%s%s", n ? "," : "", key, value ? ":" : "", value ? value : "");
-}
-
-static int set(const char *name, const char *value)
-{
-    if (setenv(name, value, 1) == 0) return 0;
-    fprintf(stderr, "fsdpshim run: cannot set %s: %s\n", name, strerror(errno));
-    return -1;
-}
-
-int fs_torch_route(const char *shim_conf_in, char **shim_conf)
-{
-    const char *user = getenv("PYTORCH_CUDA_ALLOC_CONF");
-    char *copy, *torch, *taken, *kept, *ignored, *cur, *key, *value, backend[64] = "";
-    bool any = false, routed = false; /* routed: the user's setting names the backend */
-    size_t len;
-    int rc = -1;
-
-    *shim_conf = NULL;
-    if (!user) user = "";
-    len = strlen(user) + sizeof ROUTE_BACKEND + 2;
-    copy = strdup(user);
-    torch = calloc(1, len);
-    taken = calloc(1, len);
-    kept = calloc(1, len);
-    ignored = calloc(1, len);
-    if (!copy || !torch || !taken || !kept || !ignored) {
-        fprintf(stderr, "fsdpshim run: out of memory\n");
-        goto out;
+    if (fs_route_torch(python, shim_conf_in, shim_conf, note, sizeof note)) {
+        fprintf(stderr, "fsdpshim run: %s\n", note);
+        return -1;
     }
-    fs_conf_squeeze(copy);
-    append(torch, len, ROUTE_BACKEND, NULL);
-    for (cur = copy; fs_conf_next(&cur, &key, &value);) {
-        any = true;
-        if (value && !strcmp(key, "backend")) {
-            routed = !strcmp(value, "cudaMallocAsync");
-            if (!routed) snprintf(backend, sizeof backend, "%s", value);
-        } else if (value && is_shim_key(key)) {
-            if (fs_conf_sets(shim_conf_in, key))
-                append(kept, len, key, NULL);
-            else
-                append(taken, len, key, value);
-        } else {
-            /* PyTorch's own keys (and anything it alone must judge) */
-            append(torch, len, key, value);
-            append(ignored, len, key, NULL);
-        }
-    }
-    if (set("PYTORCH_CUDA_ALLOC_CONF", torch)) goto out;
-    if (*taken) {
-        size_t n = strlen(taken) + (shim_conf_in ? strlen(shim_conf_in) : 0) + 2;
-        if (!(*shim_conf = malloc(n))) goto out;
-        snprintf(*shim_conf, n, "%s%s%s", taken, shim_conf_in && *shim_conf_in ? "," : "",
-                 shim_conf_in && *shim_conf_in ? shim_conf_in : "");
-    }
-    if (any && (!routed || *taken || *kept))
-        fs_cli_note("run: PYTORCH_CUDA_ALLOC_CONF '%s' is now '%s' so that PyTorch hands its "
-                    "allocations to the shim%s%s%s%s%s%s%s%s%s",
-                    user, torch, *backend ? " (instead of backend:" : "", backend,
-                    *backend ? ")" : "", *taken ? "; the shim takes " : "", taken,
-                    *kept ? "; FSDPSHIM_CONF's own value kept for " : "", kept,
-                    *ignored ? "; ignored by the shim, left to PyTorch: " : "", ignored);
-    rc = 0;
-out:
-    free(copy);
-    free(torch);
-    free(taken);
-    free(kept);
-    free(ignored);
-    return rc;
+    if (*note) fs_cli_note("run: %s", note);
+    return 0;
 }

@@ -17,6 +17,8 @@ static ncclResult_t fs_submit(enum fs_op_kind kind, const void *sendbuff, void *
         fs_set_last_error("sim NCCL: invalid communicator");
         return ncclInvalidArgument;
     }
+    ncclResult_t usable = fs_comm_usable(comm);
+    if (usable != ncclSuccess) return usable;
     int err = atomic_load(&comm->async_err);
     if (err != ncclSuccess && err != ncclInProgress) return (ncclResult_t)err;
     struct fs_op o = {.kind = kind,

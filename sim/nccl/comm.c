@@ -12,6 +12,7 @@
  * A communicator is freed when its handle is destroyed (or aborted) and the
  * last piece of device work that uses it has run. */
 #include "nccl_internal.h"
+#include "nccl_2_30.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,10 +26,28 @@
 
 struct fs_reg {
     struct fs_reg *next;
+    struct fs_reg *wnext; /* fs_windows */
+    struct ncclComm *comm;
     void *buff;
     size_t size;
     int window;
 };
+
+/* Every live window of the process, for the device API's pointer queries,
+ * which name a window without its communicator. */
+static pthread_mutex_t fs_windows_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fs_reg *fs_windows;
+
+static void fs_window_unlink(struct fs_reg *r)
+{
+    pthread_mutex_lock(&fs_windows_lock);
+    for (struct fs_reg **pp = &fs_windows; *pp; pp = &(*pp)->wnext)
+        if (*pp == r) {
+            *pp = r->wnext;
+            break;
+        }
+    pthread_mutex_unlock(&fs_windows_lock);
+}
 
 static _Thread_local char fs_last_error[512];
 
@@ -57,6 +76,7 @@ void fs_comm_unref(struct ncclComm *c)
     while (c->regs) {
         struct fs_reg *r = c->regs;
         c->regs = r->next;
+        if (r->window) fs_window_unlink(r);
         free(r);
     }
     pthread_mutex_destroy(&c->lock);
@@ -493,6 +513,82 @@ FS_NCCL_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksLi
 }
 FS_NCCL_ALIAS(ncclCommShrink);
 
+/* Growth (NCCL 2.29): the grown communicator is a new one of nRanks, in which
+ * the existing ranks keep their numbers and the new ranks take theirs. Its id
+ * is derived from the parent's and the grow's ordinal, as a split's is, so
+ * that every existing rank knows it without the root sending it; the root
+ * hands it to the new ranks out of band (ncclCommGetUniqueId), and passes it
+ * back to ncclCommGrow, where it must match. */
+#define FS_GROW_COLOR (-0x67726f77) /* "grow": apart from every split colour */
+
+static void fs_grow_id(const struct ncclComm *c, ncclUniqueId *out)
+{
+    fs_child_id(&c->id, c->grows + 1, FS_GROW_COLOR, out);
+}
+
+FS_NCCL_EXPORT ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *uniqueId)
+{
+    if (!fs_comm_valid(comm) || !uniqueId) {
+        fs_set_last_error("sim NCCL: ncclCommGetUniqueId: invalid communicator or output pointer");
+        return ncclInvalidArgument;
+    }
+    ncclResult_t rc = fs_comm_usable(comm);
+    if (rc != ncclSuccess) return rc;
+    pthread_mutex_lock(&comm->lock);
+    if (comm->grow_id_out) {
+        rc = ncclInvalidUsage;
+        fs_set_last_error("sim NCCL: ncclCommGetUniqueId: the previous id was not consumed by "
+                          "ncclCommGrow yet");
+    } else {
+        fs_grow_id(comm, uniqueId);
+        comm->grow_id_out = 1;
+    }
+    pthread_mutex_unlock(&comm->lock);
+    return rc;
+}
+FS_NCCL_ALIAS(ncclCommGetUniqueId);
+
+FS_NCCL_EXPORT ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId,
+                                          int rank, ncclComm_t *newcomm, ncclConfig_t *config)
+{
+    ncclUniqueId id;
+    int device;
+    ncclResult_t rc = newcomm ? fs_check_config(config) : ncclInvalidArgument;
+
+    if (rc != ncclSuccess) return rc;
+    *newcomm = NULL;
+    if (!comm) { /* a new rank: the root's id, its assigned rank */
+        if (!uniqueId || nRanks < 1 || rank < 0 || rank >= nRanks) {
+            fs_set_last_error("sim NCCL: ncclCommGrow: a new rank needs the id and a rank in "
+                              "[0, %d), not %d",
+                              nRanks, rank);
+            return ncclInvalidArgument;
+        }
+        rc = fs_current_device(&device);
+        return rc == ncclSuccess ? fs_comm_create(newcomm, nRanks, uniqueId, rank, device) : rc;
+    }
+    if (!fs_comm_valid(comm) || rank != -1 || nRanks <= comm->nranks) {
+        fs_set_last_error("sim NCCL: ncclCommGrow: an existing rank passes its communicator, rank "
+                          "-1 and more than its %d ranks (got rank %d, nRanks %d)",
+                          fs_comm_valid(comm) ? comm->nranks : 0, rank, nRanks);
+        return ncclInvalidArgument;
+    }
+    if ((rc = fs_comm_usable(comm)) != ncclSuccess) return rc;
+    pthread_mutex_lock(&comm->lock);
+    fs_grow_id(comm, &id);
+    if (uniqueId && memcmp(uniqueId, &id, sizeof id)) {
+        rc = ncclInvalidArgument;
+        fs_set_last_error("sim NCCL: ncclCommGrow: the id is not this communicator's "
+                          "ncclCommGetUniqueId");
+    } else {
+        comm->grows++;
+        comm->grow_id_out = 0;
+    }
+    pthread_mutex_unlock(&comm->lock);
+    return rc == ncclSuccess ? fs_comm_create(newcomm, nRanks, &id, comm->rank, comm->device) : rc;
+}
+FS_NCCL_ALIAS(ncclCommGrow);
+
 /* ---- tear-down ------------------------------------------------------------- */
 
 static int fs_drained(void *arg)
@@ -517,6 +613,10 @@ static ncclResult_t fs_comm_drain(struct ncclComm *c)
 FS_NCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm)
 {
     if (!fs_comm_valid(comm)) return ncclInvalidArgument;
+    if (atomic_load(&comm->revoked)) {
+        fs_set_last_error("sim NCCL: ncclCommFinalize after ncclCommRevoke");
+        return ncclInvalidUsage;
+    }
     return fs_comm_drain(comm);
 }
 FS_NCCL_ALIAS(ncclCommFinalize);
@@ -545,6 +645,81 @@ FS_NCCL_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm)
     return ncclSuccess;
 }
 FS_NCCL_ALIAS(ncclCommAbort);
+
+ncclResult_t fs_comm_usable(struct ncclComm *c)
+{
+    if (atomic_load(&c->revoked)) {
+        fs_set_last_error("sim NCCL rank %d/%d: the communicator is revoked", c->rank, c->nranks);
+        return ncclInvalidUsage;
+    }
+    if (atomic_load(&c->suspended)) {
+        fs_set_last_error("sim NCCL rank %d/%d: the communicator is suspended", c->rank, c->nranks);
+        return ncclInvalidUsage;
+    }
+    return ncclSuccess;
+}
+
+/* Revoke (NCCL 2.28): new operations are refused for good; the work already
+ * queued runs to its end as the sim's always does (a collective is never cut
+ * short), and ncclCommGetAsyncError says ncclInProgress until it has, then
+ * ncclSuccess. Destroy, split and shrink stay allowed, finalize does not. */
+FS_NCCL_EXPORT ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags)
+{
+    if (!fs_comm_valid(comm) || revokeFlags != NCCL_REVOKE_DEFAULT) {
+        fs_set_last_error("sim NCCL: ncclCommRevoke: invalid communicator or flags %d",
+                          revokeFlags);
+        return ncclInvalidArgument;
+    }
+    atomic_store(&comm->revoked, 1);
+    return ncclSuccess;
+}
+FS_NCCL_ALIAS(ncclCommRevoke);
+
+/* Suspend (NCCL 2.29): after the work queued so far, the communicator takes
+ * no operation until resumed. NCCL_SUSPEND_MEM releases its dynamic device
+ * memory, which the sim's NCCL has none of (it stages through host shared
+ * memory), so nothing is released and ncclCommMemStats says 0 bytes. */
+FS_NCCL_EXPORT ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags)
+{
+    if (!fs_comm_valid(comm) || (flags & ~NCCL_SUSPEND_MEM)) {
+        fs_set_last_error("sim NCCL: ncclCommSuspend: invalid communicator or flags %#x", flags);
+        return ncclInvalidArgument;
+    }
+    ncclResult_t rc = fs_comm_usable(comm);
+    if (rc != ncclSuccess) return rc;
+    if ((rc = fs_comm_drain(comm)) != ncclSuccess) return rc;
+    atomic_store(&comm->suspended, 1);
+    return ncclSuccess;
+}
+FS_NCCL_ALIAS(ncclCommSuspend);
+
+FS_NCCL_EXPORT ncclResult_t pncclCommResume(ncclComm_t comm)
+{
+    int was = 1;
+    if (!fs_comm_valid(comm)) return ncclInvalidArgument;
+    if (!atomic_compare_exchange_strong(&comm->suspended, &was, 0)) {
+        fs_set_last_error("sim NCCL: ncclCommResume: the communicator is not suspended");
+        return ncclInvalidUsage;
+    }
+    return ncclSuccess;
+}
+FS_NCCL_ALIAS(ncclCommResume);
+
+FS_NCCL_EXPORT ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat,
+                                              uint64_t *value)
+{
+    if (!fs_comm_valid(comm) || !value || stat < ncclStatGpuMemSuspend ||
+        stat > ncclStatGpuMemTotal) {
+        fs_set_last_error("sim NCCL: ncclCommMemStats: invalid communicator, statistic %d or "
+                          "output pointer",
+                          (int)stat);
+        return ncclInvalidArgument;
+    }
+    /* no device memory of its own: every byte count is 0 */
+    *value = stat == ncclStatGpuMemSuspended ? (uint64_t)atomic_load(&comm->suspended) : 0;
+    return ncclSuccess;
+}
+FS_NCCL_ALIAS(ncclCommMemStats);
 
 /* ---- queries ---------------------------------------------------------------- */
 
@@ -575,7 +750,11 @@ FS_NCCL_ALIAS(ncclCommUserRank);
 FS_NCCL_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
 {
     if (!fs_comm_valid(comm) || !asyncError) return ncclInvalidArgument;
-    *asyncError = (ncclResult_t)atomic_load(&comm->async_err);
+    /* revoked: in progress until the work queued before the revoke has run */
+    if (atomic_load(&comm->revoked))
+        *asyncError = fs_drained(comm) ? ncclSuccess : ncclInProgress;
+    else
+        *asyncError = (ncclResult_t)atomic_load(&comm->async_err);
     return ncclSuccess;
 }
 FS_NCCL_ALIAS(ncclCommGetAsyncError);
@@ -622,6 +801,7 @@ static ncclResult_t fs_reg_add(ncclComm_t comm, void *buff, size_t size, int win
     if (!fs_comm_valid(comm) || !buff || !size || !out) return ncclInvalidArgument;
     struct fs_reg *r = calloc(1, sizeof(*r));
     if (!r) return ncclSystemError;
+    r->comm = comm;
     r->buff = buff;
     r->size = size;
     r->window = window;
@@ -629,6 +809,12 @@ static ncclResult_t fs_reg_add(ncclComm_t comm, void *buff, size_t size, int win
     r->next = comm->regs;
     comm->regs = r;
     pthread_mutex_unlock(&comm->lock);
+    if (window) {
+        pthread_mutex_lock(&fs_windows_lock);
+        r->wnext = fs_windows;
+        fs_windows = r;
+        pthread_mutex_unlock(&fs_windows_lock);
+    }
     *out = r;
     return ncclSuccess;
 }
@@ -642,6 +828,7 @@ static ncclResult_t fs_reg_remove(ncclComm_t comm, void *handle, int window)
         if (*pp == handle && (*pp)->window == window) {
             struct fs_reg *r = *pp;
             *pp = r->next;
+            if (r->window) fs_window_unlink(r);
             free(r);
             rc = ncclSuccess;
             break;
@@ -683,6 +870,88 @@ FS_NCCL_EXPORT ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindo
     return fs_reg_remove(comm, (void *)win, 1);
 }
 FS_NCCL_ALIAS(ncclCommWindowDeregister);
+
+ncclResult_t fs_window_find(ncclComm_t comm, ncclWindow_t win, void **buff, size_t *size)
+{
+    ncclResult_t rc = ncclInvalidArgument;
+    if (!fs_comm_valid(comm) || !win) return rc;
+    pthread_mutex_lock(&comm->lock);
+    for (struct fs_reg *r = comm->regs; r; r = r->next)
+        if ((void *)r == (void *)win && r->window) {
+            if (buff) *buff = r->buff;
+            if (size) *size = r->size;
+            rc = ncclSuccess;
+            break;
+        }
+    pthread_mutex_unlock(&comm->lock);
+    if (rc != ncclSuccess)
+        fs_set_last_error("sim NCCL: not a window registered on this communicator");
+    return rc;
+}
+
+FS_NCCL_EXPORT ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **outUserPtr)
+{
+    if (!outUserPtr) return ncclInvalidArgument;
+    return fs_window_find(comm, win, outUserPtr, NULL);
+}
+FS_NCCL_ALIAS(ncclWinGetUserPtr);
+
+/* The device API's pointer queries take the window alone (a live one, found
+ * among the process's windows); its communicator is the one it was registered
+ * on. A
+ * rank reaches its own window; the sim maps no peer's memory into a process
+ * (each rank's device memory is its own process's), so another peer is
+ * ncclInvalidUsage, and so is multimem (no NVLink SHARP). */
+static ncclResult_t fs_window_comm(ncclWindow_t window, size_t offset, void **outPtr, int *rank,
+                                   int *nranks, void **buff)
+{
+    ncclResult_t rc = ncclInvalidArgument;
+    pthread_mutex_lock(&fs_windows_lock);
+    for (struct fs_reg *r = fs_windows; r && outPtr; r = r->wnext)
+        if ((void *)r == (void *)window && offset < r->size) {
+            *rank = r->comm->rank;
+            *nranks = r->comm->nranks;
+            *buff = r->buff;
+            rc = ncclSuccess;
+            break;
+        }
+    pthread_mutex_unlock(&fs_windows_lock);
+    if (rc != ncclSuccess) fs_set_last_error("sim NCCL: invalid window, offset or output pointer");
+    return rc;
+}
+
+FS_NCCL_EXPORT ncclResult_t pncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer,
+                                                      void **outPtr)
+{
+    int rank, nranks;
+    void *buff;
+    ncclResult_t rc = fs_window_comm(window, offset, outPtr, &rank, &nranks, &buff);
+    if (rc != ncclSuccess) return rc;
+    if (peer < 0 || peer >= nranks) {
+        fs_set_last_error("sim NCCL: peer %d out of [0, %d)", peer, nranks);
+        return ncclInvalidArgument;
+    }
+    if (peer != rank) {
+        fs_set_last_error("sim NCCL: rank %d's window memory is not mapped in rank %d's process",
+                          peer, rank);
+        return ncclInvalidUsage;
+    }
+    *outPtr = (char *)buff + offset;
+    return ncclSuccess;
+}
+FS_NCCL_ALIAS(ncclGetPeerDevicePointer);
+
+FS_NCCL_EXPORT ncclResult_t pncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset,
+                                                             void **outPtr)
+{
+    int rank, nranks;
+    void *buff;
+    ncclResult_t rc = fs_window_comm(window, offset, outPtr, &rank, &nranks, &buff);
+    if (rc != ncclSuccess) return rc;
+    fs_set_last_error("sim NCCL: no multimem (NVLink SHARP) on the simulated device");
+    return ncclInvalidUsage;
+}
+FS_NCCL_ALIAS(ncclGetLsaMultimemDevicePointer);
 
 FS_NCCL_EXPORT ncclResult_t pncclMemAlloc(void **ptr, size_t size)
 {

@@ -70,10 +70,26 @@ static void fs_stream_join(cudaStream_t to, cudaStream_t from)
     cudaEventDestroy(ev);
 }
 
+static ncclResult_t fs_enqueue_on_device(const struct fs_op *ops, int n, struct ncclComm *comm);
+
 /* Enqueues the operations of `comm` among ops[0..n) as one work item on
  * the stream of the first; other streams used in the batch are joined to
- * it before and after with events, as NCCL does. */
+ * it before and after with events, as NCCL does. Like NCCL, it enqueues with
+ * the communicator's device current, so that stream 0 (the legacy stream) is
+ * that device's, whatever device is current at ncclGroupEnd. */
 static ncclResult_t fs_enqueue_comm(const struct fs_op *ops, int n, struct ncclComm *comm)
+{
+    int dev;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaSetDevice(comm->device) != cudaSuccess) {
+        fs_set_last_error("sim NCCL: cannot make device %d current", comm->device);
+        return ncclUnhandledCudaError;
+    }
+    ncclResult_t rc = fs_enqueue_on_device(ops, n, comm);
+    if (cudaSetDevice(dev) != cudaSuccess && rc == ncclSuccess) rc = ncclUnhandledCudaError;
+    return rc;
+}
+
+static ncclResult_t fs_enqueue_on_device(const struct fs_op *ops, int n, struct ncclComm *comm)
 {
     int count = 0;
     for (int i = 0; i < n; i++)

@@ -147,6 +147,10 @@ struct ncclComm {
     _Atomic uint64_t issued; /* device work items enqueued (host side) */
     _Atomic uint64_t done;   /* device work items finished (stream side) */
     uint64_t splits;         /* splits/shrinks made from this comm, for child ids */
+    uint64_t grows;          /* ncclCommGrow calls made from this comm, for the new ids */
+    int grow_id_out;         /* ncclCommGetUniqueId gave an id no grow has consumed */
+    _Atomic int suspended;   /* ncclCommSuspend: operations refused until resumed */
+    _Atomic int revoked;     /* ncclCommRevoke: operations refused for good */
     pthread_mutex_t lock;    /* user ops, registrations */
     struct fs_redop user_ops[FS_MAX_USER_OPS];
     unsigned char user_op_used[FS_MAX_USER_OPS];
@@ -158,6 +162,9 @@ struct ncclComm {
 ncclResult_t fs_wait_result(enum fs_wait_rc rc);
 /* 1 if c looks like a live communicator handle. */
 int fs_comm_valid(const struct ncclComm *c);
+/* ncclInvalidUsage (said in the last error) when c is suspended or revoked
+ * and so takes no operation, else ncclSuccess; c is valid. */
+ncclResult_t fs_comm_usable(struct ncclComm *c);
 void fs_comm_ref(struct ncclComm *c);
 void fs_comm_unref(struct ncclComm *c);
 /* Records an error on the communicator and in the last-error string. */
@@ -165,6 +172,9 @@ void fs_comm_set_error(struct ncclComm *c, ncclResult_t rc, const char *fmt, ...
     __attribute__((format(printf, 3, 4)));
 /* The thread's last-error string (ncclGetLastError). */
 void fs_set_last_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The buffer and size of window `win` of comm; ncclInvalidArgument (said)
+ * when win is not a window registered on comm. */
+ncclResult_t fs_window_find(ncclComm_t comm, ncclWindow_t win, void **buff, size_t *size);
 /* Resolves an ncclRedOp_t for a collective on comm with data type t. */
 ncclResult_t fs_comm_resolve_op(struct ncclComm *c, ncclRedOp_t op, ncclDataType_t t,
                                 struct fs_redop *out);

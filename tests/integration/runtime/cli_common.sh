@@ -5,7 +5,7 @@ fail() { echo "$name: $*" >&2; exit 1; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
-unset FSDPSHIM_CONF PYTORCH_CUDA_ALLOC_CONF FSDPSHIM_LIB FSDPSHIM_LOG
+unset FSDPSHIM_CONF PYTORCH_CUDA_ALLOC_CONF FSDPSHIM_LIB FSDPSHIM_LOG FSDPSHIM_TORCH_ROUTED TORCH_DIST_USE_NCCL2
 
 # expect STATUS CMD... : the exit status of CMD, its stderr kept in $dir/err
 expect() {

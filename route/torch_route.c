@@ -1,0 +1,296 @@
+/* torch_route.c - which environment routes PyTorch through the shim, for
+ * the PyTorch version the process will import (torch_route.h).
+ *
+ * PyTorch hands every tensor allocation, with its stream, to the runtime only
+ * under backend:cudaMallocAsync; with any other setting (the common
+ * expandable_segments:True included) its own allocator keeps the memory and
+ * the shim manages nothing. So the backend is always set, the user's keys
+ * that the shim implements itself (expandable_segments, max_split_size_mb,
+ * roundup_power2_divisions, garbage_collection_threshold, which that backend
+ * would ignore) move into FSDPSHIM_CONF below the user's own FSDPSHIM_CONF,
+ * and every other key stays for PyTorch.
+ *
+ * PyTorch 2.15 made its nccl2 process group (torch/csrc/distributed/c10d/
+ * nccl2) the default behind "nccl" (2.14 had it behind
+ * TORCH_DIST_USE_NCCL2=1). At init it builds NcclCachingAllocatorHook, whose
+ * registerMemPreHook asks the allocator for a snapshot; the cudaMallocAsync
+ * backend refuses with an exception, and the job dies in std::terminate. The
+ * hook is unconditional there, while the previous ProcessGroupNCCL attaches
+ * one only under TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK (off by
+ * default), and TORCH_DIST_USE_NCCL2=0 selects it (distributed_c10d.py reads
+ * the variable once, at import). So on such a version the route sets
+ * TORCH_DIST_USE_NCCL2=0 unless the user set it; a user's explicit choice of
+ * nccl2 is kept, and then PyTorch's own allocator stays in charge, said. */
+#include "torch_route.h"
+
+#include "conf_lex.h"
+
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ROUTE_BACKEND "backend:cudaMallocAsync"
+#define NCCL2_VAR     "TORCH_DIST_USE_NCCL2"
+
+static const char *const shim_keys[] = {"expandable_segments", "max_split_size_mb",
+                                        "roundup_power2_divisions", "garbage_collection_threshold"};
+
+bool fs_route_python_name(const char *base)
+{
+    return !strncmp(base, "python", 6) && strspn(base + 6, "0123456789.") == strlen(base + 6);
+}
+
+/* "__version__ = '2.15.0+cu132'" in torch/version.py */
+static bool read_version(const char *file, char *text, size_t len, int *major, int *minor)
+{
+    char line[256];
+    FILE *f = fopen(file, "r");
+    bool found = false;
+
+    if (!f) return false;
+    while (!found && fgets(line, sizeof line, f)) {
+        char *q, *end;
+        if (strncmp(line, "__version__", 11) || !(q = strpbrk(line, "'\""))) continue;
+        if (!(end = strchr(q + 1, *q))) continue;
+        *end = '\0';
+        found = sscanf(q + 1, "%d.%d", major, minor) == 2;
+        if (found) snprintf(text, len, "%s", q + 1);
+    }
+    fclose(f);
+    return found;
+}
+
+/* torch/version.py in the first directory matching `pattern` that has one */
+static bool version_in(const char *pattern, char *text, size_t len, int *major, int *minor)
+{
+    char file[PATH_MAX + 32];
+    glob_t g;
+    bool found = false;
+
+    if (glob(pattern, GLOB_NOSORT, NULL, &g) != 0) return false;
+    for (size_t i = 0; i < g.gl_pathc && !found; i++) {
+        snprintf(file, sizeof file, "%s/torch/version.py", g.gl_pathv[i]);
+        found = read_version(file, text, len, major, minor);
+    }
+    globfree(&g);
+    return found;
+}
+
+/* The site-packages directories of the prefix `prefix`, as CPython's site
+ * module lists them (Debian's dist-packages too). */
+static bool version_in_prefix(const char *prefix, char *text, size_t len, int *major, int *minor)
+{
+    static const char *const layouts[] = {
+        "lib/python3*/site-packages", "lib/python3*/dist-packages",
+        "local/lib/python3*/dist-packages", "lib64/python3*/site-packages"};
+    char pattern[PATH_MAX + 64];
+
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
+        snprintf(pattern, sizeof pattern, "%s/%s", prefix, layouts[i]);
+        if (version_in(pattern, text, len, major, minor)) return true;
+    }
+    return false;
+}
+
+/* path's parent directory, in place ("/" stays "/") */
+static void parent(char *path)
+{
+    char *slash = strrchr(path, '/');
+
+    if (!slash)
+        snprintf(path, 2, ".");
+    else
+        slash[slash == path] = '\0';
+}
+
+/* Whether the venv at `prefix` (a pyvenv.cfg there) sees the base
+ * interpreter's packages too: include-system-site-packages = true. */
+static bool venv_includes_system(const char *cfg)
+{
+    char line[512];
+    FILE *f = fopen(cfg, "r");
+    bool yes = false;
+
+    if (!f) return false;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "include-system-site-packages", 28) && strstr(line, "true")) yes = true;
+    fclose(f);
+    return yes;
+}
+
+bool fs_route_torch_version(const char *python, char *text, size_t len, int *major, int *minor)
+{
+    const char *pythonpath = getenv("PYTHONPATH"), *home = getenv("HOME");
+    char venv[PATH_MAX], cfg[PATH_MAX + 16], real[PATH_MAX], pattern[PATH_MAX + 64];
+
+    if (pythonpath && *pythonpath) {
+        char *copy = strdup(pythonpath), *save = NULL;
+        bool found = false;
+        for (char *p = copy ? strtok_r(copy, ":", &save) : NULL; p && !found;
+             p = strtok_r(NULL, ":", &save))
+            found = version_in(p, text, len, major, minor);
+        free(copy);
+        if (found) return true;
+    }
+    if (!python || !*python || strlen(python) >= sizeof venv) return false;
+    /* a venv: pyvenv.cfg next to bin/ (or next to the interpreter) */
+    snprintf(venv, sizeof venv, "%s", python);
+    parent(venv);
+    for (int up = 0; up < 2; up++) {
+        snprintf(cfg, sizeof cfg, "%s/pyvenv.cfg", venv);
+        if (access(cfg, R_OK) == 0) {
+            if (version_in_prefix(venv, text, len, major, minor)) return true;
+            if (!venv_includes_system(cfg)) return false;
+            break;
+        }
+        parent(venv);
+    }
+    if (home && *home && !getenv("PYTHONNOUSERSITE")) {
+        snprintf(pattern, sizeof pattern, "%s/.local/lib/python3*/site-packages", home);
+        if (version_in(pattern, text, len, major, minor)) return true;
+    }
+    /* the interpreter's own prefix: the parent of the bin/ it really is in */
+    if (!realpath(python, real)) return false;
+    parent(real);
+    parent(real);
+    return version_in_prefix(real, text, len, major, minor);
+}
+
+static bool is_shim_key(const char *key)
+{
+    for (size_t i = 0; i < sizeof shim_keys / sizeof shim_keys[0]; i++)
+        if (!strcmp(key, shim_keys[i])) return true;
+    return false;
+}
+
+static void append(char *buf, size_t len, const char *key, const char *value)
+{
+    size_t n = strlen(buf);
+    snprintf(buf + n, len - n, "%s%s%s%s", n ? "," : "", key, value ? ":" : "", value ? value : "");
+}
+
+/* one more clause of the note, after "; " */
+static void add_note(char *note, size_t len, const char *text)
+{
+    size_t n = strlen(note);
+    snprintf(note + n, len - n, "%s%s", n ? "; " : "", text);
+}
+
+static int set(const char *name, const char *value, char *note, size_t note_len)
+{
+    if (setenv(name, value, 1) == 0) return 0;
+    snprintf(note, note_len, "cannot set %s: %s", name, strerror(errno));
+    return -1;
+}
+
+/* Whether PyTorch `major.minor` builds nccl2 behind "nccl" with the user's
+ * TORCH_DIST_USE_NCCL2 `value` (NULL unset): the default from 2.15 unless
+ * "0", opt-in with "1" in 2.14; unknown to older versions. */
+static bool selects_nccl2(int major, int minor, const char *value)
+{
+    if (major > 2 || (major == 2 && minor >= 15)) return !value || strcmp(value, "0");
+    return major == 2 && minor == 14 && value && !strcmp(value, "1");
+}
+
+int fs_route_torch(const char *python, const char *shim_conf_in, char **shim_conf, char *note,
+                   size_t note_len)
+{
+    const char *user = getenv("PYTORCH_CUDA_ALLOC_CONF"), *nccl2 = getenv(NCCL2_VAR);
+    char *copy, *torch, *taken, *kept, *ignored, *cur, *key, *value, backend[64] = "";
+    char version[64] = "";
+    bool any = false, routed = false; /* routed: the user's setting names the backend */
+    int major = 0, minor = 0, rc = -1;
+    size_t len;
+
+    *shim_conf = NULL;
+    note[0] = '\0';
+    if (set(FS_ROUTE_MARK, "1", note, note_len)) return -1;
+    if (fs_route_torch_version(python, version, sizeof version, &major, &minor) &&
+        selects_nccl2(major, minor, nccl2)) {
+        if (nccl2) {
+            /* the user's explicit choice of nccl2 stands; the cudaMallocAsync
+             * backend would abort it, so PyTorch keeps its allocator */
+            snprintf(note, note_len,
+                     "PyTorch %s with %s=%s (nccl2 process group, which aborts at "
+                     "init_process_group under " ROUTE_BACKEND
+                     "): PYTORCH_CUDA_ALLOC_CONF left as it is, PyTorch's allocator stays in "
+                     "charge and the shim serves only its segments; unset %s or set it to 0 to "
+                     "route PyTorch through the shim",
+                     version, NCCL2_VAR, nccl2, NCCL2_VAR);
+            return 0;
+        }
+        if (set(NCCL2_VAR, "0", note, note_len)) return -1;
+        snprintf(note, note_len,
+                 "%s=0 for PyTorch %s: its default NCCL process group (nccl2) aborts at "
+                 "init_process_group under " ROUTE_BACKEND
+                 ", the previous ProcessGroupNCCL does not",
+                 NCCL2_VAR, version);
+    }
+
+    if (!user) user = "";
+    len = strlen(user) + sizeof ROUTE_BACKEND + 2;
+    copy = strdup(user);
+    torch = calloc(1, len);
+    taken = calloc(1, len);
+    kept = calloc(1, len);
+    ignored = calloc(1, len);
+    if (!copy || !torch || !taken || !kept || !ignored) {
+        snprintf(note, note_len, "out of memory");
+        goto out;
+    }
+    fs_conf_squeeze(copy);
+    append(torch, len, ROUTE_BACKEND, NULL);
+    for (cur = copy; fs_conf_next(&cur, &key, &value);) {
+        any = true;
+        if (value && !strcmp(key, "backend")) {
+            routed = !strcmp(value, "cudaMallocAsync");
+            if (!routed) snprintf(backend, sizeof backend, "%s", value);
+        } else if (value && is_shim_key(key)) {
+            if (fs_conf_sets(shim_conf_in, key))
+                append(kept, len, key, NULL);
+            else
+                append(taken, len, key, value);
+        } else {
+            /* PyTorch's own keys (and anything it alone must judge) */
+            append(torch, len, key, value);
+            append(ignored, len, key, NULL);
+        }
+    }
+    if (set("PYTORCH_CUDA_ALLOC_CONF", torch, note, note_len)) goto out;
+    if (*taken) {
+        size_t n = strlen(taken) + (shim_conf_in ? strlen(shim_conf_in) : 0) + 2;
+        if (!(*shim_conf = malloc(n))) {
+            snprintf(note, note_len, "out of memory");
+            goto out;
+        }
+        snprintf(*shim_conf, n, "%s%s%s", taken, shim_conf_in && *shim_conf_in ? "," : "",
+                 shim_conf_in && *shim_conf_in ? shim_conf_in : "");
+    }
+    if (any && (!routed || *taken || *kept)) {
+        char line[2048];
+        snprintf(line, sizeof line,
+                 "PYTORCH_CUDA_ALLOC_CONF '%s' is now '%s' so that PyTorch hands its allocations "
+                 "to the shim%s%s%s%s%s%s%s%s%s",
+                 user, torch, *backend ? " (instead of backend:" : "", backend, *backend ? ")" : "",
+                 *taken ? "; the shim takes " : "", taken,
+                 *kept ? "; FSDPSHIM_CONF's own value kept for " : "", kept,
+                 *ignored ? "; ignored by the shim, left to PyTorch: " : "", ignored);
+        add_note(note, note_len, line);
+    }
+    rc = 0;
+out:
+    if (rc) {
+        free(*shim_conf);
+        *shim_conf = NULL;
+    }
+    free(copy);
+    free(torch);
+    free(taken);
+    free(kept);
+    free(ignored);
+    return rc;
+}

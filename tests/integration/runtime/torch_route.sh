@@ -1,0 +1,110 @@
+#!/bin/sh
+# torch_route.sh - the route picked per PyTorch version, by `fsdpshim run`
+# and by the preloaded library alone, the same way: with PyTorch 2.15 or
+# later found for the interpreter the command runs (torch/version.py in a
+# venv, on PYTHONPATH, behind a #! line), TORCH_DIST_USE_NCCL2=0 is set and
+# said once unless the user chose, a user's nccl2 keeps PyTorch's allocator
+# (said), older versions get the allocator route alone; a torchrun-like
+# parent's children inherit the route without a second line.
+#   torch_route.sh FSDPSHIM PRELOAD   (PRELOAD: LD_PRELOAD value with the shim)
+cli=$(readlink -f "$1")
+preload=$2
+name=torch_route
+command -v python3 >/dev/null || { echo "skipped: no python3" >&2; exit 77; }
+. "$(dirname "$0")/cli_common.sh"
+unset TORCH_DIST_USE_NCCL2 FSDPSHIM_TORCH_ROUTED PYTHONPATH
+# under ASan, the interpreter's own exit-time allocations (subprocess) are not
+# the shim's leaks
+[ -n "${ASAN_OPTIONS+x}" ] && export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"
+
+pybin=$(python3 -c "import sys; print(sys.executable)")
+py='import os; print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"), os.environ.get("TORCH_DIST_USE_NCCL2"))'
+# venv VERSION: a venv (pyvenv.cfg, bin/python a link) whose torch is VERSION
+venv() {
+    v=$dir/venv-$1
+    mkdir -p "$v/bin" "$v/lib/python3.99/site-packages/torch"
+    printf 'home = %s\n' "$(dirname "$pybin")" >"$v/pyvenv.cfg"
+    ln -sf "$pybin" "$v/bin/python"
+    ln -sf python "$v/bin/python3"
+    printf "from typing import Optional\n__version__ = '%s'\ncuda: Optional[str] = '13.2'\n" "$1" \
+        >"$v/lib/python3.99/site-packages/torch/version.py"
+}
+# sees WANT CMD... : CMD run by `fsdpshim run` prints WANT
+sees() {
+    want=$1
+    shift
+    out=$("$cli" run -- "$@" 2>"$dir/err") || { cat "$dir/err" >&2; fail "'$*' failed"; }
+    [ "$out" = "$want" ] || { cat "$dir/err" >&2; fail "'$*' saw '$out', not '$want'"; }
+}
+said() { # said N TEXT: TEXT is in exactly N lines of stderr
+    [ "$(grep -c -- "$2" "$dir/err")" -eq "$1" ] || { cat "$dir/err" >&2; fail "'$2' not said $1 time(s)"; }
+}
+venv 2.15.0+cu132
+venv 2.14.1
+venv 2.11.0
+venv 3.0.0
+
+# ---- fsdpshim run ----------------------------------------------------
+sees "backend:cudaMallocAsync 0" "$dir/venv-2.15.0+cu132/bin/python" -c "$py"
+said 1 "^fsdpshim\[[0-9]*\]: run: TORCH_DIST_USE_NCCL2=0 for PyTorch 2.15.0+cu132: its default NCCL process group (nccl2) aborts"
+sees "backend:cudaMallocAsync 0" "$dir/venv-3.0.0/bin/python" -c "$py"
+sees "backend:cudaMallocAsync None" "$dir/venv-2.11.0/bin/python" -c "$py"
+[ ! -s "$dir/err" ] || fail "2.11: something said"
+sees "backend:cudaMallocAsync None" "$dir/venv-2.14.1/bin/python" -c "$py"
+[ ! -s "$dir/err" ] || fail "2.14: something said"
+# the user's choice: 0 kept silently; nccl2 (2.15 by default, 2.14 by =1)
+# keeps PyTorch's allocator, said
+TORCH_DIST_USE_NCCL2=0 sees "backend:cudaMallocAsync 0" "$dir/venv-2.15.0+cu132/bin/python" -c "$py"
+[ ! -s "$dir/err" ] || fail "an explicit TORCH_DIST_USE_NCCL2=0 was reported"
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True TORCH_DIST_USE_NCCL2=1 \
+    sees "expandable_segments:True 1" "$dir/venv-2.15.0+cu132/bin/python" -c "$py"
+said 1 "TORCH_DIST_USE_NCCL2=1 (nccl2 process group.*PYTORCH_CUDA_ALLOC_CONF left as it is"
+TORCH_DIST_USE_NCCL2=1 sees "None 1" "$dir/venv-2.14.1/bin/python" -c "$py"
+said 1 "PyTorch 2.14.1 with TORCH_DIST_USE_NCCL2=1"
+TORCH_DIST_USE_NCCL2=1 sees "backend:cudaMallocAsync 1" "$dir/venv-2.11.0/bin/python" -c "$py"
+# both changes in one line
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
+    sees "backend:cudaMallocAsync 0" "$dir/venv-2.15.0+cu132/bin/python" -c "$py"
+[ "$(wc -l <"$dir/err")" -eq 1 ] || { cat "$dir/err" >&2; fail "not one line"; }
+said 1 "TORCH_DIST_USE_NCCL2=0 for PyTorch 2.15.0+cu132.*; PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:True' is now"
+# the interpreter behind torchrun's #! line, `env python` on PATH, a .py
+# file run by the python on PATH, and PYTHONPATH
+mkdir bin
+printf '#!%s\nimport os\nprint(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"), os.environ.get("TORCH_DIST_USE_NCCL2"))\n' \
+    "$dir/venv-2.15.0+cu132/bin/python" >bin/torchrun
+printf '#!/usr/bin/env python\n%s\n' "$py" >bin/trainer
+chmod +x bin/torchrun bin/trainer
+printf '%s\n' "$py" >train.py
+PATH="$dir/bin:$PATH" sees "backend:cudaMallocAsync 0" torchrun --nproc-per-node 2 train.py
+PATH="$dir/venv-2.15.0+cu132/bin:$dir/bin:$PATH" sees "backend:cudaMallocAsync 0" trainer
+PATH="$dir/venv-2.11.0/bin:$dir/bin:$PATH" sees "backend:cudaMallocAsync None" trainer
+PATH="$dir/venv-2.15.0+cu132/bin:$PATH" sees "backend:cudaMallocAsync 0" train.py
+PYTHONPATH="$dir/nothing:$dir/venv-2.15.0+cu132/lib/python3.99/site-packages" \
+    sees "backend:cudaMallocAsync 0" python3 -c "$py"
+
+# ---- the preloaded library alone --------------------------------------
+# what a worker sees, and the line said once by the parent, not the child
+child="import subprocess, sys; sys.exit(subprocess.run([sys.executable, '-c', '''$py''']).returncode)"
+out=$(LD_PRELOAD=$preload PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
+    "$dir/venv-2.15.0+cu132/bin/python" -c "$child" 2>"$dir/err") || { cat "$dir/err" >&2; fail "preloaded parent failed"; }
+[ "$out" = "backend:cudaMallocAsync 0" ] || fail "preloaded: the child saw '$out'"
+said 1 "TORCH_DIST_USE_NCCL2=0 for PyTorch 2.15.0+cu132.*the shim takes expandable_segments:True"
+out=$(LD_PRELOAD=$preload "$dir/venv-2.15.0+cu132/bin/python" -c \
+    'import os; print(os.environ.get("FSDPSHIM_CONF"))' 2>/dev/null)
+[ "$out" = "None" ] || fail "preloaded: FSDPSHIM_CONF '$out' without carried keys"
+out=$(LD_PRELOAD=$preload PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:64 "$dir/venv-2.15.0+cu132/bin/python" -c \
+    'import os; print(os.environ.get("FSDPSHIM_CONF"))' 2>/dev/null)
+[ "$out" = "max_split_size_mb:64" ] || fail "preloaded: FSDPSHIM_CONF '$out'"
+# found on PATH as `python` (argv[0] without a slash): the venv's PyTorch
+out=$(PATH="$dir/venv-2.11.0/bin:$PATH" LD_PRELOAD=$preload python -c "$py" 2>"$dir/err")
+[ "$out" = "backend:cudaMallocAsync None" ] || fail "preloaded, 2.11 on PATH: '$out'"
+[ ! -s "$dir/err" ] || { cat "$dir/err" >&2; fail "preloaded 2.11: something said"; }
+# not Python: nothing routed; routed already (fsdpshim run, a parent): untouched
+out=$(LD_PRELOAD=$preload sh -c 'echo "${PYTORCH_CUDA_ALLOC_CONF-unset} ${FSDPSHIM_TORCH_ROUTED-unset}"')
+[ "$out" = "unset unset" ] || fail "preloaded into sh: '$out'"
+out=$(FSDPSHIM_TORCH_ROUTED=1 LD_PRELOAD=$preload "$dir/venv-2.15.0+cu132/bin/python" -c "$py" 2>"$dir/err")
+[ "$out" = "None None" ] || fail "preloaded, already routed: '$out'"
+# fsdpshim run and the library agree, and the library says nothing more
+sees "backend:cudaMallocAsync 0" env LD_PRELOAD="$preload" "$dir/venv-2.15.0+cu132/bin/python" -c "$py"
+said 1 "TORCH_DIST_USE_NCCL2=0"
+echo "torch_route: ok"
