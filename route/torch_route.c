@@ -199,7 +199,11 @@ static bool selects_nccl2(int major, int minor, const char *value)
 int fs_route_torch(const char *python, const char *shim_conf_in, char **shim_conf, char *note,
                    size_t note_len)
 {
-    const char *user = getenv("PYTORCH_CUDA_ALLOC_CONF"), *nccl2 = getenv(NCCL2_VAR);
+    /* PyTorch (2.9 and later) reads PYTORCH_ALLOC_CONF only when
+     * PYTORCH_CUDA_ALLOC_CONF is unset: the route sets the latter, so the
+     * user's setting is whichever of the two PyTorch would have read. */
+    const char *user_var = "PYTORCH_CUDA_ALLOC_CONF", *user = getenv(user_var);
+    const char *nccl2 = getenv(NCCL2_VAR);
     char *copy, *torch, *taken, *kept, *ignored, *cur, *key, *value, backend[64] = "";
     char version[64] = "";
     bool any = false, routed = false; /* routed: the user's setting names the backend */
@@ -231,6 +235,7 @@ int fs_route_torch(const char *python, const char *shim_conf_in, char **shim_con
                  NCCL2_VAR, version);
     }
 
+    if (!user && (user = getenv("PYTORCH_ALLOC_CONF"))) user_var = "PYTORCH_ALLOC_CONF";
     if (!user) user = "";
     len = strlen(user) + sizeof ROUTE_BACKEND + 2;
     copy = strdup(user);
@@ -273,9 +278,11 @@ int fs_route_torch(const char *python, const char *shim_conf_in, char **shim_con
     if (any && (!routed || *taken || *kept)) {
         char line[2048];
         snprintf(line, sizeof line,
-                 "PYTORCH_CUDA_ALLOC_CONF '%s' is now '%s' so that PyTorch hands its allocations "
-                 "to the shim%s%s%s%s%s%s%s%s%s",
-                 user, torch, *backend ? " (instead of backend:" : "", backend, *backend ? ")" : "",
+                 "%s '%s' is now %s'%s' so that PyTorch hands its allocations to the "
+                 "shim%s%s%s%s%s%s%s%s%s",
+                 user_var, user,
+                 strcmp(user_var, "PYTORCH_CUDA_ALLOC_CONF") ? "PYTORCH_CUDA_ALLOC_CONF " : "",
+                 torch, *backend ? " (instead of backend:" : "", backend, *backend ? ")" : "",
                  *taken ? "; the shim takes " : "", taken,
                  *kept ? "; FSDPSHIM_CONF's own value kept for " : "", kept,
                  *ignored ? "; ignored by the shim, left to PyTorch: " : "", ignored);

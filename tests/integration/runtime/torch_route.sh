@@ -67,6 +67,14 @@ PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
     sees "backend:cudaMallocAsync 0" "$dir/venv-2.15.0+cu132/bin/python" -c "$py"
 [ "$(wc -l <"$dir/err")" -eq 1 ] || { cat "$dir/err" >&2; fail "not one line"; }
 said 1 "TORCH_DIST_USE_NCCL2=0 for PyTorch 2.15.0+cu132.*; PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:True' is now"
+# PYTORCH_ALLOC_CONF (read by PyTorch only without PYTORCH_CUDA_ALLOC_CONF,
+# which the route sets) is the user's setting then: its keys are carried
+PYTORCH_ALLOC_CONF=expandable_segments:True,max_split_size_mb:64 \
+    sees "backend:cudaMallocAsync 0" "$dir/venv-2.15.0+cu132/bin/python" -c "$py"
+said 1 "PYTORCH_ALLOC_CONF 'expandable_segments:True,max_split_size_mb:64' is now PYTORCH_CUDA_ALLOC_CONF 'backend:cudaMallocAsync'.*the shim takes expandable_segments:True,max_split_size_mb:64"
+out=$(PYTORCH_ALLOC_CONF=expandable_segments:True "$cli" run -- "$dir/venv-2.11.0/bin/python" -c \
+    'import os; print(os.environ.get("FSDPSHIM_CONF"))' 2>/dev/null)
+[ "$out" = "expandable_segments:True" ] || fail "PYTORCH_ALLOC_CONF's keys not carried: '$out'"
 # the interpreter behind torchrun's #! line, `env python` on PATH, a .py
 # file run by the python on PATH, and PYTHONPATH
 mkdir bin
