@@ -3,7 +3,9 @@
  * device count, handles by index, PCI bus id and UUID agreeing with what the
  * runtime and the driver report, memory info following cudaMalloc and
  * cudaFree, the process list, what an H100 without fabric or NVLink
- * answers, and the error cases. */
+ * answers, threads initialising and shutting down at once, and the error
+ * cases. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -274,6 +276,41 @@ static void test_what_is_not_there(void **state)
                      NVML_ERROR_INVALID_ARGUMENT);
 }
 
+/* Threads initialising, querying and shutting down at once: each one's
+ * init keeps the library up for its queries, whatever the others do. */
+static void *init_query_shutdown(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 200; i++) {
+        unsigned n = 0;
+        nvmlDevice_t h = NULL;
+        nvmlMemory_t m;
+        if (nvmlInit_v2() != NVML_SUCCESS || nvmlDeviceGetCount_v2(&n) != NVML_SUCCESS || n != 8 ||
+            nvmlDeviceGetHandleByIndex_v2((unsigned)i % n, &h) != NVML_SUCCESS ||
+            nvmlDeviceGetMemoryInfo(h, &m) != NVML_SUCCESS || nvmlShutdown() != NVML_SUCCESS)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, init_query_shutdown, NULL), 0);
+    void *p = NULL;
+    assert_int_equal(cudaMalloc(&p, 1 << 20), cudaSuccess); /* charges while they read */
+    assert_int_equal(cudaFree(p), cudaSuccess);
+    for (int i = 0; i < 4; i++) {
+        void *ret = (void *)1;
+        assert_int_equal(pthread_join(t[i], &ret), 0);
+        assert_null(ret);
+    }
+    unsigned n = 0;
+    assert_int_equal(nvmlDeviceGetCount_v2(&n), NVML_SUCCESS); /* the tests' own init stays */
+}
+
 static void test_system(void **state)
 {
     (void)state;
@@ -299,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_identity_matches_runtime),
         cmocka_unit_test(test_memory_follows_malloc),
         cmocka_unit_test(test_what_is_not_there),
+        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_system),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
