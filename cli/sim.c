@@ -27,9 +27,15 @@
 
 #define MAX_DEVICES 64
 
-/* The sim's libraries, each preloaded when built; the runtime is required. */
-static const char *const sim_libraries[] = {"libcudart.so.13", "libcuda.so.1", "libnccl.so.2",
-                                            "libcublas.so.13", "libcublasLt.so.13"};
+/* The sim's libraries, each preloaded when built; the runtime is required.
+ * libnvidia-ml.so.1 is only ever dlopened by name (PyTorch, pynvml), which
+ * finds a loaded library by its soname first: preloading it is what makes
+ * the sim's win over a real one on a search path of the program's (its
+ * DT_RPATH comes before LD_LIBRARY_PATH). */
+static const char *const sim_libraries[] = {"libcudart.so.13",   "libcuda.so.1",
+                                            "libnccl.so.2",      "libcublas.so.13",
+                                            "libcublasLt.so.13", "libnvidia-ml.so.1"};
+#define SIM_LIBRARY_COUNT (sizeof sim_libraries / sizeof sim_libraries[0])
 
 void usage_sim(FILE *out)
 {
@@ -118,10 +124,10 @@ static bool find_sim_dir(char *out)
  * the sim provides by a name not preloaded (libcudart.so, libnccl.so). */
 static int sim_environment(const char *dir, const sim_options *o)
 {
-    char list[PATH_MAX * 6] = "", path[PATH_MAX + 32];
+    char list[(PATH_MAX + 33) * SIM_LIBRARY_COUNT] = "", path[PATH_MAX + 32];
     size_t used = 0;
 
-    for (size_t i = 0; i < sizeof sim_libraries / sizeof sim_libraries[0]; i++) {
+    for (size_t i = 0; i < SIM_LIBRARY_COUNT; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, sim_libraries[i]);
         if (access(path, R_OK) != 0) continue;
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ":" : "", path);

@@ -16,7 +16,8 @@ unset FSDPSHIM_LIB FSDPSHIM_CONF PYTORCH_CUDA_ALLOC_CONF
 for f in bin/fsdpshim lib/libfsdpshim.so include/fsdpshim/fsdpshim.h lib/pkgconfig/fsdpshim.pc \
     lib/fsdpshim/sim/libcudart.so.13 lib/fsdpshim/sim/libcudart.so \
     lib/fsdpshim/sim/libnccl.so.2 lib/fsdpshim/sim/libnccl.so \
-    lib/fsdpshim/sim/libcuda.so.1 lib/fsdpshim/sim/libcuda.so; do
+    lib/fsdpshim/sim/libcuda.so.1 lib/fsdpshim/sim/libcuda.so \
+    lib/fsdpshim/sim/libnvidia-ml.so.1 lib/fsdpshim/sim/libnvidia-ml.so; do
     [ -e "$prefix/$f" ] || fail "$f is not installed"
 done
 
