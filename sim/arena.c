@@ -146,7 +146,9 @@ int sim_arena_backing(const void *base, struct sim_backing *out)
 
 /* In a forked child: maps every allocation of arena a MAP_PRIVATE from its
  * file at the same address, so the child's writes no longer reach the
- * parent. */
+ * parent. Runs while the prepare handler's hold on `records` still stands:
+ * the child has one thread, and taking no further lock keeps its lock order
+ * that of the prepare handlers. */
 static void privatise(struct arena *a, int device)
 {
     static const enum fs_range_kind kinds[] = {FS_RANGE_MALLOC, FS_RANGE_POOL};
@@ -154,7 +156,7 @@ static void privatise(struct arena *a, int device)
         struct fs_range *list;
         size_t n = fs_registry_collect(device, kinds[k], &list);
         for (size_t i = 0; i < n; i++) {
-            struct record *rec = fs_handles_get(records, (void *)list[i].base);
+            struct record *rec = fs_handles_get_locked(records, (void *)list[i].base);
             if (!rec || rec->arena != a) continue;
             if (mmap((void *)list[i].base, rec->len, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, a->fd,
@@ -174,10 +176,7 @@ void sim_arena_fork(enum fs_fork_phase phase)
         fs_handles_lock(records);
         return;
     }
-    fs_handles_unlock(records);
-    pthread_mutex_unlock(&mu);
-    if (phase != FS_FORK_CHILD) return;
-    for (int d = 0; d < MAX_DEVICES; d++) {
+    for (int d = 0; phase == FS_FORK_CHILD && d < MAX_DEVICES; d++) {
         struct arena *a = arenas[d];
         if (!a) continue;
         if (a->fd >= 0) {
@@ -190,4 +189,6 @@ void sim_arena_fork(enum fs_fork_phase phase)
         a->owned = 0;
         arenas[d] = NULL;
     }
+    fs_handles_unlock(records);
+    pthread_mutex_unlock(&mu);
 }

@@ -17,6 +17,22 @@
  * (sim/cuda/vmm.c), so it runs first. */
 #include "internal.h"
 
+#ifdef __SANITIZE_THREAD__
+#include <sanitizer/tsan_interface.h>
+#endif
+
+void fs_fork_renew_rwlock(pthread_rwlock_t *lock)
+{
+    /* That is the release of the lock the prepare took, which TSan must be
+     * told: else it holds the lock for ever in the child and sees lock-order
+     * cycles in the child's other handlers (sim/arena.c). */
+#ifdef __SANITIZE_THREAD__
+    __tsan_mutex_pre_unlock(lock, 0);
+    __tsan_mutex_post_unlock(lock, 0);
+#endif
+    pthread_rwlock_init(lock, NULL);
+}
+
 static void prepare(void)
 {
     sim_ipc_event_fork(FS_FORK_PREPARE);

@@ -130,6 +130,12 @@ void *fs_handles_hold(struct fs_handle_set *set, const void *h, void (*hold)(voi
     return obj;
 }
 
+void *fs_handles_get_locked(struct fs_handle_set *set, const void *h)
+{
+    struct slot *s = (uintptr_t)h <= TOMB ? NULL : find(set, (uintptr_t)h);
+    return s ? s->obj : NULL;
+}
+
 void fs_handles_lock(struct fs_handle_set *set)
 {
     pthread_mutex_lock(&set->mu);

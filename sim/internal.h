@@ -217,6 +217,8 @@ FS_SEAM void *fs_handles_get(struct fs_handle_set *set, const void *h);
  * the object away (to take a reference on objects that get freed). */
 void *fs_handles_hold(struct fs_handle_set *set, const void *h, void (*hold)(void *obj));
 FS_SEAM void fs_handles_lock(struct fs_handle_set *set);
+/* fs_handles_get for a caller that holds the set's lock (fs_handles_lock). */
+void *fs_handles_get_locked(struct fs_handle_set *set, const void *h);
 FS_SEAM void fs_handles_unlock(struct fs_handle_set *set);
 
 /* ---- registry.c: what every known address range is ---- */
@@ -255,8 +257,7 @@ size_t fs_registry_collect(int device, enum fs_range_kind kind, struct fs_range 
 static inline int fs_range_is_device(const struct fs_range *r)
 {
     return r->kind == FS_RANGE_MALLOC || r->kind == FS_RANGE_POOL || r->kind == FS_RANGE_VMM ||
-           r->kind == FS_RANGE_IPC || r->kind == FS_RANGE_MODULE ||
-           r->kind == FS_RANGE_MANAGED;
+           r->kind == FS_RANGE_IPC || r->kind == FS_RANGE_MODULE || r->kind == FS_RANGE_MANAGED;
 }
 
 /* ---- devmem.c: device memory and its capacity ---- */
@@ -370,6 +371,10 @@ void fs_pool_forget_streams(struct fs_pool *pool);
 
 /* ---- fork.c: a forked child starts with no streams or events ---- */
 enum fs_fork_phase { FS_FORK_PREPARE, FS_FORK_PARENT, FS_FORK_CHILD };
+/* A writer lock the prepare handler took, made afresh in the fork child:
+ * glibc tells a writer's unlock by the owner's thread id, which the child's
+ * thread no longer has. */
+void fs_fork_renew_rwlock(pthread_rwlock_t *lock);
 void fs_fork_install(void);
 /* Each file's part: take its locks before fork, release them after it
  * and, in the child, forget what belonged to the parent's threads. */

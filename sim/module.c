@@ -311,9 +311,7 @@ void sim_modules_fork(enum fs_fork_phase phase)
     else if (phase == FS_FORK_PARENT)
         pthread_rwlock_unlock(&lock);
     else
-        /* As in registry.c: the child's thread cannot unlock the parent's
-         * writer lock, so it starts with a fresh one. */
-        pthread_rwlock_init(&lock, NULL);
+        fs_fork_renew_rwlock(&lock);
 }
 
 /* ---- the ABI of nvcc's generated host code (crt/host_runtime.h) ----

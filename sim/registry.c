@@ -148,7 +148,5 @@ void fs_registry_fork(enum fs_fork_phase phase)
     else if (phase == FS_FORK_PARENT)
         pthread_rwlock_unlock(&lock);
     else
-        /* glibc tells a writer's unlock by the owner's thread id, which the
-         * child's thread no longer has: start the child with a fresh lock. */
-        pthread_rwlock_init(&lock, NULL);
+        fs_fork_renew_rwlock(&lock);
 }
