@@ -408,7 +408,8 @@ static fs_block *wait_for_frees(fs_allocator *a, fs_dev *d, fs_pool *p, int set,
     fs_block *b = NULL;
     fs_fence *f = NULL, *u = NULL;
     uint64_t deadline = 0;
-    while (!b && pending_would_serve(a, d, p, set, rounded, &f, &u)) {
+    while (!b && (!deadline || fs_now_ns() < deadline) &&
+           pending_would_serve(a, d, p, set, rounded, &f, &u)) {
         if (!deadline) deadline = fs_now_ns() + FS_FREE_WAIT_NS;
         bool done = (!f || fs_fence_wait_until(a, f, deadline)) &&
                     (!u || fs_fence_wait_until(a, u, deadline));
