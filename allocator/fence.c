@@ -11,6 +11,7 @@
 #include "internal.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 /* ---- events ------------------------------------------------------------- */
 
@@ -184,6 +185,29 @@ static void sync_batches(fs_dev *d, uint64_t seq)
         atomic_store_explicit(&h->done, true, memory_order_release);
         batch_reached(d, h->batch_seq);
         fs_fence_put(d, h);
+    }
+}
+
+uint64_t fs_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Polls rather than synchronising: an event the program's own host-side
+ * gate holds back (a host function waiting for the thread that is now
+ * allocating) must cost a bounded delay, never a deadlock. */
+bool fs_fence_wait_until(fs_allocator *a, fs_fence *f, uint64_t deadline)
+{
+    long pause = 2000; /* ns, doubling up to 1 ms */
+    for (;;) {
+        if (capture_underway(a)) return false;
+        if (fence_done(a, f)) return true;
+        if (fs_now_ns() >= deadline) return false;
+        struct timespec ts = {0, pause};
+        nanosleep(&ts, NULL);
+        if (pause < 1000000) pause *= 2;
     }
 }
 

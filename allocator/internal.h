@@ -349,6 +349,11 @@ void fs_blist_del(fs_blist *l, fs_block *b);
 /* Caller holds dev->lock and no pool lock. */
 bool fs_batch_fence(fs_dev *d); /* false: a capture deferred it, blocks stay unfenced */
 void fs_marks_record(fs_dev *d);
+/* Waits on the host, polling until `deadline` (CLOCK_MONOTONIC ns), for
+ * fence f, and for every batch before it; true when all completed. False
+ * at the deadline, or at once while a capture is under way. */
+bool fs_fence_wait_until(fs_allocator *a, fs_fence *f, uint64_t deadline);
+uint64_t fs_now_ns(void);
 /* Drops the queue of batch fences and the newest batch, without waiting:
  * the device is being torn down or was reset. */
 void fs_batches_drop(fs_dev *d);

@@ -51,6 +51,10 @@ struct fake_device {
     long fail_map, fail_unmap; /* the n-th next call fails; 0: none does */
     fs_stream_t (*waits)[2];
     long nwaits, capwaits;
+    void (*on_sync)(void *ctx, fs_stream_t s);
+    void *on_sync_ctx;
+    void (*on_query)(void *ctx, fs_stream_t s);
+    void *on_query_ctx;
 };
 
 static fake_device *F(void *ctx)
@@ -331,7 +335,11 @@ static fs_dev_status ev_query(void *ctx, int device, fs_event_t e)
     if (f->ncapturing) f->c.queries_while_capturing++;
     if (!f->ev[e - 1].alive) f->c.dead_event_calls++;
     bool done = f->ev[e - 1].complete || !f->ev[e - 1].recorded;
+    void (*hook)(void *, fs_stream_t) = done ? NULL : f->on_query;
+    void *hook_ctx = f->on_query_ctx;
+    fs_stream_t s = f->ev[e - 1].stream;
     pthread_mutex_unlock(&f->mu);
+    if (hook) hook(hook_ctx, s); /* the device makes progress: seen by the next query */
     return done ? FS_DEV_OK : FS_DEV_NOT_READY;
 }
 
@@ -342,8 +350,17 @@ static fs_dev_status ev_sync(void *ctx, int device, fs_event_t e)
     pthread_mutex_lock(&f->mu);
     f->c.event_sync++;
     if (!f->ev[e - 1].alive) f->c.dead_event_calls++;
-    f->ev[e - 1].complete = true;
+    void (*hook)(void *, fs_stream_t) = f->ev[e - 1].complete ? NULL : f->on_sync;
+    void *hook_ctx = f->on_sync_ctx;
+    fs_stream_t s = f->ev[e - 1].stream;
+    f->ev[e - 1].complete = !hook;
     pthread_mutex_unlock(&f->mu);
+    if (hook) {
+        hook(hook_ctx, s);
+        pthread_mutex_lock(&f->mu);
+        f->ev[e - 1].complete = true;
+        pthread_mutex_unlock(&f->mu);
+    }
     return FS_DEV_OK;
 }
 
@@ -467,6 +484,22 @@ void fake_auto_complete(fake_device *f, bool on)
 {
     pthread_mutex_lock(&f->mu);
     f->auto_complete = on;
+    pthread_mutex_unlock(&f->mu);
+}
+
+void fake_on_sync(fake_device *f, void (*fn)(void *ctx, fs_stream_t s), void *ctx)
+{
+    pthread_mutex_lock(&f->mu);
+    f->on_sync = fn;
+    f->on_sync_ctx = ctx;
+    pthread_mutex_unlock(&f->mu);
+}
+
+void fake_on_query(fake_device *f, void (*fn)(void *ctx, fs_stream_t s), void *ctx)
+{
+    pthread_mutex_lock(&f->mu);
+    f->on_query = fn;
+    f->on_query_ctx = ctx;
     pthread_mutex_unlock(&f->mu);
 }
 

@@ -33,7 +33,15 @@ const fs_device_ops *fake_ops(fake_device *f);
 
 void fake_auto_complete(fake_device *f, bool on); /* events complete when recorded */
 void fake_complete_all(fake_device *f);
-void fake_complete_stream(fake_device *f, fs_stream_t s);        /* events recorded on s so far */
+void fake_complete_stream(fake_device *f, fs_stream_t s); /* events recorded on s so far */
+/* A host wait on an incomplete event of stream s (event_synchronize) calls
+ * fn, outside the device's lock, before the event counts as complete: a
+ * test whose model tracks completions completes the stream there. */
+void fake_on_sync(fake_device *f, void (*fn)(void *ctx, fs_stream_t s), void *ctx);
+/* A query that finds an event of stream s incomplete calls fn afterwards,
+ * outside the device's lock: the GPU making progress while the host polls
+ * (what fn completes, the next query sees). */
+void fake_on_query(fake_device *f, void (*fn)(void *ctx, fs_stream_t s), void *ctx);
 void fake_set_capturing(fake_device *f, fs_stream_t s, bool on); /* global mode: underway too */
 void fake_set_capacity(fake_device *f, size_t capacity);
 void fake_counts_get(fake_device *f, fake_counts *out);

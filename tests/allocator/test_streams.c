@@ -6,8 +6,17 @@
  * address: SEG(0) is the first segment, SEG(10) the next. */
 #include "common.h"
 
+#include <time.h>
+
 #define BIG (19 * MiB)
 #define CAP ((size_t)64 << 30)
+
+/* The GPU catches up while the host polls. */
+static void catch_up(void *ctx, fs_stream_t s)
+{
+    (void)s;
+    fake_complete_all(ctx);
+}
 
 static void test_device_ordered_batches(void **state)
 {
@@ -27,23 +36,70 @@ static void test_device_ordered_batches(void **state)
     assert_int_equal(st.allocation[FS_POOL_ALL].current, 0);
     assert_int_equal(st.pending_free_bytes, 60 * MiB);
     /* the miss fences all three at once: the legacy stream plus S1, the
-     * only non-blocking stream with work */
+     * only non-blocking stream with work; and since they would serve it,
+     * it polls that fence on the host rather than grow */
+    fake_on_query(e.fake, catch_up, e.fake);
     void *d = must_alloc(&e, S1, BIG);
-    assert_int_equal(U(d), SEG(30));
-    assert_int_equal(counts(&e).event_record, 2);
-    fake_complete_all(e.fake);
-    void *x = must_alloc(&e, S1, BIG);
-    assert_int_equal(U(x), SEG(0));
-    assert_int_equal(counts(&e).event_record, 2);
+    fake_on_query(e.fake, NULL, NULL);
+    assert_int_equal(U(d), SEG(0));
+    fake_counts n = counts(&e);
+    assert_int_equal(n.event_record, 2);
+    assert_int_equal(n.event_sync, 0); /* polled: never a blocking wait */
+    assert_int_equal(n.segment_alloc, 3);
     st = stats(&e);
     assert_int_equal(st.pending_frees, 0);
-    assert_int_equal(st.active[FS_POOL_ALL].current, 2);
+    assert_int_equal(st.active[FS_POOL_ALL].current, 1);
+    void *x = must_alloc(&e, S1, BIG);
+    assert_int_equal(U(x), SEG(10));
+    assert_int_equal(counts(&e).event_record, 2);
     /* noted work on S2 adds S2's event to the next batch */
     fs_alloc_stream_note_work(e.a, 0, S2);
     fs_free(e.a, x, NULL);
     fs_free(e.a, d, NULL);
-    must_alloc(&e, S1, 3 * BIG); /* a miss: fences the two frees */
-    assert_int_equal(counts(&e).event_record, 2 + 3);
+    /* a miss that the two frees could not serve (whole 20 MiB segments)
+     * fences them and grows without waiting */
+    void *y = must_alloc(&e, S1, 3 * BIG);
+    assert_int_equal(U(y), SEG(30));
+    n = counts(&e);
+    assert_int_equal(n.event_record, 2 + 3);
+    /* a fence that completed by itself is no wait either */
+    fake_complete_all(e.fake);
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(20)); /* c's, free since the wait */
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(0));
+    env_free(&e);
+}
+
+/* Work that never completes while the allocating thread waits (a host
+ * function gated on that thread, a collective the other ranks have not
+ * reached) costs a bounded delay: the miss grows after 100 ms. */
+static void test_pending_wait_is_bounded(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, CAP);
+    void *a = must_alloc(&e, S1, BIG);
+    fs_free(e.a, a, NULL);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(10));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    assert_true(ms >= 100.0 && ms < 5000.0);
+    fake_counts n = counts(&e);
+    assert_int_equal(n.event_sync, 0);
+    assert_true(n.event_query > 2);
+    assert_int_equal(stats(&e).pending_frees, 1);
+    /* once the GPU catches up while it polls, the miss takes the block */
+    fake_on_query(e.fake, catch_up, e.fake);
+    void *b = must_alloc(&e, S1, BIG);
+    assert_int_equal(U(b), SEG(0));
+    /* stream-ordered: a free on S1 of a block S2 used waits for S2's event
+     * (for S1's alone the block would be S1's again at once) */
+    assert_int_equal(fs_record_stream(e.a, b, S2), FS_OK);
+    assert_int_equal(fs_free_async(e.a, b, S1, NULL), FS_OK);
+    assert_int_equal(stats(&e).pending_frees, 1);
+    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(0));
+    fake_on_query(e.fake, NULL, NULL);
+    assert_int_equal(counts(&e).segment_alloc, 2);
     env_free(&e);
 }
 
@@ -276,8 +332,9 @@ static void test_host_sync_and_empty_cache(void **state)
     void *a = must_alloc(&e, S1, BIG);
     void *b = must_alloc(&e, S1, BIG);
     fs_free(e.a, a, NULL);
-    must_alloc(&e, S1, BIG); /* the miss records the batch */
+    must_alloc(&e, S1, 4096); /* the miss records the batch (a small block: no wait) */
     fake_complete_all(e.fake);
+    assert_int_equal(counts(&e).event_sync, 0);
     assert_int_equal(stats(&e).pending_frees, 1);
     fs_alloc_note_host_sync(e.a, -1);
     assert_int_equal(stats(&e).pending_frees, 0);
@@ -286,7 +343,7 @@ static void test_host_sync_and_empty_cache(void **state)
     fs_alloc_empty_cache(e.a, -1);
     fs_alloc_stats st = stats(&e);
     assert_int_equal(st.num_device_free, 2);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 20 * MiB);
+    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 2 * MiB);
     assert_true(counts(&e).event_sync > 0);
     assert_int_equal(counts(&e).device_sync, 0);
     env_free(&e);
@@ -402,6 +459,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_ordered_batches),
+        cmocka_unit_test(test_pending_wait_is_bounded),
         cmocka_unit_test(test_fence_out_and_limit),
         cmocka_unit_test(test_sync_semantics),
         cmocka_unit_test(test_stream_semantics),
