@@ -20,7 +20,14 @@
  * default), and TORCH_DIST_USE_NCCL2=0 selects it (distributed_c10d.py reads
  * the variable once, at import). So on such a version the route sets
  * TORCH_DIST_USE_NCCL2=0 unless the user set it; a user's explicit choice of
- * nccl2 is kept, and then PyTorch's own allocator stays in charge, said. */
+ * nccl2 is kept, and then PyTorch's own allocator stays in charge, said.
+ *
+ * PYTORCH_NO_CUDA_MEMORY_CACHING=1 is a route of its own: PyTorch's native
+ * allocator then hands every tensor to cudaMalloc and cudaFree (no stream),
+ * which the shim serves, while under backend:cudaMallocAsync that variable
+ * means nothing. The user asked for it, so PyTorch's backend is left alone
+ * and the line says so (nothing else needs changing: the nccl2 hook's
+ * snapshot works with the native backend). */
 #include "torch_route.h"
 
 #include "conf_lex.h"
@@ -196,6 +203,14 @@ static bool selects_nccl2(int major, int minor, const char *value)
     return major == 2 && minor == 14 && value && !strcmp(value, "1");
 }
 
+/* PYTORCH_NO_CUDA_MEMORY_CACHING as PyTorch reads it (c10::utils::check_env):
+ * on only when exactly "1". */
+static bool no_caching(void)
+{
+    const char *v = getenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
+    return v && !strcmp(v, "1");
+}
+
 int fs_route_torch(const char *python, const char *shim_conf_in, char **shim_conf, char *note,
                    size_t note_len)
 {
@@ -213,6 +228,12 @@ int fs_route_torch(const char *python, const char *shim_conf_in, char **shim_con
     *shim_conf = NULL;
     note[0] = '\0';
     if (set(FS_ROUTE_MARK, "1", note, note_len)) return -1;
+    if (no_caching()) {
+        snprintf(note, note_len,
+                 "PYTORCH_NO_CUDA_MEMORY_CACHING=1: PyTorch's allocator backend left as it is; "
+                 "it hands every tensor to cudaMalloc/cudaFree, which the shim serves");
+        return 0;
+    }
     if (fs_route_torch_version(python, version, sizeof version, &major, &minor) &&
         selects_nccl2(major, minor, nccl2)) {
         if (nccl2) {

@@ -33,7 +33,9 @@ bool fs_route_torch_version(const char *python, char *text, size_t len, int *maj
  * `shim_conf_in`, which wins; on a PyTorch whose default NCCL process group
  * aborts under that backend TORCH_DIST_USE_NCCL2=0 is set unless the user
  * chose a process group, and a user's explicit choice of that group keeps
- * PyTorch's own allocator in charge instead. Sets FS_ROUTE_MARK. `note`
+ * PyTorch's own allocator in charge instead. With
+ * PYTORCH_NO_CUDA_MEMORY_CACHING=1 nothing is changed (PyTorch then calls
+ * cudaMalloc/cudaFree for every tensor), said. Sets FS_ROUTE_MARK. `note`
  * gets the one line to say (empty when nothing of the user's setting
  * changed). Returns -1 with the reason in `note` when the environment cannot
  * be set. */

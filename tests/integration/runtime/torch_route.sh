@@ -67,6 +67,13 @@ PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
     sees "backend:cudaMallocAsync 0" "$dir/venv-2.15.0+cu132/bin/python" -c "$py"
 [ "$(wc -l <"$dir/err")" -eq 1 ] || { cat "$dir/err" >&2; fail "not one line"; }
 said 1 "TORCH_DIST_USE_NCCL2=0 for PyTorch 2.15.0+cu132.*; PYTORCH_CUDA_ALLOC_CONF 'expandable_segments:True' is now"
+# PYTORCH_NO_CUDA_MEMORY_CACHING=1: PyTorch then calls cudaMalloc/cudaFree for
+# every tensor, which the shim serves; its backend and process group are left
+# alone, said once (only "1" is on for PyTorch)
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True PYTORCH_NO_CUDA_MEMORY_CACHING=1 \
+    sees "expandable_segments:True None" "$dir/venv-2.15.0+cu132/bin/python" -c "$py"
+said 1 "PYTORCH_NO_CUDA_MEMORY_CACHING=1: PyTorch's allocator backend left as it is"
+PYTORCH_NO_CUDA_MEMORY_CACHING=true sees "backend:cudaMallocAsync 0" "$dir/venv-2.15.0+cu132/bin/python" -c "$py"
 # PYTORCH_ALLOC_CONF (read by PyTorch only without PYTORCH_CUDA_ALLOC_CONF,
 # which the route sets) is the user's setting then: its keys are carried
 PYTORCH_ALLOC_CONF=expandable_segments:True,max_split_size_mb:64 \
