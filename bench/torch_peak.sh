@@ -1,30 +1,30 @@
 #!/usr/bin/env bash
 # torch_peak - peak device memory of a PyTorch FSDP training script under the
 # shim against PyTorch's own caching allocator, on the simulated device
-# (SPEC section 14), measured from outside both: the sim's peak_used_bytes
-# (FSDPSHIM_SIM_STATS=1), the highest over the ranks.
+# (SPEC section 14), measured from outside both: `fsdpshim sim`'s report of
+# the devices' peaks (everything charged to a device, cached or not), the
+# highest over the ranks.
 #
 #   torch_peak [--runs N] [--ranks N] [SCRIPT [SCRIPT ARGS...]]
 #
 # SCRIPT defaults to examples/train_fsdp.py; it is run with torchrun and
 # `--fsdp 1|2` added. Routes, each run N times (default 3), interleaved so
 # that a busy spell of the host hits all of them alike:
-#   native      PyTorch's caching allocator, no shim (the reference)
-#   fsdp2/1     the shim's route: libfsdpshim.so preloaded,
-#               PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
-#   nocache     FSDP2 with PYTORCH_NO_CUDA_MEMORY_CACHING=1 and the shim
-#               serving PyTorch's cudaMalloc/cudaFree of every tensor (that
-#               variable does nothing under backend:cudaMallocAsync, so this
-#               route leaves PyTorch's backend alone)
+#   native      PyTorch's caching allocator, no shim (`fsdpshim sim --native`):
+#               the reference, as a user runs the job (PyTorch 2.15: its
+#               default NCCL process group)
+#   shim        the shim's route (`fsdpshim sim`, which routes PyTorch as
+#               `fsdpshim run` does: backend:cudaMallocAsync, and on 2.15
+#               TORCH_DIST_USE_NCCL2=0)
+#   nocache     FSDP2 with PYTORCH_NO_CUDA_MEMORY_CACHING=1 under the shim:
+#               PyTorch hands every tensor to cudaMalloc/cudaFree
 # Prints the medians with their ranges and, last, exactly
 #   summary: peak_ratio_fsdp2=<r> peak_ratio_fsdp1=<r> peak_ratio_nocache=<r>
 # (median under the shim / median native, FSDP2's native for nocache).
 #
 # Environment: PYTHON (the interpreter with torch; default python3 on PATH,
-# torchrun next to it), FSDPSHIM_LIB (default: this build's library),
-# TORCH_PEAK_PRELOAD (libraries preloaded in every run after the sim's, for
-# entry points the sim lacks). The sim's environment comes from sim_env
-# below. Exit status 1 when a run fails.
+# torchrun next to it), FSDPSHIM_LIB (default: this build's library).
+# Exit status 1 when a run fails.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
     case $1 in
     --runs) runs=$2; shift 2 ;;
     --ranks) ranks=$2; shift 2 ;;
-    -h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
     esac
 done
@@ -48,39 +48,27 @@ for f in "$script" "$shim" "$torchrun"; do
     [ -e "$f" ] || { echo "torch_peak: $f: not found" >&2; exit 1; }
 done
 
-# The simulated device for an unmodified PyTorch: the sim's libraries
-# preloaded by path (PyTorch's wheels find NVIDIA's through their RPATH),
-# each device's peak printed at exit.
-sim_env() {
-    local sim=$top/lib/sim pre=""
-    for lib in libcudart.so.13 libnccl.so.2 libcuda.so.1; do
-        [ -e "$sim/$lib" ] && pre=$pre:$sim/$lib
-    done
-    [ -n "${TORCH_PEAK_PRELOAD:-}" ] && pre=$pre:$TORCH_PEAK_PRELOAD
-    export LD_PRELOAD=${pre#:} FSDPSHIM_SIM_STATS=1 FSDPSHIM_SIM_DEVICES=$ranks
-    export TORCH_DIST_USE_NCCL2=0 # PyTorch 2.15's default group aborts under cudaMallocAsync
-}
-
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# run ROUTE FSDP [SCRIPT ARGS]: prints the highest peak_used_bytes over the ranks
+# run ROUTE FSDP [SCRIPT ARGS]: prints the highest device peak over the ranks
 run() {
     local route=$1 fsdp=$2 out=$tmp/out
     shift 2
+    local sim=("$top/bin/fsdpshim" sim --devices "$ranks" --lib "$shim")
     (
-        sim_env
-        unset PYTORCH_CUDA_ALLOC_CONF PYTORCH_NO_CUDA_MEMORY_CACHING
+        unset PYTORCH_CUDA_ALLOC_CONF PYTORCH_ALLOC_CONF PYTORCH_NO_CUDA_MEMORY_CACHING
+        unset TORCH_DIST_USE_NCCL2 FSDPSHIM_TORCH_ROUTED
         case $route in
-        shim) export LD_PRELOAD=$shim:$LD_PRELOAD PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync ;;
-        nocache) export LD_PRELOAD=$shim:$LD_PRELOAD PYTORCH_NO_CUDA_MEMORY_CACHING=1 \
-            FSDPSHIM_TORCH_ROUTED=1 ;;
+        native) sim+=(--native) ;;
+        nocache) export PYTORCH_NO_CUDA_MEMORY_CACHING=1 ;;
         esac
-        "$torchrun" --standalone --nproc-per-node "$ranks" "$script" --fsdp "$fsdp" "$@"
+        "${sim[@]}" -- "$torchrun" --standalone --nproc-per-node "$ranks" "$script" \
+            --fsdp "$fsdp" "$@"
     ) >"$out" 2>&1 || { echo "torch_peak: $route fsdp$fsdp failed:" >&2; tail -20 "$out" >&2; exit 1; }
     local p
-    p=$(grep -o 'peak_used_bytes=[0-9]*' "$out" | cut -d= -f2 | sort -n | tail -1)
-    [ -n "$p" ] || { echo "torch_peak: $route fsdp$fsdp: no peak_used_bytes" >&2; exit 1; }
+    p=$(sed -nE 's/^fsdpshim sim: peak .* \(([0-9]+) bytes\) on device.*/\1/p' "$out")
+    [ -n "$p" ] || { echo "torch_peak: $route fsdp$fsdp: no peak in fsdpshim sim's report" >&2; exit 1; }
     echo "$p"
 }
 
