@@ -21,16 +21,23 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
-void fs_fork_renew_rwlock(pthread_rwlock_t *lock)
+void fs_fork_rwlock(pthread_rwlock_t *lock, enum fs_fork_phase phase)
 {
-    /* That is the release of the lock the prepare took, which TSan must be
-     * told: else it holds the lock for ever in the child and sees lock-order
-     * cycles in the child's other handlers (sim/arena.c). */
+    if (phase == FS_FORK_PREPARE) {
+        pthread_rwlock_wrlock(lock);
+    } else if (phase == FS_FORK_PARENT) {
+        pthread_rwlock_unlock(lock);
+    } else {
+        /* The fresh lock is the release of the one the prepare took, which
+         * TSan must be told: else it holds that lock for ever in the child
+         * and sees lock-order cycles in the child's other handlers
+         * (sim/arena.c). */
 #ifdef __SANITIZE_THREAD__
-    __tsan_mutex_pre_unlock(lock, 0);
-    __tsan_mutex_post_unlock(lock, 0);
+        __tsan_mutex_pre_unlock(lock, 0);
+        __tsan_mutex_post_unlock(lock, 0);
 #endif
-    pthread_rwlock_init(lock, NULL);
+        pthread_rwlock_init(lock, NULL);
+    }
 }
 
 static void prepare(void)

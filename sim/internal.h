@@ -371,10 +371,10 @@ void fs_pool_forget_streams(struct fs_pool *pool);
 
 /* ---- fork.c: a forked child starts with no streams or events ---- */
 enum fs_fork_phase { FS_FORK_PREPARE, FS_FORK_PARENT, FS_FORK_CHILD };
-/* A writer lock the prepare handler took, made afresh in the fork child:
- * glibc tells a writer's unlock by the owner's thread id, which the child's
- * thread no longer has. */
-void fs_fork_renew_rwlock(pthread_rwlock_t *lock);
+/* A rwlock's fork handler: write-locked by the prepare, unlocked in the
+ * parent, made afresh in the child (glibc tells a writer's unlock by the
+ * owner's thread id, which the child's thread no longer has). */
+void fs_fork_rwlock(pthread_rwlock_t *lock, enum fs_fork_phase phase);
 void fs_fork_install(void);
 /* Each file's part: take its locks before fork, release them after it
  * and, in the child, forget what belonged to the parent's threads. */

@@ -306,12 +306,7 @@ void sim_modules_forget_device(int device)
 
 void sim_modules_fork(enum fs_fork_phase phase)
 {
-    if (phase == FS_FORK_PREPARE)
-        pthread_rwlock_wrlock(&lock);
-    else if (phase == FS_FORK_PARENT)
-        pthread_rwlock_unlock(&lock);
-    else
-        fs_fork_renew_rwlock(&lock);
+    fs_fork_rwlock(&lock, phase);
 }
 
 /* ---- the ABI of nvcc's generated host code (crt/host_runtime.h) ----

@@ -143,10 +143,5 @@ size_t fs_registry_collect(int device, enum fs_range_kind kind, struct fs_range 
 
 void fs_registry_fork(enum fs_fork_phase phase)
 {
-    if (phase == FS_FORK_PREPARE)
-        pthread_rwlock_wrlock(&lock);
-    else if (phase == FS_FORK_PARENT)
-        pthread_rwlock_unlock(&lock);
-    else
-        fs_fork_renew_rwlock(&lock);
+    fs_fork_rwlock(&lock, phase);
 }
