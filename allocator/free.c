@@ -179,12 +179,14 @@ FS_SLOW_PATH static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_st
     b->state = FS_BLOCK_PENDING;
     fs_blist_push(&p->pending, b);
     fs_stats_apply(d, &dl);
-    pace_retire(a, p);
-    fs_spin_unlock(&p->lock);
+    /* The caller's reference first: pace_retire may retire this very block
+     * at once and drop the block's reference, the last one but this. */
     if (fence_out) {
         fs_fence_get(f);
         *fence_out = f;
     }
+    pace_retire(a, p);
+    fs_spin_unlock(&p->lock);
     return FS_OK;
 }
 

@@ -139,6 +139,27 @@ static void test_fence_out_and_limit(void **state)
     env_free(&e);
 }
 
+/* A stream-ordered free whose fence the caller keeps, retired in the same
+ * call (every 64th free retires what is done, and with events complete at
+ * once that is the block just freed): the caller's reference must outlive
+ * the block's. Under ASan this was a use-after-free of the fence. */
+static void test_fence_out_retired_at_once(void **state)
+{
+    (void)state;
+    env e = env_make("free_semantics:stream", CAP);
+    fake_auto_complete(e.fake, true);
+    for (int i = 0; i < 200; i++) {
+        void *b = must_alloc(&e, S1, 4096);
+        fs_fence *f = NULL;
+        assert_int_equal(fs_record_stream(e.a, b, S2), FS_OK);
+        assert_int_equal(fs_free_async(e.a, b, S1, &f), FS_OK);
+        assert_non_null(f);
+        assert_int_equal(fs_fence_query(e.a, f), FS_DEV_OK);
+        fs_fence_release(e.a, f);
+    }
+    env_free(&e);
+}
+
 static void test_sync_semantics(void **state)
 {
     (void)state;
@@ -461,6 +482,7 @@ int main(void)
         cmocka_unit_test(test_device_ordered_batches),
         cmocka_unit_test(test_pending_wait_is_bounded),
         cmocka_unit_test(test_fence_out_and_limit),
+        cmocka_unit_test(test_fence_out_retired_at_once),
         cmocka_unit_test(test_sync_semantics),
         cmocka_unit_test(test_stream_semantics),
         cmocka_unit_test(test_free_async_on_other_stream),
