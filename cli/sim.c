@@ -28,8 +28,9 @@
 #define MAX_DEVICES 64
 
 /* The sim's libraries, each preloaded when built; the runtime is required. */
-static const char *const sim_libraries[] = {"libcudart.so.13", "libcuda.so.1", "libnccl.so.2",
-                                            "libcublas.so.13", "libcublasLt.so.13"};
+static const char *const sim_libraries[] = {"libcudart.so.13",   "libcuda.so.1",
+                                            "libnccl.so.2",      "libcublas.so.13",
+                                            "libcublasLt.so.13", "libcudnn.so.9"};
 
 void usage_sim(FILE *out)
 {
