@@ -290,8 +290,7 @@ cudnnStatus_t cudnnSetRNNDescriptor_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlg
                                        cudnnDropoutDescriptor_t dropoutDesc, uint32_t auxFlags)
 {
     if (!rnnDesc) return BAD("descriptor is NULL");
-    if (algo < CUDNN_RNN_ALGO_STANDARD || algo > CUDNN_RNN_ALGO_PERSIST_DYNAMIC)
-        return BAD("invalid algo");
+    if (algo < CUDNN_RNN_ALGO_STANDARD || algo >= CUDNN_RNN_ALGO_COUNT) return BAD("invalid algo");
     if (cellMode < CUDNN_RNN_RELU || cellMode > CUDNN_GRU) return BAD("invalid cellMode");
     if (biasMode < CUDNN_RNN_NO_BIAS || biasMode > CUDNN_RNN_DOUBLE_BIAS)
         return BAD("invalid biasMode");
@@ -301,8 +300,9 @@ cudnnStatus_t cudnnSetRNNDescriptor_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlg
         return BAD("invalid inputMode");
     if (!sim_dnn_type_ok(dataType) || !sim_dnn_type_ok(mathPrec)) return BAD("invalid data type");
     if (inputSize <= 0 || hiddenSize <= 0 || numLayers <= 0) return BAD("a size is not positive");
-    /* a projection only shrinks an LSTM's recurrent output */
-    if (projSize <= 0 || projSize > hiddenSize || (projSize < hiddenSize && cellMode != CUDNN_LSTM))
+    /* a projection only shrinks an LSTM's recurrent output; 0 is none */
+    if (projSize == 0) projSize = hiddenSize;
+    if (projSize < 0 || projSize > hiddenSize || (projSize < hiddenSize && cellMode != CUDNN_LSTM))
         return BAD("invalid projSize");
     if (inputMode == CUDNN_SKIP_INPUT && inputSize != hiddenSize)
         return BAD("CUDNN_SKIP_INPUT needs inputSize == hiddenSize");

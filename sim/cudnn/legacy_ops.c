@@ -551,7 +551,8 @@ static int64_t rnn_offset(const struct cudnnRNNStruct *r, int pseudo, int id, in
             for (int i = 0; i < 2 * g + (b ? 0 : 1); i++) {
                 int part = i == 2 * g ? 8 : i;
                 if (p == pseudo && b == bias && part == id) return off;
-                off += rnn_part(r, p, part, b, &rows, &cols);
+                int64_t n = rnn_part(r, p, part, b, &rows, &cols);
+                off += n > 0 ? n : 0; /* -1: no such part (a GRU's projection) */
             }
     }
     return off;
@@ -685,8 +686,10 @@ cudnnStatus_t cudnnRNNBackwardData_v8(cudnnHandle_t handle, cudnnRNNDescriptor_t
 {
     (void)hDesc, (void)hx, (void)dhy, (void)dhx, (void)cDesc, (void)cx, (void)dcy, (void)dcx;
     (void)workSpaceSize, (void)workSpace, (void)reserveSpaceSize;
-    /* the backward passes read what a training forward pass reserved */
-    if (!devSeqLengths || !y || !dy || !dx || !weightSpace || !reserveSpace)
+    /* the backward passes read what a training forward pass reserved; the
+     * device copy of the lengths is optional (PyTorch passes none) */
+    (void)devSeqLengths;
+    if (!y || !dy || !dx || !weightSpace || !reserveSpace)
         return FAIL(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "NULL data or reserve space");
     return rnn_run(__func__, handle, rnnDesc, xDesc, yDesc, weightSpaceSize);
 }
@@ -702,7 +705,8 @@ cudnnStatus_t cudnnRNNBackwardWeights_v8(cudnnHandle_t handle, cudnnRNNDescripto
 {
     (void)hDesc, (void)hx, (void)workSpaceSize, (void)workSpace, (void)reserveSpaceSize;
     if (addGrad != CUDNN_WGRAD_MODE_ADD) return BAD("addGrad is not CUDNN_WGRAD_MODE_ADD");
-    if (!devSeqLengths || !x || !y || !dweightSpace || !reserveSpace)
+    (void)devSeqLengths;
+    if (!x || !y || !dweightSpace || !reserveSpace)
         return FAIL(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "NULL data or reserve space");
     return rnn_run(__func__, handle, rnnDesc, xDesc, yDesc, weightSpaceSize);
 }

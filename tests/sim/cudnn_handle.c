@@ -219,7 +219,27 @@ static void test_other_descriptors(void **state)
                                  CUDNN_BIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT,
                                  CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, 10, 20, 21, 2, d, 0),
         CUDNN_STATUS_BAD_PARAM);
+    /* projSize 0 is no projection (PyTorch's LSTM without one, its GRU);
+     * every algorithm below CUDNN_RNN_ALGO_COUNT is one */
+    assert_int_equal(cudnnSetRNNDescriptor_v8(
+                         r, CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H, CUDNN_GRU, CUDNN_RNN_DOUBLE_BIAS,
+                         CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT,
+                         CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, 10, 20, 0, 1, d, 0),
+                     CUDNN_STATUS_SUCCESS);
+    assert_int_equal(
+        cudnnSetRNNDescriptor_v8(r, CUDNN_RNN_ALGO_COUNT, CUDNN_GRU, CUDNN_RNN_DOUBLE_BIAS,
+                                 CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT,
+                                 CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, 10, 20, 0, 1, d, 0),
+        CUDNN_STATUS_BAD_PARAM);
     size_t wsize = 0;
+    assert_int_equal(cudnnGetRNNWeightSpaceSize(h, r, &wsize), CUDNN_STATUS_SUCCESS);
+    /* one layer, 3 gates x (20 x 10 + 20 x 20) + 2 x 3 x 20 biases */
+    assert_int_equal(wsize, (3 * (20 * 10 + 20 * 20) + 120) * sizeof(float));
+    assert_int_equal(
+        cudnnSetRNNDescriptor_v8(r, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS,
+                                 CUDNN_BIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT,
+                                 CUDNN_DATA_FLOAT, CUDNN_DEFAULT_MATH, 10, 20, 20, 2, d, 0),
+        CUDNN_STATUS_SUCCESS);
     assert_int_equal(cudnnGetRNNWeightSpaceSize(h, r, &wsize), CUDNN_STATUS_SUCCESS);
     /* per layer and direction: 4 gates x (20 x in + 20 x 20) + 2 x 4 x 20 biases;
      * in is 10 for layer 0, 40 (both directions' outputs) for layer 1 */
