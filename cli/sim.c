@@ -32,9 +32,9 @@
  * finds a loaded library by its soname first: preloading it is what makes
  * the sim's win over a real one on a search path of the program's (its
  * DT_RPATH comes before LD_LIBRARY_PATH). */
-static const char *const sim_libraries[] = {"libcudart.so.13",   "libcuda.so.1",
-                                            "libnccl.so.2",      "libcublas.so.13",
-                                            "libcublasLt.so.13", "libnvidia-ml.so.1"};
+static const char *const sim_libraries[] = {
+    "libcudart.so.13",   "libcuda.so.1",  "libnccl.so.2",     "libcublas.so.13",
+    "libcublasLt.so.13", "libcudnn.so.9", "libnvidia-ml.so.1"};
 #define SIM_LIBRARY_COUNT (sizeof sim_libraries / sizeof sim_libraries[0])
 
 void usage_sim(FILE *out)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # torch_imports.sh - writes the entry points PyTorch's libraries import from
-# libcudart.so.13, libnccl.so.2, libcublas.so.13 and libcublasLt.so.13, for
-# each torch version given (default: 2.15.0, the pinned one, and 2.11.0),
-# into sim/imports/torch-<v>-<lib>.txt (lib: libcudart, libnccl, libcublas,
-# libcublasLt), and the driver functions they look up by name (dlsym on
-# libcuda.so.1, cudaGetDriverEntryPoint) into sim/imports/torch-<v>-libcuda.txt.
+# libcudart.so.13, libnccl.so.2, libcublas.so.13, libcublasLt.so.13 and
+# libcudnn.so.9, for each torch version given (default: 2.15.0, the pinned
+# one, and 2.11.0), into sim/imports/torch-<v>-<lib>.txt (lib: libcudart,
+# libnccl, libcublas, libcublasLt, libcudnn), and the driver functions they
+# look up by name (dlsym on libcuda.so.1, cudaGetDriverEntryPoint) into
+# sim/imports/torch-<v>-libcuda.txt.
 # The ratchet test sim_torch_imports checks those committed lists against
 # what the built sim exports.
 #
@@ -18,9 +19,9 @@
 # Attribution: the runtime's symbols are versioned, so an undefined symbol
 # bound to @libcudart.so.13 is the runtime's. NCCL exports its entry points
 # without a version, so an unversioned undefined symbol named nccl* or
-# pnccl* is attributed to libnccl.so.2 by its name. cuBLAS and cuBLASLt
-# version their exports like the runtime (@libcublas.so.13,
-# @libcublasLt.so.13).
+# pnccl* is attributed to libnccl.so.2 by its name. cuBLAS, cuBLASLt and
+# cuDNN version their exports like the runtime (@libcublas.so.13,
+# @libcublasLt.so.13, @libcudnn.so.9).
 #
 # The driver is never linked, only looked up by name, so its functions are
 # the strings cu<Upper>... in the libraries' data that cuda.h names: the
@@ -71,10 +72,11 @@ for version in "$@"; do
         header libnccl.so.2 "nm -D --undefined-only torch/lib/*.so*: unversioned symbols named nccl*/pnccl* (NCCL exports no version node)"
         grep -E '^p?nccl[A-Za-z0-9_]*$' "$undefined" | sort -u
     } >"$out_dir/torch-$version-libnccl.txt"
-    for lib in libcublas libcublasLt; do
+    for soname in libcublas.so.13 libcublasLt.so.13 libcudnn.so.9; do
+        lib=${soname%%.so.*}
         {
-            header $lib.so.13 "symbols bound to the version node @$lib.so.13"
-            sed -n "s/@$lib\.so\.13\$//p" "$undefined" | sort -u
+            header "$soname" "nm -D --undefined-only torch/lib/*.so*: symbols bound to the version node @$soname"
+            sed -n "s/@${soname//./\\.}\$//p" "$undefined" | sort -u
         } >"$out_dir/torch-$version-$lib.txt"
     done
     {
@@ -88,5 +90,6 @@ for version in "$@"; do
         "$(grep -vc '^#' "$out_dir/torch-$version-libnccl.txt") libnccl," \
         "$(grep -vc '^#' "$out_dir/torch-$version-libcublas.txt") libcublas," \
         "$(grep -vc '^#' "$out_dir/torch-$version-libcublasLt.txt") libcublasLt," \
+        "$(grep -vc '^#' "$out_dir/torch-$version-libcudnn.txt") libcudnn," \
         "$(grep -vc '^#' "$out_dir/torch-$version-libcuda.txt") libcuda imports"
 done

@@ -5,9 +5,11 @@
 # library or be listed, with its reason, in missing-<lib>.txt; and no symbol
 # in missing-<lib>.txt may in fact be exported, so the missing lists only
 # shrink. libcudart's symbols count only under the libcudart.so.13 version
-# node, libcublas's and libcublasLt's under theirs; libnccl's are
-# unversioned, as NCCL's own are. A library without a missing list (cuBLAS,
-# cuBLASLt) must export every import.
+# node, libcublas's, libcublasLt's and libcudnn's under theirs; libnccl's
+# are unversioned, as NCCL's own are. A library without a missing list
+# (cuBLAS, cuBLASLt, cuDNN) must export every import. libcudnn.so.9 is
+# built only where cuDNN's headers are (sim/cudnn/CMakeLists.txt): the
+# build says so with the optional last argument.
 #
 # libcuda.so.1 is never linked, only looked up by name: a driver function
 # PyTorch names counts as provided when the library exports it or its
@@ -15,12 +17,13 @@
 # library exports must be found by its base name through cuGetProcAddress,
 # so that cudaGetDriverEntryPoint reaches all of it.
 #
-# Usage: torch_imports.sh <sim/imports dir> <build/lib/sim dir> <driver_lookup>
+# Usage: torch_imports.sh <sim/imports dir> <build/lib/sim dir> <driver_lookup> [cudnn]
 set -eu
 
 imports=$1
 simdir=$2
 lookup=$3
+with_cudnn=${4:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failed=0
@@ -65,6 +68,11 @@ check libcudart libcudart.so.13 libcudart.so.13
 check libnccl libnccl.so.2 ""
 check libcublas libcublas.so.13 libcublas.so.13
 check libcublasLt libcublasLt.so.13 libcublasLt.so.13
+if [ "$with_cudnn" = cudnn ]; then
+    check libcudnn libcudnn.so.9 libcudnn.so.9
+else
+    echo "libcudnn.so.9 not built (no cuDNN headers): its imports are not checked"
+fi
 
 for list in "$imports"/torch-*-libcuda.txt; do
     name=$(basename "$list" .txt)

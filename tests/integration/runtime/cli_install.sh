@@ -20,6 +20,12 @@ for f in bin/fsdpshim lib/libfsdpshim.so include/fsdpshim/fsdpshim.h lib/pkgconf
     lib/fsdpshim/sim/libnvidia-ml.so.1 lib/fsdpshim/sim/libnvidia-ml.so; do
     [ -e "$prefix/$f" ] || fail "$f is not installed"
 done
+# the simulated cuDNN is built only where cuDNN's headers are (sim/cudnn)
+if [ -e "$build/lib/sim/libcudnn.so.9" ]; then
+    for f in lib/fsdpshim/sim/libcudnn.so.9 lib/fsdpshim/sim/libcudnn.so; do
+        [ -e "$prefix/$f" ] || fail "$f is not installed"
+    done
+fi
 
 # the installed CLI finds the installed library, wherever the build tree is
 out=$("$prefix/bin/fsdpshim" run -- sh -c 'echo "$LD_PRELOAD"') || fail "installed run failed"
