@@ -42,7 +42,7 @@ typedef struct fs_alloc_config {
     unsigned roundup_divisions[FS_ROUNDUP_BUCKETS];
     double garbage_collection_threshold; /* 0 = off, else in (0, 1) */
     bool expandable_segments;
-    size_t large_segment; /* bytes: the large pool's shared segment once the device is busy */
+    size_t large_segment; /* bytes: the large pool's shared segment (requests of 1 to 10 MiB) */
 } fs_alloc_config;
 
 /* Fills the SPEC's defaults. */

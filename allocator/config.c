@@ -179,8 +179,8 @@ int fs_alloc_config_set(fs_alloc_config *cfg, const char *key, const char *value
     }
     if (!strcmp(key, "large_segment_mb")) {
         unsigned long long mb;
-        /* Segments grow in 2 MiB steps; the bound keeps 8 segments in a size_t. */
-        if (!parse_u64(value, &mb) || mb < 2 || mb % 2 || mb > SIZE_MAX / FS_SEGMENT_SHARE / FS_MiB)
+        /* Segments come in 2 MiB steps; the bound keeps the size in a size_t. */
+        if (!parse_u64(value, &mb) || mb < 2 || mb % 2 || mb > SIZE_MAX / FS_MiB)
             return bad(err, errlen,
                        "%s: '%s' is not an even whole number of MiB, 2 or more (default: 20)", key,
                        value);

@@ -31,7 +31,6 @@
 #define FS_LARGE_BUFFER    (20 * FS_MiB) /* PyTorch's kLargeBuffer: large_segment_mb's default */
 #define FS_MIN_LARGE_ALLOC (10 * FS_MiB) /* from here a request has a segment of its own */
 #define FS_ROUND_LARGE     (2 * FS_MiB)
-#define FS_SEGMENT_SHARE   8 /* a shared large segment is at most 1/8 of the device's reserved */
 
 enum { FS_KIND_SMALL, FS_KIND_LARGE, FS_KINDS }; /* == FS_POOL_SMALL - 1, FS_POOL_LARGE - 1 */
 
@@ -287,11 +286,11 @@ void fs_stats_read(fs_dev *d, fs_alloc_stats *out);         /* a consistent snap
 /* ---- "size.c" ---------------------------------------------------------- */
 size_t fs_round_size(const fs_alloc_config *cfg, size_t size); /* 0 when it would wrap */
 bool fs_rounding_is_plain(const fs_alloc_config *cfg);
-/* The segment that a miss grows for a block of `rounded` bytes when the
- * device holds `reserved` bytes (docs/allocator.md, "Pools and segments"),
+/* The segment that a miss grows for a block of `rounded` bytes
+ * (docs/allocator.md, "Pools and segments"),
  * and the least segment that holds it, all a hot-path check needs; both 0
  * when the size would wrap. */
-size_t fs_segment_size(const fs_alloc_config *cfg, size_t reserved, size_t rounded);
+size_t fs_segment_size(const fs_alloc_config *cfg, size_t rounded);
 size_t fs_segment_least(size_t rounded);
 int fs_size_kind(size_t rounded);
 bool fs_should_split(const fs_alloc_config *cfg, const fs_block *b, size_t size);

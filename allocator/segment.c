@@ -502,10 +502,7 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
         fs_status st = grow_expandable(a, p, set, rounded, oom);
         if (st != FS_ERR_NOT_OWNED) return st;
     }
-    fs_alloc_stats held;
-    fs_stats_read(d, &held);
-    size_t size =
-        fs_segment_size(&a->cfg, (size_t)held.reserved_bytes[FS_POOL_ALL].current, rounded);
+    size_t size = fs_segment_size(&a->cfg, rounded);
     if (size == 0) {
         *oom = true;
         return FS_ERR_OOM;

@@ -1,5 +1,5 @@
 /* size.c - size arithmetic: request rounding (with roundup_power2_divisions),
- * pool choice, segment sizes (growing with the device's use) and the split
+ * pool choice, segment sizes and the split
  * rule. Every function refuses to wrap around near SIZE_MAX: 0 means "no
  * such size". */
 #include "internal.h"
@@ -58,44 +58,22 @@ size_t fs_segment_least(size_t rounded)
     return round_up(rounded, FS_ROUND_LARGE);
 }
 
-/* The large pool's shared segment (for requests under 10 MiB) grows with
- * the device: at most an eighth of what the device already holds, in
- * doubling steps from 2 MiB (2, 4, 8, 16 MiB ...), and the configured large
- * segment (PyTorch's 20 MiB) once the device holds eight of them (160 MiB).
+/* The large pool's shared segment (for requests from 1 to 10 MiB) is
+ * large_segment_mb, PyTorch's 20 MiB by default, whatever the device holds.
  *
- * Why. A segment is never shared between pools and is only given back
- * whole, so each (stream, pool kind) pool may hold one barely used segment:
- * PyTorch's 20 MiB costs a small job three times its own memory (the demo:
- * 9.3 MiB allocated, 28 MiB reserved per device) and a training job that
- * holds gigabytes nothing. Tying the segment to the memory already held is
- * what RMM's pool does when it grows (by the size of the pool so far); an
- * eighth rather than all of it because every stream's pool grows on its
- * own, so a fresh segment's unused tail stays within an eighth of reserved
- * memory per pool. Doubling steps from 2 MiB (the granularity in which the
- * driver's virtual-memory API maps device memory, and the step that larger
- * requests are rounded to) keep the segment sizes few, so that the room a
- * released segment leaves fits the next one; and a device that holds
- * 160 MiB or more is served exactly as PyTorch serves it, so a big job
- * keeps PyTorch's segments and their fragmentation behaviour.
- *
- * Deterministic: `reserved` is the device's reserved memory when the miss
- * path grows, under the device lock. The small pool keeps its 2 MiB: at
- * most one partly used 2 MiB segment per stream, a fixed cost that smaller
- * segments would trade for a device allocation every few blocks. */
-static size_t shared_segment(const fs_alloc_config *cfg, size_t reserved)
-{
-    size_t budget = reserved / FS_SEGMENT_SHARE;
-    if (budget >= cfg->large_segment) return cfg->large_segment;
-    if (budget < 2 * FS_ROUND_LARGE) return FS_ROUND_LARGE;
-    return FS_ROUND_LARGE << floor_log2(budget / FS_ROUND_LARGE);
-}
-
-size_t fs_segment_size(const fs_alloc_config *cfg, size_t reserved, size_t rounded)
+ * Why. A segment is only given back whole, so one that serves requests of
+ * several sizes is what lets a freed 4 MiB block and its neighbours serve a
+ * later 16 MiB request. Segments sized to the device's use (2, 4, 8 MiB
+ * while it held little) cost a small job less, but they were smaller than
+ * the requests that came later: PyTorch FSDP2 on 4 ranks (train_fsdp.py
+ * --size small) kept many such segments partly used and peaked at 1.21
+ * times PyTorch's own allocator, against 0.94 with 20 MiB ones (bench/
+ * torch_peak, docs/allocator.md). The small pool keeps its 2 MiB. */
+size_t fs_segment_size(const fs_alloc_config *cfg, size_t rounded)
 {
     size_t least = fs_segment_least(rounded);
     if (rounded <= FS_SMALL_SIZE || rounded >= FS_MIN_LARGE_ALLOC || least == 0) return least;
-    size_t shared = shared_segment(cfg, reserved);
-    return shared > least ? shared : least;
+    return cfg->large_segment > least ? cfg->large_segment : least;
 }
 
 int fs_size_kind(size_t rounded)

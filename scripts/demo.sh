@@ -58,5 +58,5 @@ if grep -q fsdpshim-sim "$tmp/with"; then
         "$(peak "$tmp/with") with it"
 fi
 echo "demo: the shim's peak is what it reserves, cached free blocks included: 2 MiB segments for" \
-    "blocks up to 1 MiB; blocks under 10 MiB share segments of 2 MiB while a device holds little," \
-    "doubling up to PyTorch's 20 MiB (large_segment_mb) once it holds 160 MiB"
+    "blocks up to 1 MiB, and blocks under 10 MiB share PyTorch's 20 MiB segments (large_segment_mb);" \
+    "a job this small pays for them, as it does under PyTorch (docs/allocator.md)"

@@ -61,8 +61,8 @@ for alloc in async malloc; do
         'BEGIN { printf "  %-24s %9.2fx %13.1fx\n", "ratio without/with", (b > 0 ? a / b : 0), (y > 0 ? x / y : 0) }'
 done
 echo "  (peak_used_bytes: the highest device's; with the shim, its peak reserved memory, cached"
-echo "   blocks included: segments of blocks under 10 MiB grow with the device's use, from 2 MiB"
-echo "   to large_segment_mb [20] at 160 MiB reserved; docs/allocator.md)"
+echo "   blocks included: blocks under 10 MiB share large_segment_mb [20 MiB] segments, as"
+echo "   PyTorch's; docs/allocator.md)"
 
 echo
 echo "rate limiter gap: rl_gap, $rounds rounds, ag_limit:1"
