@@ -3,7 +3,8 @@
 # Idempotent: when everything is present it changes nothing and needs no network.
 set -euo pipefail
 
-packages=(cmake make gcc pkg-config python3 libcmocka-dev libjemalloc-dev libmimalloc-dev)
+packages=(cmake make gcc pkg-config python3 libcmocka-dev libjemalloc-dev libmimalloc-dev
+          libzstd-dev zlib1g-dev libunwind-dev libdw-dev python3-dev)
 
 missing=()
 for p in "${packages[@]}"; do

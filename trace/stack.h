@@ -1,0 +1,30 @@
+/* stack.h - native backtraces and the stack table (trace/stack.c), and the
+ * module map (trace/modules.c).
+ *
+ * A stack is captured with libunwind's fast path, interned in a table so that
+ * a repeated stack costs one id, and defined in the trace (FS_REC_STACK)
+ * once. Frames stay raw return addresses: the module map (FS_REC_MODULE:
+ * path, build id, load address of every loaded object, including those loaded
+ * after start) lets the reader symbolise offline. */
+#ifndef FS_STACK_H
+#define FS_STACK_H
+
+#include <stdint.h>
+
+/* Captures the calling thread's stack, skipping `skip` innermost frames (the
+ * shim's own), keeping at most `max_frames`, and returns its id (defining it
+ * in the trace on first sight; module records for objects loaded since the
+ * last capture are defined first). 0 when tracing is off or nothing could be
+ * captured. Never takes a lock that the allocator holds; safe from any thread. */
+uint32_t fs_stack_capture(unsigned skip, unsigned max_frames);
+
+/* Copies the frames of stack `id` into out (at most max); returns how many,
+ * 0 for an unknown id. For snapshot files, which repeat the definitions of
+ * the stacks they name. */
+uint32_t fs_stack_frames(uint32_t id, uint64_t *out, uint32_t max);
+
+/* Defines every loaded object in the trace (FS_REC_MODULE); called when
+ * the trace starts, and again by fs_stack_capture when objects were loaded. */
+void fs_modules_define(void);
+
+#endif /* FS_STACK_H */
