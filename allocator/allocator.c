@@ -14,11 +14,27 @@ static atomic_uint serials = 1;
 /* ---- observation ---------------------------------------------------------- */
 
 void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream_t s,
-                uintptr_t addr, size_t size)
+                uintptr_t addr, size_t size, size_t requested)
 {
     fs_observer_node *o = atomic_load_explicit(&a->obs, memory_order_acquire);
-    if (o && o->obs.on_event)
-        o->obs.on_event(o->obs.ctx, kind, device, s, (const void *)addr, size);
+    if (!o || !o->obs.on_event) return;
+    fs_dev *d = &a->devs[device];
+    fs_alloc_event ev = {.kind = kind,
+                         .device = device,
+                         .stream = s,
+                         .addr = addr,
+                         .size = size,
+                         .requested = requested,
+                         .pool = FS_POOL_ALL};
+    if (kind == FS_EV_ALLOC || kind == FS_EV_FREE_REQUESTED || kind == FS_EV_FREE_COMPLETED)
+        ev.pool = fs_size_kind(size) == FS_KIND_SMALL ? FS_POOL_SMALL : FS_POOL_LARGE;
+    fs_spin_lock(&d->stats_lock);
+    for (int k = 0; k < FS_KINDS; k++) {
+        ev.allocated += (size_t)d->st.cur[k][FS_ST_ALLOCATED_BYTES];
+        ev.reserved += (size_t)d->st.cur[k][FS_ST_RESERVED_BYTES];
+    }
+    fs_spin_unlock(&d->stats_lock);
+    o->obs.on_event(o->obs.ctx, &ev);
 }
 
 void fs_alloc_set_observer(fs_allocator *a, const fs_alloc_observer *obs)
@@ -521,7 +537,7 @@ FS_HOT_PATH fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream,
         if (st == FS_ERR_OOM) report_oom(a, d, stream, size);
         return st;
     }
-    fs_observe(a, FS_EV_ALLOC, device, stream, b->addr, b->size);
+    fs_observe(a, FS_EV_ALLOC, device, stream, b->addr, b->size, b->requested);
     *out = (void *)b->addr;
     return FS_OK;
 }

@@ -267,13 +267,26 @@ typedef enum fs_alloc_event_kind {
     FS_EV_SEGMENT_UNMAP,
 } fs_alloc_event_kind;
 
+/* One event, as an observer sees it. */
+typedef struct fs_alloc_event {
+    fs_alloc_event_kind kind;
+    int device;
+    fs_stream_t stream; /* the block's (or the growing pool's) stream; 0 none */
+    uintptr_t addr;     /* the block, or the segment's range */
+    size_t size;        /* the block's rounded size, or the segment's bytes */
+    size_t requested;   /* allocation and free events: the bytes asked for */
+    int pool;           /* FS_POOL_SMALL or FS_POOL_LARGE; FS_POOL_ALL for segment events */
+    size_t allocated;   /* the device's bytes in live blocks, after the event */
+    size_t reserved;    /* the device's reserved bytes, after the event */
+} fs_alloc_event;
+
 /* Optional callbacks; they must not call back into the allocator. The two
  * free events come with the block's pool locked, so that they precede any
- * reuse of the block; the others outside the allocator's locks. */
+ * reuse of the block; the others outside the allocator's locks. Nothing is
+ * read for an event (totals included) while no observer is set. */
 typedef struct fs_alloc_observer {
     void *ctx;
-    void (*on_event)(void *ctx, fs_alloc_event_kind kind, int device, fs_stream_t stream,
-                     const void *addr, size_t size);
+    void (*on_event)(void *ctx, const fs_alloc_event *ev);
     void (*on_oom)(void *ctx, const fs_oom_info *info);
 } fs_alloc_observer;
 

@@ -214,7 +214,7 @@ FS_SLOW_PATH static fs_status free_sync(fs_allocator *a, fs_block *b, fs_fence *
 static void note_free_requested(fs_allocator *a, fs_block *b)
 {
     fs_pool *p = b->seg->pool;
-    fs_observe(a, FS_EV_FREE_REQUESTED, p->dev->id, b->stream, b->addr, b->size);
+    fs_observe(a, FS_EV_FREE_REQUESTED, p->dev->id, b->stream, b->addr, b->size, b->requested);
 }
 
 FS_HOT_PATH fs_status fs_free(fs_allocator *a, void *ptr, fs_fence **fence_out)

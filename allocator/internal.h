@@ -417,7 +417,7 @@ fs_status fs_with_live_block(fs_allocator *a, const void *ptr,
 
 /* ---- "allocator.c" ----------------------------------------------------- */
 void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream_t s,
-                uintptr_t addr, size_t size);
+                uintptr_t addr, size_t size, size_t requested);
 
 static inline int fs_seg_set(const fs_segment *s)
 {

@@ -443,16 +443,13 @@ static void test_cross_stream_adopts_whole_segment(void **state)
 }
 
 static int events_seen[8];
+static fs_alloc_event last_event[8];
 
-static void on_event(void *ctx, fs_alloc_event_kind kind, int device, fs_stream_t s,
-                     const void *addr, size_t size)
+static void on_event(void *ctx, const fs_alloc_event *ev)
 {
     (void)ctx;
-    (void)device;
-    (void)s;
-    (void)addr;
-    (void)size;
-    events_seen[kind]++;
+    events_seen[ev->kind]++;
+    last_event[ev->kind] = *ev;
 }
 
 static void test_observer(void **state)
@@ -462,7 +459,16 @@ static void test_observer(void **state)
     memset(events_seen, 0, sizeof events_seen);
     fs_alloc_observer obs = {.on_event = on_event};
     fs_alloc_set_observer(e.a, &obs);
-    void *a = must_alloc(&e, S1, 4096);
+    void *a = must_alloc(&e, S1, 4000);
+    /* the totals after the allocation: one block of 4096 bytes in a segment */
+    fs_alloc_event *ev = &last_event[FS_EV_ALLOC];
+    assert_ptr_equal((void *)ev->addr, a);
+    assert_int_equal(ev->size, 4096);
+    assert_int_equal(ev->requested, 4000);
+    assert_int_equal(ev->pool, FS_POOL_SMALL);
+    assert_int_equal(ev->allocated, 4096);
+    assert_int_equal(ev->reserved, last_event[FS_EV_SEGMENT_ALLOC].size);
+    assert_int_equal(last_event[FS_EV_SEGMENT_ALLOC].allocated, 0);
     fs_free(e.a, a, NULL);
     fs_alloc_empty_cache(e.a, 0);
     assert_int_equal(events_seen[FS_EV_ALLOC], 1);
@@ -470,6 +476,9 @@ static void test_observer(void **state)
     assert_int_equal(events_seen[FS_EV_FREE_COMPLETED], 1);
     assert_int_equal(events_seen[FS_EV_SEGMENT_ALLOC], 1);
     assert_int_equal(events_seen[FS_EV_SEGMENT_FREE], 1);
+    assert_int_equal(last_event[FS_EV_FREE_REQUESTED].requested, 4000);
+    assert_int_equal(last_event[FS_EV_FREE_COMPLETED].allocated, 0);
+    assert_int_equal(last_event[FS_EV_SEGMENT_FREE].reserved, 0);
     fs_alloc_set_observer(e.a, NULL);
     must_alloc(&e, S1, 4096);
     assert_int_equal(events_seen[FS_EV_ALLOC], 1);
