@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define FS_EXIT_BAD_INPUT  1
 #define FS_EXIT_USAGE      2
@@ -74,6 +75,10 @@ void usage_sim(FILE *out);
  * file that cannot run by itself under the python on PATH. Returns only on
  * failure, with 126 or 127 after one line on stderr naming `who`. */
 int fs_exec_program(const char *who, char **argv);
+
+/* Waits for a program started with fork + fs_exec_program, as a shell waits
+ * for a foreground job, and returns its exit status as a shell gives it. */
+int fs_wait_program(pid_t pid);
 
 /* The file fs_exec_program runs for `cmd` (its interpreter aside), into path;
  * false when there is none. */

@@ -12,7 +12,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static bool is_regular(const char *path)
@@ -150,4 +152,30 @@ int fs_exec_program(const char *who, char **argv)
     fprintf(stderr, "fsdpshim %s: %s: %s%s\n", who, path,
             errno == ENOENT ? "bad interpreter: " : "", strerror(errno));
     return FS_EXIT_CANNOT_RUN;
+}
+
+/* Waits for the program as a shell does for a foreground job: the
+ * terminal's SIGINT and SIGQUIT reach it directly, so the launcher ignores
+ * them; a SIGTERM or SIGHUP sent to the launcher alone is passed on. */
+static pid_t child_pid;
+
+static void pass_on(int sig)
+{
+    if (child_pid > 0) kill(child_pid, sig);
+}
+
+int fs_wait_program(pid_t pid)
+{
+    struct sigaction ignore = {.sa_handler = SIG_IGN}, forward = {.sa_handler = pass_on};
+    int status;
+
+    child_pid = pid;
+    sigaction(SIGINT, &ignore, NULL);
+    sigaction(SIGQUIT, &ignore, NULL);
+    sigaction(SIGTERM, &forward, NULL);
+    sigaction(SIGHUP, &forward, NULL);
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return FS_EXIT_CANNOT_RUN;
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return WEXITSTATUS(status);
 }

@@ -6,6 +6,7 @@
  * user or a script can tell "not built yet" from a typo (2). When one is
  * built its row gets a run and usage function and a file of its own. */
 #include "cli.h"
+#include "../analysis/analysis.h"
 
 #include <string.h>
 
@@ -32,7 +33,7 @@ static const struct command_row {
       usage_sim},
      false,
      NULL},
-    {{"dump", "print a trace's events", NULL, NULL}, true, "dump TRACE..."},
+    {{"dump", "print a trace's events, one line each", command_dump, usage_dump}, false, NULL},
     {{"report", "summarise traces: peaks, fragmentation, sites, streams", NULL, NULL},
      true,
      "report [--html FILE] TRACE..."},

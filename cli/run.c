@@ -7,10 +7,12 @@
  * installed next to this binary), FSDPSHIM_CONF the configuration, and a
  * Python program has PyTorch routed through the shim (torch_route.c). The
  * program is then run as a shell would run it (exec.c), so the exit status
- * is the program's own. Tracing is documented but not built yet: `record`,
- * --trace and --output refuse with exit status 3 rather than run a program
- * that writes no trace. */
+ * is the program's own. With --trace (or `record`) the launcher stays: it
+ * runs the program as a child, and when it ends names the trace files that
+ * its processes wrote, which each process appends to a list the launcher
+ * made (FSDPSHIM_TRACE_LIST), so that a torchrun job's ranks are all named. */
 #include "cli.h"
+#include "conf_lex.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 void usage_run(FILE *out)
@@ -31,8 +34,10 @@ void usage_run(FILE *out)
                  "                   free_semantics:device,ag_limit:2 (see docs/configuration.md)\n"
                  "  --lib PATH       the libfsdpshim.so to preload [FSDPSHIM_LIB, else the one\n"
                  "                   installed with this program, ../lib/libfsdpshim.so]\n"
-                 "  --trace          not built yet: refused (exit 3) until traces are written\n"
-                 "  -o, --output PATH  the trace file; not built yet: refused (exit 3)\n"
+                 "  --trace          write an allocation trace per process (trace:stacks unless\n"
+                 "                   CONF sets trace), and name the files at the end\n"
+                 "  -o, --output PATTERN  the trace files [fsdpshim-%%h-%%p.fst; %%h host,\n"
+                 "                   %%p pid, %%r rank]; implies --trace\n"
                  "  -h, --help       this text\n"
                  "\n"
                  "For a Python command (python, torchrun, python -m ..., a .py file, a script\n"
@@ -47,17 +52,18 @@ void usage_run(FILE *out)
                  "A bare CMD is searched on PATH, then in the working directory; a .py file\n"
                  "that cannot run by itself runs under the python on PATH.\n"
                  "Exit status: that of CMD; 1 the library is not found; 2 usage error;\n"
-                 "3 not built yet; 126 CMD cannot be run; 127 CMD not found.\n");
+                 "126 CMD cannot be run; 127 CMD not found.\n");
 }
 
 void usage_record(FILE *out)
 {
-    fprintf(out, "usage: fsdpshim record [--conf CONF] [--lib PATH] [-o PATH] [--] CMD [ARGS...]\n"
-                 "\n"
-                 "Not built yet: this version writes no traces, so `record` refuses (exit 3)\n"
-                 "instead of running CMD without one. When built it is `fsdpshim run --trace`;\n"
-                 "-o/--output names the trace file [fsdpshim-%%h-%%p.fst; %%h host, %%p pid,\n"
-                 "%%r rank]. `fsdpshim run` runs CMD under the shim without a trace.\n");
+    fprintf(out,
+            "usage: fsdpshim record [--conf CONF] [--lib PATH] [-o PATTERN] [--] CMD [ARGS...]\n"
+            "\n"
+            "`fsdpshim run --trace`: runs CMD under the shim with an allocation trace per\n"
+            "process (native stacks; trace:python in CONF adds Python frames), then names\n"
+            "the trace files. -o/--output names them [fsdpshim-%%h-%%p.fst; %%h host, %%p\n"
+            "pid, %%r rank]. `fsdpshim dump FILE` prints one (docs/tracing.md).\n");
 }
 
 void fs_cli_note(const char *fmt, ...)
@@ -184,6 +190,19 @@ int fs_cli_prepend(const char *who, const char *name, const char *value)
     return rc;
 }
 
+/* The shim is the NVTX injection library, so that the program's ranges
+ * annotate its allocations; an injection library the user had configured
+ * (a profiler's) is kept in FSDPSHIM_NVTX_CHAIN and chained by the shim. */
+static int nvtx_environment(const char *who, const char *lib)
+{
+    const char *old = getenv("NVTX_INJECTION64_PATH");
+
+    if (old && *old && strcmp(old, lib) && !getenv("FSDPSHIM_NVTX_CHAIN") &&
+        fs_cli_setenv(who, "FSDPSHIM_NVTX_CHAIN", old))
+        return -1;
+    return fs_cli_setenv(who, "NVTX_INJECTION64_PATH", lib);
+}
+
 int fs_shim_environment(const char *who, const char *lib_opt, const char *conf_opt,
                         char *const *argv)
 {
@@ -194,6 +213,7 @@ int fs_shim_environment(const char *who, const char *lib_opt, const char *conf_o
     if (!find_library(who, lib_opt, lib)) return FS_EXIT_BAD_INPUT;
     /* the shim first, then whatever else is preloaded */
     if (fs_cli_prepend(who, "LD_PRELOAD", lib)) return FS_EXIT_BAD_INPUT;
+    if (nvtx_environment(who, lib)) return FS_EXIT_BAD_INPUT;
     if (fs_torch_python(argv, interp) && fs_torch_route(interp, conf, &routed))
         return FS_EXIT_BAD_INPUT;
     if (routed) conf = routed;
@@ -202,26 +222,116 @@ int fs_shim_environment(const char *who, const char *lib_opt, const char *conf_o
     return rc;
 }
 
+/* Whether CONF sets the trace key itself. */
+static bool conf_sets_trace(const char *conf)
+{
+    char *copy = conf ? strdup(conf) : NULL, *cur = copy, *key, *value;
+    bool found = false;
+
+    while (cur && !found && fs_conf_next(&cur, &key, &value))
+        found = !strcmp(key, "trace");
+    free(copy);
+    return found;
+}
+
+/* The environment of a traced run: trace:stacks unless CONF says, the
+ * file pattern (absolute, so that a process that changes directory writes
+ * where the user looks), and the list the processes name their files in. */
+static int trace_environment(const char *who, const launch_options *o, char **conf, char *list,
+                             size_t len)
+{
+    const char *base = o->conf ? o->conf : getenv("FSDPSHIM_CONF");
+    const char *pattern = o->output ? o->output : "fsdpshim-%h-%p.fst";
+    const char *tmp = getenv("TMPDIR");
+    char cwd[PATH_MAX], path[PATH_MAX * 2];
+    int fd;
+
+    if (!conf_sets_trace(base)) {
+        size_t n = (base ? strlen(base) : 0) + 16;
+        if (!(*conf = malloc(n))) return FS_EXIT_BAD_INPUT;
+        snprintf(*conf, n, "%s%strace:stacks", base && *base ? base : "", base && *base ? "," : "");
+    }
+    if (pattern[0] != '/' && getcwd(cwd, sizeof cwd)) {
+        snprintf(path, sizeof path, "%s/%s", cwd, pattern);
+        pattern = path;
+    }
+    if (fs_cli_setenv(who, "FSDPSHIM_TRACE", pattern)) return FS_EXIT_BAD_INPUT;
+    snprintf(list, len, "%s/fsdpshim-traces-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if ((fd = mkstemp(list)) < 0) {
+        fprintf(stderr, "fsdpshim %s: cannot make the list of trace files: %s\n", who,
+                strerror(errno));
+        return FS_EXIT_BAD_INPUT;
+    }
+    close(fd);
+    return fs_cli_setenv(who, "FSDPSHIM_TRACE_LIST", list) ? FS_EXIT_BAD_INPUT : 0;
+}
+
+/* Names each trace file the run wrote, once, in the order they were opened
+ * (a file renamed when its rank became known is listed again by its new
+ * name; the old one no longer exists). */
+static void name_traces(const char *list)
+{
+    FILE *f = fopen(list, "r");
+    char line[PATH_MAX + 2], **seen = NULL;
+    size_t n = 0, found = 0;
+
+    while (f && fgets(line, sizeof line, f)) {
+        struct stat st;
+        bool dup = false;
+        line[strcspn(line, "\n")] = 0;
+        for (size_t i = 0; i < n && !dup; i++)
+            dup = !strcmp(seen[i], line);
+        if (dup || stat(line, &st) != 0) continue;
+        char **s = realloc(seen, (n + 1) * sizeof *s);
+        if (!s) break;
+        seen = s;
+        if (!(seen[n] = strdup(line))) break;
+        n++;
+        found++;
+        fs_cli_note("trace: %s (%lld bytes)", line, (long long)st.st_size);
+    }
+    if (!found) fs_cli_note("no trace was written: no process of the run used the GPU");
+    if (f) fclose(f);
+    for (size_t i = 0; i < n; i++)
+        free(seen[i]);
+    free(seen);
+    unlink(list);
+}
+
 static int launch(int argc, char **argv, bool record)
 {
     const char *who = argv[0];
     launch_options o = {0};
+    char list[PATH_MAX], *conf = NULL;
     int rc = parse_options(argc, argv, record, &o);
+    pid_t pid;
 
     if (rc >= 0) return rc;
-    if (record || o.trace || o.output) {
-        fprintf(stderr,
-                "fsdpshim %s: %s is not built yet: this version writes no trace files, so "
-                "nothing would be recorded; `fsdpshim run` without --trace or --output runs the "
-                "program under the shim\n",
-                who,
-                record    ? "recording"
-                : o.trace ? "--trace"
-                          : "--output");
-        return FS_EXIT_NOT_BUILT;
+    if (!(record || o.trace || o.output)) {
+        if ((rc = fs_shim_environment(who, o.lib, o.conf, argv + o.first))) return rc;
+        return fs_exec_program(who, argv + o.first);
     }
-    if ((rc = fs_shim_environment(who, o.lib, o.conf, argv + o.first))) return rc;
-    return fs_exec_program(who, argv + o.first);
+    if ((rc = trace_environment(who, &o, &conf, list, sizeof list))) {
+        free(conf);
+        return rc;
+    }
+    rc = fs_shim_environment(who, o.lib, conf ? conf : o.conf, argv + o.first);
+    free(conf);
+    if (rc) {
+        unlink(list);
+        return rc;
+    }
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "fsdpshim %s: cannot start the program: %s\n", who, strerror(errno));
+        unlink(list);
+        return FS_EXIT_CANNOT_RUN;
+    }
+    if (pid == 0) _exit(fs_exec_program(who, argv + o.first));
+    rc = fs_wait_program(pid);
+    name_traces(list);
+    return rc;
 }
 
 int command_run(int argc, char **argv)

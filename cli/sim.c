@@ -294,32 +294,6 @@ static void print_report(job_report *r, bool native)
     }
 }
 
-/* Waits for the program as a shell does for a foreground job: the
- * terminal's SIGINT and SIGQUIT reach it directly, so the launcher ignores
- * them; a SIGTERM or SIGHUP sent to the launcher alone is passed on. */
-static pid_t child_pid;
-
-static void pass_on(int sig)
-{
-    if (child_pid > 0) kill(child_pid, sig);
-}
-
-static int wait_for(pid_t pid)
-{
-    struct sigaction ignore = {.sa_handler = SIG_IGN}, forward = {.sa_handler = pass_on};
-    int status;
-
-    child_pid = pid;
-    sigaction(SIGINT, &ignore, NULL);
-    sigaction(SIGQUIT, &ignore, NULL);
-    sigaction(SIGTERM, &forward, NULL);
-    sigaction(SIGHUP, &forward, NULL);
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return FS_EXIT_CANNOT_RUN;
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-    return WEXITSTATUS(status);
-}
-
 int command_sim(int argc, char **argv)
 {
     sim_options o = {0};
@@ -351,7 +325,7 @@ int command_sim(int argc, char **argv)
         return FS_EXIT_CANNOT_RUN;
     }
     if (pid == 0) _exit(fs_exec_program("sim", argv + o.first));
-    rc = wait_for(pid);
+    rc = fs_wait_program(pid);
     read_reports(reports, &r);
     print_report(&r, o.native);
     free(r.rows);

@@ -1,10 +1,13 @@
 /* api.c - the public C API (include/fsdpshim/fsdpshim.h).
  *
  * Thin: each function checks that the shim is active, enters it (so that
- * runtime calls it causes are the shim's own) and asks the allocator. The
- * annotation stack is per thread; the trace writer reads it when tracing
- * is on, and while tracing is off snapshots and flushes have nothing to do. */
+ * runtime calls it causes are the shim's own) and asks the allocator or the
+ * trace. Annotations go on the thread's stack in trace/annot.c, which NVTX
+ * ranges share; while tracing is off snapshot marks and flushes have
+ * nothing to do. */
 #include "../include/fsdpshim/fsdpshim.h"
+#include "../trace/annot.h"
+#include "../trace/trace.h"
 #include "runtime.h"
 
 #include <pthread.h>
@@ -12,15 +15,6 @@
 #include <string.h>
 
 #define API FS_EXPORT
-
-#define ANNOTATION_DEPTH 64
-
-static __thread struct {
-    unsigned depth; /* pushes minus pops; may exceed what is kept */
-    char *names[ANNOTATION_DEPTH];
-} annotations;
-static pthread_key_t annotation_key;
-static pthread_once_t annotation_once = PTHREAD_ONCE_INIT;
 
 /* Enters the shim if it is active; the caller leaves. */
 static fs_allocator *api_enter(void)
@@ -200,50 +194,33 @@ API int fsdpshim_memory_summary(int device, char *buf, size_t len, size_t *neede
     return FSDPSHIM_OK;
 }
 
-static void annotations_free(void *unused)
-{
-    (void)unused;
-    for (unsigned i = 0; i < annotations.depth && i < ANNOTATION_DEPTH; i++)
-        free(annotations.names[i]);
-    annotations.depth = 0;
-}
-
-static void annotation_init(void)
-{
-    pthread_key_create(&annotation_key, annotations_free);
-}
-
+/* The annotation stacks are trace/annot.c's, shared with NVTX ranges: a
+ * name pushed here is a range of NVTX's default domain. */
 API int fsdpshim_annotation_push(const char *name)
 {
     if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
     if (!name) return FSDPSHIM_ERR_INVALID;
-    if (annotations.depth < ANNOTATION_DEPTH) {
-        pthread_once(&annotation_once, annotation_init);
-        pthread_setspecific(annotation_key, &annotations);
-        annotations.names[annotations.depth] = strdup(name);
-    }
-    annotations.depth++;
-    return FSDPSHIM_OK;
+    /* -1 only when the name cannot be copied */
+    return fs_annot_push(NULL, name, strlen(name)) < 0 ? FSDPSHIM_ERR_INVALID : FSDPSHIM_OK;
 }
 
 API int fsdpshim_annotation_pop(void)
 {
     if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
-    if (annotations.depth == 0) return FSDPSHIM_ERR_EMPTY;
-    if (--annotations.depth < ANNOTATION_DEPTH) {
-        free(annotations.names[annotations.depth]);
-        annotations.names[annotations.depth] = NULL;
-    }
-    return FSDPSHIM_OK;
+    return fs_annot_pop(NULL) < 0 ? FSDPSHIM_ERR_EMPTY : FSDPSHIM_OK;
 }
 
 API int fsdpshim_snapshot(const char *label)
 {
-    (void)label;
     if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
+    if (fs_trace_level()) {
+        fs_fmt_event ev = {.kind = FS_REC_SNAPSHOT, .device = -1, .annot = fs_annot_current()};
+        if (label) ev.name = fs_trace_string(label, strlen(label));
+        fs_trace_event(&ev);
+    }
     return FSDPSHIM_OK;
 }
 
@@ -251,5 +228,6 @@ API int fsdpshim_trace_flush(void)
 {
     if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
+    fs_trace_flush();
     return FSDPSHIM_OK;
 }

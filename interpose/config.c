@@ -194,11 +194,6 @@ static void config_init(void)
     free(torch_conf);
     free(shim_conf);
     if (fs_log_enabled(FS_LOG_DEBUG)) log_config(c);
-    /* The key is accepted so that configurations written for a tracing build
-     * keep working, but the user must not believe a trace is being written. */
-    if (c->trace)
-        fs_log(FS_LOG_WARN, "tracing was asked for, but this build has no trace writer yet: "
-                            "no trace file is written");
 }
 
 const fs_shim_config *fs_shim_config_get(void)

@@ -15,6 +15,7 @@
  * memory came free meanwhile, and then the pointer passes through on free. */
 #include "real.h"
 #include "runtime.h"
+#include "trace_glue.h"
 
 #define MAX_DEVICES 64
 
@@ -85,7 +86,9 @@ FS_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
     key = fs_shim_stream_key(s, false, &stream_dev);
     if (fs_unlikely(stream_dev != dev)) /* the stream is gone, or its handle reused */
         key = fs_shim_stream_key(NULL, false, &stream_dev);
+    fs_trace_alloc_begin();
     st = dev >= 0 && stream_dev == dev ? fs_malloc(a, dev, key, size, 0, devPtr) : FS_ERR_NOT_OWNED;
+    fs_trace_alloc_end();
     fs_shim_leave();
     if (fs_likely(st == FS_OK)) return cudaSuccess;
     return real(devPtr, size);
@@ -123,7 +126,9 @@ static cudaError_t malloc_async(void **p, size_t size, cudaStream_t s, bool pt,
         return real(p, size, s);
     }
     key = fs_shim_stream_key(s, pt, &dev);
+    fs_trace_alloc_begin();
     st = dev >= 0 ? fs_malloc(a, dev, key, size, FS_ALLOC_STREAM_ORDERED, p) : FS_ERR_NOT_OWNED;
+    fs_trace_alloc_end();
     fs_shim_leave();
     if (fs_likely(st == FS_OK)) return cudaSuccess;
     if (dev < 0 && stream_rejected(s, &err)) return err;

@@ -25,6 +25,7 @@
  * the pointers the call was given: any address inside a shim block names
  * that block; pointers outside every shim block are not ours to track. */
 #include "nccl_internal.h"
+#include "trace_glue.h"
 #include "rate_limiter.h"
 
 #include <stdlib.h>
@@ -148,6 +149,41 @@ static void record_use(fs_allocator *a, const void *buf, fs_stream_t stream)
     if (buf) fs_record_stream(a, (void *)buf, stream);
 }
 
+static size_t type_size(ncclDataType_t t)
+{
+    switch (t) {
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
+        return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+        return 2;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64:
+        return 8;
+    default:
+        return 4;
+    }
+}
+
+/* Traces the call: its larger buffer's bytes (an all-gather's output, a
+ * reduce-scatter's input). */
+static void trace_call(ncclComm_t comm, cudaStream_t stream, int coll, const void *buf,
+                       size_t count, ncclDataType_t type)
+{
+    fs_nccl_comm_info info;
+    size_t bytes = count * type_size(type);
+    int device = call_device(comm);
+
+    if (fs_nccl_comm_info_get(comm, &info) &&
+        (coll == FS_COLL_ALL_GATHER || coll == FS_COLL_REDUCE_SCATTER))
+        bytes *= (size_t)info.nranks;
+    fs_trace_collective(coll, device, stream, buf, bytes, comm);
+}
+
 /* After an issued call: records its buffers as used on `stream` and notes
  * the stream's work (at the group's end inside a group). */
 static void after_call(ncclComm_t comm, cudaStream_t stream, const void *buf0, const void *buf1)
@@ -171,11 +207,14 @@ static void after_call(ncclComm_t comm, cudaStream_t stream, const void *buf0, c
 
 /* One data-moving entry point. NCCL is compiled without per-thread default
  * streams, so its stream 0 is the legacy stream whatever the program uses. */
-#define DATA_CALL(fn, count, buf0, buf1, ...)                                                      \
+#define DATA_CALL(fn, coll, count, buf0, buf1, ...)                                                \
     FS_NCCL_ENTRY(fn, real);                                                                       \
     if (!fs_shim_enter()) return real(__VA_ARGS__);                                                \
     ncclResult_t r = real(__VA_ARGS__);                                                            \
-    if (issued(r) && (count) > 0) after_call(comm, stream, (buf0), (buf1));                        \
+    if (issued(r) && (count) > 0) {                                                                \
+        after_call(comm, stream, (buf0), (buf1));                                                  \
+        trace_call(comm, stream, (coll), (buf1), (count), datatype);                               \
+    }                                                                                              \
     fs_shim_leave();                                                                               \
     return r
 
@@ -196,6 +235,7 @@ FS_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_
     ncclResult_t r = real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
     if (issued(r) && sendcount > 0) {
         after_call(comm, stream, sendbuff, recvbuff);
+        trace_call(comm, stream, FS_COLL_ALL_GATHER, recvbuff, sendcount, datatype);
         if (limited) fs_ratelimit_mark_output(recvbuff);
     }
     fs_shim_leave();
@@ -206,71 +246,74 @@ FS_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, s
                                          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                          cudaStream_t stream)
 {
-    DATA_CALL(ncclReduceScatter, recvcount, sendbuff, recvbuff, sendbuff, recvbuff, recvcount,
-              datatype, op, comm, stream);
+    DATA_CALL(ncclReduceScatter, FS_COLL_REDUCE_SCATTER, recvcount, sendbuff, recvbuff, sendbuff,
+              recvbuff, recvcount, datatype, op, comm, stream);
 }
 
 FS_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                      cudaStream_t stream)
 {
-    DATA_CALL(ncclAllReduce, count, sendbuff, recvbuff, sendbuff, recvbuff, count, datatype, op,
-              comm, stream);
+    DATA_CALL(ncclAllReduce, FS_COLL_ALL_REDUCE, count, sendbuff, recvbuff, sendbuff, recvbuff,
+              count, datatype, op, comm, stream);
 }
 
 FS_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
                                      ncclDataType_t datatype, int root, ncclComm_t comm,
                                      cudaStream_t stream)
 {
-    DATA_CALL(ncclBroadcast, count, sendbuff, recvbuff, sendbuff, recvbuff, count, datatype, root,
-              comm, stream);
+    DATA_CALL(ncclBroadcast, FS_COLL_BROADCAST, count, sendbuff, recvbuff, sendbuff, recvbuff,
+              count, datatype, root, comm, stream);
 }
 
 FS_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
                                  ncclComm_t comm, cudaStream_t stream)
 {
-    DATA_CALL(ncclBcast, count, buff, buff, buff, count, datatype, root, comm, stream);
+    DATA_CALL(ncclBcast, FS_COLL_BROADCAST, count, buff, buff, buff, count, datatype, root, comm,
+              stream);
 }
 
 FS_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
                                   ncclDataType_t datatype, ncclRedOp_t op, int root,
                                   ncclComm_t comm, cudaStream_t stream)
 {
-    DATA_CALL(ncclReduce, count, sendbuff, recvbuff, sendbuff, recvbuff, count, datatype, op, root,
-              comm, stream);
+    DATA_CALL(ncclReduce, FS_COLL_REDUCE, count, sendbuff, recvbuff, sendbuff, recvbuff, count,
+              datatype, op, root, comm, stream);
 }
 
 FS_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
                                 int peer, ncclComm_t comm, cudaStream_t stream)
 {
-    DATA_CALL(ncclSend, count, sendbuff, sendbuff, sendbuff, count, datatype, peer, comm, stream);
+    DATA_CALL(ncclSend, FS_COLL_SEND, count, sendbuff, sendbuff, sendbuff, count, datatype, peer,
+              comm, stream);
 }
 
 FS_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                 ncclComm_t comm, cudaStream_t stream)
 {
-    DATA_CALL(ncclRecv, count, recvbuff, recvbuff, recvbuff, count, datatype, peer, comm, stream);
+    DATA_CALL(ncclRecv, FS_COLL_RECV, count, recvbuff, recvbuff, recvbuff, count, datatype, peer,
+              comm, stream);
 }
 
 FS_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
                                     ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
-    DATA_CALL(ncclAlltoAll, count, sendbuff, recvbuff, sendbuff, recvbuff, count, datatype, comm,
-              stream);
+    DATA_CALL(ncclAlltoAll, FS_COLL_ALL_TO_ALL, count, sendbuff, recvbuff, sendbuff, recvbuff,
+              count, datatype, comm, stream);
 }
 
 FS_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
                                   ncclDataType_t datatype, int root, ncclComm_t comm,
                                   cudaStream_t stream)
 {
-    DATA_CALL(ncclGather, count, sendbuff, recvbuff, sendbuff, recvbuff, count, datatype, root,
-              comm, stream);
+    DATA_CALL(ncclGather, FS_COLL_GATHER, count, sendbuff, recvbuff, sendbuff, recvbuff, count,
+              datatype, root, comm, stream);
 }
 
 FS_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
                                    ncclDataType_t datatype, int root, ncclComm_t comm,
                                    cudaStream_t stream)
 {
-    DATA_CALL(ncclScatter, count, sendbuff, recvbuff, sendbuff, recvbuff, count, datatype, root,
-              comm, stream);
+    DATA_CALL(ncclScatter, FS_COLL_SCATTER, count, sendbuff, recvbuff, sendbuff, recvbuff, count,
+              datatype, root, comm, stream);
 }

@@ -14,6 +14,7 @@
  * entry carries the table's generation, bumped whenever a communicator is
  * forgotten, because NCCL may hand the same address to a new communicator. */
 #include "nccl_internal.h"
+#include "trace_glue.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -129,8 +130,9 @@ __attribute__((constructor)) static void comm_table_init(void)
 static void comm_learn(ncclResult_t result, ncclComm_t *comm)
 {
     fs_nccl_comm_info info;
-    if (result == ncclSuccess && comm && *comm && fs_nccl_group_depth() == 0)
-        fs_nccl_comm_info_get(*comm, &info);
+    if (result == ncclSuccess && comm && *comm && fs_nccl_group_depth() == 0 &&
+        fs_nccl_comm_info_get(*comm, &info))
+        fs_trace_set_rank(info.rank, info.nranks); /* the first one names the process */
 }
 
 /* ---- entry points ----------------------------------------------------- */

@@ -34,6 +34,7 @@
  * condition variable when every fence is being waited on. The queue lock is
  * never held across a wait, so frees are never held up by one. */
 #include "rate_limiter.h"
+#include "trace_glue.h"
 
 #include "nccl_ptrmap.h"
 #include "shim.h"
@@ -351,7 +352,9 @@ uint64_t fs_ratelimit_wait(int device)
         pthread_mutex_unlock(&q->lock);
 
         uint64_t start = now_ns();
+        fs_trace_rate_limit(true, device, (uint64_t)q->len + 1, e.bytes, NULL);
         fs_dev_status st = fs_fence_wait(a, e.fence);
+        fs_trace_rate_limit(false, device, 0, 0, e.fence);
         fs_fence_release(a, e.fence);
         wait_end = now_ns();
         atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);

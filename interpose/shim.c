@@ -9,6 +9,7 @@
  * (linked rather than preloaded): the shim then stays inactive. */
 #include "real.h"
 #include "runtime.h"
+#include "trace_glue.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -106,6 +107,7 @@ static void on_oom(void *ctx, const fs_oom_info *info)
     int64_t ns, prev;
 
     (void)ctx;
+    fs_trace_glue_oom(info);
     clock_gettime(CLOCK_MONOTONIC, &now);
     ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
     prev = __atomic_load_n(&last_ns, __ATOMIC_RELAXED);
@@ -120,7 +122,7 @@ static void on_oom(void *ctx, const fs_oom_info *info)
            info->reserved);
 }
 
-static const fs_alloc_observer observer = {.on_oom = on_oom};
+static fs_alloc_observer observer = {.on_oom = on_oom};
 
 /* The shim manages memory only when the program's references to the
  * runtime bind to its definitions, that is when the program's global scope
@@ -185,6 +187,8 @@ static void create_allocator(void)
         fs_log(FS_LOG_ERROR, "cannot create the allocator; passing calls through");
         return;
     }
+    fs_trace_glue_start();
+    fs_trace_glue_observe(&observer);
     fs_alloc_set_observer(a, &observer);
     device_count = n;
     __atomic_store_n(&allocator, a, __ATOMIC_RELEASE);

@@ -13,6 +13,7 @@
  * priority, so cudaStreamGetFlags/GetPriority answer as requested. */
 #include "real.h"
 #include "runtime.h"
+#include "trace_glue.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -91,6 +92,7 @@ static cudaError_t pool_create(cudaStream_t *out, unsigned flags, int priority)
     fs_internal_call c;
     struct pool *p;
     cudaError_t e;
+    bool reused;
 
     /* anything the pool cannot key (bad flags, null out) goes to the runtime,
      * which answers with its own error */
@@ -105,6 +107,7 @@ static cudaError_t pool_create(cudaStream_t *out, unsigned flags, int priority)
         pthread_mutex_unlock(&pool_lock);
     }
     fs_internal_end(&c);
+    reused = s != NULL;
     if (s) {
         fs_log(FS_LOG_DEBUG, "stream %p re-issued from the pool", (void *)s);
     } else {
@@ -112,6 +115,7 @@ static cudaError_t pool_create(cudaStream_t *out, unsigned flags, int priority)
         if (e != cudaSuccess) return e;
     }
     fs_stream_adopt(s, device, flags, priority, cfg->stream_pool && cfg->stream_pool_size);
+    fs_trace_stream(true, device, s, flags, priority, reused);
     *out = s;
     return cudaSuccess;
 }
@@ -139,7 +143,9 @@ static cudaError_t pool_destroy(cudaStream_t s)
     if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread)
         return FS_REAL(cudaStreamDestroy)(s);
     if (fs_stream_is_destroyed(s)) return fs_shim_return_error(cudaErrorInvalidResourceHandle);
-    if (!fs_stream_release(s, &device, &flags, &priority)) {
+    bool pooled = fs_stream_release(s, &device, &flags, &priority);
+    fs_trace_stream(false, device, s, flags, priority, false);
+    if (!pooled) {
         /* not pooled: fenced while it still exists, as in destroy_for_real */
         if (a && device >= 0) fs_alloc_stream_retire(a, device, (fs_stream_t)s);
         return FS_REAL(cudaStreamDestroy)(s);

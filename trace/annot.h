@@ -14,7 +14,7 @@
 
 /* Pushes `name` (len bytes; copied) of `domain` (NULL: the default domain)
  * on the calling thread's stack and, when tracing, writes an
- * FS_REC_ANNOT_PUSH event. Returns the new depth. */
+ * FS_REC_ANNOT_PUSH event. Returns the new depth, -1 when out of memory. */
 int fs_annot_push(const char *domain, const char *name, size_t len);
 
 /* Pops the innermost range of `domain` (NULL: the default domain) off the

@@ -11,12 +11,14 @@
 
 #include <stdint.h>
 
-/* Captures the calling thread's stack, skipping `skip` innermost frames (the
- * shim's own), keeping at most `max_frames`, and returns its id (defining it
- * in the trace on first sight; module records for objects loaded since the
- * last capture are defined first). 0 when tracing is off or nothing could be
- * captured. Never takes a lock that the allocator holds; safe from any thread. */
-uint32_t fs_stack_capture(unsigned skip, unsigned max_frames);
+/* Captures the calling thread's stack, leaving out its innermost frames
+ * inside the object that contains this function (the shim's own entry
+ * point and glue), keeping at most `max_frames`, and returns its id
+ * (defining it in the trace on first sight; module records for objects
+ * loaded since the last capture are defined first). 0 when stacks are not
+ * being traced or nothing could be captured. Takes no allocator lock; safe
+ * from any thread. */
+uint32_t fs_stack_capture(unsigned max_frames);
 
 /* Copies the frames of stack `id` into out (at most max); returns how many,
  * 0 for an unknown id. For snapshot files, which repeat the definitions of
@@ -26,5 +28,9 @@ uint32_t fs_stack_frames(uint32_t id, uint64_t *out, uint32_t max);
 /* Defines every loaded object in the trace (FS_REC_MODULE); called when
  * the trace starts, and again by fs_stack_capture when objects were loaded. */
 void fs_modules_define(void);
+
+/* Defines the objects loaded or unloaded since the last call; cheap when
+ * nothing changed (one dl_iterate_phdr step). */
+void fs_modules_refresh(void);
 
 #endif /* FS_STACK_H */

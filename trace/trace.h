@@ -32,6 +32,9 @@ typedef struct fs_trace_settings {
     unsigned frames;  /* native frames kept per stack (trace_frames) */
     const char *path; /* FSDPSHIM_TRACE: a name or a %h/%p/%r pattern */
     int rank;         /* -1 when not known yet */
+    /* Where the writer's own warnings go (one line, no newline): the
+     * preload library's logger. */
+    void (*log)(const char *line);
 } fs_trace_settings;
 
 /* Opens the trace file and starts the writer thread. Returns false (after
@@ -71,9 +74,8 @@ void fs_trace_flush(void);
 /* The file being written, or NULL; for the exit line and the OOM message. */
 const char *fs_trace_path(void);
 
-/* Flushes and closes the trace: called at exit, and from the fatal-signal
- * and SIGTERM handlers (async-signal-safe there: it only writes what is
- * buffered). */
+/* Flushes and closes the trace; called at exit. (Fatal signals and SIGTERM
+ * write what is buffered through handlers of the writer's own.) */
 void fs_trace_stop(void);
 
 #endif /* FS_TRACE_H */

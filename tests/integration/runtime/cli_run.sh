@@ -25,9 +25,17 @@ out=$(LD_PRELOAD=libm.so.6 "$cli" run -- sh -c 'echo "$LD_PRELOAD"')
 [ "${out#*:}" = "libm.so.6" ] && [ "$(readlink -f "${out%%:*}")" = "$lib" ] ||
     fail "LD_PRELOAD not prepended: '$out'"
 
-# tracing is refused until traces are written (cli_launch.sh)
-env -u FSDPSHIM_TRACE "$cli" record -- sh -c "$show" >/dev/null 2>&1
-[ $? -eq 3 ] || fail "record should exit 3 while traces are not built"
+# record is run --trace: trace:stacks added to the user's conf, an absolute
+# FSDPSHIM_TRACE, NVTX injection; a program that never uses the GPU writes no
+# trace, and the launcher says so (tests/integration/trace/ runs real ones)
+out=$(env -u FSDPSHIM_TRACE "$cli" record --conf ag_limit:4 -o t-%p.fst -- sh -c \
+    'echo "$FSDPSHIM_CONF|$FSDPSHIM_TRACE|$NVTX_INJECTION64_PATH"; exit 5' 2>"$dir/record.err")
+[ $? -eq 5 ] || fail "record does not pass on the program's exit status"
+[ "$out" = "ag_limit:4,trace:stacks|$PWD/t-%p.fst|$(readlink -f "$lib")" ] ||
+    [ "$out" = "ag_limit:4,trace:stacks|$PWD/t-%p.fst|$lib" ] || fail "record set '$out'"
+grep -q "no trace was written" "$dir/record.err" || fail "record did not say no trace was written"
+out=$("$cli" run --trace --conf trace:python -- sh -c 'echo "$FSDPSHIM_CONF"' 2>/dev/null)
+[ "$out" = "trace:python" ] || fail "--trace overrode the user's trace key: '$out'"
 
 "$cli" run -- /nonexistent/program 2>/dev/null
 [ $? -eq 127 ] || fail "a missing program should exit 127"

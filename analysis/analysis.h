@@ -1,0 +1,13 @@
+/* analysis.h - the analyzer's commands, one file each over the trace
+ * reader (reader.h), dispatched from the command table in cli/main.c with
+ * the command line's exit codes (cli/cli.h). */
+#ifndef FS_ANALYSIS_H
+#define FS_ANALYSIS_H
+
+#include "../cli/cli.h"
+
+/* dump.c */
+int command_dump(int argc, char **argv);
+void usage_dump(FILE *out);
+
+#endif /* FS_ANALYSIS_H */

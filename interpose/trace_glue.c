@@ -1,0 +1,188 @@
+/* trace_glue.c - from the shim's events to the trace writer (trace/).
+ *
+ * Tracing starts with the allocator (the first CUDA call that reaches the
+ * shim), so that processes that never touch the GPU, a torchrun launcher
+ * among them, leave no file. The allocator's observer turns each allocator
+ * event into one trace event with the device's totals; the stack of an
+ * allocation is captured here, in the entry point, before the allocator is
+ * entered (fs_trace_alloc_begin), so that no unwinding ever happens under
+ * an allocator lock; the observer, called on the same thread, attaches it. */
+#include "trace_glue.h"
+
+#include "../trace/annot.h"
+#include "../trace/python.h"
+#include "../trace/stack.h"
+#include "../trace/trace.h"
+#include "runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The stacks of the allocation this thread is making, captured before the
+ * allocator was entered. */
+static __thread struct {
+    uint32_t stack, pystack;
+    bool armed;
+} pending;
+
+static void log_line(const char *line)
+{
+    fs_log(FS_LOG_WARN, "%s", line);
+}
+
+/* The rank as launchers name it, until a communicator says: torchrun and
+ * most launchers set RANK; a process with only LOCAL_RANK is the rank on
+ * a single node. */
+static int env_rank(void)
+{
+    const char *v = getenv("RANK");
+    if (!v || !*v) v = getenv("LOCAL_RANK");
+    return v && *v ? atoi(v) : -1;
+}
+
+void fs_trace_glue_start(void)
+{
+    const fs_shim_config *cfg = fs_shim_config_get();
+    fs_trace_settings s = {
+        .level = cfg->trace,
+        .frames = cfg->trace_frames,
+        .path = getenv("FSDPSHIM_TRACE"),
+        .rank = env_rank(),
+        .log = log_line,
+    };
+
+    if (!cfg->trace || !fs_trace_start(&s)) return;
+    fs_modules_define();
+    fs_log(FS_LOG_INFO, "tracing (%s) to %s",
+           cfg->trace == FS_TRACE_EVENTS   ? "events"
+           : cfg->trace == FS_TRACE_STACKS ? "stacks"
+                                           : "python",
+           fs_trace_path() ? fs_trace_path() : "?");
+}
+
+/* The legacy stream is 0 in traces, as in the CUDA API. */
+static uint64_t stream_value(fs_stream_t key)
+{
+    return key == (fs_stream_t)cudaStreamLegacy ? 0 : (uint64_t)key;
+}
+
+__attribute__((noinline)) void fs_trace_alloc_begin(void)
+{
+    int level = fs_trace_level();
+
+    pending.armed = level != FS_TRACE_OFF;
+    pending.stack = pending.pystack = 0;
+    if (level >= FS_TRACE_STACKS)
+        pending.stack = fs_stack_capture(fs_shim_config_get()->trace_frames);
+    if (level >= FS_TRACE_PYTHON)
+        pending.pystack = fs_python_stack(fs_shim_config_get()->trace_frames);
+}
+
+void fs_trace_alloc_end(void)
+{
+    pending.armed = false;
+}
+
+static const uint8_t kinds[] = {
+    [FS_EV_ALLOC] = FS_REC_ALLOC,
+    [FS_EV_FREE_REQUESTED] = FS_REC_FREE_REQUESTED,
+    [FS_EV_FREE_COMPLETED] = FS_REC_FREE_COMPLETED,
+    [FS_EV_SEGMENT_ALLOC] = FS_REC_SEGMENT_ALLOC,
+    [FS_EV_SEGMENT_FREE] = FS_REC_SEGMENT_FREE,
+    [FS_EV_SEGMENT_MAP] = FS_REC_SEGMENT_MAP,
+    [FS_EV_SEGMENT_UNMAP] = FS_REC_SEGMENT_UNMAP,
+};
+
+static void on_event(void *ctx, const fs_alloc_event *e)
+{
+    fs_fmt_event ev = {
+        .kind = kinds[e->kind],
+        .device = e->device,
+        .stream = stream_value(e->stream),
+        .addr = e->addr,
+        .size = e->size,
+        .allocated = e->allocated,
+        .reserved = e->reserved,
+        .annot = fs_annot_current(),
+    };
+    (void)ctx;
+    if (e->kind == FS_EV_ALLOC) {
+        ev.requested = e->requested;
+        ev.aux = (uint64_t)e->pool;
+        if (pending.armed) {
+            ev.stack = pending.stack;
+            ev.pystack = pending.pystack;
+        }
+    }
+    fs_trace_event(&ev);
+}
+
+void fs_trace_glue_oom(const fs_oom_info *info)
+{
+    fs_fmt_event ev = {
+        .kind = FS_REC_OOM,
+        .device = info->device,
+        .stream = stream_value(info->stream),
+        .size = info->requested,
+        .allocated = info->allocated,
+        .reserved = info->reserved,
+        .aux = info->largest_free,
+        .annot = fs_annot_current(),
+    };
+    if (!fs_trace_level()) return;
+    if (pending.armed) {
+        ev.stack = pending.stack;
+        ev.pystack = pending.pystack;
+    }
+    fs_trace_event(&ev);
+}
+
+void fs_trace_glue_observe(fs_alloc_observer *obs)
+{
+    if (fs_trace_level()) obs->on_event = on_event;
+}
+
+void fs_trace_stream(bool create, int device, const void *stream, unsigned flags, int priority,
+                     bool pool_hit)
+{
+    fs_fmt_event ev = {
+        .kind =
+            create ? (pool_hit ? FS_REC_POOL_HIT : FS_REC_STREAM_CREATE) : FS_REC_STREAM_DESTROY,
+        .device = device,
+        .stream = (uint64_t)(uintptr_t)stream,
+        .aux = flags,
+        .aux2 = (uint64_t)(int64_t)priority,
+        .annot = fs_annot_current(),
+    };
+    if (fs_trace_level()) fs_trace_event(&ev);
+}
+
+void fs_trace_collective(int coll, int device, const void *stream, const void *buf, size_t bytes,
+                         const void *comm)
+{
+    fs_fmt_event ev = {
+        .kind = FS_REC_COLLECTIVE,
+        .device = device,
+        .stream = stream_value((fs_stream_t)stream),
+        .addr = (uint64_t)(uintptr_t)buf,
+        .size = bytes,
+        .aux = (uint64_t)coll,
+        .aux2 = (uint64_t)(uintptr_t)comm,
+        .annot = fs_annot_current(),
+    };
+    if (!stream) ev.stream = 0;
+    if (fs_trace_level()) fs_trace_event(&ev);
+}
+
+void fs_trace_rate_limit(bool start, int device, uint64_t in_flight, uint64_t bytes,
+                         const void *fence)
+{
+    fs_fmt_event ev = {
+        .kind = start ? FS_REC_RL_WAIT_START : FS_REC_RL_WAIT_END,
+        .device = device,
+        .aux = start ? in_flight : (uint64_t)(uintptr_t)fence,
+        .aux2 = start ? bytes : 0,
+        .annot = fs_annot_current(),
+    };
+    if (fs_trace_level()) fs_trace_event(&ev);
+}

@@ -1,0 +1,42 @@
+/* trace_glue.h - what the shim's entry points call to trace
+ * (trace_glue.c). Every call is cheap and does nothing while tracing is off. */
+#ifndef FS_TRACE_GLUE_H
+#define FS_TRACE_GLUE_H
+
+#include "../trace/trace.h"
+#include "shim.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Starts tracing per FSDPSHIM_CONF and FSDPSHIM_TRACE (with the allocator). */
+void fs_trace_glue_start(void);
+
+/* Sets the allocator observer's event callback when tracing is on. */
+void fs_trace_glue_observe(fs_alloc_observer *obs);
+
+/* An out-of-memory report, as an FS_REC_OOM event. */
+void fs_trace_glue_oom(const fs_oom_info *info);
+
+/* Around an allocation entry point's call into the allocator: captures the
+ * native (and Python) stack before any allocator lock is taken; the
+ * allocation event attaches it. */
+void fs_trace_alloc_begin(void);
+void fs_trace_alloc_end(void);
+
+/* Stream lifetime: created (or handed out again by a stream pool) and
+ * destroyed. */
+void fs_trace_stream(bool create, int device, const void *stream, unsigned flags, int priority,
+                     bool pool_hit);
+
+/* A collective launched on `stream` (enum fs_fmt_coll). */
+void fs_trace_collective(int coll, int device, const void *stream, const void *buf, size_t bytes,
+                         const void *comm);
+
+/* The all-gather rate limiter starts waiting (in flight: gathers and bytes)
+ * or stops (the fence it waited for). */
+void fs_trace_rate_limit(bool start, int device, uint64_t in_flight, uint64_t bytes,
+                         const void *fence);
+
+#endif /* FS_TRACE_GLUE_H */

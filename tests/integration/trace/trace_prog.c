@@ -1,0 +1,176 @@
+/* trace_prog.c - an ordinary CUDA program with NVTX ranges, for the trace
+ * tests: its allocation sites are known lines (marked SITE_*), found again in
+ * the trace's frames through addr2line. It knows nothing of the shim.
+ *
+ *   trace_prog sites              ranges and allocations at the marked sites
+ *   trace_prog loop FILE          allocates forever, 1 per ms; after each one
+ *                                 writes its CLOCK_MONOTONIC time to FILE
+ *   trace_prog abort N            N allocations, then abort()
+ *   trace_prog fork               allocates, forks a child that allocates too
+ *   trace_prog flood THREADS N    THREADS threads allocating N times each
+ *   trace_prog snapshot           fsdpshim_snapshot / fsdpshim_trace_flush
+ *                                 through the loader, around allocations */
+#include "../../../include/fsdpshim/fsdpshim_loader.h"
+
+#include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(x)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));            \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static uint64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+__attribute__((noinline)) static void *alloc_in_forward(size_t n)
+{
+    void *p;
+    CHECK(cudaMalloc(&p, n)); /* SITE_FORWARD */
+    return p;
+}
+
+__attribute__((noinline)) static void *alloc_in_backward(size_t n)
+{
+    void *p;
+    CHECK(cudaMalloc(&p, n)); /* SITE_BACKWARD */
+    return p;
+}
+
+static int sites(void)
+{
+    nvtxDomainHandle_t fsdp = nvtxDomainCreateA("fsdp");
+    nvtxEventAttributes_t a = {0};
+    void *p, *q;
+
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = "forward";
+    nvtxRangePushA("step");
+    nvtxDomainRangePushEx(fsdp, &a);
+    p = alloc_in_forward(3u << 20);
+    nvtxMarkA("after-forward");
+    nvtxDomainRangePop(fsdp);
+    q = alloc_in_backward(5u << 20);
+    nvtxRangePop();
+    CHECK(cudaFree(p));
+    CHECK(cudaFree(q));
+    nvtxDomainDestroy(fsdp);
+    printf("sites: ok\n");
+    return 0;
+}
+
+static int loop(const char *file)
+{
+    int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return 1;
+    for (;;) {
+        void *p;
+        CHECK(cudaMalloc(&p, 4096));
+        CHECK(cudaFree(p));
+        char line[32];
+        int n = snprintf(line, sizeof line, "%020llu\n", (unsigned long long)mono_ns());
+        if (pwrite(fd, line, (size_t)n, 0) != n) return 1;
+        usleep(1000);
+    }
+}
+
+static int abort_after(int n)
+{
+    for (int i = 0; i < n; i++) {
+        void *p;
+        CHECK(cudaMalloc(&p, 4096 + (size_t)i));
+        CHECK(cudaFree(p));
+    }
+    abort();
+}
+
+static int fork_child(void)
+{
+    void *p;
+    int status;
+    CHECK(cudaMalloc(&p, 1u << 20));
+    pid_t pid = fork();
+    if (pid == 0) {
+        void *c;
+        CHECK(cudaMalloc(&c, 7u << 20));
+        CHECK(cudaFree(c));
+        exit(0); /* _exit would lose the last flush interval, as SIGKILL does */
+    }
+    waitpid(pid, &status, 0);
+    CHECK(cudaFree(p));
+    printf("fork: child %d\n", (int)pid);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+static int per_thread;
+
+static void *flood_thread(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < per_thread; i++) {
+        void *p;
+        CHECK(cudaMalloc(&p, 512));
+        CHECK(cudaFree(p));
+    }
+    return NULL;
+}
+
+static int flood(int threads, int n)
+{
+    pthread_t t[64];
+    per_thread = n;
+    if (threads > 64) threads = 64;
+    for (int i = 0; i < threads; i++)
+        pthread_create(&t[i], NULL, flood_thread, NULL);
+    for (int i = 0; i < threads; i++)
+        pthread_join(t[i], NULL);
+    printf("flood: %d allocations\n", threads * n);
+    return 0;
+}
+
+static int snapshot(void)
+{
+    fsdpshim_api api;
+    void *p;
+    if (fsdpshim_load(&api) != FSDPSHIM_OK) return 1;
+    CHECK(cudaMalloc(&p, 1u << 20));
+    if (api.snapshot("checkpoint") != FSDPSHIM_OK) return 1;
+    if (api.annotation_push("api-range") != FSDPSHIM_OK) return 1;
+    CHECK(cudaFree(p));
+    if (api.annotation_pop() != FSDPSHIM_OK) return 1;
+    if (api.annotation_pop() != FSDPSHIM_ERR_EMPTY) return 1;
+    if (api.trace_flush() != FSDPSHIM_OK) return 1;
+    printf("snapshot: ok\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "sites";
+    if (!strcmp(mode, "sites")) return sites();
+    if (!strcmp(mode, "loop") && argc > 2) return loop(argv[2]);
+    if (!strcmp(mode, "abort") && argc > 2) return abort_after(atoi(argv[2]));
+    if (!strcmp(mode, "fork")) return fork_child();
+    if (!strcmp(mode, "flood") && argc > 3) return flood(atoi(argv[2]), atoi(argv[3]));
+    if (!strcmp(mode, "snapshot")) return snapshot();
+    fprintf(stderr, "usage: trace_prog sites|loop FILE|abort N|fork|flood T N|snapshot\n");
+    return 2;
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# trace_test.sh - allocation traces end to end, as a user meets them:
+# `fsdpshim run --trace` on an ordinary CUDA program (trace_prog.c) on the
+# simulated device, then `fsdpshim dump` on what it wrote.
+#
+#   trace_test.sh FSDPSHIM TRACE_PROG NVTX_COUNTER_SO SIM_DIR
+name=trace_test
+cli=$1 prog=$2 counter=$3 sim=$4
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../runtime/cli_common.sh"
+unset NVTX_INJECTION64_PATH FSDPSHIM_NVTX_CHAIN FSDPSHIM_TRACE FSDPSHIM_TRACE_LIST
+export LD_LIBRARY_PATH=$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+src=$here/trace_prog.c
+
+# count PATTERN FILE: lines matching
+count() { grep -c -- "$1" "$2" || true; }
+# the one file a glob names
+only() {
+    set -- $1
+    [ $# -eq 1 ] && [ -f "$1" ] || fail "expected one trace file, got: $*"
+    echo "$1"
+}
+# the monotonic time of the trace's last event of a kind, in ns
+last_event_ns() {
+    awk -v kind="$2" '
+        /^# trace/ { for (i = 1; i <= NF; i++) if ($i == "clock_monotonic_ns") { base = $(i + 1); sub(",", "", base) } }
+        $2 == kind { split($1, t, "."); last = t[1] * 1000000000 + t[2] }
+        END { printf "%.0f\n", base + last }' "$1"
+}
+
+# ---- call sites, annotations, the launcher's list, the file mode ----------
+expect 0 "$cli" run --trace -o "$dir/sites-%p.fst" -- "$prog" sites
+trace=$(only "$dir/sites-*.fst")
+grep -q "trace: $trace" "$dir/err" || fail "the launcher did not name $trace: $(cat "$dir/err")"
+[ "$(stat -c %a "$trace")" = 600 ] || fail "mode $(stat -c %a "$trace"), not 600"
+expect 0 "$cli" dump "$trace"
+cp "$dir/out" "$dir/sites.txt"
+[ "$(count ' alloc ' "$dir/sites.txt")" -eq 2 ] || fail "not 2 allocs: $(cat "$dir/sites.txt")"
+grep -q " alloc .*size=3145728 .*annot=step/forward$" "$dir/sites.txt" ||
+    fail "the forward allocation is not annotated step/forward"
+grep -q " alloc .*size=5242880 .*annot=step$" "$dir/sites.txt" ||
+    fail "the backward allocation is not annotated step"
+grep -q " annotation_mark .*name=after-forward" "$dir/sites.txt" || fail "no NVTX mark"
+[ "$(count ' free_requested ' "$dir/sites.txt")" -eq 2 ] || fail "not 2 frees"
+# The first frame of each allocation resolves to its marked line.
+for site in forward:3145728 backward:5242880; do
+    want=$(grep -n "SITE_$(echo "${site%%:*}" | tr a-z A-Z)" "$src" | cut -d: -f1)
+    frame=$(awk -v size="size=${site#*:}" '$2 == "alloc" && index($0, size) { getline; print $2; exit }' "$dir/sites.txt")
+    case $frame in "$prog"+0x*) ;; *) fail "first frame of the ${site%%:*} allocation is '$frame'" ;; esac
+    off=$((${frame##*+} - 1)) # a return address: the call is the byte before
+    line=$(addr2line -e "$prog" "$(printf '0x%x' "$off")" | sed 's/.*://; s/ .*//')
+    [ "$line" = "$want" ] || fail "${site%%:*}: frame $frame is line $line, not $want"
+done
+
+# ---- the public API: snapshot marks, annotations, flush --------------------
+expect 0 "$cli" run --trace -o "$dir/api.fst" -- "$prog" snapshot
+expect 0 "$cli" dump "$dir/api.fst"
+grep -q " snapshot .*name=checkpoint" "$dir/out" || fail "no snapshot mark"
+grep -q " free_requested .*annot=api-range" "$dir/out" || fail "the API's annotation is missing"
+
+# ---- a profiler's NVTX injection configured before: chained ----------------
+NVTX_INJECTION64_PATH=$counter NVTX_COUNTER_OUT=$dir/counts \
+    expect 0 "$cli" run --trace -o "$dir/chain.fst" -- "$prog" sites
+[ "$(cat "$dir/counts")" = "pushes=1 pops=1 marks=1 domain_pushes=1" ] ||
+    fail "the chained injection saw: $(cat "$dir/counts" 2>/dev/null)"
+expect 0 "$cli" dump "$dir/chain.fst"
+grep -q "annot=step/forward$" "$dir/out" || fail "chained run lost the annotations"
+
+# ---- fork: the child writes its own file; a plain name gets .PID -----------
+expect 0 "$cli" run --trace -o "$dir/plain.fst" -- "$prog" fork
+child=$(sed -n 's/^fork: child //p' "$dir/out")
+[ -f "$dir/plain.fst" ] && [ -f "$dir/plain.fst.$child" ] || fail "fork files: $(ls "$dir")"
+expect 0 "$cli" dump "$dir/plain.fst.$child"
+grep -q " alloc .*size=7340032" "$dir/out" || fail "the child's trace lacks its allocation"
+expect 0 "$cli" dump "$dir/plain.fst"
+grep -q "size=7340032" "$dir/out" && fail "the parent's trace has the child's allocation"
+
+# ---- abort: everything buffered is written ----------------------------------
+"$cli" run --trace -o "$dir/abort.fst" -- "$prog" abort 500 >/dev/null 2>&1
+expect 0 "$cli" dump --no-stacks "$dir/abort.fst"
+[ "$(count ' alloc ' "$dir/out")" -eq 500 ] || fail "abort: $(count ' alloc ' "$dir/out") of 500 allocs"
+
+# ---- SIGTERM and kill -9 mid-run ---------------------------------------------
+for sig in TERM KILL; do
+    "$cli" run --trace -o "$dir/loop-$sig.fst" -- "$prog" loop "$dir/last-$sig" 2>/dev/null &
+    launcher=$!
+    sleep 1.5
+    pkill -"$sig" -P "$launcher" -f trace_prog || fail "no program to kill"
+    wait "$launcher"
+    "$cli" dump --no-stacks "$dir/loop-$sig.fst" >"$dir/loop.txt" 2>"$dir/loop.err" ||
+        fail "dump after SIG$sig failed: $(cat "$dir/loop.err")"
+    n=$(count ' alloc ' "$dir/loop.txt")
+    [ "$n" -gt 100 ] || fail "SIG$sig: only $n allocs recovered"
+    gap=$(($(sed 's/^0*//' "$dir/last-$sig") - $(last_event_ns "$dir/loop.txt" alloc)))
+    limit=100000000 # the flush interval's promise
+    [ "$sig" = TERM ] && limit=20000000 # flushed by the handler: at most the call in flight
+    [ "$gap" -le "$limit" ] || fail "SIG$sig: the last $gap ns of allocations are missing"
+    echo "SIG$sig: $n allocations recovered, the last $((gap / 1000)) us before the kill missing"
+done
+
+# ---- a corrupted copy: the damaged block is skipped, named by offset -------
+cp "$dir/loop-KILL.fst" "$dir/bad.fst"
+size=$(stat -c %s "$dir/bad.fst")
+printf '\377\377\377\377' | dd of="$dir/bad.fst" bs=1 seek=$((size / 2)) conv=notrunc status=none
+"$cli" dump --no-stacks "$dir/bad.fst" >"$dir/bad.txt" 2>"$dir/bad.err" || fail "dump of a corrupted copy failed"
+grep -q "offset [0-9]*: block checksum mismatch\|offset [0-9]*: bad block magic\|offset [0-9]*: impossible" "$dir/bad.err" ||
+    fail "the corruption is not named: $(cat "$dir/bad.err")"
+bad=$(count ' alloc ' "$dir/bad.txt")
+good=$(count ' alloc ' "$dir/loop.txt")
+[ "$bad" -gt 0 ] && [ "$bad" -lt "$good" ] || fail "corrupted copy: $bad allocs of $good"
+expect 1 "$cli" dump --strict "$dir/bad.fst"
+
+# ---- the disk cannot keep up: events are dropped and counted ---------------
+FSDPSHIM_TRACE_WRITE_DELAY_MS=400 expect 0 "$cli" run --trace --conf trace:events -o "$dir/flood.fst" -- "$prog" flood 8 40000
+expect 0 "$cli" dump "$dir/flood.fst"
+dropped=$(sed -n 's/^# dropped \([0-9]*\) events$/\1/p' "$dir/out" | awk '{ s += $1 } END { print s + 0 }')
+events=$(grep -c '^[0-9]' "$dir/out")
+[ "$dropped" -gt 0 ] || fail "a slow disk dropped nothing ($events events written)"
+echo "flood: $events events written, $dropped dropped and counted"
+
+# ---- bad input ------------------------------------------------------------------
+expect 2 "$cli" dump
+expect 1 "$cli" dump "$dir/missing.fst"
+echo "not a trace" >"$dir/text"
+expect 1 "$cli" dump "$dir/text"
+grep -q "offset 0" "$dir/err" || fail "a non-trace is not named with its offset"
+echo "trace_test: ok"

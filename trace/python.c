@@ -1,0 +1,318 @@
+/* python.c - the Python frames of the allocating thread (python.h).
+ *
+ * libfsdpshim.so links no libpython: the CPython API is looked up at run
+ * time in whatever the process has loaded (the python executable exports
+ * it; an embedding program may have dlopen'ed libpython RTLD_LOCAL, found
+ * then among the loaded objects), and looked up again only when objects
+ * have been loaded since. Frames are read only by a thread that holds the
+ * GIL (PyGILState_Check, callable from any thread), so no Python call is
+ * ever made without it and the GIL is never taken.
+ *
+ * 3.9 and later walk frames through PyThreadState_GetFrame, PyFrame_GetBack
+ * and PyFrame_GetCode; 3.8, which lacks them, through PyEval_GetFrame and
+ * the frames' attributes. A stack is interned by its chain of (code object,
+ * line) pairs, so a repeated stack builds no string; the table keeps a
+ * reference to every code object it names, so that an address is never
+ * reused for another function while an entry names it. */
+#include "python.h"
+#include "trace_internal.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct _object PyObject;
+
+static struct {
+    int minor; /* 3.minor; 0 until found */
+    int (*is_initialized)(void);
+    int (*gil_check)(void);
+    void *(*this_thread_state)(void);
+    PyObject *(*thread_frame)(void *tstate);  /* 3.9+, new reference */
+    PyObject *(*frame_back)(PyObject *frame); /* 3.9+, new reference */
+    PyObject *(*frame_code)(PyObject *frame); /* 3.9+, new reference */
+    int (*frame_line)(PyObject *frame);
+    PyObject *(*eval_frame)(void);                  /* borrowed */
+    PyObject *(*getattr)(PyObject *, const char *); /* new reference */
+    const char *(*utf8)(PyObject *, ssize_t *);
+    void (*incref)(PyObject *);
+    void (*decref)(PyObject *);
+    void (*err_clear)(void);
+    PyObject *none; /* Py_None, for 3.8's f_back */
+} py;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long looked_at_adds = ~0ull;
+
+/* ---- finding the API --------------------------------------------------------- */
+
+static void *handle_with_python;
+
+static int find_libpython(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    (void)arg;
+    if (!info->dlpi_name || !strstr(info->dlpi_name, "libpython")) return 0;
+    handle_with_python = dlopen(info->dlpi_name, RTLD_NOLOAD | RTLD_LAZY);
+    return handle_with_python != NULL;
+}
+
+static int adds_counter(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    *(unsigned long long *)arg = info->dlpi_adds;
+    return 1;
+}
+
+static void *sym(const char *name)
+{
+    void *p = dlsym(RTLD_DEFAULT, name);
+    if (!p && handle_with_python) p = dlsym(handle_with_python, name);
+    return p;
+}
+
+/* Looks the API up once objects were loaded since the last look. Under lock. */
+static bool resolve(void)
+{
+    unsigned long long adds;
+    const char *(*version)(void);
+    int major = 0, minor = 0;
+
+    if (py.minor) return true;
+    dl_iterate_phdr(adds_counter, &adds);
+    if (adds == looked_at_adds) return false;
+    looked_at_adds = adds;
+    version = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    if (!version) {
+        dl_iterate_phdr(find_libpython, NULL);
+        version = (const char *(*)(void))sym("Py_GetVersion");
+    }
+    if (!version || sscanf(version(), "%d.%d", &major, &minor) != 2 || major != 3 || minor < 8)
+        return false;
+    *(void **)&py.is_initialized = sym("Py_IsInitialized");
+    *(void **)&py.gil_check = sym("PyGILState_Check");
+    *(void **)&py.this_thread_state = sym("PyGILState_GetThisThreadState");
+    *(void **)&py.thread_frame = sym("PyThreadState_GetFrame");
+    *(void **)&py.frame_back = sym("PyFrame_GetBack");
+    *(void **)&py.frame_code = sym("PyFrame_GetCode");
+    *(void **)&py.frame_line = sym("PyFrame_GetLineNumber");
+    *(void **)&py.eval_frame = sym("PyEval_GetFrame");
+    *(void **)&py.getattr = sym("PyObject_GetAttrString");
+    *(void **)&py.utf8 = sym("PyUnicode_AsUTF8AndSize");
+    *(void **)&py.incref = sym("Py_IncRef");
+    *(void **)&py.decref = sym("Py_DecRef");
+    *(void **)&py.err_clear = sym("PyErr_Clear");
+    py.none = sym("_Py_NoneStruct");
+    if (!py.is_initialized || !py.gil_check || !py.this_thread_state || !py.getattr || !py.utf8 ||
+        !py.incref || !py.decref || !py.err_clear || !py.frame_line)
+        return false;
+    if (minor >= 9 ? !py.thread_frame || !py.frame_back || !py.frame_code
+                   : !py.eval_frame || !py.none)
+        return false;
+    __atomic_store_n(&py.minor, minor, __ATOMIC_RELEASE);
+    return true;
+}
+
+/* ---- walking frames (GIL held) --------------------------------------------------- */
+
+typedef struct pair {
+    PyObject *code;
+    int line;
+} pair;
+
+/* The innermost frame, a new reference. */
+static PyObject *first_frame(void)
+{
+    if (py.minor >= 9) {
+        void *ts = py.this_thread_state();
+        return ts ? py.thread_frame(ts) : NULL;
+    }
+    PyObject *f = py.eval_frame();
+    if (f) py.incref(f);
+    return f;
+}
+
+/* The caller of frame f (a reference the caller drops), and f's code (a
+ * new reference) and line. */
+static PyObject *step(PyObject *f, pair *out)
+{
+    if (py.minor >= 9) {
+        out->code = py.frame_code(f);
+        out->line = py.frame_line(f);
+        return py.frame_back(f);
+    }
+    out->code = py.getattr(f, "f_code");
+    out->line = py.frame_line(f);
+    PyObject *back = py.getattr(f, "f_back");
+    if (!back) py.err_clear();
+    if (back == py.none) { /* 3.8's f_back is None at the bottom */
+        py.decref(back);
+        back = NULL;
+    }
+    return back;
+}
+
+static unsigned walk(pair *pairs, unsigned max)
+{
+    PyObject *f = first_frame();
+    unsigned n = 0;
+
+    while (f && n < max) {
+        PyObject *back = step(f, &pairs[n]);
+        py.decref(f);
+        if (!pairs[n].code) {
+            py.err_clear();
+            if (back) py.decref(back);
+            break;
+        }
+        n++;
+        f = back;
+    }
+    if (f) py.decref(f);
+    return n;
+}
+
+/* A string attribute of a code object as an interned trace string. */
+static uint32_t code_string(PyObject *code, const char *attr)
+{
+    PyObject *s = py.getattr(code, attr);
+    ssize_t len = 0;
+    const char *p = s ? py.utf8(s, &len) : NULL;
+    uint32_t id;
+
+    if (!p) {
+        py.err_clear();
+        p = "?";
+        len = 1;
+    }
+    id = fs_trace_string(p, (size_t)len);
+    if (s) py.decref(s);
+    return id;
+}
+
+/* ---- the table ------------------------------------------------------------------- */
+
+typedef struct entry {
+    uint64_t hash;
+    uint32_t id, n;
+    pair *pairs;            /* code objects referenced for the table's life */
+    fs_fmt_pyframe *frames; /* as defined */
+} entry;
+
+static entry *table;
+static size_t cap, used;
+static entry **by_id;
+static size_t by_id_cap;
+
+static uint64_t hash_pairs(const pair *p, unsigned n)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+    for (unsigned i = 0; i < n; i++) {
+        h ^= (uint64_t)(uintptr_t)p[i].code * 31 + (uint64_t)p[i].line;
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h | 1;
+}
+
+static bool grow(void)
+{
+    size_t ncap = cap ? cap * 2 : 256;
+    entry *t = calloc(ncap, sizeof *t);
+    entry **ids = realloc(by_id, ncap * sizeof *ids);
+    if (!t || !ids) {
+        free(t);
+        if (ids) by_id = ids;
+        return false;
+    }
+    by_id = ids;
+    by_id_cap = ncap;
+    for (size_t i = 0; i < cap; i++) {
+        if (!table[i].hash) continue;
+        size_t j = table[i].hash & (ncap - 1);
+        while (t[j].hash)
+            j = (j + 1) & (ncap - 1);
+        t[j] = table[i];
+    }
+    free(table);
+    table = t;
+    cap = ncap;
+    for (size_t i = 0; i < cap; i++)
+        if (table[i].hash) by_id[table[i].id] = &table[i];
+    return true;
+}
+
+/* Under lock, GIL held: the id of this chain, defined on first sight. */
+static uint32_t intern(pair *pairs, unsigned n)
+{
+    static uint8_t rec[FS_FMT_MAX_RECORD];
+    uint64_t h = hash_pairs(pairs, n);
+
+    if ((used + 2) * 2 > cap && !grow()) return 0;
+    size_t i = h & (cap - 1);
+    for (; table[i].hash; i = (i + 1) & (cap - 1)) {
+        entry *e = &table[i];
+        if (e->hash == h && e->n == n && !memcmp(e->pairs, pairs, n * sizeof *pairs)) return e->id;
+    }
+    entry e = {.hash = h, .id = (uint32_t)used + 1, .n = n};
+    e.pairs = malloc(n * sizeof *e.pairs + 1);
+    e.frames = malloc(n * sizeof *e.frames + 1);
+    if (!e.pairs || !e.frames) {
+        free(e.pairs);
+        free(e.frames);
+        return 0;
+    }
+    for (unsigned k = 0; k < n; k++) {
+        e.pairs[k] = pairs[k];
+        py.incref(pairs[k].code);
+        e.frames[k].file = code_string(pairs[k].code, "co_filename");
+        e.frames[k].function = code_string(pairs[k].code, "co_name");
+        e.frames[k].line = pairs[k].line > 0 ? (uint32_t)pairs[k].line : 0;
+    }
+    fs_trace_define(rec, fs_fmt_put_pystack(e.id, e.frames, n, rec));
+    table[i] = e;
+    by_id[e.id] = &table[i];
+    used++;
+    return e.id;
+}
+
+uint32_t fs_python_stack(unsigned max_frames)
+{
+    pair pairs[FS_FMT_MAX_FRAMES];
+    unsigned n;
+    uint32_t id;
+
+    if (fs_trace_level() < FS_TRACE_PYTHON || !max_frames) return 0;
+    if (!__atomic_load_n(&py.minor, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&lock);
+        bool ok = resolve();
+        pthread_mutex_unlock(&lock);
+        if (!ok) return 0;
+    }
+    /* Both are safe without the GIL; only a thread holding it goes on. */
+    if (!py.is_initialized() || !py.gil_check() || !py.this_thread_state()) return 0;
+    if (max_frames > FS_FMT_MAX_FRAMES) max_frames = FS_FMT_MAX_FRAMES;
+    n = walk(pairs, max_frames);
+    if (!n) return 0;
+    pthread_mutex_lock(&lock);
+    id = intern(pairs, n);
+    pthread_mutex_unlock(&lock);
+    for (unsigned k = 0; k < n; k++)
+        py.decref(pairs[k].code);
+    return id;
+}
+
+uint32_t fs_python_frames(uint32_t id, fs_fmt_pyframe *out, uint32_t max)
+{
+    uint32_t n = 0;
+
+    pthread_mutex_lock(&lock);
+    if (id && id < by_id_cap && by_id[id]) {
+        n = by_id[id]->n < max ? by_id[id]->n : max;
+        memcpy(out, by_id[id]->frames, n * sizeof *out);
+    }
+    pthread_mutex_unlock(&lock);
+    return n;
+}

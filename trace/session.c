@@ -1,0 +1,284 @@
+/* session.c - one process's trace file: its name, its header, starting and
+ * stopping the writer, the rank, and fork.
+ *
+ * Names come from FSDPSHIM_TRACE with %h (host), %p (pid) and %r (rank;
+ * "x" until known; the file is renamed when the first communicator names
+ * it). Two processes never share a file: a name taken by a live process (its
+ * header names the pid) gets ".PID" appended, while a file left by an
+ * earlier run is replaced. A forked child writes a file of its own, opened
+ * only once it has an event to write, so that fork+exec leaves nothing. */
+#include "trace_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEFAULT_PATTERN "fsdpshim-%h-%p.fst"
+
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void fs_trace_log(const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (fs_trace_g.settings.log)
+        fs_trace_g.settings.log(line);
+    else
+        fprintf(stderr, "fsdpshim: %s\n", line);
+}
+
+/* The pattern with %h, %p, %r and %% replaced. */
+static void expand(const char *pattern, char *out, size_t cap)
+{
+    char host[256] = "localhost";
+    size_t n = 0;
+
+    gethostname(host, sizeof host - 1);
+    for (const char *p = pattern; *p && n + 1 < cap; p++) {
+        char piece[300];
+        if (p[0] != '%' || !p[1]) {
+            out[n++] = *p;
+            continue;
+        }
+        switch (*++p) {
+        case 'h':
+            snprintf(piece, sizeof piece, "%s", host);
+            break;
+        case 'p':
+            snprintf(piece, sizeof piece, "%d", (int)getpid());
+            break;
+        case 'r':
+            if (fs_trace_g.rank >= 0)
+                snprintf(piece, sizeof piece, "%d", fs_trace_g.rank);
+            else
+                snprintf(piece, sizeof piece, "x");
+            break;
+        case '%':
+            snprintf(piece, sizeof piece, "%%");
+            break;
+        default:
+            snprintf(piece, sizeof piece, "%%%c", *p);
+            break;
+        }
+        n += (size_t)snprintf(out + n, cap - n, "%s", piece);
+        if (n >= cap) n = cap - 1;
+    }
+    out[n] = 0;
+}
+
+/* Whether `path` is the trace of another process that is still running. */
+static bool held_by_live_process(const char *path)
+{
+    uint8_t raw[FS_FMT_HEADER_SIZE];
+    fs_fmt_header h;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    bool held = false;
+
+    if (fd < 0) return false;
+    if (read(fd, raw, sizeof raw) == (ssize_t)sizeof raw && !fs_fmt_header_decode(raw, &h))
+        held = h.pid != (uint32_t)getpid() && (kill((pid_t)h.pid, 0) == 0 || errno == EPERM);
+    else
+        held = true; /* not a finished trace of ours: never overwrite it */
+    close(fd);
+    return held;
+}
+
+/* `fsdpshim run --trace` names the files at the end: each process adds the
+ * name of its file to the launcher's list, one line written at once. */
+static void list_file(const char *path)
+{
+    const char *list = getenv("FSDPSHIM_TRACE_LIST");
+    char line[sizeof fs_trace_g.path + 1];
+    int fd, n;
+
+    if (!list || !*list) return;
+    fd = open(list, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return;
+    n = snprintf(line, sizeof line, "%s\n", path);
+    if (write(fd, line, (size_t)n) != n) fs_trace_log("cannot add %s to %s", path, list);
+    close(fd);
+}
+
+static int create(const char *path)
+{
+    return open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+}
+
+static void write_header(int fd)
+{
+    uint8_t raw[FS_FMT_HEADER_SIZE];
+    fs_fmt_header h = {
+        .version = FS_FMT_VERSION,
+        .min_reader = FS_FMT_MIN_READER,
+        .pid = (uint32_t)getpid(),
+        .rank = fs_trace_g.rank,
+        .clock_mono_ns = fs_trace_g.mono_base,
+        .clock_real_ns = fs_trace_g.real_base,
+        .trace_level = (uint32_t)fs_trace_g.settings.level,
+        .frames = fs_trace_g.settings.frames,
+    };
+    ssize_t n;
+
+    if (h.trace_level >= FS_TRACE_STACKS) h.features |= FS_FMT_FEAT_STACKS;
+    if (h.trace_level >= FS_TRACE_PYTHON) h.features |= FS_FMT_FEAT_PYTHON;
+    gethostname(h.host, sizeof h.host - 1);
+    n = readlink("/proc/self/exe", h.exe, sizeof h.exe - 1);
+    h.exe[n > 0 ? n : 0] = 0;
+    fs_fmt_header_encode(&h, raw);
+    if (write(fd, raw, sizeof raw) != (ssize_t)sizeof raw)
+        fs_trace_log("cannot write the trace header of %s", fs_trace_g.path);
+}
+
+bool fs_trace_open_file(void)
+{
+    char path[sizeof fs_trace_g.path];
+    int fd;
+
+    expand(fs_trace_g.pattern, path, sizeof path);
+    fd = create(path);
+    if (fd < 0 && errno == EEXIST) {
+        if (held_by_live_process(path)) {
+            size_t n = strlen(path);
+            snprintf(path + n, sizeof path - n, ".%d", (int)getpid());
+        }
+        unlink(path); /* an earlier run's (or our pid's, reused) */
+        fd = create(path);
+    }
+    if (fd < 0) {
+        fs_trace_log("cannot create the trace file %s: %s; tracing is off", path, strerror(errno));
+        return false;
+    }
+    fchmod(fd, 0600); /* whatever the umask, never wider */
+    snprintf(fs_trace_g.path, sizeof fs_trace_g.path, "%s", path);
+    fs_trace_g.fd = fd;
+    write_header(fd);
+    list_file(path);
+    return true;
+}
+
+static void at_exit(void)
+{
+    fs_trace_stop();
+}
+
+static void before_fork(void)
+{
+    fs_trace_strings_lock();
+    fs_trace_writer_lock_all();
+}
+
+static void after_fork_parent(void)
+{
+    fs_trace_writer_unlock_all();
+    fs_trace_strings_unlock(false);
+}
+
+static void after_fork_child(void)
+{
+    fs_trace_strings_unlock(true);
+    fs_trace_writer_after_fork();
+    if (!fs_trace_level()) return;
+    if (fs_trace_g.fd >= 0) close(fs_trace_g.fd);
+    fs_trace_g.fd = -1; /* opened at the first cycle with an event (writer.c) */
+    fs_trace_g.path[0] = 0;
+    if (!fs_trace_writer_start()) atomic_store(&fs_trace_g.level, FS_TRACE_OFF);
+}
+
+bool fs_trace_start(const fs_trace_settings *s)
+{
+    static bool hooks;
+    struct timespec real;
+    const char *delay;
+
+    if (!s || s->level <= FS_TRACE_OFF) return false;
+    pthread_mutex_lock(&start_lock);
+    if (fs_trace_level()) {
+        pthread_mutex_unlock(&start_lock);
+        return true;
+    }
+    fs_trace_g.settings = *s;
+    if (fs_trace_g.settings.frames > FS_FMT_MAX_FRAMES)
+        fs_trace_g.settings.frames = FS_FMT_MAX_FRAMES;
+    snprintf(fs_trace_g.pattern, sizeof fs_trace_g.pattern, "%s",
+             s->path && *s->path ? s->path : DEFAULT_PATTERN);
+    fs_trace_g.settings.path = fs_trace_g.pattern;
+    fs_trace_g.rank = s->rank;
+    fs_trace_g.world = -1;
+    delay = getenv("FSDPSHIM_TRACE_WRITE_DELAY_MS");
+    fs_trace_g.write_delay_ms = delay ? (unsigned)atoi(delay) : 0;
+    fs_trace_g.mono_base = fs_trace_mono_ns();
+    clock_gettime(CLOCK_REALTIME, &real);
+    fs_trace_g.real_base = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
+    if (!fs_trace_open_file()) {
+        pthread_mutex_unlock(&start_lock);
+        return false;
+    }
+    atomic_store(&fs_trace_g.level, s->level > FS_TRACE_PYTHON ? FS_TRACE_PYTHON : s->level);
+    if (!fs_trace_writer_start()) {
+        fs_trace_log("cannot start the trace writer thread; tracing is off");
+        atomic_store(&fs_trace_g.level, FS_TRACE_OFF);
+        close(fs_trace_g.fd);
+        fs_trace_g.fd = -1;
+        pthread_mutex_unlock(&start_lock);
+        return false;
+    }
+    if (!hooks) {
+        hooks = true;
+        atexit(at_exit);
+        pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+        fs_trace_signals_install();
+    }
+    pthread_mutex_unlock(&start_lock);
+    return true;
+}
+
+void fs_trace_set_rank(int rank, int world)
+{
+    uint8_t rec[32];
+    char path[sizeof fs_trace_g.path];
+
+    if (!fs_trace_level() || rank < 0 || rank == fs_trace_g.rank) return;
+    pthread_mutex_lock(&start_lock);
+    bool unknown = fs_trace_g.rank < 0;
+    fs_trace_g.rank = rank;
+    fs_trace_g.world = world;
+    fs_trace_define(rec, fs_fmt_put_rank(rank, world, rec));
+    /* a name made before the rank was known says "x": name it now */
+    if (unknown && fs_trace_g.fd >= 0 && strstr(fs_trace_g.pattern, "%r")) {
+        expand(fs_trace_g.pattern, path, sizeof path);
+        if (access(path, F_OK) != 0 && rename(fs_trace_g.path, path) == 0) {
+            snprintf(fs_trace_g.path, sizeof fs_trace_g.path, "%s", path);
+            list_file(path);
+        }
+    }
+    pthread_mutex_unlock(&start_lock);
+}
+
+void fs_trace_flush(void)
+{
+    if (fs_trace_level()) fs_trace_write_cycle(false);
+}
+
+const char *fs_trace_path(void)
+{
+    return fs_trace_level() && fs_trace_g.path[0] ? fs_trace_g.path : NULL;
+}
+
+void fs_trace_stop(void)
+{
+    if (!fs_trace_level()) return;
+    fs_trace_writer_stop();
+    fs_trace_write_cycle(false);
+    atomic_store(&fs_trace_g.level, FS_TRACE_OFF);
+    if (fs_trace_g.fd >= 0) close(fs_trace_g.fd);
+    fs_trace_g.fd = -1;
+}

@@ -1,0 +1,55 @@
+/* trace_internal.h - what the writer's files share: the session state
+ * (session.c), the buffers and write cycle (writer.c), string interning
+ * (strings.c) and the signal and exit hooks (signals.c). */
+#ifndef FS_TRACE_INTERNAL_H
+#define FS_TRACE_INTERNAL_H
+
+#include "trace.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#define fs_likely(x)      __builtin_expect(!!(x), 1)
+#define fs_unlikely(x)    __builtin_expect(!!(x), 0)
+#define FS_TRACE_FLUSH_MS 50 /* SIGKILL loses at most about this much */
+
+typedef struct fs_trace_state {
+    atomic_int level; /* enum fs_trace_level; OFF until the file is open */
+    int fd;
+    char path[4096];
+    char pattern[4096];
+    fs_trace_settings settings;
+    uint64_t mono_base; /* CLOCK_MONOTONIC at open: record times count from here */
+    uint64_t real_base; /* CLOCK_REALTIME at the same instant */
+    int rank, world;
+    pthread_t writer;
+    bool writer_running, stopping;
+    unsigned write_delay_ms; /* FSDPSHIM_TRACE_WRITE_DELAY_MS: only tests slow the disk */
+} fs_trace_state;
+
+extern fs_trace_state fs_trace_g;
+
+uint64_t fs_trace_mono_ns(void);
+void fs_trace_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* writer.c */
+void fs_trace_write_cycle(bool in_signal);
+bool fs_trace_writer_start(void);
+void fs_trace_writer_stop(void);
+void fs_trace_writer_lock_all(void);
+void fs_trace_writer_unlock_all(void);
+void fs_trace_writer_after_fork(void);
+
+/* session.c */
+bool fs_trace_open_file(void);
+
+/* strings.c */
+void fs_trace_strings_lock(void);
+void fs_trace_strings_unlock(bool child);
+
+/* signals.c */
+void fs_trace_signals_install(void);
+
+#endif /* FS_TRACE_INTERNAL_H */
