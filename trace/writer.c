@@ -55,9 +55,13 @@ typedef struct staging {
 
 fs_trace_state fs_trace_g = {.fd = -1};
 
+/* Lock order: a producer takes its thread's lock, then `lock` (to swap a
+ * full buffer); the writer takes `list_lock`, then each thread's lock, and
+ * never `lock` while it holds a thread's. */
 static struct {
-    pthread_mutex_t lock; /* threads, pool, queue */
+    pthread_mutex_t lock; /* pool, queue */
     pthread_cond_t wake;
+    pthread_mutex_t list_lock; /* threads */
     thread_buf *threads;
     buffer *pool;
     unsigned pool_made;
@@ -74,6 +78,7 @@ static struct {
 } W = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
+    .list_lock = PTHREAD_MUTEX_INITIALIZER,
     .cycle_lock = PTHREAD_MUTEX_INITIALIZER,
     .defs_lock = PTHREAD_MUTEX_INITIALIZER,
     .queue_tail = &W.queue,
@@ -185,10 +190,10 @@ static thread_buf *thread_register(void)
     pthread_setspecific(thread_key, t);
     pthread_getname_np(pthread_self(), name, sizeof name);
     fs_trace_define(rec, fs_fmt_put_thread(t->cur->tid, fs_trace_string(name, strlen(name)), rec));
-    pthread_mutex_lock(&W.lock);
+    pthread_mutex_lock(&W.list_lock);
     t->next = W.threads;
     W.threads = t;
-    pthread_mutex_unlock(&W.lock);
+    pthread_mutex_unlock(&W.list_lock);
     return t;
 }
 
@@ -326,7 +331,7 @@ static void write_all(const uint8_t *p, size_t len)
 }
 
 /* Takes what every thread holds into events_out; frees the buffers of
- * exited threads once empty. Under W.lock. */
+ * exited threads once empty. Under W.list_lock. */
 static void stage_threads(bool in_signal)
 {
     thread_buf **link = &W.threads;
@@ -362,10 +367,16 @@ static void stage_events(bool in_signal)
     queued = W.queue;
     W.queue = NULL;
     W.queue_tail = &W.queue;
+    pthread_mutex_unlock(&W.lock);
     for (buffer *b = queued; b; b = b->next)
         stage(&W.events_out, b->tid, b->t0, b->data, b->len, in_signal);
-    stage_threads(in_signal);
-    while (queued && !in_signal) {
+    if (take(&W.list_lock, in_signal)) {
+        stage_threads(in_signal);
+        pthread_mutex_unlock(&W.list_lock);
+    }
+    if (in_signal || !queued) return;
+    pthread_mutex_lock(&W.lock);
+    while (queued) {
         buffer *b = queued;
         queued = b->next;
         b->next = W.pool;
@@ -488,6 +499,7 @@ void fs_trace_writer_stop(void)
 void fs_trace_writer_after_fork(void)
 {
     pthread_mutex_init(&W.lock, NULL);
+    pthread_mutex_init(&W.list_lock, NULL);
     pthread_mutex_init(&W.cycle_lock, NULL);
     pthread_mutex_init(&W.defs_lock, NULL);
     pthread_cond_init(&W.wake, NULL);
@@ -509,6 +521,7 @@ void fs_trace_writer_after_fork(void)
 void fs_trace_writer_lock_all(void)
 {
     pthread_mutex_lock(&W.cycle_lock);
+    pthread_mutex_lock(&W.list_lock);
     pthread_mutex_lock(&W.lock);
     pthread_mutex_lock(&W.defs_lock);
 }
@@ -517,5 +530,6 @@ void fs_trace_writer_unlock_all(void)
 {
     pthread_mutex_unlock(&W.defs_lock);
     pthread_mutex_unlock(&W.lock);
+    pthread_mutex_unlock(&W.list_lock);
     pthread_mutex_unlock(&W.cycle_lock);
 }
