@@ -82,7 +82,7 @@ static int shim_key_set(fs_shim_config *c, const char *key, const char *value, c
             }
         goto bad;
     } else if (!strcmp(key, "trace_frames")) {
-        if (!parse_uint(value, 1024, &v)) goto bad;
+        if (!parse_uint(value, 256, &v) || !v) goto bad;
         c->trace_frames = (unsigned)v;
     } else {
         return 0;

@@ -181,8 +181,8 @@ static void domain_destroy(nvtxDomainHandle_t d)
     handle *h = (handle *)d;
     if (next.domain_destroy) next.domain_destroy(domain_chained(d));
     if (!h) return;
-    /* NVTX lets ranges of a destroyed domain be popped no more; the name is
-     * kept, as annotation nodes may still name it */
+    /* annotation nodes keep copies of the name */
+    free(h->text);
     free(h);
 }
 

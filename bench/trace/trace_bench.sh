@@ -52,8 +52,11 @@ compare() {
         echo "off $(one "$off" "$@")"
         echo "on $(one "$on" "$@")"
     done >"$tmp/runs"
+    grep -qE '^(off|on) ?$' "$tmp/runs" && return # a run failed: no figures
     echo "$(grep '^off' "$tmp/runs" | cut -d' ' -f2 | median) $(grep '^on' "$tmp/runs" | cut -d' ' -f2 | median)"
 }
+# the figures compare printed, or stop: a failed run must not read as a 0
+need() { [ -n "${1:-}" ] || { echo "trace_bench: FAILED: $2" >&2; exit 1; }; }
 
 echo "trace_bench: $iters allocate+free pairs per run, $reps runs interleaved, medians"
 printf '  %-34s %12s %12s %12s\n' "" "off ns/pair" "on ns/pair" "extra ns"
@@ -64,7 +67,9 @@ for frames in 0 32 64; do
     else
         conf=trace:stacks,trace_frames:$frames depth=$((frames + 16))
     fi
-    read -r off on < <(compare "trace:off" "$conf" "$prog" "$depth" "$iters")
+    off='' on=''
+    read -r off on < <(compare "trace:off" "$conf" "$prog" "$depth" "$iters") || true
+    need "$on" "$prog with $conf"
     extra[$frames]=$(awk -v a="$off" -v b="$on" 'BEGIN { printf "%.0f", b - a }')
     printf '  %-34s %12s %12s %12s\n' "C, $frames frames ($conf)" "$off" "$on" "${extra[$frames]}"
     if [ "$frames" = 32 ]; then
@@ -74,8 +79,10 @@ for frames in 0 32 64; do
     fi
 done
 if python3 -c 'import ctypes' 2>/dev/null; then
+    off='' on=''
     read -r off on < <(compare "trace:stacks,trace_frames:32" "trace:python,trace_frames:32" \
-        python3 "$pyprog" 10 $((iters / 4)))
+        python3 "$pyprog" 10 $((iters / 4))) || true
+    need "$on" "python3 $pyprog with trace:python"
     printf '  %-34s %12s %12s %12s\n' "Python, 10 frames: stacks->python" "$off" "$on" \
         "$(awk -v a="$off" -v b="$on" 'BEGIN { printf "%.0f", b - a }')"
 fi

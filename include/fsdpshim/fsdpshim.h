@@ -84,12 +84,14 @@ int fsdpshim_reset_peak_stats(int device);
 int fsdpshim_memory_summary(int device, char *buf, size_t len, size_t *needed);
 
 /* Pushes / pops an annotation on the calling thread's stack: events in
- * between are attributed to it in traces. Names are copied. */
+ * between are attributed to it in traces. Names are copied. The stack is
+ * the one NVTX ranges go on (NVTX's default domain). */
 int fsdpshim_annotation_push(const char *name);
 int fsdpshim_annotation_pop(void);
 
-/* Marks a snapshot point in the trace / writes buffered trace data out.
- * While tracing is off (the default) both succeed and do nothing. */
+/* Marks a snapshot point in the trace (a `snapshot` event named `label`) /
+ * writes everything buffered to the trace file before returning. While
+ * tracing is off (the default) both succeed and do nothing. */
 int fsdpshim_snapshot(const char *label);
 int fsdpshim_trace_flush(void);
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# minifsdp_compare.sh - minifsdp with 4 ranks without and with the shim:
-# identical results, far fewer device allocations, peak device memory shown.
+# minifsdp_compare.sh - minifsdp with 4 ranks without and with the shim, and
+# with the shim tracing: identical results, far fewer device allocations,
+# peak device memory shown.
 #
 #   minifsdp_compare.sh PRELOAD MINIFSDP [minifsdp options...]
 #
@@ -36,10 +37,25 @@ FSDPSHIM_SIM_STATS=1 LD_PRELOAD= "$minifsdp" --ranks 4 "${opts[@]}" >"$tmp/plain
 FSDPSHIM_SIM_STATS=1 LD_PRELOAD=$preload "$minifsdp" --ranks 4 "${opts[@]}" >"$tmp/shim.out" 2>&1 || {
     echo "FAILED: minifsdp ${opts[*]} under the shim:" >&2; cat "$tmp/shim.out" >&2; exit 1; }
 
+# Tracing (with stacks) must not change what the program computes.
+FSDPSHIM_CONF=trace:stacks FSDPSHIM_TRACE="$tmp/trace-%p.fst" LD_PRELOAD=$preload \
+    "$minifsdp" --ranks 4 "${opts[@]}" >"$tmp/traced.out" 2>&1 || {
+    echo "FAILED: minifsdp ${opts[*]} under the shim with tracing:" >&2; cat "$tmp/traced.out" >&2; exit 1; }
+
 status=0
 if [ "$(results plain | wc -l)" -ne 4 ] || ! diff <(results plain) <(results shim) >"$tmp/diff"; then
     echo "FAILED: results differ with the shim (or a rank is missing):" >&2
     cat "$tmp/diff" >&2
+    status=1
+fi
+if ! diff <(results plain) <(results traced) >"$tmp/diff"; then
+    echo "FAILED: results differ with tracing on:" >&2
+    cat "$tmp/diff" >&2
+    status=1
+fi
+traces=$(find "$tmp" -name 'trace-*.fst' -size +256c | wc -l)
+if [ "$traces" -lt 1 ]; then
+    echo "FAILED: tracing on wrote no trace with events" >&2
     status=1
 fi
 
@@ -59,5 +75,5 @@ elif [ $((shim_allocs * 4)) -gt "$plain_allocs" ]; then
     echo "FAILED: the shim made $shim_allocs device allocations, not far fewer than $plain_allocs" >&2
     status=1
 fi
-[ $status -eq 0 ] && echo "  identical results on every rank"
+[ $status -eq 0 ] && echo "  identical results on every rank, with and without tracing ($traces traces)"
 exit $status
