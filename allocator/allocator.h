@@ -245,6 +245,30 @@ typedef struct fs_alloc_census {
  * debugging: it stops every stream of the device while it runs. */
 const char *fs_alloc_check(fs_allocator *a, int device, fs_alloc_census *out);
 
+/* One segment, or one block of a segment, as fs_alloc_walk finds it. */
+typedef enum fs_walk_state {
+    FS_WALK_SEGMENT, /* a segment: addr, size = its mapped bytes, expandable */
+    FS_WALK_LIVE,    /* a block handed out */
+    FS_WALK_CACHED,  /* a free block in the cache */
+    FS_WALK_PENDING, /* freed by the program, waiting for its streams */
+} fs_walk_state;
+
+typedef struct fs_walk_entry {
+    fs_walk_state state;
+    fs_stream_t stream; /* the owning pool's stream */
+    uintptr_t addr;
+    size_t size, requested; /* requested: live and pending blocks */
+    bool expandable;
+} fs_walk_entry;
+
+/* Copies every segment of `device`, each followed by its mapped blocks in
+ * address order, into out (at most max entries), under the allocator's locks
+ * as fs_alloc_check takes them (every stream of the device waits meanwhile,
+ * so the copy is one consistent picture; nothing else runs under them).
+ * Returns how many entries the device has: more than max means the copy was
+ * cut, and the caller may call again with room for them. */
+size_t fs_alloc_walk(fs_allocator *a, int device, fs_walk_entry *out, size_t max);
+
 /* ---- observation (traces) --------------------------------------------- */
 
 typedef struct fs_oom_info {

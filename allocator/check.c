@@ -76,15 +76,28 @@ static const char *walk_pool(fs_pool *p, fs_alloc_census *c)
     return NULL;
 }
 
+/* Every pool of the device stops: its lock, then each pool's in order. */
+static void lock_device(fs_dev *d)
+{
+    pthread_mutex_lock(&d->lock);
+    for (int i = 0; i < d->npools; i++)
+        fs_spin_lock(&d->pools[i]->lock);
+}
+
+static void unlock_device(fs_dev *d)
+{
+    for (int i = d->npools - 1; i >= 0; i--)
+        fs_spin_unlock(&d->pools[i]->lock);
+    pthread_mutex_unlock(&d->lock);
+}
+
 const char *fs_alloc_check(fs_allocator *a, int device, fs_alloc_census *out)
 {
     fs_dev *d = fs_dev_of(a, device);
     memset(out, 0, sizeof *out);
     if (!d) return "no such device";
     const char *err = NULL;
-    pthread_mutex_lock(&d->lock);
-    for (int i = 0; i < d->npools; i++)
-        fs_spin_lock(&d->pools[i]->lock);
+    lock_device(d);
     size_t listed = 0;
     for (int i = 0; i < d->npools && !err; i++) {
         err = walk_pool(d->pools[i], out);
@@ -92,9 +105,7 @@ const char *fs_alloc_check(fs_allocator *a, int device, fs_alloc_census *out)
     }
     fs_alloc_stats st;
     fs_stats_read(d, &st);
-    for (int i = d->npools - 1; i >= 0; i--)
-        fs_spin_unlock(&d->pools[i]->lock);
-    pthread_mutex_unlock(&d->lock);
+    unlock_device(d);
     if (err) return err;
     if (listed != out->pending_blocks) return "pending lists and pending blocks disagree";
     if ((size_t)st.reserved_bytes[FS_POOL_ALL].current != out->mapped_bytes)
@@ -113,4 +124,44 @@ const char *fs_alloc_check(fs_allocator *a, int device, fs_alloc_census *out)
         return "inactive_split disagrees with the split free blocks";
     if ((size_t)st.segment[FS_POOL_ALL].current != out->segments) return "segment count disagrees";
     return NULL;
+}
+
+static size_t walk_segments(fs_pool *p, fs_walk_entry *out, size_t max, size_t n)
+{
+    for (fs_segment *s = p->segs; s; s = s->next) {
+        if (!s->size) continue; /* a reservation with nothing mapped */
+        if (n < max)
+            out[n] = (fs_walk_entry){.state = FS_WALK_SEGMENT,
+                                     .stream = p->stream,
+                                     .addr = s->base,
+                                     .size = s->size,
+                                     .expandable = s->expandable};
+        n++;
+        for (fs_block *b = s->head; b; b = b->next) {
+            fs_walk_state st = b->state == FS_BLOCK_LIVE   ? FS_WALK_LIVE
+                               : b->state == FS_BLOCK_FREE ? FS_WALK_CACHED
+                                                           : FS_WALK_PENDING;
+            if (b->state == FS_BLOCK_UNMAPPED) continue;
+            if (n < max)
+                out[n] = (fs_walk_entry){.state = st,
+                                         .stream = p->stream,
+                                         .addr = b->addr,
+                                         .size = b->size,
+                                         .requested = st == FS_WALK_CACHED ? 0 : b->requested};
+            n++;
+        }
+    }
+    return n;
+}
+
+size_t fs_alloc_walk(fs_allocator *a, int device, fs_walk_entry *out, size_t max)
+{
+    fs_dev *d = fs_dev_of(a, device);
+    size_t n = 0;
+    if (!d) return 0;
+    lock_device(d);
+    for (int i = 0; i < d->npools; i++)
+        n = walk_segments(d->pools[i], out, max, n);
+    unlock_device(d);
+    return n;
 }

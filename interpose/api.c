@@ -9,6 +9,7 @@
 #include "../trace/annot.h"
 #include "../trace/trace.h"
 #include "runtime.h"
+#include "trace_glue.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -214,7 +215,13 @@ API int fsdpshim_annotation_pop(void)
 
 API int fsdpshim_snapshot(const char *label)
 {
+    char path[4096];
+
     if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
+    if (fs_trace_glue_snapshot("fsdpshim-snapshot", NULL, path, sizeof path))
+        fs_log(FS_LOG_INFO, "snapshot%s%s: %s", label ? " " : "", label ? label : "", path);
+    else
+        fs_log(FS_LOG_WARN, "no snapshot%s%s: %s", label ? " " : "", label ? label : "", path);
     fs_shim_leave();
     if (fs_trace_level()) {
         fs_fmt_event ev = {.kind = FS_REC_SNAPSHOT, .device = -1, .annot = fs_annot_current()};

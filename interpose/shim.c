@@ -13,6 +13,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -98,6 +99,8 @@ const fs_shim_free_hook *fs_free_hook(void)
     return __atomic_load_n(&free_hook, __ATOMIC_ACQUIRE);
 }
 
+#define MAX_OOM_SNAPSHOTS 8
+
 /* The OOM line, at most once per second: PyTorch's cacheInfo probes device
  * memory by allocating until it fails, and such handled OOMs must stay quiet. */
 static void on_oom(void *ctx, const fs_oom_info *info)
@@ -115,11 +118,22 @@ static void on_oom(void *ctx, const fs_oom_info *info)
     if (!__atomic_compare_exchange_n(&last_ns, &prev, ns, false, __ATOMIC_RELAXED,
                                      __ATOMIC_RELAXED))
         return;
+    /* A snapshot of every segment and block with each OOM reported, up to
+     * a few per process: a program that keeps probing gets the first ones. */
+    static int snapshots;
+    char snap[4200] = "";
+    if (__atomic_fetch_add(&snapshots, 1, __ATOMIC_RELAXED) < MAX_OOM_SNAPSHOTS) {
+        char path[4096];
+        if (fs_trace_glue_snapshot("fsdpshim-oom", info, path, sizeof path))
+            snprintf(snap, sizeof snap, "; snapshot: %s", path);
+        else
+            snprintf(snap, sizeof snap, "; no snapshot: %s", path);
+    }
     fs_log(FS_LOG_WARN,
            "out of memory on device %d: requested %zu bytes, allocated %zu, "
-           "reserved but free %zu, largest free block %zu (reserved %zu)",
+           "reserved but free %zu, largest free block %zu (reserved %zu)%s",
            info->device, info->requested, info->allocated, info->reserved_free, info->largest_free,
-           info->reserved);
+           info->reserved, snap);
 }
 
 static fs_alloc_observer observer = {.on_oom = on_oom};

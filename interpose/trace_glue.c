@@ -11,10 +11,13 @@
 
 #include "../trace/annot.h"
 #include "../trace/python.h"
+#include "../trace/snapshot.h"
 #include "../trace/stack.h"
 #include "../trace/trace.h"
 #include "runtime.h"
 
+#include <libgen.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +116,10 @@ static void on_event(void *ctx, const fs_alloc_event *e)
             ev.stack = pending.stack;
             ev.pystack = pending.pystack;
         }
+        /* what allocated each live block, for snapshots */
+        if (ev.stack || ev.pystack) fs_blocks_set(e->addr, ev.stack, ev.pystack);
+    } else if (e->kind == FS_EV_FREE_REQUESTED && fs_trace_level() >= FS_TRACE_STACKS) {
+        fs_blocks_clear(e->addr);
     }
     fs_trace_event(&ev);
 }
@@ -185,4 +192,115 @@ void fs_trace_rate_limit(bool start, int device, uint64_t in_flight, uint64_t by
         .annot = fs_annot_current(),
     };
     if (fs_trace_level()) fs_trace_event(&ev);
+}
+
+/* ---- snapshots ------------------------------------------------------------ */
+
+static const uint8_t walk_kinds[] = {
+    [FS_WALK_SEGMENT] = FS_REC_SNAP_SEGMENT,
+    [FS_WALK_LIVE] = FS_REC_SNAP_BLOCK,
+    [FS_WALK_CACHED] = FS_REC_SNAP_BLOCK,
+    [FS_WALK_PENDING] = FS_REC_SNAP_BLOCK,
+};
+static const uint8_t walk_states[] = {
+    [FS_WALK_LIVE] = FS_BLOCK_LIVE,
+    [FS_WALK_CACHED] = FS_BLOCK_CACHED,
+    [FS_WALK_PENDING] = FS_BLOCK_PENDING,
+};
+
+/* Appends device d's segments and blocks to *ev (grown as needed). */
+static bool walk_device(fs_allocator *a, int d, fs_fmt_event **ev, size_t *n, size_t *cap)
+{
+    fs_walk_entry *w = NULL;
+    size_t got = fs_alloc_walk(a, d, NULL, 0), room = 0;
+
+    do { /* the device may grow between two walks */
+        room = got + 64;
+        fs_walk_entry *p = realloc(w, room * sizeof *w);
+        if (!p) {
+            free(w);
+            return false;
+        }
+        w = p;
+        got = fs_alloc_walk(a, d, w, room);
+    } while (got > room);
+    if (*n + got > *cap) {
+        size_t c = *n + got + 64;
+        fs_fmt_event *p = realloc(*ev, c * sizeof *p);
+        if (!p) {
+            free(w);
+            return false;
+        }
+        *ev = p;
+        *cap = c;
+    }
+    for (size_t i = 0; i < got; i++) {
+        fs_fmt_event *e = &(*ev)[(*n)++];
+        *e = (fs_fmt_event){
+            .kind = walk_kinds[w[i].state],
+            .time_ns = fs_trace_level() ? fs_trace_now() : 0,
+            .device = d,
+            .stream = stream_value(w[i].stream),
+            .addr = w[i].addr,
+            .size = w[i].size,
+            .requested = w[i].requested,
+            .aux = w[i].state == FS_WALK_SEGMENT ? w[i].expandable : walk_states[w[i].state],
+        };
+        if (w[i].state == FS_WALK_LIVE) fs_blocks_get(e->addr, &e->stack, &e->pystack);
+    }
+    free(w);
+    return true;
+}
+
+/* Where snapshots go: FSDPSHIM_OOM_DIR, else beside the trace, else the
+ * working directory. */
+static void snapshot_dir(char *dir, size_t len)
+{
+    const char *env = getenv("FSDPSHIM_OOM_DIR"), *trace = fs_trace_path();
+    char copy[4096];
+
+    if (env && *env) {
+        snprintf(dir, len, "%s", env);
+    } else if (trace) {
+        snprintf(copy, sizeof copy, "%s", trace);
+        snprintf(dir, len, "%s", dirname(copy));
+    } else {
+        snprintf(dir, len, ".");
+    }
+}
+
+bool fs_trace_glue_snapshot(const char *kind, const fs_oom_info *oom, char *path, size_t len)
+{
+    fs_allocator *a = fs_shim_allocator();
+    fs_fmt_event *ev = NULL;
+    size_t n = 0, cap = 0;
+    char dir[4096];
+    bool ok = a != NULL;
+
+    for (int d = 0; ok && d < fs_shim_device_count(); d++)
+        ok = walk_device(a, d, &ev, &n, &cap);
+    if (ok && oom) {
+        fs_fmt_event *p = realloc(ev, (n + 1) * sizeof *p);
+        ok = p != NULL;
+        if (ok) {
+            ev = p;
+            ev[n++] = (fs_fmt_event){.kind = FS_REC_OOM,
+                                     .device = oom->device,
+                                     .stream = stream_value(oom->stream),
+                                     .size = oom->requested,
+                                     .allocated = oom->allocated,
+                                     .reserved = oom->reserved,
+                                     .aux = oom->largest_free,
+                                     .stack = pending.stack,
+                                     .pystack = pending.pystack};
+        }
+    }
+    snapshot_dir(dir, sizeof dir);
+    if (ok) {
+        ok = fs_snapshot_write(dir, kind, ev, n, path, len);
+    } else {
+        snprintf(path, len, "out of memory gathering the snapshot");
+    }
+    free(ev);
+    return ok;
 }

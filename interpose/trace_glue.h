@@ -19,6 +19,11 @@ void fs_trace_glue_observe(fs_alloc_observer *obs);
 /* An out-of-memory report, as an FS_REC_OOM event. */
 void fs_trace_glue_oom(const fs_oom_info *info);
 
+/* Writes a snapshot file of every device (docs/tracing.md): `kind` names
+ * it ("fsdpshim-oom", "fsdpshim-snapshot"), `oom` the failed request if one
+ * caused it. path receives the file's name, or why there is none. */
+bool fs_trace_glue_snapshot(const char *kind, const fs_oom_info *oom, char *path, size_t len);
+
 /* Around an allocation entry point's call into the allocator: captures the
  * native (and Python) stack before any allocator lock is taken; the
  * allocation event attaches it. */

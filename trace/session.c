@@ -197,7 +197,7 @@ bool fs_trace_start(const fs_trace_settings *s)
 {
     static bool hooks;
     struct timespec real;
-    const char *delay;
+    const char *delay, *buffers;
 
     if (!s || s->level <= FS_TRACE_OFF) return false;
     pthread_mutex_lock(&start_lock);
@@ -213,8 +213,11 @@ bool fs_trace_start(const fs_trace_settings *s)
     fs_trace_g.settings.path = fs_trace_g.pattern;
     fs_trace_g.rank = s->rank;
     fs_trace_g.world = -1;
+    /* two knobs for the tests of drops: a slow disk, fewer buffers */
     delay = getenv("FSDPSHIM_TRACE_WRITE_DELAY_MS");
     fs_trace_g.write_delay_ms = delay ? (unsigned)atoi(delay) : 0;
+    buffers = getenv("FSDPSHIM_TRACE_BUFFERS");
+    fs_trace_g.buffers = buffers && atoi(buffers) > 0 ? (unsigned)atoi(buffers) : 64;
     fs_trace_g.mono_base = fs_trace_mono_ns();
     clock_gettime(CLOCK_REALTIME, &real);
     fs_trace_g.real_base = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;

@@ -154,6 +154,34 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+#if defined(__SANITIZE_THREAD__)
+/* unw_backtrace's fast path keeps a per-thread cache that libunwind frees
+ * from a thread-specific-data destructor taking a mutex after
+ * ThreadSanitizer has torn the exiting thread down (a crash at every thread
+ * exit). Under TSan the frames come from the step-by-step unwinder, which
+ * keeps no such cache: the same frames, slower, and speed does not matter
+ * there. */
+static int backtrace_frames(void **ip, int max)
+{
+    unw_context_t uc;
+    unw_cursor_t c;
+    int n = 0;
+
+    if (unw_getcontext(&uc) || unw_init_local(&c, &uc)) return 0;
+    while (n < max && unw_step(&c) > 0) {
+        unw_word_t pc;
+        if (unw_get_reg(&c, UNW_REG_IP, &pc)) break;
+        ip[n++] = (void *)pc;
+    }
+    return n;
+}
+#else
+static int backtrace_frames(void **ip, int max)
+{
+    return unw_backtrace(ip, max);
+}
+#endif
+
 uint32_t fs_stack_capture(unsigned max_frames)
 {
     void *ip[FS_FMT_MAX_FRAMES + 32];
@@ -167,9 +195,9 @@ uint32_t fs_stack_capture(unsigned max_frames)
     if (max_frames > FS_FMT_MAX_FRAMES) max_frames = FS_FMT_MAX_FRAMES;
     /* the shim's own frames, then what is kept: a few entry and glue
      * frames are enough room, and unwinding further would cost more */
-    got = unw_backtrace(ip, (int)(max_frames + 8 < sizeof ip / sizeof ip[0]
-                                      ? max_frames + 8
-                                      : sizeof ip / sizeof ip[0]));
+    got = backtrace_frames(ip, (int)(max_frames + 8 < sizeof ip / sizeof ip[0]
+                                         ? max_frames + 8
+                                         : sizeof ip / sizeof ip[0]));
     while (i < got && (uintptr_t)ip[i] >= self_lo && (uintptr_t)ip[i] < self_hi)
         i++;
     for (; i < got && n < max_frames; i++)

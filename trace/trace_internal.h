@@ -27,6 +27,7 @@ typedef struct fs_trace_state {
     pthread_t writer;
     bool writer_running, stopping;
     unsigned write_delay_ms; /* FSDPSHIM_TRACE_WRITE_DELAY_MS: only tests slow the disk */
+    unsigned buffers;        /* spare buffers, at most [64]; FSDPSHIM_TRACE_BUFFERS for tests */
 } fs_trace_state;
 
 extern fs_trace_state fs_trace_g;
@@ -41,6 +42,9 @@ void fs_trace_writer_stop(void);
 void fs_trace_writer_lock_all(void);
 void fs_trace_writer_unlock_all(void);
 void fs_trace_writer_after_fork(void);
+/* Every definition appended so far, in blocks of whole records (for
+ * snapshot files, which must stand alone). */
+void fs_trace_definitions(void (*emit)(void *ctx, const uint8_t *raw, size_t len), void *ctx);
 
 /* session.c */
 bool fs_trace_open_file(void);

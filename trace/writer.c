@@ -25,7 +25,6 @@
 #include <zstd.h>
 
 #define BUF_SIZE   (64u << 10) /* raw bytes of one buffer, so of one block */
-#define POOL_MAX   64          /* buffers beyond each thread's own */
 #define EVENT_ROOM 256         /* an encoded event is shorter */
 #define ZSTD_LEVEL 1
 
@@ -152,7 +151,7 @@ static buffer *pool_take(void)
         b->len = 0;
         return b;
     }
-    if (W.pool_made >= POOL_MAX) return NULL;
+    if (W.pool_made >= fs_trace_g.buffers) return NULL;
     b = buffer_new();
     if (b) W.pool_made++;
     return b;
@@ -290,27 +289,40 @@ static void stage(staging *s, uint32_t tid, uint64_t t0, const uint8_t *raw, siz
                                 len, s->p + s->len);
 }
 
-/* The definitions appended since the last cycle, cut into blocks at record
- * boundaries (each definition was appended whole). Under defs_lock. */
+/* Where the block of definitions that starts at `from` ends: at a record
+ * boundary (each definition was appended whole) no further than BUF_SIZE. */
+static size_t definitions_cut(const uint8_t *defs, size_t from, size_t to)
+{
+    fs_fmt_dec d;
+    fs_fmt_record r;
+    const char *err;
+    size_t end = from;
+
+    if (to - from <= BUF_SIZE) return to;
+    fs_fmt_dec_init(&d, defs + from, to - from, 0);
+    while (fs_fmt_next(&d, &r, &err) == 1 && (size_t)(d.p - defs) - from <= BUF_SIZE)
+        end = (size_t)(d.p - defs);
+    return end == from ? to : end; /* records are far shorter than a block */
+}
+
+/* The definitions appended since the last cycle. Under defs_lock. */
 static void stage_definitions(bool in_signal)
 {
-    size_t from = W.defs_written, to = W.defs_len;
-
-    while (from < to) {
-        size_t end = to;
-        if (end - from > BUF_SIZE) {
-            fs_fmt_dec d;
-            fs_fmt_record r;
-            const char *err;
-            fs_fmt_dec_init(&d, W.defs + from, to - from, 0);
-            while (fs_fmt_next(&d, &r, &err) == 1 && (size_t)(d.p - W.defs) - from <= BUF_SIZE)
-                end = (size_t)(d.p - W.defs);
-            if (end == from) end = to; /* records are far shorter than a block */
-        }
+    for (size_t from = W.defs_written, end; from < W.defs_len; from = end) {
+        end = definitions_cut(W.defs, from, W.defs_len);
         stage(&W.defs_out, 0, 0, W.defs + from, end - from, in_signal);
-        from = end;
     }
-    W.defs_written = to;
+    W.defs_written = W.defs_len;
+}
+
+void fs_trace_definitions(void (*emit)(void *ctx, const uint8_t *raw, size_t len), void *ctx)
+{
+    pthread_mutex_lock(&W.defs_lock);
+    for (size_t from = 0, end; from < W.defs_len; from = end) {
+        end = definitions_cut(W.defs, from, W.defs_len);
+        emit(ctx, W.defs + from, end - from);
+    }
+    pthread_mutex_unlock(&W.defs_lock);
 }
 
 static void write_all(const uint8_t *p, size_t len)

@@ -9,7 +9,9 @@
  *   trace_prog fork               allocates, forks a child that allocates too
  *   trace_prog flood THREADS N    THREADS threads allocating N times each
  *   trace_prog snapshot           fsdpshim_snapshot / fsdpshim_trace_flush
- *                                 through the loader, around allocations */
+ *                                 through the loader, around allocations
+ *   trace_prog oom                3 MiB allocations until one fails (run it
+ *                                 with a small FSDPSHIM_SIM_MEM) */
 #include "../../../include/fsdpshim/fsdpshim_loader.h"
 
 #include <cuda_runtime_api.h>
@@ -162,6 +164,19 @@ static int snapshot(void)
     return 0;
 }
 
+__attribute__((noinline)) static int oom(void)
+{
+    void *p[4096];
+    int n = 0;
+    while (n < 4096 && cudaMalloc(&p[n], 3u << 20) == cudaSuccess) /* SITE_OOM */
+        n++;
+    if (cudaGetLastError() != cudaErrorMemoryAllocation) return 1;
+    printf("oom: %d allocations before the failure\n", n);
+    while (n > 0)
+        CHECK(cudaFree(p[--n]));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "sites";
@@ -171,6 +186,7 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "fork")) return fork_child();
     if (!strcmp(mode, "flood") && argc > 3) return flood(atoi(argv[2]), atoi(argv[3]));
     if (!strcmp(mode, "snapshot")) return snapshot();
-    fprintf(stderr, "usage: trace_prog sites|loop FILE|abort N|fork|flood T N|snapshot\n");
+    if (!strcmp(mode, "oom")) return oom();
+    fprintf(stderr, "usage: trace_prog sites|loop FILE|abort N|fork|flood T N|snapshot|oom\n");
     return 2;
 }
