@@ -113,26 +113,40 @@ static int create(const char *path)
     return open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 }
 
+void fs_trace_header_of(fs_fmt_header *h, uint32_t features, int level)
+{
+    struct timespec real;
+    ssize_t n;
+
+    memset(h, 0, sizeof *h);
+    h->version = FS_FMT_VERSION;
+    h->min_reader = FS_FMT_MIN_READER;
+    h->pid = (uint32_t)getpid();
+    h->rank = level ? fs_trace_g.rank : -1;
+    h->trace_level = (uint32_t)level;
+    h->frames = level ? fs_trace_g.settings.frames : 0;
+    h->features = features;
+    if (level >= FS_TRACE_STACKS) h->features |= FS_FMT_FEAT_STACKS;
+    if (level >= FS_TRACE_PYTHON) h->features |= FS_FMT_FEAT_PYTHON;
+    if (level) { /* the trace's clock, so that a snapshot lines up with it */
+        h->clock_mono_ns = fs_trace_g.mono_base;
+        h->clock_real_ns = fs_trace_g.real_base;
+    } else {
+        h->clock_mono_ns = fs_trace_mono_ns();
+        clock_gettime(CLOCK_REALTIME, &real);
+        h->clock_real_ns = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
+    }
+    gethostname(h->host, sizeof h->host - 1);
+    n = readlink("/proc/self/exe", h->exe, sizeof h->exe - 1);
+    h->exe[n > 0 ? n : 0] = 0;
+}
+
 static void write_header(int fd)
 {
     uint8_t raw[FS_FMT_HEADER_SIZE];
-    fs_fmt_header h = {
-        .version = FS_FMT_VERSION,
-        .min_reader = FS_FMT_MIN_READER,
-        .pid = (uint32_t)getpid(),
-        .rank = fs_trace_g.rank,
-        .clock_mono_ns = fs_trace_g.mono_base,
-        .clock_real_ns = fs_trace_g.real_base,
-        .trace_level = (uint32_t)fs_trace_g.settings.level,
-        .frames = fs_trace_g.settings.frames,
-    };
-    ssize_t n;
+    fs_fmt_header h;
 
-    if (h.trace_level >= FS_TRACE_STACKS) h.features |= FS_FMT_FEAT_STACKS;
-    if (h.trace_level >= FS_TRACE_PYTHON) h.features |= FS_FMT_FEAT_PYTHON;
-    gethostname(h.host, sizeof h.host - 1);
-    n = readlink("/proc/self/exe", h.exe, sizeof h.exe - 1);
-    h.exe[n > 0 ? n : 0] = 0;
+    fs_trace_header_of(&h, 0, fs_trace_g.settings.level); /* not running yet */
     fs_fmt_header_encode(&h, raw);
     if (write(fd, raw, sizeof raw) != (ssize_t)sizeof raw)
         fs_trace_log("cannot write the trace header of %s", fs_trace_g.path);

@@ -46,31 +46,9 @@ static void put_block(void *ctx, const uint8_t *raw, size_t len)
 static void put_header(out *o)
 {
     uint8_t raw[FS_FMT_HEADER_SIZE];
-    struct timespec real;
-    fs_fmt_header h = {
-        .version = FS_FMT_VERSION,
-        .min_reader = FS_FMT_MIN_READER,
-        .features = FS_FMT_FEAT_SNAPSHOT,
-        .pid = (uint32_t)getpid(),
-        .rank = fs_trace_level() ? fs_trace_g.rank : -1,
-        .trace_level = (uint32_t)fs_trace_level(),
-        .frames = fs_trace_level() ? fs_trace_g.settings.frames : 0,
-    };
-    ssize_t n;
+    fs_fmt_header h;
 
-    if (fs_trace_level()) { /* the trace's clock, so both line up */
-        h.clock_mono_ns = fs_trace_g.mono_base;
-        h.clock_real_ns = fs_trace_g.real_base;
-    } else {
-        h.clock_mono_ns = fs_trace_mono_ns();
-        clock_gettime(CLOCK_REALTIME, &real);
-        h.clock_real_ns = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
-    }
-    if (h.trace_level >= FS_TRACE_STACKS) h.features |= FS_FMT_FEAT_STACKS;
-    if (h.trace_level >= FS_TRACE_PYTHON) h.features |= FS_FMT_FEAT_PYTHON;
-    gethostname(h.host, sizeof h.host - 1);
-    n = readlink("/proc/self/exe", h.exe, sizeof h.exe - 1);
-    h.exe[n > 0 ? n : 0] = 0;
+    fs_trace_header_of(&h, FS_FMT_FEAT_SNAPSHOT, fs_trace_level());
     fs_fmt_header_encode(&h, raw);
     put(o, raw, sizeof raw);
 }

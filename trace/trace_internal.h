@@ -48,6 +48,9 @@ void fs_trace_definitions(void (*emit)(void *ctx, const uint8_t *raw, size_t len
 
 /* session.c */
 bool fs_trace_open_file(void);
+/* A header for this process (a trace's, or with FS_FMT_FEAT_SNAPSHOT a
+ * snapshot's) at trace level `level`: on the trace's clock unless 0. */
+void fs_trace_header_of(fs_fmt_header *h, uint32_t features, int level);
 
 /* strings.c */
 void fs_trace_strings_lock(void);

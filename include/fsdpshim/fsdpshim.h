@@ -89,9 +89,10 @@ int fsdpshim_memory_summary(int device, char *buf, size_t len, size_t *needed);
 int fsdpshim_annotation_push(const char *name);
 int fsdpshim_annotation_pop(void);
 
-/* Marks a snapshot point in the trace (a `snapshot` event named `label`) /
- * writes everything buffered to the trace file before returning. While
- * tracing is off (the default) both succeed and do nothing. */
+/* fsdpshim_snapshot writes a snapshot file of every segment and block
+ * (docs/tracing.md) and, while tracing, marks the trace with a `snapshot`
+ * event named `label`. fsdpshim_trace_flush writes everything buffered to
+ * the trace file before returning (nothing to do while tracing is off). */
 int fsdpshim_snapshot(const char *label);
 int fsdpshim_trace_flush(void);
 

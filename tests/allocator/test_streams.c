@@ -485,6 +485,40 @@ static void test_observer(void **state)
     env_free(&e);
 }
 
+/* The walk lists each segment, then its blocks in address order, with
+ * their states; a cut copy still says how many entries there are. */
+static void test_walk(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, CAP);
+    void *a = must_alloc(&e, S1, 4000);
+    void *b = must_alloc(&e, S1, 8192);
+    fs_walk_entry w[16], cut[2];
+    fs_free(e.a, a, NULL);
+    fs_alloc_empty_cache(e.a, 0); /* waits for the free: a is cached now */
+    size_t n = fs_alloc_walk(e.a, 0, w, 16);
+    assert_true(n >= 3 && n <= 16);
+    assert_int_equal(w[0].state, FS_WALK_SEGMENT);
+    size_t live = 0, cached = 0, seg_bytes = w[0].size, block_bytes = 0;
+    for (size_t i = 1; i < n; i++) {
+        assert_int_not_equal(w[i].state, FS_WALK_SEGMENT); /* one segment */
+        assert_true(w[i].addr > w[i - 1].addr || i == 1);
+        block_bytes += w[i].size;
+        if (w[i].state == FS_WALK_LIVE) {
+            live++;
+            assert_ptr_equal((void *)w[i].addr, b);
+            assert_int_equal(w[i].requested, 8192);
+        }
+        if (w[i].state == FS_WALK_CACHED) cached++;
+    }
+    assert_int_equal(live, 1);
+    assert_true(cached >= 1);
+    assert_int_equal(block_bytes, seg_bytes); /* the blocks tile the segment */
+    assert_int_equal(fs_alloc_walk(e.a, 0, cut, 2), n);
+    assert_int_equal(fs_alloc_walk(e.a, 7, w, 16), 0); /* no such device */
+    env_free(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -505,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_device_sync_retires_unfenced),
         cmocka_unit_test(test_cross_stream_adopts_whole_segment),
         cmocka_unit_test(test_observer),
+        cmocka_unit_test(test_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
