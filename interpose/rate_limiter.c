@@ -349,10 +349,11 @@ uint64_t fs_ratelimit_wait(int device)
         struct rl_entry e = queue_pop_oldest(q);
         q->waiting++;
         q->waiting_bytes += e.bytes;
+        uint64_t in_flight = (uint64_t)q->len + (uint64_t)q->waiting; /* for the trace */
         pthread_mutex_unlock(&q->lock);
 
         uint64_t start = now_ns();
-        fs_trace_rate_limit(true, device, (uint64_t)q->len + 1, e.bytes, NULL);
+        fs_trace_rate_limit(true, device, in_flight, e.bytes, NULL);
         fs_dev_status st = fs_fence_wait(a, e.fence);
         fs_trace_rate_limit(false, device, 0, 0, e.fence);
         fs_fence_release(a, e.fence);

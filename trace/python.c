@@ -34,6 +34,8 @@ static struct {
     PyObject *(*frame_back)(PyObject *frame); /* 3.9+, new reference */
     PyObject *(*frame_code)(PyObject *frame); /* 3.9+, new reference */
     int (*frame_line)(PyObject *frame);
+    int (*frame_lasti)(PyObject *frame);       /* 3.11+ */
+    int (*code_addr2line)(PyObject *code, int); /* 3.11+: the line of an offset */
     PyObject *(*eval_frame)(void);                  /* borrowed */
     PyObject *(*getattr)(PyObject *, const char *); /* new reference */
     const char *(*utf8)(PyObject *, ssize_t *);
@@ -98,6 +100,10 @@ static bool resolve(void)
     *(void **)&py.frame_back = sym("PyFrame_GetBack");
     *(void **)&py.frame_code = sym("PyFrame_GetCode");
     *(void **)&py.frame_line = sym("PyFrame_GetLineNumber");
+    if (minor >= 11) {
+        *(void **)&py.frame_lasti = sym("PyFrame_GetLasti");
+        *(void **)&py.code_addr2line = sym("PyCode_Addr2Line");
+    }
     *(void **)&py.eval_frame = sym("PyEval_GetFrame");
     *(void **)&py.getattr = sym("PyObject_GetAttrString");
     *(void **)&py.utf8 = sym("PyUnicode_AsUTF8AndSize");
@@ -117,10 +123,19 @@ static bool resolve(void)
 
 /* ---- walking frames (GIL held) --------------------------------------------------- */
 
+/* A frame as the table keys it: its code object and where in it. From
+ * 3.11 that is the instruction offset, cheap to read, and the line is
+ * decoded only for a stack seen the first time (PyFrame_GetLineNumber
+ * decodes the line table at every call); before, the line itself. */
 typedef struct pair {
     PyObject *code;
-    int line;
+    int line; /* or the offset, when by_offset() */
 } pair;
+
+static bool by_offset(void)
+{
+    return py.frame_lasti && py.code_addr2line;
+}
 
 /* The innermost frame, a new reference. */
 static PyObject *first_frame(void)
@@ -140,7 +155,7 @@ static PyObject *step(PyObject *f, pair *out)
 {
     if (py.minor >= 9) {
         out->code = py.frame_code(f);
-        out->line = py.frame_line(f);
+        out->line = by_offset() ? py.frame_lasti(f) : py.frame_line(f);
         return py.frame_back(f);
     }
     out->code = py.getattr(f, "f_code");
@@ -269,7 +284,8 @@ static uint32_t intern(pair *pairs, unsigned n)
         py.incref(pairs[k].code);
         e.frames[k].file = code_string(pairs[k].code, "co_filename");
         e.frames[k].function = code_string(pairs[k].code, "co_name");
-        e.frames[k].line = pairs[k].line > 0 ? (uint32_t)pairs[k].line : 0;
+        int line = by_offset() ? py.code_addr2line(pairs[k].code, pairs[k].line) : pairs[k].line;
+        e.frames[k].line = line > 0 ? (uint32_t)line : 0;
     }
     fs_trace_define(rec, fs_fmt_put_pystack(e.id, e.frames, n, rec));
     table[i] = e;
