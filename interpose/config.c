@@ -24,7 +24,7 @@ static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static const char valid_keys[] =
     "free_semantics, cross_stream_reuse, max_split_size_mb, roundup_power2_divisions, "
     "garbage_collection_threshold, expandable_segments, large_segment_mb, ag_limit, ag_limit_mb, "
-    "stream_pool, stream_pool_size, trace, trace_frames";
+    "stream_pool, stream_pool_size, trace, trace_frames, snapshot_signal";
 
 static bool parse_uint(const char *s, unsigned long long max, unsigned long long *out)
 {
@@ -84,6 +84,8 @@ static int shim_key_set(fs_shim_config *c, const char *key, const char *value, c
     } else if (!strcmp(key, "trace_frames")) {
         if (!parse_uint(value, 256, &v) || !v) goto bad;
         c->trace_frames = (unsigned)v;
+    } else if (!strcmp(key, "snapshot_signal")) {
+        if (!parse_bool(value, &c->snapshot_signal)) goto bad;
     } else {
         return 0;
     }
@@ -97,6 +99,8 @@ bad:
                  value);
     else if (!strcmp(key, "stream_pool"))
         snprintf(err, errlen, "%s: '%s' is not true or false (default: true)", key, value);
+    else if (!strcmp(key, "snapshot_signal"))
+        snprintf(err, errlen, "%s: '%s' is not true or false (default: false)", key, value);
     else if (!strcmp(key, "stream_pool_size"))
         snprintf(err, errlen, "%s: '%s' is not a count of streams up to 65536 (default: 32)", key,
                  value);
@@ -104,7 +108,7 @@ bad:
         snprintf(err, errlen, "%s: '%s' is not one of off (default), events, stacks, python", key,
                  value);
     else
-        snprintf(err, errlen, "%s: '%s' is not a count of frames up to 1024 (default: 64)", key,
+        snprintf(err, errlen, "%s: '%s' is not a count of frames from 1 to 256 (default: 64)", key,
                  value);
     return -1;
 }
@@ -162,9 +166,9 @@ static void log_config(const fs_shim_config *c)
     if (c->ag_limit_bytes) snprintf(ag_mb, sizeof ag_mb, "%zu", c->ag_limit_bytes >> 20);
     fs_log(FS_LOG_DEBUG,
            "configuration: %s,ag_limit:%u,ag_limit_mb:%s,stream_pool:%s,stream_pool_size:%u,"
-           "trace:%s,trace_frames:%u",
+           "trace:%s,trace_frames:%u,snapshot_signal:%s",
            alloc, c->ag_limit, ag_mb, c->stream_pool ? "true" : "false", c->stream_pool_size,
-           trace_names[c->trace], c->trace_frames);
+           trace_names[c->trace], c->trace_frames, c->snapshot_signal ? "true" : "false");
 }
 
 /* Precedence: an FSDPSHIM_CONF key, then the same key in
@@ -183,6 +187,7 @@ static void config_init(void)
     c->stream_pool_size = 32;
     c->trace = 0;
     c->trace_frames = 64;
+    c->snapshot_signal = false;
     for (cur = torch_conf; cur && fs_conf_next(&cur, &key, &value);) {
         if (!value || !is_torch_key(key) || fs_conf_sets(shim_conf, key)) continue;
         fs_log(FS_LOG_INFO, "PYTORCH_CUDA_ALLOC_CONF: %s:%s taken (FSDPSHIM_CONF does not set it)",

@@ -203,6 +203,7 @@ static void create_allocator(void)
     }
     fs_trace_glue_start();
     fs_trace_glue_observe(&observer);
+    fs_trace_glue_snapshot_signal();
     fs_alloc_set_observer(a, &observer);
     device_count = n;
     __atomic_store_n(&allocator, a, __ATOMIC_RELEASE);

@@ -51,6 +51,7 @@ typedef struct fs_shim_config {
     unsigned stream_pool_size; /* idle streams kept per (device, flags, priority) [32] */
     int trace;                 /* 0 off, 1 events, 2 stacks, 3 python */
     unsigned trace_frames;     /* [64] */
+    bool snapshot_signal;      /* SIGUSR2 writes a snapshot [false] */
 } fs_shim_config;
 const fs_shim_config *fs_shim_config_get(void);
 

@@ -13,6 +13,10 @@
 /* Starts tracing per FSDPSHIM_CONF and FSDPSHIM_TRACE (with the allocator). */
 void fs_trace_glue_start(void);
 
+/* With snapshot_signal:1, SIGUSR2 writes a snapshot (a thread of its own
+ * writes it; the handler only wakes it). Called with the allocator. */
+void fs_trace_glue_snapshot_signal(void);
+
 /* Sets the allocator observer's event callback when tracing is on. */
 void fs_trace_glue_observe(fs_alloc_observer *obs);
 

@@ -88,6 +88,32 @@ line=$(addr2line -e "$prog" "$(printf '0x%x' "$off")" | sed 's/.*://; s/ .*//')
 expect 0 "$cli" run -- "$prog" snapshot # on demand, tracing off: the working directory
 ls "$dir"/fsdpshim-snapshot-*.fst >/dev/null 2>&1 || fail "fsdpshim_snapshot wrote no file"
 
+# SIGUSR2 with snapshot_signal:1 writes one; without it, SIGUSR2 keeps its
+# default action (the program dies of it) and nothing is written
+mkdir "$dir/usr2"
+for conf in snapshot_signal:1 stream_pool:true; do
+    FSDPSHIM_OOM_DIR=$dir/usr2 "$cli" run --conf "$conf" -- "$prog" loop "$dir/last-usr2" 2>"$dir/usr2.err" &
+    launcher=$! # `run` without --trace becomes the program
+    sleep 0.8
+    kill -USR2 "$launcher" || fail "no program to signal"
+    sleep 0.5
+    kill -TERM "$launcher" 2>/dev/null
+    wait "$launcher"
+    rc=$?
+    if [ "$conf" = snapshot_signal:1 ]; then
+        [ "$rc" -eq 143 ] || fail "snapshot_signal: the program did not survive SIGUSR2 (status $rc)"
+        snap=$(ls "$dir"/usr2/fsdpshim-snapshot-*.fst 2>/dev/null | head -1)
+        [ -n "$snap" ] || fail "SIGUSR2 wrote no snapshot: $(cat "$dir/usr2.err")"
+        grep -q "SIGUSR2: snapshot: $snap" "$dir/usr2.err" || fail "the snapshot is not named"
+        expect 0 "$cli" dump "$snap"
+        grep -q " snapshot_segment " "$dir/out" || fail "the SIGUSR2 snapshot has no segment"
+        rm "$dir"/usr2/*
+    else
+        [ "$rc" -eq 140 ] || fail "without snapshot_signal SIGUSR2 did not kill the program ($rc)"
+        [ -z "$(ls "$dir/usr2")" ] || fail "a snapshot was written without snapshot_signal"
+    fi
+done
+
 # ---- a profiler's NVTX injection configured before: chained ----------------
 NVTX_INJECTION64_PATH=$counter NVTX_COUNTER_OUT=$dir/counts \
     expect 0 "$cli" run --trace -o "$dir/chain.fst" -- "$prog" sites
