@@ -14,8 +14,7 @@ static int command_help(int argc, char **argv);
 static void usage_help(FILE *out);
 
 /* A row not built yet is listed apart and refused with 3; its `synopsis` is
- * its planned usage unless it has a usage function. `record` parses its
- * options (so that usage errors stay 2) before refusing. */
+ * its planned usage unless it has a usage function. */
 static const struct command_row {
     fs_command c;
     bool not_built;
@@ -27,7 +26,7 @@ static const struct command_row {
      NULL},
     {{"record", "run a program under the shim with tracing on (run --trace)", command_record,
       usage_record},
-     true,
+     false,
      NULL},
     {{"sim", "run a program on the simulated device, print its peak memory", command_sim,
       usage_sim},
