@@ -87,7 +87,10 @@ bool fs_nccl_comm_info_get(ncclComm_t comm, fs_nccl_comm_info *out)
                    (void *)comm, info.rank, info.nranks, info.device);
         }
         pthread_rwlock_unlock(&table_lock);
-        if (!found) *out = info;
+        if (!found) {
+            *out = info;
+            fs_trace_set_rank(info.rank, info.nranks); /* the first one names the process */
+        }
     }
     last_comm.comm = comm;
     last_comm.generation = generation;
@@ -130,9 +133,8 @@ __attribute__((constructor)) static void comm_table_init(void)
 static void comm_learn(ncclResult_t result, ncclComm_t *comm)
 {
     fs_nccl_comm_info info;
-    if (result == ncclSuccess && comm && *comm && fs_nccl_group_depth() == 0 &&
-        fs_nccl_comm_info_get(*comm, &info))
-        fs_trace_set_rank(info.rank, info.nranks); /* the first one names the process */
+    if (result == ncclSuccess && comm && *comm && fs_nccl_group_depth() == 0)
+        fs_nccl_comm_info_get(*comm, &info);
 }
 
 /* ---- entry points ----------------------------------------------------- */

@@ -225,7 +225,7 @@ bool fs_trace_start(const fs_trace_settings *s)
     snprintf(fs_trace_g.pattern, sizeof fs_trace_g.pattern, "%s",
              s->path && *s->path ? s->path : DEFAULT_PATTERN);
     fs_trace_g.settings.path = fs_trace_g.pattern;
-    fs_trace_g.rank = s->rank;
+    fs_trace_g.rank = fs_trace_g.comm_world > 0 ? fs_trace_g.comm_rank : s->rank;
     fs_trace_g.world = -1;
     /* two knobs for the tests of drops: a slow disk, fewer buffers */
     delay = getenv("FSDPSHIM_TRACE_WRITE_DELAY_MS");
@@ -248,6 +248,11 @@ bool fs_trace_start(const fs_trace_settings *s)
         pthread_mutex_unlock(&start_lock);
         return false;
     }
+    if (fs_trace_g.comm_world > 0) { /* learned before the trace started */
+        uint8_t rec[32];
+        fs_trace_g.world = fs_trace_g.comm_world;
+        fs_trace_define(rec, fs_fmt_put_rank(fs_trace_g.rank, fs_trace_g.world, rec));
+    }
     if (!hooks) {
         hooks = true;
         atexit(at_exit);
@@ -263,8 +268,22 @@ void fs_trace_set_rank(int rank, int world)
     uint8_t rec[32];
     char path[sizeof fs_trace_g.path];
 
-    if (!fs_trace_level() || rank < 0 || rank == fs_trace_g.rank) return;
+    if (rank < 0) return;
     pthread_mutex_lock(&start_lock);
+    /* A communicator made before the first allocation (tracing starts with
+     * the allocator): kept for fs_trace_start. */
+    if (!fs_trace_level()) {
+        fs_trace_g.comm_rank = rank;
+        fs_trace_g.comm_world = world;
+        pthread_mutex_unlock(&start_lock);
+        return;
+    }
+    /* once: the communicator confirms (or corrects) the launcher's RANK and
+     * says the world size */
+    if (rank == fs_trace_g.rank && world == fs_trace_g.world) {
+        pthread_mutex_unlock(&start_lock);
+        return;
+    }
     bool unknown = fs_trace_g.rank < 0;
     fs_trace_g.rank = rank;
     fs_trace_g.world = world;

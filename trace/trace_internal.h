@@ -24,6 +24,7 @@ typedef struct fs_trace_state {
     uint64_t mono_base; /* CLOCK_MONOTONIC at open: record times count from here */
     uint64_t real_base; /* CLOCK_REALTIME at the same instant */
     int rank, world;
+    int comm_rank, comm_world; /* from a communicator made before tracing started; world 0: none */
     pthread_t writer;
     bool writer_running, stopping;
     unsigned write_delay_ms; /* FSDPSHIM_TRACE_WRITE_DELAY_MS: only tests slow the disk */
