@@ -7,7 +7,8 @@
 # fs_cuda_program(<target> SOURCES <src...> [LIBS <lib...>] [REAL])
 #   An ordinary CUDA host program: compiled against the toolkit headers and
 #   linked with the simulated libcudart/libnccl (or, with REAL, with the
-#   toolkit's own libraries, for the gpu suite). It knows nothing of the shim.
+#   toolkit's own libraries, for the gpu suite, with FSDPSHIM_REAL_RUNTIME
+#   defined for what only the sim can be asked). It knows nothing of the shim.
 function(fs_cuda_program target)
   cmake_parse_arguments(P "REAL" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${target} ${P_SOURCES})
@@ -17,6 +18,7 @@ function(fs_cuda_program target)
     # No build rpath: the loader's search (or LD_LIBRARY_PATH=build/lib/sim)
     # decides which libcudart.so.13 the program gets, as for PyTorch's libraries.
     set_target_properties(${target} PROPERTIES SKIP_BUILD_RPATH TRUE)
+    target_compile_definitions(${target} PRIVATE FSDPSHIM_REAL_RUNTIME)
   else()
     target_link_libraries(${target} PRIVATE fs_sim_cudart fs_sim_nccl ${P_LIBS} Threads::Threads)
   endif()
@@ -34,6 +36,11 @@ function(fs_add_test name)
     TIMEOUT ${T_TIMEOUT}
     SKIP_RETURN_CODE 77
     ENVIRONMENT "${T_ENVIRONMENT}")
+  # gpu tests share one device and several read its free memory: one at a
+  # time, even under ctest -j
+  if("gpu" IN_LIST T_LABELS)
+    set_tests_properties(${name} PROPERTIES RESOURCE_LOCK gpu_device)
+  endif()
 endfunction()
 
 # fs_preload_env(<var> [<library>...])

@@ -17,7 +17,13 @@ are initialised), so no rank ever holds the whole model: the large presets
 (--size 7b and up) fit wherever their shards do, and a dry run of them on the
 simulated device needs no host memory for the weights.
 
-Every process prints its per-step loss (rank 0), then one line per rank:
+The run is reproducible: a fixed seed, deterministic algorithms
+(torch.use_deterministic_algorithms, with CUBLAS_WORKSPACE_CONFIG set when
+the user has not), so that the losses of two runs, natively and under an
+allocator such as fsdpshim, can be compared digit for digit. Rank 0 prints
+its per-step loss and time, then the median step time (the first step,
+which pays for warm-up, left out when there are more), and every rank one
+line:
 
     train_fsdp: rank R: max_memory_allocated=B max_memory_reserved=B peak_device_used=B
 
@@ -39,14 +45,19 @@ import argparse
 import ctypes
 import os
 import socket
+import statistics
 import sys
 import threading
 import time
 
-import torch
-import torch.distributed as dist
-import torch.nn as nn
-import torch.nn.functional as F
+# cuBLAS is deterministic only with a fixed workspace configuration, read
+# when its first handle is made: set before torch touches the device.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 # name: (dim, layers, heads, vocab); MLP hidden size 4 * dim.
 PRESETS = {
@@ -234,6 +245,10 @@ def main():
     rank, world, device = init_distributed()
     dim, layers, heads, vocab = PRESETS[args.size]
     torch.manual_seed(args.seed)
+    # Not warn_only: with it, the memory-efficient attention backward keeps
+    # its non-deterministic algorithm, and two native runs on an H200 differed
+    # in the sixth digit of the loss.
+    torch.use_deterministic_algorithms(True)
 
     with torch.device("meta"):
         model = Transformer(dim, layers, heads, vocab, args.seq, args.tie)
@@ -251,6 +266,7 @@ def main():
 
     # Data from the host, different on every rank, the same on every run.
     data = torch.Generator().manual_seed(args.seed + 1 + rank)
+    step_ms = []
     for step in range(1, args.steps + 1):
         tokens = torch.randint(0, vocab, (args.batch, args.seq + 1), generator=data)
         inputs, targets = tokens[:, :-1].to(device), tokens[:, 1:].to(device)
@@ -261,9 +277,13 @@ def main():
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         value = loss.item()  # also waits for the step
+        step_ms.append((time.perf_counter() - started) * 1000)
         if rank == 0:
-            say(f"train_fsdp: step {step} loss {value:.4f} "
-                f"({(time.perf_counter() - started) * 1000:.0f} ms)")
+            say(f"train_fsdp: step {step} loss {value:.6f} ({step_ms[-1]:.2f} ms)")
+    if rank == 0:
+        timed = step_ms[1:] if len(step_ms) > 1 else step_ms
+        say(f"train_fsdp: median step {statistics.median(timed):.3f} ms "
+            f"over {len(timed)} steps")
 
     torch.cuda.synchronize()
     peak = sampler.stop()

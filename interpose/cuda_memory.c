@@ -391,7 +391,8 @@ FS_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
     if (e != cudaSuccess || !fs_shim_enter()) return e;
     a = fs_shim_allocator_peek();
     dev = fs_shim_current_device();
-    if (a && dev >= 0 && dev < fs_shim_device_count()) {
+    /* the runtime accepts a null `free` (it answers cudaSuccess on a GPU) */
+    if (free && a && dev >= 0 && dev < fs_shim_device_count()) {
         fs_alloc_get_stats(a, dev, &st);
         if (st.reserved_bytes[FS_POOL_ALL].current > st.allocated_bytes[FS_POOL_ALL].current)
             *free += (size_t)(st.reserved_bytes[FS_POOL_ALL].current -

@@ -95,18 +95,14 @@ static cudaError_t destroyed_stream_error(void)
     return fs_shim_return_error(cudaErrorInvalidResourceHandle);
 }
 
-/* The runtime rounds every device allocation up to this granule and lets a
- * copy or set run to the rounded end (docs/sim.md, "Allocation granule"). */
-#define RUNTIME_ALLOC_GRANULE ((size_t)512)
-
 /* How far from a shim block's start a copy or set may reach: as far as in
- * an allocation of the requested size, never past the block (the shim rounds
- * to at least the granule, so the cap is only a guard). */
+ * an allocation of the requested size, whose end the runtime checks copies
+ * and sets against to the byte (seen on a GPU, driver 580: after
+ * cudaMalloc(&p, 1000) a 1001-byte cudaMemcpy to p is cudaErrorInvalidValue;
+ * docs/sim.md, "Allocation granule"), never past the block. */
 static size_t block_extent(const fs_block_info *info)
 {
-    size_t rounded = (info->requested + RUNTIME_ALLOC_GRANULE - 1) & ~(RUNTIME_ALLOC_GRANULE - 1);
-
-    return rounded < info->block_size ? rounded : info->block_size;
+    return info->requested < info->block_size ? info->requested : info->block_size;
 }
 
 /* [p, p + n) starts in a shim block and runs past its extent. */
@@ -146,6 +142,15 @@ static size_t span_2d(size_t pitch, size_t width, size_t height)
 static bool bad_pitch(size_t width, size_t height, size_t pitch)
 {
     return height > 1 && width > pitch;
+}
+
+/* A kind that is none of cudaMemcpyKind's: the runtime refuses the call
+ * (cudaErrorInvalidMemcpyDirection) before it looks at the stream or the
+ * memory, even on a destroyed stream (seen on a GPU, driver 580), and a copy
+ * of 0 bytes does not check it, so the call itself goes to the runtime. */
+static bool bad_kind(enum cudaMemcpyKind kind)
+{
+    return (unsigned)kind > (unsigned)cudaMemcpyDefault;
 }
 
 /* The answer to a copy or set the shim refuses, on a parked stream or past
@@ -468,6 +473,7 @@ static cudaError_t memcpy_async(void *dst, const void *src, size_t count, enum c
     cudaError_t e;
 
     if (!real) return cudaErrorInitializationError;
+    if (fs_unlikely(bad_kind(kind))) return real(dst, src, count, kind, s);
     parked = stream_parked(s);
     if (fs_unlikely(parked || past_block_extent(dst, count) || past_block_extent(src, count)))
         return refused(real(dst, src, 0, kind, s), parked);
@@ -497,7 +503,7 @@ static cudaError_t memcpy_2d_async(void *dst, size_t dpitch, const void *src, si
     cudaError_t e;
 
     if (!real) return cudaErrorInitializationError;
-    if (bad_pitch(width, height, dpitch) || bad_pitch(width, height, spitch))
+    if (bad_pitch(width, height, dpitch) || bad_pitch(width, height, spitch) || bad_kind(kind))
         return real(dst, dpitch, src, spitch, width, height, kind, s);
     parked = stream_parked(s);
     if (fs_unlikely(parked || past_block_extent(dst, span_2d(dpitch, width, height)) ||
@@ -605,7 +611,8 @@ static cudaError_t copy(void *dst, const void *src, size_t count, enum cudaMemcp
                         __typeof__(&cudaMemcpy) real)
 {
     if (!real) return cudaErrorInitializationError;
-    if (fs_unlikely(past_block_extent(dst, count) || past_block_extent(src, count)))
+    if (fs_unlikely(!bad_kind(kind) &&
+                    (past_block_extent(dst, count) || past_block_extent(src, count))))
         return refused(real(dst, src, 0, kind), false);
     return real(dst, src, count, kind);
 }
@@ -625,7 +632,7 @@ static cudaError_t copy_2d(void *dst, size_t dpitch, const void *src, size_t spi
                            size_t height, enum cudaMemcpyKind kind, __typeof__(&cudaMemcpy2D) real)
 {
     if (!real) return cudaErrorInitializationError;
-    if (!bad_pitch(width, height, dpitch) && !bad_pitch(width, height, spitch) &&
+    if (!bad_pitch(width, height, dpitch) && !bad_pitch(width, height, spitch) && !bad_kind(kind) &&
         fs_unlikely(past_block_extent(dst, span_2d(dpitch, width, height)) ||
                     past_block_extent(src, span_2d(spitch, width, height))))
         return refused(real(dst, dpitch, src, spitch, width, 0, kind), false);

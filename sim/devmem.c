@@ -5,8 +5,9 @@
  * mapping of a range of its device's memfd (sim/arena.c, which lets another
  * process map it for CUDA IPC), so capacity costs nothing until pages are
  * touched, and a freed allocation's pages go back to the kernel at once.
- * Sizes are rounded up to SIM_ALLOC_GRANULE: that is what is charged, and
- * what the registry holds as the allocation's extent. In a dry run
+ * Sizes are rounded up to SIM_ALLOC_GRANULE: that is what is charged and
+ * mapped; copies and sets may reach only the size asked for (the range's
+ * extent), as on a GPU. In a dry run
  * (FSDPSHIM_SIM_DATA=0) the mapping is anonymous and PROT_NONE: nothing may
  * touch it, so a touch faults instead of quietly committing host memory,
  * and a PROT_NONE private mapping is not even counted against the host's
@@ -55,6 +56,7 @@ cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_ki
 {
     if (size > fs_cfg.capacity)
         return cudaErrorMemoryAllocation; /* also catches sizes near SIZE_MAX */
+    size_t asked = size;
     size = (size + SIM_ALLOC_GRANULE - 1) & ~(size_t)(SIM_ALLOC_GRANULE - 1);
     cudaError_t err = fs_capacity_take(dev, size);
     if (err) return err;
@@ -63,7 +65,7 @@ cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_ki
         fs_capacity_give(dev, size);
         return cudaErrorMemoryAllocation;
     }
-    struct fs_range r = {(uintptr_t)p, size, kind, dev->ordinal, 1, pool};
+    struct fs_range r = {(uintptr_t)p, size, kind, dev->ordinal, 1, pool, asked};
     fs_registry_add(&r);
     *out = p;
     return cudaSuccess;
@@ -153,7 +155,14 @@ cudaError_t fs_devmem_info(size_t *free_bytes, size_t *total)
 
 FS_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
+    size_t f, t;
     fs_init();
-    if (!free_bytes || !total) return fs_ret(cudaErrorInvalidValue);
-    return fs_ret(fs_devmem_info(free_bytes, total));
+    /* A null out-pointer is not an error: on a GPU (driver 580, CUDA 13.0)
+     * cudaMemGetInfo(NULL, &total) returns cudaSuccess and fills the other. */
+    cudaError_t e = fs_devmem_info(&f, &t);
+    if (e == cudaSuccess) {
+        if (free_bytes) *free_bytes = f;
+        if (total) *total = t;
+    }
+    return fs_ret(e);
 }

@@ -30,7 +30,7 @@ static cudaError_t host_alloc(void **out, size_t size, unsigned flags)
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     if (p == MAP_FAILED) return fs_ret(cudaErrorMemoryAllocation);
-    struct fs_range r = {(uintptr_t)p, size, FS_RANGE_PINNED, fs_cur_device(), 1, NULL};
+    struct fs_range r = {(uintptr_t)p, size, FS_RANGE_PINNED, fs_cur_device(), 1, NULL, 0};
     fs_registry_add(&r);
     *out = p;
     return cudaSuccess;
@@ -68,7 +68,7 @@ FS_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
     unsigned known = cudaHostRegisterPortable | cudaHostRegisterMapped | cudaHostRegisterIoMemory |
                      cudaHostRegisterReadOnly;
     if (!ptr || size == 0 || (flags & ~known)) return fs_ret(cudaErrorInvalidValue);
-    struct fs_range r = {(uintptr_t)ptr, size, FS_RANGE_REGISTERED, fs_cur_device(), 1, NULL};
+    struct fs_range r = {(uintptr_t)ptr, size, FS_RANGE_REGISTERED, fs_cur_device(), 1, NULL, 0};
     if (fs_registry_add(&r)) return fs_ret(cudaErrorHostMemoryAlreadyRegistered);
     return cudaSuccess;
 }

@@ -239,6 +239,8 @@ struct fs_range {
     int device;
     int live;             /* 0 once freed (a pool block waiting in the pool) */
     struct fs_pool *pool; /* FS_RANGE_POOL: the memory pool it belongs to */
+    size_t extent;        /* how far a copy or set may reach from base: the
+                             size asked for (0: size, the whole range) */
 };
 /* Returns 0, or -1 when [base, base+size) overlaps a known range. */
 FS_SEAM int fs_registry_add(const struct fs_range *r);
@@ -252,6 +254,9 @@ FS_SEAM int fs_registry_covers(uintptr_t addr, size_t n);
 /* Sets `live` of the range starting exactly at base if it is `expect`;
  * returns 1 on success (used to claim a free atomically). */
 int fs_registry_set_live(uintptr_t base, int expect, int live);
+/* Sets the extent of the range starting exactly at base (a pool block
+ * handed out again for another size). */
+void fs_registry_set_extent(uintptr_t base, size_t extent);
 /* A malloc'd copy of every range of `kind` on `device`; returns the count. */
 size_t fs_registry_collect(int device, enum fs_range_kind kind, struct fs_range **out);
 static inline int fs_range_is_device(const struct fs_range *r)

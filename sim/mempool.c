@@ -109,7 +109,7 @@ static void pool_trim(struct fs_pool *pool, size_t keep)
     while (victims) {
         struct pool_block *b = victims;
         victims = b->next;
-        struct fs_range r = {b->base, b->size, FS_RANGE_POOL, pool->dev->ordinal, 0, pool};
+        struct fs_range r = {b->base, b->size, FS_RANGE_POOL, pool->dev->ordinal, 0, pool, 0};
         fs_devmem_release(&r);
         free(b);
     }
@@ -176,6 +176,7 @@ static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_strea
     struct pool_block *b = take_cached(pool, need, s);
     if (b) {
         count_use(pool, b->size);
+        fs_registry_set_extent(b->base, size);
         fs_registry_set_live(b->base, 0, 1);
         pthread_mutex_unlock(&pool->mu);
         *out = (void *)b->base;
@@ -192,6 +193,7 @@ static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_strea
         err = fs_devmem_alloc(pool->dev, need, FS_RANGE_POOL, pool, &p);
     }
     if (err) return fs_capacity_refused(pool->dev, size, err);
+    fs_registry_set_extent((uintptr_t)p, size);
     pthread_mutex_lock(&pool->mu);
     pool->reserved += need;
     if (pool->reserved > pool->reserved_high) pool->reserved_high = pool->reserved;

@@ -73,15 +73,21 @@ int fs_registry_find(uintptr_t addr, struct fs_range *out)
     return found;
 }
 
+/* The end of what a copy or set may reach in range r. */
+static uintptr_t reach(const struct fs_range *r)
+{
+    return r->base + (r->extent ? r->extent : r->size);
+}
+
 int fs_registry_covers(uintptr_t addr, size_t n)
 {
     uintptr_t end = addr + n;
     if (end < addr) return 0;
     pthread_rwlock_rdlock(&lock);
     size_t i = upper(addr);
-    int ok = i > 0 && addr < ranges[i - 1].base + ranges[i - 1].size;
+    int ok = i > 0 && addr < reach(&ranges[i - 1]);
     /* ranges[i - 1] holds the span so far; walk on while it runs past. */
-    while (ok && end > ranges[i - 1].base + ranges[i - 1].size) {
+    while (ok && end > reach(&ranges[i - 1])) {
         uintptr_t stop = ranges[i - 1].base + ranges[i - 1].size;
         ok = ranges[i - 1].kind == FS_RANGE_VMM && i < count && ranges[i].base == stop &&
              ranges[i].kind == FS_RANGE_VMM;
@@ -89,6 +95,14 @@ int fs_registry_covers(uintptr_t addr, size_t n)
     }
     pthread_rwlock_unlock(&lock);
     return ok;
+}
+
+void fs_registry_set_extent(uintptr_t base, size_t extent)
+{
+    pthread_rwlock_wrlock(&lock);
+    size_t i = upper(base);
+    if (i > 0 && ranges[i - 1].base == base) ranges[i - 1].extent = extent;
+    pthread_rwlock_unlock(&lock);
 }
 
 int fs_registry_set_live(uintptr_t base, int expect, int live)

@@ -3,7 +3,8 @@
  * Part 1, cost per alloc+free pair: every allocator replays the same
  * precomputed size sequence over a working set of live blocks drawn from
  * the same mix, a pass to warm up and then timed (the best of five
- * repetitions, interleaved across allocators), at 1 and 8 threads, in two
+ * repetitions, interleaved across allocators), at 1 and 8 threads (or
+ * --threads N), in two
  * patterns: "pair" allocates each size and frees it at once (the cached
  * pair: the block comes from the cache and goes straight back), "churn"
  * frees a random live block and allocates the next size in its place (so
@@ -23,8 +24,9 @@
  *
  * The last line is: summary: fsdpshim=<ns> glibc=<ns> jemalloc=<ns> mimalloc=<ns>
  * for the FSDP mix at one thread. --quick runs a short smoke version;
- * --only NAME runs one allocator and --one-thread skips the eight-thread
- * runs (for profiling). */
+ * --only NAME runs one allocator, --threads N sets the many-thread count
+ * (default 8; at most 64) and --one-thread skips those runs (for
+ * profiling). */
 #include "allocator.h"
 
 #include <dlfcn.h>
@@ -39,7 +41,7 @@
 #define MiB         ((size_t)1024 * 1024)
 #define SEQ_LEN     65536
 #define SLOTS       192
-#define MAX_THREADS 8
+#define MAX_THREADS 64
 #define REPS        5
 
 /* ---- a device that costs nothing ---------------------------------------- */
@@ -477,6 +479,7 @@ static double fragmentation(bool expandable, size_t *peak_res, size_t *peak_allo
 int main(int argc, char **argv)
 {
     bool quick = false, one_thread = false;
+    int wide = 8; /* the many-thread count */
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
@@ -485,6 +488,17 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (strcmp(argv[i], "--one-thread") == 0)
             one_thread = true;
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+            wide = atoi(argv[++i]);
+        else {
+            fprintf(stderr,
+                    "usage: alloc_bench [--quick] [--only NAME] [--threads N] [--one-thread]\n");
+            return 2;
+        }
+    }
+    if (wide < 2 || wide > MAX_THREADS) {
+        fprintf(stderr, "alloc_bench: --threads takes 2 to %d\n", MAX_THREADS);
+        return 2;
     }
     long pairs = quick ? 20000 : 2000000;
     load_host_allocators();
@@ -494,22 +508,25 @@ int main(int argc, char **argv)
     static sequence fsdp[MAX_THREADS], uniform[MAX_THREADS];
     static sequence *mixes[2] = {fsdp, uniform};
     static const char *mix_name[2] = {"fsdp", "uniform"};
-    for (int t = 0; t < MAX_THREADS; t++) {
+    for (int t = 0; t < wide; t++) {
         make_sequence(&fsdp[t], fsdp_size, 1u + (unsigned)t);
         make_sequence(&uniform[t], uniform_size, 101u + (unsigned)t);
     }
     fs_alloc_config cfg;
     fs_alloc_config_default(&cfg);
     shim = fs_allocator_create(&cfg, &zero_ops, 1);
-    for (int t = 0; t < MAX_THREADS; t++)
+    for (int t = 0; t < wide; t++)
         fs_alloc_stream_register(shim, 0, stream_of(t), FS_STREAM_NONBLOCKING);
 
     printf(
         "alloc_bench: ns per cached alloc+free pair (best of %d runs of %ld pairs per thread, %d "
         "live slots)\n",
         REPS, pairs / REPS, SLOTS);
-    printf("%-15s %-19s %12s %12s %12s %12s %9s\n", "mix/pattern", "allocator", "1 thread",
-           "8 threads", "Mpairs/s x1", "Mpairs/s x8", "scaling");
+    char wide_ns[16], wide_mp[16];
+    snprintf(wide_ns, sizeof wide_ns, "%d threads", wide);
+    snprintf(wide_mp, sizeof wide_mp, "Mpairs/s x%d", wide);
+    printf("%-15s %-19s %12s %12s %12s %12s %9s\n", "mix/pattern", "allocator", "1 thread", wide_ns,
+           "Mpairs/s x1", wide_mp, "scaling");
     double summary[NCONT] = {0};
     bool ok = true;
     static const char *pat_name[2] = {"pair", "churn"};
@@ -520,8 +537,7 @@ int main(int argc, char **argv)
             double ns1[NCONT], mp1[NCONT], ns8[NCONT] = {0}, mp8[NCONT] = {0};
             ok &= measure(mixes[m], (enum pattern)pat, 1, pairs, ns1, mp1);
             if (!one_thread)
-                ok &= measure(mixes[m], (enum pattern)pat, MAX_THREADS, pairs / (quick ? 1 : 4),
-                              ns8, mp8);
+                ok &= measure(mixes[m], (enum pattern)pat, wide, pairs / (quick ? 1 : 4), ns8, mp8);
             for (int c = 0; c < NCONT; c++) {
                 if (!cont[c].present) {
                     if (!only) printf("%-15s %-19s %12s\n", label, cont[c].name, "(not found)");

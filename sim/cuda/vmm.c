@@ -282,7 +282,7 @@ FS_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     *m = (struct vmm_span){mappings, base, size, a};
     mappings = m;
     a->maps++;
-    struct fs_range r = {base, size, FS_RANGE_VMM, a->device, 1, NULL};
+    struct fs_range r = {base, size, FS_RANGE_VMM, a->device, 1, NULL, 0};
     fs_registry_add(&r);
     pthread_mutex_unlock(&mu);
     return CUDA_SUCCESS;

@@ -145,8 +145,15 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMemset(src, 0x22, N));
     CUDA_CHECK(cudaDeviceSynchronize());
 
-    for (int call = 0; call < COUNT; call++)
+    for (int call = 0; call < COUNT; call++) {
+#ifdef FSDPSHIM_REAL_RUNTIME
+        /* Real NCCL (2.28) blocks in the kernel launch of a send/recv group
+         * while its stream is held by a host function, with or without the
+         * shim, so this test's hold cannot be used for it on a GPU. */
+        if (call == SEND_RECV_GROUP) continue;
+#endif
         run((enum call)call);
+    }
 
     CUDA_CHECK(cudaFree(src));
     NCCL_CHECK(ncclCommDestroy(comm));

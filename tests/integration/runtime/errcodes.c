@@ -9,7 +9,7 @@
  *     program destroyed (pooled under the shim by default; run with
  *     FSDPSHIM_CONF=stream_pool:false for streams destroyed for real), with
  *     good arguments and with each bad argument the runtime may check before
- *     the stream;
+ *     the stream (on the sim only: NVIDIA's runtime may crash on them);
  *   - copies and sets that end exactly at a block's end, one byte past it,
  *     at and one byte past the runtime's allocation granule and one granule
  *     past, from the block's start and from inside it, for cudaMalloc and
@@ -24,7 +24,13 @@
 
 /* The granule the runtime rounds every device allocation up to
  * (docs/sim.md, "Allocation granule"). */
-#define GRANULE   512
+#define GRANULE 512
+
+#ifdef FSDPSHIM_REAL_RUNTIME
+#define ON_REAL_RUNTIME true
+#else
+#define ON_REAL_RUNTIME false
+#endif
 #define HOST_SIZE (64 << 10)
 
 struct ctx {
@@ -318,6 +324,13 @@ static void block_ends(struct ctx *c)
         snprintf(table, sizeof table, "span-%s", blocks[b].name);
         for (size_t o = 0; o < sizeof span_ops / sizeof span_ops[0]; o++)
             for (size_t s = 0; s < sizeof spans / sizeof spans[0]; s++) {
+                /* NVIDIA's runtime lets a set of SIZE_MAX bytes through (its
+                 * end overflows) and the device then faults, which ends the
+                 * context: the sim and the shim refuse it, the GPU run
+                 * leaves it out */
+                if (ON_REAL_RUNTIME && spans[s].length > SIZE_MAX / 2 &&
+                    !strncmp(span_ops[o].name, "memset", 6))
+                    continue;
                 snprintf(name, sizeof name, "%s/%s", span_ops[o].name, spans[s].name);
                 set_pending(false);
                 cudaError_t ret =
@@ -451,10 +464,14 @@ static void setup(struct ctx *c)
 
 int main(void)
 {
+    /* a line at a time: where a run ends early, its last line says where */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     watchdog(60);
     require_device();
     setup(&ctx);
-    destroyed_streams(&ctx);
+    /* undefined on NVIDIA's runtime, which crashed on them (driver 580,
+     * CUDA 13.0): a destroyed handle points at memory it has freed */
+    if (!ON_REAL_RUNTIME) destroyed_streams(&ctx);
     block_ends(&ctx);
     plain_rows(&ctx, "misc", misc_rows, sizeof misc_rows / sizeof misc_rows[0], false);
     plain_rows(&ctx, "pending", pending_rows, sizeof pending_rows / sizeof pending_rows[0], true);

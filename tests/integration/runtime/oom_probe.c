@@ -11,7 +11,7 @@
 
 int main(void)
 {
-    size_t size = (size_t)1 << 40, free_b, total_b, real_free[2];
+    size_t size, free_b, total_b, real_free[2];
     cudaError_t (*real_meminfo)(size_t *, size_t *);
     cudaMemPool_t pool;
     uint64_t used = 0, reserved = 0;
@@ -28,6 +28,12 @@ int main(void)
     EXPECT(real_meminfo != NULL);
     CHECK(cudaStreamCreate(&s));
     CHECK(cudaMallocAsync(&keep, 64 << 20, s)); /* something in use */
+    /* start at a power of two at least 8 times the device, so that at least
+     * four sizes fail whatever the device (an H200 has 141 GiB) */
+    CHECK(real_meminfo(&free_b, &total_b));
+    for (size = 1; size < total_b; size <<= 1)
+        ;
+    size <<= 3;
     for (;;) {
         cudaError_t e = cudaMallocAsync(&p, size, s);
         if (e == cudaSuccess) break;

@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# gpu_bench.sh - the product measured on a real GPU, every figure of
+# docs/gpu-results.md in one run, ending with a results table:
+#
+#   pair     cached alloc+free from C (pair_bench): the shim (cudaMallocAsync
+#            and cudaMalloc routes), CUDA's default pool, cudaMalloc/cudaFree
+#   torch    the same through PyTorch's allocator interface from Python
+#            (torch_pair.py): PyTorch's caching allocator, CUDA's pool
+#            (backend:cudaMallocAsync), the shim (fsdpshim run)
+#   train    examples/train_fsdp.py (FSDP2) under torchrun, one rank: native,
+#            under `fsdpshim run`, with PYTORCH_NO_CUDA_MEMORY_CACHING=1
+#            without and with the shim, and traced (trace:stacks,python):
+#            median step time, peak device memory from the driver, losses
+#   fsdp1    the same job with FSDP1, native and under the shim
+#   gap      the rate limiter's wait-to-launch gap on real NCCL (rl_gap)
+#   threads  alloc_bench at 1, 8 and 16 threads (host-side allocator cost)
+#
+# Variants are interleaved within each round, so that drift falls on every
+# one alike; each figure is the median of RUNS rounds with its range. A
+# section is skipped, and says so, when the time left before --deadline
+# does not cover it. Raw figures go to OUT/raw.txt, each run's output to
+# OUT/logs/, the table to OUT/results.txt.
+#
+#   gpu_bench.sh [--runs N] [--out DIR] [--raw FILE] [--deadline SECONDS] [--sim] [SECTION...]
+#
+# --raw appends the raw figures to FILE instead (each as soon as it is
+# measured: a run cut short keeps them).
+#
+# --sim runs everything on the simulated device instead (fsdpshim sim,
+# the programs built against the sim): a dry run of this script, whose
+# figures mean nothing. Paths default to this build tree; PYTHON picks the
+# interpreter with PyTorch (default python3).
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "$here/.." && pwd)
+src=${FSDPSHIM_SRC:-@PROJECT_SOURCE_DIR@}
+cli=$build/bin/fsdpshim
+shim=$build/lib/libfsdpshim.so
+python=${PYTHON:-python3}
+runs=5 out=$PWD/gpu-bench raw= deadline=0 sim=0 sections=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --runs) runs=$2; shift ;;
+        --out) out=$2; shift ;;
+        --raw) raw=$2; shift ;;
+        --deadline) deadline=$2; shift ;;
+        --sim) sim=1 ;;
+        pair | torch | train | fsdp1 | gap | threads) sections+=("$1") ;;
+        *) echo "usage: gpu_bench.sh [--runs N] [--out DIR] [--raw FILE] [--deadline S] [--sim] [pair|torch|train|fsdp1|gap|threads]..." >&2
+           exit 2 ;;
+    esac
+    shift
+done
+[ ${#sections[@]} -gt 0 ] || sections=(pair train torch gap fsdp1 threads)
+mkdir -p "$out/logs" || exit 1
+[ -n "$raw" ] || { raw=$out/raw.txt; : >"$raw"; }
+started=$SECONDS
+train_args=(--fsdp 2 --size medium --batch 8 --seq 512 --steps 20)
+if [ $sim = 1 ]; then
+    pair_bench=$here/pair_bench_sim rl_gap=$here/rl_gap
+    native=("$cli" sim --native --) shimmed=("$cli" sim --)
+    train_args=(--fsdp 2 --size tiny --batch 2 --seq 64 --steps 3)
+else
+    pair_bench=$here/pair_bench_gpu rl_gap=$here/rl_gap_gpu
+    native=() shimmed=("$cli" run --)
+fi
+torchrun=("$python" -m torch.distributed.run --standalone --nproc-per-node 1)
+
+say() { echo "gpu_bench: $*"; }
+record() { echo "$1 $2" >>"$raw"; }
+# time_left NEEDED: whether NEEDED more seconds fit before the deadline
+time_left() { [ "$deadline" -eq 0 ] || [ $((started + deadline - SECONDS)) -ge "$1" ]; }
+# run LOG CMD...: CMD's output in LOG; its status, with a line on failure
+run() {
+    local log=$1
+    shift
+    "$@" >"$log" 2>&1
+    local rc=$?
+    [ $rc -eq 0 ] || say "FAILED ($rc): $* (log: $log): $(tail -3 "$log" | tr '\n' ' ')"
+    return $rc
+}
+
+section_pair() {
+    local r v mode pre
+    for r in $(seq "$runs"); do
+        for v in cuda_malloc cuda_pool shim_async shim_malloc; do
+            case $v in
+                cuda_malloc) mode=malloc pre= ;;
+                cuda_pool) mode=async pre= ;;
+                shim_async) mode=async pre=$shim ;;
+                shim_malloc) mode=malloc pre=$shim ;;
+            esac
+            local log=$out/logs/pair.$v.$r
+            LD_PRELOAD=$pre run "$log" "$pair_bench" "$mode" || continue
+            sed -n 's/^pair_bench: mode=[a-z]* size=\([0-9]*\) pairs=[0-9]* ns_per_pair=\([0-9.]*\)$/\1 \2/p' "$log" |
+                while read -r size ns; do record "pair.$v.$size" "$ns"; done
+        done
+    done
+}
+
+section_torch() {
+    local r v log
+    for r in $(seq "$runs"); do
+        time_left 15 || { say "torch: stopped after $((r - 1)) rounds (deadline)"; break; }
+        for v in torch_caching cuda_pool shim; do
+            log=$out/logs/torch.$v.$r
+            case $v in
+                torch_caching) run "$log" "${native[@]}" "$python" "$src/bench/gpu/torch_pair.py" ;;
+                cuda_pool) PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync \
+                    run "$log" "${native[@]}" "$python" "$src/bench/gpu/torch_pair.py" ;;
+                shim) run "$log" "${shimmed[@]}" "$python" "$src/bench/gpu/torch_pair.py" ;;
+            esac || continue
+            sed -n 's/^torch_pair: backend=[a-zA-Z_]* size=\([0-9]*\) pairs=[0-9]* ns_per_pair=\([0-9.]*\).*/\1 \2/p' "$log" |
+                while read -r size ns; do record "torch.$v.$size" "$ns"; done
+            sed -n 's/^torch_pair: .* python_call=\([0-9.]*\)$/\1/p' "$log" |
+                while read -r ns; do record "torch.python_call" "$ns"; done
+        done
+    done
+}
+
+# train_once ROUTE FSDP R: one train_fsdp run; its figures recorded, its
+# losses kept in OUT/logs/losses.ROUTE.R
+train_once() {
+    local route=$1 fsdp=$2 r=$3 log rc
+    local args=("${train_args[@]}")
+    args[1]=$fsdp
+    log=$out/logs/train$fsdp.$route.$r
+    case $route in
+        native) run "$log" "${native[@]}" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
+        shim) run "$log" "${shimmed[@]}" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
+        nocache) PYTORCH_NO_CUDA_MEMORY_CACHING=1 \
+            run "$log" "${native[@]}" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
+        nocache_shim) PYTORCH_NO_CUDA_MEMORY_CACHING=1 \
+            run "$log" "${shimmed[@]}" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
+        trace)
+            if [ $sim = 1 ]; then
+                run "$log" "$cli" sim --conf trace:python -- env FSDPSHIM_TRACE="$out/logs/trace$fsdp-$r-%p.fst" \
+                    "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}"
+            else
+                run "$log" "$cli" run --trace -o "$out/logs/trace$fsdp-$r-%p.fst" --conf trace:python -- \
+                    "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}"
+            fi ;;
+    esac
+    rc=$?
+    [ $rc -eq 0 ] || return $rc
+    sed -n 's/^train_fsdp: step [0-9]* loss \([0-9.na-]*\) .*/\1/p' "$log" >"$out/logs/losses$fsdp.$route.$r"
+    record "train$fsdp.$route.step_ms" "$(sed -n 's/^train_fsdp: median step \([0-9.]*\) ms.*/\1/p' "$log")"
+    record "train$fsdp.$route.peak_device_MiB" \
+        "$(sed -n 's/.*peak_device_used=\([0-9]*\).*/\1/p' "$log" | awk '{ printf "%.1f", $1 / 1048576 }')"
+    record "train$fsdp.$route.max_reserved_MiB" \
+        "$(sed -n 's/.*max_memory_reserved=\([0-9]*\).*/\1/p' "$log" | awk '{ printf "%.1f", $1 / 1048576 }')"
+    if [ "$route" = trace ]; then
+        local f bytes=0
+        for f in "$out/logs/trace$fsdp-$r"-*.fst; do
+            [ -f "$f" ] && bytes=$((bytes + $(stat -c %s "$f")))
+        done
+        record "train$fsdp.trace.trace_MiB" "$(awk -v b=$bytes 'BEGIN { printf "%.2f", b / 1048576 }')"
+    fi
+}
+
+# same_losses FSDP ROUTE: every run of ROUTE printed the losses of the first
+# native run, digit for digit
+same_losses() {
+    local fsdp=$1 route=$2 f ref=$out/logs/losses$1.native.1 verdict=same
+    [ -s "$ref" ] || { echo "no native losses"; return; }
+    for f in "$out/logs/losses$fsdp.$route".*; do
+        [ -f "$f" ] || { verdict="no runs"; continue; }
+        cmp -s "$ref" "$f" || verdict="DIFFER ($(paste -d' ' "$ref" "$f" |
+            awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d } END { printf "max |diff| %.6f", m }'))"
+    done
+    echo "$verdict"
+}
+
+section_train() {
+    local r route
+    for r in $(seq "$runs"); do
+        time_left 45 || { say "train: stopped after $((r - 1)) rounds (deadline)"; break; }
+        for route in native shim nocache nocache_shim trace; do
+            train_once $route 2 "$r"
+        done
+    done
+}
+
+section_fsdp1() {
+    local r route
+    for r in 1 2; do
+        for route in native shim; do
+            train_once $route 1 "$r"
+        done
+    done
+}
+
+section_gap() {
+    local r log
+    for r in $(seq "$runs"); do
+        log=$out/logs/gap.$r
+        FSDPSHIM_CONF=ag_limit:1 FSDPSHIM_LOG=info LD_PRELOAD=$shim run "$log" "$rl_gap" 300 || continue
+        record gap.shim_us "$(sed -n 's/^fsdpshim\[[^]]*\]: rate limiter:.*median \([0-9.]*\) us.*/\1/p' "$log")"
+        record gap.program_us "$(sed -n 's/^rl_gap: .*: median \([0-9.]*\) us.*/\1/p' "$log")"
+    done
+}
+
+section_threads() {
+    local n log
+    for n in 8 16; do
+        log=$out/logs/alloc_bench.$n
+        run "$log" "$here/alloc_bench" --threads "$n" || continue
+        awk -v n="$n" '$1 == "fsdp/pair" || $1 == "fsdp/churn" {
+                printf "threads.%s.%s.ns_1 %s\nthreads.%s.%s.ns_%s %s\nthreads.%s.%s.scaling_%s %s\n",
+                    $1, $2, $3, $1, $2, n, $5, $1, $2, n, $8 }' "$log" | tr -d x | sed 's|/|_|' >>"$raw"
+    done
+}
+
+# rough seconds a section needs, for the deadline
+need() {
+    case $1 in
+        pair) echo $((runs * 8)) ;;
+        torch) echo $((runs * 15)) ;;
+        train) echo $((runs * 40)) ;;
+        fsdp1) echo 40 ;;
+        gap) echo $((runs * 4)) ;;
+        threads) echo 90 ;;
+    esac
+}
+
+say "$(date -u +%FT%TZ) out=$out runs=$runs sections=${sections[*]}$([ $sim = 1 ] && echo ' (simulated device)')"
+for s in "${sections[@]}"; do
+    if ! time_left "$(need "$s")"; then
+        say "section $s skipped: about $(need "$s") s needed, $((started + deadline - SECONDS)) s left"
+        continue
+    fi
+    t0=$SECONDS
+    "section_$s"
+    say "section $s: $((SECONDS - t0)) s"
+done
+
+# ---- the table --------------------------------------------------------------
+{
+    echo "gpu_bench results: median [min - max] of n runs ($(date -u +%FT%TZ))"
+    sort -s -k1,1 "$raw" | awk '
+        $2 == "" { next }
+        $1 != key { if (key != "") flush(); key = $1; n = 0 }
+        { v[++n] = $2 + 0 }
+        END { if (key != "") flush() }
+        function flush(   i, j, t, med) {
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+            med = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+            printf "  %-44s %12.2f  [%.2f - %.2f]  n=%d\n", key, med, v[1], v[n], n
+        }'
+    for f in 2 1; do
+        [ -s "$out/logs/losses$f.native.1" ] || continue
+        for route in shim nocache nocache_shim trace; do
+            ls "$out/logs/losses$f.$route".* >/dev/null 2>&1 || continue
+            echo "  FSDP$f losses, $route against native: $(same_losses $f $route)"
+        done
+    done
+} | tee "$out/results.txt"
