@@ -527,6 +527,10 @@ FS_HOT_PATH fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream,
     fs_status st = FS_OK;
     if (rounded && fs_segment_least(rounded)) {
         fs_spin_lock(&p->lock);
+        /* completed deferred frees first, as PyTorch processes its events
+         * before every allocation: else best fit may split a big free block
+         * while a better-fitting one only waits to be retired */
+        if (p->pending.head) fs_pool_retire(a, p);
         b = take_own(a, p, set, rounded, size, stream);
         fs_spin_unlock(&p->lock);
         if (!b) b = miss(a, d, p, set, rounded, size, stream, flags, &st);

@@ -52,6 +52,8 @@ typedef struct fs_shim_config {
     int trace;                 /* 0 off, 1 events, 2 stacks, 3 python */
     unsigned trace_frames;     /* [64] */
     bool snapshot_signal;      /* SIGUSR2 writes a snapshot [false] */
+    bool oom_snapshot_stacks;  /* oom_snapshot:stacks: snapshots name each live block's
+                                  allocating stack even when tracing is off [blocks] */
 } fs_shim_config;
 const fs_shim_config *fs_shim_config_get(void);
 

@@ -72,14 +72,20 @@ static uint64_t stream_value(fs_stream_t key)
     return key == (fs_stream_t)cudaStreamLegacy ? 0 : (uint64_t)key;
 }
 
+/* Whether each allocation's native stack is taken: traced, or kept for
+ * snapshots alone (oom_snapshot:stacks). */
+static bool stacks_taken(void)
+{
+    return fs_trace_level() >= FS_TRACE_STACKS || fs_shim_config_get()->oom_snapshot_stacks;
+}
+
 __attribute__((noinline)) void fs_trace_alloc_begin(void)
 {
     int level = fs_trace_level();
 
-    pending.armed = level != FS_TRACE_OFF;
+    pending.armed = level != FS_TRACE_OFF || fs_shim_config_get()->oom_snapshot_stacks;
     pending.stack = pending.pystack = 0;
-    if (level >= FS_TRACE_STACKS)
-        pending.stack = fs_stack_capture(fs_shim_config_get()->trace_frames);
+    if (stacks_taken()) pending.stack = fs_stack_capture(fs_shim_config_get()->trace_frames);
     if (level >= FS_TRACE_PYTHON)
         pending.pystack = fs_python_stack(fs_shim_config_get()->trace_frames);
 }
@@ -121,10 +127,10 @@ static void on_event(void *ctx, const fs_alloc_event *e)
         }
         /* what allocated each live block, for snapshots */
         if (ev.stack || ev.pystack) fs_blocks_set(e->addr, ev.stack, ev.pystack);
-    } else if (e->kind == FS_EV_FREE_REQUESTED && fs_trace_level() >= FS_TRACE_STACKS) {
+    } else if (e->kind == FS_EV_FREE_REQUESTED && stacks_taken()) {
         fs_blocks_clear(e->addr);
     }
-    fs_trace_event(&ev);
+    if (fs_trace_level()) fs_trace_event(&ev);
 }
 
 void fs_trace_glue_oom(const fs_oom_info *info)
@@ -149,7 +155,9 @@ void fs_trace_glue_oom(const fs_oom_info *info)
 
 void fs_trace_glue_observe(fs_alloc_observer *obs)
 {
-    if (fs_trace_level()) obs->on_event = on_event;
+    if (fs_shim_config_get()->oom_snapshot_stacks)
+        fs_trace_keep_stacks(fs_shim_config_get()->trace_frames);
+    if (fs_trace_level() || fs_shim_config_get()->oom_snapshot_stacks) obs->on_event = on_event;
 }
 
 void fs_trace_stream(bool create, int device, const void *stream, unsigned flags, int priority,

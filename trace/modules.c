@@ -101,7 +101,7 @@ static int define_one(struct dl_phdr_info *info, size_t size, void *arg)
 
 void fs_modules_define(void)
 {
-    if (fs_trace_level() < FS_TRACE_STACKS) return;
+    if (fs_trace_defs_level() < FS_TRACE_STACKS) return;
     pthread_mutex_lock(&lock);
     dl_iterate_phdr(define_one, NULL);
     pthread_mutex_unlock(&lock);

@@ -34,8 +34,8 @@ static struct {
     PyObject *(*frame_back)(PyObject *frame); /* 3.9+, new reference */
     PyObject *(*frame_code)(PyObject *frame); /* 3.9+, new reference */
     int (*frame_line)(PyObject *frame);
-    int (*frame_lasti)(PyObject *frame);       /* 3.11+ */
-    int (*code_addr2line)(PyObject *code, int); /* 3.11+: the line of an offset */
+    int (*frame_lasti)(PyObject *frame);            /* 3.11+ */
+    int (*code_addr2line)(PyObject *code, int);     /* 3.11+: the line of an offset */
     PyObject *(*eval_frame)(void);                  /* borrowed */
     PyObject *(*getattr)(PyObject *, const char *); /* new reference */
     const char *(*utf8)(PyObject *, ssize_t *);

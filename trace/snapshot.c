@@ -48,7 +48,7 @@ static void put_header(out *o)
     uint8_t raw[FS_FMT_HEADER_SIZE];
     fs_fmt_header h;
 
-    fs_trace_header_of(&h, FS_FMT_FEAT_SNAPSHOT, fs_trace_level());
+    fs_trace_header_of(&h, FS_FMT_FEAT_SNAPSHOT, fs_trace_defs_level());
     fs_fmt_header_encode(&h, raw);
     put(o, raw, sizeof raw);
 }
@@ -88,7 +88,7 @@ bool fs_snapshot_write(const char *dir, const char *kind, const fs_fmt_event *en
     raw = malloc(BLOCK + FS_FMT_MAX_RECORD);
     if (!o.packed || !raw) o.failed = true;
     put_header(&o);
-    if (fs_trace_level() && !o.failed) fs_trace_definitions(put_block, &o);
+    if (fs_trace_defs_level() && !o.failed) fs_trace_definitions(put_block, &o);
     fs_fmt_enc_reset(&enc, 0);
     for (size_t i = 0; i < n && !o.failed; i++) {
         len += fs_fmt_put_event(&enc, &entries[i], raw + len);

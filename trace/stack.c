@@ -189,7 +189,7 @@ uint32_t fs_stack_capture(unsigned max_frames)
     unsigned n = 0;
     int got, i = 0;
 
-    if (fs_trace_level() < FS_TRACE_STACKS || !max_frames) return 0;
+    if (fs_trace_defs_level() < FS_TRACE_STACKS || !max_frames) return 0;
     pthread_once(&init_once, init);
     fs_modules_refresh();
     if (max_frames > FS_FMT_MAX_FRAMES) max_frames = FS_FMT_MAX_FRAMES;

@@ -50,7 +50,7 @@ uint32_t fs_trace_string(const char *s, size_t len)
     uint64_t h;
     uint32_t id = 0;
 
-    if (!fs_trace_level()) return 0;
+    if (!fs_trace_defs_level()) return 0;
     if (len > FS_FMT_MAX_STRING) len = FS_FMT_MAX_STRING;
     h = hash_of(s, len);
     pthread_mutex_lock(&lock);

@@ -45,6 +45,13 @@ bool fs_trace_start(const fs_trace_settings *s);
  * (one relaxed load): producers test it before building an event. */
 int fs_trace_level(void);
 
+/* Native stacks of up to `frames` frames for snapshots alone
+ * (oom_snapshot:stacks): from now on
+ * fs_stack_capture works, and stacks, the module map and strings are
+ * defined in memory, whether or not a trace is written, so that a snapshot
+ * can name each live block's allocating stack. */
+void fs_trace_keep_stacks(unsigned frames);
+
 /* Nanoseconds since the trace's clock base (CLOCK_MONOTONIC). */
 uint64_t fs_trace_now(void);
 

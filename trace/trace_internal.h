@@ -16,7 +16,8 @@
 #define FS_TRACE_FLUSH_MS 50 /* SIGKILL loses at most about this much */
 
 typedef struct fs_trace_state {
-    atomic_int level; /* enum fs_trace_level; OFF until the file is open */
+    atomic_int level;        /* enum fs_trace_level; OFF until the file is open */
+    atomic_bool keep_stacks; /* fs_trace_keep_stacks: defined in memory, for snapshots */
     int fd;
     char path[4096];
     char pattern[4096];
@@ -34,6 +35,17 @@ typedef struct fs_trace_state {
 extern fs_trace_state fs_trace_g;
 
 uint64_t fs_trace_mono_ns(void);
+
+/* The level definitions (strings, modules, stacks) are kept at: the trace's,
+ * or FS_TRACE_STACKS with tracing off after fs_trace_keep_stacks. */
+static inline int fs_trace_defs_level(void)
+{
+    int level = atomic_load_explicit(&fs_trace_g.level, memory_order_relaxed);
+    if (level < FS_TRACE_STACKS &&
+        atomic_load_explicit(&fs_trace_g.keep_stacks, memory_order_relaxed))
+        return FS_TRACE_STACKS;
+    return level;
+}
 void fs_trace_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* writer.c */

@@ -106,9 +106,15 @@ uint64_t fs_trace_mono_ns(void)
 
 /* ---- definitions ------------------------------------------------------------ */
 
+void fs_trace_keep_stacks(unsigned frames)
+{
+    if (!fs_trace_level()) fs_trace_g.settings.frames = frames; /* for snapshot headers */
+    atomic_store_explicit(&fs_trace_g.keep_stacks, true, memory_order_relaxed);
+}
+
 void fs_trace_define(const uint8_t *rec, size_t len)
 {
-    if (!fs_trace_level()) return;
+    if (!fs_trace_defs_level()) return;
     pthread_mutex_lock(&W.defs_lock);
     if (W.defs_len + len > W.defs_cap) {
         size_t cap = W.defs_cap ? W.defs_cap * 2 : BUF_SIZE;

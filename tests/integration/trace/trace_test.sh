@@ -85,6 +85,27 @@ frame=$(awk '$2 == "snapshot_block" && /state=live/ { getline; print $2; exit }'
 off=$((${frame##*+} - 1))
 line=$(addr2line -e "$prog" "$(printf '0x%x' "$off")" | sed 's/.*://; s/ .*//')
 [ "$line" = "$(grep -n SITE_OOM "$src" | cut -d: -f1)" ] || fail "a live block's frame $frame is line $line"
+# tracing off, the stacks only with oom_snapshot:stacks
+site_line=$(grep -n SITE_OOM "$src" | cut -d: -f1)
+for conf in oom_snapshot:stacks oom_snapshot:blocks; do
+    rm -rf "$dir/oom-$conf" && mkdir "$dir/oom-$conf"
+    FSDPSHIM_SIM_MEM=64M FSDPSHIM_OOM_DIR=$dir/oom-$conf \
+        expect 0 "$cli" run --conf "$conf" -- "$prog" oom
+    snap=$(sed -n 's/.*out of memory on device 0: .*; snapshot: \(.*\)$/\1/p' "$dir/err" | head -1)
+    [ -n "$snap" ] && [ -f "$snap" ] || fail "$conf: no snapshot named: $(cat "$dir/err")"
+    expect 0 "$cli" dump "$snap"
+    live=$(grep -c " snapshot_block .*size=3145728 .*state=live" "$dir/out" || true)
+    [ "$live" -gt 10 ] || fail "$conf: $live live blocks in the snapshot"
+    frame=$(awk '$2 == "snapshot_block" && /state=live/ { getline; print $1, $2; exit }' "$dir/out")
+    if [ "$conf" = oom_snapshot:stacks ]; then
+        case $frame in "#0 $prog"+0x*) ;; *) fail "$conf: a live block's first frame is '$frame'" ;; esac
+        off=$((${frame##*+} - 1))
+        line=$(addr2line -e "$prog" "$(printf '0x%x' "$off")" | sed 's/.*://; s/ .*//')
+        [ "$line" = "$site_line" ] || fail "$conf: a live block's frame $frame is line $line"
+    else
+        case $frame in "#"*) fail "$conf: a live block has frames: $frame" ;; esac
+    fi
+done
 expect 0 "$cli" run -- "$prog" snapshot # on demand, tracing off: the working directory
 ls "$dir"/fsdpshim-snapshot-*.fst >/dev/null 2>&1 || fail "fsdpshim_snapshot wrote no file"
 
