@@ -10,4 +10,8 @@
 int command_dump(int argc, char **argv);
 void usage_dump(FILE *out);
 
+/* top.c */
+int command_top(int argc, char **argv);
+void usage_top(FILE *out);
+
 #endif /* FS_ANALYSIS_H */

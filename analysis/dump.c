@@ -8,6 +8,7 @@
  * is named, with its offset, on stderr. */
 #include "analysis.h"
 #include "reader.h"
+#include "render.h"
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -41,25 +42,13 @@ void usage_dump(FILE *out)
 
 static const char *str(fs_reader *t, uint32_t id)
 {
-    const char *s = id ? fs_reader_string(t, id, NULL) : NULL;
-    return s ? s : "?";
+    return fs_render_str(t, id);
 }
 
 static void print_annot(FILE *out, fs_reader *t, uint32_t id)
 {
-    uint32_t chain[128], parent, domain, name;
-    int n = 0;
-
-    for (uint32_t a = id; a && n < 128 && fs_reader_annot(t, a, &parent, &domain, &name);
-         a = parent)
-        chain[n++] = a;
-    if (!n) return;
-    fputs(" annot=", out);
-    while (n--) {
-        fs_reader_annot(t, chain[n], &parent, &domain, &name);
-        fputs(str(t, name), out);
-        if (n) fputc('/', out);
-    }
+    char path[4096];
+    if (fs_render_annot(t, id, path, sizeof path)) fprintf(out, " annot=%s", path);
 }
 
 static void print_frames(FILE *out, fs_reader *t, const fs_fmt_event *ev)
@@ -67,19 +56,17 @@ static void print_frames(FILE *out, fs_reader *t, const fs_fmt_event *ev)
     const uint64_t *frames;
     const fs_fmt_pyframe *py;
     uint32_t n = ev->stack ? fs_reader_stack(t, ev->stack, &frames) : 0;
+    char text[4200];
 
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t off;
-        const fs_reader_module *m = fs_reader_module_of(t, frames[i], &off);
-        if (m)
-            fprintf(out, "    #%u %s+0x%" PRIx64 "\n", i, str(t, m->path), off);
-        else
-            fprintf(out, "    #%u 0x%" PRIx64 "\n", i, frames[i]);
+        fs_render_frame(t, frames[i], text, sizeof text);
+        fprintf(out, "    #%u %s\n", i, text);
     }
     n = ev->pystack ? fs_reader_pystack(t, ev->pystack, &py) : 0;
-    for (uint32_t i = 0; i < n; i++)
-        fprintf(out, "    py#%u %s:%u:%s\n", i, str(t, py[i].file), py[i].line,
-                str(t, py[i].function));
+    for (uint32_t i = 0; i < n; i++) {
+        fs_render_pyframe(t, &py[i], text, sizeof text);
+        fprintf(out, "    py#%u %s\n", i, text);
+    }
 }
 
 static bool is_memory(unsigned kind)

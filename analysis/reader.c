@@ -364,3 +364,96 @@ uint64_t fs_reader_read(fs_reader *t, fs_reader_visit visit, fs_reader_warn warn
     }
     return records;
 }
+
+/* ---- time order ------------------------------------------------------------------ */
+
+typedef struct held {
+    uint64_t time_ns, seq;
+    uint32_t tid;
+    uint8_t kind;
+    fs_fmt_event ev;
+} held;
+
+typedef struct ordered {
+    held *heap; /* a min-heap by (time, seq) */
+    size_t n;
+    uint64_t seq;
+    fs_reader_visit visit;
+    fs_reader_warn warn;
+    void *ctx;
+    bool stopped;
+} ordered;
+
+static void ordered_warn(void *ctx, const char *line)
+{
+    const ordered *o = ctx;
+    if (o->warn) o->warn(o->ctx, line);
+}
+
+static bool earlier(const held *a, const held *b)
+{
+    return a->time_ns < b->time_ns || (a->time_ns == b->time_ns && a->seq < b->seq);
+}
+
+static void heap_push(ordered *o, const held *h)
+{
+    size_t i = o->n++;
+    while (i > 0 && earlier(h, &o->heap[(i - 1) / 2])) {
+        o->heap[i] = o->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    o->heap[i] = *h;
+}
+
+static held heap_pop(ordered *o)
+{
+    held top = o->heap[0], last = o->heap[--o->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= o->n) break;
+        if (c + 1 < o->n && earlier(&o->heap[c + 1], &o->heap[c])) c++;
+        if (!earlier(&o->heap[c], &last)) break;
+        o->heap[i] = o->heap[c];
+        i = c;
+    }
+    if (o->n) o->heap[i] = last;
+    return top;
+}
+
+/* Hands the earliest held event to the caller's visitor. */
+static void release_one(ordered *o, fs_reader *t)
+{
+    held h = heap_pop(o);
+    fs_fmt_record r = {.kind = h.kind, .ev = h.ev};
+    if (!o->stopped && o->visit(o->ctx, t, &r, h.tid)) o->stopped = true;
+}
+
+static int hold(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
+{
+    ordered *o = ctx;
+    bool event = r->kind <= FS_REC_EVENT_LAST || r->kind == FS_REC_SNAP_SEGMENT ||
+                 r->kind == FS_REC_SNAP_BLOCK;
+    if (!event) return o->visit(o->ctx, t, r, tid) || o->stopped;
+    held h = {.time_ns = r->ev.time_ns, .seq = o->seq++, .tid = tid, .kind = r->kind, .ev = r->ev};
+    if (o->n == FS_READER_ORDER_WINDOW) release_one(o, t);
+    heap_push(o, &h);
+    return o->stopped;
+}
+
+uint64_t fs_reader_read_ordered(fs_reader *t, fs_reader_visit visit, fs_reader_warn warn, void *ctx)
+{
+    ordered o = {.heap = malloc(FS_READER_ORDER_WINDOW * sizeof(held)),
+                 .visit = visit,
+                 .warn = warn,
+                 .ctx = ctx};
+    if (!o.heap) {
+        say(warn, ctx, t, 0, "out of memory for the reordering window");
+        return 0;
+    }
+    uint64_t records = fs_reader_read(t, hold, ordered_warn, &o);
+    while (o.n && !o.stopped)
+        release_one(&o, t);
+    free(o.heap);
+    return records;
+}

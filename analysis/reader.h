@@ -55,6 +55,20 @@ typedef void (*fs_reader_warn)(void *ctx, const char *line);
 uint64_t fs_reader_read(fs_reader *t, fs_reader_visit visit, fs_reader_warn warn, void *ctx);
 const fs_reader_damage *fs_reader_damage_of(const fs_reader *t);
 
+/* As fs_reader_read, but events (and snapshot entries) reach the visitor in
+ * time order, ties in file order, while definitions still come as they are
+ * read, ahead of any event that names them. Each thread's events are in
+ * order in the file, but threads' buffers reach the file at different
+ * moments (each when full, or at the writer's 50 ms cycle), so a block
+ * freed by one thread and handed to another can appear freed after its
+ * reuse: commands that follow blocks by address read in time order. A
+ * window of FS_READER_ORDER_WINDOW events is held back, enough for the
+ * writer's cycle at several million events a second: memory stays bounded
+ * whatever the trace's length. */
+#define FS_READER_ORDER_WINDOW (1u << 18)
+uint64_t fs_reader_read_ordered(fs_reader *t, fs_reader_visit visit, fs_reader_warn warn,
+                                void *ctx);
+
 /* Definitions, as read so far. Unknown ids give NULL / 0. */
 const char *fs_reader_string(const fs_reader *t, uint32_t id, uint32_t *len);
 uint32_t fs_reader_stack(const fs_reader *t, uint32_t id, const uint64_t **frames);

@@ -1,0 +1,53 @@
+/* render.c - definitions as text (render.h). */
+#include "render.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *fs_render_str(const fs_reader *t, uint32_t id)
+{
+    const char *s = id ? fs_reader_string(t, id, NULL) : NULL;
+    return s ? s : "?";
+}
+
+/* snprintf's count, capped to what fits, so that lengths add up safely */
+static size_t fitted(int n, size_t len)
+{
+    if (n < 0) return 0;
+    return (size_t)n < len ? (size_t)n : (len ? len - 1 : 0);
+}
+
+size_t fs_render_annot(const fs_reader *t, uint32_t id, char *buf, size_t len)
+{
+    uint32_t chain[128], parent, domain, name;
+    size_t at = 0;
+    int n = 0;
+
+    if (len) buf[0] = '\0';
+    for (uint32_t a = id; a && n < 128 && fs_reader_annot(t, a, &parent, &domain, &name);
+         a = parent)
+        chain[n++] = a;
+    while (n-- > 0 && at < len) {
+        fs_reader_annot(t, chain[n], &parent, &domain, &name);
+        at += fitted(snprintf(buf + at, len - at, "%s%s", fs_render_str(t, name), n ? "/" : ""),
+                     len - at);
+    }
+    return at;
+}
+
+size_t fs_render_frame(const fs_reader *t, uint64_t pc, char *buf, size_t len)
+{
+    uint64_t off;
+    const fs_reader_module *m = fs_reader_module_of(t, pc, &off);
+
+    if (m) return fitted(snprintf(buf, len, "%s+0x%" PRIx64, fs_render_str(t, m->path), off), len);
+    return fitted(snprintf(buf, len, "0x%" PRIx64, pc), len);
+}
+
+size_t fs_render_pyframe(const fs_reader *t, const fs_fmt_pyframe *f, char *buf, size_t len)
+{
+    return fitted(snprintf(buf, len, "%s:%u:%s", fs_render_str(t, f->file), f->line,
+                           fs_render_str(t, f->function)),
+                  len);
+}

@@ -1,0 +1,25 @@
+/* render.h - the text every command prints for a trace's definitions: a
+ * string, an annotation path, a native frame, a Python frame. One place, so
+ * that `dump`, `top` and the reports name things the same way. */
+#ifndef FS_RENDER_H
+#define FS_RENDER_H
+
+#include "reader.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* String id's text, "?" when unknown. */
+const char *fs_render_str(const fs_reader *t, uint32_t id);
+
+/* The annotation stack ending at node id as "outer/inner" into buf; the
+ * length written (0: no annotation). */
+size_t fs_render_annot(const fs_reader *t, uint32_t id, char *buf, size_t len);
+
+/* Native frame pc as "MODULE+0xOFFSET" (or "0xPC" outside every module). */
+size_t fs_render_frame(const fs_reader *t, uint64_t pc, char *buf, size_t len);
+
+/* A Python frame as "FILE:LINE:FUNCTION". */
+size_t fs_render_pyframe(const fs_reader *t, const fs_fmt_pyframe *f, char *buf, size_t len);
+
+#endif /* FS_RENDER_H */

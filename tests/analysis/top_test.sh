@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# top_test.sh - `fsdpshim top` on traces of a program with known call sites
+# (tests/integration/trace/trace_prog.c) on the simulated device: groups by
+# annotation, frame and stack with the right peak, count and total; the
+# temporaries of a many-thread flood; two traces merged as two ranks; bad
+# input.
+#
+#   top_test.sh FSDPSHIM TRACE_PROG SIM_DIR
+name=top_test
+cli=$1 prog=$2 sim=$3
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../integration/runtime/cli_common.sh"
+unset NVTX_INJECTION64_PATH FSDPSHIM_NVTX_CHAIN FSDPSHIM_TRACE FSDPSHIM_TRACE_LIST
+export LD_LIBRARY_PATH=$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+src=$here/../integration/trace/trace_prog.c
+
+expect 0 "$cli" run --trace -o "$dir/sites.fst" -- "$prog" sites
+expect 0 "$cli" run --trace -o "$dir/sites2.fst" -- "$prog" sites
+expect 0 "$cli" run --trace --conf trace:events -o "$dir/flood.fst" -- "$prog" flood 8 20000
+
+# by annotation: the backward block (5 MiB, range "step") then the forward
+# one (3 MiB, "step/forward"), both live at the peak of 8 MiB
+expect 0 "$cli" top --by annotation "$dir/sites.fst"
+grep -q "device 0 peaked at 8.0 MiB allocated" "$dir/out" || fail "no 8 MiB peak: $(cat "$dir/out")"
+grep -q "^2 allocations in 1 trace, 2 groups by annotation, sorted by peak" "$dir/out" ||
+    fail "the summary line: $(cat "$dir/out")"
+table=$(grep -A1 -E '^ +[0-9.]+ [KMG]?i?B' "$dir/out" | grep -v '^--$' | paste -d' ' - - | tr -s ' ')
+[ "$(sed -n 1p <<<"$table")" = " 5.0 MiB 5.0 MiB 1 0 (0%) 1 step" ] || fail "first row: $table"
+[ "$(sed -n 2p <<<"$table")" = " 3.0 MiB 3.0 MiB 1 0 (0%) 1 step/forward" ] || fail "second row: $table"
+
+# by frame: each group's frame is its call site's line
+expect 0 "$cli" top --by frame "$dir/sites.fst"
+for site in BACKWARD FORWARD; do
+    frame=$(grep -A1 -E '^ +[0-9.]+ [KMG]?i?B' "$dir/out" | grep "$prog+0x" |
+        sed -n "$([ $site = BACKWARD ] && echo 1 || echo 2)p" | tr -d ' ')
+    off=$((${frame##*+} - 1))
+    line=$(addr2line -e "$prog" "$(printf '0x%x' "$off")" | sed 's/.*://; s/ .*//')
+    [ "$line" = "$(grep -n "SITE_$site" "$src" | cut -d: -f1)" ] || fail "$site: $frame is line $line"
+done
+
+# two traces are two ranks: counts add up, each group has both
+expect 0 "$cli" top --by annotation "$dir/sites.fst" "$dir/sites2.fst"
+grep -q "^4 allocations in 2 traces" "$dir/out" || fail "not merged: $(cat "$dir/out")"
+[ "$(grep -cE '^ +10.0 MiB +10.0 MiB +2 +0 \(0%\) +2$' "$dir/out")" -eq 1 ] ||
+    fail "the step group of both ranks: $(cat "$dir/out")"
+
+# the flood: 8 threads each allocate and free at once, every one temporary
+# (in time order: threads' buffers reach the file out of order)
+expect 0 "$cli" top --by frame --sort temporary "$dir/flood.fst"
+grep -qE '^ +[0-9.]+ [KMG]?i?B +78.1 MiB +160000 +160000 \(100%\) +1$' "$dir/out" ||
+    fail "flood: $(cat "$dir/out")"
+expect 0 "$cli" top --sort count -n 1 "$dir/flood.fst" "$dir/sites.fst"
+grep -q "(first ones)" "$dir/out" || fail "-n 1 printed all groups"
+[ "$(grep -cE '^ +[0-9.]+ [KMG]?i?B' "$dir/out")" -eq 1 ] || fail "-n 1: $(cat "$dir/out")"
+
+# bad input
+expect 2 "$cli" top
+expect 2 "$cli" top --by nothing "$dir/sites.fst"
+expect 2 "$cli" top -n x "$dir/sites.fst"
+expect 1 "$cli" top "$dir/missing.fst"
+echo "not a trace" >"$dir/text"
+expect 1 "$cli" top "$dir/text"
+echo "top_test: ok"
