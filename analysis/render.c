@@ -51,3 +51,30 @@ size_t fs_render_pyframe(const fs_reader *t, const fs_fmt_pyframe *f, char *buf,
                            fs_render_str(t, f->function)),
                   len);
 }
+
+size_t fs_render_frame_sym(const fs_reader *t, fs_symbols *sym, uint64_t pc, char *buf, size_t len)
+{
+    uint64_t off;
+    const fs_reader_module *m = sym ? fs_reader_module_of(t, pc, &off) : NULL;
+    const fs_symbol_frame *f;
+    size_t n = m ? fs_symbols_resolve(sym, fs_render_str(t, m->path), m->build_id, m->build_id_len,
+                                      off, &f)
+                 : 0;
+    size_t at = 0;
+
+    if (!n) return fs_render_frame(t, pc, buf, len);
+    if (len) buf[0] = '\0';
+    for (size_t i = 0; i < n && at < len; i++) {
+        const char *fn = f[i].function ? f[i].function : "??";
+        const char *sep = i + 1 < n ? "\n" : "";
+        if (f[i].file)
+            at += fitted(snprintf(buf + at, len - at, "%s at %s:%u%s%s", fn, f[i].file, f[i].line,
+                                  f[i].inlined ? " (inlined)" : "", sep),
+                         len - at);
+        else
+            at += fitted(snprintf(buf + at, len - at, "%s (%s+0x%" PRIx64 ")%s", fn,
+                                  fs_render_str(t, m->path), off, sep),
+                         len - at);
+    }
+    return at;
+}

@@ -5,6 +5,7 @@
 #define FS_RENDER_H
 
 #include "reader.h"
+#include "symbols.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +19,12 @@ size_t fs_render_annot(const fs_reader *t, uint32_t id, char *buf, size_t len);
 
 /* Native frame pc as "MODULE+0xOFFSET" (or "0xPC" outside every module). */
 size_t fs_render_frame(const fs_reader *t, uint64_t pc, char *buf, size_t len);
+
+/* Native frame pc symbolised through sym (NULL: as fs_render_frame): one
+ * line per source frame, innermost first, "FUNCTION at FILE:LINE" with
+ * " (inlined)" on frames inlined into the next; "FUNCTION (MODULE+0xOFFSET)"
+ * without line information; MODULE+0xOFFSET when nothing is known. */
+size_t fs_render_frame_sym(const fs_reader *t, fs_symbols *sym, uint64_t pc, char *buf, size_t len);
 
 /* A Python frame as "FILE:LINE:FUNCTION". */
 size_t fs_render_pyframe(const fs_reader *t, const fs_fmt_pyframe *f, char *buf, size_t len);

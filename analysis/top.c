@@ -62,6 +62,7 @@ typedef struct top_run {
     enum by by;
     enum sort_key sort;
     size_t limit;
+    fs_symbols *sym; /* NULL: --no-symbols */
     groups g;
     /* per file */
     uint32_t file;    /* 1-based */
@@ -79,7 +80,8 @@ typedef struct top_run {
 void usage_top(FILE *out)
 {
     fprintf(out, "usage: fsdpshim top [--by stack|frame|annotation|python]\n"
-                 "                    [--sort peak|count|total|temporary] [-n N] TRACE...\n"
+                 "                    [--sort peak|count|total|temporary] [-n N] [--no-symbols]\n"
+                 "                    TRACE...\n"
                  "\n"
                  "Allocation sites of one or more traces (ranks of one job are merged), largest\n"
                  "first. For each: bytes live at the rank's peak (the moment the device's\n"
@@ -90,8 +92,11 @@ void usage_top(FILE *out)
                  "            frame; annotation: the NVTX range stack; python: the Python stack\n"
                  "  --sort    peak (default), count, total or temporary\n"
                  "  -n N      print the first N groups [10]; 0 prints all\n"
+                 "  --no-symbols  native frames as MODULE+0xOFFSET, not FUNCTION at FILE:LINE\n"
                  "\n"
-                 "Frames are MODULE+0xOFFSET until the analyzer symbolises them.\n"
+                 "Native frames are symbolised from the modules on this machine (libdw; separate\n"
+                 "debug files by build id); a module that is missing or was rebuilt since the\n"
+                 "trace is named once on stderr and its frames stay MODULE+0xOFFSET.\n"
                  "Exit status: 0 ok, 1 a file is not a readable trace, 2 usage.\n");
 }
 
@@ -166,7 +171,7 @@ static void append(char *buf, size_t len, size_t *at, const char *s)
 
 static void key_of(top_run *r, fs_reader *t, const fs_fmt_event *ev, char *key, size_t len)
 {
-    char text[4200];
+    char text[16384];
     size_t at = 0;
 
     key[0] = '\0';
@@ -191,7 +196,7 @@ static void key_of(top_run *r, fs_reader *t, const fs_fmt_event *ev, char *key, 
         uint32_t n = ev->stack ? fs_reader_stack(t, ev->stack, &frames) : 0;
         if (r->by == BY_FRAME && n > 1) n = 1;
         for (uint32_t i = 0; i < n; i++) {
-            fs_render_frame(t, frames[i], text, sizeof text);
+            fs_render_frame_sym(t, r->sym, frames[i], text, sizeof text);
             if (i) append(key, len, &at, "\n");
             append(key, len, &at, text);
         }
@@ -486,12 +491,14 @@ int command_top(int argc, char **argv)
     static const struct option longopts[] = {
         {"by", required_argument, NULL, 'b'},
         {"sort", required_argument, NULL, 's'},
+        {"no-symbols", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     static const char *const by_names[] = {"stack", "frame", "annotation", "python"};
     static const char *const sort_names[] = {"peak", "count", "total", "temporary"};
     top_run r = {.by = BY_STACK, .sort = SORT_PEAK, .limit = 10};
+    bool symbols = true;
     int c, v, status = 0;
     char *end;
 
@@ -510,6 +517,9 @@ int command_top(int argc, char **argv)
             r.limit = strtoul(optarg, &end, 10);
             if (!*optarg || *end) goto bad;
             break;
+        case 'N':
+            symbols = false;
+            break;
         case 'h':
             usage_top(stdout);
             return 0;
@@ -518,6 +528,10 @@ int command_top(int argc, char **argv)
         }
     }
     if (optind >= argc) goto bad;
+    if (symbols && !(r.sym = fs_symbols_create(warn, NULL))) {
+        fprintf(stderr, "fsdpshim top: out of memory\n");
+        return FS_EXIT_BAD_INPUT;
+    }
     for (int i = optind; i < argc; i++)
         if (!read_file(&r, argv[i])) status = FS_EXIT_BAD_INPUT;
     print_table(&r);
@@ -528,6 +542,7 @@ int command_top(int argc, char **argv)
     free(r.by_id);
     free(r.live);
     free(r.threads);
+    fs_symbols_destroy(r.sym);
     return status;
 bad:
     usage_top(stderr);

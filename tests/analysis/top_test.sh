@@ -28,8 +28,15 @@ table=$(grep -A1 -E '^ +[0-9.]+ [KMG]?i?B' "$dir/out" | grep -v '^--$' | paste -
 [ "$(sed -n 1p <<<"$table")" = " 5.0 MiB 5.0 MiB 1 0 (0%) 1 step" ] || fail "first row: $table"
 [ "$(sed -n 2p <<<"$table")" = " 3.0 MiB 3.0 MiB 1 0 (0%) 1 step/forward" ] || fail "second row: $table"
 
-# by frame: each group's frame is its call site's line
+# by frame: each group's frame is its call site, symbolised (libdw), and
+# unsymbolised the same line through addr2line
 expect 0 "$cli" top --by frame "$dir/sites.fst"
+for site in backward forward; do
+    want=$(grep -n "SITE_$(echo $site | tr a-z A-Z)" "$src" | cut -d: -f1)
+    grep -qE "^    alloc_in_$site at .*/trace_prog.c:$want\$" "$dir/out" ||
+        fail "$site: not symbolised to trace_prog.c:$want: $(cat "$dir/out")"
+done
+expect 0 "$cli" top --by frame --no-symbols "$dir/sites.fst"
 for site in BACKWARD FORWARD; do
     frame=$(grep -A1 -E '^ +[0-9.]+ [KMG]?i?B' "$dir/out" | grep "$prog+0x" |
         sed -n "$([ $site = BACKWARD ] && echo 1 || echo 2)p" | tr -d ' ')
@@ -37,6 +44,27 @@ for site in BACKWARD FORWARD; do
     line=$(addr2line -e "$prog" "$(printf '0x%x' "$off")" | sed 's/.*://; s/ .*//')
     [ "$line" = "$(grep -n "SITE_$site" "$src" | cut -d: -f1)" ] || fail "$site: $frame is line $line"
 done
+# by stack: sites() is inlined into main (-O2): its frame says so, and main
+# follows it at the line that calls it
+expect 0 "$cli" top --by stack "$dir/sites.fst"
+grep -qE "^    sites at .*/trace_prog.c:[0-9]+ \(inlined\)$" "$dir/out" || fail "no inlined frame: $(cat "$dir/out")"
+call=$(grep -n 'return sites();' "$src" | cut -d: -f1)
+grep -qE "^    main at .*/trace_prog.c:$call$" "$dir/out" || fail "main is not at line $call: $(cat "$dir/out")"
+
+# a module that changed since the trace, or is gone: one warning, its frames
+# as module+offset, never a failure
+cp "$prog" "$dir/prog"
+expect 0 "$cli" run --trace -o "$dir/copy.fst" -- "$dir/prog" sites
+expect 0 "$cli" top --by frame "$dir/copy.fst"
+grep -q "^    alloc_in_forward at " "$dir/out" || fail "the copy is not symbolised: $(cat "$dir/out")"
+cp "$(type -P true)" "$dir/prog"
+expect 0 "$cli" top --by stack "$dir/copy.fst"
+[ "$(grep -c "$dir/prog: not the file the trace was made with" "$dir/err")" -eq 1 ] ||
+    fail "a changed module: $(cat "$dir/err")"
+grep -q "^    $dir/prog+0x" "$dir/out" || fail "a changed module's frames: $(cat "$dir/out")"
+rm "$dir/prog"
+expect 0 "$cli" top --by stack "$dir/copy.fst"
+[ "$(grep -c "$dir/prog: .*shown as module+offset" "$dir/err")" -eq 1 ] || fail "a missing module: $(cat "$dir/err")"
 
 # two traces are two ranks: counts add up, each group has both
 expect 0 "$cli" top --by annotation "$dir/sites.fst" "$dir/sites2.fst"
