@@ -10,6 +10,10 @@
 int command_dump(int argc, char **argv);
 void usage_dump(FILE *out);
 
+/* leaks.c */
+int command_leaks(int argc, char **argv);
+void usage_leaks(FILE *out);
+
 /* top.c */
 int command_top(int argc, char **argv);
 void usage_top(FILE *out);

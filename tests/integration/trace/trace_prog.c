@@ -177,6 +177,33 @@ __attribute__((noinline)) static int oom(void)
     return 0;
 }
 
+__attribute__((noinline)) static void *leak_site(size_t n)
+{
+    void *p;
+    CHECK(cudaMalloc(&p, n)); /* SITE_LEAK */
+    return p;
+}
+
+__attribute__((noinline)) static void *keep_forever(size_t n)
+{
+    void *p;
+    CHECK(cudaMalloc(&p, n)); /* SITE_KEEP */
+    return p;
+}
+
+/* Ends with blocks it never freed: two of leak_site (1 and 2 MiB), one of
+ * keep_forever (4 MiB). */
+static int leak(void)
+{
+    void *a = leak_site(1u << 20);
+    (void)leak_site(1u << 20);
+    CHECK(cudaFree(a));
+    (void)leak_site(2u << 20);
+    (void)keep_forever(4u << 20);
+    printf("leak: ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "sites";
@@ -187,6 +214,7 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "flood") && argc > 3) return flood(atoi(argv[2]), atoi(argv[3]));
     if (!strcmp(mode, "snapshot")) return snapshot();
     if (!strcmp(mode, "oom")) return oom();
-    fprintf(stderr, "usage: trace_prog sites|loop FILE|abort N|fork|flood T N|snapshot|oom\n");
+    if (!strcmp(mode, "leak")) return leak();
+    fprintf(stderr, "usage: trace_prog sites|loop FILE|abort N|fork|flood T N|snapshot|oom|leak\n");
     return 2;
 }

@@ -1,0 +1,307 @@
+/* leaks.c - `fsdpshim leaks TRACE...`: the blocks still allocated when each
+ * trace ends, grouped by site, with a suppressions file in LeakSanitizer's
+ * form (docs/cli.md).
+ *
+ * A device allocation the program never freed is not always a bug (a
+ * framework's caches live until exit), so the report is grouped the way
+ * `top` groups, largest first, and what is known and accepted goes into a
+ * suppressions file: `leak:PATTERN` lines, PATTERN matched against each
+ * line of a site (a frame's function, file and module, an annotation path,
+ * a Python frame), `*` matching anything, `^` and `$` anchoring at a
+ * line's start and end, otherwise anywhere in it, as LeakSanitizer does.
+ * The reading loop runs once per file, in time order. */
+#include "analysis.h"
+#include "reader.h"
+#include "sites.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct suppression {
+    char *pattern;          /* as written, less its leak: */
+    char *glob;             /* the whole-line glob it means: *PATTERN* less anchored ends */
+    uint64_t blocks, bytes; /* what it covered */
+} suppression;
+
+typedef struct leaks_run {
+    fs_sites sites;
+    fs_live live;
+    suppression *sup;
+    size_t nsup;
+    size_t limit;
+    uint64_t blocks, bytes; /* live at the end, all files */
+} leaks_run;
+
+void usage_leaks(FILE *out)
+{
+    fprintf(out,
+            "usage: fsdpshim leaks [--by stack|frame|annotation|python] [--suppressions FILE]\n"
+            "                      [-n N] [--no-symbols] [--fail] TRACE...\n"
+            "\n"
+            "Blocks still allocated when each trace ends, grouped by site (ranks of one job\n"
+            "merged), most bytes first.\n"
+            "\n"
+            "  --by            stack (default), frame, annotation or python, as for top\n"
+            "  --suppressions  a file of `leak:PATTERN` lines (LeakSanitizer's form, # comments):\n"
+            "                  a site with a line matching PATTERN is not reported; `*` matches\n"
+            "                  anything, ^ and $ anchor at a line's start and end\n"
+            "  -n N            print the first N sites [20]; 0 prints all\n"
+            "  --no-symbols    native frames as MODULE+0xOFFSET\n"
+            "  --fail          exit 4 when a block no suppression covers is left\n"
+            "\n"
+            "Exit status: 0 ok, 1 a file is not a readable trace or the suppressions file is\n"
+            "bad, 2 usage, 4 leaks with --fail.\n");
+}
+
+/* ---- suppressions ---------------------------------------------------------------- */
+
+/* Whether glob p (only `*` special) matches all of s[0..n). */
+static bool glob(const char *p, size_t pn, const char *s, size_t n)
+{
+    size_t pi = 0, si = 0, star = (size_t)-1, back = 0;
+    while (si < n) {
+        if (pi < pn && p[pi] == '*') {
+            star = pi++;
+            back = si;
+        } else if (pi < pn && p[pi] == s[si]) {
+            pi++;
+            si++;
+        } else if (star != (size_t)-1) {
+            pi = star + 1;
+            si = ++back;
+        } else {
+            return false;
+        }
+    }
+    while (pi < pn && p[pi] == '*')
+        pi++;
+    return pi == pn;
+}
+
+static suppression *suppressed_by(leaks_run *r, const fs_site *site)
+{
+    for (size_t i = 0; i < r->nsup; i++)
+        for (const char *line = site->key; *line;) {
+            const char *end = strchr(line, '\n');
+            size_t len = end ? (size_t)(end - line) : strlen(line);
+            if (glob(r->sup[i].glob, strlen(r->sup[i].glob), line, len)) return &r->sup[i];
+            line += len + (end ? 1 : 0);
+        }
+    return NULL;
+}
+
+/* Reads FILE's leak: lines; false (with a message) on a line it does not
+ * understand: a suppression that silently does nothing hides a leak. */
+static bool load_suppressions(leaks_run *r, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    unsigned lineno = 0;
+
+    if (!f) {
+        fprintf(stderr, "fsdpshim leaks: %s: cannot open the suppressions file\n", path);
+        return false;
+    }
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *s = line, *e = line + strcspn(line, "\r\n");
+        *e = '\0';
+        while (*s == ' ' || *s == '\t')
+            s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+            *--e = '\0';
+        if (!*s || *s == '#') continue;
+        if (strncmp(s, "leak:", 5) != 0 || !s[5]) {
+            fprintf(stderr, "fsdpshim leaks: %s:%u: not a leak:PATTERN line: %s\n", path, lineno,
+                    s);
+            fclose(f);
+            return false;
+        }
+        s += 5;
+        size_t len = strlen(s);
+        bool start = *s == '^', end = s[len - 1] == '$' && len > (size_t)start;
+        suppression x = {.pattern = strdup(s), .glob = malloc(len + 3)};
+        suppression *more = realloc(r->sup, (r->nsup + 1) * sizeof *more);
+        if (!more || !x.pattern || !x.glob) fs_analysis_oom("leaks");
+        snprintf(x.glob, len + 3, "%s%.*s%s", start ? "" : "*", (int)(len - start - end), s + start,
+                 end ? "" : "*");
+        r->sup = more;
+        r->sup[r->nsup++] = x;
+    }
+    fclose(f);
+    return true;
+}
+
+/* ---- reading ------------------------------------------------------------------- */
+
+static int visit(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
+{
+    leaks_run *r = ctx;
+    fs_live_block b;
+    (void)tid;
+    if (rec->kind == FS_REC_ALLOC)
+        fs_live_put(&r->live, rec->ev.addr, rec->ev.size, fs_sites_of(&r->sites, t, &rec->ev),
+                    rec->ev.device);
+    else if (rec->kind == FS_REC_FREE_REQUESTED)
+        fs_live_take(&r->live, rec->ev.addr, &b);
+    return 0;
+}
+
+static void warn(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "fsdpshim leaks: %s\n", line);
+}
+
+static bool read_file(leaks_run *r, const char *path)
+{
+    char err[4200], bytes[32];
+    fs_reader *t = fs_reader_open(path, err, sizeof err);
+    uint64_t blocks = 0, sum = 0;
+
+    if (!t) {
+        fprintf(stderr, "fsdpshim leaks: %s\n", err);
+        return false;
+    }
+    fs_sites_next_file(&r->sites);
+    fs_live_clear(&r->live);
+    fs_reader_read_ordered(t, visit, warn, r);
+    for (size_t i = 0; i < r->live.cap; i++) {
+        const fs_live_block *l = &r->live.slots[i];
+        if (!l->site) continue;
+        fs_site *site = &r->sites.all[l->site - 1];
+        site->live++;
+        site->live_bytes += l->size;
+        blocks++;
+        sum += l->size;
+    }
+    fs_human_bytes(sum, bytes, sizeof bytes);
+    printf("%s: %s %d: %" PRIu64 " blocks, %s, still allocated at the end\n", fs_reader_file(t),
+           fs_reader_rank(t) >= 0 ? "rank" : "pid",
+           fs_reader_rank(t) >= 0 ? fs_reader_rank(t) : (int)fs_reader_header(t)->pid, blocks,
+           bytes);
+    r->blocks += blocks;
+    r->bytes += sum;
+    fs_reader_close(t);
+    return true;
+}
+
+/* ---- output -------------------------------------------------------------------- */
+
+static int by_bytes(const void *a, const void *b)
+{
+    const fs_site *x = a, *y = b;
+    if (x->live_bytes != y->live_bytes) return x->live_bytes < y->live_bytes ? 1 : -1;
+    if (x->live != y->live) return x->live < y->live ? 1 : -1;
+    return strcmp(x->key, y->key);
+}
+
+/* Prints the unsuppressed sites; returns their bytes. */
+static uint64_t report(leaks_run *r)
+{
+    fs_sites *s = &r->sites;
+    uint64_t left = 0, left_blocks = 0;
+    size_t nleft = 0, printed = 0;
+    char bytes[32];
+
+    for (size_t i = 0; i < s->n; i++) {
+        fs_site *site = &s->all[i];
+        if (!site->live) continue;
+        suppression *x = suppressed_by(r, site);
+        if (x) {
+            site->suppressed = true;
+            x->blocks += site->live;
+            x->bytes += site->live_bytes;
+            continue;
+        }
+        left += site->live_bytes;
+        left_blocks += site->live;
+        nleft++;
+    }
+    qsort(s->all, s->n, sizeof *s->all, by_bytes);
+    fs_human_bytes(left, bytes, sizeof bytes);
+    printf("%" PRIu64 " blocks, %s, in %zu sites by %s, not suppressed\n", left_blocks, bytes,
+           nleft, fs_site_by_name(s->by));
+    if (nleft) printf("%12s %10s %6s\n", "bytes", "blocks", "ranks");
+    for (size_t i = 0; i < s->n; i++) {
+        const fs_site *site = &s->all[i];
+        if (!site->live || site->suppressed) continue;
+        if (r->limit && printed == r->limit) {
+            printf("... %zu more sites (-n 0 prints all)\n", nleft - printed);
+            break;
+        }
+        fs_human_bytes(site->live_bytes, bytes, sizeof bytes);
+        printf("%12s %10" PRIu64 " %6u\n", bytes, site->live, site->ranks);
+        fs_site_print_key(stdout, site);
+        printed++;
+    }
+    if (r->nsup) printf("suppressions used:\n");
+    for (size_t i = 0; i < r->nsup; i++) {
+        fs_human_bytes(r->sup[i].bytes, bytes, sizeof bytes);
+        printf("%10" PRIu64 " blocks %12s  leak:%s\n", r->sup[i].blocks, bytes, r->sup[i].pattern);
+    }
+    return left;
+}
+
+int command_leaks(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"by", required_argument, NULL, 'b'},   {"suppressions", required_argument, NULL, 'S'},
+        {"no-symbols", no_argument, NULL, 'N'}, {"fail", no_argument, NULL, 'F'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+    };
+    leaks_run r = {.sites.by = FS_BY_STACK, .limit = 20};
+    const char *suppressions = NULL;
+    bool symbols = true, fail = false;
+    int c, status = 0;
+    char *end;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (!fs_site_by_parse(optarg, &r.sites.by)) goto bad;
+            break;
+        case 'S':
+            suppressions = optarg;
+            break;
+        case 'n':
+            r.limit = strtoul(optarg, &end, 10);
+            if (!*optarg || *end) goto bad;
+            break;
+        case 'N':
+            symbols = false;
+            break;
+        case 'F':
+            fail = true;
+            break;
+        case 'h':
+            usage_leaks(stdout);
+            return 0;
+        default:
+            goto bad;
+        }
+    }
+    if (optind >= argc) goto bad;
+    if (suppressions && !load_suppressions(&r, suppressions)) return FS_EXIT_BAD_INPUT;
+    if (symbols && !(r.sites.sym = fs_symbols_create(warn, NULL))) fs_analysis_oom("leaks");
+    for (int i = optind; i < argc; i++)
+        if (!read_file(&r, argv[i])) status = FS_EXIT_BAD_INPUT;
+    uint64_t left = report(&r);
+    if (!status && fail && left) status = FS_EXIT_LEAKS;
+    fs_sites_free(&r.sites);
+    fs_live_free(&r.live);
+    for (size_t i = 0; i < r.nsup; i++) {
+        free(r.sup[i].pattern);
+        free(r.sup[i].glob);
+    }
+    free(r.sup);
+    fs_symbols_destroy(r.sites.sym);
+    return status;
+bad:
+    usage_leaks(stderr);
+    return FS_EXIT_USAGE;
+}

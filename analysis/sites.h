@@ -1,0 +1,79 @@
+/* sites.h - what the commands that group allocations share: the sites
+ * (groups of allocations with the same stack, top frame, annotation or
+ * Python stack, merged across the files of one job by their text), and the
+ * table of live blocks by address.
+ *
+ * A site's text is rendered once per definition id and file (ids differ
+ * between files), so a trace of millions of allocations renders only its
+ * unique stacks. */
+#ifndef FS_SITES_H
+#define FS_SITES_H
+
+#include "reader.h"
+#include "symbols.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum fs_site_by { FS_BY_STACK, FS_BY_FRAME, FS_BY_ANNOT, FS_BY_PYTHON };
+
+/* "stack", "frame", "annotation" or "python". */
+bool fs_site_by_parse(const char *arg, enum fs_site_by *out);
+const char *fs_site_by_name(enum fs_site_by by);
+
+typedef struct fs_site {
+    char *key; /* frames one per line, or a path */
+    uint64_t peak, count, total, temporary, live, live_bytes;
+    uint32_t ranks;     /* how many files contributed */
+    uint32_t last_file; /* the file that last counted in ranks */
+    bool suppressed;    /* leaks: matched a suppression */
+} fs_site;
+
+typedef struct fs_sites {
+    enum fs_site_by by;
+    fs_symbols *sym; /* NULL: frames as MODULE+0xOFFSET */
+    fs_site *all;
+    size_t n, cap;
+    uint32_t *slots; /* by text: index + 1, 0 empty */
+    size_t nslots;
+    uint32_t *by_id; /* this file's definition id -> index + 1 */
+    size_t by_id_cap;
+    uint32_t file; /* 1-based, the file being read */
+} fs_sites;
+
+/* A new file begins: its ids mean other things. */
+void fs_sites_next_file(fs_sites *s);
+/* The site of an allocation event of file t: its index + 1. */
+uint32_t fs_sites_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev);
+void fs_sites_free(fs_sites *s);
+
+/* A site's text, each line indented by four spaces. */
+void fs_site_print_key(FILE *out, const fs_site *site);
+
+/* Live blocks by address (open addressing, deletion by shifting back, so
+ * that millions of frees never fill the table). */
+typedef struct fs_live_block {
+    uint64_t addr, size;
+    uint32_t site; /* index + 1; 0: an empty slot */
+    int device;
+} fs_live_block;
+
+typedef struct fs_live {
+    fs_live_block *slots;
+    size_t n, cap;
+} fs_live;
+
+void fs_live_put(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, int device);
+/* Removes the block at addr into *out; false when it is not live. */
+bool fs_live_take(fs_live *l, uint64_t addr, fs_live_block *out);
+void fs_live_clear(fs_live *l);
+void fs_live_free(fs_live *l);
+
+/* "1.5 MiB" */
+void fs_human_bytes(uint64_t bytes, char *buf, size_t len);
+
+/* Exits with a message: the analyzer cannot go on without memory. */
+_Noreturn void fs_analysis_oom(const char *command);
+
+#endif /* FS_SITES_H */
