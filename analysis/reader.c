@@ -365,23 +365,36 @@ uint64_t fs_reader_read(fs_reader *t, fs_reader_visit visit, fs_reader_warn warn
     return records;
 }
 
-/* ---- time order ------------------------------------------------------------------ */
+/* ---- time order ------------------------------------------------------------------
+ * Events come in runs that are in time order: a thread's events, block
+ * after block, mostly (a thread's buffers can reach the file out of turn).
+ * So events are held in one queue per run, a new run starting whenever a
+ * thread's event is earlier than the last one held for it, and the queues
+ * are merged: the earliest head goes out whenever more than the window is
+ * held, and at the end. Only queue heads are compared, a handful. */
 
 typedef struct held {
-    uint64_t time_ns, seq;
+    uint64_t seq; /* file order, for ties between threads */
     uint32_t tid;
     uint8_t kind;
     fs_fmt_event ev;
 } held;
 
+typedef struct queue {
+    uint32_t tid;
+    held *ring;
+    size_t head, n, cap; /* cap a power of two */
+} queue;
+
 typedef struct ordered {
-    held *heap; /* a min-heap by (time, seq) */
-    size_t n;
+    queue *queues;
+    size_t nqueues, last; /* last: the queue of the previous event */
+    size_t held;
     uint64_t seq;
     fs_reader_visit visit;
     fs_reader_warn warn;
     void *ctx;
-    bool stopped;
+    bool stopped, failed;
 } ordered;
 
 static void ordered_warn(void *ctx, const char *line)
@@ -390,43 +403,80 @@ static void ordered_warn(void *ctx, const char *line)
     if (o->warn) o->warn(o->ctx, line);
 }
 
-static bool earlier(const held *a, const held *b)
+static const held *tail(const queue *q)
 {
-    return a->time_ns < b->time_ns || (a->time_ns == b->time_ns && a->seq < b->seq);
+    return q->n ? &q->ring[(q->head + q->n - 1) & (q->cap - 1)] : NULL;
 }
 
-static void heap_push(ordered *o, const held *h)
+/* The run an event of thread tid at time_ns joins: the thread's newest run
+ * when it does not go back in time, else a new one. Emptied runs are
+ * dropped first, so the queues stay few. */
+static queue *queue_of(ordered *o, uint32_t tid, uint64_t time_ns)
 {
-    size_t i = o->n++;
-    while (i > 0 && earlier(h, &o->heap[(i - 1) / 2])) {
-        o->heap[i] = o->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
+    if (o->nqueues && o->queues[o->last].tid == tid) {
+        const held *h = tail(&o->queues[o->last]);
+        if (!h || h->ev.time_ns <= time_ns) return &o->queues[o->last];
+    } else {
+        for (size_t i = o->nqueues; i-- > 0;) /* newest run of tid: the last created */
+            if (o->queues[i].tid == tid) {
+                const held *h = tail(&o->queues[i]);
+                if (!h || h->ev.time_ns <= time_ns) return &o->queues[o->last = i];
+                break;
+            }
     }
-    o->heap[i] = *h;
+    size_t kept = 0;
+    for (size_t i = 0; i < o->nqueues; i++) {
+        if (!o->queues[i].n) {
+            free(o->queues[i].ring);
+            continue;
+        }
+        o->queues[kept++] = o->queues[i];
+    }
+    o->nqueues = kept;
+    queue *more = realloc(o->queues, (o->nqueues + 1) * sizeof *more);
+    if (!more) return NULL;
+    o->queues = more;
+    o->queues[o->nqueues] = (queue){.tid = tid};
+    return &o->queues[o->last = o->nqueues++];
 }
 
-static held heap_pop(ordered *o)
+static bool queue_push(queue *q, const held *h)
 {
-    held top = o->heap[0], last = o->heap[--o->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= o->n) break;
-        if (c + 1 < o->n && earlier(&o->heap[c + 1], &o->heap[c])) c++;
-        if (!earlier(&o->heap[c], &last)) break;
-        o->heap[i] = o->heap[c];
-        i = c;
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? 2 * q->cap : 256;
+        held *ring = malloc(cap * sizeof *ring);
+        if (!ring) return false;
+        for (size_t i = 0; i < q->n; i++)
+            ring[i] = q->ring[(q->head + i) & (q->cap - 1)];
+        free(q->ring);
+        q->ring = ring;
+        q->head = 0;
+        q->cap = cap;
     }
-    if (o->n) o->heap[i] = last;
-    return top;
+    q->ring[(q->head + q->n++) & (q->cap - 1)] = *h;
+    return true;
 }
 
 /* Hands the earliest held event to the caller's visitor. */
 static void release_one(ordered *o, fs_reader *t)
 {
-    held h = heap_pop(o);
-    fs_fmt_record r = {.kind = h.kind, .ev = h.ev};
-    if (!o->stopped && o->visit(o->ctx, t, &r, h.tid)) o->stopped = true;
+    queue *best = NULL;
+    for (size_t i = 0; i < o->nqueues; i++) {
+        queue *q = &o->queues[i];
+        if (!q->n) continue;
+        const held *h = &q->ring[q->head];
+        const held *b = best ? &best->ring[best->head] : NULL;
+        if (!b || h->ev.time_ns < b->ev.time_ns ||
+            (h->ev.time_ns == b->ev.time_ns && h->seq < b->seq))
+            best = q;
+    }
+    const held *h = &best->ring[best->head];
+    fs_fmt_record r = {.kind = h->kind, .ev = h->ev};
+    uint32_t tid = h->tid;
+    best->head = (best->head + 1) & (best->cap - 1);
+    best->n--;
+    o->held--;
+    if (!o->stopped && o->visit(o->ctx, t, &r, tid)) o->stopped = true;
 }
 
 static int hold(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
@@ -435,25 +485,25 @@ static int hold(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
     bool event = r->kind <= FS_REC_EVENT_LAST || r->kind == FS_REC_SNAP_SEGMENT ||
                  r->kind == FS_REC_SNAP_BLOCK;
     if (!event) return o->visit(o->ctx, t, r, tid) || o->stopped;
-    held h = {.time_ns = r->ev.time_ns, .seq = o->seq++, .tid = tid, .kind = r->kind, .ev = r->ev};
-    if (o->n == FS_READER_ORDER_WINDOW) release_one(o, t);
-    heap_push(o, &h);
+    held h = {.seq = o->seq++, .tid = tid, .kind = r->kind, .ev = r->ev};
+    queue *q = queue_of(o, tid, r->ev.time_ns);
+    if (!q || !queue_push(q, &h)) {
+        o->failed = true;
+        return 1;
+    }
+    if (++o->held > FS_READER_ORDER_WINDOW) release_one(o, t);
     return o->stopped;
 }
 
 uint64_t fs_reader_read_ordered(fs_reader *t, fs_reader_visit visit, fs_reader_warn warn, void *ctx)
 {
-    ordered o = {.heap = malloc(FS_READER_ORDER_WINDOW * sizeof(held)),
-                 .visit = visit,
-                 .warn = warn,
-                 .ctx = ctx};
-    if (!o.heap) {
-        say(warn, ctx, t, 0, "out of memory for the reordering window");
-        return 0;
-    }
+    ordered o = {.visit = visit, .warn = warn, .ctx = ctx};
     uint64_t records = fs_reader_read(t, hold, ordered_warn, &o);
-    while (o.n && !o.stopped)
+    if (o.failed) say(warn, ctx, t, 0, "out of memory holding events to order them");
+    while (o.held && !o.stopped && !o.failed)
         release_one(&o, t);
-    free(o.heap);
+    for (size_t i = 0; i < o.nqueues; i++)
+        free(o.queues[i].ring);
+    free(o.queues);
     return records;
 }

@@ -55,8 +55,9 @@ typedef struct staging {
 fs_trace_state fs_trace_g = {.fd = -1};
 
 /* Lock order: a producer takes its thread's lock, then `lock` (to swap a
- * full buffer); the writer takes `list_lock`, then each thread's lock, and
- * never `lock` while it holds a thread's. */
+ * full buffer); the writer takes `list_lock`, then each thread's lock, then
+ * `lock` (to take the buffers that thread queued meanwhile): the producer's
+ * own order. */
 static struct {
     pthread_mutex_t lock; /* pool, queue */
     pthread_cond_t wake;
@@ -358,6 +359,27 @@ static void stage_threads(bool in_signal)
         if (!take(&t->lock, in_signal)) {
             link = &t->next;
             continue;
+        }
+        /* buffers the thread queued after the queue was taken hold events
+         * older than its current one's: they go first, so that each
+         * thread's events reach the file in order (t->lock keeps it from
+         * queueing more meanwhile; t->lock then W.lock is its own order) */
+        if (take(&W.lock, in_signal)) {
+            for (buffer **pb = &W.queue; *pb;) {
+                buffer *b = *pb;
+                if (b->tid != t->cur->tid) {
+                    pb = &b->next;
+                    continue;
+                }
+                stage(&W.events_out, b->tid, b->t0, b->data, b->len, in_signal);
+                *pb = b->next;
+                if (!*pb) W.queue_tail = pb;
+                if (!in_signal) {
+                    b->next = W.pool;
+                    W.pool = b;
+                }
+            }
+            pthread_mutex_unlock(&W.lock);
         }
         if (t->cur->len) {
             stage(&W.events_out, t->cur->tid, t->cur->t0, t->cur->data, t->cur->len, in_signal);
