@@ -14,6 +14,10 @@ void usage_dump(FILE *out);
 int command_leaks(int argc, char **argv);
 void usage_leaks(FILE *out);
 
+/* timeline.c */
+int command_timeline(int argc, char **argv);
+void usage_timeline(FILE *out);
+
 /* top.c */
 int command_top(int argc, char **argv);
 void usage_top(FILE *out);

@@ -1,0 +1,256 @@
+/* timeline.c - `fsdpshim timeline TRACE...`: allocated and reserved device
+ * memory over time, as text (docs/cli.md).
+ *
+ * Every memory event carries its device's totals after it, so the curve
+ * needs no block tracking: the run's span is cut into equal intervals and
+ * each interval shows the highest allocated and reserved figures reached
+ * in it, per rank and device, as numbers and as a bar. Several files are
+ * ranks of one job, put on one clock through each header's wall-clock base
+ * (the monotonic clocks of different hosts do not compare), and a last
+ * table sums the ranks' highs. Two passes over each file: the span, then
+ * the intervals; memory is the intervals, never the events. */
+#include "analysis.h"
+#include "reader.h"
+#include "sites.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEVICES 64
+
+typedef struct series {
+    int rank, device;
+    const char *file;
+    uint64_t *allocated, *reserved;                  /* per interval: the highest in it */
+    uint64_t peak_allocated, peak_reserved, peak_at; /* peak_at: wall ns */
+    size_t last;                          /* the interval of the latest event, + 1; 0: none yet */
+    uint64_t allocated_now, reserved_now; /* the totals after the latest event */
+} series;
+
+typedef struct timeline_run {
+    size_t intervals, width;
+    uint64_t start, end; /* wall-clock ns over all files */
+    uint64_t base;       /* this file's wall-clock ns at its time 0 */
+    series *s;
+    size_t ns;
+    size_t file_first; /* this file's first series */
+    int rank;
+} timeline_run;
+
+void usage_timeline(FILE *out)
+{
+    fprintf(out,
+            "usage: fsdpshim timeline [--intervals N] [--width W] TRACE...\n"
+            "\n"
+            "Allocated and reserved device memory over the run, per rank and device: the run's\n"
+            "span cut into N equal intervals [40], each with the highest allocated and reserved\n"
+            "bytes reached in it, and a bar W characters wide [50] ('#' allocated, '-' reserved\n"
+            "beyond it). Several traces are ranks of one job, put on one clock; a last table\n"
+            "sums their highs.\n"
+            "\n"
+            "Exit status: 0 ok, 1 a file is not a readable trace, 2 usage.\n");
+}
+
+static bool is_memory(unsigned kind)
+{
+    return kind >= FS_REC_ALLOC && kind <= FS_REC_OOM;
+}
+
+static int span(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
+{
+    timeline_run *o = ctx;
+    (void)t, (void)tid;
+    if (!is_memory(r->kind) || r->ev.device < 0) return 0;
+    uint64_t at = o->base + r->ev.time_ns;
+    if (at < o->start) o->start = at;
+    if (at > o->end) o->end = at;
+    return 0;
+}
+
+static series *series_of(timeline_run *o, int device)
+{
+    for (size_t i = o->file_first; i < o->ns; i++)
+        if (o->s[i].device == device) return &o->s[i];
+    series *more = realloc(o->s, (o->ns + 1) * sizeof *more);
+    if (!more) fs_analysis_oom("timeline");
+    o->s = more;
+    series *s = &o->s[o->ns++];
+    *s = (series){.rank = o->rank,
+                  .device = device,
+                  .allocated = calloc(o->intervals, sizeof(uint64_t)),
+                  .reserved = calloc(o->intervals, sizeof(uint64_t))};
+    if (!s->allocated || !s->reserved) fs_analysis_oom("timeline");
+    return s;
+}
+
+static int fill(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
+{
+    timeline_run *o = ctx;
+    const fs_fmt_event *ev = &r->ev;
+    (void)t, (void)tid;
+    if (!is_memory(r->kind) || ev->device < 0 || ev->device >= MAX_DEVICES) return 0;
+    uint64_t at = o->base + ev->time_ns, len = o->end - o->start + 1;
+    size_t k = (size_t)((double)(at - o->start) / (double)len * (double)o->intervals);
+    if (k >= o->intervals) k = o->intervals - 1;
+    series *s = series_of(o, ev->device);
+    /* intervals without events hold what the previous one ended with, and
+     * an interval's high includes the state it began with */
+    for (size_t j = s->last; s->last && j <= k && j < o->intervals; j++) {
+        if (s->allocated_now > s->allocated[j]) s->allocated[j] = s->allocated_now;
+        if (s->reserved_now > s->reserved[j]) s->reserved[j] = s->reserved_now;
+    }
+    s->last = k + 1;
+    s->allocated_now = ev->allocated;
+    s->reserved_now = ev->reserved;
+    if (ev->allocated > s->allocated[k]) s->allocated[k] = ev->allocated;
+    if (ev->reserved > s->reserved[k]) s->reserved[k] = ev->reserved;
+    if (ev->allocated > s->peak_allocated) {
+        s->peak_allocated = ev->allocated;
+        s->peak_at = at;
+    }
+    if (ev->reserved > s->peak_reserved) s->peak_reserved = ev->reserved;
+    return 0;
+}
+
+static void warn(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "fsdpshim timeline: %s\n", line);
+}
+
+/* Reads one file with visitor v; false when it cannot be opened. */
+static bool read_file(timeline_run *o, const char *path, fs_reader_visit v, bool warnings)
+{
+    char err[4200];
+    fs_reader *t = fs_reader_open(path, err, sizeof err);
+    if (!t) {
+        if (warnings) fprintf(stderr, "fsdpshim timeline: %s\n", err);
+        return false;
+    }
+    const fs_fmt_header *h = fs_reader_header(t);
+    o->base = h->clock_real_ns;
+    o->file_first = o->ns;
+    fs_reader_read(t, v, warnings ? warn : NULL, o);
+    o->rank = fs_reader_rank(t) >= 0 ? fs_reader_rank(t) : -(int)h->pid;
+    for (size_t i = o->file_first; i < o->ns; i++)
+        o->s[i].rank = o->rank;
+    fs_reader_close(t);
+    return true;
+}
+
+static void bar(char *buf, size_t width, uint64_t allocated, uint64_t reserved, uint64_t scale)
+{
+    size_t a = scale ? (size_t)((double)allocated / (double)scale * (double)width + 0.5) : 0;
+    size_t r = scale ? (size_t)((double)reserved / (double)scale * (double)width + 0.5) : 0;
+    for (size_t i = 0; i < width; i++)
+        buf[i] = i < a ? '#' : i < r ? '-' : ' ';
+    buf[width] = '\0';
+}
+
+static void print_series(const timeline_run *o, const char *title, const uint64_t *allocated,
+                         const uint64_t *reserved, uint64_t scale)
+{
+    char a[32], r[32], line[512];
+    double step = (double)(o->end - o->start + 1) / (double)o->intervals / 1e9;
+
+    printf("%s\n%14s %12s %12s\n", title, "time", "allocated", "reserved");
+    for (size_t k = 0; k < o->intervals; k++) {
+        fs_human_bytes(allocated[k], a, sizeof a);
+        fs_human_bytes(reserved[k], r, sizeof r);
+        bar(line, o->width, allocated[k], reserved[k], scale);
+        printf("%12.6f s %12s %12s |%s|\n", step * (double)k, a, r, line);
+    }
+}
+
+int command_timeline(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"intervals", required_argument, NULL, 'i'},
+        {"width", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    timeline_run o = {.intervals = 40, .width = 50, .start = UINT64_MAX};
+    int c, status = 0;
+    unsigned long v;
+    char *end;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'i':
+        case 'w':
+            v = strtoul(optarg, &end, 10);
+            if (!*optarg || *end || v < 1 || v > 400) goto bad;
+            *(c == 'i' ? &o.intervals : &o.width) = v;
+            break;
+        case 'h':
+            usage_timeline(stdout);
+            return 0;
+        default:
+            goto bad;
+        }
+    }
+    if (optind >= argc) goto bad;
+    for (int i = optind; i < argc; i++)
+        if (!read_file(&o, argv[i], span, true)) status = FS_EXIT_BAD_INPUT;
+    if (o.start == UINT64_MAX) {
+        printf("no memory events\n");
+        return status;
+    }
+    for (int i = optind; i < argc; i++) {
+        size_t first = o.ns;
+        if (read_file(&o, argv[i], fill, false))
+            for (size_t k = first; k < o.ns; k++)
+                o.s[k].file = argv[i];
+    }
+
+    uint64_t scale = 0;
+    for (size_t i = 0; i < o.ns; i++)
+        for (size_t k = 0; k < o.intervals; k++)
+            if (o.s[i].reserved[k] > scale) scale = o.s[i].reserved[k];
+    printf("%zu series over %.6f s, %zu intervals of %.6f s; one bar scale: %.1f MiB\n", o.ns,
+           (double)(o.end - o.start) / 1e9, o.intervals,
+           (double)(o.end - o.start + 1) / (double)o.intervals / 1e9, (double)scale / (1 << 20));
+    for (size_t i = 0; i < o.ns; i++) {
+        const series *s = &o.s[i];
+        char title[4400], a[32], r[32];
+        fs_human_bytes(s->peak_allocated, a, sizeof a);
+        fs_human_bytes(s->peak_reserved, r, sizeof r);
+        snprintf(title, sizeof title,
+                 "\n%s: %s %d, device %d: peak allocated %s at %.6f s, peak "
+                 "reserved %s",
+                 s->file, s->rank >= 0 ? "rank" : "pid", s->rank >= 0 ? s->rank : -s->rank,
+                 s->device, a, (double)(s->peak_at - o.start) / 1e9, r);
+        print_series(&o, title, s->allocated, s->reserved, scale);
+    }
+    if (o.ns > 1) {
+        uint64_t *ta = calloc(o.intervals, sizeof *ta), *tr = calloc(o.intervals, sizeof *tr);
+        uint64_t tscale = 0;
+        if (!ta || !tr) fs_analysis_oom("timeline");
+        for (size_t i = 0; i < o.ns; i++)
+            for (size_t k = 0; k < o.intervals; k++) {
+                ta[k] += o.s[i].allocated[k];
+                tr[k] += o.s[i].reserved[k];
+                if (tr[k] > tscale) tscale = tr[k];
+            }
+        print_series(&o,
+                     "\nall ranks and devices (the sum of each one's highs in the interval; own "
+                     "bar scale)",
+                     ta, tr, tscale);
+        free(ta);
+        free(tr);
+    }
+    for (size_t i = 0; i < o.ns; i++) {
+        free(o.s[i].allocated);
+        free(o.s[i].reserved);
+    }
+    free(o.s);
+    return status;
+bad:
+    usage_timeline(stderr);
+    return FS_EXIT_USAGE;
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# timeline_test.sh - `fsdpshim timeline` on traces of known programs: the
+# peak of trace_prog sites (3 MiB then 5 MiB live together), the number of
+# intervals, the highest figure of the run in its rows, two traces as two
+# ranks with their sum, bad input.
+#
+#   timeline_test.sh FSDPSHIM TRACE_PROG SIM_DIR
+name=timeline_test
+cli=$1 prog=$2 sim=$3
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../integration/runtime/cli_common.sh"
+unset NVTX_INJECTION64_PATH FSDPSHIM_NVTX_CHAIN FSDPSHIM_TRACE FSDPSHIM_TRACE_LIST
+export LD_LIBRARY_PATH=$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+expect 0 "$cli" run --trace -o "$dir/sites.fst" -- "$prog" sites
+expect 0 "$cli" run --trace -o "$dir/leak.fst" -- "$prog" leak
+
+expect 0 "$cli" timeline --intervals 7 "$dir/sites.fst"
+grep -q "^1 series over .*, 7 intervals of" "$dir/out" || fail "header: $(cat "$dir/out")"
+grep -qE "device 0: peak allocated 8.0 MiB at [0-9.]+ s, peak reserved [0-9.]+ MiB$" "$dir/out" ||
+    fail "the peak: $(cat "$dir/out")"
+[ "$(grep -cE '^ +[0-9.]+ s +[0-9.]+ [KMG]?i?B +[0-9.]+ [KMG]?i?B \|[# -]*\|$' "$dir/out")" -eq 7 ] ||
+    fail "not 7 rows: $(cat "$dir/out")"
+grep -qE '^ +[0-9.]+ s +8.0 MiB ' "$dir/out" || fail "no interval reaches 8 MiB: $(cat "$dir/out")"
+# the bars: the row at the reserved peak is all '#' and '-', as wide as asked
+expect 0 "$cli" timeline --intervals 3 --width 20 "$dir/leak.fst"
+grep -qE '^ +[0-9.]+ s +7.0 MiB +[0-9.]+ MiB \|[#]+-*\|$' "$dir/out" || fail "leak's 7 MiB row: $(cat "$dir/out")"
+grep -qE '\|[#-]{20}\|$' "$dir/out" || fail "no full-width bar: $(cat "$dir/out")"
+
+# two traces: two series and their sum
+expect 0 "$cli" timeline "$dir/sites.fst" "$dir/leak.fst"
+grep -q "^2 series over" "$dir/out" || fail "two traces: $(cat "$dir/out")"
+grep -q "^all ranks and devices" "$dir/out" || fail "no sum table: $(cat "$dir/out")"
+
+expect 2 "$cli" timeline
+expect 2 "$cli" timeline --intervals 0 "$dir/sites.fst"
+expect 1 "$cli" timeline "$dir/missing.fst"
+echo "timeline_test: ok"
