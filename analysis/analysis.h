@@ -6,6 +6,10 @@
 
 #include "../cli/cli.h"
 
+/* diff.c */
+int command_diff(int argc, char **argv);
+void usage_diff(FILE *out);
+
 /* dump.c */
 int command_dump(int argc, char **argv);
 void usage_dump(FILE *out);

@@ -4,6 +4,7 @@
 #include "../cli/cli.h"
 #include "render.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,14 @@ static uint32_t site_by_text(fs_sites *s, const char *key)
     if (!s->all[s->n].key) fs_analysis_oom("analysis");
     s->slots[k] = (uint32_t)++s->n;
     return s->slots[k];
+}
+
+fs_site *fs_sites_find(fs_sites *s, const char *key)
+{
+    if (!s->nslots) return NULL;
+    for (size_t k = hash_text(key) & (s->nslots - 1); s->slots[k]; k = (k + 1) & (s->nslots - 1))
+        if (!strcmp(s->all[s->slots[k] - 1].key, key)) return &s->all[s->slots[k] - 1];
+    return NULL;
 }
 
 /* ---- an allocation's text ------------------------------------------------------------ */
@@ -264,4 +273,128 @@ void fs_human_bytes(uint64_t bytes, char *buf, size_t len)
         u++;
     }
     snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+/* ---- one file's allocations into the sites ------------------------------------------ */
+
+typedef struct thread_last {
+    uint32_t tid;
+    uint64_t addr; /* its last allocation, still the last thing it did; 0: none */
+} thread_last;
+
+typedef struct reading {
+    fs_sites *sites;
+    fs_file_peaks *peaks;
+    const char *command;
+    uint64_t ordinal; /* memory events so far */
+    uint64_t peak_at[FS_SITES_MAX_DEVICES];
+    fs_live live;
+    thread_last *threads;
+    size_t nthreads;
+} reading;
+
+static bool device_ok(int d)
+{
+    return d >= 0 && d < FS_SITES_MAX_DEVICES;
+}
+
+static thread_last *thread_of(reading *r, uint32_t tid)
+{
+    for (size_t i = 0; i < r->nthreads; i++)
+        if (r->threads[i].tid == tid) return &r->threads[i];
+    thread_last *more = realloc(r->threads, (r->nthreads + 1) * sizeof *more);
+    if (!more) fs_analysis_oom(r->command);
+    r->threads = more;
+    r->threads[r->nthreads] = (thread_last){tid, 0};
+    return &r->threads[r->nthreads++];
+}
+
+static int find_peaks(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
+{
+    reading *r = ctx;
+    const fs_fmt_event *ev = &rec->ev;
+    (void)t, (void)tid;
+    if (rec->kind != FS_REC_ALLOC && rec->kind != FS_REC_FREE_REQUESTED) return 0;
+    r->ordinal++;
+    if (rec->kind == FS_REC_ALLOC && device_ok(ev->device) &&
+        ev->allocated > r->peaks->bytes[ev->device]) {
+        r->peaks->bytes[ev->device] = ev->allocated;
+        r->peaks->time_ns[ev->device] = ev->time_ns;
+        r->peak_at[ev->device] = r->ordinal;
+    }
+    return 0;
+}
+
+static int group_events(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
+{
+    reading *r = ctx;
+    const fs_fmt_event *ev = &rec->ev;
+    fs_live_block b;
+
+    if (rec->kind != FS_REC_ALLOC && rec->kind != FS_REC_FREE_REQUESTED) return 0;
+    r->ordinal++;
+    thread_last *th = thread_of(r, tid);
+    if (rec->kind == FS_REC_ALLOC) {
+        uint32_t si = fs_sites_of(r->sites, t, ev);
+        fs_site *site = &r->sites->all[si - 1];
+        site->count++;
+        site->total += ev->size;
+        r->peaks->allocs++;
+        fs_live_put(&r->live, ev->addr, ev->size, si, ev->device);
+        th->addr = ev->addr;
+        if (device_ok(ev->device) && r->ordinal == r->peak_at[ev->device])
+            for (size_t i = 0; i < r->live.cap; i++) {
+                const fs_live_block *l = &r->live.slots[i];
+                if (l->site && l->device == ev->device) r->sites->all[l->site - 1].peak += l->size;
+            }
+        return 0;
+    }
+    if (fs_live_take(&r->live, ev->addr, &b) && th->addr == ev->addr)
+        r->sites->all[b.site - 1].temporary++;
+    th->addr = 0;
+    return 0;
+}
+
+static void warn_line(void *ctx, const char *line)
+{
+    const reading *r = ctx;
+    fprintf(stderr, "fsdpshim %s: %s\n", r->command, line);
+}
+
+bool fs_sites_read(fs_sites *s, const char *path, const char *command, fs_file_peaks *peaks)
+{
+    reading r = {.sites = s, .peaks = peaks, .command = command};
+    char err[4200];
+    bool ok = false;
+
+    *peaks = (fs_file_peaks){.rank = -1};
+    for (int pass = 0; pass < 2; pass++) {
+        fs_reader *t = fs_reader_open(path, err, sizeof err);
+        if (!t) {
+            fprintf(stderr, "fsdpshim %s: %s\n", command, err);
+            break;
+        }
+        r.ordinal = 0;
+        if (pass == 0) {
+            fs_reader_read_ordered(t, find_peaks, warn_line, &r); /* damage named once */
+        } else {
+            fs_sites_next_file(s);
+            fs_reader_read_ordered(t, group_events, NULL, &r);
+            peaks->rank = fs_reader_rank(t);
+            peaks->pid = fs_reader_header(t)->pid;
+            ok = true;
+        }
+        fs_reader_close(t);
+    }
+    fs_live_free(&r.live);
+    free(r.threads);
+    return ok;
+}
+
+void fs_file_name(const fs_file_peaks *p, char *buf, size_t len)
+{
+    if (p->rank >= 0)
+        snprintf(buf, len, "rank %d", p->rank);
+    else
+        snprintf(buf, len, "pid %u", p->pid);
 }

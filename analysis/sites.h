@@ -44,9 +44,32 @@ typedef struct fs_sites {
 
 /* A new file begins: its ids mean other things. */
 void fs_sites_next_file(fs_sites *s);
+/* The site whose text is key, NULL when there is none. */
+fs_site *fs_sites_find(fs_sites *s, const char *key);
 /* The site of an allocation event of file t: its index + 1. */
 uint32_t fs_sites_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev);
 void fs_sites_free(fs_sites *s);
+
+/* One file's peaks, as fs_sites_read found them: for each device that
+ * allocated, the highest allocated total and when (ns into the trace). */
+#define FS_SITES_MAX_DEVICES 64
+typedef struct fs_file_peaks {
+    int rank; /* -1: unknown (then pid names the file's process) */
+    unsigned pid;
+    uint64_t allocs; /* allocation events read */
+    uint64_t bytes[FS_SITES_MAX_DEVICES], time_ns[FS_SITES_MAX_DEVICES];
+} fs_file_peaks;
+
+/* Reads trace `path` into s: each allocation counted and totalled at its
+ * site, the temporary ones (freed by their thread before it allocated
+ * again, heaptrack's definition) and each site's bytes live at its
+ * device's peak (the moment the device's allocated total was highest). Two
+ * passes in time order (blocks are followed by address). False, with a
+ * message on stderr naming `command`, when the file cannot be read. */
+bool fs_sites_read(fs_sites *s, const char *path, const char *command, fs_file_peaks *peaks);
+
+/* "rank R" or "pid P" of a file, into buf. */
+void fs_file_name(const fs_file_peaks *p, char *buf, size_t len);
 
 /* A site's text, each line indented by four spaces. */
 void fs_site_print_key(FILE *out, const fs_site *site);

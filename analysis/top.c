@@ -10,10 +10,9 @@
  * merged by their text (ids differ between files), each rank's peak is
  * named, and the table sums the ranks.
  *
- * Each file is read twice through the one reading loop, in time order
- * (blocks are followed by address, and threads' events reach the file out
- * of order): once to find the peak of every device, once to group, taking
- * the live blocks at that moment. Memory grows with the live blocks and the groups, never with the
+ * The reading is sites.c's (fs_sites_read): twice per file in time order,
+ * once for every device's peak, once to group, taking the live blocks at
+ * that moment. Memory grows with the live blocks and the groups, never with the
  * number of events. */
 #include "analysis.h"
 #include "reader.h"
@@ -25,25 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEVICES 64
-
 enum sort_key { SORT_PEAK, SORT_COUNT, SORT_TOTAL, SORT_TEMPORARY };
-
-typedef struct thread_last {
-    uint32_t tid;
-    uint64_t addr; /* its last allocation, still the last thing it did; 0: none */
-} thread_last;
 
 typedef struct top_run {
     fs_sites sites;
     enum sort_key sort;
     size_t limit;
-    /* per file */
-    uint64_t ordinal; /* memory events read so far in this file */
-    uint64_t peak_bytes[MAX_DEVICES], peak_at[MAX_DEVICES], peak_time[MAX_DEVICES];
-    fs_live live;
-    thread_last *threads;
-    size_t nthreads;
     uint64_t allocs;
 } top_run;
 
@@ -70,109 +56,25 @@ void usage_top(FILE *out)
                  "Exit status: 0 ok, 1 a file is not a readable trace, 2 usage.\n");
 }
 
-static thread_last *thread_of(top_run *r, uint32_t tid)
-{
-    for (size_t i = 0; i < r->nthreads; i++)
-        if (r->threads[i].tid == tid) return &r->threads[i];
-    thread_last *more = realloc(r->threads, (r->nthreads + 1) * sizeof *r->threads);
-    if (!more) fs_analysis_oom("top");
-    r->threads = more;
-    r->threads[r->nthreads] = (thread_last){tid, 0};
-    return &r->threads[r->nthreads++];
-}
-
-/* ---- the two passes ------------------------------------------------------------ */
-
-static bool device_ok(int d)
-{
-    return d >= 0 && d < MAX_DEVICES;
-}
-
-static int find_peaks(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
-{
-    top_run *r = ctx;
-    const fs_fmt_event *ev = &rec->ev;
-    (void)t, (void)tid;
-    if (rec->kind != FS_REC_ALLOC && rec->kind != FS_REC_FREE_REQUESTED) return 0;
-    r->ordinal++;
-    if (rec->kind == FS_REC_ALLOC && device_ok(ev->device) &&
-        ev->allocated > r->peak_bytes[ev->device]) {
-        r->peak_bytes[ev->device] = ev->allocated;
-        r->peak_at[ev->device] = r->ordinal;
-        r->peak_time[ev->device] = ev->time_ns;
-    }
-    return 0;
-}
-
-static int group_events(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
-{
-    top_run *r = ctx;
-    const fs_fmt_event *ev = &rec->ev;
-    fs_live_block b;
-
-    if (rec->kind != FS_REC_ALLOC && rec->kind != FS_REC_FREE_REQUESTED) return 0;
-    r->ordinal++;
-    thread_last *th = thread_of(r, tid);
-    if (rec->kind == FS_REC_ALLOC) {
-        uint32_t si = fs_sites_of(&r->sites, t, ev);
-        fs_site *site = &r->sites.all[si - 1];
-        site->count++;
-        site->total += ev->size;
-        r->allocs++;
-        fs_live_put(&r->live, ev->addr, ev->size, si, ev->device);
-        th->addr = ev->addr;
-        if (device_ok(ev->device) && r->ordinal == r->peak_at[ev->device]) {
-            for (size_t i = 0; i < r->live.cap; i++) {
-                const fs_live_block *l = &r->live.slots[i];
-                if (l->site && l->device == ev->device) r->sites.all[l->site - 1].peak += l->size;
-            }
-        }
-        return 0;
-    }
-    if (fs_live_take(&r->live, ev->addr, &b) && th->addr == ev->addr)
-        r->sites.all[b.site - 1].temporary++;
-    th->addr = 0;
-    return 0;
-}
-
 static void warn(void *ctx, const char *line)
 {
     (void)ctx;
     fprintf(stderr, "fsdpshim top: %s\n", line);
 }
 
-/* Reads one file twice; false when it cannot be opened. */
+/* Reads one file into the sites and names its peaks; false when it cannot
+ * be read. */
 static bool read_file(top_run *r, const char *path)
 {
-    char err[4200];
-    fs_reader *t = fs_reader_open(path, err, sizeof err);
-    if (!t) {
-        fprintf(stderr, "fsdpshim top: %s\n", err);
-        return false;
-    }
-    r->ordinal = 0;
-    memset(r->peak_bytes, 0, sizeof r->peak_bytes);
-    memset(r->peak_at, 0, sizeof r->peak_at);
-    fs_reader_read_ordered(t, find_peaks, warn, r);
-    fs_reader_close(t);
-
-    t = fs_reader_open(path, err, sizeof err);
-    if (!t) {
-        fprintf(stderr, "fsdpshim top: %s\n", err);
-        return false;
-    }
-    r->ordinal = 0;
-    fs_sites_next_file(&r->sites);
-    fs_live_clear(&r->live);
-    r->nthreads = 0;
-    fs_reader_read_ordered(t, group_events, NULL, r); /* damage was named by the first pass */
-    for (int d = 0; d < MAX_DEVICES; d++)
-        if (r->peak_at[d])
-            printf("%s: %s %d: device %d peaked at %.1f MiB allocated, %.3f s in\n",
-                   fs_reader_file(t), fs_reader_rank(t) >= 0 ? "rank" : "pid",
-                   fs_reader_rank(t) >= 0 ? fs_reader_rank(t) : (int)fs_reader_header(t)->pid, d,
-                   (double)r->peak_bytes[d] / (1 << 20), (double)r->peak_time[d] / 1e9);
-    fs_reader_close(t);
+    fs_file_peaks p;
+    char name[64];
+    if (!fs_sites_read(&r->sites, path, "top", &p)) return false;
+    r->allocs += p.allocs;
+    fs_file_name(&p, name, sizeof name);
+    for (int d = 0; d < FS_SITES_MAX_DEVICES; d++)
+        if (p.bytes[d])
+            printf("%s: %s: device %d peaked at %.1f MiB allocated, %.3f s in\n", path, name, d,
+                   (double)p.bytes[d] / (1 << 20), (double)p.time_ns[d] / 1e9);
     return true;
 }
 
@@ -277,8 +179,6 @@ int command_top(int argc, char **argv)
         if (!read_file(&r, argv[i])) status = FS_EXIT_BAD_INPUT;
     print_table(&r);
     fs_sites_free(&r.sites);
-    fs_live_free(&r.live);
-    free(r.threads);
     fs_symbols_destroy(r.sites.sym);
     return status;
 bad:

@@ -1,0 +1,199 @@
+/* diff.c - `fsdpshim diff A B`: which sites grew from one trace to another
+ * (docs/cli.md): two runs of a job before and after a change, or two ranks
+ * of one run that should behave alike.
+ *
+ * Each trace is read as `top` reads it (sites.c), into its own set of
+ * sites; sites are matched by their text, so the two traces may come from
+ * different processes, builds of libraries included, as long as the stacks
+ * read the same. Sites are listed by how much they grew, in peak-live
+ * bytes (or total bytes, or count), the largest growth first. */
+#include "analysis.h"
+#include "reader.h"
+#include "sites.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum measure { BY_PEAK, BY_TOTAL, BY_COUNT };
+
+typedef struct change {
+    const fs_site *a, *b; /* NULL: the site is not in that trace */
+    int64_t delta;
+} change;
+
+void usage_diff(FILE *out)
+{
+    fprintf(out,
+            "usage: fsdpshim diff [--by stack|frame|annotation|python] [--sort peak|total|count]\n"
+            "                     [-n N] [--no-symbols] A B\n"
+            "\n"
+            "Which allocation sites grew from trace A to trace B (two runs of a job, or two\n"
+            "ranks of one run), the largest growth first: bytes live at the peak (default),\n"
+            "total bytes allocated, or number of allocations. Sites are matched by their text\n"
+            "(the symbolised stack, frame, annotation or Python stack).\n"
+            "\n"
+            "  -n N  print the first N sites that changed [10]; 0 prints all\n"
+            "\n"
+            "Exit status: 0 ok, 1 a file is not a readable trace, 2 usage.\n");
+}
+
+static enum measure measure_by;
+
+static uint64_t measure(const fs_site *s)
+{
+    if (!s) return 0;
+    return measure_by == BY_TOTAL ? s->total : measure_by == BY_COUNT ? s->count : s->peak;
+}
+
+static int by_growth(const void *x, const void *y)
+{
+    const change *a = x, *b = y;
+    if (a->delta != b->delta) return a->delta < b->delta ? 1 : -1;
+    const char *ka = a->a ? a->a->key : a->b->key, *kb = b->a ? b->a->key : b->b->key;
+    return strcmp(ka, kb);
+}
+
+static void warn(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "fsdpshim diff: %s\n", line);
+}
+
+static void describe(const char *label, const char *path, const fs_file_peaks *p)
+{
+    char name[64];
+    fs_file_name(p, name, sizeof name);
+    printf("%s: %s (%s): %" PRIu64 " allocations", label, path, name, p->allocs);
+    for (int d = 0; d < FS_SITES_MAX_DEVICES; d++)
+        if (p->bytes[d])
+            printf(", device %d peaked at %.1f MiB", d, (double)p->bytes[d] / (1 << 20));
+    printf("\n");
+}
+
+/* "+1.5 MiB" / "-3" / "0" for the change column */
+static void signed_amount(int64_t v, bool bytes, char *buf, size_t len)
+{
+    char num[32];
+    uint64_t mag = v < 0 ? (uint64_t)-v : (uint64_t)v;
+    if (bytes)
+        fs_human_bytes(mag, num, sizeof num);
+    else
+        snprintf(num, sizeof num, "%" PRIu64, mag);
+    snprintf(buf, len, "%s%s", v > 0 ? "+" : v < 0 ? "-" : "", num);
+}
+
+int command_diff(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"by", required_argument, NULL, 'b'},
+        {"sort", required_argument, NULL, 's'},
+        {"no-symbols", no_argument, NULL, 'N'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    static const char *const measures[] = {"peak", "total", "count"};
+    fs_sites a = {.by = FS_BY_STACK}, b = {.by = FS_BY_STACK};
+    fs_file_peaks pa, pb;
+    fs_symbols *sym = NULL;
+    size_t limit = 10;
+    bool symbols = true, known;
+    int c, status = 0;
+    char *end;
+
+    measure_by = BY_PEAK;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (!fs_site_by_parse(optarg, &a.by)) goto bad;
+            b.by = a.by;
+            break;
+        case 's':
+            known = false;
+            for (int i = 0; i < 3; i++)
+                if (!strcmp(optarg, measures[i])) {
+                    measure_by = (enum measure)i;
+                    known = true;
+                }
+            if (!known) goto bad;
+            break;
+        case 'n':
+            limit = strtoul(optarg, &end, 10);
+            if (!*optarg || *end) goto bad;
+            break;
+        case 'N':
+            symbols = false;
+            break;
+        case 'h':
+            usage_diff(stdout);
+            return 0;
+        default:
+            goto bad;
+        }
+    }
+    if (argc - optind != 2) goto bad;
+    if (symbols && !(sym = fs_symbols_create(warn, NULL))) fs_analysis_oom("diff");
+    a.sym = b.sym = sym;
+    if (!fs_sites_read(&a, argv[optind], "diff", &pa) ||
+        !fs_sites_read(&b, argv[optind + 1], "diff", &pb)) {
+        status = FS_EXIT_BAD_INPUT;
+        goto out;
+    }
+    describe("A", argv[optind], &pa);
+    describe("B", argv[optind + 1], &pb);
+
+    change *ch = calloc(a.n + b.n + 1, sizeof *ch);
+    size_t n = 0, grew = 0, shrank = 0, only_a = 0, only_b = 0;
+    if (!ch) fs_analysis_oom("diff");
+    for (size_t i = 0; i < a.n; i++) {
+        const fs_site *in_b = fs_sites_find(&b, a.all[i].key);
+        ch[n++] = (change){&a.all[i], in_b, (int64_t)measure(in_b) - (int64_t)measure(&a.all[i])};
+        only_a += !in_b;
+    }
+    for (size_t i = 0; i < b.n; i++)
+        if (!fs_sites_find(&a, b.all[i].key)) {
+            ch[n++] = (change){NULL, &b.all[i], (int64_t)measure(&b.all[i])};
+            only_b++;
+        }
+    for (size_t i = 0; i < n; i++) {
+        grew += ch[i].delta > 0;
+        shrank += ch[i].delta < 0;
+    }
+    qsort(ch, n, sizeof *ch, by_growth);
+    printf("%zu sites by %s: %zu grew, %zu shrank in %s, %zu only in A, %zu only in B\n", n,
+           fs_site_by_name(a.by), grew, shrank, measures[measure_by], only_a, only_b);
+    printf("%12s %12s %12s %10s %10s\n", "change", "A", "B", "A count", "B count");
+    size_t printed = 0;
+    for (size_t i = 0; i < n && (!limit || printed < limit); i++) {
+        if (!ch[i].delta) continue;
+        char d[40], x[32], y[32];
+        bool bytes = measure_by != BY_COUNT;
+        signed_amount(ch[i].delta, bytes, d, sizeof d);
+        if (bytes) {
+            fs_human_bytes(measure(ch[i].a), x, sizeof x);
+            fs_human_bytes(measure(ch[i].b), y, sizeof y);
+        } else {
+            snprintf(x, sizeof x, "%" PRIu64, measure(ch[i].a));
+            snprintf(y, sizeof y, "%" PRIu64, measure(ch[i].b));
+        }
+        printf("%12s %12s %12s %10" PRIu64 " %10" PRIu64 "%s\n", d, ch[i].a ? x : "-",
+               ch[i].b ? y : "-", ch[i].a ? ch[i].a->count : 0, ch[i].b ? ch[i].b->count : 0,
+               !ch[i].a   ? "  (only in B)"
+               : !ch[i].b ? "  (only in A)"
+                          : "");
+        fs_site_print_key(stdout, ch[i].a ? ch[i].a : ch[i].b);
+        printed++;
+    }
+    free(ch);
+out:
+    fs_sites_free(&a);
+    fs_sites_free(&b);
+    fs_symbols_destroy(sym);
+    return status;
+bad:
+    usage_diff(stderr);
+    return FS_EXIT_USAGE;
+}

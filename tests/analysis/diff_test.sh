@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# diff_test.sh - `fsdpshim diff A B` on traces of known programs: trace_prog
+# sites (a 3 MiB and a 5 MiB block, both live at the peak) against trace_prog
+# leak (blocks at other sites): which sites appear, grow and shrink, by peak
+# and by count; a trace against itself; bad input.
+#
+#   diff_test.sh FSDPSHIM TRACE_PROG SIM_DIR
+name=diff_test
+cli=$1 prog=$2 sim=$3
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../integration/runtime/cli_common.sh"
+unset NVTX_INJECTION64_PATH FSDPSHIM_NVTX_CHAIN FSDPSHIM_TRACE FSDPSHIM_TRACE_LIST
+export LD_LIBRARY_PATH=$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+expect 0 "$cli" run --trace -o "$dir/sites.fst" -- "$prog" sites
+expect 0 "$cli" run --trace -o "$dir/sites2.fst" -- "$prog" sites
+expect 0 "$cli" run --trace -o "$dir/leak.fst" -- "$prog" leak
+
+expect 0 "$cli" diff --by frame "$dir/sites.fst" "$dir/leak.fst"
+grep -q "^A: .*sites.fst (pid [0-9]*): 2 allocations, device 0 peaked at 8.0 MiB$" "$dir/out" ||
+    fail "A: $(cat "$dir/out")"
+grep -q "^4 sites by frame: 2 grew, 2 shrank in peak, 2 only in A, 2 only in B$" "$dir/out" ||
+    fail "summary: $(cat "$dir/out")"
+rows=$(grep -A1 -E '^ +[+-]' "$dir/out" | grep -v '^--$' | paste -d' ' - - | tr -s ' ')
+sed -n 1p <<<"$rows" | grep -qE '^ \+4.0 MiB - 4.0 MiB 0 1 \(only in B\) keep_forever at ' ||
+    fail "first row: $rows"
+sed -n 2p <<<"$rows" | grep -qE '^ \+3.0 MiB - 3.0 MiB 0 3 \(only in B\) leak_site at ' ||
+    fail "second row: $rows"
+sed -n 4p <<<"$rows" | grep -qE '^ -5.0 MiB 5.0 MiB - 1 0 \(only in A\) alloc_in_backward at ' ||
+    fail "last row: $rows"
+
+expect 0 "$cli" diff --by frame --sort count -n 1 "$dir/sites.fst" "$dir/leak.fst"
+grep -qE '^ +\+3 +- +3 +0 +3  \(only in B\)$' "$dir/out" || fail "by count: $(cat "$dir/out")"
+[ "$(grep -cE '^ +[+-][0-9]' "$dir/out")" -eq 1 ] || fail "-n 1: $(cat "$dir/out")"
+
+# the same program twice: the same sites, nothing grew
+expect 0 "$cli" diff "$dir/sites.fst" "$dir/sites2.fst"
+grep -q "^2 sites by stack: 0 grew, 0 shrank in peak, 0 only in A, 0 only in B$" "$dir/out" ||
+    fail "a trace against a twin: $(cat "$dir/out")"
+
+expect 2 "$cli" diff "$dir/sites.fst"
+expect 2 "$cli" diff --sort nothing "$dir/sites.fst" "$dir/leak.fst"
+expect 1 "$cli" diff "$dir/sites.fst" "$dir/missing.fst"
+echo "diff_test: ok"
