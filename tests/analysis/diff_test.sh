@@ -6,11 +6,8 @@
 #
 #   diff_test.sh FSDPSHIM TRACE_PROG SIM_DIR
 name=diff_test
-cli=$1 prog=$2 sim=$3
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../integration/runtime/cli_common.sh"
-unset NVTX_INJECTION64_PATH FSDPSHIM_NVTX_CHAIN FSDPSHIM_TRACE FSDPSHIM_TRACE_LIST
-export LD_LIBRARY_PATH=$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+. "$here/analysis_common.sh"
 
 expect 0 "$cli" run --trace -o "$dir/sites.fst" -- "$prog" sites
 expect 0 "$cli" run --trace -o "$dir/sites2.fst" -- "$prog" sites

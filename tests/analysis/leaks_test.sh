@@ -6,12 +6,8 @@
 #
 #   leaks_test.sh FSDPSHIM TRACE_PROG SIM_DIR
 name=leaks_test
-cli=$1 prog=$2 sim=$3
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../integration/runtime/cli_common.sh"
-unset NVTX_INJECTION64_PATH FSDPSHIM_NVTX_CHAIN FSDPSHIM_TRACE FSDPSHIM_TRACE_LIST
-export LD_LIBRARY_PATH=$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-src=$here/../integration/trace/trace_prog.c
+. "$here/analysis_common.sh"
 line_of() { grep -n "$1" "$src" | cut -d: -f1; }
 
 expect 0 "$cli" run --trace -o "$dir/leak.fst" -- "$prog" leak
