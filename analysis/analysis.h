@@ -18,6 +18,10 @@ void usage_dump(FILE *out);
 int command_leaks(int argc, char **argv);
 void usage_leaks(FILE *out);
 
+/* report.c */
+int command_report(int argc, char **argv);
+void usage_report(FILE *out);
+
 /* timeline.c */
 int command_timeline(int argc, char **argv);
 void usage_timeline(FILE *out);

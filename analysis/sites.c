@@ -91,6 +91,19 @@ fs_site *fs_sites_find(fs_sites *s, const char *key)
     return NULL;
 }
 
+void fs_sites_add(fs_sites *dst, const fs_site *src)
+{
+    uint32_t i = site_by_text(dst, src->key); /* may move dst->all */
+    fs_site *d = &dst->all[i - 1];
+    d->peak += src->peak;
+    d->count += src->count;
+    d->total += src->total;
+    d->temporary += src->temporary;
+    d->live += src->live;
+    d->live_bytes += src->live_bytes;
+    d->ranks += src->ranks;
+}
+
 /* ---- an allocation's text ------------------------------------------------------------ */
 
 static void append(char *buf, size_t len, size_t *at, const char *s)

@@ -46,6 +46,8 @@ typedef struct fs_sites {
 void fs_sites_next_file(fs_sites *s);
 /* The site whose text is key, NULL when there is none. */
 fs_site *fs_sites_find(fs_sites *s, const char *key);
+/* Adds src's figures to dst's site of the same text (made if needed). */
+void fs_sites_add(fs_sites *dst, const fs_site *src);
 /* The site of an allocation event of file t: its index + 1. */
 uint32_t fs_sites_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev);
 void fs_sites_free(fs_sites *s);

@@ -49,7 +49,7 @@ expect 1 "$cli" run --lib /nonexistent/libfsdpshim.so -- true
 # ---- version, help, commands not built yet --------------------------------
 out=$("$cli" --version)
 [ "$out" = "fsdpshim $version" ] || fail "--version printed '$out'"
-for c in dump top leaks timeline diff; do
+for c in dump top leaks timeline diff report; do
     expect 0 "$cli" help $c
     expect 0 "$cli" $c --help
     files=x
@@ -57,7 +57,7 @@ for c in dump top leaks timeline diff; do
     expect 1 "$cli" $c $files
     grep -q "x: cannot open" "$dir/err" || fail "$c of a missing file: $(cat "$dir/err")"
 done
-for c in report export replay; do
+for c in export replay; do
     expect 3 "$cli" $c x
     grep -q "not built yet" "$dir/err" || fail "'$c' does not say it is not built yet"
     expect 0 "$cli" help $c

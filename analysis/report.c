@@ -1,0 +1,366 @@
+/* report.c - `fsdpshim report TRACE...`: one text summary of a job's
+ * traces (docs/cli.md): per rank and device the peaks and when, the cache's
+ * overhead at the peak, segments, out-of-memory events with the figures the
+ * allocator reported, streams, collectives, the rate limiter's waits, then
+ * the sites that held the most at the peak, and the totals over the ranks.
+ *
+ * One reading loop in time order gathers the figures (every memory event
+ * carries its device's totals, so none of them needs block tracking);
+ * the sites come from sites.c's reading, as `top` prints them. */
+#include "analysis.h"
+#include "reader.h"
+#include "sites.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEVICES 64
+#define MAX_COLL    32
+#define MAX_WAITERS 256
+#define MAX_OOMS    16 /* printed per trace; the rest counted */
+
+typedef struct device_figures {
+    bool seen;
+    uint64_t peak_allocated, peak_allocated_at, reserved_at_peak;
+    uint64_t peak_reserved, peak_reserved_at;
+    uint64_t allocs, alloc_bytes, segments, segment_bytes, segment_frees, ooms;
+    uint64_t last_allocated, last_reserved;
+} device_figures;
+
+typedef struct report_run {
+    device_figures dev[MAX_DEVICES];
+    uint64_t coll_count[MAX_COLL], coll_bytes[MAX_COLL];
+    uint64_t streams_created, streams_reused, streams_destroyed;
+    uint64_t waits, wait_ns, longest_wait_ns;
+    struct waiter {
+        uint32_t tid;
+        uint64_t since;
+    } waiting[MAX_WAITERS];
+    size_t nwaiting;
+    uint64_t first_ns, last_ns, events;
+    fs_fmt_event ooms[MAX_OOMS];
+    size_t nooms;
+    size_t limit;
+    fs_sites sites;
+} report_run;
+
+void usage_report(FILE *out)
+{
+    fprintf(out,
+            "usage: fsdpshim report [--by stack|frame|annotation|python] [-n N] [--no-symbols]\n"
+            "                       TRACE...\n"
+            "\n"
+            "A text summary of one or more traces (the ranks of one job), each rank on its own\n"
+            "and then in total: per device the peaks of allocated and reserved memory and when,\n"
+            "the cache's overhead at the peak, segments, out-of-memory events, streams,\n"
+            "collectives, the all-gather rate limiter's waits, and the N sites [5] that held\n"
+            "the most at the peak (grouped --by, as for top).\n"
+            "\n"
+            "Exit status: 0 ok, 1 a file is not a readable trace, 2 usage.\n");
+}
+
+static void warn(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "fsdpshim report: %s\n", line);
+}
+
+static void oom_line(const fs_fmt_event *ev)
+{
+    char req[32], alloc[32], res[32], spare[32], largest[32];
+    fs_human_bytes(ev->size, req, sizeof req);
+    fs_human_bytes(ev->allocated, alloc, sizeof alloc);
+    fs_human_bytes(ev->reserved, res, sizeof res);
+    fs_human_bytes(ev->reserved > ev->allocated ? ev->reserved - ev->allocated : 0, spare,
+                   sizeof spare);
+    fs_human_bytes(ev->aux, largest, sizeof largest);
+    printf("  out of memory at %.3f s on device %d, stream 0x%" PRIx64 ": %s requested, %s "
+           "allocated, %s reserved of which %s free in the cache, the largest free block %s\n",
+           (double)ev->time_ns / 1e9, ev->device, ev->stream, req, alloc, res, spare, largest);
+    if (ev->reserved - ev->allocated >= ev->size && ev->aux < ev->size &&
+        ev->reserved > ev->allocated)
+        printf("    fragmentation: the cache held %s free, enough in total but in no block of %s\n",
+               spare, req);
+}
+
+static void wait_begins(report_run *r, uint32_t tid, uint64_t at)
+{
+    if (r->nwaiting < MAX_WAITERS) r->waiting[r->nwaiting++] = (struct waiter){tid, at};
+}
+
+static void wait_ends(report_run *r, uint32_t tid, uint64_t at)
+{
+    for (size_t i = 0; i < r->nwaiting; i++)
+        if (r->waiting[i].tid == tid) {
+            uint64_t ns = at - r->waiting[i].since;
+            r->waits++;
+            r->wait_ns += ns;
+            if (ns > r->longest_wait_ns) r->longest_wait_ns = ns;
+            r->waiting[i] = r->waiting[--r->nwaiting];
+            return;
+        }
+}
+
+static int visit(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
+{
+    report_run *r = ctx;
+    const fs_fmt_event *ev = &rec->ev;
+    (void)t;
+    if (rec->kind > FS_REC_EVENT_LAST) return 0;
+    if (!r->events++) r->first_ns = ev->time_ns;
+    r->last_ns = ev->time_ns;
+    if (rec->kind >= FS_REC_ALLOC && rec->kind <= FS_REC_OOM && ev->device >= 0 &&
+        ev->device < MAX_DEVICES) {
+        device_figures *d = &r->dev[ev->device];
+        d->seen = true;
+        d->last_allocated = ev->allocated;
+        d->last_reserved = ev->reserved;
+        if (ev->allocated > d->peak_allocated) {
+            d->peak_allocated = ev->allocated;
+            d->peak_allocated_at = ev->time_ns;
+            d->reserved_at_peak = ev->reserved;
+        }
+        if (ev->reserved > d->peak_reserved) {
+            d->peak_reserved = ev->reserved;
+            d->peak_reserved_at = ev->time_ns;
+        }
+        switch (rec->kind) {
+        case FS_REC_ALLOC:
+            d->allocs++;
+            d->alloc_bytes += ev->size;
+            break;
+        case FS_REC_SEGMENT_ALLOC:
+            d->segments++;
+            d->segment_bytes += ev->size;
+            break;
+        case FS_REC_SEGMENT_FREE:
+            d->segment_frees++;
+            break;
+        case FS_REC_OOM:
+            d->ooms++;
+            if (r->nooms < MAX_OOMS) r->ooms[r->nooms++] = *ev;
+            break;
+        default:
+            break;
+        }
+        return 0;
+    }
+    switch (rec->kind) {
+    case FS_REC_STREAM_CREATE:
+        r->streams_created++;
+        break;
+    case FS_REC_POOL_HIT:
+        r->streams_reused++;
+        break;
+    case FS_REC_STREAM_DESTROY:
+        r->streams_destroyed++;
+        break;
+    case FS_REC_COLLECTIVE:
+        if (ev->aux < MAX_COLL) {
+            r->coll_count[ev->aux]++;
+            r->coll_bytes[ev->aux] += ev->size;
+        }
+        break;
+    case FS_REC_RL_WAIT_START:
+        wait_begins(r, tid, ev->time_ns);
+        break;
+    case FS_REC_RL_WAIT_END:
+        wait_ends(r, tid, ev->time_ns);
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static void print_figures(const report_run *r)
+{
+    char a[32], b[32], c[32];
+    for (size_t i = 0; i < r->nooms; i++)
+        oom_line(&r->ooms[i]);
+    for (int i = 0; i < MAX_DEVICES; i++) {
+        const device_figures *d = &r->dev[i];
+        if (!d->seen) continue;
+        fs_human_bytes(d->peak_allocated, a, sizeof a);
+        fs_human_bytes(d->reserved_at_peak, b, sizeof b);
+        printf("  device %d: peak allocated %s at %.3f s, with %s reserved then", i, a,
+               (double)d->peak_allocated_at / 1e9, b);
+        if (d->reserved_at_peak >= d->peak_allocated && d->peak_allocated)
+            printf(" (the cache's overhead %.1f%%)",
+                   100.0 * (double)(d->reserved_at_peak - d->peak_allocated) /
+                       (double)d->peak_allocated);
+        fs_human_bytes(d->peak_reserved, a, sizeof a);
+        printf("\n  device %d: peak reserved %s at %.3f s\n", i, a,
+               (double)d->peak_reserved_at / 1e9);
+        fs_human_bytes(d->alloc_bytes, a, sizeof a);
+        fs_human_bytes(d->segment_bytes, b, sizeof b);
+        fs_human_bytes(d->last_allocated, c, sizeof c);
+        printf("  device %d: %" PRIu64 " allocations (%s); %" PRIu64 " segments reserved (%s), "
+               "%" PRIu64 " released; %s allocated at the last event; %" PRIu64
+               " out-of-memory events\n",
+               i, d->allocs, a, d->segments, b, d->segment_frees, c, d->ooms);
+    }
+    printf("  streams: %" PRIu64 " created, %" PRIu64 " handed out again from a pool, %" PRIu64
+           " destroyed\n",
+           r->streams_created, r->streams_reused, r->streams_destroyed);
+    for (int k = 0; k < MAX_COLL; k++)
+        if (r->coll_count[k]) {
+            const char *op = fs_fmt_coll_name((unsigned)k);
+            fs_human_bytes(r->coll_bytes[k], a, sizeof a);
+            printf("  collectives: %" PRIu64 " %s, %s\n", r->coll_count[k], op ? op : "?", a);
+        }
+    if (r->waits)
+        printf("  rate limiter: %" PRIu64 " all-gathers waited, %.3f ms in all, the longest "
+               "%.3f ms\n",
+               r->waits, (double)r->wait_ns / 1e6, (double)r->longest_wait_ns / 1e6);
+    else
+        printf("  rate limiter: no all-gather waited\n");
+}
+
+static void add_figures(report_run *total, const report_run *r)
+{
+    for (int i = 0; i < MAX_DEVICES; i++) {
+        const device_figures *d = &r->dev[i];
+        device_figures *t = &total->dev[i];
+        if (!d->seen) continue;
+        /* ranks are separate processes: each device's peak is its own, and
+         * a device used by two files (two processes on one GPU) sums them */
+        t->seen = true;
+        t->peak_allocated += d->peak_allocated;
+        t->reserved_at_peak += d->reserved_at_peak;
+        t->peak_reserved += d->peak_reserved;
+        if (d->peak_allocated_at > t->peak_allocated_at)
+            t->peak_allocated_at = d->peak_allocated_at;
+        if (d->peak_reserved_at > t->peak_reserved_at) t->peak_reserved_at = d->peak_reserved_at;
+        t->allocs += d->allocs;
+        t->alloc_bytes += d->alloc_bytes;
+        t->segments += d->segments;
+        t->segment_bytes += d->segment_bytes;
+        t->segment_frees += d->segment_frees;
+        t->ooms += d->ooms;
+        t->last_allocated += d->last_allocated;
+    }
+    for (int k = 0; k < MAX_COLL; k++) {
+        total->coll_count[k] += r->coll_count[k];
+        total->coll_bytes[k] += r->coll_bytes[k];
+    }
+    total->streams_created += r->streams_created;
+    total->streams_reused += r->streams_reused;
+    total->streams_destroyed += r->streams_destroyed;
+    total->waits += r->waits;
+    total->wait_ns += r->wait_ns;
+    if (r->longest_wait_ns > total->longest_wait_ns) total->longest_wait_ns = r->longest_wait_ns;
+}
+
+static int by_peak(const void *a, const void *b)
+{
+    const fs_site *x = a, *y = b;
+    if (x->peak != y->peak) return x->peak < y->peak ? 1 : -1;
+    return strcmp(x->key, y->key);
+}
+
+static void print_sites(fs_sites *s, size_t limit)
+{
+    char peak[32], total[32];
+    size_t n = limit < s->n ? limit : s->n;
+    qsort(s->all, s->n, sizeof *s->all, by_peak);
+    printf("  the %zu sites (by %s) that held the most at the peak:\n", n, fs_site_by_name(s->by));
+    for (size_t i = 0; i < n; i++) {
+        fs_human_bytes(s->all[i].peak, peak, sizeof peak);
+        fs_human_bytes(s->all[i].total, total, sizeof total);
+        printf("  %10s at the peak, %" PRIu64 " allocations (%s)\n", peak, s->all[i].count, total);
+        fs_site_print_key(stdout, &s->all[i]);
+    }
+}
+
+int command_report(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"by", required_argument, NULL, 'b'},
+        {"no-symbols", no_argument, NULL, 'N'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    static report_run total;
+    fs_sites all = {.by = FS_BY_STACK};
+    size_t limit = 5;
+    bool symbols = true;
+    int c, status = 0, files = 0;
+    char *end;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (!fs_site_by_parse(optarg, &all.by)) goto bad;
+            break;
+        case 'n':
+            limit = strtoul(optarg, &end, 10);
+            if (!*optarg || *end) goto bad;
+            break;
+        case 'N':
+            symbols = false;
+            break;
+        case 'h':
+            usage_report(stdout);
+            return 0;
+        default:
+            goto bad;
+        }
+    }
+    if (optind >= argc) goto bad;
+    if (symbols && !(all.sym = fs_symbols_create(warn, NULL))) fs_analysis_oom("report");
+    memset(&total, 0, sizeof total);
+    for (int i = optind; i < argc; i++) {
+        static report_run r;
+        fs_sites one = {.by = all.by, .sym = all.sym};
+        fs_file_peaks peaks;
+        char err[4200], name[64];
+        fs_reader *t = fs_reader_open(argv[i], err, sizeof err);
+        if (!t) {
+            fprintf(stderr, "fsdpshim report: %s\n", err);
+            status = FS_EXIT_BAD_INPUT;
+            continue;
+        }
+        const fs_fmt_header *h = fs_reader_header(t);
+        memset(&r, 0, sizeof r);
+        printf("%s: pid %u on %s, %s\n", argv[i], h->pid, h->host, h->exe);
+        fs_reader_read_ordered(t, visit, warn, &r);
+        const fs_reader_damage *dmg = fs_reader_damage_of(t);
+        snprintf(name, sizeof name, "%d", fs_reader_rank(t));
+        printf("  rank %s, %" PRIu64 " events over %.3f s%s", fs_reader_rank(t) >= 0 ? name : "?",
+               r.events, (double)(r.last_ns - r.first_ns) / 1e9,
+               dmg->dropped_events ? "" : ", none dropped\n");
+        if (dmg->dropped_events)
+            printf(", %" PRIu64 " dropped by the writer (the disk was behind)\n",
+                   dmg->dropped_events);
+        if (dmg->skipped_blocks)
+            printf("  damaged: %" PRIu64 " blocks skipped\n", dmg->skipped_blocks);
+        fs_reader_close(t);
+        print_figures(&r);
+        add_figures(&total, &r);
+        if (limit && fs_sites_read(&one, argv[i], "report", &peaks)) {
+            for (size_t k = 0; k < one.n; k++)
+                fs_sites_add(&all, &one.all[k]);
+            print_sites(&one, limit);
+        }
+        fs_sites_free(&one);
+        files++;
+        printf("\n");
+    }
+    if (files > 1) {
+        printf("all %d traces (devices summed over the ranks; each rank's peak is its own)\n",
+               files);
+        print_figures(&total);
+        if (limit) print_sites(&all, limit);
+    }
+    fs_sites_free(&all);
+    fs_symbols_destroy(all.sym);
+    return status;
+bad:
+    usage_report(stderr);
+    return FS_EXIT_USAGE;
+}
