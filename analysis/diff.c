@@ -101,16 +101,14 @@ int command_diff(int argc, char **argv)
     size_t limit = 10;
     bool symbols = true, known;
     int c, status = 0;
-    char *end;
 
     measure_by = BY_PEAK;
     optind = 1;
     while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
+        int taken = fs_site_option(c, optarg, &a.by, &limit, &symbols);
+        if (taken < 0) goto bad;
+        if (taken) continue;
         switch (c) {
-        case 'b':
-            if (!fs_site_by_parse(optarg, &a.by)) goto bad;
-            b.by = a.by;
-            break;
         case 's':
             known = false;
             for (int i = 0; i < 3; i++)
@@ -120,13 +118,6 @@ int command_diff(int argc, char **argv)
                 }
             if (!known) goto bad;
             break;
-        case 'n':
-            limit = strtoul(optarg, &end, 10);
-            if (!*optarg || *end) goto bad;
-            break;
-        case 'N':
-            symbols = false;
-            break;
         case 'h':
             usage_diff(stdout);
             return 0;
@@ -135,6 +126,7 @@ int command_diff(int argc, char **argv)
         }
     }
     if (argc - optind != 2) goto bad;
+    b.by = a.by;
     if (symbols && !(sym = fs_symbols_create(warn, NULL))) fs_analysis_oom("diff");
     a.sym = b.sym = sym;
     if (!fs_sites_read(&a, argv[optind], "diff", &pa) ||

@@ -257,23 +257,15 @@ int command_leaks(int argc, char **argv)
     const char *suppressions = NULL;
     bool symbols = true, fail = false;
     int c, status = 0;
-    char *end;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
+        int taken = fs_site_option(c, optarg, &r.sites.by, &r.limit, &symbols);
+        if (taken < 0) goto bad;
+        if (taken) continue;
         switch (c) {
-        case 'b':
-            if (!fs_site_by_parse(optarg, &r.sites.by)) goto bad;
-            break;
         case 'S':
             suppressions = optarg;
-            break;
-        case 'n':
-            r.limit = strtoul(optarg, &end, 10);
-            if (!*optarg || *end) goto bad;
-            break;
-        case 'N':
-            symbols = false;
             break;
         case 'F':
             fail = true;

@@ -289,21 +289,13 @@ int command_report(int argc, char **argv)
     size_t limit = 5;
     bool symbols = true;
     int c, status = 0, files = 0;
-    char *end;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
+        int taken = fs_site_option(c, optarg, &all.by, &limit, &symbols);
+        if (taken < 0) goto bad;
+        if (taken) continue;
         switch (c) {
-        case 'b':
-            if (!fs_site_by_parse(optarg, &all.by)) goto bad;
-            break;
-        case 'n':
-            limit = strtoul(optarg, &end, 10);
-            if (!*optarg || *end) goto bad;
-            break;
-        case 'N':
-            symbols = false;
-            break;
         case 'h':
             usage_report(stdout);
             return 0;

@@ -20,6 +20,23 @@ bool fs_site_by_parse(const char *arg, enum fs_site_by *out)
     return false;
 }
 
+int fs_site_option(int c, const char *arg, enum fs_site_by *by, size_t *limit, bool *symbols)
+{
+    char *end;
+    switch (c) {
+    case 'b':
+        return fs_site_by_parse(arg, by) ? 1 : -1;
+    case 'n':
+        *limit = strtoul(arg, &end, 10);
+        return *arg && !*end ? 1 : -1;
+    case 'N':
+        *symbols = false;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 const char *fs_site_by_name(enum fs_site_by by)
 {
     return by_names[by];

@@ -20,6 +20,11 @@ enum fs_site_by { FS_BY_STACK, FS_BY_FRAME, FS_BY_ANNOT, FS_BY_PYTHON };
 
 /* "stack", "frame", "annotation" or "python". */
 bool fs_site_by_parse(const char *arg, enum fs_site_by *out);
+
+/* The options every grouping command takes, as getopt_long returns them:
+ * 'b' (--by), 'n' (-n N) and 'N' (--no-symbols). 1: option c was one of
+ * them and is applied; 0: it is not one of them; -1: its value is bad. */
+int fs_site_option(int c, const char *arg, enum fs_site_by *by, size_t *limit, bool *symbols);
 const char *fs_site_by_name(enum fs_site_by by);
 
 typedef struct fs_site {

@@ -142,14 +142,13 @@ int command_top(int argc, char **argv)
     top_run r = {.sites.by = FS_BY_STACK, .sort = SORT_PEAK, .limit = 10};
     bool symbols = true, sorted = false;
     int c, status = 0;
-    char *end;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
+        int taken = fs_site_option(c, optarg, &r.sites.by, &r.limit, &symbols);
+        if (taken < 0) goto bad;
+        if (taken) continue;
         switch (c) {
-        case 'b':
-            if (!fs_site_by_parse(optarg, &r.sites.by)) goto bad;
-            break;
         case 's':
             sorted = false;
             for (int i = 0; i < 4; i++)
@@ -158,13 +157,6 @@ int command_top(int argc, char **argv)
                     sorted = true;
                 }
             if (!sorted) goto bad;
-            break;
-        case 'n':
-            r.limit = strtoul(optarg, &end, 10);
-            if (!*optarg || *end) goto bad;
-            break;
-        case 'N':
-            symbols = false;
             break;
         case 'h':
             usage_top(stdout);
