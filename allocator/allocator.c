@@ -527,10 +527,16 @@ FS_HOT_PATH fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream,
     fs_status st = FS_OK;
     if (rounded && fs_segment_least(rounded)) {
         fs_spin_lock(&p->lock);
-        /* completed deferred frees first, as PyTorch processes its events
-         * before every allocation: else best fit may split a big free block
-         * while a better-fitting one only waits to be retired */
-        if (p->pending.head) fs_pool_retire(a, p);
+        /* When the best free block is a poor fit (twice the request or
+         * more, so it would be split), completed deferred frees are retired
+         * first, as PyTorch processes its events before an allocation: else
+         * a big free block is split while a better fit only waits to be
+         * retired. Only then: retiring walks the pending list and queries
+         * fences, which a good fit need not pay for. */
+        if (p->pending.head) {
+            fs_block *fit = fs_bins_lower_bound(&p->free[set], rounded);
+            if (fit && fit->size / 2 >= rounded) fs_pool_retire(a, p);
+        }
         b = take_own(a, p, set, rounded, size, stream);
         fs_spin_unlock(&p->lock);
         if (!b) b = miss(a, d, p, set, rounded, size, stream, flags, &st);
