@@ -14,9 +14,17 @@ void usage_diff(FILE *out);
 int command_dump(int argc, char **argv);
 void usage_dump(FILE *out);
 
+/* export.c */
+int command_export(int argc, char **argv);
+void usage_export(FILE *out);
+
 /* leaks.c */
 int command_leaks(int argc, char **argv);
 void usage_leaks(FILE *out);
+
+/* replay.c */
+int command_replay(int argc, char **argv);
+void usage_replay(FILE *out);
 
 /* report.c */
 int command_report(int argc, char **argv);

@@ -53,12 +53,20 @@ static const struct command_row {
       usage_diff},
      false,
      NULL},
-    {{"export", "write memory_viz, Chrome trace or folded stacks", NULL, NULL},
+    {{"export", "write memory_viz pickles, Chrome trace JSON or folded stacks", command_export,
+      usage_export},
+     false,
+     NULL},
+    {{"replay", "replay traces through the allocator under other configurations", command_replay,
+      usage_replay},
+     false,
+     NULL},
+    {{"attach", "trace a job that is already running, without restarting it", NULL, NULL},
      true,
-     "export --memviz|--chrome|--folded -o OUT TRACE..."},
-    {{"replay", "replay a trace through another configuration", NULL, NULL},
+     "attach PID [--duration S] [-o FILE]"},
+    {{"detach", "stop tracing a job attached to, and flush its trace", NULL, NULL},
      true,
-     "replay --conf CONF TRACE"},
+     "detach PID"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -75,10 +83,14 @@ static void usage_main(FILE *out)
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (!commands[i].not_built)
             fprintf(out, "  %-9s %s\n", commands[i].c.name, commands[i].c.summary);
-    fprintf(out, "\nnot built yet in this version (refused with exit status 3):\n");
+    bool header = false; /* the section only while some command is not built */
     for (size_t i = 0; i < N_COMMANDS; i++)
-        if (commands[i].not_built)
+        if (commands[i].not_built) {
+            if (!header)
+                fprintf(out, "\nnot built yet in this version (refused with exit status 3):\n");
+            header = true;
             fprintf(out, "  %-9s %s\n", commands[i].c.name, commands[i].c.summary);
+        }
     fprintf(out, "\n`fsdpshim help COMMAND` or `fsdpshim COMMAND --help` shows its options.\n");
 }
 

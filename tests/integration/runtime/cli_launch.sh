@@ -57,8 +57,21 @@ for c in dump top leaks timeline diff report; do
     expect 1 "$cli" $c $files
     grep -q "x: cannot open" "$dir/err" || fail "$c of a missing file: $(cat "$dir/err")"
 done
-for c in export replay; do
-    expect 3 "$cli" $c x
+# replay needs a configuration to try before its traces
+expect 0 "$cli" help replay
+expect 0 "$cli" replay --help
+expect 1 "$cli" replay --conf expandable_segments:true x
+grep -q "x: cannot open" "$dir/err" || fail "replay of a missing file: $(cat "$dir/err")"
+# export needs a format before its traces; --perfetto is not built yet
+expect 0 "$cli" help export
+expect 0 "$cli" export --help
+expect 1 "$cli" export --folded x
+grep -q "x: cannot open" "$dir/err" || fail "export of a missing file: $(cat "$dir/err")"
+expect 3 "$cli" export --perfetto x
+grep -q "not built yet" "$dir/err" || fail "'export --perfetto' does not say it is not built yet"
+# attach and detach are not built yet: recognised, described, refused with 3
+for c in attach detach; do
+    expect 3 "$cli" $c 1
     grep -q "not built yet" "$dir/err" || fail "'$c' does not say it is not built yet"
     expect 0 "$cli" help $c
     expect 0 "$cli" $c --help

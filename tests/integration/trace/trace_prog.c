@@ -11,7 +11,9 @@
  *   trace_prog snapshot           fsdpshim_snapshot / fsdpshim_trace_flush
  *                                 through the loader, around allocations
  *   trace_prog oom                3 MiB allocations until one fails (run it
- *                                 with a small FSDPSHIM_SIM_MEM) */
+ *                                 with a small FSDPSHIM_SIM_MEM)
+ *   trace_prog fragment           7 MiB blocks, every other one freed, then
+ *                                 12 MiB ones that no freed hole holds */
 #include "../../../include/fsdpshim/fsdpshim_loader.h"
 
 #include <cuda_runtime_api.h>
@@ -204,6 +206,38 @@ static int leak(void)
     return 0;
 }
 
+__attribute__((noinline)) static void *fragment_site(size_t n)
+{
+    void *p;
+    CHECK(cudaMalloc(&p, n)); /* SITE_FRAGMENT */
+    return p;
+}
+
+/* Fragments the caching allocator's plain segments: eight 7 MiB blocks
+ * share 20 MiB segments two by two (6 MiB left at each end), every other
+ * one is freed (device-ordered: reusable once the device has passed the
+ * free, which the synchronisation proves, so the trace's free_completed
+ * events come at a known point), and four 12 MiB blocks, which no hole of
+ * 7 + 6 MiB holds, get segments of their own: 128 MiB reserved for 76 MiB
+ * allocated at the peak. */
+static int fragment(void)
+{
+    void *small[8], *big[4];
+    for (int i = 0; i < 8; i++)
+        small[i] = fragment_site(7u << 20);
+    for (int i = 0; i < 8; i += 2)
+        CHECK(cudaFree(small[i]));
+    CHECK(cudaDeviceSynchronize());
+    for (int i = 0; i < 4; i++)
+        big[i] = fragment_site(12u << 20);
+    for (int i = 1; i < 8; i += 2)
+        CHECK(cudaFree(small[i]));
+    for (int i = 0; i < 4; i++)
+        CHECK(cudaFree(big[i]));
+    printf("fragment: ok\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "sites";
@@ -215,6 +249,9 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "snapshot")) return snapshot();
     if (!strcmp(mode, "oom")) return oom();
     if (!strcmp(mode, "leak")) return leak();
-    fprintf(stderr, "usage: trace_prog sites|loop FILE|abort N|fork|flood T N|snapshot|oom|leak\n");
+    if (!strcmp(mode, "fragment")) return fragment();
+    fprintf(
+        stderr,
+        "usage: trace_prog sites|loop FILE|abort N|fork|flood T N|snapshot|oom|leak|fragment\n");
     return 2;
 }

@@ -1,0 +1,337 @@
+/* export.c - `fsdpshim export --memviz|--folded|--chrome [-o OUT] TRACE...`:
+ * traces in the formats other tools read (docs/cli.md): PyTorch's
+ * memory_viz pickle (export_memviz.c), folded stacks for flame graphs
+ * (export_folded.c), Chrome trace event JSON for Perfetto
+ * (export_chrome.c).
+ *
+ * This file owns the command line (one format, its options, checked before
+ * any trace is read, each mistake named in one line), where outputs go
+ * (stdout, a file, or one file per trace through a pattern or a
+ * directory), and opening a trace; each format reads the traces in time
+ * order itself (fs_reader_read_ordered), as many times as it needs. */
+#include "analysis.h"
+#include "export.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void usage_export(FILE *out)
+{
+    fprintf(
+        out,
+        "usage: fsdpshim export --memviz|--folded|--chrome [-o OUT] [OPTIONS] TRACE...\n"
+        "\n"
+        "Writes traces in the formats other tools read. Several traces are the ranks of\n"
+        "one job.\n"
+        "\n"
+        "  --memviz   the pickle that PyTorch's memory_viz page (pytorch.org/memory_viz) and\n"
+        "             `python -m torch.cuda._memory_viz` load, as torch.cuda.memory._snapshot()\n"
+        "             returns it: the segments and blocks at one moment and the trace of the\n"
+        "             allocator's actions up to it; one pickle per trace (rank)\n"
+        "    --at peak|end|SECONDS  the moment [peak]: each device's peak of allocated\n"
+        "             bytes (live blocks, PyTorch's max_memory_allocated), the end, or\n"
+        "             SECONDS since the trace began; the trace entries end there too\n"
+        "    --max-entries N  keep the newest N trace entries per device [100000]; 0: all\n"
+        "  --folded   folded stacks (\"outer;...;inner WEIGHT\" lines) for flamegraph.pl,\n"
+        "             speedscope or inferno; ranks merged\n"
+        "    --weight peak|total|count  bytes live at the device's peak [peak], all bytes\n"
+        "             allocated, or the number of allocations\n"
+        "    --by stack|frame|annotation|python  the stacks: native (default), the\n"
+        "             allocating frame alone, NVTX ranges, or Python frames\n"
+        "  --chrome   Chrome trace event JSON (Perfetto, chrome://tracing): allocated and\n"
+        "             reserved counters per device, collectives, rate-limiter waits and\n"
+        "             NVTX ranges on their threads; one process per rank\n"
+        "    --limit N  refuse a trace of more than N events [2000000]; 0: no limit\n"
+        "  --perfetto (Perfetto's protobuf format for large traces) not built yet: exit 3\n"
+        "\n"
+        "  -o OUT     the output [stdout]. --memviz with several traces: a directory\n"
+        "             (DIR/NAME.pickle, NAME the trace's file name without extension) or a\n"
+        "             pattern where %%r is the rank (the pid when the trace has none),\n"
+        "             %%p the pid, %%n NAME, %%%% a %%\n"
+        "  --no-symbols  native frames as MODULE+0xOFFSET, not FUNCTION at FILE:LINE\n"
+        "\n"
+        "Exit status: 0 ok, 1 a file is not a readable trace or an output cannot be\n"
+        "written, 2 usage, 3 --perfetto.\n");
+}
+
+/* ---- what the formats share ------------------------------------------------------ */
+
+void fs_export_warn(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "fsdpshim export: %s\n", line);
+}
+
+fs_reader *fs_export_open(const char *path)
+{
+    char err[4200];
+    fs_reader *t = fs_reader_open(path, err, sizeof err);
+    if (!t) fprintf(stderr, "fsdpshim export: %s\n", err);
+    return t;
+}
+
+size_t fs_export_utf8_len(const unsigned char *s, size_t n)
+{
+    size_t len;
+    unsigned lo = 0x80, hi = 0xbf;
+    if (s[0] < 0x80) return 1;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        len = 2;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        len = 3, lo = s[0] == 0xe0 ? 0xa0 : 0x80, hi = s[0] == 0xed ? 0x9f : 0xbf;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        len = 4, lo = s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 0;
+    if (len > n || s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf) return 0;
+    return len;
+}
+
+static bool is_stdout(const char *out)
+{
+    return !out || !strcmp(out, "-");
+}
+
+static bool is_directory(const char *out)
+{
+    struct stat st;
+    size_t n = strlen(out);
+    return (n && out[n - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode));
+}
+
+void fs_export_path(const fs_export_opts *o, const char *trace, const fs_reader *t, const char *ext,
+                    char *path, size_t len)
+{
+    const char *base = strrchr(trace, '/'), *dot;
+    size_t stem, at = 0;
+    int rank = fs_reader_rank(t);
+    unsigned pid = fs_reader_header(t)->pid;
+
+    path[0] = '\0';
+    if (is_stdout(o->out)) return;
+    base = base ? base + 1 : trace;
+    dot = strrchr(base, '.');
+    stem = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    if (is_directory(o->out)) {
+        size_t n = strlen(o->out);
+        snprintf(path, len, "%s%s%.*s.%s", o->out, o->out[n - 1] == '/' ? "" : "/", (int)stem, base,
+                 ext);
+        return;
+    }
+    for (const char *c = o->out; *c && at + 1 < len; c++) {
+        int n;
+        if (*c != '%' || !c[1]) {
+            path[at++] = *c;
+            continue;
+        }
+        switch (*++c) {
+        case 'r':
+            n = rank >= 0 ? snprintf(path + at, len - at, "%d", rank)
+                          : snprintf(path + at, len - at, "%u", pid);
+            break;
+        case 'p':
+            n = snprintf(path + at, len - at, "%u", pid);
+            break;
+        case 'n':
+            n = snprintf(path + at, len - at, "%.*s", (int)stem, base);
+            break;
+        default: /* %% and any other: the character itself */
+            n = snprintf(path + at, len - at, "%c", *c);
+            break;
+        }
+        at += n > 0 && (size_t)n < len - at ? (size_t)n : 0;
+    }
+    path[at < len ? at : len - 1] = '\0';
+}
+
+FILE *fs_export_create(const char *path)
+{
+    if (!path[0]) return stdout;
+    FILE *f = fopen(path, "wb");
+    if (!f) fprintf(stderr, "fsdpshim export: cannot write %s: %s\n", path, strerror(errno));
+    return f;
+}
+
+bool fs_export_finish(FILE *f, const char *path)
+{
+    bool ok = fflush(f) == 0 && !ferror(f);
+    int err = errno;
+    if (f != stdout && fclose(f) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    if (!ok)
+        fprintf(stderr, "fsdpshim export: writing %s: %s\n", path[0] ? path : "stdout",
+                strerror(err));
+    return ok;
+}
+
+/* ---- the command line ------------------------------------------------------------------ */
+
+enum format { NO_FORMAT, MEMVIZ, FOLDED, CHROME };
+static const char *const format_options[] = {"", "--memviz", "--folded", "--chrome"};
+
+/* One line naming the mistake; the usage status */
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "fsdpshim export: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (fsdpshim export --help)\n");
+    return FS_EXIT_USAGE;
+}
+
+static bool parse_count(const char *arg, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    *out = strtoull(arg, &end, 10);
+    return *arg >= '0' && *arg <= '9' && !*end && !errno;
+}
+
+static bool parse_at(const char *arg, fs_export_opts *o)
+{
+    char *end;
+    double s;
+    if (!strcmp(arg, "peak") || !strcmp(arg, "end")) {
+        o->at = arg[0] == 'p' ? FS_AT_PEAK : FS_AT_END;
+        return true;
+    }
+    s = strtod(arg, &end);
+    if (!*arg || *end || !isfinite(s) || s < 0 || s > 1e9) return false;
+    o->at = FS_AT_TIME;
+    o->at_ns = (uint64_t)(s * 1e9 + 0.5);
+    return true;
+}
+
+static bool parse_weight(const char *arg, enum fs_export_weight *w)
+{
+    static const char *const names[] = {"peak", "total", "count"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(arg, names[i])) {
+            *w = (enum fs_export_weight)i;
+            return true;
+        }
+    return false;
+}
+
+int command_export(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"memviz", no_argument, NULL, 'M'},
+        {"folded", no_argument, NULL, 'F'},
+        {"chrome", no_argument, NULL, 'C'},
+        {"perfetto", no_argument, NULL, 'P'},
+        {"output", required_argument, NULL, 'o'},
+        {"no-symbols", no_argument, NULL, 'N'},
+        {"max-entries", required_argument, NULL, 'e'},
+        {"at", required_argument, NULL, 'a'},
+        {"weight", required_argument, NULL, 'w'},
+        {"by", required_argument, NULL, 'b'},
+        {"limit", required_argument, NULL, 'l'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    fs_export_opts o = {.symbols = true,
+                        .max_entries = 100000,
+                        .at = FS_AT_PEAK,
+                        .by = FS_BY_STACK,
+                        .limit = 2000000};
+    enum format format = NO_FORMAT;
+    const char *given[4] = {NULL}; /* per format: an option only it has, as given */
+    uint64_t n;
+    int c;
+
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+        enum format f = c == 'M' ? MEMVIZ : c == 'F' ? FOLDED : c == 'C' ? CHROME : NO_FORMAT;
+        if (f) {
+            if (format && format != f)
+                return usage_error("%s and %s: one format at a time", format_options[format],
+                                   format_options[f]);
+            format = f;
+            continue;
+        }
+        switch (c) {
+        case 'P':
+            fprintf(stderr, "fsdpshim export: --perfetto is not built yet in this version; "
+                            "--chrome writes JSON that Perfetto opens\n");
+            return FS_EXIT_NOT_BUILT;
+        case 'o':
+            o.out = optarg;
+            break;
+        case 'N':
+            o.symbols = false;
+            break;
+        case 'e':
+            if (!parse_count(optarg, &n) || n > SIZE_MAX / 64)
+                return usage_error("--max-entries '%s': not a count", optarg);
+            o.max_entries = (size_t)n;
+            given[MEMVIZ] = "--max-entries";
+            break;
+        case 'a':
+            if (!parse_at(optarg, &o))
+                return usage_error("--at '%s': not peak, end or a number of seconds", optarg);
+            given[MEMVIZ] = "--at";
+            break;
+        case 'w':
+            if (!parse_weight(optarg, &o.weight))
+                return usage_error("--weight '%s': not peak, total or count", optarg);
+            given[FOLDED] = "--weight";
+            break;
+        case 'b':
+            if (!fs_site_by_parse(optarg, &o.by))
+                return usage_error("--by '%s': not stack, frame, annotation or python", optarg);
+            given[FOLDED] = "--by";
+            break;
+        case 'l':
+            if (!parse_count(optarg, &o.limit))
+                return usage_error("--limit '%s': not a count", optarg);
+            given[CHROME] = "--limit";
+            break;
+        case 'h':
+            usage_export(stdout);
+            return 0;
+        case ':':
+            return usage_error("%s needs a value", argv[optind - 1]);
+        default:
+            return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (!format) return usage_error("name a format: --memviz, --folded or --chrome");
+    for (int f = MEMVIZ; f <= CHROME; f++)
+        if (given[f] && f != (int)format)
+            return usage_error("%s is an option of %s, not of %s", given[f], format_options[f],
+                               format_options[format]);
+    if (optind >= argc) return usage_error("no trace named");
+    if (format == MEMVIZ && argc - optind > 1 && !is_stdout(o.out) && !is_directory(o.out) &&
+        !strchr(o.out, '%'))
+        return usage_error("%d traces make %d pickles: -o a directory, or a pattern with %%r, "
+                           "%%p or %%n",
+                           argc - optind, argc - optind);
+    if (format == MEMVIZ && argc - optind > 1 && is_stdout(o.out))
+        return usage_error("%d traces make %d pickles: -o a directory, or a pattern with %%r",
+                           argc - optind, argc - optind);
+    if (format == MEMVIZ && is_stdout(o.out) && isatty(STDOUT_FILENO))
+        return usage_error("a pickle is binary: name a file with -o");
+
+    switch (format) {
+    case MEMVIZ:
+        return fs_export_memviz(&o, argc - optind, argv + optind);
+    case FOLDED:
+        return fs_export_folded(&o, argc - optind, argv + optind);
+    default:
+        return fs_export_chrome(&o, argc - optind, argv + optind);
+    }
+}
