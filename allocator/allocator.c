@@ -176,6 +176,20 @@ static void live_delta(fs_delta *dl, const fs_block *b, int sign)
     dl->requested_bytes += sign * (int64_t)b->requested;
 }
 
+/* Block b, just out of p's free bins, becomes live on `stream`. */
+__attribute__((always_inline)) static inline void go_live(fs_pool *p, fs_block *b, size_t req,
+                                                          fs_stream_t stream, fs_delta *dl)
+{
+    b->state = FS_BLOCK_LIVE;
+    b->stream = stream;
+    b->requested = req;
+    b->free_seq = 0;
+    fs_live_insert(&p->live, b);
+    live_delta(dl, b, 1);
+    dl->active++;
+    dl->active_bytes += (int64_t)b->size;
+}
+
 /* Hands out free block b of pool p (p->lock held), split if worth it. */
 static void use_free_block(fs_allocator *a, fs_pool *p, fs_block *b, size_t rounded, size_t req,
                            fs_stream_t stream, fs_delta *dl)
@@ -189,13 +203,31 @@ static void use_free_block(fs_allocator *a, fs_pool *p, fs_block *b, size_t roun
             fs_free_insert_rest(p, r, dl);
         }
     }
-    b->stream = stream;
-    b->requested = req;
-    b->free_seq = 0;
-    fs_live_insert(&p->live, b);
-    live_delta(dl, b, 1);
-    dl->active++;
-    dl->active_bytes += (int64_t)b->size;
+    go_live(p, b, req, stream, dl);
+}
+
+/* Hands out free block b of pool q (q->lock held) to another stream. When
+ * it splits, the stream gets the top of b and the rest stays at the
+ * bottom: a borrowed block lives by the borrower's stream, not by q's, and
+ * at the top it leaves q's free memory in one piece rather than cutting
+ * it in two. */
+static fs_block *lend_free_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t rounded,
+                                 size_t req, fs_stream_t stream, fs_delta *dl)
+{
+    if (!fs_should_split(&a->cfg, b, rounded)) {
+        use_free_block(a, q, b, rounded, req, stream, dl);
+        return b;
+    }
+    fs_free_take(q, b, dl);
+    fs_block *top = fs_block_split(q, b, b->size - rounded);
+    if (!top) { /* no metadata for a split: lend b whole */
+        top = b;
+    } else {
+        top->state = FS_BLOCK_LIVE; /* before the rest goes in: no merging back */
+        fs_free_insert_rest(q, b, dl);
+    }
+    go_live(q, top, req, stream, dl);
+    return top;
 }
 
 /* Best fit among p's own free blocks of free set `set`; p->lock held. */
@@ -212,9 +244,14 @@ static fs_block *take_own(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
 
 /* Best fit among q's free blocks that every stream may use: not freed
  * stream-ordered after q's last completed mark. q->lock held. When that
- * block is a whole segment, it is not taken but named in *adopt: the
- * segment should change pools, so that the taker's frees of it stay
- * stream-local (no event per free on a borrowed block). */
+ * block is a whole segment that the request fills at least half of, it is
+ * not taken but named in *adopt: the segment should change pools, so that
+ * the taker's frees of it stay stream-local (no event per free on a
+ * borrowed block). A poor fit is lent instead, split, and the rest stays
+ * q's: adopting a 32 MiB segment for a 2 MiB request left q's stream
+ * without it until a mark on the taker's stream completed, and FSDP2's
+ * next 32 MiB request on q's stream grew a segment while NCCL's stream,
+ * the taker, was still behind (4 ranks on the sim: 1.04x PyTorch's peak). */
 static fs_block *take_completed(fs_allocator *a, fs_pool *q, int set, size_t rounded, size_t req,
                                 fs_stream_t stream, fs_segment **adopt)
 {
@@ -222,13 +259,13 @@ static fs_block *take_completed(fs_allocator *a, fs_pool *q, int set, size_t rou
     for (int scanned = 0; b && scanned < 32; scanned++, b = fs_bins_next(&q->free[set], b)) {
         if (!fits(&a->cfg, b, rounded)) return NULL;
         if (b->free_seq <= q->so_done && !fs_block_is_split(b) && !b->seg->expandable &&
-            !b->seg->pinned) {
+            !b->seg->pinned && b->size / 2 < rounded) {
             *adopt = b->seg;
             return NULL;
         }
         if (b->free_seq <= q->so_done) {
             fs_delta dl = {.kind = fs_set_kind(set)};
-            use_free_block(a, q, b, rounded, req, stream, &dl);
+            b = lend_free_block(a, q, b, rounded, req, stream, &dl);
             fs_stats_handout(q->dev, &dl);
             return b;
         }
@@ -451,6 +488,69 @@ static void collect_garbage(fs_allocator *a, fs_dev *d)
     if (reserved > limit) fs_segments_release(a, d, FS_RELEASE_OLDEST, (size_t)(reserved - limit));
 }
 
+/* Whether the work issued so far on every stream of d completes within
+ * the miss's wait (FS_FREE_WAIT_NS), for a request on `stream`. Giving a
+ * segment back synchronises the device, and work the program holds back
+ * until this thread goes on (a stream gated on a host function) would
+ * never let that return: such a miss grows instead. Blocking streams are
+ * covered by an event on the legacy stream, which every later piece of
+ * work on a blocking stream then waits for: recorded for a request on
+ * another stream, that would tie the requester's own work (a per-thread
+ * stream's, say) to streams it never waited for, so only a request on the
+ * legacy stream, whose work waits for them anyway, asks. Caller holds
+ * dev->lock. */
+static bool device_drains(fs_allocator *a, fs_dev *d, fs_stream_t stream)
+{
+    if (stream != d->legacy) return false;
+    fs_stream_t *streams = malloc(((size_t)d->npools + 1) * sizeof *streams);
+    if (!streams) return false;
+    int n = 0;
+    streams[n++] = d->legacy;
+    for (int i = 0; i < d->npools; i++) {
+        fs_pool *p = d->pools[i];
+        if (!atomic_load_explicit(&p->retired, memory_order_acquire) &&
+            p->kind == FS_STREAM_NONBLOCKING)
+            streams[n++] = p->stream;
+    }
+    fs_fence *f = fs_fence_make(d, streams, n);
+    free(streams);
+    bool done = f && fs_fence_wait_until(a, f, fs_now_ns() + FS_FREE_WAIT_NS);
+    fs_fence_put(d, f);
+    return done;
+}
+
+/* A miss about to grow the device's reserved memory past the most it ever
+ * held, while the cache keeps wholly free segments that cannot serve the
+ * request (too small, another pool's not yet known complete, the other
+ * kind), gives those back first, as much as the growth would raise the
+ * peak: else the peak holds memory nobody uses. Free segments left by
+ * fragmentation made PyTorch FSDP on the sim peak 3-6% above PyTorch's
+ * own allocator (whose per-stream pools fragment differently) with the
+ * same allocated peak; PyTorch gives cached memory back only when the
+ * device is full. Below the high-water mark nothing is released, so a
+ * steady training loop, which stops missing once its cache holds what a
+ * step needs, pays for this once, not every step. Caller holds dev->lock. */
+static void keep_peak(fs_allocator *a, fs_dev *d, size_t rounded, fs_stream_t stream)
+{
+    const fs_device_ops *o = a->ops;
+    if (a->cfg.expandable_segments || (o->capture_underway && o->capture_underway(o->ctx))) return;
+    fs_alloc_stats st;
+    fs_stats_read(d, &st);
+    size_t reserved = (size_t)st.reserved_bytes[FS_POOL_ALL].current;
+    size_t grown = reserved + fs_segment_size(&a->cfg, rounded);
+    if (grown > d->reserved_high && device_drains(a, d, stream))
+        fs_segments_release(a, d, FS_RELEASE_FITTING, grown - d->reserved_high);
+}
+
+/* After a growth: the new high-water mark. Caller holds dev->lock. */
+static void note_high(fs_dev *d)
+{
+    fs_alloc_stats st;
+    fs_stats_read(d, &st);
+    size_t reserved = (size_t)st.reserved_bytes[FS_POOL_ALL].current;
+    if (reserved > d->reserved_high) d->reserved_high = reserved;
+}
+
 FS_SLOW_PATH static void report_oom(fs_allocator *a, fs_dev *d, fs_stream_t stream, size_t size)
 {
     fs_alloc_stats st;
@@ -494,6 +594,7 @@ FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int s
         if ((b = try_others(a, d, p, set, rounded, req, stream, flags))) break;
         if ((b = wait_for_frees(a, d, p, set, rounded, req, stream, flags))) break;
         collect_garbage(a, d);
+        if (attempt == 0) keep_peak(a, d, rounded, stream);
         for (int grow = 0; grow < 4 && !b; grow++) {
             bool oom = false;
             fs_status gs = fs_segment_grow(a, p, set, rounded, &oom);
@@ -503,6 +604,7 @@ FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int s
                 pthread_mutex_unlock(&d->lock);
                 return NULL;
             }
+            note_high(d);
             b = try_own(a, p, set, rounded, req, stream);
         }
     }

@@ -218,6 +218,7 @@ typedef struct fs_dev {
     fs_spin batch_lock;   /* the queue of batches not known complete */
     fs_fence *fifo_head, *fifo_tail;
     uint64_t batch_seq;
+    size_t reserved_high;        /* the most ever reserved; under `lock`, see keep_peak */
     _Atomic uint64_t batch_done; /* every batch up to this one has completed */
     /* Host-sync tokens (numbers from dev_frees), written under `lock`: the
      * latest a thread's exit took while its per-thread stream may still have
@@ -314,6 +315,7 @@ fs_block *fs_live_remove(fs_livemap *m, uintptr_t addr);
 typedef enum fs_release_mode {
     FS_RELEASE_LARGEST, /* largest first, until `goal` bytes are released */
     FS_RELEASE_OLDEST,  /* garbage collection: oldest first, at least average age */
+    FS_RELEASE_FITTING, /* whole plain segments only, as few bytes beyond `goal` as can be */
 } fs_release_mode;
 void fs_block_free(fs_pool *p, fs_block *b); /* caller holds p->lock; p may be NULL */
 fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size); /* the remainder, or NULL */

@@ -619,6 +619,32 @@ out:
     fs_spin_unlock(&p->lock);
 }
 
+/* The plain segments of c to release for at least `goal` bytes with as
+ * little beyond it as can be: the smallest that holds what is still
+ * needed, else the largest and on; moved to the front, their number
+ * returned. Every release is a device free (a synchronisation on a GPU)
+ * and the memory is grown again if it is needed again, so no more goes
+ * than the goal asks. */
+static size_t fitting(candidate *c, size_t n, size_t goal)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!c[i].seg->expandable) c[m++] = c[i];
+    n = m;
+    if (n > 1) qsort(c, n, sizeof *c, by_size); /* largest first */
+    size_t chosen = 0, bytes = 0;
+    while (chosen < n && bytes < goal) {
+        size_t pick = chosen; /* the largest left, unless a smaller one does */
+        for (size_t i = chosen; i < n && c[i].bytes >= goal - bytes; i++)
+            pick = i;
+        candidate t = c[chosen];
+        c[chosen] = c[pick];
+        c[pick] = t;
+        bytes += c[chosen++].bytes;
+    }
+    return chosen;
+}
+
 /* Gives a free plain segment back to the device; returns the bytes released. */
 static size_t release_segment(fs_allocator *a, fs_dev *d, candidate *c)
 {
@@ -788,6 +814,8 @@ size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, siz
             if (c[i].age >= avg) c[m++] = c[i];
         n = m;
         if (n > 1) qsort(c, n, sizeof *c, by_age);
+    } else if (mode == FS_RELEASE_FITTING) {
+        n = fitting(c, n, goal);
     } else if (n > 1) {
         qsort(c, n, sizeof *c, by_size);
     }

@@ -487,6 +487,36 @@ static void test_two_devices(void **state)
     env_free(&e);
 }
 
+/* A miss that would grow reserved memory past the most it ever held first
+ * gives back wholly free segments that cannot serve it, as few bytes
+ * beyond what the growth adds to the peak as it can; below that mark it
+ * keeps them. */
+static void test_keep_peak(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, CAP);
+    fake_auto_complete(e.fake, true);
+    void *a = must_alloc_ordered(&e, LEG, 30 * MiB);
+    void *b = must_alloc_ordered(&e, LEG, 40 * MiB);
+    assert_int_equal(fs_free_async(e.a, b, LEG, NULL), FS_OK);
+    assert_int_equal(fs_alloc_trim(e.a, 0, 0), FS_OK); /* b's segment goes: 30 MiB left */
+    assert_int_equal(fs_free_async(e.a, a, LEG, NULL), FS_OK);
+    assert_int_equal(stats(&e).num_device_free, 1);
+    /* 30 + 36 MiB stays under the 70 MiB high-water mark: a's segment stays */
+    void *c = must_alloc_ordered(&e, LEG, 36 * MiB);
+    assert_int_equal(stats(&e).num_device_free, 1);
+    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, (int64_t)(66 * MiB));
+    assert_int_equal(fs_free_async(e.a, c, LEG, NULL), FS_OK);
+    /* 66 + 50 MiB would pass it by 46: neither free segment holds 46 alone,
+     * so the larger (36) goes, then the smallest that holds the other 10 */
+    must_alloc_ordered(&e, LEG, 50 * MiB);
+    fs_alloc_stats st = stats(&e);
+    assert_int_equal(st.num_device_free, 3);
+    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, (int64_t)(50 * MiB));
+    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].peak, (int64_t)(70 * MiB));
+    env_free(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -500,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_oom_and_retry),
         cmocka_unit_test(test_expandable),
         cmocka_unit_test(test_garbage_collection),
+        cmocka_unit_test(test_keep_peak),
         cmocka_unit_test(test_stats_and_peaks),
         cmocka_unit_test(test_pin_info_and_bad_frees),
         cmocka_unit_test(test_trim),
