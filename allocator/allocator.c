@@ -14,7 +14,7 @@ static atomic_uint serials = 1;
 /* ---- observation ---------------------------------------------------------- */
 
 void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream_t s,
-                uintptr_t addr, size_t size, size_t requested)
+                uintptr_t addr, size_t size, size_t requested, bool stream_ordered)
 {
     fs_observer_node *o = atomic_load_explicit(&a->obs, memory_order_acquire);
     if (!o || !o->obs.on_event) return;
@@ -25,7 +25,8 @@ void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream
                          .addr = addr,
                          .size = size,
                          .requested = requested,
-                         .pool = FS_POOL_ALL};
+                         .pool = FS_POOL_ALL,
+                         .stream_ordered = stream_ordered};
     if (kind == FS_EV_ALLOC || kind == FS_EV_FREE_REQUESTED || kind == FS_EV_FREE_COMPLETED)
         ev.pool = fs_size_kind(size) == FS_KIND_SMALL ? FS_POOL_SMALL : FS_POOL_LARGE;
     fs_spin_lock(&d->stats_lock);
@@ -34,6 +35,9 @@ void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream
         ev.reserved += (size_t)d->st.cur[k][FS_ST_RESERVED_BYTES];
     }
     fs_spin_unlock(&d->stats_lock);
+    /* A free is observed before its accounting (so that it precedes any
+     * reuse of the block): the totals after it are the block's fewer. */
+    if (kind == FS_EV_FREE_REQUESTED) ev.allocated -= ev.allocated < size ? ev.allocated : size;
     o->obs.on_event(o->obs.ctx, &ev);
 }
 
@@ -274,11 +278,16 @@ static fs_block *take_completed(fs_allocator *a, fs_pool *q, int set, size_t rou
 }
 
 /* Hands out pending block b of q (q->lock held); a remainder stays pending
- * under the same fences. */
+ * under the same fences. An observer sees the free complete first (its
+ * fences are passed, or waited for on the GPU), for the whole block its
+ * free_requested named: a split's remainder completes later at its own
+ * address (docs/trace-format.md). */
 static void use_pending_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t rounded, size_t req,
                               fs_stream_t stream)
 {
     fs_delta dl = {.kind = b->seg->kind};
+    fs_observe(a, FS_EV_FREE_COMPLETED, q->dev->id, b->stream, b->addr, b->size, b->requested,
+               false);
     fs_blist_del(&q->pending, b);
     dl.pending--;
     dl.pending_bytes -= (int64_t)b->size;
@@ -481,7 +490,9 @@ static void collect_garbage(fs_allocator *a, fs_dev *d)
     const fs_device_ops *o = a->ops;
     double t = a->cfg.garbage_collection_threshold;
     if (t <= 0.0 || !o->mem_capacity) return;
-    double limit = t * (double)o->mem_capacity(o->ctx, d->id);
+    size_t capacity = o->mem_capacity(o->ctx, d->id);
+    if (!capacity) return; /* a device that cannot say: nothing to measure against */
+    double limit = t * (double)capacity;
     fs_alloc_stats st;
     fs_stats_read(d, &st);
     double reserved = (double)st.reserved_bytes[FS_POOL_ALL].current;
@@ -565,6 +576,8 @@ FS_SLOW_PATH static void report_oom(fs_allocator *a, fs_dev *d, fs_stream_t stre
                                   st.allocated_bytes[FS_POOL_ALL].current),
         .largest_free = (size_t)st.largest_free_block,
         .reserved = (size_t)st.reserved_bytes[FS_POOL_ALL].current,
+        .other_free = fs_stats_free_elsewhere(d, stream),
+        .pending = (size_t)st.pending_free_bytes,
     };
     fs_observer_node *o = atomic_load_explicit(&a->obs, memory_order_acquire);
     if (o && o->obs.on_oom) o->obs.on_oom(o->obs.ctx, &info);
@@ -649,7 +662,8 @@ FS_HOT_PATH fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream,
         if (st == FS_ERR_OOM) report_oom(a, d, stream, size);
         return st;
     }
-    fs_observe(a, FS_EV_ALLOC, device, stream, b->addr, b->size, b->requested);
+    fs_observe(a, FS_EV_ALLOC, device, stream, b->addr, b->size, b->requested,
+               flags & FS_ALLOC_STREAM_ORDERED);
     *out = (void *)b->addr;
     return FS_OK;
 }

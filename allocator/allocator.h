@@ -279,6 +279,8 @@ typedef struct fs_oom_info {
     size_t reserved_free; /* reserved but not allocated */
     size_t largest_free;  /* largest free block */
     size_t reserved;      /* all reserved bytes */
+    size_t other_free;    /* free cached bytes in the pools of other streams */
+    size_t pending;       /* bytes of freed blocks still waiting for their streams */
 } fs_oom_info;
 
 typedef enum fs_alloc_event_kind {
@@ -295,13 +297,15 @@ typedef enum fs_alloc_event_kind {
 typedef struct fs_alloc_event {
     fs_alloc_event_kind kind;
     int device;
-    fs_stream_t stream; /* the block's (or the growing pool's) stream; 0 none */
-    uintptr_t addr;     /* the block, or the segment's range */
-    size_t size;        /* the block's rounded size, or the segment's bytes */
-    size_t requested;   /* allocation and free events: the bytes asked for */
-    int pool;           /* FS_POOL_SMALL or FS_POOL_LARGE; FS_POOL_ALL for segment events */
-    size_t allocated;   /* the device's bytes in live blocks, after the event */
-    size_t reserved;    /* the device's reserved bytes, after the event */
+    fs_stream_t stream;  /* the block's (or the growing pool's) stream; 0 none */
+    uintptr_t addr;      /* the block, or the segment's range */
+    size_t size;         /* the block's rounded size, or the segment's bytes */
+    size_t requested;    /* allocation and free events: the bytes asked for */
+    int pool;            /* FS_POOL_SMALL or FS_POOL_LARGE; FS_POOL_ALL for segment events */
+    size_t allocated;    /* the device's bytes in live blocks, after the event */
+    size_t reserved;     /* the device's reserved bytes, after the event */
+    bool stream_ordered; /* alloc, free_requested: through the stream-ordered API
+                            (fs_malloc's FS_ALLOC_STREAM_ORDERED, fs_free_async) */
 } fs_alloc_event;
 
 /* Optional callbacks; they must not call back into the allocator. The two

@@ -51,6 +51,7 @@ static int log2_u64(unsigned long long v)
 static bool parse_divisions(const char *v, unsigned out[FS_ROUNDUP_BUCKETS])
 {
     unsigned long long n;
+    if (!strcmp(v, "none")) v = "0"; /* the default, as fs_alloc_config_describe says it */
     if (parse_u64(v, &n)) {
         if (n != 0 && !is_pow2(n)) return false;
         for (int i = 0; i < FS_ROUNDUP_BUCKETS; i++)
@@ -139,6 +140,10 @@ int fs_alloc_config_set(fs_alloc_config *cfg, const char *key, const char *value
     }
     if (!strcmp(key, "max_split_size_mb")) {
         unsigned long long mb;
+        if (!strcmp(value, "unlimited")) { /* the default, as fs_alloc_config_describe says it */
+            cfg->max_split_size = SIZE_MAX;
+            return 1;
+        }
         /* As PyTorch: anything up to a large segment would forbid every split. */
         if (!parse_u64(value, &mb) || mb <= FS_LARGE_BUFFER / FS_MiB)
             return bad(err, errlen,
@@ -160,6 +165,10 @@ int fs_alloc_config_set(fs_alloc_config *cfg, const char *key, const char *value
     }
     if (!strcmp(key, "garbage_collection_threshold")) {
         char *end;
+        if (!strcmp(value, "off")) { /* the default, as fs_alloc_config_describe says it */
+            cfg->garbage_collection_threshold = 0.0;
+            return 1;
+        }
         errno = 0;
         double t = strtod(value, &end);
         if (!*value || *end || errno || !(t > 0.0 && t < 1.0))

@@ -425,7 +425,7 @@ void fs_block_retire(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta *dl)
     x->pending--;
     x->pending_bytes -= (int64_t)b->size;
     b->free_seq = 0;
-    fs_observe(a, FS_EV_FREE_COMPLETED, d->id, b->stream, b->addr, b->size, b->requested);
+    fs_observe(a, FS_EV_FREE_COMPLETED, d->id, b->stream, b->addr, b->size, b->requested, false);
     fs_free_insert(p, b, x);
 }
 

@@ -230,10 +230,11 @@ FS_SLOW_PATH static fs_status free_sync(fs_allocator *a, fs_block *b, fs_fence *
 
 /* Called with the block's pool locked: an observer sees the free before
  * anyone can reuse the block. */
-static void note_free_requested(fs_allocator *a, fs_block *b)
+static void note_free_requested(fs_allocator *a, fs_block *b, bool stream_ordered)
 {
     fs_pool *p = b->seg->pool;
-    fs_observe(a, FS_EV_FREE_REQUESTED, p->dev->id, b->stream, b->addr, b->size, b->requested);
+    fs_observe(a, FS_EV_FREE_REQUESTED, p->dev->id, b->stream, b->addr, b->size, b->requested,
+               stream_ordered);
 }
 
 FS_HOT_PATH fs_status fs_free(fs_allocator *a, void *ptr, fs_fence **fence_out)
@@ -244,7 +245,7 @@ FS_HOT_PATH fs_status fs_free(fs_allocator *a, void *ptr, fs_fence **fence_out)
     fs_block *b = claim(a, ptr, fs_pool_guess(a, FS_ANY_STREAM), &st);
     if (!b) return st;
     fs_pool *p = b->seg->pool;
-    note_free_requested(a, b);
+    note_free_requested(a, b, false);
     const fs_device_ops *o = a->ops;
     fs_free_semantics sem = a->cfg.free_semantics;
     if (sem == FS_FREE_SEMANTICS_DEVICE && !b->nuses) {
@@ -275,7 +276,7 @@ FS_HOT_PATH fs_status fs_free_async(fs_allocator *a, void *ptr, fs_stream_t stre
     fs_block *b = claim(a, ptr, fs_pool_guess(a, stream), &st);
     if (!b) return st;
     fs_pool *p = b->seg->pool;
-    note_free_requested(a, b);
+    note_free_requested(a, b, true);
     if (stream == p->stream && !b->nuses &&
         !atomic_load_explicit(&p->retired, memory_order_acquire)) {
         free_local(a, p, b); /* the common case, in the claim's lock */

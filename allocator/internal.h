@@ -283,6 +283,9 @@ void fs_stats_handout(fs_dev *d, const fs_delta *dl);
 void fs_stats_putback(fs_dev *d, const fs_delta *dl);
 void fs_stats_count(fs_dev *d, int64_t *field, int64_t by); /* a field of d->st */
 void fs_stats_read(fs_dev *d, fs_alloc_stats *out);         /* a consistent snapshot */
+/* Free cached bytes in the pools of streams other than `stream` (an OOM's
+ * "soft" part: memory the request's stream may not take). Takes d->lock. */
+size_t fs_stats_free_elsewhere(fs_dev *d, fs_stream_t stream);
 
 /* ---- "size.c" ---------------------------------------------------------- */
 size_t fs_round_size(const fs_alloc_config *cfg, size_t size); /* 0 when it would wrap */
@@ -418,8 +421,9 @@ fs_status fs_with_live_block(fs_allocator *a, const void *ptr,
                              fs_status (*fn)(fs_block *b, void *arg), void *arg);
 
 /* ---- "allocator.c" ----------------------------------------------------- */
+/* stream_ordered: an alloc or free_requested through the stream-ordered API. */
 void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream_t s,
-                uintptr_t addr, size_t size, size_t requested);
+                uintptr_t addr, size_t size, size_t requested, bool stream_ordered);
 
 static inline int fs_seg_set(const fs_segment *s)
 {

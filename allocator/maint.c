@@ -105,8 +105,10 @@ static void forget_live(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta dl[FS
     x->requested_bytes -= (int64_t)b->requested;
     x->active--;
     x->active_bytes -= (int64_t)b->size;
-    fs_observe(a, FS_EV_FREE_REQUESTED, p->dev->id, b->stream, b->addr, b->size, b->requested);
-    fs_observe(a, FS_EV_FREE_COMPLETED, p->dev->id, b->stream, b->addr, b->size, b->requested);
+    fs_observe(a, FS_EV_FREE_REQUESTED, p->dev->id, b->stream, b->addr, b->size, b->requested,
+               false);
+    fs_observe(a, FS_EV_FREE_COMPLETED, p->dev->id, b->stream, b->addr, b->size, b->requested,
+               false);
     b->free_seq = 0;
     fs_free_insert(p, b, x);
 }
@@ -230,7 +232,7 @@ void fs_alloc_device_reset(fs_allocator *a, int device)
     while (dropped) {
         fs_segment *s = dropped;
         dropped = s->next;
-        fs_observe(a, FS_EV_SEGMENT_FREE, device, 0, s->base, s->size, 0);
+        fs_observe(a, FS_EV_SEGMENT_FREE, device, 0, s->base, s->size, 0, false);
         free(s);
     }
 }

@@ -456,7 +456,7 @@ static fs_status map_unmapped(fs_allocator *a, fs_pool *p, fs_block *u, uintptr_
     }
     if (rest) fs_block_free(p, rest);
     fs_spin_unlock(&p->lock);
-    if (done) fs_observe(a, FS_EV_SEGMENT_MAP, d->id, p->stream, addr, done, 0);
+    if (done) fs_observe(a, FS_EV_SEGMENT_MAP, d->id, p->stream, addr, done, 0, false);
     return dev_status(ds, oom);
 }
 
@@ -537,7 +537,7 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
     fs_free_insert(p, b, &dl);
     fs_stats_apply(d, &dl);
     fs_spin_unlock(&p->lock);
-    fs_observe(a, FS_EV_SEGMENT_ALLOC, d->id, p->stream, s->base, size, 0);
+    fs_observe(a, FS_EV_SEGMENT_ALLOC, d->id, p->stream, s->base, size, 0, false);
     return FS_OK;
 }
 
@@ -682,7 +682,7 @@ static size_t release_segment(fs_allocator *a, fs_dev *d, candidate *c)
     fs_block_free(p, b);
     fs_spin_unlock(&p->lock);
     fs_stats_count(d, &d->st.num_device_free, 1);
-    fs_observe(a, FS_EV_SEGMENT_FREE, d->id, p->stream, s->base, s->size, 0);
+    fs_observe(a, FS_EV_SEGMENT_FREE, d->id, p->stream, s->base, s->size, 0, false);
     size_t bytes = s->size;
     free(s);
     return bytes;
@@ -790,7 +790,8 @@ static size_t unmap_carved(fs_allocator *a, fs_dev *d, unmapping *um, size_t n)
         size_t done = idle ? unmap_pages(a, d, pages->seg, addr, size) : 0;
         kept += size - done;
         settle(&um[i], done);
-        if (done) fs_observe(a, FS_EV_SEGMENT_UNMAP, d->id, um[i].pool->stream, addr, done, 0);
+        if (done)
+            fs_observe(a, FS_EV_SEGMENT_UNMAP, d->id, um[i].pool->stream, addr, done, 0, false);
     }
     return kept;
 }

@@ -173,6 +173,22 @@ static int64_t largest_free(fs_dev *d)
     return (int64_t)best;
 }
 
+size_t fs_stats_free_elsewhere(fs_dev *d, fs_stream_t stream)
+{
+    size_t bytes = 0;
+    pthread_mutex_lock(&d->lock);
+    for (int i = 0; i < d->npools; i++) {
+        fs_pool *p = d->pools[i];
+        if (p->stream == stream) continue;
+        fs_spin_lock(&p->lock);
+        for (int k = 0; k < FS_SETS; k++)
+            bytes += p->free_bytes[k];
+        fs_spin_unlock(&p->lock);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return bytes;
+}
+
 static void add_stat(fs_stat *to, const fs_stat *from)
 {
     to->current += from->current;

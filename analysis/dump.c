@@ -87,10 +87,17 @@ static void print_event(FILE *out, fs_reader *t, const fs_fmt_event *ev, uint32_
         fprintf(out, " allocated=%" PRIu64 " reserved=%" PRIu64, ev->allocated, ev->reserved);
     switch (ev->kind) {
     case FS_REC_ALLOC:
-        if (ev->aux) fprintf(out, " pool=%s", ev->aux == 1 ? "small" : "large");
+        if (ev->aux & 3) fprintf(out, " pool=%s", (ev->aux & 3) == 1 ? "small" : "large");
+        if (ev->aux & FS_FMT_ALLOC_STREAM_ORDERED) fprintf(out, " async");
+        break;
+    case FS_REC_FREE_REQUESTED:
+        if (ev->aux & FS_FMT_FREE_STREAM_ORDERED) fprintf(out, " async");
         break;
     case FS_REC_OOM:
         fprintf(out, " largest_free=%" PRIu64, ev->aux);
+        if (fs_reader_header(t)->version < 2) break; /* the rest came with version 2 */
+        if (ev->aux2 != FS_FMT_UNKNOWN) fprintf(out, " device_free=%" PRIu64, ev->aux2);
+        fprintf(out, " other_streams_free=%" PRIu64 " pending=%" PRIu64, ev->aux3, ev->aux4);
         break;
     case FS_REC_STREAM_CREATE:
     case FS_REC_POOL_HIT:
@@ -153,6 +160,12 @@ static void print_definition(FILE *out, fs_reader *t, const fs_fmt_record *r)
     case FS_REC_RANK:
         fprintf(out, "# rank %d of %d\n", r->u.rank.rank, r->u.rank.world);
         break;
+    case FS_REC_CONFIG:
+        fprintf(out, "# config %s\n", str(t, r->u.config.text));
+        break;
+    case FS_REC_DEVICE:
+        fprintf(out, "# device %d total=%" PRIu64 "\n", r->u.device.device, r->u.device.total);
+        break;
     default:
         break;
     }
@@ -165,7 +178,8 @@ static int visit(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
                  r->kind == FS_REC_SNAP_BLOCK;
 
     if (!event) {
-        if (o->all || r->kind == FS_REC_DROPPED || r->kind == FS_REC_RANK)
+        if (o->all || r->kind == FS_REC_DROPPED || r->kind == FS_REC_RANK ||
+            r->kind == FS_REC_CONFIG || r->kind == FS_REC_DEVICE)
             print_definition(o->out, t, r);
         return 0;
     }

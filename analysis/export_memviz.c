@@ -388,7 +388,7 @@ static void on_alloc(memviz *m, device *d, int dn, const fs_fmt_event *ev, uint3
      * pending to the stream that freed it (stream order makes that safe),
      * and the trace has no free_completed for it */
     complete_pending(m, d, dn, ev->addr, ev->size, ev->time_ns);
-    if (s && ev->aux == 1) s->small = true; /* aux: the pool, 1 small */
+    if (s && (ev->aux & 3) == 1) s->small = true; /* aux: the pool, 1 small */
     /* a segment is made for an allocation, whose frames the trace gives on
      * the allocation only: they are the segment's too, as in PyTorch */
     if (d->made && d->made_tid == tid && s && seg_find(d, d->made_addr) == si) {

@@ -40,6 +40,8 @@ struct fs_reader {
     fs_reader_module *modules; /* sorted by base */
     size_t nmodules, capmodules;
     int rank;
+    uint32_t config;                           /* string id, 0: not recorded */
+    uint64_t device_total[FS_FMT_MAX_DEVICES]; /* 0: not recorded */
     fs_reader_damage damage;
     void *dctx;
     uint8_t *raw; /* one block's payload */
@@ -241,9 +243,26 @@ static void define(fs_reader *t, const fs_fmt_record *r)
     case FS_REC_RANK:
         t->rank = r->u.rank.rank;
         break;
+    case FS_REC_CONFIG:
+        t->config = r->u.config.text;
+        break;
+    case FS_REC_DEVICE:
+        if (r->u.device.device < FS_FMT_MAX_DEVICES)
+            t->device_total[r->u.device.device] = r->u.device.total;
+        break;
     default:
         break;
     }
+}
+
+const char *fs_reader_config(const fs_reader *t)
+{
+    return t->config ? fs_reader_string(t, t->config, NULL) : NULL;
+}
+
+uint64_t fs_reader_device_total(const fs_reader *t, int device)
+{
+    return device >= 0 && device < FS_FMT_MAX_DEVICES ? t->device_total[device] : 0;
 }
 
 const char *fs_reader_string(const fs_reader *t, uint32_t id, uint32_t *len)

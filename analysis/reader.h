@@ -80,5 +80,12 @@ bool fs_reader_annot(const fs_reader *t, uint32_t id, uint32_t *parent, uint32_t
 const fs_reader_module *fs_reader_module_of(const fs_reader *t, uint64_t pc, uint64_t *offset);
 /* The rank: from the header, or the FS_REC_RANK record once read; -1. */
 int fs_reader_rank(const fs_reader *t);
+/* The allocator's configuration as the recording ran with it
+ * (fs_alloc_config_set's keys), once its FS_REC_CONFIG record is read;
+ * NULL for a trace that does not say (format version 1). */
+const char *fs_reader_config(const fs_reader *t);
+/* A device's total memory, once its FS_REC_DEVICE record is read; 0 when
+ * not known. */
+uint64_t fs_reader_device_total(const fs_reader *t, int device);
 
 #endif /* FS_READER_H */

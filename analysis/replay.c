@@ -114,8 +114,8 @@ typedef struct model_event {
 
 typedef struct model {
     fs_device_ops ops;
-    const uint64_t *now; /* the trace time being replayed */
-    size_t capacity;     /* 0: unlimited */
+    const uint64_t *now;          /* the trace time being replayed */
+    size_t capacity[MAX_DEVICES]; /* 0: unlimited */
     size_t used[MAX_DEVICES];
     uintptr_t next_seg[MAX_DEVICES], next_vm[MAX_DEVICES];
     addr_map segs; /* plain segments' sizes, for segment_free */
@@ -125,8 +125,8 @@ typedef struct model {
 
 static fs_dev_status m_charge(model *m, int device, size_t size)
 {
-    if (m->capacity && (size > m->capacity || m->used[device] > m->capacity - size))
-        return FS_DEV_OUT_OF_MEMORY;
+    size_t cap = m->capacity[device];
+    if (cap && (size > cap || m->used[device] > cap - size)) return FS_DEV_OUT_OF_MEMORY;
     m->used[device] += size;
     return FS_DEV_OK;
 }
@@ -266,11 +266,10 @@ static fs_dev_status m_dev_sync(void *ctx, int device)
 
 static size_t m_capacity(void *ctx, int device)
 {
-    (void)device;
-    return ((model *)ctx)->capacity;
+    return ((model *)ctx)->capacity[device];
 }
 
-static void model_init(model *m, const uint64_t *now, size_t capacity)
+static void model_init(model *m, const uint64_t *now, const size_t capacity[MAX_DEVICES])
 {
     *m = (model){
         .ops =
@@ -294,11 +293,11 @@ static void model_init(model *m, const uint64_t *now, size_t capacity)
                 .device_synchronize = m_dev_sync,
                 /* without a capacity there is nothing to collect garbage
                  * against, and reservations take the allocator's default */
-                .mem_capacity = capacity ? m_capacity : NULL,
+                .mem_capacity = m_capacity,
             },
         .now = now,
-        .capacity = capacity,
     };
+    memcpy(m->capacity, capacity, sizeof m->capacity);
     for (int d = 0; d < MAX_DEVICES; d++) {
         m->next_seg[d] = (uintptr_t)(d + 1) << 52;
         m->next_vm[d] = m->next_seg[d] | (uintptr_t)1 << 51;
@@ -310,7 +309,7 @@ static void model_init(model *m, const uint64_t *now, size_t capacity)
 /* One configuration's allocator and what it saw. */
 typedef struct replay {
     fs_allocator *a;
-    const fs_alloc_config *cfg;
+    fs_alloc_config cfg;
     model m;
     fs_replay_figures fig[MAX_DEVICES];
     bool new_peak[MAX_DEVICES]; /* allocated reached a new peak in the current request */
@@ -346,7 +345,8 @@ typedef struct run {
     fs_replay_figures rec[MAX_DEVICES];
     bool seen[MAX_DEVICES];
     /* pass 2 */
-    size_t cursor; /* into def */
+    bool api_recorded; /* allocations say whether they were cudaMallocAsync */
+    size_t cursor;     /* into def */
     block *blocks;
     size_t nblocks, capblocks, free_block; /* free_block: a free list through ptr[0], + 1 */
     addr_map streams;                      /* streams registered, per device */
@@ -529,11 +529,14 @@ static uintptr_t alloc_one(run *o, size_t c, fs_reader *t, const fs_fmt_event *e
     return 0;
 }
 
-/* A legacy-stream allocation is a cudaMalloc unless most of that stream's
- * frees were stream-ordered (PyTorch's cudaMallocAsync route allocates on
- * the legacy stream too); any other stream's is a cudaMallocAsync. */
+/* Whether an allocation was a cudaMallocAsync, as a trace of format 2
+ * records it. Before that (and for an OOM's probe): a legacy-stream
+ * allocation is a cudaMalloc unless most of that stream's frees were
+ * stream-ordered (PyTorch's cudaMallocAsync route allocates on the legacy
+ * stream too); any other stream's is a cudaMallocAsync. */
 static bool ordered_on(const run *o, const fs_fmt_event *ev)
 {
+    if (o->api_recorded && ev->kind == FS_REC_ALLOC) return ev->aux & FS_FMT_ALLOC_STREAM_ORDERED;
     return ev->stream || o->legacy_immediate[ev->device] > o->legacy_deferred[ev->device];
 }
 
@@ -573,7 +576,7 @@ static void free_one(replay *rp, const block *b, uintptr_t ptr, bool held, uint6
     /* cudaFree: free_semantics decides. Only device-ordered reuse waits for
      * the GPU to pass the free, here for the recorded moment; sync waits on
      * the host and stream semantics reuse at once on the block's stream. */
-    if (held && rp->cfg->free_semantics == FS_FREE_SEMANTICS_DEVICE)
+    if (held && rp->cfg.free_semantics == FS_FREE_SEMANTICS_DEVICE)
         fs_record_stream(rp->a, (void *)ptr, hold);
     fs_free(rp->a, (void *)ptr, NULL);
 }
@@ -705,7 +708,7 @@ static void run_free(run *o)
 }
 
 /* The replays' figures of each device that allocated in the recording. */
-static void collect(run *o)
+static void collect(run *o, const size_t capacity[MAX_DEVICES])
 {
     fs_replay_result *out = o->out;
     for (int d = 0; d < o->devices; d++) {
@@ -714,7 +717,7 @@ static void collect(run *o)
         if (!more) fs_analysis_oom("replay");
         out->dev = more;
         fs_replay_device *dev = &out->dev[out->ndev++];
-        *dev = (fs_replay_device){.device = d, .recorded = o->rec[d]};
+        *dev = (fs_replay_device){.device = d, .capacity = capacity[d], .recorded = o->rec[d]};
         for (size_t c = 0; c < o->nrep; c++) {
             fs_alloc_stats st;
             fs_alloc_get_stats(o->rep[c].a, d, &st);
@@ -732,14 +735,72 @@ static void forward_warning(void *ctx, const char *line)
     o->opt->warn(o->opt->warn_ctx, line);
 }
 
-bool fs_replay_trace(const char *path, const fs_alloc_config *configs, size_t nconfigs,
+/* Applies the allocator keys of text over cfg; false at the first key that
+ * is not one or does not parse (err says which). */
+bool fs_replay_conf_apply(fs_alloc_config *cfg, const char *text, char *err, size_t errlen)
+{
+    char *copy = strdup(text), *cursor, *key, *value;
+    bool ok = true;
+    if (!copy) fs_analysis_oom("replay");
+    fs_conf_squeeze(copy);
+    cursor = copy;
+    while (ok && fs_conf_next(&cursor, &key, &value)) {
+        int rc = fs_alloc_config_set(cfg, key, value, err, errlen);
+        if (rc == 0)
+            snprintf(err, errlen,
+                     "'%s' is not an allocator key (replay takes free_semantics, "
+                     "cross_stream_reuse, max_split_size_mb, roundup_power2_divisions, "
+                     "garbage_collection_threshold, expandable_segments, large_segment_mb)",
+                     key);
+        ok = rc > 0;
+    }
+    free(copy);
+    return ok;
+}
+
+/* The configurations and device sizes the replays run with, from what the
+ * first reading found in the trace (t) and what the caller asked. */
+static void settle(run *o, fs_reader *t, const char *const *confs, size_t nconfs,
+                   size_t capacity[MAX_DEVICES])
+{
+    const fs_replay_options *opt = o->opt;
+    fs_replay_result *out = o->out;
+    fs_alloc_config recorded;
+    char err[512], line[600];
+    const char *text = fs_reader_config(t);
+
+    fs_alloc_config_default(&recorded);
+    if (confs[0]) {
+        fs_replay_conf_apply(&recorded, confs[0], err, sizeof err); /* checked by the caller */
+    } else if (text && !fs_replay_conf_apply(&recorded, text, err, sizeof err)) {
+        snprintf(line, sizeof line, "%s: its configuration does not parse (%s): the defaults",
+                 fs_reader_file(t), err);
+        if (opt->warn) opt->warn(opt->warn_ctx, line);
+        fs_alloc_config_default(&recorded);
+    } else if (text) {
+        out->config_in_trace = true;
+    }
+    fs_alloc_config_describe(&recorded, out->recorded_config, sizeof out->recorded_config);
+    o->nrep = nconfs < FS_REPLAY_MAX_CONFIGS ? nconfs : FS_REPLAY_MAX_CONFIGS;
+    if (!(o->rep = calloc(o->nrep, sizeof *o->rep))) fs_analysis_oom("replay");
+    for (size_t c = 0; c < o->nrep; c++) {
+        o->rep[c].cfg = recorded;
+        if (c) fs_replay_conf_apply(&o->rep[c].cfg, confs[c], err, sizeof err);
+    }
+    for (int d = 0; d < MAX_DEVICES; d++)
+        capacity[d] = opt->capacity ? opt->capacity : (size_t)fs_reader_device_total(t, d);
+}
+
+bool fs_replay_trace(const char *path, const char *const *confs, size_t nconfs,
                      const fs_replay_options *opt, fs_replay_result *out, char *err, size_t errlen)
 {
     run o = {.opt = opt, .out = out};
+    size_t capacity[MAX_DEVICES];
     *out = (fs_replay_result){.rank = -1};
     fs_reader *t = fs_reader_open(path, err, errlen);
     if (!t) return false;
     fs_reader_read_ordered(t, classify, opt->warn ? forward_warning : NULL, &o);
+    settle(&o, t, confs, nconfs, capacity);
     fs_reader_close(t);
     if (o.ndef) qsort(o.def, o.ndef, sizeof *o.def, by_free);
     free(o.live.s);
@@ -750,13 +811,11 @@ bool fs_replay_trace(const char *path, const fs_alloc_config *configs, size_t nc
         return false;
     }
 
-    o.nrep = nconfigs < FS_REPLAY_MAX_CONFIGS ? nconfigs : FS_REPLAY_MAX_CONFIGS;
-    if (!(o.rep = calloc(o.nrep, sizeof *o.rep))) fs_analysis_oom("replay");
+    o.api_recorded = fs_reader_header(t)->version >= 2;
     for (size_t c = 0; c < o.nrep; c++) {
         replay *rp = &o.rep[c];
-        rp->cfg = &configs[c];
-        model_init(&rp->m, &o.now, opt->capacity);
-        if (!(rp->a = fs_allocator_create(rp->cfg, &rp->m.ops, o.devices ? o.devices : 1)))
+        model_init(&rp->m, &o.now, capacity);
+        if (!(rp->a = fs_allocator_create(&rp->cfg, &rp->m.ops, o.devices ? o.devices : 1)))
             fs_analysis_oom("replay");
         fs_alloc_set_observer(
             rp->a, &(fs_alloc_observer){.ctx = rp, .on_event = on_event, .on_oom = on_oom});
@@ -765,7 +824,7 @@ bool fs_replay_trace(const char *path, const fs_alloc_config *configs, size_t nc
     out->rank = fs_reader_rank(t);
     out->pid = fs_reader_header(t)->pid;
     fs_reader_close(t);
-    collect(&o);
+    collect(&o, capacity);
     run_free(&o);
     return true;
 }
@@ -789,7 +848,8 @@ void usage_replay(FILE *out)
             "\n"
             "Replays each trace's allocations and frees, in time order on their recorded\n"
             "streams, through the allocator under the configuration it was recorded with and\n"
-            "under each CONF (the allocator's FSDPSHIM_CONF keys: free_semantics,\n"
+            "under each CONF, keys applied over it (the allocator's FSDPSHIM_CONF keys: "
+            "free_semantics,\n"
             "cross_stream_reuse, max_split_size_mb, roundup_power2_divisions,\n"
             "garbage_collection_threshold, expandable_segments, large_segment_mb), and prints\n"
             "per rank and device, side by side, the recorded and replayed peaks, the free\n"
@@ -797,17 +857,19 @@ void usage_replay(FILE *out)
             "column says whether the replay reproduces the recording.\n"
             "\n"
             "  --conf CONF      a configuration to try; up to %d, a column each\n"
-            "  --recorded CONF  the configuration the trace was recorded with [the defaults:\n"
-            "                   a trace does not record it]\n"
+            "  --recorded CONF  the configuration the trace was recorded with [the one it\n"
+            "                   records; the defaults for a trace that does not]\n"
             "  --mem SIZE       each replay device's capacity: bytes, or 512M, 80G, 1T\n"
-            "                   [unlimited: a trace does not record it]\n"
+            "                   [each device's memory as the trace records it; unlimited\n"
+            "                   for a trace that does not]\n"
             "  --no-symbols     out-of-memory sites as MODULE+0xOFFSET\n"
             "\n"
             "Exit status: 0 ok, 1 a file is not a readable trace, 2 usage.\n",
             FS_REPLAY_MAX_CONFIGS - 1);
 }
 
-/* The configurations: [0] the recorded one, then each --conf. */
+/* The configurations: [0] the recorded one (NULL: the trace's), then each
+ * --conf; cfg holds each over the defaults, as checked. */
 typedef struct replay_cmd {
     fs_alloc_config cfg[FS_REPLAY_MAX_CONFIGS];
     char *text[FS_REPLAY_MAX_CONFIGS];
@@ -816,38 +878,21 @@ typedef struct replay_cmd {
     bool symbols;
 } replay_cmd;
 
-/* Parses CONF into cfg over the defaults; false after one line naming the
- * option. Every key must be the allocator's: a key replay cannot model is
- * refused rather than silently left out of the figures. */
-static bool parse_conf(const char *option, const char *text, fs_alloc_config *cfg, char **squeezed)
+/* Checks CONF and keeps it (squeezed) in *kept; false after one line naming
+ * the option. Every key must be the allocator's: a key replay cannot model
+ * is refused rather than silently left out of the figures. */
+static bool parse_conf(const char *option, const char *text, fs_alloc_config *cfg, char **kept)
 {
-    char *copy = strdup(text), *cursor, *key, *value, err[256];
-    bool any = false;
-    if (!copy || !(*squeezed = strdup(text))) fs_analysis_oom("replay");
+    char err[512];
+    if (!(*kept = strdup(text))) fs_analysis_oom("replay");
+    fs_conf_squeeze(*kept);
     fs_alloc_config_default(cfg);
-    fs_conf_squeeze(copy);
-    fs_conf_squeeze(*squeezed);
-    cursor = copy;
-    while (fs_conf_next(&cursor, &key, &value)) {
-        int rc = fs_alloc_config_set(cfg, key, value, err, sizeof err);
-        if (rc == 0)
-            fprintf(stderr,
-                    "fsdpshim replay: %s: '%s' is not an allocator key (replay takes "
-                    "free_semantics, cross_stream_reuse, max_split_size_mb, "
-                    "roundup_power2_divisions, garbage_collection_threshold, "
-                    "expandable_segments, large_segment_mb)\n",
-                    option, key);
-        else if (rc < 0)
-            fprintf(stderr, "fsdpshim replay: %s %s\n", option, err);
-        if (rc <= 0) {
-            free(copy);
-            return false;
-        }
-        any = true;
+    if (!fs_replay_conf_apply(cfg, *kept, err, sizeof err)) {
+        fprintf(stderr, "fsdpshim replay: %s %s\n", option, err);
+        return false;
     }
-    free(copy);
-    if (!any) fprintf(stderr, "fsdpshim replay: %s: no key:value pair in '%s'\n", option, text);
-    return any;
+    if (!**kept) fprintf(stderr, "fsdpshim replay: %s: no key:value pair in '%s'\n", option, text);
+    return **kept;
 }
 
 static void warn(void *ctx, const char *line)
@@ -974,30 +1019,52 @@ static bool replay_file(const replay_cmd *rc, const char *path)
     fs_replay_options opt = {.capacity = rc->capacity, .symbols = rc->symbols, .warn = warn};
     fs_replay_result r;
     char err[4200], cap[32];
-    if (!fs_replay_trace(path, rc->cfg, rc->n, &opt, &r, err, sizeof err)) {
+    if (!fs_replay_trace(path, (const char *const *)rc->text, rc->n, &opt, &r, err, sizeof err)) {
         fprintf(stderr, "fsdpshim replay: %s\n", err);
         return false;
     }
-    if (rc->capacity)
-        fs_human_bytes(rc->capacity, cap, sizeof cap);
-    else
+    uint64_t least = 0, most = 0; /* the replay devices' sizes */
+    for (size_t i = 0; i < r.ndev; i++) {
+        uint64_t c = r.dev[i].capacity;
+        if (!i || c < least) least = c;
+        if (c > most) most = c;
+    }
+    if (!least)
         snprintf(cap, sizeof cap, "unlimited");
-    printf("\n%s: pid %u, rank ", path, r.pid);
+    else
+        fs_human_bytes(least, cap, sizeof cap);
+    printf("\n%s: as recorded: %s (%s)\n", path, r.recorded_config,
+           rc->text[0]         ? "--recorded"
+           : r.config_in_trace ? "the trace's"
+                               : "the defaults: the trace does not record its configuration; "
+                                 "--recorded CONF gives it");
+    printf("%s: pid %u, rank ", path, r.pid);
     if (r.rank >= 0)
         printf("%d", r.rank);
     else
         printf("?");
     printf(": %" PRIu64 " allocations, %" PRIu64 " frees (%" PRIu64
            " held back until the recording saw them complete), %" PRIu64
-           " failed requests replayed as probes; replay devices: %s\n",
-           r.allocs, r.frees, r.deferred_frees, r.recorded_ooms, cap);
+           " failed requests replayed as probes; replay devices: %s%s%s\n",
+           r.allocs, r.frees, r.deferred_frees, r.recorded_ooms, cap,
+           rc->capacity    ? ""
+           : least == most ? (least ? " (recorded)" : "")
+                           : " and more (recorded)",
+           !least && !rc->capacity && r.ndev ? " (the trace does not say the device's memory)"
+                                             : "");
     if (!r.ndev) printf("  no memory events\n");
     for (size_t i = 0; i < r.ndev; i++)
         print_device(rc, &r.dev[i]);
     print_ooms(rc, &r);
-    if (r.recorded_ooms && !rc->capacity)
-        printf("  the recording ran out of memory, but a trace does not say the device's "
+    if (r.recorded_ooms && !least)
+        printf("  the recording ran out of memory, but the trace does not say the device's "
                "capacity: give --mem to replay at it\n");
+    for (size_t i = 0; !least && i < rc->n; i++)
+        if (rc->cfg[i].garbage_collection_threshold > 0) {
+            printf("  garbage_collection_threshold was off: it is a fraction of the device's "
+                   "memory, which the trace does not say: give --mem\n");
+            break;
+        }
     fs_replay_result_free(&r);
     return true;
 }
@@ -1049,27 +1116,14 @@ int command_replay(int argc, char **argv)
         }
     }
     if (ok && recorded) ok = parse_conf("--recorded", recorded, &rc.cfg[0], &rc.text[0]);
-    if (!recorded) fs_alloc_config_default(&rc.cfg[0]);
+    if (!recorded) fs_alloc_config_default(&rc.cfg[0]); /* the trace's, read with it */
     if (ok && (rc.n < 2 || optind >= argc)) {
         fprintf(stderr, "fsdpshim replay: %s\n",
                 rc.n < 2 ? "--conf CONF is required" : "no trace given");
         usage_replay(stderr);
         ok = false;
     }
-    for (size_t i = 0; ok && i < rc.n; i++)
-        if (rc.cfg[i].garbage_collection_threshold > 0 && !rc.capacity) {
-            fprintf(stderr,
-                    "fsdpshim replay: garbage_collection_threshold is a fraction of the device's "
-                    "memory, which a trace does not record: give --mem\n");
-            ok = false;
-        }
     if (ok) {
-        char describe[512];
-        fs_alloc_config_describe(&rc.cfg[0], describe, sizeof describe);
-        printf("as recorded: %s (%s)\n", describe,
-               recorded ? "--recorded"
-                        : "a trace does not record its configuration: the defaults; --recorded "
-                          "CONF gives it");
         for (size_t i = 1; i < rc.n; i++)
             printf("replay %zu: %s\n", i, rc.text[i]);
         for (int i = optind; i < argc; i++)

@@ -39,6 +39,7 @@ typedef struct fs_replay_figures {
 
 typedef struct fs_replay_device {
     int device;
+    uint64_t capacity; /* the replay device's bytes; 0: unlimited */
     fs_replay_figures recorded;
     fs_replay_figures replayed[FS_REPLAY_MAX_CONFIGS]; /* by configuration */
 } fs_replay_device;
@@ -57,6 +58,11 @@ typedef struct fs_replay_oom {
 
 typedef struct fs_replay_result {
     int rank; /* -1: unknown */
+    /* The configuration of the "as recorded" replay, as
+     * fs_alloc_config_describe writes it, and whether it is the one the
+     * trace records (not the caller's, nor the defaults). */
+    char recorded_config[512];
+    bool config_in_trace;
     unsigned pid;
     uint64_t allocs, frees;  /* replayed */
     uint64_t deferred_frees; /* frees the recording held back until its streams passed them */
@@ -68,19 +74,30 @@ typedef struct fs_replay_result {
 } fs_replay_result;
 
 typedef struct fs_replay_options {
-    size_t capacity; /* bytes of each replay device; 0: unlimited */
-    bool symbols;    /* symbolise OOM sites (libdw); else MODULE+0xOFFSET */
+    /* Bytes of each replay device; 0: each device's as the trace records it
+     * (unlimited for a trace that does not). */
+    size_t capacity;
+    bool symbols; /* symbolise OOM sites (libdw); else MODULE+0xOFFSET */
     /* Each problem reading the trace, one line naming the file (may be NULL). */
     void (*warn)(void *ctx, const char *line);
     void *warn_ctx;
 } fs_replay_options;
 
 /* Replays trace `path` once per configuration (at most
- * FS_REPLAY_MAX_CONFIGS). garbage_collection_threshold is measured against
- * opt->capacity and is off without one. Returns false, with one line naming
- * the file in err, when the trace cannot be read; *out is then empty. */
-bool fs_replay_trace(const char *path, const fs_alloc_config *configs, size_t nconfigs,
+ * FS_REPLAY_MAX_CONFIGS), each given as allocator keys (fs_alloc_config_set's,
+ * PYTORCH_CUDA_ALLOC_CONF's syntax) that the caller has checked with
+ * fs_replay_conf_apply: confs[0] is the configuration the trace was recorded
+ * with (NULL: the one the trace records, else the defaults), every other
+ * one keys applied over it. garbage_collection_threshold is measured
+ * against the device's capacity and is off without one. Returns false,
+ * with one line naming the file in err, when the trace cannot be read;
+ * *out is then empty. */
+bool fs_replay_trace(const char *path, const char *const *confs, size_t nconfs,
                      const fs_replay_options *opt, fs_replay_result *out, char *err, size_t errlen);
+
+/* Applies the allocator keys of `text` over *cfg; false, with why in err,
+ * at the first key that is not the allocator's or does not parse. */
+bool fs_replay_conf_apply(fs_alloc_config *cfg, const char *text, char *err, size_t errlen);
 void fs_replay_result_free(fs_replay_result *r);
 
 #endif /* FS_REPLAY_H */

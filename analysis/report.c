@@ -8,6 +8,7 @@
  * carries its device's totals, so none of them needs block tracking);
  * the sites come from sites.c's reading, as `top` prints them. */
 #include "analysis.h"
+#include "oom.h"
 #include "reader.h"
 #include "sites.h"
 
@@ -333,6 +334,10 @@ int command_report(int argc, char **argv)
             printf("  damaged: %" PRIu64 " blocks skipped\n", dmg->skipped_blocks);
         fs_reader_close(t);
         print_figures(&r);
+        if (r.nooms) {
+            fs_oom_options oo = {.sym = all.sym, .holders = limit ? limit : 3, .warn = warn};
+            fs_oom_explain(stdout, argv[i], &oo);
+        }
         add_figures(&total, &r);
         if (limit && fs_sites_read(&one, argv[i], "report", &peaks)) {
             for (size_t k = 0; k < one.n; k++)

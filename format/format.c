@@ -256,7 +256,9 @@ enum {
     F_NAME = 1u << 10,
     F_AUX = 1u << 11,
     F_AUX2 = 1u << 12,
-    F_ALL = (1u << 13) - 1,
+    F_AUX3 = 1u << 13, /* version 2 */
+    F_AUX4 = 1u << 14,
+    F_ALL = (1u << 15) - 1,
 };
 
 /* The top bit of an event's kind byte: its addresses, size and totals are
@@ -307,6 +309,8 @@ size_t fs_fmt_put_event(fs_fmt_enc *e, const fs_fmt_event *ev, uint8_t *out)
     if (ev->name) mask |= F_NAME;
     if (ev->aux) mask |= F_AUX;
     if (ev->aux2) mask |= F_AUX2;
+    if (ev->aux3) mask |= F_AUX3;
+    if (ev->aux4) mask |= F_AUX4;
 
     /* Allocator addresses, sizes and totals are multiples of 512 (PyTorch's
      * and the shim's smallest rounding): then they are stored in those units,
@@ -343,6 +347,8 @@ size_t fs_fmt_put_event(fs_fmt_enc *e, const fs_fmt_event *ev, uint8_t *out)
     if (mask & F_NAME) n += put_var(out + n, ev->name);
     if (mask & F_AUX) n += put_var(out + n, ev->aux);
     if (mask & F_AUX2) n += put_var(out + n, ev->aux2);
+    if (mask & F_AUX3) n += put_var(out + n, ev->aux3);
+    if (mask & F_AUX4) n += put_var(out + n, ev->aux4);
     return n;
 }
 
@@ -403,6 +409,8 @@ static int get_event(fs_fmt_dec *d, uint8_t kind, uint64_t scale, fs_fmt_event *
     if ((mask & F_NAME) && !get_u32(d, &ev->name)) goto bad;
     if ((mask & F_AUX) && !get_var(d, &ev->aux)) goto bad;
     if ((mask & F_AUX2) && !get_var(d, &ev->aux2)) goto bad;
+    if ((mask & F_AUX3) && !get_var(d, &ev->aux3)) goto bad;
+    if ((mask & F_AUX4) && !get_var(d, &ev->aux4)) goto bad;
     return 1;
 bad:
     *err = "malformed event record";
@@ -503,6 +511,23 @@ size_t fs_fmt_put_rank(int32_t rank, int32_t world, uint8_t *out)
     return n;
 }
 
+size_t fs_fmt_put_config(uint32_t text, uint8_t *out)
+{
+    size_t n = 0;
+    out[n++] = FS_REC_CONFIG;
+    n += put_var(out + n, text);
+    return n;
+}
+
+size_t fs_fmt_put_device(int32_t device, uint64_t total, uint8_t *out)
+{
+    size_t n = 0;
+    out[n++] = FS_REC_DEVICE;
+    n += put_var(out + n, zigzag(device));
+    n += put_var(out + n, total);
+    return n;
+}
+
 void fs_fmt_dec_init(fs_fmt_dec *d, const uint8_t *raw, size_t len, uint64_t block_time_ns)
 {
     d->p = raw;
@@ -568,6 +593,14 @@ static int get_definition(fs_fmt_dec *d, fs_fmt_record *r, const char **err)
         r->u.rank.rank = (int32_t)unzigzag(a);
         r->u.rank.world = (int32_t)unzigzag(b);
         return 1;
+    case FS_REC_CONFIG:
+        if (!get_u32(d, &r->u.config.text)) break;
+        return 1;
+    case FS_REC_DEVICE:
+        if (!get_var(d, &a) || !get_var(d, &r->u.device.total)) break;
+        if (unzigzag(a) < 0 || unzigzag(a) > INT32_MAX) break;
+        r->u.device.device = (int32_t)unzigzag(a);
+        return 1;
     default:
         *err = "unknown record kind";
         return -1;
@@ -621,6 +654,8 @@ const char *fs_fmt_kind_name(unsigned kind)
         [FS_REC_THREAD] = "thread",
         [FS_REC_DROPPED] = "dropped",
         [FS_REC_RANK] = "rank",
+        [FS_REC_CONFIG] = "config",
+        [FS_REC_DEVICE] = "device",
         [FS_REC_SNAP_SEGMENT] = "snapshot_segment",
         [FS_REC_SNAP_BLOCK] = "snapshot_block",
     };

@@ -30,8 +30,8 @@
 #include <stdint.h>
 
 #define FS_FMT_MAGIC          "FSDPSHIM"
-#define FS_FMT_VERSION        1
-#define FS_FMT_MIN_READER     1
+#define FS_FMT_VERSION        2
+#define FS_FMT_MIN_READER     2
 #define FS_FMT_BLOCK_MAGIC    0x4b425346u /* "FSBK" */
 #define FS_FMT_HEADER_SIZE    256
 #define FS_FMT_BLOCK_HDR_SIZE 32
@@ -114,7 +114,9 @@ typedef enum fs_fmt_kind {
     FS_REC_SEGMENT_FREE,   /* device memory given back */
     FS_REC_SEGMENT_MAP,    /* expandable segment: pages mapped at addr */
     FS_REC_SEGMENT_UNMAP,  /* expandable segment: pages unmapped */
-    FS_REC_OOM,            /* size requested; aux = largest free block */
+    FS_REC_OOM,            /* size requested; aux = largest free block, aux2 = the device's
+                              free memory, aux3 = free cached bytes in other streams' pools,
+                              aux4 = bytes held by pending frees */
     FS_REC_STREAM_CREATE,  /* stream = the new stream; aux = flags, aux2 = priority */
     FS_REC_STREAM_DESTROY, /* stream */
     FS_REC_POOL_HIT,       /* stream handed out by a stream pool, reused */
@@ -139,8 +141,17 @@ typedef enum fs_fmt_kind {
     FS_REC_SNAP_SEGMENT, /* snapshot: a segment (device, stream, addr, size, aux = flags) */
     FS_REC_SNAP_BLOCK,   /* snapshot: a block (device, stream, addr, size, requested,
                             aux = enum fs_fmt_block_state, stack, pystack, annot) */
-    FS_REC_KIND_LAST = FS_REC_SNAP_BLOCK,
+    FS_REC_CONFIG,       /* the allocator's configuration: string id (version 2) */
+    FS_REC_DEVICE,       /* a device allocated on: device, its total memory (version 2) */
+    FS_REC_KIND_LAST = FS_REC_DEVICE,
 } fs_fmt_kind;
+
+/* Bits of an FS_REC_ALLOC's aux above the pool (1 small, 2 large), and an
+ * FS_REC_FREE_REQUESTED's aux (version 2). */
+#define FS_FMT_ALLOC_STREAM_ORDERED 4u /* cudaMallocAsync, not cudaMalloc */
+#define FS_FMT_FREE_STREAM_ORDERED  1u /* cudaFreeAsync, not cudaFree */
+/* A figure the writer could not learn (an OOM's device free memory). */
+#define FS_FMT_UNKNOWN UINT64_MAX
 
 typedef enum fs_fmt_coll {
     FS_COLL_ALL_GATHER = 1,
@@ -171,14 +182,15 @@ typedef struct fs_fmt_event {
     uint64_t stream;  /* the program's stream handle (0: legacy default stream) */
     uint64_t addr;
     uint64_t size;
-    uint64_t requested; /* FS_REC_ALLOC, FS_REC_SNAP_BLOCK: bytes asked for (<= size) */
-    uint64_t allocated; /* the device's bytes in live blocks, after the event */
-    uint64_t reserved;  /* the device's reserved bytes, after the event */
-    uint32_t stack;     /* FS_REC_STACK id */
-    uint32_t pystack;   /* FS_REC_PYSTACK id */
-    uint32_t annot;     /* FS_REC_ANNOT id: the thread's annotation stack */
-    uint32_t name;      /* FS_REC_STRING id */
-    uint64_t aux, aux2; /* per kind, see fs_fmt_kind */
+    uint64_t requested;  /* FS_REC_ALLOC, FS_REC_SNAP_BLOCK: bytes asked for (<= size) */
+    uint64_t allocated;  /* the device's bytes in live blocks, after the event */
+    uint64_t reserved;   /* the device's reserved bytes, after the event */
+    uint32_t stack;      /* FS_REC_STACK id */
+    uint32_t pystack;    /* FS_REC_PYSTACK id */
+    uint32_t annot;      /* FS_REC_ANNOT id: the thread's annotation stack */
+    uint32_t name;       /* FS_REC_STRING id */
+    uint64_t aux, aux2;  /* per kind, see fs_fmt_kind */
+    uint64_t aux3, aux4; /* per kind (version 2) */
 } fs_fmt_event;
 
 typedef struct fs_fmt_pyframe {
@@ -229,6 +241,13 @@ typedef struct fs_fmt_record {
             int32_t rank;
             int32_t world;
         } rank;
+        struct {
+            uint32_t text; /* string id: the configuration, as PYTORCH_CUDA_ALLOC_CONF */
+        } config;
+        struct {
+            int32_t device;
+            uint64_t total; /* bytes of device memory; 0: not known */
+        } device;
     } u;
 } fs_fmt_record;
 
@@ -256,6 +275,8 @@ size_t fs_fmt_put_module(uint64_t base, uint64_t size, uint32_t path, const uint
 size_t fs_fmt_put_thread(uint32_t tid, uint32_t name, uint8_t *out);
 size_t fs_fmt_put_dropped(uint64_t count, uint64_t time_ns, uint8_t *out);
 size_t fs_fmt_put_rank(int32_t rank, int32_t world, uint8_t *out);
+size_t fs_fmt_put_config(uint32_t text, uint8_t *out);
+size_t fs_fmt_put_device(int32_t device, uint64_t total, uint8_t *out);
 
 /* The decoder over one block's raw payload. */
 typedef struct fs_fmt_dec {

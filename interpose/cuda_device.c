@@ -321,16 +321,24 @@ static fs_dev_status device_synchronize(void *ctx, int device)
     return status_of(e);
 }
 
+bool fs_cuda_mem_info(int device, size_t *free, size_t *total)
+{
+    fs_internal_call c;
+    cudaError_t e;
+
+    *free = *total = 0;
+    fs_internal_begin(&c, device);
+    e = FS_REAL(cudaMemGetInfo)(free, total);
+    fs_internal_end(&c);
+    return e == cudaSuccess;
+}
+
 static size_t mem_capacity(void *ctx, int device)
 {
-    size_t free = 0, total = 0;
-    fs_internal_call c;
+    size_t free, total;
 
     (void)ctx;
-    fs_internal_begin(&c, device);
-    if (FS_REAL(cudaMemGetInfo)(&free, &total) != cudaSuccess) total = 0;
-    fs_internal_end(&c);
-    return total;
+    return fs_cuda_mem_info(device, &free, &total) ? total : 0;
 }
 
 /* ---- expandable segments: the driver's virtual-memory API ---- */

@@ -66,6 +66,9 @@ void fs_cuda_device_reset(int device);
 /* The program granted peers access to `device`'s default pool: the shim's
  * pool there, which holds its cudaMallocAsync blocks, grants the same. */
 void fs_cuda_ordered_access(int device, const struct cudaMemAccessDesc *descs, size_t count);
+/* The device's free and total memory as the runtime reports them (the
+ * program's last error kept); false when it cannot say. */
+bool fs_cuda_mem_info(int device, size_t *free, size_t *total);
 
 /* Brackets a batch of internal runtime calls: the program's last error is
  * kept, calls run in relaxed capture mode while a capture is under way, and

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,33 @@ static int env_rank(void)
     return v && *v ? atoi(v) : -1;
 }
 
+/* The allocator's configuration, for the analyzer to replay the trace as
+ * it ran (docs/trace-format.md: FS_REC_CONFIG). */
+static void define_config(const fs_alloc_config *alloc)
+{
+    char text[512];
+    uint8_t rec[32];
+
+    fs_alloc_config_describe(alloc, text, sizeof text);
+    fs_trace_define(rec, fs_fmt_put_config(fs_trace_string(text, strlen(text)), rec));
+}
+
+/* Each device's total memory, once, at its first growth (a segment made or
+ * pages mapped): the first event of a device, and one that comes outside
+ * the allocator's pool locks, under which no device call may be made. */
+static void define_device(int device)
+{
+    static atomic_uint_least64_t done;
+    size_t free, total;
+    uint8_t rec[32];
+
+    if (device < 0 || device >= 64) return;
+    if (atomic_load_explicit(&done, memory_order_relaxed) & (1ull << device)) return;
+    if (atomic_fetch_or(&done, 1ull << device) & (1ull << device)) return;
+    if (!fs_cuda_mem_info(device, &free, &total)) total = 0;
+    fs_trace_define(rec, fs_fmt_put_device(device, total, rec));
+}
+
 void fs_trace_glue_start(void)
 {
     const fs_shim_config *cfg = fs_shim_config_get();
@@ -59,6 +87,7 @@ void fs_trace_glue_start(void)
 
     if (!cfg->trace || !fs_trace_start(&s)) return;
     fs_modules_define();
+    define_config(&cfg->alloc);
     fs_log(FS_LOG_INFO, "tracing (%s) to %s",
            cfg->trace == FS_TRACE_EVENTS   ? "events"
            : cfg->trace == FS_TRACE_STACKS ? "stacks"
@@ -118,22 +147,28 @@ static void on_event(void *ctx, const fs_alloc_event *e)
         .annot = fs_annot_current(),
     };
     (void)ctx;
+    if ((e->kind == FS_EV_SEGMENT_ALLOC || e->kind == FS_EV_SEGMENT_MAP) && fs_trace_level())
+        define_device(e->device);
     if (e->kind == FS_EV_ALLOC) {
         ev.requested = e->requested;
-        ev.aux = (uint64_t)e->pool;
+        ev.aux = (uint64_t)e->pool | (e->stream_ordered ? FS_FMT_ALLOC_STREAM_ORDERED : 0);
         if (pending.armed) {
             ev.stack = pending.stack;
             ev.pystack = pending.pystack;
         }
         /* what allocated each live block, for snapshots */
         if (ev.stack || ev.pystack) fs_blocks_set(e->addr, ev.stack, ev.pystack);
-    } else if (e->kind == FS_EV_FREE_REQUESTED && stacks_taken()) {
-        fs_blocks_clear(e->addr);
+    } else if (e->kind == FS_EV_FREE_REQUESTED) {
+        ev.aux = e->stream_ordered ? FS_FMT_FREE_STREAM_ORDERED : 0;
+        if (stacks_taken()) fs_blocks_clear(e->addr);
     }
     if (fs_trace_level()) fs_trace_event(&ev);
 }
 
-void fs_trace_glue_oom(const fs_oom_info *info)
+/* The FS_REC_OOM event of a failure, for the trace and for its snapshot:
+ * with the device's free memory, asked now (the allocator's locks are not
+ * held when it reports a failure). */
+static fs_fmt_event oom_event(const fs_oom_info *info)
 {
     fs_fmt_event ev = {
         .kind = FS_REC_OOM,
@@ -143,13 +178,24 @@ void fs_trace_glue_oom(const fs_oom_info *info)
         .allocated = info->allocated,
         .reserved = info->reserved,
         .aux = info->largest_free,
+        .aux3 = info->other_free,
+        .aux4 = info->pending,
         .annot = fs_annot_current(),
     };
-    if (!fs_trace_level()) return;
+    size_t free, total;
+
+    ev.aux2 = fs_cuda_mem_info(info->device, &free, &total) ? free : FS_FMT_UNKNOWN;
     if (pending.armed) {
         ev.stack = pending.stack;
         ev.pystack = pending.pystack;
     }
+    return ev;
+}
+
+void fs_trace_glue_oom(const fs_oom_info *info)
+{
+    if (!fs_trace_level()) return;
+    fs_fmt_event ev = oom_event(info);
     fs_trace_event(&ev);
 }
 
@@ -295,15 +341,7 @@ bool fs_trace_glue_snapshot(const char *kind, const fs_oom_info *oom, char *path
         ok = p != NULL;
         if (ok) {
             ev = p;
-            ev[n++] = (fs_fmt_event){.kind = FS_REC_OOM,
-                                     .device = oom->device,
-                                     .stream = stream_value(oom->stream),
-                                     .size = oom->requested,
-                                     .allocated = oom->allocated,
-                                     .reserved = oom->reserved,
-                                     .aux = oom->largest_free,
-                                     .stack = pending.stack,
-                                     .pystack = pending.pystack};
+            ev[n++] = oom_event(oom);
         }
     }
     snapshot_dir(dir, sizeof dir);

@@ -512,6 +512,49 @@ static void test_observer(void **state)
     env_free(&e);
 }
 
+static fs_alloc_event seq[16];
+static int nseq;
+
+static void on_event_seq(void *ctx, const fs_alloc_event *ev)
+{
+    (void)ctx;
+    if (nseq < 16) seq[nseq++] = *ev;
+}
+
+/* The API a block was allocated and freed through is observed, and a
+ * pending block handed out again completes its free first: an observer
+ * (the trace) sees every free_requested completed before its memory is
+ * allocated again. */
+static void test_observer_api_and_pending_reuse(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, CAP);
+    nseq = 0;
+    fs_alloc_set_observer(e.a, &(fs_alloc_observer){.on_event = on_event_seq});
+    void *a = must_alloc(&e, S1, BIG);
+    assert_int_equal(nseq, 2); /* the segment, the block */
+    assert_int_equal(seq[1].kind, FS_EV_ALLOC);
+    assert_false(seq[1].stream_ordered);
+    assert_int_equal(fs_free_async(e.a, a, S2, NULL), FS_OK); /* pending on S2's work */
+    assert_int_equal(seq[2].kind, FS_EV_FREE_REQUESTED);
+    assert_true(seq[2].stream_ordered);
+    assert_int_equal(nseq, 3);
+    assert_int_equal(U(must_alloc(&e, S2, BIG)), SEG(0)); /* at once on the freeing stream */
+    assert_int_equal(nseq, 5);
+    assert_int_equal(seq[3].kind, FS_EV_FREE_COMPLETED);
+    assert_int_equal(seq[3].addr, SEG(0));
+    assert_int_equal(seq[3].size, seq[2].size); /* the block its free_requested named */
+    assert_int_equal(seq[4].kind, FS_EV_ALLOC);
+    assert_int_equal(seq[4].addr, SEG(0));
+    void *b = must_alloc_ordered(&e, S1, BIG);
+    assert_int_equal(seq[nseq - 1].kind, FS_EV_ALLOC);
+    assert_true(seq[nseq - 1].stream_ordered);
+    fs_free(e.a, b, NULL);
+    assert_int_equal(seq[nseq - 1].kind, FS_EV_FREE_REQUESTED);
+    assert_false(seq[nseq - 1].stream_ordered);
+    env_free(&e);
+}
+
 /* The walk lists each segment, then its blocks in address order, with
  * their states; a cut copy still says how many entries there are. */
 static void test_walk(void **state)
@@ -567,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_cross_stream_adopts_whole_segment),
         cmocka_unit_test(test_cross_stream_lends_from_the_top),
         cmocka_unit_test(test_observer),
+        cmocka_unit_test(test_observer_api_and_pending_reuse),
         cmocka_unit_test(test_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

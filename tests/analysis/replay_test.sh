@@ -56,7 +56,7 @@ grep -q "as recorded failed [0-9]* requests that the recording served" "$dir/out
     fail "the smaller device is not named: $(cat "$dir/out")"
 
 # the OOM trace at its recorded capacity: the same peak and the same two
-# failures; without a capacity, a note
+# failures; the trace's own capacity and configuration by default
 expect 0 "$cli" replay --mem 64M --conf max_split_size_mb:40 "$dir/oom.fst"
 peak=$(recorded_peak "$dir/oom.fst")
 grep -q "^  device 0: as recorded reproduces the recording's peak reserved, $peak bytes$" "$dir/out" ||
@@ -67,7 +67,11 @@ grep -qE "^    out-of-memory failures +2 +2 +2$" "$dir/out" || fail "oom's failu
 grep -q "^        oom at .*trace_prog.c:$(grep -n SITE_OOM "$src" | cut -d: -f1)$" "$dir/out" ||
     fail "the OOM site: $(cat "$dir/out")"
 expect 0 "$cli" replay --conf expandable_segments:true "$dir/oom.fst"
-grep -q "give --mem" "$dir/out" || fail "no capacity note: $(cat "$dir/out")"
+grep -q "replay devices: 64.0 MiB (recorded)$" "$dir/out" || fail "recorded capacity: $(cat "$dir/out")"
+grep -q "as recorded: free_semantics:device,.*expandable_segments:false,.* (the trace's)$" "$dir/out" ||
+    fail "recorded configuration: $(cat "$dir/out")"
+# expandable segments leave no 2 MiB holes between 3 MiB blocks: no failure
+grep -qE "^    out-of-memory failures +2 +2 +0$" "$dir/out" || fail "expandable: $(cat "$dir/out")"
 
 # several traces, the recorded configuration given, several configurations
 expect 0 "$cli" replay --recorded free_semantics:device --conf free_semantics:stream \
@@ -82,7 +86,8 @@ grep -q "'bogus_key' is not an allocator key" "$dir/err" || fail "unknown key: $
 [ "$(wc -l <"$dir/err")" -eq 1 ] || fail "not one line: $(cat "$dir/err")"
 expect 2 "$cli" replay --conf expandable_segments:maybe "$dir/frag.fst"
 grep -q "'maybe' is not true or false" "$dir/err" || fail "bad value: $(cat "$dir/err")"
-expect 2 "$cli" replay --conf garbage_collection_threshold:0.5 "$dir/frag.fst"
+expect 0 "$cli" replay --conf garbage_collection_threshold:0.5 "$dir/frag.fst" # at its recorded size
+grep -q "garbage_collection_threshold was off" "$dir/out" && fail "gc off: $(cat "$dir/out")"
 expect 2 "$cli" replay --mem lots --conf expandable_segments:true "$dir/frag.fst"
 expect 1 "$cli" replay --conf expandable_segments:true "$dir/missing.fst"
 echo "not a trace" >"$dir/text"

@@ -45,6 +45,8 @@ static fs_fmt_event random_event(uint64_t *clock)
     ev.name = r % 9 ? 0 : 12345;
     ev.aux = r % 4 ? 0 : next_rand();
     ev.aux2 = r % 6 ? 0 : UINT64_MAX;
+    ev.aux3 = r % 8 ? 0 : next_rand();
+    ev.aux4 = r % 10 ? 0 : UINT64_MAX - 1;
     return ev;
 }
 
@@ -97,6 +99,8 @@ static void test_definitions_roundtrip(void **state)
     len += fs_fmt_put_thread(4242, 7, buf + len);
     len += fs_fmt_put_dropped(99, 5000, buf + len);
     len += fs_fmt_put_rank(3, 8, buf + len);
+    len += fs_fmt_put_config(7, buf + len);
+    len += fs_fmt_put_device(5, 85899345920ull, buf + len);
 
     fs_fmt_dec_init(&dec, buf, len, 0);
     assert_int_equal(fs_fmt_next(&dec, &r, &err), 1);
@@ -130,6 +134,13 @@ static void test_definitions_roundtrip(void **state)
     assert_int_equal(fs_fmt_next(&dec, &r, &err), 1);
     assert_int_equal(r.u.rank.rank, 3);
     assert_int_equal(r.u.rank.world, 8);
+    assert_int_equal(fs_fmt_next(&dec, &r, &err), 1);
+    assert_int_equal(r.kind, FS_REC_CONFIG);
+    assert_int_equal(r.u.config.text, 7);
+    assert_int_equal(fs_fmt_next(&dec, &r, &err), 1);
+    assert_int_equal(r.kind, FS_REC_DEVICE);
+    assert_int_equal(r.u.device.device, 5);
+    assert_int_equal(r.u.device.total, 85899345920ull);
     assert_int_equal(fs_fmt_next(&dec, &r, &err), 0);
 
     /* Every prefix that cuts a record short is malformed, never misread. */

@@ -13,7 +13,11 @@
  *   trace_prog oom                3 MiB allocations until one fails (run it
  *                                 with a small FSDPSHIM_SIM_MEM)
  *   trace_prog fragment           7 MiB blocks, every other one freed, then
- *                                 12 MiB ones that no freed hole holds */
+ *                                 12 MiB ones that no freed hole holds
+ *   trace_prog oom_streams        stream A holds 18 blocks of 3 MiB and frees
+ *                                 every other one, then stream B asks for
+ *                                 3 MiB (run it with FSDPSHIM_SIM_MEM=64M and
+ *                                 cross_stream_reuse:none: a soft OOM) */
 #include "../../../include/fsdpshim/fsdpshim_loader.h"
 
 #include <cuda_runtime_api.h>
@@ -179,6 +183,32 @@ __attribute__((noinline)) static int oom(void)
     return 0;
 }
 
+/* Two streams: A fills 54 of the device's 64 MiB in 20 MiB segments and
+ * frees every other block, keeping the holes in its pools; then B asks for
+ * a block as big as those holes. */
+__attribute__((noinline)) static int oom_streams(void)
+{
+    cudaStream_t a, b;
+    void *p[18], *q = NULL;
+    CHECK(cudaStreamCreate(&a));
+    CHECK(cudaStreamCreate(&b));
+    nvtxRangePushA("fill");
+    for (int i = 0; i < 18; i++)
+        CHECK(cudaMallocAsync(&p[i], 3u << 20, a)); /* SITE_FILL */
+    nvtxRangePop();
+    for (int i = 0; i < 18; i += 2)
+        CHECK(cudaFreeAsync(p[i], a));
+    CHECK(cudaStreamSynchronize(a));
+    cudaError_t e = cudaMallocAsync(&q, 3u << 20, b); /* SITE_SECOND */
+    printf("oom_streams: the second stream's request %s\n", e == cudaSuccess ? "served" : "failed");
+    if (e == cudaSuccess) CHECK(cudaFreeAsync(q, b));
+    cudaGetLastError();
+    for (int i = 1; i < 18; i += 2)
+        CHECK(cudaFreeAsync(p[i], a));
+    CHECK(cudaDeviceSynchronize());
+    return 0;
+}
+
 __attribute__((noinline)) static void *leak_site(size_t n)
 {
     void *p;
@@ -250,8 +280,8 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "oom")) return oom();
     if (!strcmp(mode, "leak")) return leak();
     if (!strcmp(mode, "fragment")) return fragment();
-    fprintf(
-        stderr,
-        "usage: trace_prog sites|loop FILE|abort N|fork|flood T N|snapshot|oom|leak|fragment\n");
+    if (!strcmp(mode, "oom_streams")) return oom_streams();
+    fprintf(stderr, "usage: trace_prog sites|loop FILE|abort N|fork|flood T N|snapshot|oom|leak|"
+                    "fragment|oom_streams\n");
     return 2;
 }

@@ -75,6 +75,13 @@ grep -q "^# trace .*, snapshot," "$dir/snap.txt" || fail "the snapshot's header 
 # is the runtime's, not the shim's)
 live=$(grep -c " snapshot_block .*size=3145728 .*state=live" "$dir/snap.txt" || true)
 expect 0 "$cli" dump --no-stacks "$dir/oom.fst"
+# what an explanation of the OOM needs: the configuration, the device's
+# memory, and at the failure its free memory and the cache's parts
+grep -q "^# config free_semantics:device,cross_stream_reuse:completed,.*expandable_segments:false" \
+    "$dir/out" || fail "no configuration in the trace"
+grep -q "^# device 0 total=67108864$" "$dir/out" || fail "no device size in the trace"
+grep -qE " oom .* largest_free=[0-9]+ device_free=[0-9]+ other_streams_free=0 pending=0$" "$dir/out" ||
+    fail "the oom event lacks the device's free memory: $(grep ' oom ' "$dir/out")"
 served=$(grep -c " alloc .*requested=3145728" "$dir/out" || true)
 [ "$live" -eq "$served" ] && [ "$served" -ge $((n - 1)) ] && [ "$served" -gt 10 ] ||
     fail "the snapshot has $live live 3 MiB blocks; the shim served $served, the program held $n"

@@ -1,0 +1,31 @@
+/* oom.h - why a trace's out-of-memory failures happened: what `report`
+ * says under each failure (docs/cli.md, "Explaining an out-of-memory
+ * failure"). */
+#ifndef FS_OOM_H
+#define FS_OOM_H
+
+#include "sites.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* The failures explained per trace; the rest are counted by report. */
+#define FS_OOM_EXPLAINED 4
+
+typedef struct fs_oom_options {
+    fs_symbols *sym; /* NULL: native frames as MODULE+0xOFFSET */
+    size_t holders;  /* the top live holders listed, by stack and by annotation */
+    void (*warn)(void *ctx, const char *line);
+} fs_oom_options;
+
+/* Explains the first FS_OOM_EXPLAINED failures of trace (or OOM snapshot)
+ * `path` on out: the request, the device's and the cache's memory then (by
+ * stream, pending frees, fragmentation), the cause, the live holders by
+ * stack and by annotation at that moment, and for a trace which of
+ * expandable_segments, cross_stream_reuse, max_split_size_mb and
+ * garbage_collection_threshold would have avoided it, found by replaying
+ * the trace (replay.h). Prints nothing for a trace without one. False, with
+ * one line on stderr, when the file cannot be read. */
+bool fs_oom_explain(FILE *out, const char *path, const fs_oom_options *opt);
+
+#endif /* FS_OOM_H */
