@@ -221,6 +221,22 @@ typedef struct fs_alloc_stats {
 /* Fills `out` for `device` (sums over every device when -1). */
 void fs_alloc_get_stats(fs_allocator *a, int device, fs_alloc_stats *out);
 
+/* The free cached bytes of one stream's pools. */
+typedef struct fs_stream_free {
+    fs_stream_t stream;
+    bool retired; /* the stream was destroyed; its blocks wait to be adopted or released */
+    size_t bytes;
+} fs_stream_free;
+
+/* The streams of `device` whose pools hold the most free cached bytes,
+ * largest first, up to max of them into out. Returns how many streams hold
+ * any; *total receives the free cached bytes of all of them. Takes the
+ * device's registry lock and each pool's lock in turn, briefly, as
+ * fs_alloc_get_stats does for the largest free block: for monitors polling
+ * a few times a second, not for an allocation path. */
+size_t fs_alloc_stream_free(fs_allocator *a, int device, fs_stream_free *out, size_t max,
+                            size_t *total);
+
 /* Resets peaks to current values (torch.cuda.reset_peak_memory_stats). */
 void fs_alloc_reset_peak(fs_allocator *a, int device);
 

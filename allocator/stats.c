@@ -189,6 +189,39 @@ size_t fs_stats_free_elsewhere(fs_dev *d, fs_stream_t stream)
     return bytes;
 }
 
+size_t fs_alloc_stream_free(fs_allocator *a, int device, fs_stream_free *out, size_t max,
+                            size_t *total)
+{
+    size_t n = 0, kept = 0, sum = 0;
+
+    *total = 0;
+    if (device < 0 || device >= a->ndev) return 0;
+    fs_dev *d = &a->devs[device];
+    pthread_mutex_lock(&d->lock);
+    for (int i = 0; i < d->npools; i++) {
+        fs_pool *p = d->pools[i];
+        fs_stream_free f = {.stream = p->stream};
+        fs_spin_lock(&p->lock);
+        for (int k = 0; k < FS_SETS; k++)
+            f.bytes += p->free_bytes[k];
+        fs_spin_unlock(&p->lock);
+        if (!f.bytes) continue;
+        f.retired = atomic_load_explicit(&p->retired, memory_order_relaxed);
+        n++;
+        sum += f.bytes;
+        /* insertion into the kept ones, largest first */
+        size_t j = kept < max ? kept++ : max;
+        while (j > 0 && out[j - 1].bytes < f.bytes) {
+            if (j < max) out[j] = out[j - 1];
+            j--;
+        }
+        if (j < max) out[j] = f;
+    }
+    pthread_mutex_unlock(&d->lock);
+    *total = sum;
+    return n;
+}
+
 static void add_stat(fs_stat *to, const fs_stat *from)
 {
     to->current += from->current;

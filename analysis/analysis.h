@@ -38,4 +38,8 @@ void usage_timeline(FILE *out);
 int command_top(int argc, char **argv);
 void usage_top(FILE *out);
 
+/* top_live.c: `top --live`, reached through command_top */
+int command_top_live(int argc, char **argv);
+void usage_top_live(FILE *out);
+
 #endif /* FS_ANALYSIS_H */

@@ -48,6 +48,14 @@ static uint64_t measure(const fs_site *s)
     return measure_by == BY_TOTAL ? s->total : measure_by == BY_COUNT ? s->count : s->peak;
 }
 
+/* to - from as a signed figure, held to what int64_t holds: a damaged
+ * trace's figures can pass 2^63, where the subtraction would overflow */
+static int64_t growth(uint64_t from, uint64_t to)
+{
+    if (to >= from) return to - from > INT64_MAX ? INT64_MAX : (int64_t)(to - from);
+    return from - to > INT64_MAX ? -INT64_MAX : -(int64_t)(from - to);
+}
+
 static int by_growth(const void *x, const void *y)
 {
     const change *a = x, *b = y;
@@ -142,12 +150,12 @@ int command_diff(int argc, char **argv)
     if (!ch) fs_analysis_oom("diff");
     for (size_t i = 0; i < a.n; i++) {
         const fs_site *in_b = fs_sites_find(&b, a.all[i].key);
-        ch[n++] = (change){&a.all[i], in_b, (int64_t)measure(in_b) - (int64_t)measure(&a.all[i])};
+        ch[n++] = (change){&a.all[i], in_b, growth(measure(&a.all[i]), measure(in_b))};
         only_a += !in_b;
     }
     for (size_t i = 0; i < b.n; i++)
         if (!fs_sites_find(&a, b.all[i].key)) {
-            ch[n++] = (change){NULL, &b.all[i], (int64_t)measure(&b.all[i])};
+            ch[n++] = (change){NULL, &b.all[i], growth(0, measure(&b.all[i]))};
             only_b++;
         }
     for (size_t i = 0; i < n; i++) {

@@ -5,7 +5,8 @@
  * cut well. Native frames are printed as module+offset, not symbolised
  * (the analyzer's commands symbolise); Python frames as file:line:function.
  * A damaged trace prints everything that can be recovered; what was skipped
- * is named, with its offset, on stderr. */
+ * is named, with its offset, on stderr, and the exit status is 1 (as for
+ * every command: cli/main.c). */
 #include "analysis.h"
 #include "reader.h"
 #include "render.h"
@@ -16,14 +17,14 @@
 #include <string.h>
 
 typedef struct dump_opts {
-    bool stacks, all, strict;
+    bool stacks, all;
     FILE *out;
 } dump_opts;
 
 void usage_dump(FILE *out)
 {
     fprintf(out,
-            "usage: fsdpshim dump [--no-stacks] [--all] [--strict] TRACE...\n"
+            "usage: fsdpshim dump [--no-stacks] [--all] TRACE...\n"
             "\n"
             "Prints each trace's header as a `#` line, then every event, one per line:\n"
             "  TIME EVENT tid=T dev=D stream=S addr=A size=N [requested=N] allocated=N reserved=N\n"
@@ -33,11 +34,10 @@ void usage_dump(FILE *out)
             "\n"
             "  --no-stacks  leave the frames out\n"
             "  --all        also print the definitions (strings, stacks, modules, threads)\n"
-            "  --strict     exit 1 when a trace is damaged (by default what can be recovered is\n"
-            "               printed, each skipped part is named on stderr, and the exit is 0)\n"
             "\n"
-            "Exit status: 0 ok, 1 a file is not a readable trace (or damaged, with --strict),\n"
-            "2 usage.\n");
+            "A damaged trace (a killed writer's torn tail, a corrupt block) prints what can be\n"
+            "recovered, each skipped part named on stderr with its offset, and exits 1.\n"
+            "Exit status: 0 ok, 1 a file is not a readable trace or is damaged, 2 usage.\n");
 }
 
 static const char *str(fs_reader *t, uint32_t id)
@@ -106,6 +106,12 @@ static void print_event(FILE *out, fs_reader *t, const fs_fmt_event *ev, uint32_
     case FS_REC_COLLECTIVE: {
         const char *op = fs_fmt_coll_name((unsigned)ev->aux);
         fprintf(out, " op=%s comm=0x%" PRIx64, op ? op : "?", ev->aux2);
+        break;
+    }
+    case FS_REC_VMM: {
+        const char *op = fs_fmt_vmm_name((unsigned)ev->aux);
+        fprintf(out, " op=%s", op ? op : "?");
+        if (ev->aux2) fprintf(out, " handle=0x%" PRIx64, ev->aux2);
         break;
     }
     case FS_REC_RL_WAIT_START:
@@ -214,7 +220,6 @@ int command_dump(int argc, char **argv)
     static const struct option longopts[] = {
         {"no-stacks", no_argument, NULL, 's'},
         {"all", no_argument, NULL, 'a'},
-        {"strict", no_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -229,9 +234,6 @@ int command_dump(int argc, char **argv)
             break;
         case 'a':
             o.all = true;
-            break;
-        case 'S':
-            o.strict = true;
             break;
         case 'h':
             usage_dump(stdout);
@@ -256,11 +258,9 @@ int command_dump(int argc, char **argv)
         print_header(o.out, t);
         fs_reader_read(t, visit, warn, &o);
         const fs_reader_damage *d = fs_reader_damage_of(t);
-        if (d->skipped_blocks || d->skipped_bytes) {
+        if (d->skipped_blocks || d->skipped_bytes)
             fprintf(o.out, "# damaged: %" PRIu64 " blocks and %" PRIu64 " bytes skipped\n",
                     d->skipped_blocks, d->skipped_bytes);
-            if (o.strict) status = FS_EXIT_BAD_INPUT;
-        }
         fs_reader_close(t);
     }
     return status;

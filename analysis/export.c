@@ -1,8 +1,8 @@
-/* export.c - `fsdpshim export --memviz|--folded|--chrome [-o OUT] TRACE...`:
- * traces in the formats other tools read (docs/cli.md): PyTorch's
+/* export.c - `fsdpshim export --memviz|--folded|--chrome|--perfetto [-o OUT]
+ * TRACE...`: traces in the formats other tools read (docs/cli.md): PyTorch's
  * memory_viz pickle (export_memviz.c), folded stacks for flame graphs
  * (export_folded.c), Chrome trace event JSON for Perfetto
- * (export_chrome.c).
+ * (export_chrome.c), Perfetto's own protobuf format (export_perfetto.c).
  *
  * This file owns the command line (one format, its options, checked before
  * any trace is read, each mistake named in one line), where outputs go
@@ -25,7 +25,8 @@ void usage_export(FILE *out)
 {
     fprintf(
         out,
-        "usage: fsdpshim export --memviz|--folded|--chrome [-o OUT] [OPTIONS] TRACE...\n"
+        "usage: fsdpshim export --memviz|--folded|--chrome|--perfetto [-o OUT] [OPTIONS]\n"
+        "                       TRACE...\n"
         "\n"
         "Writes traces in the formats other tools read. Several traces are the ranks of\n"
         "one job.\n"
@@ -48,16 +49,19 @@ void usage_export(FILE *out)
         "             reserved counters per device, collectives, rate-limiter waits and\n"
         "             NVTX ranges on their threads; one process per rank\n"
         "    --limit N  refuse a trace of more than N events [2000000]; 0: no limit\n"
-        "  --perfetto (Perfetto's protobuf format for large traces) not built yet: exit 3\n"
+        "  --perfetto Perfetto's own protobuf trace (ui.perfetto.dev, trace_processor), for\n"
+        "             traces of any length: the --chrome tracks, plus allocated and reserved\n"
+        "             counters per stream (and per rank over its devices), and a heap profile\n"
+        "             of the bytes live at each device's peak per stack (a flame graph)\n"
         "\n"
-        "  -o OUT     the output [stdout]. --memviz with several traces: a directory\n"
-        "             (DIR/NAME.pickle, NAME the trace's file name without extension) or a\n"
-        "             pattern where %%r is the rank (the pid when the trace has none),\n"
-        "             %%p the pid, %%n NAME, %%%% a %%\n"
+        "  -o OUT     the output [stdout; for --memviz and --perfetto, not a terminal].\n"
+        "             --memviz with several traces: a directory (DIR/NAME.pickle, NAME the\n"
+        "             trace's file name without extension) or a pattern where %%r is the rank\n"
+        "             (the pid when the trace has none), %%p the pid, %%n NAME, %%%% a %%\n"
         "  --no-symbols  native frames as MODULE+0xOFFSET, not FUNCTION at FILE:LINE\n"
         "\n"
         "Exit status: 0 ok, 1 a file is not a readable trace or an output cannot be\n"
-        "written, 2 usage, 3 --perfetto.\n");
+        "written, 2 usage.\n");
 }
 
 /* ---- what the formats share ------------------------------------------------------ */
@@ -176,8 +180,8 @@ bool fs_export_finish(FILE *f, const char *path)
 
 /* ---- the command line ------------------------------------------------------------------ */
 
-enum format { NO_FORMAT, MEMVIZ, FOLDED, CHROME };
-static const char *const format_options[] = {"", "--memviz", "--folded", "--chrome"};
+enum format { NO_FORMAT, MEMVIZ, FOLDED, CHROME, PERFETTO };
+static const char *const format_options[] = {"", "--memviz", "--folded", "--chrome", "--perfetto"};
 
 /* One line naming the mistake; the usage status */
 static int usage_error(const char *fmt, ...)
@@ -248,14 +252,18 @@ int command_export(int argc, char **argv)
                         .by = FS_BY_STACK,
                         .limit = 2000000};
     enum format format = NO_FORMAT;
-    const char *given[4] = {NULL}; /* per format: an option only it has, as given */
+    const char *given[5] = {NULL}; /* per format: an option only it has, as given */
     uint64_t n;
     int c;
 
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
-        enum format f = c == 'M' ? MEMVIZ : c == 'F' ? FOLDED : c == 'C' ? CHROME : NO_FORMAT;
+        enum format f = c == 'M'   ? MEMVIZ
+                        : c == 'F' ? FOLDED
+                        : c == 'C' ? CHROME
+                        : c == 'P' ? PERFETTO
+                                   : NO_FORMAT;
         if (f) {
             if (format && format != f)
                 return usage_error("%s and %s: one format at a time", format_options[format],
@@ -264,10 +272,6 @@ int command_export(int argc, char **argv)
             continue;
         }
         switch (c) {
-        case 'P':
-            fprintf(stderr, "fsdpshim export: --perfetto is not built yet in this version; "
-                            "--chrome writes JSON that Perfetto opens\n");
-            return FS_EXIT_NOT_BUILT;
         case 'o':
             o.out = optarg;
             break;
@@ -309,8 +313,8 @@ int command_export(int argc, char **argv)
             return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (!format) return usage_error("name a format: --memviz, --folded or --chrome");
-    for (int f = MEMVIZ; f <= CHROME; f++)
+    if (!format) return usage_error("name a format: --memviz, --folded, --chrome or --perfetto");
+    for (int f = MEMVIZ; f <= PERFETTO; f++)
         if (given[f] && f != (int)format)
             return usage_error("%s is an option of %s, not of %s", given[f], format_options[f],
                                format_options[format]);
@@ -325,12 +329,16 @@ int command_export(int argc, char **argv)
                            argc - optind, argc - optind);
     if (format == MEMVIZ && is_stdout(o.out) && isatty(STDOUT_FILENO))
         return usage_error("a pickle is binary: name a file with -o");
+    if (format == PERFETTO && is_stdout(o.out) && isatty(STDOUT_FILENO))
+        return usage_error("a Perfetto trace is binary: name a file with -o");
 
     switch (format) {
     case MEMVIZ:
         return fs_export_memviz(&o, argc - optind, argv + optind);
     case FOLDED:
         return fs_export_folded(&o, argc - optind, argv + optind);
+    case PERFETTO:
+        return fs_export_perfetto(&o, argc - optind, argv + optind);
     default:
         return fs_export_chrome(&o, argc - optind, argv + optind);
     }

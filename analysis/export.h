@@ -1,6 +1,7 @@
 /* export.h - what the formats of `fsdpshim export` (export_memviz.c,
- * export_folded.c, export_chrome.c) share with the command (export.c): its
- * options, opening a trace, and where an output goes. */
+ * export_folded.c, export_chrome.c, export_perfetto.c) share with the
+ * command (export.c): its options, opening a trace, and where an output
+ * goes. */
 #ifndef FS_EXPORT_H
 #define FS_EXPORT_H
 
@@ -60,5 +61,6 @@ bool fs_export_finish(FILE *f, const char *path);
 int fs_export_memviz(const fs_export_opts *o, int ntraces, char **traces);
 int fs_export_folded(const fs_export_opts *o, int ntraces, char **traces);
 int fs_export_chrome(const fs_export_opts *o, int ntraces, char **traces);
+int fs_export_perfetto(const fs_export_opts *o, int ntraces, char **traces);
 
 #endif /* FS_EXPORT_H */

@@ -14,7 +14,7 @@
  * The viewers load the whole JSON into memory and slow down past a few
  * million events, so a first pass counts the records that would become
  * events and the export refuses more than --limit; Perfetto's protobuf
- * format (--perfetto) is the way for larger traces, once built. */
+ * format (--perfetto, export_perfetto.c) is the way for larger traces. */
 #include "export.h"
 
 #include "../cli/cli.h"
@@ -317,8 +317,8 @@ int fs_export_chrome(const fs_export_opts *o, int ntraces, char **traces)
     if (o->limit && c.events > o->limit) {
         fprintf(stderr,
                 "fsdpshim export: %" PRIu64 " events: more than a Chrome trace viewer loads well "
-                "(--limit %" PRIu64 "; --limit 0 writes them all); --perfetto, for large traces, "
-                "is not built yet\n",
+                "(--limit %" PRIu64 "; --limit 0 writes them all); --perfetto writes large "
+                "traces\n",
                 c.events, o->limit);
         free(ranks);
         return FS_EXIT_BAD_INPUT;

@@ -533,18 +533,6 @@ static void native_frames(memviz *m, fs_pickle *p, const fs_reader *t, uint64_t 
     frame_dict(p, name, path, 0);
 }
 
-/* Whether pc lies in the Python interpreter (libpython, or a python
- * executable): where the Python frames of the stack run. */
-static bool in_interpreter(const fs_reader *t, uint64_t pc)
-{
-    uint64_t off;
-    const fs_reader_module *mod = fs_reader_module_of(t, pc, &off);
-    if (!mod) return false;
-    const char *path = fs_render_str(t, mod->path), *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    return !strncmp(base, "libpython", 9) || !strncmp(base, "python", 6);
-}
-
 /* splitmix64's finalizer: every bit of the key moves the low bits */
 static size_t mix(uint64_t x)
 {
@@ -605,7 +593,7 @@ static void write_frames(memviz *m, fs_pickle *p, const fs_reader *t, uint32_t s
     slot->key = key;
     slot->id = fs_pickle_list_begin(p, true) + 1;
     m->nframes++;
-    for (; i < npc && !in_interpreter(t, pcs[i]); i++)
+    for (uint32_t at = fs_render_python_at(t, pcs, npc); i < at; i++)
         native_frames(m, p, t, pcs[i]);
     for (uint32_t k = 0; k < npy; k++)
         frame_dict(p, fs_render_str(t, py[k].function), fs_render_str(t, py[k].file), py[k].line);

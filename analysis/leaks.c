@@ -221,7 +221,7 @@ static uint64_t report(leaks_run *r)
         left_blocks += site->live;
         nleft++;
     }
-    qsort(s->all, s->n, sizeof *s->all, by_bytes);
+    if (s->n) qsort(s->all, s->n, sizeof *s->all, by_bytes); /* no sites: all is NULL */
     fs_human_bytes(left, bytes, sizeof bytes);
     printf("%" PRIu64 " blocks, %s, in %zu sites by %s, not suppressed\n", left_blocks, bytes,
            nleft, fs_site_by_name(s->by));

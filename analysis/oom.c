@@ -31,6 +31,7 @@ typedef struct holder {
 
 typedef struct failure {
     fs_fmt_event ev;
+    uint64_t vmm_bytes; /* the device's cuMemCreate handles not yet released */
     holder *by_stack, *by_annot;
     size_t nstack, nannot;
 } failure;
@@ -39,6 +40,7 @@ typedef struct explain {
     const fs_oom_options *opt;
     fs_sites stacks, annots;
     fs_live live_stack, live_annot;
+    fs_live vmm; /* the program's own cuMemCreate handles, by handle */
     failure f[FS_OOM_EXPLAINED];
     size_t n;
     uint64_t ooms;
@@ -69,13 +71,16 @@ static holder *rank(const fs_live *live, const fs_sites *s, int device, size_t k
     for (size_t i = 1; i <= s->n; i++)
         if (bytes[i]) h[nh++] = (holder){s->all[i - 1].key, bytes[i]};
     free(bytes);
-    qsort(h, nh, sizeof *h, by_bytes);
+    if (nh) qsort(h, nh, sizeof *h, by_bytes); /* none: h is NULL */
     *n = nh < keep ? nh : keep;
     return h;
 }
 
 static void take_holders(explain *e, failure *f)
 {
+    for (size_t i = 0; i < e->vmm.cap; i++)
+        if (e->vmm.slots[i].site && e->vmm.slots[i].device == f->ev.device)
+            f->vmm_bytes += e->vmm.slots[i].size;
     f->by_stack = rank(&e->live_stack, &e->stacks, f->ev.device, e->opt->holders, &f->nstack);
     f->by_annot = rank(&e->live_annot, &e->annots, f->ev.device, e->opt->holders, &f->nannot);
 }
@@ -102,6 +107,10 @@ static int visit(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
     case FS_REC_FREE_REQUESTED:
         fs_live_take(&e->live_stack, ev->addr, &gone);
         fs_live_take(&e->live_annot, ev->addr, &gone);
+        break;
+    case FS_REC_VMM:
+        if (ev->aux == FS_VMM_CREATE) fs_live_put(&e->vmm, ev->aux2, ev->size, 1, ev->device);
+        if (ev->aux == FS_VMM_RELEASE) fs_live_take(&e->vmm, ev->aux2, &gone);
         break;
     case FS_REC_OOM:
         e->ooms++;
@@ -234,9 +243,10 @@ static void print_holders(FILE *out, const char *by, const holder *h, size_t n)
 }
 
 /* The cause, from the failure's figures (docs/cli.md lists the order). */
-static void print_cause(FILE *out, const fs_fmt_event *ev, bool detail, uint64_t capacity,
+static void print_cause(FILE *out, const failure *f, bool detail, uint64_t capacity,
                         const fs_alloc_config *rec)
 {
+    const fs_fmt_event *ev = &f->ev;
     char req[32], a[32], b[32], c[32], d[32];
     uint64_t free_cache = ev->reserved > ev->allocated ? ev->reserved - ev->allocated : 0;
     uint64_t dev_free = detail && ev->aux2 != FS_FMT_UNKNOWN ? ev->aux2 : 0;
@@ -284,6 +294,13 @@ static void print_cause(FILE *out, const fs_fmt_event *ev, bool detail, uint64_t
                 "%s was held outside it (NCCL's buffers, the CUDA context, other processes, "
                 "allocations made without the shim)\n",
                 d, b, a);
+        if (f->vmm_bytes) {
+            fs_human_bytes(f->vmm_bytes, c, sizeof c);
+            fprintf(out,
+                    "    of which %s in the program's own cuMemCreate allocations (traced "
+                    "\"vmm\" events: NCCL's buffers among them)\n",
+                    c);
+        }
     } else {
         fprintf(out, "    why: the device had no %s to give and the cache no free block of it\n",
                 req);
@@ -341,7 +358,7 @@ static void print_failure(FILE *out, const failure *f, fs_reader *t, const trial
         fprintf(out, "    (a trace of format 1: the device's free memory, the cache by stream and "
                      "pending frees are not recorded)\n");
     }
-    print_cause(out, ev, detail, capacity, rec);
+    print_cause(out, f, detail, capacity, rec);
     print_holders(out, "stack", f->by_stack, f->nstack);
     print_holders(out, "annotation", f->by_annot, f->nannot);
 
@@ -420,6 +437,7 @@ bool fs_oom_explain(FILE *out, const char *path, const fs_oom_options *opt)
     if (tr->ran) fs_replay_result_free(&tr->r);
     fs_live_free(&e->live_stack);
     fs_live_free(&e->live_annot);
+    fs_live_free(&e->vmm);
     fs_sites_free(&e->stacks);
     fs_sites_free(&e->annots);
     free(e);

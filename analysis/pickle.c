@@ -15,6 +15,7 @@
 #include "pickle.h"
 
 #include "export.h"
+#include "sites.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -183,14 +184,6 @@ static const char *valid_utf8(fs_pickle *p, const char *s, size_t n)
     return p->clean;
 }
 
-static uint64_t hash_text(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 /* The memo slot of s: its id when s->s is set, else where to put it. */
 static memo_slot *string_slot(fs_pickle *p, const char *s)
 {
@@ -200,7 +193,7 @@ static memo_slot *string_slot(fs_pickle *p, const char *s)
         if (!slots) fs_analysis_oom("export");
         for (size_t i = 0; i < p->capstrings; i++) {
             if (!p->strings[i].s) continue;
-            size_t k = hash_text(p->strings[i].s) & (cap - 1);
+            size_t k = fs_hash_text(p->strings[i].s) & (cap - 1);
             while (slots[k].s)
                 k = (k + 1) & (cap - 1);
             slots[k] = p->strings[i];
@@ -209,7 +202,7 @@ static memo_slot *string_slot(fs_pickle *p, const char *s)
         p->strings = slots;
         p->capstrings = cap;
     }
-    size_t k = hash_text(s) & (p->capstrings - 1);
+    size_t k = fs_hash_text(s) & (p->capstrings - 1);
     while (p->strings[k].s && strcmp(p->strings[k].s, s))
         k = (k + 1) & (p->capstrings - 1);
     return &p->strings[k];

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ typedef struct slot {
 typedef struct table {
     slot *v;
     size_t cap;
+    size_t n; /* ids defined */
 } table;
 
 struct fs_reader {
@@ -45,7 +47,24 @@ struct fs_reader {
     fs_reader_damage damage;
     void *dctx;
     uint8_t *raw; /* one block's payload */
+    size_t rawcap;
+    size_t forgotten; /* the map's pages below this were let go */
 };
+
+/* Set once any file read in this process was damaged (fs_reader_saw_damage). */
+static atomic_bool damage_seen;
+
+static void count_damage(fs_reader *t, uint64_t blocks, uint64_t bytes)
+{
+    t->damage.skipped_blocks += blocks;
+    t->damage.skipped_bytes += bytes;
+    atomic_store_explicit(&damage_seen, true, memory_order_relaxed);
+}
+
+bool fs_reader_saw_damage(void)
+{
+    return atomic_load_explicit(&damage_seen, memory_order_relaxed);
+}
 
 static void say(fs_reader_warn warn, void *ctx, const fs_reader *t, uint64_t offset,
                 const char *fmt, ...)
@@ -60,6 +79,10 @@ static void say(fs_reader_warn warn, void *ctx, const fs_reader *t, uint64_t off
     snprintf(line, sizeof line, "%s: offset %llu: %s", t->path, (unsigned long long)offset, msg);
     warn(ctx, line);
 }
+
+/* The payload buffer's first size: a block of the trace writer's; it grows
+ * to the largest block read (FS_FMT_MAX_BLOCK at most). */
+#define RAW_START (64u << 10)
 
 fs_reader *fs_reader_open(const char *path, char *err, size_t errlen)
 {
@@ -95,7 +118,8 @@ fs_reader *fs_reader_open(const char *path, char *err, size_t errlen)
     t->map = mmap(NULL, t->size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     t->path = strdup(path);
-    t->raw = malloc(FS_FMT_MAX_BLOCK);
+    t->rawcap = RAW_START;
+    t->raw = malloc(t->rawcap);
     t->dctx = ZSTD_createDCtx();
     if (t->map == MAP_FAILED || !t->path || !t->raw || !t->dctx) {
         if (t->map == MAP_FAILED) t->map = NULL;
@@ -158,9 +182,16 @@ int fs_reader_rank(const fs_reader *t)
 
 /* ---- definitions ------------------------------------------------------------- */
 
+/* Ids count from 1 in the order the writer defines them, so a trace's ids
+ * stay close to the number defined, a lost block of definitions leaving a
+ * gap of at most its own count. An id far beyond is damage: a table sized
+ * by it would take memory that nothing in the trace stands for. */
+#define ID_SLACK (1u << 16)
+
 static slot *table_slot(table *tb, uint32_t id)
 {
     if (id >= tb->cap) {
+        if (id > 2 * tb->n + ID_SLACK) return NULL;
         size_t cap = tb->cap ? tb->cap : 256;
         while (cap <= id)
             cap *= 2;
@@ -184,19 +215,27 @@ static bool store(table *tb, uint32_t id, const void *p, size_t bytes, uint32_t 
     }
     memcpy(copy, p, bytes);
     ((char *)copy)[bytes] = 0;
+    if (!s->p) tb->n++;
     free(s->p);
     s->p = copy;
     s->n = n;
     return true;
 }
 
-static void add_module(fs_reader *t, const fs_fmt_record *r)
+/* More module records than a process makes (it loads hundreds of objects;
+ * it maps at most vm.max_map_count areas, 65530 by default). The cap bounds
+ * the sorted insertion below, which moves the modules above each new one,
+ * on a hostile trace. */
+#define MAX_MODULES (1u << 14)
+
+static bool add_module(fs_reader *t, const fs_fmt_record *r)
 {
     size_t i;
+    if (t->nmodules == MAX_MODULES) return false;
     if (t->nmodules == t->capmodules) {
         size_t cap = t->capmodules ? t->capmodules * 2 : 64;
         fs_reader_module *m = realloc(t->modules, cap * sizeof *m);
-        if (!m) return;
+        if (!m) return false;
         t->modules = m;
         t->capmodules = cap;
     }
@@ -209,33 +248,41 @@ static void add_module(fs_reader *t, const fs_fmt_record *r)
     m->build_id_len = r->u.module.build_id_len;
     memcpy(m->build_id, r->u.module.build_id, m->build_id_len);
     t->nmodules++;
+    return true;
 }
 
-static void define(fs_reader *t, const fs_fmt_record *r)
+/* Stores a definition or fact: NULL, or why it cannot be. */
+static const char *define(fs_reader *t, const fs_fmt_record *r)
 {
+    static const char *const far =
+        "a definition's id is far beyond those defined (or memory ran out)";
     slot *s;
 
     switch (r->kind) {
     case FS_REC_STRING:
-        store(&t->strings, r->id, r->u.string.bytes, r->u.string.len, r->u.string.len);
-        break;
+        return store(&t->strings, r->id, r->u.string.bytes, r->u.string.len, r->u.string.len) ? NULL
+                                                                                              : far;
     case FS_REC_STACK:
-        store(&t->stacks, r->id, r->u.stack.frames, r->u.stack.n * sizeof(uint64_t), r->u.stack.n);
-        break;
+        return store(&t->stacks, r->id, r->u.stack.frames, r->u.stack.n * sizeof(uint64_t),
+                     r->u.stack.n)
+                   ? NULL
+                   : far;
     case FS_REC_PYSTACK:
-        store(&t->pystacks, r->id, r->u.pystack.frames, r->u.pystack.n * sizeof(fs_fmt_pyframe),
-              r->u.pystack.n);
-        break;
+        return store(&t->pystacks, r->id, r->u.pystack.frames,
+                     r->u.pystack.n * sizeof(fs_fmt_pyframe), r->u.pystack.n)
+                   ? NULL
+                   : far;
     case FS_REC_ANNOT:
         s = table_slot(&t->annots, r->id);
-        if (!s) break;
+        if (!s) return far;
+        if (!s->n) t->annots.n++;
         s->n = 1;
         s->a = r->u.annot.parent;
         s->b = r->u.annot.domain;
         s->c = r->u.annot.name;
         break;
     case FS_REC_MODULE:
-        add_module(t, r);
+        if (!add_module(t, r)) return "more module records than any process makes";
         break;
     case FS_REC_DROPPED:
         t->damage.dropped_events += r->u.dropped.count;
@@ -253,6 +300,7 @@ static void define(fs_reader *t, const fs_fmt_record *r)
     default:
         break;
     }
+    return NULL;
 }
 
 const char *fs_reader_config(const fs_reader *t)
@@ -330,199 +378,338 @@ static size_t resync(const fs_reader *t, size_t from)
     return p ? (size_t)(p - t->map) : t->size;
 }
 
-uint64_t fs_reader_read(fs_reader *t, fs_reader_visit visit, fs_reader_warn warn, void *ctx)
-{
-    size_t off = FS_FMT_HEADER_SIZE;
-    uint64_t records = 0;
+/* Pages already read are let go every few MiB: the mapping would otherwise
+ * count the whole file in the resident size by the end (the kernel keeps
+ * the pages cached all the same). */
+#define FORGET_STEP (8u << 20)
 
-    while (off < t->size) {
-        fs_fmt_block b;
+static void forget_pages(fs_reader *t, size_t upto)
+{
+    upto &= ~((size_t)sysconf(_SC_PAGESIZE) - 1);
+    if (upto < t->forgotten + FORGET_STEP) return;
+    madvise((void *)(t->map + t->forgotten), upto - t->forgotten, MADV_DONTNEED);
+    t->forgotten = upto;
+}
+
+/* The next readable block at or after *off, its payload in t->raw: its
+ * header in *b and its offset in *at, *off moved past it. False at the end
+ * of the file. Damage on the way is named and counted. */
+static bool next_block(fs_reader *t, size_t *off, fs_fmt_block *b, size_t *at, fs_reader_warn warn,
+                       void *ctx)
+{
+    while (*off < t->size) {
         const char *why;
 
-        if (t->size - off < FS_FMT_BLOCK_HDR_SIZE) {
-            say(warn, ctx, t, off, "the trace ends inside a block header: %zu bytes lost",
-                t->size - off);
-            t->damage.skipped_bytes += t->size - off;
-            break;
+        forget_pages(t, *off);
+        if (t->size - *off < FS_FMT_BLOCK_HDR_SIZE) {
+            say(warn, ctx, t, *off, "the trace ends inside a block header: %zu bytes lost",
+                t->size - *off);
+            count_damage(t, 0, t->size - *off);
+            return false;
         }
-        why = fs_fmt_block_parse(t->map + off, &b);
-        if (!why && b.stored_len > t->size - off - FS_FMT_BLOCK_HDR_SIZE) {
-            say(warn, ctx, t, off, "the trace ends inside a block: %zu bytes lost", t->size - off);
-            t->damage.skipped_bytes += t->size - off;
-            break;
+        why = fs_fmt_block_parse(t->map + *off, b);
+        if (!why && b->stored_len > t->size - *off - FS_FMT_BLOCK_HDR_SIZE) {
+            say(warn, ctx, t, *off, "the trace ends inside a block: %zu bytes lost",
+                t->size - *off);
+            count_damage(t, 0, t->size - *off);
+            return false;
+        }
+        if (!why && b->raw_len > t->rawcap) {
+            uint8_t *raw = realloc(t->raw, b->raw_len);
+            if (raw) {
+                t->raw = raw;
+                t->rawcap = b->raw_len;
+            } else {
+                why = "no memory for the block's payload";
+            }
         }
         if (!why)
-            why = fs_fmt_block_unpack(t->dctx, t->map + off, &b,
-                                      t->map + off + FS_FMT_BLOCK_HDR_SIZE, t->raw);
+            why = fs_fmt_block_unpack(t->dctx, t->map + *off, b,
+                                      t->map + *off + FS_FMT_BLOCK_HDR_SIZE, t->raw);
         if (why) {
-            size_t next = resync(t, off + 1);
-            say(warn, ctx, t, off, "%s: skipped %zu bytes to the next block", why, next - off);
-            t->damage.skipped_blocks++;
-            t->damage.skipped_bytes += next - off;
-            off = next;
+            size_t next = resync(t, *off + 1);
+            say(warn, ctx, t, *off, "%s: skipped %zu bytes to the next block", why, next - *off);
+            count_damage(t, 1, next - *off);
+            *off = next;
             continue;
         }
+        *at = *off;
+        *off += FS_FMT_BLOCK_HDR_SIZE + b->stored_len;
+        return true;
+    }
+    return false;
+}
 
-        fs_fmt_dec d;
-        fs_fmt_record r;
-        int rc;
-        fs_fmt_dec_init(&d, t->raw, b.raw_len, b.time_ns);
-        while ((rc = fs_fmt_next(&d, &r, &why)) == 1) {
-            records++;
-            if (r.kind > FS_REC_EVENT_LAST && r.kind != FS_REC_SNAP_SEGMENT &&
-                r.kind != FS_REC_SNAP_BLOCK)
-                define(t, &r);
-            if (visit && visit(ctx, t, &r, b.tid)) return records;
+static bool is_event(unsigned kind)
+{
+    return kind <= FS_REC_EVENT_LAST || kind == FS_REC_SNAP_SEGMENT || kind == FS_REC_SNAP_BLOCK;
+}
+
+/* Decoding one block's payload: definitions are stored as they come. */
+typedef struct cursor {
+    fs_fmt_dec d;
+    const uint8_t *payload;
+    size_t offset;         /* the block's place in the file, to name it */
+    uint32_t index;        /* records decoded so far */
+    bool skip_definitions; /* they were delivered when the block was read */
+    size_t good;           /* payload bytes up to the first that does not decode */
+} cursor;
+
+static void cursor_start(cursor *c, const uint8_t *payload, size_t len, uint64_t time_ns,
+                         size_t offset, bool skip_definitions)
+{
+    fs_fmt_dec_init(&c->d, payload, len, time_ns);
+    c->payload = payload;
+    c->offset = offset;
+    c->index = 0;
+    c->skip_definitions = skip_definitions;
+    c->good = len;
+}
+
+/* The block's next record into r: 1, or 0 at its end or at a record that
+ * does not decode (named, counted; the records before it stand). */
+static int cursor_next(fs_reader *t, cursor *c, fs_fmt_record *r, fs_reader_warn warn, void *ctx)
+{
+    const char *why;
+    for (;;) {
+        const uint8_t *start = c->d.p;
+        int rc = fs_fmt_next(&c->d, r, &why);
+        if (rc == 1 && !is_event(r->kind)) {
+            if (c->skip_definitions) continue;
+            if ((why = define(t, r))) rc = -1;
+        }
+        if (rc == 1) {
+            c->index++;
+            return 1;
         }
         if (rc < 0) {
-            say(warn, ctx, t, off, "%s at payload byte %zu: the rest of the block is skipped", why,
-                (size_t)(d.p - t->raw));
-            t->damage.skipped_blocks++;
+            say(warn, ctx, t, c->offset, "%s at payload byte %zu: the rest of the block is skipped",
+                why, (size_t)(c->d.p - c->payload));
+            count_damage(t, 1, 0);
+            c->good = (size_t)(start - c->payload);
+            c->d.p = c->d.end; /* nothing more from this block */
         }
-        off += FS_FMT_BLOCK_HDR_SIZE + b.stored_len;
+        return 0;
+    }
+}
+
+uint64_t fs_reader_read(fs_reader *t, fs_reader_visit visit, fs_reader_warn warn, void *ctx)
+{
+    size_t off = FS_FMT_HEADER_SIZE, at;
+    uint64_t records = 0;
+    fs_fmt_block b;
+    cursor c;
+    fs_fmt_record r;
+
+    t->forgotten = 0;
+    while (next_block(t, &off, &b, &at, warn, ctx)) {
+        cursor_start(&c, t->raw, b.raw_len, b.time_ns, at, false);
+        while (cursor_next(t, &c, &r, warn, ctx)) {
+            records++;
+            if (visit && visit(ctx, t, &r, b.tid)) return records;
+        }
     }
     return records;
 }
 
 /* ---- time order ------------------------------------------------------------------
- * Events come in runs that are in time order: a thread's events, block
- * after block, mostly (a thread's buffers can reach the file out of turn).
- * So events are held in one queue per run, a new run starting whenever a
- * thread's event is earlier than the last one held for it, and the queues
- * are merged: the earliest head goes out whenever more than the window is
- * held, and at the end. Only queue heads are compared, a handful. */
+ * A thread's events are in time order within each of its blocks, and its
+ * blocks cover times one after another (a block's header has its first
+ * event's time); only their order in the file can be wrong, when a
+ * thread's buffers reach the file out of turn. So blocks are held as read,
+ * payload only, and chained into runs: a block joins a run of its thread
+ * whose last block started before it, else it starts a run of its own. The
+ * runs are merged event by event, each held block decoded once, when its
+ * turn comes, and freed when done: the earliest event goes out whenever
+ * more than the window is held, and at the end. A payload's ten-odd bytes
+ * an event are all that is held: the window costs little memory and no
+ * event is copied twice.
+ *
+ * Definitions are delivered when read: the writer puts them in blocks of
+ * their own (thread 0), ahead of the events that name them. Such a block
+ * that also holds events (a snapshot's entries) is held too, and decoded
+ * again for those. */
 
-typedef struct held {
-    uint64_t seq; /* file order, for ties between threads */
-    uint32_t tid;
-    uint8_t kind;
-    fs_fmt_event ev;
-} held;
+#define MAX_RUNS 64 /* more than the threads of a trace, which a run each needs */
 
-typedef struct queue {
+typedef struct held_block {
+    struct held_block *next; /* the run's next block */
+    uint64_t seq;            /* its place among the file's blocks */
+    uint64_t time_ns;        /* its first event's */
+    size_t offset, len;
     uint32_t tid;
-    held *ring;
-    size_t head, n, cap; /* cap a power of two */
-} queue;
+    bool defined; /* its definitions went out when it was read */
+    uint8_t payload[];
+} held_block;
+
+typedef struct run {
+    held_block *head, *tail; /* head: the block being decoded; NULL: the run is free */
+    cursor c;                /* over head */
+    fs_fmt_record rec;       /* the run's earliest event, when head is not NULL */
+    uint64_t seq;            /* its place in the file: ties go in file order */
+} run;
 
 typedef struct ordered {
-    queue *queues;
-    size_t nqueues, last; /* last: the queue of the previous event */
-    size_t held;
-    uint64_t seq;
+    run *runs; /* a few: each holds a decoder of some kilobytes */
+    size_t nruns, caprun;
+    size_t held; /* payload bytes */
+    uint64_t blocks, records;
     fs_reader_visit visit;
     fs_reader_warn warn;
     void *ctx;
-    bool stopped, failed;
+    bool stopped;
 } ordered;
 
-static void ordered_warn(void *ctx, const char *line)
+static void deliver(ordered *o, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
 {
-    const ordered *o = ctx;
-    if (o->warn) o->warn(o->ctx, line);
+    o->records++;
+    if (!o->stopped && o->visit(o->ctx, t, r, tid)) o->stopped = true;
 }
 
-static const held *tail(const queue *q)
+/* Moves run r to its next event, decoding its blocks in turn and freeing
+ * each when done; r->head is NULL when the run has no more. */
+static void run_advance(ordered *o, fs_reader *t, run *r)
 {
-    return q->n ? &q->ring[(q->head + q->n - 1) & (q->cap - 1)] : NULL;
-}
-
-/* The run an event of thread tid at time_ns joins: the thread's newest run
- * when it does not go back in time, else a new one. Emptied runs are
- * dropped first, so the queues stay few. */
-static queue *queue_of(ordered *o, uint32_t tid, uint64_t time_ns)
-{
-    if (o->nqueues && o->queues[o->last].tid == tid) {
-        const held *h = tail(&o->queues[o->last]);
-        if (!h || h->ev.time_ns <= time_ns) return &o->queues[o->last];
-    } else {
-        for (size_t i = o->nqueues; i-- > 0;) /* newest run of tid: the last created */
-            if (o->queues[i].tid == tid) {
-                const held *h = tail(&o->queues[i]);
-                if (!h || h->ev.time_ns <= time_ns) return &o->queues[o->last = i];
-                break;
+    while (r->head) {
+        while (cursor_next(t, &r->c, &r->rec, o->warn, o->ctx)) {
+            if (is_event(r->rec.kind)) {
+                r->seq = r->head->seq << 24 | r->c.index; /* < 2^24 records in 1 MiB */
+                return;
             }
-    }
-    size_t kept = 0;
-    for (size_t i = 0; i < o->nqueues; i++) {
-        if (!o->queues[i].n) {
-            free(o->queues[i].ring);
-            continue;
+            /* a definition among events (no writer puts one there): it
+             * goes out when its block's turn comes */
+            deliver(o, t, &r->rec, r->head->tid);
         }
-        o->queues[kept++] = o->queues[i];
+        held_block *done = r->head;
+        r->head = done->next;
+        if (!r->head) r->tail = NULL;
+        o->held -= done->len;
+        free(done);
+        if (r->head)
+            cursor_start(&r->c, r->head->payload, r->head->len, r->head->time_ns, r->head->offset,
+                         r->head->defined);
     }
-    o->nqueues = kept;
-    queue *more = realloc(o->queues, (o->nqueues + 1) * sizeof *more);
-    if (!more) return NULL;
-    o->queues = more;
-    o->queues[o->nqueues] = (queue){.tid = tid};
-    return &o->queues[o->last = o->nqueues++];
 }
 
-static bool queue_push(queue *q, const held *h)
+/* Hands the earliest held event to the visitor. */
+static void release_one(ordered *o, fs_reader *t)
 {
-    if (q->n == q->cap) {
-        size_t cap = q->cap ? 2 * q->cap : 256;
-        held *ring = malloc(cap * sizeof *ring);
-        if (!ring) return false;
-        for (size_t i = 0; i < q->n; i++)
-            ring[i] = q->ring[(q->head + i) & (q->cap - 1)];
-        free(q->ring);
-        q->ring = ring;
-        q->head = 0;
-        q->cap = cap;
+    run *best = NULL;
+    for (size_t i = 0; i < o->nruns; i++) {
+        run *r = &o->runs[i];
+        if (!r->head) continue;
+        if (!best || r->rec.ev.time_ns < best->rec.ev.time_ns ||
+            (r->rec.ev.time_ns == best->rec.ev.time_ns && r->seq < best->seq))
+            best = r;
     }
-    q->ring[(q->head + q->n++) & (q->cap - 1)] = *h;
+    deliver(o, t, &best->rec, best->head->tid);
+    run_advance(o, t, best);
+}
+
+/* A free run: a new one while there are fewer than MAX_RUNS, else the first
+ * to empty while the earliest events go out (a trace with that many runs
+ * at once is damaged, or stranger than any writer makes). */
+static run *free_run(ordered *o, fs_reader *t)
+{
+    for (;;) {
+        for (size_t i = 0; i < o->nruns; i++)
+            if (!o->runs[i].head) return &o->runs[i];
+        if (o->nruns < MAX_RUNS) {
+            if (o->nruns == o->caprun) {
+                size_t cap = o->caprun ? 2 * o->caprun : 8;
+                run *more = realloc(o->runs, cap * sizeof *more);
+                if (!more) return NULL;
+                o->runs = more;
+                o->caprun = cap;
+            }
+            o->runs[o->nruns] = (run){0};
+            return &o->runs[o->nruns++];
+        }
+        release_one(o, t);
+    }
+}
+
+/* Holds a copy of the payload in t->raw (len bytes of block b, at offset). */
+static bool hold(ordered *o, fs_reader *t, const fs_fmt_block *b, size_t offset, size_t len,
+                 bool defined)
+{
+    held_block *hb = malloc(sizeof *hb + len);
+    run *r;
+    if (!hb) return false;
+    *hb = (held_block){.seq = o->blocks,
+                       .time_ns = b->time_ns,
+                       .offset = offset,
+                       .len = len,
+                       .tid = b->tid,
+                       .defined = defined};
+    memcpy(hb->payload, t->raw, len);
+    o->held += len;
+    for (size_t i = 0; i < o->nruns; i++) {
+        r = &o->runs[i];
+        /* a block that starts at the very time of the tail's start may
+         * be the one before it (the tail's events all at that time) */
+        if (r->tail && r->tail->tid == b->tid && r->tail->time_ns < b->time_ns) {
+            r->tail->next = hb;
+            r->tail = hb;
+            return true;
+        }
+    }
+    if (!(r = free_run(o, t))) {
+        o->held -= len;
+        free(hb);
+        return false;
+    }
+    r->head = r->tail = hb;
+    cursor_start(&r->c, hb->payload, len, hb->time_ns, offset, defined);
+    run_advance(o, t, r);
     return true;
 }
 
-/* Hands the earliest held event to the caller's visitor. */
-static void release_one(ordered *o, fs_reader *t)
+/* A block of definitions: they go out now; true when it holds events too
+ * (*len: its payload up to the first record that does not decode). */
+static bool define_block(ordered *o, fs_reader *t, const fs_fmt_block *b, size_t offset,
+                         size_t *len)
 {
-    queue *best = NULL;
-    for (size_t i = 0; i < o->nqueues; i++) {
-        queue *q = &o->queues[i];
-        if (!q->n) continue;
-        const held *h = &q->ring[q->head];
-        const held *b = best ? &best->ring[best->head] : NULL;
-        if (!b || h->ev.time_ns < b->ev.time_ns ||
-            (h->ev.time_ns == b->ev.time_ns && h->seq < b->seq))
-            best = q;
+    cursor c;
+    fs_fmt_record r;
+    bool events = false;
+    cursor_start(&c, t->raw, b->raw_len, b->time_ns, offset, false);
+    while (cursor_next(t, &c, &r, o->warn, o->ctx)) {
+        if (is_event(r.kind))
+            events = true;
+        else
+            deliver(o, t, &r, b->tid);
     }
-    const held *h = &best->ring[best->head];
-    fs_fmt_record r = {.kind = h->kind, .ev = h->ev};
-    uint32_t tid = h->tid;
-    best->head = (best->head + 1) & (best->cap - 1);
-    best->n--;
-    o->held--;
-    if (!o->stopped && o->visit(o->ctx, t, &r, tid)) o->stopped = true;
-}
-
-static int hold(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
-{
-    ordered *o = ctx;
-    bool event = r->kind <= FS_REC_EVENT_LAST || r->kind == FS_REC_SNAP_SEGMENT ||
-                 r->kind == FS_REC_SNAP_BLOCK;
-    if (!event) return o->visit(o->ctx, t, r, tid) || o->stopped;
-    held h = {.seq = o->seq++, .tid = tid, .kind = r->kind, .ev = r->ev};
-    queue *q = queue_of(o, tid, r->ev.time_ns);
-    if (!q || !queue_push(q, &h)) {
-        o->failed = true;
-        return 1;
-    }
-    if (++o->held > FS_READER_ORDER_WINDOW) release_one(o, t);
-    return o->stopped;
+    *len = c.good;
+    return events;
 }
 
 uint64_t fs_reader_read_ordered(fs_reader *t, fs_reader_visit visit, fs_reader_warn warn, void *ctx)
 {
     ordered o = {.visit = visit, .warn = warn, .ctx = ctx};
-    uint64_t records = fs_reader_read(t, hold, ordered_warn, &o);
-    if (o.failed) say(warn, ctx, t, 0, "out of memory holding events to order them");
-    while (o.held && !o.stopped && !o.failed)
-        release_one(&o, t);
-    for (size_t i = 0; i < o.nqueues; i++)
-        free(o.queues[i].ring);
-    free(o.queues);
-    return records;
+    size_t off = FS_FMT_HEADER_SIZE, at, len;
+    fs_fmt_block b;
+
+    t->forgotten = 0;
+    while (!o.stopped && next_block(t, &off, &b, &at, warn, ctx)) {
+        len = b.raw_len;
+        if (b.tid == 0 && !define_block(&o, t, &b, at, &len)) continue;
+        if (!hold(&o, t, &b, at, len, b.tid == 0)) {
+            say(warn, ctx, t, at, "out of memory holding the block to order its events");
+            count_damage(t, 1, 0);
+        }
+        o.blocks++;
+        while (o.held > FS_READER_ORDER_WINDOW && !o.stopped)
+            release_one(&o, t);
+    }
+    for (size_t i = 0; i < o.nruns; i++)
+        while (o.runs[i].head && !o.stopped)
+            release_one(&o, t);
+    for (size_t i = 0; i < o.nruns; i++)
+        for (held_block *hb = o.runs[i].head, *next; hb; hb = next) {
+            next = hb->next;
+            free(hb);
+        }
+    free(o.runs);
+    return o.records;
 }

@@ -54,18 +54,23 @@ typedef void (*fs_reader_warn)(void *ctx, const char *line);
  * readable); the damage found is kept (fs_reader_damage_of). */
 uint64_t fs_reader_read(fs_reader *t, fs_reader_visit visit, fs_reader_warn warn, void *ctx);
 const fs_reader_damage *fs_reader_damage_of(const fs_reader *t);
+/* Whether any trace this process read was damaged (a block skipped, a
+ * record that does not decode, a torn tail): the CLI then exits 1, after
+ * whatever the command made of the rest (docs/cli.md). */
+bool fs_reader_saw_damage(void);
 
 /* As fs_reader_read, but events (and snapshot entries) reach the visitor in
  * time order, ties in file order, while definitions still come as they are
- * read, ahead of any event that names them. Each thread's events are in
- * order in the file, but threads' buffers reach the file at different
- * moments (each when full, or at the writer's 50 ms cycle), so a block
- * freed by one thread and handed to another can appear freed after its
- * reuse: commands that follow blocks by address read in time order. A
- * window of FS_READER_ORDER_WINDOW events is held back, enough for the
- * writer's cycle at several million events a second: memory stays bounded
- * whatever the trace's length. */
-#define FS_READER_ORDER_WINDOW (1u << 18)
+ * read (in blocks of their own, as the writer puts them), ahead of any
+ * event that names them. Each thread's events are in order in the file,
+ * but threads' buffers reach the file at different moments (each when
+ * full, or at the writer's 50 ms cycle), so a block freed by one thread and
+ * handed to another can appear freed after its reuse: commands that follow
+ * blocks by address read in time order. Blocks of FS_READER_ORDER_WINDOW
+ * payload bytes are held back (about 800,000 events, the writer's cycle at
+ * well over ten million events a second): memory stays bounded whatever
+ * the trace's length. */
+#define FS_READER_ORDER_WINDOW (8u << 20)
 uint64_t fs_reader_read_ordered(fs_reader *t, fs_reader_visit visit, fs_reader_warn warn,
                                 void *ctx);
 

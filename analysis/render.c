@@ -78,3 +78,23 @@ size_t fs_render_frame_sym(const fs_reader *t, fs_symbols *sym, uint64_t pc, cha
     }
     return at;
 }
+
+/* Whether pc lies in the Python interpreter: libpython, or a python
+ * executable that links it statically. */
+static bool in_interpreter(const fs_reader *t, uint64_t pc)
+{
+    uint64_t off;
+    const fs_reader_module *mod = fs_reader_module_of(t, pc, &off);
+    if (!mod) return false;
+    const char *path = fs_render_str(t, mod->path), *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return !strncmp(base, "libpython", 9) || !strncmp(base, "python", 6);
+}
+
+uint32_t fs_render_python_at(const fs_reader *t, const uint64_t *pcs, uint32_t n)
+{
+    uint32_t i = 0;
+    while (i < n && !in_interpreter(t, pcs[i]))
+        i++;
+    return i;
+}

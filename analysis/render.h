@@ -29,4 +29,12 @@ size_t fs_render_frame_sym(const fs_reader *t, fs_symbols *sym, uint64_t pc, cha
 /* A Python frame as "FILE:LINE:FUNCTION". */
 size_t fs_render_pyframe(const fs_reader *t, const fs_fmt_pyframe *f, char *buf, size_t len);
 
+/* Where an allocation's Python frames go among its native ones, n of them
+ * innermost first, to make one mixed stack as PyTorch's stacks="all": at
+ * the first frame in the Python interpreter (libpython, or a python
+ * executable), which runs them; after every native frame (n) when none is.
+ * The native frames before that index, then the Python frames innermost
+ * first, then the rest of the native frames. */
+uint32_t fs_render_python_at(const fs_reader *t, const uint64_t *pcs, uint32_t n);
+
 #endif /* FS_RENDER_H */

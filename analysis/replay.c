@@ -123,10 +123,17 @@ typedef struct model {
     size_t nev, capev;
 } model;
 
+/* No device has this much (1 PiB): an "unlimited" device, or one whose
+ * size a damaged trace gives, has no more, so that a request no device
+ * could serve fails here as it would on the device, instead of carrying
+ * the allocator's figures past 2^63. */
+#define MOST_ANY_DEVICE_HAS ((size_t)1 << 50)
+
 static fs_dev_status m_charge(model *m, int device, size_t size)
 {
     size_t cap = m->capacity[device];
-    if (cap && (size > cap || m->used[device] > cap - size)) return FS_DEV_OUT_OF_MEMORY;
+    if (!cap || cap > MOST_ANY_DEVICE_HAS) cap = MOST_ANY_DEVICE_HAS;
+    if (size > cap || m->used[device] > cap - size) return FS_DEV_OUT_OF_MEMORY;
     m->used[device] += size;
     return FS_DEV_OK;
 }
@@ -170,6 +177,7 @@ static size_t m_granularity(void *ctx, int device)
 static fs_dev_status m_reserve(void *ctx, int device, size_t size, void **out)
 {
     model *m = ctx;
+    if (size > MOST_ANY_DEVICE_HAS) return FS_DEV_OUT_OF_MEMORY; /* no address range so wide */
     *out = (void *)m_bump(&m->next_vm[device], size);
     return FS_DEV_OK;
 }

@@ -3,13 +3,18 @@
  * overhead at the peak, segments, out-of-memory events with the figures the
  * allocator reported, streams, collectives, the rate limiter's waits, then
  * the sites that held the most at the peak, and the totals over the ranks.
+ * Under a trace's figures, its out-of-memory failures explained (oom.c).
  *
  * One reading loop in time order gathers the figures (every memory event
- * carries its device's totals, so none of them needs block tracking);
- * the sites come from sites.c's reading, as `top` prints them. */
+ * carries its device's totals, so none of them needs block tracking) and,
+ * the same loop, the sites (sites.c's reading, as `top` prints them): each
+ * file is read once. With --html
+ * the same figures and sites also go to the page (report_html.c), whose
+ * timeline is gathered in the same reading. */
 #include "analysis.h"
 #include "oom.h"
 #include "reader.h"
+#include "report.h"
 #include "sites.h"
 
 #include <getopt.h>
@@ -18,41 +23,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEVICES 64
-#define MAX_COLL    32
-#define MAX_WAITERS 256
-#define MAX_OOMS    16 /* printed per trace; the rest counted */
-
-typedef struct device_figures {
-    bool seen;
-    uint64_t peak_allocated, peak_allocated_at, reserved_at_peak;
-    uint64_t peak_reserved, peak_reserved_at;
-    uint64_t allocs, alloc_bytes, segments, segment_bytes, segment_frees, ooms;
-    uint64_t last_allocated, last_reserved;
-} device_figures;
-
-typedef struct report_run {
-    device_figures dev[MAX_DEVICES];
-    uint64_t coll_count[MAX_COLL], coll_bytes[MAX_COLL];
-    uint64_t streams_created, streams_reused, streams_destroyed;
-    uint64_t waits, wait_ns, longest_wait_ns;
-    struct waiter {
-        uint32_t tid;
-        uint64_t since;
-    } waiting[MAX_WAITERS];
-    size_t nwaiting;
-    uint64_t first_ns, last_ns, events;
-    fs_fmt_event ooms[MAX_OOMS];
-    size_t nooms;
-    size_t limit;
-    fs_sites sites;
-} report_run;
+/* The reading loop's context: the figures, and the page when --html asks */
+typedef struct reading {
+    fs_report_figures *r;
+    fs_report_html *html;
+} reading;
 
 void usage_report(FILE *out)
 {
     fprintf(out,
             "usage: fsdpshim report [--by stack|frame|annotation|python] [-n N] [--no-symbols]\n"
-            "                       TRACE...\n"
+            "                       [--html FILE] TRACE...\n"
             "\n"
             "A text summary of one or more traces (the ranks of one job), each rank on its own\n"
             "and then in total: per device the peaks of allocated and reserved memory and when,\n"
@@ -60,13 +41,27 @@ void usage_report(FILE *out)
             "collectives, the all-gather rate limiter's waits, and the N sites [5] that held\n"
             "the most at the peak (grouped --by, as for top).\n"
             "\n"
-            "Exit status: 0 ok, 1 a file is not a readable trace, 2 usage.\n");
+            "  --html FILE  also write FILE, one self-contained HTML page (no network): an SVG\n"
+            "             memory timeline of allocated and reserved bytes per rank, device and\n"
+            "             stream on one clock, with NVTX ranges, rate-limiter waits, collectives\n"
+            "             and out-of-memory events marked, then these figures as tables, with\n"
+            "             each stream's figures, the frees held back for their streams and the\n"
+            "             blocks live at exit by site\n"
+            "\n"
+            "Exit status: 0 ok, 1 a file is not a readable trace or FILE cannot be written,\n"
+            "2 usage.\n");
 }
 
 static void warn(void *ctx, const char *line)
 {
     (void)ctx;
     fprintf(stderr, "fsdpshim report: %s\n", line);
+}
+
+bool fs_report_oom_fragmented(const fs_fmt_event *ev)
+{
+    return ev->reserved - ev->allocated >= ev->size && ev->aux < ev->size &&
+           ev->reserved > ev->allocated;
 }
 
 static void oom_line(const fs_fmt_event *ev)
@@ -81,18 +76,18 @@ static void oom_line(const fs_fmt_event *ev)
     printf("  out of memory at %.3f s on device %d, stream 0x%" PRIx64 ": %s requested, %s "
            "allocated, %s reserved of which %s free in the cache, the largest free block %s\n",
            (double)ev->time_ns / 1e9, ev->device, ev->stream, req, alloc, res, spare, largest);
-    if (ev->reserved - ev->allocated >= ev->size && ev->aux < ev->size &&
-        ev->reserved > ev->allocated)
+    if (fs_report_oom_fragmented(ev))
         printf("    fragmentation: the cache held %s free, enough in total but in no block of %s\n",
                spare, req);
 }
 
-static void wait_begins(report_run *r, uint32_t tid, uint64_t at)
+static void wait_begins(fs_report_figures *r, uint32_t tid, uint64_t at)
 {
-    if (r->nwaiting < MAX_WAITERS) r->waiting[r->nwaiting++] = (struct waiter){tid, at};
+    if (r->nwaiting < FS_REPORT_MAX_WAITERS)
+        r->waiting[r->nwaiting++] = (struct fs_report_waiter){tid, at};
 }
 
-static void wait_ends(report_run *r, uint32_t tid, uint64_t at)
+static void wait_ends(fs_report_figures *r, uint32_t tid, uint64_t at)
 {
     for (size_t i = 0; i < r->nwaiting; i++)
         if (r->waiting[i].tid == tid) {
@@ -107,15 +102,18 @@ static void wait_ends(report_run *r, uint32_t tid, uint64_t at)
 
 static int visit(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
 {
-    report_run *r = ctx;
+    const reading *rd = ctx;
+    fs_report_figures *r = rd->r;
     const fs_fmt_event *ev = &rec->ev;
-    (void)t;
+    if (rd->html) fs_report_html_record(rd->html, t, rec, tid);
     if (rec->kind > FS_REC_EVENT_LAST) return 0;
     if (!r->events++) r->first_ns = ev->time_ns;
     r->last_ns = ev->time_ns;
+    if (rec->kind == FS_REC_FREE_REQUESTED && (ev->aux & FS_FMT_FREE_BEFORE_TRACE))
+        r->frees_before_trace++;
     if (rec->kind >= FS_REC_ALLOC && rec->kind <= FS_REC_OOM && ev->device >= 0 &&
-        ev->device < MAX_DEVICES) {
-        device_figures *d = &r->dev[ev->device];
+        ev->device < FS_REPORT_MAX_DEVICES) {
+        fs_report_device *d = &r->dev[ev->device];
         d->seen = true;
         d->last_allocated = ev->allocated;
         d->last_reserved = ev->reserved;
@@ -142,7 +140,7 @@ static int visit(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid
             break;
         case FS_REC_OOM:
             d->ooms++;
-            if (r->nooms < MAX_OOMS) r->ooms[r->nooms++] = *ev;
+            if (r->nooms < FS_REPORT_MAX_OOMS) r->ooms[r->nooms++] = *ev;
             break;
         default:
             break;
@@ -160,7 +158,7 @@ static int visit(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid
         r->streams_destroyed++;
         break;
     case FS_REC_COLLECTIVE:
-        if (ev->aux < MAX_COLL) {
+        if (ev->aux < FS_REPORT_MAX_COLL) {
             r->coll_count[ev->aux]++;
             r->coll_bytes[ev->aux] += ev->size;
         }
@@ -177,13 +175,13 @@ static int visit(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid
     return 0;
 }
 
-static void print_figures(const report_run *r)
+static void print_figures(const fs_report_figures *r)
 {
     char a[32], b[32], c[32];
     for (size_t i = 0; i < r->nooms; i++)
         oom_line(&r->ooms[i]);
-    for (int i = 0; i < MAX_DEVICES; i++) {
-        const device_figures *d = &r->dev[i];
+    for (int i = 0; i < FS_REPORT_MAX_DEVICES; i++) {
+        const fs_report_device *d = &r->dev[i];
         if (!d->seen) continue;
         fs_human_bytes(d->peak_allocated, a, sizeof a);
         fs_human_bytes(d->reserved_at_peak, b, sizeof b);
@@ -204,10 +202,14 @@ static void print_figures(const report_run *r)
                " out-of-memory events\n",
                i, d->allocs, a, d->segments, b, d->segment_frees, c, d->ooms);
     }
+    if (r->frees_before_trace)
+        printf("  %" PRIu64 " frees of blocks allocated before the trace began (a trace-only "
+               "attach: not counted in the totals)\n",
+               r->frees_before_trace);
     printf("  streams: %" PRIu64 " created, %" PRIu64 " handed out again from a pool, %" PRIu64
            " destroyed\n",
            r->streams_created, r->streams_reused, r->streams_destroyed);
-    for (int k = 0; k < MAX_COLL; k++)
+    for (int k = 0; k < FS_REPORT_MAX_COLL; k++)
         if (r->coll_count[k]) {
             const char *op = fs_fmt_coll_name((unsigned)k);
             fs_human_bytes(r->coll_bytes[k], a, sizeof a);
@@ -221,11 +223,11 @@ static void print_figures(const report_run *r)
         printf("  rate limiter: no all-gather waited\n");
 }
 
-static void add_figures(report_run *total, const report_run *r)
+static void add_figures(fs_report_figures *total, const fs_report_figures *r)
 {
-    for (int i = 0; i < MAX_DEVICES; i++) {
-        const device_figures *d = &r->dev[i];
-        device_figures *t = &total->dev[i];
+    for (int i = 0; i < FS_REPORT_MAX_DEVICES; i++) {
+        const fs_report_device *d = &r->dev[i];
+        fs_report_device *t = &total->dev[i];
         if (!d->seen) continue;
         /* ranks are separate processes: each device's peak is its own, and
          * a device used by two files (two processes on one GPU) sums them */
@@ -244,7 +246,7 @@ static void add_figures(report_run *total, const report_run *r)
         t->ooms += d->ooms;
         t->last_allocated += d->last_allocated;
     }
-    for (int k = 0; k < MAX_COLL; k++) {
+    for (int k = 0; k < FS_REPORT_MAX_COLL; k++) {
         total->coll_count[k] += r->coll_count[k];
         total->coll_bytes[k] += r->coll_bytes[k];
     }
@@ -267,7 +269,7 @@ static void print_sites(fs_sites *s, size_t limit)
 {
     char peak[32], total[32];
     size_t n = limit < s->n ? limit : s->n;
-    qsort(s->all, s->n, sizeof *s->all, by_peak);
+    if (s->n) qsort(s->all, s->n, sizeof *s->all, by_peak); /* no sites: all is NULL */
     printf("  the %zu sites (by %s) that held the most at the peak:\n", n, fs_site_by_name(s->by));
     for (size_t i = 0; i < n; i++) {
         fs_human_bytes(s->all[i].peak, peak, sizeof peak);
@@ -282,14 +284,17 @@ int command_report(int argc, char **argv)
     static const struct option longopts[] = {
         {"by", required_argument, NULL, 'b'},
         {"no-symbols", no_argument, NULL, 'N'},
+        {"html", required_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    static report_run total;
+    static fs_report_figures total;
     fs_sites all = {.by = FS_BY_STACK};
     size_t limit = 5;
     bool symbols = true;
     int c, status = 0, files = 0;
+    const char *html_path = NULL;
+    fs_report_html *html = NULL;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
@@ -300,15 +305,19 @@ int command_report(int argc, char **argv)
         case 'h':
             usage_report(stdout);
             return 0;
+        case 'H':
+            html_path = optarg;
+            break;
         default:
             goto bad;
         }
     }
     if (optind >= argc) goto bad;
+    if (html_path && !(html = fs_report_html_open(html_path, limit))) return FS_EXIT_BAD_INPUT;
     if (symbols && !(all.sym = fs_symbols_create(warn, NULL))) fs_analysis_oom("report");
     memset(&total, 0, sizeof total);
     for (int i = optind; i < argc; i++) {
-        static report_run r;
+        static fs_report_figures r;
         fs_sites one = {.by = all.by, .sym = all.sym};
         fs_file_peaks peaks;
         char err[4200], name[64];
@@ -321,7 +330,13 @@ int command_report(int argc, char **argv)
         const fs_fmt_header *h = fs_reader_header(t);
         memset(&r, 0, sizeof r);
         printf("%s: pid %u on %s, %s\n", argv[i], h->pid, h->host, h->exe);
-        fs_reader_read_ordered(t, visit, warn, &r);
+        if (html) fs_report_html_begin(html, t);
+        reading rd = {&r, html};
+        bool sites = limit > 0; /* the figures read with the sites: the file once */
+        if (sites)
+            fs_sites_read_trace(&one, t, "report", &peaks, visit, &rd);
+        else
+            fs_reader_read_ordered(t, visit, warn, &rd);
         const fs_reader_damage *dmg = fs_reader_damage_of(t);
         snprintf(name, sizeof name, "%d", fs_reader_rank(t));
         printf("  rank %s, %" PRIu64 " events over %.3f s%s", fs_reader_rank(t) >= 0 ? name : "?",
@@ -332,6 +347,7 @@ int command_report(int argc, char **argv)
                    dmg->dropped_events);
         if (dmg->skipped_blocks)
             printf("  damaged: %" PRIu64 " blocks skipped\n", dmg->skipped_blocks);
+        fs_report_trace tr = {argv[i], *h, fs_reader_rank(t), *dmg, &r};
         fs_reader_close(t);
         print_figures(&r);
         if (r.nooms) {
@@ -339,11 +355,12 @@ int command_report(int argc, char **argv)
             fs_oom_explain(stdout, argv[i], &oo);
         }
         add_figures(&total, &r);
-        if (limit && fs_sites_read(&one, argv[i], "report", &peaks)) {
+        if (sites) {
             for (size_t k = 0; k < one.n; k++)
                 fs_sites_add(&all, &one.all[k]);
             print_sites(&one, limit);
         }
+        if (html) fs_report_html_end(html, &tr, sites ? &one : NULL);
         fs_sites_free(&one);
         files++;
         printf("\n");
@@ -354,6 +371,11 @@ int command_report(int argc, char **argv)
         print_figures(&total);
         if (limit) print_sites(&all, limit);
     }
+    if (html &&
+        !fs_report_html_finish(html, files > 1 ? &total : NULL, files > 1 && limit ? &all : NULL))
+        status = FS_EXIT_BAD_INPUT;
+    else if (html)
+        fprintf(stderr, "fsdpshim report: the page is %s\n", html_path);
     fs_sites_free(&all);
     fs_symbols_destroy(all.sym);
     return status;

@@ -64,9 +64,9 @@ static void *grow(void *p, size_t *cap, size_t need, size_t size)
 
 /* ---- sites by text --------------------------------------------------------------- */
 
-static uint64_t hash_text(const char *s)
+uint64_t fs_hash_text(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (; *s; s++)
         h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h;
@@ -77,7 +77,7 @@ static void rehash(fs_sites *s, size_t nslots)
     uint32_t *slots = calloc(nslots, sizeof *slots);
     if (!slots) fs_analysis_oom("analysis");
     for (size_t i = 0; i < s->n; i++) {
-        size_t k = hash_text(s->all[i].key) & (nslots - 1);
+        size_t k = fs_hash_text(s->all[i].key) & (nslots - 1);
         while (slots[k])
             k = (k + 1) & (nslots - 1);
         slots[k] = (uint32_t)i + 1;
@@ -90,7 +90,7 @@ static void rehash(fs_sites *s, size_t nslots)
 static uint32_t site_by_text(fs_sites *s, const char *key)
 {
     if (2 * (s->n + 1) > s->nslots) rehash(s, s->nslots ? 2 * s->nslots : 1024);
-    size_t k = hash_text(key) & (s->nslots - 1);
+    size_t k = fs_hash_text(key) & (s->nslots - 1);
     for (; s->slots[k]; k = (k + 1) & (s->nslots - 1))
         if (!strcmp(s->all[s->slots[k] - 1].key, key)) return s->slots[k];
     s->all = grow(s->all, &s->cap, s->n + 1, sizeof *s->all);
@@ -103,7 +103,7 @@ static uint32_t site_by_text(fs_sites *s, const char *key)
 fs_site *fs_sites_find(fs_sites *s, const char *key)
 {
     if (!s->nslots) return NULL;
-    for (size_t k = hash_text(key) & (s->nslots - 1); s->slots[k]; k = (k + 1) & (s->nslots - 1))
+    for (size_t k = fs_hash_text(key) & (s->nslots - 1); s->slots[k]; k = (k + 1) & (s->nslots - 1))
         if (!strcmp(s->all[s->slots[k] - 1].key, key)) return &s->all[s->slots[k] - 1];
     return NULL;
 }
@@ -154,17 +154,29 @@ static void key_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev, char *key,
         if (!n) append(key, len, &at, "(no Python frames)");
         return;
     }
-    case FS_BY_STACK:
-    case FS_BY_FRAME: {
+    case FS_BY_FRAME:
+    case FS_BY_STACK: {
+        /* a stack: its Python frames merged in where the interpreter runs
+         * them (render.h), as PyTorch's mixed stacks */
         const uint64_t *frames;
+        const fs_fmt_pyframe *py;
         n = ev->stack ? fs_reader_stack(t, ev->stack, &frames) : 0;
+        uint32_t npy =
+            s->by == FS_BY_STACK && ev->pystack ? fs_reader_pystack(t, ev->pystack, &py) : 0;
+        uint32_t python_at = npy ? fs_render_python_at(t, frames, n) : n;
         if (s->by == FS_BY_FRAME && n > 1) n = 1;
-        for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t i = 0; i <= n; i++) {
+            for (uint32_t k = 0; i == python_at && k < npy; k++) {
+                fs_render_pyframe(t, &py[k], text, sizeof text);
+                if (at) append(key, len, &at, "\n");
+                append(key, len, &at, text);
+            }
+            if (i == n) break;
             fs_render_frame_sym(t, s->sym, frames[i], text, sizeof text);
-            if (i) append(key, len, &at, "\n");
+            if (at) append(key, len, &at, "\n");
             append(key, len, &at, text);
         }
-        if (!n) append(key, len, &at, "(no stack)");
+        if (!at) append(key, len, &at, "(no stack)");
         return;
     }
     }
@@ -186,6 +198,64 @@ void fs_sites_next_file(fs_sites *s)
 {
     s->file++;
     if (s->by_id) memset(s->by_id, 0, s->by_id_cap * sizeof *s->by_id);
+    if (s->pairs) memset(s->pairs, 0, s->pairs_cap * sizeof *s->pairs);
+    s->npairs = 0;
+}
+
+/* Whether the definition an event names is in the file. One that is not
+ * reads as none (its text is the same), so that a damaged or hostile
+ * trace's ids never size the table of this file's ids. */
+static bool defined(const fs_sites *s, const fs_reader *t, uint32_t id)
+{
+    const uint64_t *frames;
+    const fs_fmt_pyframe *py;
+    uint32_t parent, domain, name;
+    switch (s->by) {
+    case FS_BY_ANNOT:
+        return fs_reader_annot(t, id, &parent, &domain, &name);
+    case FS_BY_PYTHON:
+        return fs_reader_pystack(t, id, &py) > 0;
+    default:
+        return fs_reader_stack(t, id, &frames) > 0;
+    }
+}
+
+static size_t slot_of(uint64_t addr, size_t cap);
+
+/* The slot of an allocation's (native, Python) stack ids in s->pairs: its
+ * site when set, else where to put it. */
+static struct fs_site_pair *pair_slot(fs_sites *s, uint64_t ids)
+{
+    if (2 * (s->npairs + 1) > s->pairs_cap) {
+        size_t cap = s->pairs_cap ? 2 * s->pairs_cap : 1024;
+        struct fs_site_pair *slots = calloc(cap, sizeof *slots);
+        if (!slots) fs_analysis_oom("analysis");
+        for (size_t i = 0; i < s->pairs_cap; i++) {
+            if (!s->pairs[i].site) continue;
+            size_t k = slot_of(s->pairs[i].ids, cap);
+            while (slots[k].site)
+                k = (k + 1) & (cap - 1);
+            slots[k] = s->pairs[i];
+        }
+        free(s->pairs);
+        s->pairs = slots;
+        s->pairs_cap = cap;
+    }
+    size_t k = slot_of(ids, s->pairs_cap);
+    while (s->pairs[k].site && s->pairs[k].ids != ids)
+        k = (k + 1) & (s->pairs_cap - 1);
+    return &s->pairs[k];
+}
+
+/* A site's ranks: one more when this file first counts in it. */
+static uint32_t counted(fs_sites *s, uint32_t site)
+{
+    fs_site *st = &s->all[site - 1];
+    if (st->last_file != s->file) {
+        st->last_file = s->file;
+        st->ranks++;
+    }
+    return site;
 }
 
 uint32_t fs_sites_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev)
@@ -193,17 +263,30 @@ uint32_t fs_sites_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev)
     static char key[1 << 16];
     uint32_t id = id_of(s, ev);
 
+    if (s->by == FS_BY_STACK && ev->pystack) {
+        const fs_fmt_pyframe *py;
+        const uint64_t *frames;
+        if (fs_reader_pystack(t, ev->pystack, &py) &&
+            (!ev->stack || fs_reader_stack(t, ev->stack, &frames))) {
+            struct fs_site_pair *slot = pair_slot(s, (uint64_t)ev->stack << 32 | ev->pystack);
+            if (!slot->site) {
+                key_of(s, t, ev, key, sizeof key);
+                slot->ids = (uint64_t)ev->stack << 32 | ev->pystack;
+                slot->site = site_by_text(s, key);
+                s->npairs++;
+            }
+            return counted(s, slot->site);
+        }
+    }
+
+    if (id && id >= s->by_id_cap && !defined(s, t, id)) id = 0;
+
     s->by_id = grow(s->by_id, &s->by_id_cap, (size_t)id + 1, sizeof *s->by_id);
     if (!s->by_id[id]) {
         key_of(s, t, ev, key, sizeof key);
         s->by_id[id] = site_by_text(s, key);
     }
-    fs_site *site = &s->all[s->by_id[id] - 1];
-    if (site->last_file != s->file) {
-        site->last_file = s->file;
-        site->ranks++;
-    }
-    return s->by_id[id];
+    return counted(s, s->by_id[id]);
 }
 
 void fs_sites_free(fs_sites *s)
@@ -213,6 +296,7 @@ void fs_sites_free(fs_sites *s)
     free(s->all);
     free(s->slots);
     free(s->by_id);
+    free(s->pairs);
 }
 
 void fs_site_print_key(FILE *out, const fs_site *site)
@@ -227,12 +311,24 @@ void fs_site_print_key(FILE *out, const fs_site *site)
 
 /* ---- live blocks ---------------------------------------------------------------------- */
 
+/* The home slot of addr. Block addresses share their low bits (512-byte
+ * rounding; 2 MiB alignment for large blocks and segments), and the low
+ * bits of a product depend only on the low bits of its factors: the
+ * address is mixed through (murmur3's finaliser) so that every bit reaches
+ * the bits the mask keeps. */
 static size_t slot_of(uint64_t addr, size_t cap)
 {
-    return (size_t)((addr >> 9) * 0x9e3779b97f4a7c15ull) & (cap - 1);
+    uint64_t h = addr;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return (size_t)h & (cap - 1);
 }
 
-void fs_live_put(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, int device)
+bool fs_live_replace(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, int device,
+                     fs_live_block *old)
 {
     if (2 * (l->n + 1) > l->cap) {
         fs_live_block *old = l->slots;
@@ -252,8 +348,19 @@ void fs_live_put(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, int de
     size_t k = slot_of(addr, l->cap);
     while (l->slots[k].site && l->slots[k].addr != addr)
         k = (k + 1) & (l->cap - 1);
-    if (!l->slots[k].site) l->n++;
+    bool replaced = l->slots[k].site;
+    if (replaced)
+        *old = l->slots[k];
+    else
+        l->n++;
     l->slots[k] = (fs_live_block){addr, size, site, device};
+    return replaced;
+}
+
+void fs_live_put(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, int device)
+{
+    fs_live_block old;
+    fs_live_replace(l, addr, size, site, device, &old);
 }
 
 bool fs_live_take(fs_live *l, uint64_t addr, fs_live_block *out)
@@ -312,15 +419,32 @@ typedef struct thread_last {
     uint64_t addr; /* its last allocation, still the last thing it did; 0: none */
 } thread_last;
 
+/* The bytes one site holds on one device. Which moment is the device's
+ * peak is known only at the end, so a cell keeps, besides its bytes now,
+ * what it held at the latest peak so far, saved when it first changes
+ * after that peak: one pass finds the peaks and what each site held then. */
+typedef struct site_cell {
+    uint32_t site; /* index + 1; 0: an empty slot */
+    int device;
+    uint64_t live, at_peak;
+    uint64_t changed; /* the ordinal of its last change */
+} site_cell;
+
 typedef struct reading {
     fs_sites *sites;
     fs_file_peaks *peaks;
     const char *command;
-    uint64_t ordinal; /* memory events so far */
-    uint64_t peak_at[FS_SITES_MAX_DEVICES];
+    uint64_t ordinal;                       /* memory events so far */
+    uint64_t peak_at[FS_SITES_MAX_DEVICES]; /* the ordinal of each device's peak; 0: none */
     fs_live live;
+    site_cell *cells; /* open addressing by (site, device) */
+    size_t ncells, capcells;
+    uint32_t *last_cell; /* by site: the slot of its cell last used, which is most often the one */
+    size_t last_cell_cap;
     thread_last *threads;
     size_t nthreads;
+    fs_reader_visit also; /* the caller's visitor, in the same reading */
+    void *also_ctx;
 } reading;
 
 static bool device_ok(int d)
@@ -339,20 +463,54 @@ static thread_last *thread_of(reading *r, uint32_t tid)
     return &r->threads[r->nthreads++];
 }
 
-static int find_peaks(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
+static size_t cell_home(uint32_t site, int device, size_t cap)
 {
-    reading *r = ctx;
-    const fs_fmt_event *ev = &rec->ev;
-    (void)t, (void)tid;
-    if (rec->kind != FS_REC_ALLOC && rec->kind != FS_REC_FREE_REQUESTED) return 0;
-    r->ordinal++;
-    if (rec->kind == FS_REC_ALLOC && device_ok(ev->device) &&
-        ev->allocated > r->peaks->bytes[ev->device]) {
-        r->peaks->bytes[ev->device] = ev->allocated;
-        r->peaks->time_ns[ev->device] = ev->time_ns;
-        r->peak_at[ev->device] = r->ordinal;
+    uint64_t key = (uint64_t)site * FS_SITES_MAX_DEVICES + (uint64_t)device;
+    return (size_t)(key * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
+}
+
+static site_cell *cell_of(reading *r, uint32_t site, int device)
+{
+    r->last_cell = grow(r->last_cell, &r->last_cell_cap, site, sizeof *r->last_cell);
+    if (r->capcells) {
+        site_cell *c = &r->cells[r->last_cell[site - 1]]; /* after a rehash: maybe another's */
+        if (c->site == site && c->device == device) return c;
     }
-    return 0;
+    if (2 * (r->ncells + 1) > r->capcells) {
+        site_cell *old = r->cells;
+        size_t oldcap = r->capcells;
+        r->capcells = oldcap ? 2 * oldcap : 1024;
+        if (!(r->cells = calloc(r->capcells, sizeof *r->cells))) fs_analysis_oom(r->command);
+        for (size_t i = 0; i < oldcap; i++) {
+            if (!old[i].site) continue;
+            size_t k = cell_home(old[i].site, old[i].device, r->capcells);
+            while (r->cells[k].site)
+                k = (k + 1) & (r->capcells - 1);
+            r->cells[k] = old[i];
+        }
+        free(old);
+    }
+    size_t k = cell_home(site, device, r->capcells);
+    for (; r->cells[k].site; k = (k + 1) & (r->capcells - 1))
+        if (r->cells[k].site == site && r->cells[k].device == device) break;
+    if (!r->cells[k].site) {
+        r->ncells++;
+        r->cells[k] = (site_cell){.site = site, .device = device};
+    }
+    r->last_cell[site - 1] = (uint32_t)k;
+    return &r->cells[k];
+}
+
+/* A block of site's on device comes or goes (bytes: its size, or the size
+ * negated, modulo 2^64), at the current ordinal. */
+static void cell_change(reading *r, uint32_t site, int device, uint64_t bytes)
+{
+    if (!device_ok(device)) return;
+    site_cell *c = cell_of(r, site, device);
+    uint64_t peak = r->peak_at[device];
+    if (c->changed <= peak && r->ordinal > peak) c->at_peak = c->live;
+    c->live += bytes;
+    c->changed = r->ordinal;
 }
 
 static int group_events(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
@@ -361,6 +519,7 @@ static int group_events(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint3
     const fs_fmt_event *ev = &rec->ev;
     fs_live_block b;
 
+    if (r->also && r->also(r->also_ctx, t, rec, tid)) return 1;
     if (rec->kind != FS_REC_ALLOC && rec->kind != FS_REC_FREE_REQUESTED) return 0;
     r->ordinal++;
     thread_last *th = thread_of(r, tid);
@@ -370,17 +529,23 @@ static int group_events(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint3
         site->count++;
         site->total += ev->size;
         r->peaks->allocs++;
-        fs_live_put(&r->live, ev->addr, ev->size, si, ev->device);
+        /* an address allocated again without a free (a free lost with a
+         * damaged block): the new block replaces the old one */
+        if (fs_live_replace(&r->live, ev->addr, ev->size, si, ev->device, &b))
+            cell_change(r, b.site, b.device, -b.size);
+        cell_change(r, si, ev->device, ev->size);
         th->addr = ev->addr;
-        if (device_ok(ev->device) && r->ordinal == r->peak_at[ev->device])
-            for (size_t i = 0; i < r->live.cap; i++) {
-                const fs_live_block *l = &r->live.slots[i];
-                if (l->site && l->device == ev->device) r->sites->all[l->site - 1].peak += l->size;
-            }
+        if (device_ok(ev->device) && ev->allocated > r->peaks->bytes[ev->device]) {
+            r->peaks->bytes[ev->device] = ev->allocated;
+            r->peaks->time_ns[ev->device] = ev->time_ns;
+            r->peak_at[ev->device] = r->ordinal;
+        }
         return 0;
     }
-    if (fs_live_take(&r->live, ev->addr, &b) && th->addr == ev->addr)
-        r->sites->all[b.site - 1].temporary++;
+    if (fs_live_take(&r->live, ev->addr, &b)) {
+        cell_change(r, b.site, b.device, -b.size);
+        if (th->addr == ev->addr) r->sites->all[b.site - 1].temporary++;
+    }
     th->addr = 0;
     return 0;
 }
@@ -391,34 +556,45 @@ static void warn_line(void *ctx, const char *line)
     fprintf(stderr, "fsdpshim %s: %s\n", r->command, line);
 }
 
-bool fs_sites_read(fs_sites *s, const char *path, const char *command, fs_file_peaks *peaks)
+void fs_sites_read_trace(fs_sites *s, fs_reader *t, const char *command, fs_file_peaks *peaks,
+                         fs_reader_visit also, void *ctx)
 {
-    reading r = {.sites = s, .peaks = peaks, .command = command};
-    char err[4200];
-    bool ok = false;
+    reading r = {.sites = s, .peaks = peaks, .command = command, .also = also, .also_ctx = ctx};
 
     *peaks = (fs_file_peaks){.rank = -1};
-    for (int pass = 0; pass < 2; pass++) {
-        fs_reader *t = fs_reader_open(path, err, sizeof err);
-        if (!t) {
-            fprintf(stderr, "fsdpshim %s: %s\n", command, err);
-            break;
-        }
-        r.ordinal = 0;
-        if (pass == 0) {
-            fs_reader_read_ordered(t, find_peaks, warn_line, &r); /* damage named once */
-        } else {
-            fs_sites_next_file(s);
-            fs_reader_read_ordered(t, group_events, NULL, &r);
-            peaks->rank = fs_reader_rank(t);
-            peaks->pid = fs_reader_header(t)->pid;
-            ok = true;
-        }
-        fs_reader_close(t);
+    fs_sites_next_file(s);
+    fs_reader_read_ordered(t, group_events, warn_line, &r);
+    for (size_t i = 0; i < r.capcells; i++) { /* each site's bytes at its device's peak */
+        const site_cell *c = &r.cells[i];
+        uint64_t peak = c->site ? r.peak_at[c->device] : 0;
+        if (peak) s->all[c->site - 1].peak += c->changed <= peak ? c->live : c->at_peak;
     }
+    for (size_t i = 0; i < r.live.cap; i++) { /* what the trace ended with */
+        const fs_live_block *l = &r.live.slots[i];
+        if (!l->site) continue;
+        s->all[l->site - 1].live++;
+        s->all[l->site - 1].live_bytes += l->size;
+    }
+    peaks->rank = fs_reader_rank(t);
+    peaks->pid = fs_reader_header(t)->pid;
     fs_live_free(&r.live);
+    free(r.cells);
+    free(r.last_cell);
     free(r.threads);
-    return ok;
+}
+
+bool fs_sites_read(fs_sites *s, const char *path, const char *command, fs_file_peaks *peaks)
+{
+    char err[4200];
+    fs_reader *t = fs_reader_open(path, err, sizeof err);
+    if (!t) {
+        *peaks = (fs_file_peaks){.rank = -1};
+        fprintf(stderr, "fsdpshim %s: %s\n", command, err);
+        return false;
+    }
+    fs_sites_read_trace(s, t, command, peaks, NULL, NULL);
+    fs_reader_close(t);
+    return true;
 }
 
 void fs_file_name(const fs_file_peaks *p, char *buf, size_t len)

@@ -44,6 +44,13 @@ typedef struct fs_sites {
     size_t nslots;
     uint32_t *by_id; /* this file's definition id -> index + 1 */
     size_t by_id_cap;
+    /* --by stack, allocations with Python frames: this file's (native,
+     * Python) stack id pairs -> index + 1 (open addressing; 0 empty) */
+    struct fs_site_pair {
+        uint64_t ids;
+        uint32_t site;
+    } * pairs;
+    size_t npairs, pairs_cap;
     uint32_t file; /* 1-based, the file being read */
 } fs_sites;
 
@@ -69,11 +76,17 @@ typedef struct fs_file_peaks {
 
 /* Reads trace `path` into s: each allocation counted and totalled at its
  * site, the temporary ones (freed by their thread before it allocated
- * again, heaptrack's definition) and each site's bytes live at its
- * device's peak (the moment the device's allocated total was highest). Two
- * passes in time order (blocks are followed by address). False, with a
- * message on stderr naming `command`, when the file cannot be read. */
+ * again, heaptrack's definition), each site's bytes live at its device's
+ * peak (the moment the device's allocated total was highest) and its
+ * blocks still live when the trace ends (live, live_bytes). One pass in
+ * time order (blocks are followed by address). False, with a message on
+ * stderr naming `command`, when the file cannot be read. */
 bool fs_sites_read(fs_sites *s, const char *path, const char *command, fs_file_peaks *peaks);
+/* The same over trace t, which the caller opened and closes, each record
+ * also handed to `also` (NULL: none; nonzero stops the reading): a command
+ * with figures of its own besides the sites reads the file once. */
+void fs_sites_read_trace(fs_sites *s, fs_reader *t, const char *command, fs_file_peaks *peaks,
+                         fs_reader_visit also, void *ctx);
 
 /* "rank R" or "pid P" of a file, into buf. */
 void fs_file_name(const fs_file_peaks *p, char *buf, size_t len);
@@ -95,10 +108,17 @@ typedef struct fs_live {
 } fs_live;
 
 void fs_live_put(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, int device);
+/* As fs_live_put; true, with the block it replaced in *old, when addr was
+ * live already. */
+bool fs_live_replace(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, int device,
+                     fs_live_block *old);
 /* Removes the block at addr into *out; false when it is not live. */
 bool fs_live_take(fs_live *l, uint64_t addr, fs_live_block *out);
 void fs_live_clear(fs_live *l);
 void fs_live_free(fs_live *l);
+
+/* A string's hash (FNV-1a), for the tables keyed by text. */
+uint64_t fs_hash_text(const char *s);
 
 /* "1.5 MiB" */
 void fs_human_bytes(uint64_t bytes, char *buf, size_t len);

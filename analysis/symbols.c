@@ -12,6 +12,7 @@
 #include "symbols.h"
 
 #include <dwarf.h>
+#include <errno.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* libstdc++'s demangler (the Itanium C++ ABI's), the one every C++ tool uses */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -131,6 +133,16 @@ static uint32_t module_of(fs_symbols *s, const char *path, const uint8_t *bid, s
     m->build_id_len = bid_len;
     s->nmodules++;
 
+    /* only a regular file is opened: a trace can name any path, and
+     * opening a FIFO or a device could block, or read without end */
+    struct stat st;
+    const char *why = stat(path, &st) != 0   ? strerror(errno)
+                      : !S_ISREG(st.st_mode) ? "not a regular file"
+                                             : NULL;
+    if (why) {
+        warn(s, path, why);
+        return (uint32_t)s->nmodules;
+    }
     m->dwfl = dwfl_begin(&callbacks);
     Dwfl_Module *mod = m->dwfl ? dwfl_report_elf(m->dwfl, path, path, -1, 0, false) : NULL;
     if (m->dwfl) dwfl_report_end(m->dwfl, NULL, NULL);

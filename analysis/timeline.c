@@ -93,7 +93,9 @@ static int fill(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
     (void)t, (void)tid;
     if (!is_memory(r->kind) || ev->device < 0 || ev->device >= MAX_DEVICES) return 0;
     uint64_t at = o->base + ev->time_ns, len = o->end - o->start + 1;
-    size_t k = (size_t)((double)(at - o->start) / (double)len * (double)o->intervals);
+    /* len wraps to 0 when a damaged trace's times span all 2^64 ns */
+    double span = len ? (double)len : 18446744073709551616.0;
+    size_t k = (size_t)((double)(at - o->start) / span * (double)o->intervals);
     if (k >= o->intervals) k = o->intervals - 1;
     series *s = series_of(o, ev->device);
     /* intervals without events hold what the previous one ended with, and
@@ -141,10 +143,19 @@ static bool read_file(timeline_run *o, const char *path, fs_reader_visit v, bool
     return true;
 }
 
+/* The part of a bar's width that bytes fill on scale, all of it at most: the
+ * scale is the highest reserved figure, and a damaged trace's allocated
+ * figure can pass it (a double beyond size_t would not convert). */
+static size_t filled(uint64_t bytes, uint64_t scale, size_t width)
+{
+    if (!scale) return 0;
+    if (bytes >= scale) return width;
+    return (size_t)((double)bytes / (double)scale * (double)width + 0.5);
+}
+
 static void bar(char *buf, size_t width, uint64_t allocated, uint64_t reserved, uint64_t scale)
 {
-    size_t a = scale ? (size_t)((double)allocated / (double)scale * (double)width + 0.5) : 0;
-    size_t r = scale ? (size_t)((double)reserved / (double)scale * (double)width + 0.5) : 0;
+    size_t a = filled(allocated, scale, width), r = filled(reserved, scale, width);
     for (size_t i = 0; i < width; i++)
         buf[i] = i < a ? '#' : i < r ? '-' : ' ';
     buf[width] = '\0';

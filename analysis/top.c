@@ -10,9 +10,9 @@
  * merged by their text (ids differ between files), each rank's peak is
  * named, and the table sums the ranks.
  *
- * The reading is sites.c's (fs_sites_read): twice per file in time order,
- * once for every device's peak, once to group, taking the live blocks at
- * that moment. Memory grows with the live blocks and the groups, never with the
+ * The reading is sites.c's (fs_sites_read): once per file in time order,
+ * grouping while it finds every device's peak and what each group held
+ * then. Memory grows with the live blocks and the groups, never with the
  * number of events. */
 #include "analysis.h"
 #include "reader.h"
@@ -38,6 +38,7 @@ void usage_top(FILE *out)
     fprintf(out, "usage: fsdpshim top [--by stack|frame|annotation|python]\n"
                  "                    [--sort peak|count|total|temporary] [-n N] [--no-symbols]\n"
                  "                    TRACE...\n"
+                 "       fsdpshim top --live [PID...] [-d SECONDS] [--once]\n"
                  "\n"
                  "Allocation sites of one or more traces (ranks of one job are merged), largest\n"
                  "first. For each: bytes live at the rank's peak (the moment the device's\n"
@@ -53,6 +54,7 @@ void usage_top(FILE *out)
                  "Native frames are symbolised from the modules on this machine (libdw; separate\n"
                  "debug files by build id); a module that is missing or was rebuilt since the\n"
                  "trace is named once on stderr and its frames stay MODULE+0xOFFSET.\n"
+                 "With --live: running processes, not traces (`fsdpshim top --live --help`).\n"
                  "Exit status: 0 ok, 1 a file is not a readable trace, 2 usage.\n");
 }
 
@@ -112,7 +114,7 @@ static void print_table(top_run *r)
     size_t n = r->limit && r->limit < s->n ? r->limit : s->n;
 
     sort_by = r->sort;
-    qsort(s->all, s->n, sizeof *s->all, by_metric);
+    if (s->n) qsort(s->all, s->n, sizeof *s->all, by_metric); /* no sites: all is NULL */
     printf("%" PRIu64 " allocations in %u trace%s, %zu groups by %s, sorted by %s%s\n", r->allocs,
            s->file, s->file == 1 ? "" : "s", s->n, fs_site_by_name(s->by), sort_names[r->sort],
            n < s->n ? " (first ones)" : "");
@@ -143,6 +145,8 @@ int command_top(int argc, char **argv)
     bool symbols = true, sorted = false;
     int c, status = 0;
 
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--live")) return command_top_live(argc, argv);
     optind = 1;
     while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
         int taken = fs_site_option(c, optarg, &r.sites.by, &r.limit, &symbols);

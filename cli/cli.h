@@ -66,6 +66,12 @@ bool fs_cli_installed(const char *install_dir, const char *build_dir, const char
 int fs_cli_setenv(const char *who, const char *name, const char *value);
 int fs_cli_prepend(const char *who, const char *name, const char *value);
 
+/* attach.c */
+int command_attach(int argc, char **argv);
+int command_detach(int argc, char **argv);
+void usage_attach(FILE *out);
+void usage_detach(FILE *out);
+
 /* sim.c */
 int command_sim(int argc, char **argv);
 void usage_sim(FILE *out);

@@ -7,6 +7,7 @@
  * built its row gets a run and usage function and a file of its own. */
 #include "cli.h"
 #include "../analysis/analysis.h"
+#include "../analysis/reader.h"
 
 #include <string.h>
 
@@ -37,8 +38,10 @@ static const struct command_row {
       command_report, usage_report},
      false,
      NULL},
-    {{"top", "allocation sites by peak live bytes, count, total or temporaries", command_top,
-      usage_top},
+    {{"top",
+      "allocation sites by peak live bytes, count, total or temporaries; --live: running "
+      "processes' memory",
+      command_top, usage_top},
      false,
      NULL},
     {{"leaks", "blocks still allocated at exit, by site, with suppressions", command_leaks,
@@ -53,20 +56,22 @@ static const struct command_row {
       usage_diff},
      false,
      NULL},
-    {{"export", "write memory_viz pickles, Chrome trace JSON or folded stacks", command_export,
-      usage_export},
+    {{"export", "write memory_viz pickles, Chrome or Perfetto traces, or folded stacks",
+      command_export, usage_export},
      false,
      NULL},
     {{"replay", "replay traces through the allocator under other configurations", command_replay,
       usage_replay},
      false,
      NULL},
-    {{"attach", "trace a job that is already running, without restarting it", NULL, NULL},
-     true,
-     "attach PID [--duration S] [-o FILE]"},
-    {{"detach", "stop tracing a job attached to, and flush its trace", NULL, NULL},
-     true,
-     "detach PID"},
+    {{"attach", "trace a job that is already running, without restarting it", command_attach,
+      usage_attach},
+     false,
+     NULL},
+    {{"detach", "stop tracing a job attached to, and flush its trace", command_detach,
+      usage_detach},
+     false,
+     NULL},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -161,5 +166,9 @@ int main(int argc, char **argv)
         return FS_EXIT_USAGE;
     }
     if (!r->c.run) return not_built(r, argc - 1, argv + 1);
-    return r->c.run(argc - 1, argv + 1);
+    int status = r->c.run(argc - 1, argv + 1);
+    /* A damaged trace is bad input however much of it the command could
+     * use: what was skipped has been named on stderr, with its offset. */
+    if (status != FS_EXIT_USAGE && fs_reader_saw_damage()) status = FS_EXIT_BAD_INPUT;
+    return status;
 }

@@ -1,6 +1,6 @@
 # Helpers shared by every tests/ and examples/ CMakeLists.
 #
-# Labels in use: unit, sim, integration, allocator, gpu, bench, torch.
+# Labels in use: unit, sim, integration, allocator, gpu, bench, torch, fuzz.
 # A test exits 77 to say "skipped" (ctest SKIP_RETURN_CODE): gpu tests do so
 # when no GPU is present, which ctest reports as skipped, never as passed.
 

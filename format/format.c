@@ -71,7 +71,7 @@ static int64_t unzigzag(uint64_t v)
 
 /* Reads one varint; false when the payload ends inside it or it is longer
  * than 64 bits. */
-static bool get_var(fs_fmt_dec *d, uint64_t *v)
+static bool get_var_long(fs_fmt_dec *d, uint64_t *v)
 {
     uint64_t r = 0;
     for (unsigned shift = 0; shift < 64; shift += 7) {
@@ -84,6 +84,16 @@ static bool get_var(fs_fmt_dec *d, uint64_t *v)
         }
     }
     return false;
+}
+
+/* Most of a record's varints are one byte: those are read inline. */
+static inline bool get_var(fs_fmt_dec *d, uint64_t *v)
+{
+    if (d->p < d->end && *d->p < 0x80) {
+        *v = *d->p++;
+        return true;
+    }
+    return get_var_long(d, v);
 }
 
 static bool get_u32(fs_fmt_dec *d, uint32_t *v)
@@ -358,22 +368,19 @@ static int get_event(fs_fmt_dec *d, uint8_t kind, uint64_t scale, fs_fmt_event *
                      const char **err)
 {
     fs_fmt_enc *e = &d->state;
-    uint64_t mask, v, s1, s2;
+    uint64_t mask, v, s1, s2, size = 0, requested = 0, aux = 0, aux2 = 0, aux3 = 0, aux4 = 0;
+    uint32_t stack = 0, annot = 0, pystack = 0, name = 0;
 
-    memset(ev, 0, sizeof *ev);
-    ev->kind = kind;
     if (!get_var(d, &mask) || mask & ~(uint64_t)F_ALL) goto bad;
     if (!get_var(d, &v)) goto bad;
     e->time_ns += (uint64_t)unzigzag(v);
-    ev->time_ns = e->time_ns;
     if (mask & F_ADDR) {
         if (!get_var(d, &v)) goto bad;
         e->addr += (uint64_t)unzigzag(v) * scale;
     }
-    ev->addr = e->addr;
     if (mask & F_SIZE) {
-        if (!get_var(d, &ev->size)) goto bad;
-        ev->size *= scale;
+        if (!get_var(d, &size)) goto bad;
+        size *= scale;
     }
     if (mask & F_DEVICE) {
         if (!get_var(d, &v)) goto bad;
@@ -381,36 +388,51 @@ static int get_event(fs_fmt_dec *d, uint8_t kind, uint64_t scale, fs_fmt_event *
         if (dev < -1 || dev > INT32_MAX) goto bad;
         e->device = (int32_t)dev;
     }
-    ev->device = e->device;
-    uint64_t *alloc_prev = totals_slot(e->allocated, ev->device, &s1);
-    uint64_t *res_prev = totals_slot(e->reserved, ev->device, &s2);
+    uint64_t *alloc_prev = totals_slot(e->allocated, e->device, &s1);
+    uint64_t *res_prev = totals_slot(e->reserved, e->device, &s2);
     if (mask & F_ALLOCATED) {
         if (!get_var(d, &v)) goto bad;
         *alloc_prev += (uint64_t)unzigzag(v) * scale;
     }
-    ev->allocated = *alloc_prev;
     if (mask & F_RESERVED) {
         if (!get_var(d, &v)) goto bad;
         *res_prev += (uint64_t)unzigzag(v) * scale;
     }
-    ev->reserved = *res_prev;
-    if ((mask & F_STACK) && !get_u32(d, &ev->stack)) goto bad;
-    if ((mask & F_ANNOT) && !get_u32(d, &ev->annot)) goto bad;
+    if ((mask & F_STACK) && !get_u32(d, &stack)) goto bad;
+    if ((mask & F_ANNOT) && !get_u32(d, &annot)) goto bad;
     if (mask & F_REQUESTED) {
         if (!get_var(d, &v)) goto bad;
-        ev->requested = ev->size - (uint64_t)unzigzag(v);
+        requested = size - (uint64_t)unzigzag(v);
     }
     if (mask & F_STREAM) {
         if (!get_var(d, &v)) goto bad;
         e->stream = v;
     }
-    ev->stream = e->stream;
-    if ((mask & F_PYSTACK) && !get_u32(d, &ev->pystack)) goto bad;
-    if ((mask & F_NAME) && !get_u32(d, &ev->name)) goto bad;
-    if ((mask & F_AUX) && !get_var(d, &ev->aux)) goto bad;
-    if ((mask & F_AUX2) && !get_var(d, &ev->aux2)) goto bad;
-    if ((mask & F_AUX3) && !get_var(d, &ev->aux3)) goto bad;
-    if ((mask & F_AUX4) && !get_var(d, &ev->aux4)) goto bad;
+    if ((mask & F_PYSTACK) && !get_u32(d, &pystack)) goto bad;
+    if ((mask & F_NAME) && !get_u32(d, &name)) goto bad;
+    if ((mask & F_AUX) && !get_var(d, &aux)) goto bad;
+    if ((mask & F_AUX2) && !get_var(d, &aux2)) goto bad;
+    if ((mask & F_AUX3) && !get_var(d, &aux3)) goto bad;
+    if ((mask & F_AUX4) && !get_var(d, &aux4)) goto bad;
+    /* each field written once: clearing the event first costs more than
+     * decoding it, on the reader's hottest path */
+    *ev = (fs_fmt_event){.kind = kind,
+                         .time_ns = e->time_ns,
+                         .device = e->device,
+                         .stream = e->stream,
+                         .addr = e->addr,
+                         .size = size,
+                         .requested = requested,
+                         .allocated = *alloc_prev,
+                         .reserved = *res_prev,
+                         .stack = stack,
+                         .pystack = pystack,
+                         .annot = annot,
+                         .name = name,
+                         .aux = aux,
+                         .aux2 = aux2,
+                         .aux3 = aux3,
+                         .aux4 = aux4};
     return 1;
 bad:
     *err = "malformed event record";
@@ -613,11 +635,18 @@ bad:
 int fs_fmt_next(fs_fmt_dec *d, fs_fmt_record *r, const char **err)
 {
     if (d->p >= d->end) return 0;
-    memset(r, 0, sizeof *r);
     uint8_t byte = *d->p++;
-    r->kind = byte & ~KIND_SCALED;
-    if (is_event_kind(r->kind))
-        return get_event(d, r->kind, byte & KIND_SCALED ? FS_FMT_GRANULE : 1, &r->ev, err);
+    uint8_t kind = byte & ~KIND_SCALED;
+    if (is_event_kind(kind)) {
+        /* get_event writes the whole event; one memset of the whole record
+         * first would be the costliest step of reading a trace */
+        r->kind = kind;
+        r->id = 0;
+        memset(&r->u, 0, sizeof r->u);
+        return get_event(d, kind, byte & KIND_SCALED ? FS_FMT_GRANULE : 1, &r->ev, err);
+    }
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
     if (byte & KIND_SCALED) {
         *err = "unknown record kind";
         return -1;
@@ -646,6 +675,7 @@ const char *fs_fmt_kind_name(unsigned kind)
         [FS_REC_ANNOT_POP] = "annotation_pop",
         [FS_REC_ANNOT_MARK] = "annotation_mark",
         [FS_REC_SNAPSHOT] = "snapshot",
+        [FS_REC_VMM] = "vmm",
         [FS_REC_STRING] = "string",
         [FS_REC_STACK] = "stack",
         [FS_REC_PYSTACK] = "pystack",
@@ -678,4 +708,17 @@ const char *fs_fmt_coll_name(unsigned coll)
         [FS_COLL_OTHER] = "other",
     };
     return coll < sizeof names / sizeof names[0] ? names[coll] : NULL;
+}
+
+const char *fs_fmt_vmm_name(unsigned op)
+{
+    static const char *const names[] = {
+        [FS_VMM_CREATE] = "cuMemCreate",
+        [FS_VMM_RELEASE] = "cuMemRelease",
+        [FS_VMM_MAP] = "cuMemMap",
+        [FS_VMM_UNMAP] = "cuMemUnmap",
+        [FS_VMM_RESERVE] = "cuMemAddressReserve",
+        [FS_VMM_ADDRESS_FREE] = "cuMemAddressFree",
+    };
+    return op < sizeof names / sizeof names[0] ? names[op] : NULL;
 }

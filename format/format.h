@@ -127,7 +127,9 @@ typedef enum fs_fmt_kind {
     FS_REC_ANNOT_POP,      /* annot = the stack after the pop */
     FS_REC_ANNOT_MARK,     /* name = the mark's message; annot = the current stack */
     FS_REC_SNAPSHOT,       /* name = the label */
-    FS_REC_EVENT_LAST = FS_REC_SNAPSHOT,
+    FS_REC_VMM,            /* the program's own VMM call (version 2): aux = enum fs_fmt_vmm,
+                              aux2 = the handle, addr, size; stack (cuMemCreate) */
+    FS_REC_EVENT_LAST = FS_REC_VMM,
 
     /* definitions and process facts */
     FS_REC_STRING = 64,  /* id, bytes */
@@ -150,6 +152,10 @@ typedef enum fs_fmt_kind {
  * FS_REC_FREE_REQUESTED's aux (version 2). */
 #define FS_FMT_ALLOC_STREAM_ORDERED 4u /* cudaMallocAsync, not cudaMalloc */
 #define FS_FMT_FREE_STREAM_ORDERED  1u /* cudaFreeAsync, not cudaFree */
+/* A trace-only attach (CUDA_INJECTION64_PATH, `fsdpshim attach`) saw the
+ * free of a block allocated before it began: size and totals say nothing of
+ * it (docs/trace-format.md). */
+#define FS_FMT_FREE_BEFORE_TRACE 2u
 /* A figure the writer could not learn (an OOM's device free memory). */
 #define FS_FMT_UNKNOWN UINT64_MAX
 
@@ -166,6 +172,15 @@ typedef enum fs_fmt_coll {
     FS_COLL_SCATTER,
     FS_COLL_OTHER,
 } fs_fmt_coll;
+
+typedef enum fs_fmt_vmm {
+    FS_VMM_CREATE = 1,   /* cuMemCreate: device, size, handle */
+    FS_VMM_RELEASE,      /* cuMemRelease: handle */
+    FS_VMM_MAP,          /* cuMemMap: addr, size, handle */
+    FS_VMM_UNMAP,        /* cuMemUnmap: addr, size */
+    FS_VMM_RESERVE,      /* cuMemAddressReserve: addr, size */
+    FS_VMM_ADDRESS_FREE, /* cuMemAddressFree: addr, size */
+} fs_fmt_vmm;
 
 typedef enum fs_fmt_block_state {
     FS_BLOCK_LIVE = 1, /* allocated to the program */
@@ -297,5 +312,7 @@ int fs_fmt_next(fs_fmt_dec *d, fs_fmt_record *r, const char **err);
  * ...), or NULL for an unknown kind. */
 const char *fs_fmt_kind_name(unsigned kind);
 const char *fs_fmt_coll_name(unsigned coll);
+/* The driver entry point of an FS_REC_VMM ("cuMemCreate", ...), or NULL. */
+const char *fs_fmt_vmm_name(unsigned op);
 
 #endif /* FS_FORMAT_H */

@@ -24,7 +24,7 @@ static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static const char valid_keys[] =
     "free_semantics, cross_stream_reuse, max_split_size_mb, roundup_power2_divisions, "
     "garbage_collection_threshold, expandable_segments, large_segment_mb, ag_limit, ag_limit_mb, "
-    "stream_pool, stream_pool_size, trace, trace_frames, snapshot_signal, oom_snapshot";
+    "stream_pool, stream_pool_size, trace, trace_frames, snapshot_signal, oom_snapshot, live";
 
 static bool parse_uint(const char *s, unsigned long long max, unsigned long long *out)
 {
@@ -89,6 +89,8 @@ static int shim_key_set(fs_shim_config *c, const char *key, const char *value, c
     } else if (!strcmp(key, "oom_snapshot")) {
         if (strcmp(value, "blocks") && strcmp(value, "stacks")) goto bad;
         c->oom_snapshot_stacks = !strcmp(value, "stacks");
+    } else if (!strcmp(key, "live")) {
+        if (!parse_bool(value, &c->live)) goto bad;
     } else {
         return 0;
     }
@@ -104,6 +106,8 @@ bad:
         snprintf(err, errlen, "%s: '%s' is not true or false (default: true)", key, value);
     else if (!strcmp(key, "snapshot_signal"))
         snprintf(err, errlen, "%s: '%s' is not true or false (default: false)", key, value);
+    else if (!strcmp(key, "live"))
+        snprintf(err, errlen, "%s: '%s' is not true or false (default: true)", key, value);
     else if (!strcmp(key, "oom_snapshot"))
         snprintf(err, errlen, "%s: '%s' is not blocks (default) or stacks", key, value);
     else if (!strcmp(key, "stream_pool_size"))
@@ -171,10 +175,10 @@ static void log_config(const fs_shim_config *c)
     if (c->ag_limit_bytes) snprintf(ag_mb, sizeof ag_mb, "%zu", c->ag_limit_bytes >> 20);
     fs_log(FS_LOG_DEBUG,
            "configuration: %s,ag_limit:%u,ag_limit_mb:%s,stream_pool:%s,stream_pool_size:%u,"
-           "trace:%s,trace_frames:%u,snapshot_signal:%s,oom_snapshot:%s",
+           "trace:%s,trace_frames:%u,snapshot_signal:%s,oom_snapshot:%s,live:%s",
            alloc, c->ag_limit, ag_mb, c->stream_pool ? "true" : "false", c->stream_pool_size,
            trace_names[c->trace], c->trace_frames, c->snapshot_signal ? "true" : "false",
-           c->oom_snapshot_stacks ? "stacks" : "blocks");
+           c->oom_snapshot_stacks ? "stacks" : "blocks", c->live ? "true" : "false");
 }
 
 /* Precedence: an FSDPSHIM_CONF key, then the same key in
@@ -195,6 +199,7 @@ static void config_init(void)
     c->trace_frames = 64;
     c->snapshot_signal = false;
     c->oom_snapshot_stacks = false;
+    c->live = true;
     for (cur = torch_conf; cur && fs_conf_next(&cur, &key, &value);) {
         if (!value || !is_torch_key(key) || fs_conf_sets(shim_conf, key)) continue;
         fs_log(FS_LOG_INFO, "PYTORCH_CUDA_ALLOC_CONF: %s:%s taken (FSDPSHIM_CONF does not set it)",

@@ -12,7 +12,11 @@
  * before the shim took over, allocations on a stream under graph capture.
  * When the allocator is out of memory the real call is made as well: it
  * fails exactly as the runtime would (code and last error), or succeeds if
- * memory came free meanwhile, and then the pointer passes through on free. */
+ * memory came free meanwhile, and then the pointer passes through on free.
+ *
+ * The allocator's side of each call (fs_mem_*, runtime.h) is shared with the
+ * driver's cuMemAlloc, cuMemFree, cuMemAllocAsync, cuMemFreeAsync and
+ * cuMemGetInfo (cuda_driver.c), which the shim serves the same way. */
 #include "real.h"
 #include "runtime.h"
 #include "trace_glue.h"
@@ -63,32 +67,36 @@ static cudaError_t error_of(fs_status st)
 
 /* ---- allocation ---- */
 
-FS_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
+/* For the stream the thread set for `dev` (docs/api.md), else its legacy
+ * stream. */
+fs_status fs_mem_alloc(fs_allocator *a, int dev, size_t size, void **out)
 {
-    __typeof__(&cudaMalloc) real = FS_REAL(cudaMalloc);
-    cudaStream_t s;
-    fs_allocator *a;
+    cudaStream_t s = fs_thread_stream(dev);
     fs_stream_t key;
     fs_status st;
-    int dev, stream_dev;
+    int stream_dev;
 
-    if (!real) return cudaErrorInitializationError;
-    if (fs_unlikely(!devPtr || !size) || !fs_shim_enter()) return real(devPtr, size);
-    a = fs_shim_allocator();
-    /* like the runtime, on the current device: for the stream the thread set
-     * for that device (docs/api.md), else its legacy stream */
-    dev = a ? fs_shim_current_device() : -1;
-    s = fs_thread_stream(dev);
-    if (!a || fs_shim_stream_capturing(s, false)) {
-        fs_shim_leave();
-        return real(devPtr, size);
-    }
+    if (fs_shim_stream_capturing(s, false)) return FS_ERR_NOT_OWNED;
     key = fs_shim_stream_key(s, false, &stream_dev);
     if (fs_unlikely(stream_dev != dev)) /* the stream is gone, or its handle reused */
         key = fs_shim_stream_key(NULL, false, &stream_dev);
     fs_trace_alloc_begin();
-    st = dev >= 0 && stream_dev == dev ? fs_malloc(a, dev, key, size, 0, devPtr) : FS_ERR_NOT_OWNED;
+    st = dev >= 0 && stream_dev == dev ? fs_malloc(a, dev, key, size, 0, out) : FS_ERR_NOT_OWNED;
     fs_trace_alloc_end();
+    return st;
+}
+
+FS_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
+{
+    __typeof__(&cudaMalloc) real = FS_REAL(cudaMalloc);
+    fs_allocator *a;
+    fs_status st;
+
+    if (!real) return cudaErrorInitializationError;
+    if (fs_unlikely(!devPtr || !size) || !fs_shim_enter()) return real(devPtr, size);
+    a = fs_shim_allocator();
+    /* like the runtime, on the current device */
+    st = a ? fs_mem_alloc(a, fs_shim_current_device(), size, devPtr) : FS_ERR_NOT_OWNED;
     fs_shim_leave();
     if (fs_likely(st == FS_OK)) return cudaSuccess;
     return real(devPtr, size);
@@ -106,12 +114,23 @@ static bool stream_rejected(cudaStream_t s, cudaError_t *err)
     return true;
 }
 
+fs_status fs_mem_alloc_async(fs_allocator *a, cudaStream_t s, bool pt, size_t size, void **out,
+                             int *dev)
+{
+    fs_stream_t key = fs_shim_stream_key(s, pt, dev);
+    fs_status st;
+
+    fs_trace_alloc_begin();
+    st = *dev >= 0 ? fs_malloc(a, *dev, key, size, FS_ALLOC_STREAM_ORDERED, out) : FS_ERR_NOT_OWNED;
+    fs_trace_alloc_end();
+    return st;
+}
+
 /* The runtime checks the out-pointer, then the stream, then the size. */
 static cudaError_t malloc_async(void **p, size_t size, cudaStream_t s, bool pt,
                                 __typeof__(&cudaMallocAsync) real)
 {
     fs_allocator *a;
-    fs_stream_t key;
     fs_status st;
     cudaError_t err;
     int dev;
@@ -125,10 +144,7 @@ static cudaError_t malloc_async(void **p, size_t size, cudaStream_t s, bool pt,
         fs_shim_leave();
         return real(p, size, s);
     }
-    key = fs_shim_stream_key(s, pt, &dev);
-    fs_trace_alloc_begin();
-    st = dev >= 0 ? fs_malloc(a, dev, key, size, FS_ALLOC_STREAM_ORDERED, p) : FS_ERR_NOT_OWNED;
-    fs_trace_alloc_end();
+    st = fs_mem_alloc_async(a, s, pt, size, p, &dev);
     fs_shim_leave();
     if (fs_likely(st == FS_OK)) return cudaSuccess;
     if (dev < 0 && stream_rejected(s, &err)) return err;
@@ -196,9 +212,8 @@ FS_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cuda
 
 /* ---- free ---- */
 
-/* Frees a block the allocator may own, handing its fence to the rate
- * limiter when it asks for it. */
-static fs_status shim_free(fs_allocator *a, void *ptr, bool ordered, fs_stream_t key)
+/* Hands the block's fence to the rate limiter when it asks for it. */
+fs_status fs_mem_free(fs_allocator *a, void *ptr, bool ordered, fs_stream_t key)
 {
     const fs_shim_free_hook *hook = fs_free_hook();
     fs_fence *fence = NULL, **want = NULL;
@@ -221,7 +236,7 @@ FS_EXPORT cudaError_t cudaFree(void *devPtr)
     if (!real) return cudaErrorInitializationError;
     if (!devPtr || !fs_shim_enter()) return real(devPtr);
     a = fs_shim_allocator_peek();
-    st = a ? shim_free(a, devPtr, false, 0) : FS_ERR_NOT_OWNED;
+    st = a ? fs_mem_free(a, devPtr, false, 0) : FS_ERR_NOT_OWNED;
     fs_shim_leave();
     if (fs_likely(st == FS_OK)) return cudaSuccess;
     if (st == FS_ERR_NOT_OWNED) return real(devPtr);
@@ -243,7 +258,7 @@ static cudaError_t free_async(void *p, cudaStream_t s, bool pt, __typeof__(&cuda
     a = fs_shim_allocator_peek();
     if (a) {
         key = fs_shim_stream_key(s, pt, &dev);
-        if (dev >= 0) st = shim_free(a, p, true, key);
+        if (dev >= 0) st = fs_mem_free(a, p, true, key);
     }
     fs_shim_leave();
     if (fs_likely(st == FS_OK)) return cudaSuccess;
@@ -376,28 +391,31 @@ FS_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesTo
 /* Memory the cache holds but no block uses counts as free: the program gets
  * it back from the shim, without the device, whenever it allocates. Free
  * plus what the program holds through the shim (UsedMemCurrent) therefore
- * stays within the total, as PyTorch's cacheInfo asserts. There is no _ptsz
- * variant: the call names no stream. */
+ * stays within the total, as PyTorch's cacheInfo asserts. */
+size_t fs_mem_cached_free(fs_allocator *a, int dev)
+{
+    fs_alloc_stats st;
+
+    if (dev < 0 || dev >= fs_shim_device_count()) return 0;
+    fs_alloc_get_stats(a, dev, &st);
+    if (st.reserved_bytes[FS_POOL_ALL].current <= st.allocated_bytes[FS_POOL_ALL].current) return 0;
+    return (size_t)(st.reserved_bytes[FS_POOL_ALL].current -
+                    st.allocated_bytes[FS_POOL_ALL].current);
+}
+
+/* There is no _ptsz variant: the call names no stream. */
 FS_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
 {
     __typeof__(&cudaMemGetInfo) real = FS_REAL(cudaMemGetInfo);
-    fs_alloc_stats st;
     fs_allocator *a;
     cudaError_t e;
-    int dev;
 
     if (!real) return cudaErrorInitializationError;
     e = real(free, total);
     if (e != cudaSuccess || !fs_shim_enter()) return e;
     a = fs_shim_allocator_peek();
-    dev = fs_shim_current_device();
     /* the runtime accepts a null `free` (it answers cudaSuccess on a GPU) */
-    if (free && a && dev >= 0 && dev < fs_shim_device_count()) {
-        fs_alloc_get_stats(a, dev, &st);
-        if (st.reserved_bytes[FS_POOL_ALL].current > st.allocated_bytes[FS_POOL_ALL].current)
-            *free += (size_t)(st.reserved_bytes[FS_POOL_ALL].current -
-                              st.allocated_bytes[FS_POOL_ALL].current);
-    }
+    if (free && a) *free += fs_mem_cached_free(a, fs_shim_current_device());
     fs_shim_leave();
     return e;
 }

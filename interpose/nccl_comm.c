@@ -13,6 +13,7 @@
  * a read-write lock, fronted by a one-entry cache per thread; the cache
  * entry carries the table's generation, bumped whenever a communicator is
  * forgotten, because NCCL may hand the same address to a new communicator. */
+#include "live_stats.h"
 #include "nccl_internal.h"
 #include "trace_glue.h"
 
@@ -90,6 +91,7 @@ bool fs_nccl_comm_info_get(ncclComm_t comm, fs_nccl_comm_info *out)
         if (!found) {
             *out = info;
             fs_trace_set_rank(info.rank, info.nranks); /* the first one names the process */
+            fs_live_set_rank(info.rank, info.nranks);
         }
     }
     last_comm.comm = comm;

@@ -280,7 +280,8 @@ __attribute__((constructor)) static void ratelimit_init(void)
 
 static atomic_uint_fast64_t gap_hist[GAP_BUCKETS + 1]; /* last: 1 ms or more */
 static atomic_uint_fast64_t gap_max_ns;
-static atomic_uint_fast64_t waits, wait_total_ns;
+/* per device, for the live statistics page (fs_ratelimit_figures) */
+static atomic_uint_fast64_t waits[RL_MAX_DEVICES], wait_total_ns[RL_MAX_DEVICES];
 
 void fs_ratelimit_launched(uint64_t wait_end)
 {
@@ -309,7 +310,11 @@ static double gap_quantile_us(uint64_t n, double quantile)
 /* At exit, with FSDPSHIM_LOG=info or more, one line on what the limiter did. */
 __attribute__((destructor)) static void report_at_exit(void)
 {
-    uint64_t n = atomic_load_explicit(&waits, memory_order_relaxed);
+    uint64_t n = 0, total_ns = 0;
+    for (int d = 0; d < RL_MAX_DEVICES; d++) {
+        n += atomic_load_explicit(&waits[d], memory_order_relaxed);
+        total_ns += atomic_load_explicit(&wait_total_ns[d], memory_order_relaxed);
+    }
     if (!n || !fs_log_enabled(FS_LOG_INFO)) return;
     uint64_t launched = 0;
     for (unsigned b = 0; b <= GAP_BUCKETS; b++)
@@ -318,10 +323,8 @@ __attribute__((destructor)) static void report_at_exit(void)
     fs_log(FS_LOG_INFO,
            "rate limiter: %llu waits, %.3f ms waiting in total; gap from wait end to all-gather "
            "launch over %llu launches: median %.1f us, p99 %.1f us, max %.1f us",
-           (unsigned long long)n,
-           (double)atomic_load_explicit(&wait_total_ns, memory_order_relaxed) / 1e6,
-           (unsigned long long)launched, gap_quantile_us(launched, 0.5),
-           gap_quantile_us(launched, 0.99),
+           (unsigned long long)n, (double)total_ns / 1e6, (unsigned long long)launched,
+           gap_quantile_us(launched, 0.5), gap_quantile_us(launched, 0.99),
            (double)atomic_load_explicit(&gap_max_ns, memory_order_relaxed) / 1000.0);
 }
 
@@ -358,8 +361,8 @@ uint64_t fs_ratelimit_wait(int device)
         fs_trace_rate_limit(false, device, 0, 0, e.fence);
         fs_fence_release(a, e.fence);
         wait_end = now_ns();
-        atomic_fetch_add_explicit(&waits, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&wait_total_ns, wait_end - start, memory_order_relaxed);
+        atomic_fetch_add_explicit(&waits[device], 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&wait_total_ns[device], wait_end - start, memory_order_relaxed);
         if (st != FS_DEV_OK)
             fs_log(FS_LOG_WARN, "rate limiter: waiting on a freed all-gather output failed (%d)",
                    (int)st);
@@ -374,4 +377,18 @@ uint64_t fs_ratelimit_wait(int device)
     pthread_mutex_unlock(&q->lock);
     fs_err_restore(&err);
     return wait_end;
+}
+
+void fs_ratelimit_figures(int device, fs_ratelimit_live *out)
+{
+    *out = (fs_ratelimit_live){0};
+    if (device < 0 || device >= RL_MAX_DEVICES) return;
+    out->waits = atomic_load_explicit(&waits[device], memory_order_relaxed);
+    out->wait_ns = atomic_load_explicit(&wait_total_ns[device], memory_order_relaxed);
+    struct rl_queue *q = queue_of(device, false);
+    if (!q) return;
+    pthread_mutex_lock(&q->lock);
+    out->in_flight = q->len + q->waiting;
+    out->in_flight_bytes = q->bytes + q->waiting_bytes;
+    pthread_mutex_unlock(&q->lock);
 }

@@ -38,4 +38,15 @@ void fs_ratelimit_launched(uint64_t wait_end);
  * shim does not own are ignored. */
 void fs_ratelimit_mark_output(const void *recvbuff);
 
+/* What the limiter did on `device`, for the live statistics page: waits so
+ * far and their total time, and the freed all-gather outputs it counts as
+ * still in use on the GPU (queued, or being waited on) with their bytes.
+ * Completed ones leave the count at the next all-gather or marked free.
+ * Takes the device's queue lock briefly. */
+typedef struct fs_ratelimit_live {
+    uint64_t waits, wait_ns;
+    uint64_t in_flight, in_flight_bytes;
+} fs_ratelimit_live;
+void fs_ratelimit_figures(int device, fs_ratelimit_live *out);
+
 #endif /* FS_RATE_LIMITER_H */

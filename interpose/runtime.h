@@ -47,6 +47,25 @@ void fs_streams_reset(int device);
 /* Sets the per-thread current device cache. */
 void fs_current_device_set(int device);
 
+/* ---- cuda_memory.c ----
+ * The allocator's side of the memory calls, shared by the runtime's entry
+ * points and the driver's (cuda_driver.c). Called inside the shim;
+ * FS_ERR_NOT_OWNED (and FS_ERR_OOM for an allocation) means: make the real
+ * call. */
+/* A plain allocation on `dev` for the thread's stream there; not served
+ * while that stream is being captured. */
+fs_status fs_mem_alloc(fs_allocator *a, int dev, size_t size, void **out);
+/* A stream-ordered allocation for `s` (not capturing: the caller checks);
+ * *dev receives the stream's device, -1 for a bad or destroyed handle. */
+fs_status fs_mem_alloc_async(fs_allocator *a, cudaStream_t s, bool pt, size_t size, void **out,
+                             int *dev);
+/* Frees a block the allocator may own: ordered on `key`'s stream, or, not
+ * ordered, as cudaFree. */
+fs_status fs_mem_free(fs_allocator *a, void *ptr, bool ordered, fs_stream_t key);
+/* The bytes of `dev` the cache holds unused, which the memory-information
+ * calls count as free. */
+size_t fs_mem_cached_free(fs_allocator *a, int dev);
+
 /* ---- capture.c ---- */
 /* Number of captures under way in the process (any mode). */
 unsigned fs_capture_active(void);

@@ -7,9 +7,12 @@
  * much later), and a program that never touches CUDA must not pay for it.
  * It is never created while the program's CUDA calls do not reach the shim
  * (linked rather than preloaded): the shim then stays inactive. */
+#include "live_stats.h"
 #include "real.h"
 #include "runtime.h"
 #include "trace_glue.h"
+
+#include "../trace/snapshot.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -177,6 +180,14 @@ static bool program_calls_reach_shim(void)
     return false;
 }
 
+bool fs_shim_preloaded(void)
+{
+    Dl_info self, found;
+    void *sym = dlsym(RTLD_DEFAULT, "cudaMalloc");
+    return sym && dladdr((void *)fs_shim_preloaded, &self) && dladdr(sym, &found) &&
+           self.dli_fbase == found.dli_fbase;
+}
+
 static void create_allocator(void)
 {
     __typeof__(&cudaGetDeviceCount) get_count;
@@ -201,6 +212,9 @@ static void create_allocator(void)
         fs_log(FS_LOG_ERROR, "cannot create the allocator; passing calls through");
         return;
     }
+    /* before the trace: the trace writer's fatal-signal handlers hand on to
+     * the live page's, which remove the page once the process is dying */
+    fs_live_start(a, n);
     fs_trace_glue_start();
     fs_trace_glue_observe(&observer);
     fs_trace_glue_snapshot_signal();
@@ -248,6 +262,7 @@ static void atfork_child(void)
     fs_pool_reset(-1);
     fs_cuda_device_reset(-1);
     fs_capture_reset();
+    fs_blocks_after_fork();
 }
 
 __attribute__((constructor)) static void shim_init(void)

@@ -54,6 +54,7 @@ typedef struct fs_shim_config {
     bool snapshot_signal;      /* SIGUSR2 writes a snapshot [false] */
     bool oom_snapshot_stacks;  /* oom_snapshot:stacks: snapshots name each live block's
                                   allocating stack even when tracing is off [blocks] */
+    bool live;                 /* the live statistics page for `fsdpshim top --live` [true] */
 } fs_shim_config;
 const fs_shim_config *fs_shim_config_get(void);
 
@@ -63,6 +64,12 @@ const fs_shim_config *fs_shim_config_get(void);
  * linked, not preloaded), the CUDA runtime is not loaded (yet), or the
  * device count could not be read. */
 fs_allocator *fs_shim_allocator(void);
+
+/* Whether the shim is preloaded: the global scope's cudaMalloc is its own.
+ * False when the driver loaded it (CUDA_INJECTION64_PATH) or `fsdpshim
+ * attach` did: then it serves nothing and changes nothing in the process
+ * (cupti.c, torch_route.c). Cheap enough for a constructor; logs nothing. */
+bool fs_shim_preloaded(void);
 
 /* ---- streams (streams.c) ------------------------------------------------
  * The allocator's key for a program stream. Handle 0 means the legacy

@@ -66,6 +66,8 @@ __attribute__((constructor(101))) static void route_torch(void)
     if (n <= 0) return;
     exe[n] = '\0';
     if (!fs_route_python_name(base_name(exe))) return;
+    /* loaded by the driver or by `fsdpshim attach`: the process is left as it is */
+    if (!fs_shim_preloaded()) return;
     started_as(exe, python, sizeof python);
     if (fs_route_torch(python, getenv("FSDPSHIM_CONF"), &conf, note, sizeof note)) {
         fs_log(FS_LOG_WARN, "cannot route PyTorch through the shim: %s", note);

@@ -101,9 +101,7 @@ static uint64_t stream_value(fs_stream_t key)
     return key == (fs_stream_t)cudaStreamLegacy ? 0 : (uint64_t)key;
 }
 
-/* Whether each allocation's native stack is taken: traced, or kept for
- * snapshots alone (oom_snapshot:stacks). */
-static bool stacks_taken(void)
+bool fs_trace_glue_stacks_taken(void)
 {
     return fs_trace_level() >= FS_TRACE_STACKS || fs_shim_config_get()->oom_snapshot_stacks;
 }
@@ -114,7 +112,8 @@ __attribute__((noinline)) void fs_trace_alloc_begin(void)
 
     pending.armed = level != FS_TRACE_OFF || fs_shim_config_get()->oom_snapshot_stacks;
     pending.stack = pending.pystack = 0;
-    if (stacks_taken()) pending.stack = fs_stack_capture(fs_shim_config_get()->trace_frames);
+    if (fs_trace_glue_stacks_taken())
+        pending.stack = fs_stack_capture(fs_shim_config_get()->trace_frames);
     if (level >= FS_TRACE_PYTHON)
         pending.pystack = fs_python_stack(fs_shim_config_get()->trace_frames);
 }
@@ -157,10 +156,10 @@ static void on_event(void *ctx, const fs_alloc_event *e)
             ev.pystack = pending.pystack;
         }
         /* what allocated each live block, for snapshots */
-        if (ev.stack || ev.pystack) fs_blocks_set(e->addr, ev.stack, ev.pystack);
+        if (ev.stack || ev.pystack) fs_blocks_set(e->addr, e->size, ev.stack, ev.pystack);
     } else if (e->kind == FS_EV_FREE_REQUESTED) {
         ev.aux = e->stream_ordered ? FS_FMT_FREE_STREAM_ORDERED : 0;
-        if (stacks_taken()) fs_blocks_clear(e->addr);
+        if (fs_trace_glue_stacks_taken()) fs_blocks_clear(e->addr);
     }
     if (fs_trace_level()) fs_trace_event(&ev);
 }
@@ -196,6 +195,27 @@ void fs_trace_glue_oom(const fs_oom_info *info)
 {
     if (!fs_trace_level()) return;
     fs_fmt_event ev = oom_event(info);
+    fs_trace_event(&ev);
+}
+
+void fs_trace_vmm(int op, int device, uint64_t addr, size_t size, uint64_t handle)
+{
+    int level = fs_trace_level();
+    if (!level) return;
+    fs_fmt_event ev = {
+        .kind = FS_REC_VMM,
+        .device = device,
+        .addr = addr,
+        .size = size,
+        .aux = (uint64_t)op,
+        .aux2 = handle,
+        .annot = fs_annot_current(),
+    };
+    if (op == FS_VMM_CREATE && level >= FS_TRACE_STACKS) {
+        ev.stack = fs_stack_capture(fs_shim_config_get()->trace_frames);
+        if (level >= FS_TRACE_PYTHON)
+            ev.pystack = fs_python_stack(fs_shim_config_get()->trace_frames);
+    }
     fs_trace_event(&ev);
 }
 

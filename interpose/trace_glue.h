@@ -17,6 +17,11 @@ void fs_trace_glue_start(void);
  * writes it; the handler only wakes it). Called with the allocator. */
 void fs_trace_glue_snapshot_signal(void);
 
+/* Whether each allocation's native stack is taken (and each live block's
+ * stacks kept, trace/snapshot.h): traced, or kept for snapshots alone
+ * (oom_snapshot:stacks). */
+bool fs_trace_glue_stacks_taken(void);
+
 /* Sets the allocator observer's event callback when tracing is on. */
 void fs_trace_glue_observe(fs_alloc_observer *obs);
 
@@ -47,5 +52,11 @@ void fs_trace_collective(int coll, int device, const void *stream, const void *b
  * or stops (the fence it waited for). */
 void fs_trace_rate_limit(bool start, int device, uint64_t in_flight, uint64_t bytes,
                          const void *fence);
+
+/* The program's own virtual-memory call through the driver (op: enum
+ * fs_fmt_vmm), passed through by the shim and traced when it succeeded;
+ * device -1 when the call does not name one. A cuMemCreate takes the
+ * caller's stack. */
+void fs_trace_vmm(int op, int device, uint64_t addr, size_t size, uint64_t handle);
 
 #endif /* FS_TRACE_GLUE_H */

@@ -4,7 +4,9 @@
 # the shim: on the GPU when one is present, otherwise on the simulated
 # device. Prints what the shim did: device allocations with and without it,
 # peak device memory (and what the shim's peak is made of), and the
-# all-gather rate limiter's figures.
+# all-gather rate limiter's figures. The run under the shim is traced (one
+# trace per rank in build/demo/) and summed up by `fsdpshim report`: its text,
+# and the path of its HTML page with the memory timeline (build/demo/report.html).
 #
 #   scripts/demo.sh [minifsdp options]     e.g. --layers 8 --numel 400000 --steps 5
 set -euo pipefail
@@ -29,15 +31,19 @@ fi
 args=(--ranks "$ranks" --layers 8 --numel 400000 --steps 5 "$@")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+demo=build/demo
+mkdir -p "$demo"
+rm -f "$demo"/minifsdp-*.fst "$demo/report.html"
 
 echo "demo: running minifsdp ${args[*]} on $where"
 echo
 echo "== without the shim =="
 FSDPSHIM_SIM_STATS=1 "$program" "${args[@]}" 2>&1 | tee "$tmp/without" | sort
 echo
-echo "== under the shim: build/bin/fsdpshim run -- $program ${args[*]} =="
-FSDPSHIM_SIM_STATS=1 FSDPSHIM_LOG=info build/bin/fsdpshim run -- "$program" "${args[@]}" 2>&1 |
-    tee "$tmp/with" | grep -v 'active on' | sort
+echo "== under the shim, traced: build/bin/fsdpshim run --trace -o $demo/minifsdp-%r.fst --" \
+    "$program ${args[*]} =="
+FSDPSHIM_SIM_STATS=1 FSDPSHIM_LOG=info build/bin/fsdpshim run --trace -o "$demo/minifsdp-%r.fst" -- \
+    "$program" "${args[@]}" 2>&1 | tee "$tmp/with" | grep -v 'active on' | sort
 
 results() { grep '^minifsdp rank' "$1" | sed 's/, [0-9.]* ms$//' | sort; }
 sum() { { grep -o "$1=[0-9]*" "$2" || true; } | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }'; }
@@ -60,3 +66,8 @@ fi
 echo "demo: the shim's peak is what it reserves, cached free blocks included: 2 MiB segments for" \
     "blocks up to 1 MiB, and blocks under 10 MiB share PyTorch's 20 MiB segments (large_segment_mb);" \
     "a job this small pays for them, as it does under PyTorch (docs/allocator.md)"
+echo
+echo "== build/bin/fsdpshim report -n 3 --html $demo/report.html $demo/minifsdp-*.fst =="
+build/bin/fsdpshim report -n 3 --html "$demo/report.html" "$demo"/minifsdp-*.fst
+echo "demo: the report's page, with the memory timeline of every rank, device and stream:" \
+    "$(pwd)/$demo/report.html (open it in a browser; it needs no network)"

@@ -4,7 +4,13 @@
 set -euo pipefail
 
 packages=(cmake make gcc pkg-config python3 libcmocka-dev libjemalloc-dev libmimalloc-dev
-          libzstd-dev zlib1g-dev libunwind-dev libdw-dev python3-dev)
+          libzstd-dev zlib1g-dev libunwind-dev libdw-dev python3-dev clang libclang-rt-dev)
+# headless Chromium renders the page of `fsdpshim report --html` in the tests
+packages+=(chromium)
+# tmux: a real terminal for the test of `fsdpshim top --live` (tests/integration/live)
+packages+=(tmux)
+# gdb: `fsdpshim attach` loads the shim into a running process with it (tests/integration/cupti)
+packages+=(gdb)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # test.sh - installs what is missing, builds, and runs the whole ctest suite:
 # the default build first, with the torch label (PyTorch from PyPI on the
-# simulated device), then the ASan+UBSan and TSan builds (everything but the
-# gpu, bench and torch labels). GPU tests skip (ctest "skipped") without a GPU.
+# simulated device) and the fuzz label (the trace reader under libFuzzer for
+# FSDPSHIM_FUZZ_SECONDS, 60; tests/fuzz/README.md), then the ASan+UBSan and
+# TSan builds (everything but the gpu, bench and torch labels; the fuzz
+# target is not built there, as it carries ASan and UBSan itself). GPU tests
+# skip (ctest "skipped") without a GPU.
 #
 #   FSDPSHIM_TEST_SANITIZERS=0 scripts/test.sh   # default build only
 #   FSDPSHIM_TEST_TORCH=0 scripts/test.sh        # without the torch tests
 #   TORCH_VERSION=2.11.0 scripts/test.sh         # torch tests on another PyTorch
+#   FSDPSHIM_TEST_PERFETTO=0 scripts/test.sh     # without the check of export --perfetto,
+#                                                # whose protos come from PyPI once
+#                                                # (scripts/perfetto_venv.sh)
 #
 # The torch tests need a virtual environment with PyTorch and its NVIDIA
 # wheels, outside the source tree: scripts/torch_venv.sh makes it the first

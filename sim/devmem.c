@@ -14,7 +14,10 @@
  * commit limit. */
 #include <stdlib.h>
 
+#include "api_callback.h"
 #include "internal.h"
+
+#include <cupti.h> /* the callback ids and params structs */
 
 cudaError_t fs_capacity_take(struct fs_device *dev, size_t size)
 {
@@ -90,7 +93,7 @@ void fs_devmem_forget_device(int device)
     }
 }
 
-FS_API cudaError_t cudaMalloc(void **ptr, size_t size)
+static cudaError_t device_malloc(void **ptr, size_t size)
 {
     fs_init();
     if (!ptr) return fs_ret(cudaErrorInvalidValue);
@@ -133,12 +136,42 @@ cudaError_t fs_devmem_free(void *ptr)
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaFree(void *ptr)
+FS_API cudaError_t cudaMalloc(void **ptr, size_t size)
+{
+    cudaMalloc_v3020_params p = {ptr, size};
+    cudaError_t ret;
+    struct fs_sim_api_call c = {.domain = 2,
+                                .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+                                .name = "cudaMalloc",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = device_malloc(ptr, size);
+    fs_sim_api_exit(&c);
+    return ret;
+}
+
+static cudaError_t device_free(void *ptr)
 {
     fs_init();
     if (!ptr) return cudaSuccess;
     cudaError_t err = fs_capture_check_unsafe();
     return fs_ret(err ? err : fs_devmem_free(ptr));
+}
+
+FS_API cudaError_t cudaFree(void *ptr)
+{
+    cudaFree_v3020_params p = {ptr};
+    cudaError_t ret;
+    struct fs_sim_api_call c = {.domain = 2,
+                                .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
+                                .name = "cudaFree",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = device_free(ptr);
+    fs_sim_api_exit(&c);
+    return ret;
 }
 
 /* The current device's free and total capacity (cudaMemGetInfo, cuMemGetInfo). */

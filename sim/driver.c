@@ -45,6 +45,8 @@ __attribute__((constructor)) static void find_driver(void)
     snprintf(driver_path, sizeof driver_path, "%s/libcuda.so.1", dirname(dir));
 }
 
+static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
+
 static void load_driver(void)
 {
     void *driver = driver_path[0] ? dlopen(driver_path, RTLD_NOW | RTLD_LOCAL) : NULL;
@@ -60,11 +62,10 @@ static void load_driver(void)
 static cudaError_t lookup(const char *symbol, void **fn, int version, unsigned long long flags,
                           int per_thread, enum cudaDriverEntryPointQueryResult *status)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
     if (!symbol || !fn ||
         flags > (cudaEnableDefault | cudaEnableLegacyStream | cudaEnablePerThreadDefaultStream))
         return fs_ret(cudaErrorInvalidValue);
-    pthread_once(&once, load_driver);
+    pthread_once(&driver_once, load_driver);
     if (!get_proc_address) return fs_ret(cudaErrorInsufficientDriver);
     /* The runtime's flags are the driver's CU_GET_PROC_ADDRESS_* values. */
     CUdriverProcAddressQueryResult found;
@@ -104,4 +105,14 @@ FS_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
     enum cudaDriverEntryPointQueryResult *status)
 {
     return lookup(symbol, fn, (int)version, flags, 1, status);
+}
+
+/* The runtime's initialisation, when CUDA_INJECTION64_PATH names a tool:
+ * on a GPU the runtime initialises the driver (cuInit) before its first
+ * call does anything, and the driver loads the injection library then
+ * (sim/cuda/context.c). Without an injection the sim's runtime leaves its
+ * driver unloaded until a lookup asks for it. */
+void fs_driver_start(void)
+{
+    pthread_once(&driver_once, load_driver);
 }

@@ -8,7 +8,10 @@
  *                         bytes; 0: they move none and device memory is
  *                         never touched (a dry run, docs/sim.md)
  *   FSDPSHIM_SIM_REPORT   a directory: each process writes its figures
- *                         there at exit, for `fsdpshim sim` (stats.c) */
+ *                         there at exit, for `fsdpshim sim` (stats.c)
+ *   CUDA_INJECTION64_PATH a tool the driver loads at its initialisation,
+ *                         which the runtime's first call then makes
+ *                         (driver.c) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,11 @@
 struct fs_config fs_cfg;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int initialized; /* atomic */
+/* CUDA_INJECTION64_PATH is set: the first call also initialises the
+ * driver, which loads the injection library (driver.c). The driver's cuInit
+ * calls fs_init in turn: the thread starting it goes straight through. */
+static int injection;
+static __thread int starting_driver;
 
 static void init_once(void)
 {
@@ -50,6 +58,8 @@ static void init_once(void)
         else
             fprintf(stderr, "fsdpshim-sim: ignoring FSDPSHIM_SIM_DATA=%s (0 or 1)\n", e);
     }
+    e = getenv("CUDA_INJECTION64_PATH");
+    injection = e && *e;
     fs_stats_install();
     fs_fork_install();
     __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
@@ -58,6 +68,11 @@ static void init_once(void)
 void fs_init(void)
 {
     pthread_once(&once, init_once);
+    if (injection && !starting_driver) {
+        starting_driver = 1;
+        fs_driver_start();
+        starting_driver = 0;
+    }
 }
 
 int fs_initialized(void)

@@ -39,6 +39,8 @@ FS_SEAM void fs_init(void);
 /* Whether fs_init has run: the runtime initialises the driver on its first
  * call, so driver calls need no cuInit after one (sim/cuda/). */
 FS_SEAM int fs_initialized(void);
+/* Loads and initialises the simulated driver, once (driver.c). */
+void fs_driver_start(void);
 
 /* ---- errors.c: the per-thread last error ---- */
 /* Records err as the thread's last error (except cudaSuccess and
@@ -373,6 +375,11 @@ void fs_pool_free_now(struct fs_pool *pool, uintptr_t base);
  * cached block of its pools is free for any stream. The pools and their
  * allocations stay. */
 void fs_pool_forget_streams(struct fs_pool *pool);
+/* cudaMallocAsync and cudaFreeAsync on the default pool (pt: the _ptsz
+ * variant), leaving the last error alone: the driver's cuMemAllocAsync and
+ * cuMemFreeAsync, which return their own codes. */
+FS_SEAM cudaError_t fs_pool_malloc_async(void **ptr, size_t size, cudaStream_t s, int pt);
+FS_SEAM cudaError_t fs_pool_free_async(void *ptr, cudaStream_t s, int pt);
 
 /* ---- fork.c: a forked child starts with no streams or events ---- */
 enum fs_fork_phase { FS_FORK_PREPARE, FS_FORK_PARENT, FS_FORK_CHILD };

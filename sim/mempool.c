@@ -13,7 +13,10 @@
  * cudaMemPoolTrimTo, and when an allocation would otherwise fail. */
 #include <stdlib.h>
 
+#include "api_callback.h"
 #include "internal.h"
+
+#include <cupti.h> /* the callback ids and params structs */
 
 #define POOL_PEERS 64 /* devices whose access a pool records */
 
@@ -249,27 +252,29 @@ static void release_range(void *p)
     free(p);
 }
 
+/* The work of cudaMallocAsync without the last error, which the runtime's
+ * entry points record and the driver's (cuMemAllocAsync) leave alone. */
 static cudaError_t malloc_async(void **ptr, size_t size, struct fs_pool *pool, cudaStream_t sh,
                                 int pt)
 {
     fs_init();
-    if (!ptr) return fs_ret(cudaErrorInvalidValue);
+    if (!ptr) return cudaErrorInvalidValue;
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(sh, pt, &s);
-    if (err) return fs_ret(err);
+    if (err) return err;
     if (size == 0) {
         *ptr = NULL;
         return cudaSuccess;
     }
     if (!pool) pool = s->dev->pool;
     err = pool_alloc(pool, size, s, ptr);
-    if (err || !fs_capture_active(s)) return fs_ret(err);
+    if (err || !fs_capture_active(s)) return err;
     /* Captured: a memory allocation node. The block is the graph's memory
      * at a fixed address from now on; a launch has nothing to do for it. */
     uint64_t seq;
     err = fs_stream_enqueue(s, &(struct fs_work){.type = cudaGraphNodeTypeMemAlloc}, NULL, &seq);
     if (err) fs_pool_free_now(pool, (uintptr_t)*ptr);
-    return fs_ret(err);
+    return err;
 }
 
 /* A block freed in a capture: it stays the graph's until the graph goes. */
@@ -283,47 +288,81 @@ static void release_graph_block(void *p)
     free(r);
 }
 
+/* What CUPTI is told of a stream-ordered allocation (api_callback.h): the
+ * params structs of the four entry points have one layout. */
+static cudaError_t malloc_async_call(void **ptr, size_t size, struct fs_pool *pool, cudaStream_t s,
+                                     int pt, unsigned cbid, const char *name, const void *params)
+{
+    cudaError_t ret;
+    struct fs_sim_api_call c = {
+        .domain = 2, .cbid = cbid, .name = name, .params = params, .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = fs_ret(malloc_async(ptr, size, pool, s, pt));
+    fs_sim_api_exit(&c);
+    return ret;
+}
+
 FS_API cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t s)
 {
-    return malloc_async(ptr, size, NULL, s, 0);
+    cudaMallocAsync_v11020_params p = {ptr, size, s};
+    return malloc_async_call(ptr, size, NULL, s, 0, CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
+                             "cudaMallocAsync", &p);
 }
 
 FS_API cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size, cudaStream_t s)
 {
-    return malloc_async(ptr, size, NULL, s, 1);
+    cudaMallocAsync_ptsz_v11020_params p = {ptr, size, s};
+    return malloc_async_call(ptr, size, NULL, s, 1,
+                             CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
+                             "cudaMallocAsync_ptsz", &p);
+}
+
+FS_SEAM cudaError_t fs_pool_malloc_async(void **ptr, size_t size, cudaStream_t s, int pt)
+{
+    return malloc_async(ptr, size, NULL, s, pt);
 }
 
 static cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_t h, cudaStream_t s,
-                                    int pt)
+                                    int pt, unsigned cbid, const char *name)
 {
+    cudaMallocFromPoolAsync_v11020_params p = {ptr, size, h, s};
+    cudaError_t ret;
+    struct fs_sim_api_call c = {.domain = 2, .cbid = cbid, .name = name, .params = &p, .ret = &ret};
+    fs_sim_api_enter(&c);
     fs_init();
     struct fs_pool *pool = pool_check(h);
-    if (!pool) return fs_ret(cudaErrorInvalidValue);
-    return malloc_async(ptr, size, pool, s, pt);
+    ret = pool ? fs_ret(malloc_async(ptr, size, pool, s, pt)) : fs_ret(cudaErrorInvalidValue);
+    fs_sim_api_exit(&c);
+    return ret;
 }
 
 FS_API cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool,
                                            cudaStream_t s)
 {
-    return malloc_from_pool(ptr, size, pool, s, 0);
+    return malloc_from_pool(ptr, size, pool, s, 0,
+                            CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020,
+                            "cudaMallocFromPoolAsync");
 }
 
 FS_API cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool,
                                                 cudaStream_t s)
 {
-    return malloc_from_pool(ptr, size, pool, s, 1);
+    return malloc_from_pool(ptr, size, pool, s, 1,
+                            CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020,
+                            "cudaMallocFromPoolAsync_ptsz");
 }
 
+/* The work of cudaFreeAsync without the last error, as malloc_async. */
 static cudaError_t free_async(void *ptr, cudaStream_t sh, int pt)
 {
     fs_init();
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(sh, pt, &s);
-    if (err) return fs_ret(err);
+    if (err) return err;
     if (!ptr) return cudaSuccess;
     struct fs_range r;
     err = fs_claim_device_block(ptr, &r);
-    if (err) return fs_ret(err);
+    if (err) return err;
     uint64_t seq;
     if (fs_capture_active(s)) {
         /* A memory free node: the graph may still use the block at every
@@ -338,7 +377,7 @@ static cudaError_t free_async(void *ptr, cudaStream_t sh, int pt)
             free(copy);
             fs_registry_set_live(r.base, 0, 1);
         }
-        return fs_ret(err);
+        return err;
     }
     if (r.kind == FS_RANGE_MALLOC) {
         struct fs_range *copy = malloc(sizeof *copy);
@@ -354,17 +393,36 @@ static cudaError_t free_async(void *ptr, cudaStream_t sh, int pt)
         seq = fs_stream_submit(s, reach_free, fp, 0, NULL);
         if (!seq) free(fp);
     }
-    return seq ? cudaSuccess : fs_ret(cudaErrorInvalidResourceHandle);
+    return seq ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
+
+static cudaError_t free_async_call(void *ptr, cudaStream_t s, int pt, unsigned cbid,
+                                   const char *name)
+{
+    cudaFreeAsync_v11020_params p = {ptr, s};
+    cudaError_t ret;
+    struct fs_sim_api_call c = {.domain = 2, .cbid = cbid, .name = name, .params = &p, .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = fs_ret(free_async(ptr, s, pt));
+    fs_sim_api_exit(&c);
+    return ret;
 }
 
 FS_API cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s)
 {
-    return free_async(ptr, s, 0);
+    return free_async_call(ptr, s, 0, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
+                           "cudaFreeAsync");
 }
 
 FS_API cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
 {
-    return free_async(ptr, s, 1);
+    return free_async_call(ptr, s, 1, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020,
+                           "cudaFreeAsync_ptsz");
+}
+
+FS_SEAM cudaError_t fs_pool_free_async(void *ptr, cudaStream_t s, int pt)
+{
+    return free_async(ptr, s, pt);
 }
 
 FS_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)

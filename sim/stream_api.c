@@ -3,7 +3,10 @@
  * queries are capture.c's. */
 #include <stdlib.h>
 
+#include "api_callback.h"
 #include "internal.h"
+
+#include <cupti.h> /* the callback ids and params structs */
 
 static cudaError_t stream_create(cudaStream_t *out, unsigned flags, int priority)
 {
@@ -20,22 +23,44 @@ static cudaError_t stream_create(cudaStream_t *out, unsigned flags, int priority
     return cudaSuccess;
 }
 
+/* stream_create as CUPTI sees it (api_callback.h). */
+static cudaError_t stream_create_call(cudaStream_t *out, unsigned flags, int priority,
+                                      unsigned cbid, const char *name, const void *params)
+{
+    cudaError_t ret;
+    struct fs_sim_api_call c = {
+        .domain = 2, .cbid = cbid, .name = name, .params = params, .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = stream_create(out, flags, priority);
+    fs_sim_api_exit(&c);
+    return ret;
+}
+
 FS_API cudaError_t cudaStreamCreate(cudaStream_t *out)
 {
-    return stream_create(out, cudaStreamDefault, 0);
+    cudaStreamCreate_v3020_params p = {out};
+    return stream_create_call(out, cudaStreamDefault, 0,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreate_v3020, "cudaStreamCreate",
+                              &p);
 }
 
 FS_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned int flags)
 {
-    return stream_create(out, flags, 0);
+    cudaStreamCreateWithFlags_v5000_params p = {out, flags};
+    return stream_create_call(out, flags, 0,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithFlags_v5000,
+                              "cudaStreamCreateWithFlags", &p);
 }
 
 FS_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *out, unsigned int flags, int priority)
 {
-    return stream_create(out, flags, priority);
+    cudaStreamCreateWithPriority_v5050_params p = {out, flags, priority};
+    return stream_create_call(out, flags, priority,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithPriority_v5050,
+                              "cudaStreamCreateWithPriority", &p);
 }
 
-FS_API cudaError_t cudaStreamDestroy(cudaStream_t h)
+static cudaError_t stream_destroy(cudaStream_t h)
 {
     struct fs_stream *s;
     cudaError_t err = fs_stream_resolve(h, 0, &s);
@@ -44,6 +69,21 @@ FS_API cudaError_t cudaStreamDestroy(cudaStream_t h)
     if (s->kind != FS_STREAM_USER) return fs_ret(cudaErrorInvalidResourceHandle);
     fs_stream_destroy(s);
     return cudaSuccess;
+}
+
+FS_API cudaError_t cudaStreamDestroy(cudaStream_t h)
+{
+    cudaStreamDestroy_v5050_params p = {h};
+    cudaError_t ret;
+    struct fs_sim_api_call c = {.domain = 2,
+                                .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050,
+                                .name = "cudaStreamDestroy",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = stream_destroy(h);
+    fs_sim_api_exit(&c);
+    return ret;
 }
 
 static cudaError_t stream_query(cudaStream_t h, int pt)

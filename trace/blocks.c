@@ -1,5 +1,6 @@
 /* blocks.c - which stacks allocated each live block (snapshot.h), so that a
- * snapshot can say where its blocks came from. Set on every allocation and
+ * snapshot can say where its blocks came from, and the live statistics page
+ * which sites hold the most bytes now. Set on every allocation and
  * cleared on every free while stacks are traced: a hash table in STRIPES
  * parts, each under its own lock, with chained entries recycled through a
  * free list, so the hot path takes one uncontended lock and allocates
@@ -14,7 +15,7 @@
 
 typedef struct entry {
     struct entry *next;
-    uint64_t addr;
+    uint64_t addr, size;
     uint32_t stack, pystack;
 } entry;
 
@@ -40,7 +41,7 @@ static struct stripe *stripe_of(uint64_t addr, entry ***head)
     return s;
 }
 
-void fs_blocks_set(uint64_t addr, uint32_t stack, uint32_t pystack)
+void fs_blocks_set(uint64_t addr, uint64_t size, uint32_t stack, uint32_t pystack)
 {
     entry **head, *e;
     pthread_once(&once, init);
@@ -61,6 +62,7 @@ void fs_blocks_set(uint64_t addr, uint32_t stack, uint32_t pystack)
         }
     }
     if (e) {
+        e->size = size;
         e->stack = stack;
         e->pystack = pystack;
     }
@@ -98,4 +100,40 @@ bool fs_blocks_get(uint64_t addr, uint32_t *stack, uint32_t *pystack)
     }
     pthread_mutex_unlock(&s->lock);
     return e != NULL;
+}
+
+/* Buckets visited per hold of a stripe's lock: an allocation that meets the
+ * walk waits for a few dozen entries at most. */
+#define EACH_CHUNK 64
+
+void fs_blocks_each(void (*fn)(void *ctx, uint32_t stack, uint32_t pystack, uint64_t size),
+                    void *ctx)
+{
+    pthread_once(&once, init);
+    for (int i = 0; i < STRIPES; i++) {
+        struct stripe *s = &stripes[i];
+        for (int b = 0; b < BUCKETS; b += EACH_CHUNK) {
+            pthread_mutex_lock(&s->lock);
+            for (int k = b; k < b + EACH_CHUNK; k++)
+                for (entry *e = s->bucket[k]; e; e = e->next)
+                    fn(ctx, e->stack, e->pystack, e->size);
+            pthread_mutex_unlock(&s->lock);
+        }
+    }
+}
+
+void fs_blocks_after_fork(void)
+{
+    for (int i = 0; i < STRIPES; i++) {
+        struct stripe *s = &stripes[i];
+        pthread_mutex_init(&s->lock, NULL);
+        for (int b = 0; b < BUCKETS; b++) {
+            while (s->bucket[b]) {
+                entry *e = s->bucket[b];
+                s->bucket[b] = e->next;
+                e->next = s->spare;
+                s->spare = e;
+            }
+        }
+    }
 }

@@ -184,6 +184,11 @@ static int backtrace_frames(void **ip, int max)
 
 uint32_t fs_stack_capture(unsigned max_frames)
 {
+    return fs_stack_capture_skipping(max_frames, NULL);
+}
+
+uint32_t fs_stack_capture_skipping(unsigned max_frames, bool (*skip)(uintptr_t ip))
+{
     void *ip[FS_FMT_MAX_FRAMES + 32];
     uint64_t frames[FS_FMT_MAX_FRAMES];
     unsigned n = 0;
@@ -195,10 +200,12 @@ uint32_t fs_stack_capture(unsigned max_frames)
     if (max_frames > FS_FMT_MAX_FRAMES) max_frames = FS_FMT_MAX_FRAMES;
     /* the shim's own frames, then what is kept: a few entry and glue
      * frames are enough room, and unwinding further would cost more */
-    got = backtrace_frames(ip, (int)(max_frames + 8 < sizeof ip / sizeof ip[0]
-                                         ? max_frames + 8
-                                         : sizeof ip / sizeof ip[0]));
+    unsigned room = max_frames + (skip ? 32 : 8);
+    got = backtrace_frames(
+        ip, (int)(room < sizeof ip / sizeof ip[0] ? room : sizeof ip / sizeof ip[0]));
     while (i < got && (uintptr_t)ip[i] >= self_lo && (uintptr_t)ip[i] < self_hi)
+        i++;
+    while (skip && i < got && skip((uintptr_t)ip[i]))
         i++;
     for (; i < got && n < max_frames; i++)
         frames[n++] = (uint64_t)(uintptr_t)ip[i];

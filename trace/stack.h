@@ -9,6 +9,7 @@
 #ifndef FS_STACK_H
 #define FS_STACK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Captures the calling thread's stack, leaving out its innermost frames
@@ -19,6 +20,12 @@
  * being traced or nothing could be captured. Takes no allocator lock; safe
  * from any thread. */
 uint32_t fs_stack_capture(unsigned max_frames);
+
+/* As fs_stack_capture, and then leaves out the innermost frames for which
+ * skip(ip) is true: a caller that is called back by a library (CUPTI,
+ * through the CUDA runtime and driver) drops that library's frames, so that
+ * the stack starts at the program's call. */
+uint32_t fs_stack_capture_skipping(unsigned max_frames, bool (*skip)(uintptr_t ip));
 
 /* Copies the frames of stack `id` into out (at most max); returns how many,
  * 0 for an unknown id. For snapshot files, which repeat the definitions of

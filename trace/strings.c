@@ -4,6 +4,7 @@
  * mutex over an open-addressing table is enough. */
 #include "trace_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,6 +75,23 @@ uint32_t fs_trace_string(const char *s, size_t len)
 out:
     pthread_mutex_unlock(&lock);
     return id;
+}
+
+/* A scan of the whole table: asked only for the labels of the live
+ * statistics page's sites, each once (the caller keeps them). */
+bool fs_trace_string_text(uint32_t id, char *out, size_t len)
+{
+    bool found = false;
+
+    if (!id || !len) return false;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < cap && !found; i++) {
+        if (!table[i].hash || table[i].id != id) continue;
+        snprintf(out, len, "%s", table[i].bytes);
+        found = true;
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
 }
 
 /* fork: no thread may be inside the table across it (session.c). */

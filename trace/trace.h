@@ -70,6 +70,10 @@ void fs_trace_define(const uint8_t *rec, size_t len);
  * is off. Strings are interned per process: the same bytes, the same id. */
 uint32_t fs_trace_string(const char *s, size_t len);
 
+/* Copies the text of string `id` into out (cut to len); false for an
+ * unknown id. */
+bool fs_trace_string_text(uint32_t id, char *out, size_t len);
+
 /* The rank became known (the first NCCL communicator): written as an
  * FS_REC_RANK record, and used for %r in file names opened after it. */
 void fs_trace_set_rank(int rank, int world);

@@ -96,6 +96,20 @@ int fsdpshim_annotation_pop(void);
 int fsdpshim_snapshot(const char *label);
 int fsdpshim_trace_flush(void);
 
+/* What `fsdpshim attach` and `fsdpshim detach` call, through gdb, in a
+ * process the shim was not preloaded into (docs/cli.md, "attach"):
+ * fsdpshim_attach_start traces the process's own allocations through CUPTI
+ * at `level` (1 events, 2 stacks, 3 python) to `trace_path` (an
+ * FSDPSHIM_TRACE pattern), changing nothing else; it answers FSDPSHIM_OK,
+ * FSDPSHIM_ERR_INVALID for a bad level, FSDPSHIM_ERR_INACTIVE when the shim is
+ * preloaded (it traces through FSDPSHIM_CONF then), or
+ * FSDPSHIM_ERR_DEVICE when CUPTI cannot be had (not found, or held by
+ * another client: the reason is on the process's stderr).
+ * fsdpshim_attach_stop unsubscribes and writes out and closes the trace;
+ * FSDPSHIM_ERR_INACTIVE when not attached. */
+int fsdpshim_attach_start(const char *trace_path, int level);
+int fsdpshim_attach_stop(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,9 @@
  * holds a retain on it or once the runtime has initialised it, until a
  * reset; its flags are the device flags that cudaSetDeviceFlags sets, one
  * value seen from both APIs. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "driver.h"
@@ -60,12 +63,34 @@ CUresult sim_cu_current_device(struct fs_device **out)
     return CUDA_SUCCESS;
 }
 
+/* CUDA_INJECTION64_PATH, as the driver does it at its first successful
+ * cuInit: the library is loaded and its InitializeInjection called, once
+ * per process, before cuInit returns (a tool such as CUPTI's injection
+ * samples, or libfsdpshim.so, subscribes there). A library that cannot be
+ * loaded or lacks the function is reported on stderr and initialisation
+ * goes on. */
+static void load_injection(void)
+{
+    const char *path = getenv("CUDA_INJECTION64_PATH");
+    if (!path || !*path) return;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    int (*init)(void) = lib ? (int (*)(void))dlsym(lib, "InitializeInjection") : NULL;
+    if (!init) {
+        fprintf(stderr, "fsdpshim-sim: CUDA_INJECTION64_PATH=%s: %s\n", path,
+                lib ? "no InitializeInjection" : dlerror());
+        return;
+    }
+    init();
+}
+
 FS_API CUresult cuInit(unsigned int flags)
 {
+    static pthread_once_t injection_once = PTHREAD_ONCE_INIT;
     if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
     fs_init();
     if (fs_cfg.ndevices == 0) return CUDA_ERROR_NO_DEVICE;
     __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
+    pthread_once(&injection_once, load_injection);
     return CUDA_SUCCESS;
 }
 

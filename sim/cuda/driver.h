@@ -32,6 +32,8 @@ int sim_ctx_device(CUcontext ctx);
 
 /* ---- the per-thread default stream variants, which cuda.h declares only
  * for builds with CUDA_API_PER_THREAD_DEFAULT_STREAM ---- */
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream);
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream);
 CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream);
 CUresult cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
                                       unsigned int flags);

@@ -57,6 +57,8 @@ static const struct entry entries[] = {
     ROW("cuMemAlloc", cuMemAlloc_v2, 3020),
     ROW("cuMemFree", cuMemFree_v2, 3020),
     ROW("cuMemGetInfo", cuMemGetInfo_v2, 3020),
+    ROW_PT("cuMemAllocAsync", cuMemAllocAsync, cuMemAllocAsync_ptsz, 11020),
+    ROW_PT("cuMemFreeAsync", cuMemFreeAsync, cuMemFreeAsync_ptsz, 11020),
     ROW("cuMemGetAddressRange", cuMemGetAddressRange_v2, 3020),
     ROW("cuPointerGetAttribute", cuPointerGetAttribute, 4000),
     ROW("cuPointerGetAttributes", cuPointerGetAttributes, 7000),

@@ -2,13 +2,20 @@
  * operations, on the device model's memory and address registry (the same
  * allocations cudaMalloc makes and cudaPointerGetAttributes sees).
  *
+ * cuMemAllocAsync and cuMemFreeAsync are cudaMallocAsync and cudaFreeAsync
+ * on the stream's device's default pool (../mempool.c), with the driver's
+ * codes and without the runtime's last error.
+ *
  * cuMemsetD32Async and cuStreamWriteValue32 are device work on their
  * stream, ordered like a copy (fs_sim_stream_enqueue); in a dry run
  * (FSDPSHIM_SIM_DATA=0) they keep their order and checks and write
  * nothing. */
 #include <stdlib.h>
 
+#include "../api_callback.h"
 #include "driver.h"
+
+#include <cupti.h> /* the callback ids and params structs */
 
 /* The current context's device, for calls that work in it. */
 static CUresult current(struct fs_device **dev)
@@ -17,7 +24,7 @@ static CUresult current(struct fs_device **dev)
     return res ? res : sim_cu_current_device(dev);
 }
 
-FS_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
+static CUresult cuMemAlloc_v2_impl(CUdeviceptr *dptr, size_t size)
 {
     struct fs_device *dev;
     CUresult res = current(&dev);
@@ -31,7 +38,7 @@ FS_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuMemFree_v2(CUdeviceptr dptr)
+static CUresult cuMemFree_v2_impl(CUdeviceptr dptr)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -47,6 +54,73 @@ FS_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
     if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
     /* The current context's device is the runtime's current device. */
     return fs_devmem_info(free_bytes, total) ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
+}
+
+static CUresult driver_result(cudaError_t err)
+{
+    switch (err) {
+    case cudaSuccess:
+        return CUDA_SUCCESS;
+    case cudaErrorInvalidResourceHandle:
+        return CUDA_ERROR_INVALID_HANDLE;
+    case cudaErrorNoDevice:
+        return CUDA_ERROR_NO_DEVICE;
+    case cudaErrorMemoryAllocation:
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+/* A call on the legacy or the per-thread stream works in the current
+ * context, which the thread must have; an explicit stream names its own. */
+static CUresult stream_context(CUstream stream)
+{
+    struct fs_device *dev;
+    if (stream && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD) return CUDA_SUCCESS;
+    return sim_cu_current_device(&dev);
+}
+
+/* Size 0 is CUDA_ERROR_INVALID_VALUE, as for cuMemAlloc (cudaMallocAsync
+ * answers it with a null pointer). */
+static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream, int per_thread)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!dptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    if ((res = stream_context(stream))) return res;
+    void *p;
+    res = driver_result(fs_pool_malloc_async(&p, size, (cudaStream_t)stream, per_thread));
+    if (res == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)p;
+    return res;
+}
+
+static CUresult cuMemAllocAsync_impl(CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+    return mem_alloc_async(dptr, size, stream, 0);
+}
+
+static CUresult cuMemAllocAsync_ptsz_impl(CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+    return mem_alloc_async(dptr, size, stream, 1);
+}
+
+static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream, int per_thread)
+{
+    CUresult res = sim_cu_ready();
+    if (res || (res = stream_context(stream))) return res;
+    return driver_result(
+        fs_pool_free_async((void *)(uintptr_t)dptr, (cudaStream_t)stream, per_thread));
+}
+
+static CUresult cuMemFreeAsync_impl(CUdeviceptr dptr, CUstream stream)
+{
+    return mem_free_async(dptr, stream, 0);
+}
+
+static CUresult cuMemFreeAsync_ptsz_impl(CUdeviceptr dptr, CUstream stream)
+{
+    return mem_free_async(dptr, stream, 1);
 }
 
 /* The enclosing allocation (or VMM mapping) of dptr. */
@@ -148,22 +222,6 @@ static void run_fill32(void *arg)
     free(f);
 }
 
-static CUresult driver_result(cudaError_t err)
-{
-    switch (err) {
-    case cudaSuccess:
-        return CUDA_SUCCESS;
-    case cudaErrorInvalidResourceHandle:
-        return CUDA_ERROR_INVALID_HANDLE;
-    case cudaErrorNoDevice:
-        return CUDA_ERROR_NO_DEVICE;
-    case cudaErrorMemoryAllocation:
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    default:
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-}
-
 /* Writes count 32-bit values at dst in the stream's order. The range must
  * be memory the device reaches (device or pinned host memory), 4-byte
  * aligned. */
@@ -171,10 +229,7 @@ static CUresult fill32(CUstream stream, int per_thread, CUdeviceptr dst, uint32_
                        size_t count)
 {
     CUresult res = sim_cu_ready();
-    struct fs_device *dev;
-    if (res) return res;
-    if (!stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
-        if ((res = sim_cu_current_device(&dev))) return res;
+    if (res || (res = stream_context(stream))) return res;
     if (dst % 4 || count > SIZE_MAX / 4 ||
         (count && !fs_registry_covers((uintptr_t)dst, count * 4)))
         return CUDA_ERROR_INVALID_VALUE;
@@ -219,3 +274,95 @@ FS_API CUresult cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, 
     return write_value32(stream, 1, addr, value, flags);
 }
 SIM_CU_ALIAS(cuStreamWriteValue32_ptsz, cuStreamWriteValue32_v2_ptsz);
+
+/* ---- the entry points as CUPTI sees them (../api_callback.h) ---- */
+
+FS_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
+{
+    cuMemAlloc_v2_params p = {dptr, size};
+    CUresult ret;
+    struct fs_sim_api_call c = {.domain = 1,
+                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+                                .name = "cuMemAlloc_v2",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = cuMemAlloc_v2_impl(dptr, size);
+    fs_sim_api_exit(&c);
+    return ret;
+}
+
+FS_API CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    cuMemFree_v2_params p = {dptr};
+    CUresult ret;
+    struct fs_sim_api_call c = {.domain = 1,
+                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
+                                .name = "cuMemFree_v2",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = cuMemFree_v2_impl(dptr);
+    fs_sim_api_exit(&c);
+    return ret;
+}
+
+FS_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+    cuMemAllocAsync_params p = {dptr, size, stream};
+    CUresult ret;
+    struct fs_sim_api_call c = {.domain = 1,
+                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+                                .name = "cuMemAllocAsync",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = cuMemAllocAsync_impl(dptr, size, stream);
+    fs_sim_api_exit(&c);
+    return ret;
+}
+
+FS_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+    cuMemAllocAsync_ptsz_params p = {dptr, size, stream};
+    CUresult ret;
+    struct fs_sim_api_call c = {.domain = 1,
+                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
+                                .name = "cuMemAllocAsync_ptsz",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = cuMemAllocAsync_ptsz_impl(dptr, size, stream);
+    fs_sim_api_exit(&c);
+    return ret;
+}
+
+FS_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
+{
+    cuMemFreeAsync_params p = {dptr, stream};
+    CUresult ret;
+    struct fs_sim_api_call c = {.domain = 1,
+                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+                                .name = "cuMemFreeAsync",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = cuMemFreeAsync_impl(dptr, stream);
+    fs_sim_api_exit(&c);
+    return ret;
+}
+
+FS_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
+{
+    cuMemFreeAsync_ptsz_params p = {dptr, stream};
+    CUresult ret;
+    struct fs_sim_api_call c = {.domain = 1,
+                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
+                                .name = "cuMemFreeAsync_ptsz",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = cuMemFreeAsync_ptsz_impl(dptr, stream);
+    fs_sim_api_exit(&c);
+    return ret;
+}

@@ -31,7 +31,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../api_callback.h"
 #include "driver.h"
+
+#include <cupti.h> /* the callback ids and params structs */
 
 #define GRANULARITY ((size_t)2 << 20)
 
@@ -132,8 +135,8 @@ static CUresult add_alloc(int fd, size_t size, int device, int charged,
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-                            const CUmemAllocationProp *prop, unsigned long long flags)
+static CUresult cuMemCreate_impl(CUmemGenericAllocationHandle *handle, size_t size,
+                                 const CUmemAllocationProp *prop, unsigned long long flags)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -168,7 +171,7 @@ static void maybe_destroy(struct vmm_alloc *a)
     free(a);
 }
 
-FS_API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+static CUresult cuMemRelease_impl(CUmemGenericAllocationHandle h)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -186,8 +189,8 @@ FS_API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
-                                    CUdeviceptr addr, unsigned long long flags)
+static CUresult cuMemAddressReserve_impl(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                         CUdeviceptr addr, unsigned long long flags)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -237,7 +240,7 @@ static int overlaps_mapping(uintptr_t base, size_t size)
     return 0;
 }
 
-FS_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+static CUresult cuMemAddressFree_impl(CUdeviceptr ptr, size_t size)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -255,8 +258,8 @@ FS_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-                         CUmemGenericAllocationHandle h, unsigned long long flags)
+static CUresult cuMemMap_impl(CUdeviceptr ptr, size_t size, size_t offset,
+                              CUmemGenericAllocationHandle h, unsigned long long flags)
 {
     uintptr_t base = (uintptr_t)ptr;
     CUresult res = sim_cu_ready();
@@ -288,7 +291,7 @@ FS_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+static CUresult cuMemUnmap_impl(CUdeviceptr ptr, size_t size)
 {
     uintptr_t base = (uintptr_t)ptr, end = base + size;
     CUresult res = sim_cu_ready();
@@ -444,4 +447,99 @@ FS_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *han
     };
     if ((res = add_alloc(own, (size_t)st.st_size, device, 0, &prop, handle))) close(own);
     return res;
+}
+
+/* ---- the entry points as CUPTI sees them (../api_callback.h) ---- */
+
+FS_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                            const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    cuMemCreate_params p = {handle, size, prop, flags};
+    CUresult ret;
+    struct fs_sim_api_call c = {.domain = 1,
+                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
+                                .name = "cuMemCreate",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = cuMemCreate_impl(handle, size, prop, flags);
+    fs_sim_api_exit(&c);
+    return ret;
+}
+
+FS_API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+    cuMemRelease_params p = {h};
+    CUresult ret;
+    struct fs_sim_api_call c = {.domain = 1,
+                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
+                                .name = "cuMemRelease",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = cuMemRelease_impl(h);
+    fs_sim_api_exit(&c);
+    return ret;
+}
+
+FS_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                    CUdeviceptr addr, unsigned long long flags)
+{
+    cuMemAddressReserve_params p = {ptr, size, alignment, addr, flags};
+    CUresult ret;
+    struct fs_sim_api_call c = {.domain = 1,
+                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve,
+                                .name = "cuMemAddressReserve",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = cuMemAddressReserve_impl(ptr, size, alignment, addr, flags);
+    fs_sim_api_exit(&c);
+    return ret;
+}
+
+FS_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    cuMemAddressFree_params p = {ptr, size};
+    CUresult ret;
+    struct fs_sim_api_call c = {.domain = 1,
+                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree,
+                                .name = "cuMemAddressFree",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = cuMemAddressFree_impl(ptr, size);
+    fs_sim_api_exit(&c);
+    return ret;
+}
+
+FS_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                         CUmemGenericAllocationHandle h, unsigned long long flags)
+{
+    cuMemMap_params p = {ptr, size, offset, h, flags};
+    CUresult ret;
+    struct fs_sim_api_call c = {.domain = 1,
+                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+                                .name = "cuMemMap",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = cuMemMap_impl(ptr, size, offset, h, flags);
+    fs_sim_api_exit(&c);
+    return ret;
+}
+
+FS_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    cuMemUnmap_params p = {ptr, size};
+    CUresult ret;
+    struct fs_sim_api_call c = {.domain = 1,
+                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
+                                .name = "cuMemUnmap",
+                                .params = &p,
+                                .ret = &ret};
+    fs_sim_api_enter(&c);
+    ret = cuMemUnmap_impl(ptr, size);
+    fs_sim_api_exit(&c);
+    return ret;
 }

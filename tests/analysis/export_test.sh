@@ -168,7 +168,6 @@ assert any(e["ph"] == "i" and e["name"] == "after-forward" for e in events)
 EOF
 expect 1 "$cli" export --chrome --limit 3 "$dir/sites.fst"
 grep -q "perfetto" "$dir/err" || fail "--limit: $(cat "$dir/err")"
-expect 3 "$cli" export --perfetto "$dir/sites.fst"
 
 # ---- bad input -------------------------------------------------------------
 expect 2 "$cli" export "$dir/sites.fst"

@@ -270,6 +270,47 @@ static void test_memory_and_pointer_attributes(void **state)
     assert_int_equal(cudaSetDevice(0), cudaSuccess);
 }
 
+/* cuMemAllocAsync/cuMemFreeAsync are the runtime's default pool with the
+ * driver's codes: a block freed on a stream is reused at once there, the
+ * runtime's last error is left alone, and the _ptsz variants take stream 0
+ * for the per-thread stream (cuda.h declares those only for per-thread
+ * default stream builds). */
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream);
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream);
+
+static void test_stream_ordered_memory(void **state)
+{
+    (void)state;
+    cudaStream_t s;
+    CUdeviceptr a = 0, b = 0;
+    assert_int_equal(cudaSetDevice(2), cudaSuccess);
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    assert_int_equal(cuMemAllocAsync(&a, 3000, (CUstream)s), CUDA_SUCCESS);
+    int ordinal = -1;
+    assert_int_equal(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, a),
+                     CUDA_SUCCESS);
+    assert_int_equal(ordinal, 2);
+    assert_int_equal(cuMemFreeAsync(a, (CUstream)s), CUDA_SUCCESS);
+    assert_int_equal(cuMemAllocAsync(&b, 3000, (CUstream)s), CUDA_SUCCESS);
+    assert_int_equal(b, a);
+    assert_int_equal(cuMemFreeAsync(b, (CUstream)s), CUDA_SUCCESS);
+    assert_int_equal(cuMemAllocAsync_ptsz(&a, 512, NULL), CUDA_SUCCESS);
+    assert_int_equal(cuMemFreeAsync_ptsz(a, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+
+    /* Bad arguments: the driver's codes, no last error. */
+    assert_int_equal(cuMemAllocAsync(&a, 0, (CUstream)s), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuMemAllocAsync(NULL, 8, (CUstream)s), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuMemFreeAsync(b, (CUstream)s), CUDA_ERROR_INVALID_VALUE); /* double */
+    assert_int_equal(cuMemFreeAsync(0, (CUstream)s), CUDA_SUCCESS);
+    assert_int_equal(cuMemAllocAsync(&a, (size_t)1 << 62, NULL), CUDA_ERROR_OUT_OF_MEMORY);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    assert_int_equal(cudaStreamDestroy(s), cudaSuccess);
+    assert_int_equal(cuMemAllocAsync(&a, 8, (CUstream)s), CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(cuMemFreeAsync(b, (CUstream)s), CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(cudaGetLastError(), cudaSuccess);
+    assert_int_equal(cudaSetDevice(0), cudaSuccess);
+}
+
 /* cuMemsetD32Async and cuStreamWriteValue32 are device work on a runtime
  * stream, in its order: held behind a host function, then run in sequence. */
 static void test_stream_memory_operations(void **state)
@@ -451,6 +492,10 @@ static void test_get_proc_address(void **state)
                                       CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &status),
                      CUDA_SUCCESS);
     assert_ptr_equal(fn, dlsym(self, "cuMemsetD32Async_ptsz"));
+    assert_int_equal(cuGetProcAddress("cuMemFreeAsync", &fn, 13000,
+                                      CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &status),
+                     CUDA_SUCCESS);
+    assert_ptr_equal(fn, dlsym(self, "cuMemFreeAsync_ptsz"));
     /* cuStreamGetCtx changed its signature in 12.5. */
     assert_int_equal(cuGetProcAddress("cuStreamGetCtx", &fn, 12000, 0, &status), CUDA_SUCCESS);
     assert_ptr_equal(fn, dlsym(self, "cuStreamGetCtx"));
@@ -530,6 +575,7 @@ int main(void)
         cmocka_unit_test(test_primary_context_state),
         cmocka_unit_test(test_current_context_follows_runtime),
         cmocka_unit_test(test_memory_and_pointer_attributes),
+        cmocka_unit_test(test_stream_ordered_memory),
         cmocka_unit_test(test_stream_memory_operations),
         cmocka_unit_test(test_primary_context_reset),
         cmocka_unit_test(test_vmm_export_import_retain),

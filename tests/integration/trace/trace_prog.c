@@ -91,7 +91,7 @@ static int loop(const char *file)
     if (fd < 0) return 1;
     for (;;) {
         void *p;
-        CHECK(cudaMalloc(&p, 4096));
+        CHECK(cudaMalloc(&p, 4096)); /* SITE_LOOP */
         CHECK(cudaFree(p));
         char line[32];
         int n = snprintf(line, sizeof line, "%020llu\n", (unsigned long long)mono_ns());

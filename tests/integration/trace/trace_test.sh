@@ -180,8 +180,12 @@ for sig in TERM KILL; do
     sleep 1.5
     pkill -"$sig" -P "$launcher" -f trace_prog || fail "no program to kill"
     wait "$launcher"
-    "$cli" dump --no-stacks "$dir/loop-$sig.fst" >"$dir/loop.txt" 2>"$dir/loop.err" ||
-        fail "dump after SIG$sig failed: $(cat "$dir/loop.err")"
+    "$cli" dump --no-stacks "$dir/loop-$sig.fst" >"$dir/loop.txt" 2>"$dir/loop.err"
+    rc=$?
+    # a kill -9 in the middle of a write leaves a torn tail: named, exit 1
+    [ "$rc" -eq 0 ] || { [ "$sig" = KILL ] && [ "$rc" -eq 1 ] &&
+        grep -q "offset [0-9]*: the trace ends inside a block" "$dir/loop.err"; } ||
+        fail "dump after SIG$sig exited $rc: $(cat "$dir/loop.err")"
     n=$(count ' alloc ' "$dir/loop.txt")
     [ "$n" -gt 100 ] || fail "SIG$sig: only $n allocs recovered"
     gap=$(($(sed 's/^0*//' "$dir/last-$sig") - $(last_event_ns "$dir/loop.txt" alloc)))
@@ -195,13 +199,13 @@ done
 cp "$dir/loop-KILL.fst" "$dir/bad.fst"
 size=$(stat -c %s "$dir/bad.fst")
 printf '\377\377\377\377' | dd of="$dir/bad.fst" bs=1 seek=$((size / 2)) conv=notrunc status=none
-"$cli" dump --no-stacks "$dir/bad.fst" >"$dir/bad.txt" 2>"$dir/bad.err" || fail "dump of a corrupted copy failed"
+"$cli" dump --no-stacks "$dir/bad.fst" >"$dir/bad.txt" 2>"$dir/bad.err"
+[ $? -eq 1 ] || fail "dump of a corrupted copy did not exit 1: $(cat "$dir/bad.err")"
 grep -q "offset [0-9]*: block checksum mismatch\|offset [0-9]*: bad block magic\|offset [0-9]*: impossible" "$dir/bad.err" ||
     fail "the corruption is not named: $(cat "$dir/bad.err")"
 bad=$(count ' alloc ' "$dir/bad.txt")
 good=$(count ' alloc ' "$dir/loop.txt")
 [ "$bad" -gt 0 ] && [ "$bad" -lt "$good" ] || fail "corrupted copy: $bad allocs of $good"
-expect 1 "$cli" dump --strict "$dir/bad.fst"
 
 # ---- the disk cannot keep up: events are dropped and counted ---------------
 FSDPSHIM_TRACE_WRITE_DELAY_MS=2000 FSDPSHIM_TRACE_BUFFERS=1 expect 0 "$cli" run --trace --conf trace:events -o "$dir/flood.fst" -- "$prog" flood 8 40000

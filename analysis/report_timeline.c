@@ -1,0 +1,554 @@
+/* report_timeline.c - gathers the memory timeline of `report --html`
+ * (report_timeline.h) in report's one reading of each trace, in time order.
+ *
+ * The devices' curves are the totals every memory event carries. A
+ * stream's are followed block by block: an allocation adds its bytes to
+ * its stream until the program frees it, a segment its bytes to its pool's
+ * stream until it goes back. Annotation ranges come from each thread's
+ * annotation stack, which every event names: the ranges that stack closed
+ * end, the ones it opened begin (export_chrome.c follows them the same
+ * way). A free the allocator held back until the block's streams passed
+ * it is a free_requested followed by a free_completed at the same address;
+ * a free reusable at once has no free_completed, so its entry goes when the
+ * address is allocated again.
+ *
+ * Memory: the buckets (FS_TL_BUCKETS per series and lane, whatever the
+ * trace's length), and while a trace is read its live blocks, segments and
+ * freed blocks by address. */
+#include "report_timeline.h"
+
+#include "render.h"
+#include "sites.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FIRST_WIDTH_NS 1024 /* a bucket's width at the start: doubled as needed */
+#define MAX_NESTING    128  /* annotation ranges followed in one stack, as render.c */
+
+/* A block the program freed, until the allocator says it is free for reuse
+ * (or its address is allocated again) */
+typedef struct freed {
+    uint64_t addr, size, since;
+    uint32_t series; /* index + 1; 0: an empty slot */
+} freed;
+
+/* A thread's annotation stack, as its latest event showed it */
+typedef struct thread_ranges {
+    uint32_t tid;
+    uint32_t annot; /* the innermost node; 0: none */
+    int depth;
+    uint32_t node[MAX_NESTING], name[MAX_NESTING]; /* outermost first */
+    uint64_t since[MAX_NESTING];
+    bool waiting; /* in a rate-limiter wait, since wait_since */
+    uint64_t wait_since;
+} thread_ranges;
+
+typedef struct fs_tl_reading {
+    fs_live blocks;   /* live blocks: site = series index + 1 */
+    fs_live segments; /* segments by base: site = series index + 1 */
+    freed *freed;
+    size_t nfreed, capfreed;
+    thread_ranges *threads;
+    size_t nthreads;
+    uint32_t *name_of; /* annotation id -> names index + 1, 0 not yet known */
+    size_t capname_of;
+    size_t last_series; /* the series found last: most events follow their neighbour's */
+    size_t stream_curves;
+    uint32_t wait_name;
+} fs_tl_reading;
+
+static void *alloc_or_die(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p) fs_analysis_oom("report");
+    return p;
+}
+
+/* ---- names ---------------------------------------------------------------------- */
+
+static void rehash(fs_timeline *tl, size_t nslots)
+{
+    uint32_t *slots = alloc_or_die(nslots, sizeof *slots);
+    for (size_t i = 0; i < tl->nnames; i++) {
+        size_t k = fs_hash_text(tl->names[i].path) & (nslots - 1);
+        while (slots[k])
+            k = (k + 1) & (nslots - 1);
+        slots[k] = (uint32_t)i + 1;
+    }
+    free(tl->slots);
+    tl->slots = slots;
+    tl->nslots = nslots;
+}
+
+/* The name whose path is `path`, made if new: its index + 1 */
+static uint32_t intern(fs_timeline *tl, const char *path, const char *name)
+{
+    if (2 * (tl->nnames + 1) > tl->nslots) rehash(tl, tl->nslots ? 2 * tl->nslots : 256);
+    size_t k = fs_hash_text(path) & (tl->nslots - 1);
+    for (; tl->slots[k]; k = (k + 1) & (tl->nslots - 1))
+        if (!strcmp(tl->names[tl->slots[k] - 1].path, path)) return tl->slots[k];
+    if (tl->nnames == tl->capnames) {
+        size_t cap = tl->capnames ? 2 * tl->capnames : 64;
+        fs_tl_name *more = realloc(tl->names, cap * sizeof *more);
+        if (!more) fs_analysis_oom("report");
+        tl->names = more;
+        tl->capnames = cap;
+    }
+    fs_tl_name *n = &tl->names[tl->nnames];
+    n->path = strdup(path);
+    n->name = strdup(name);
+    if (!n->path || !n->name) fs_analysis_oom("report");
+    tl->slots[k] = (uint32_t)++tl->nnames;
+    return tl->slots[k];
+}
+
+/* Annotation node id's name, rendered once per id and trace */
+static uint32_t name_of(fs_timeline *tl, const fs_reader *t, uint32_t id)
+{
+    fs_tl_reading *rd = tl->reading;
+    uint32_t parent, domain, name;
+    char path[4096];
+
+    if (id >= rd->capname_of) {
+        size_t cap = rd->capname_of ? rd->capname_of : 256;
+        while (cap <= id)
+            cap *= 2;
+        uint32_t *more = realloc(rd->name_of, cap * sizeof *more);
+        if (!more) fs_analysis_oom("report");
+        memset(more + rd->capname_of, 0, (cap - rd->capname_of) * sizeof *more);
+        rd->name_of = more;
+        rd->capname_of = cap;
+    }
+    if (!rd->name_of[id]) {
+        fs_reader_annot(t, id, &parent, &domain, &name);
+        fs_render_annot(t, id, path, sizeof path);
+        rd->name_of[id] = intern(tl, path, fs_render_str(t, name));
+    }
+    return rd->name_of[id];
+}
+
+/* ---- the buckets ------------------------------------------------------------------- */
+
+static bool point_empty(const fs_tl_point *p)
+{
+    return p->amin > p->amax;
+}
+
+fs_tl_point fs_tl_merge_points(fs_tl_point a, fs_tl_point b)
+{
+    if (point_empty(&b)) return a;
+    if (point_empty(&a)) return b;
+    a.amin = a.amin < b.amin ? a.amin : b.amin;
+    a.amax = a.amax > b.amax ? a.amax : b.amax;
+    a.rmin = a.rmin < b.rmin ? a.rmin : b.rmin;
+    a.rmax = a.rmax > b.rmax ? a.rmax : b.rmax;
+    a.alast = b.alast;
+    a.rlast = b.rlast;
+    return a;
+}
+
+fs_tl_cell fs_tl_merge_cells(fs_tl_cell a, fs_tl_cell b)
+{
+    if (!b.name) return a;
+    if (!a.name) return b;
+    if (a.name == b.name && a.start == b.start) { /* one range over both halves */
+        a.cover += b.cover;
+        a.end = a.end > b.end ? a.end : b.end;
+        return a;
+    }
+    return a.cover >= b.cover ? a : b;
+}
+
+const fs_tl_point fs_tl_empty_point = {.amin = UINT64_MAX, .rmin = UINT64_MAX};
+
+static fs_tl_point *new_points(void)
+{
+    fs_tl_point *p = alloc_or_die(FS_TL_BUCKETS, sizeof *p);
+    for (size_t k = 0; k < FS_TL_BUCKETS; k++)
+        p[k] = fs_tl_empty_point;
+    return p;
+}
+
+/* Halves the resolution: bucket k becomes buckets 2k and 2k + 1 merged */
+static void coarsen(fs_tl_rank *r)
+{
+    const size_t half = FS_TL_BUCKETS / 2;
+    for (size_t i = 0; i < r->nseries; i++) {
+        fs_tl_point *p = r->series[i].points;
+        if (!p) continue;
+        for (size_t k = 0; k < half; k++)
+            p[k] = fs_tl_merge_points(p[2 * k], p[2 * k + 1]);
+        for (size_t k = half; k < FS_TL_BUCKETS; k++)
+            p[k] = fs_tl_empty_point;
+    }
+    for (int l = 0; l <= FS_TL_LANES; l++) {
+        fs_tl_cell *c = r->lanes[l];
+        if (!c) continue;
+        for (size_t k = 0; k < half; k++)
+            c[k] = fs_tl_merge_cells(c[2 * k], c[2 * k + 1]);
+        memset(c + half, 0, half * sizeof *c);
+    }
+    if (r->colls) {
+        fs_tl_colls *c = r->colls;
+        for (size_t k = 0; k < half; k++) {
+            for (int op = 0; op < FS_TL_OPS; op++)
+                c[k].count[op] = c[2 * k].count[op] + c[2 * k + 1].count[op];
+            c[k].bytes = c[2 * k].bytes + c[2 * k + 1].bytes;
+        }
+        memset(c + half, 0, half * sizeof *c);
+    }
+    r->width *= 2;
+    r->used = (r->used + 1) / 2;
+}
+
+static size_t bucket_of(const fs_tl_rank *r, uint64_t ns)
+{
+    /* the reading's window can let an event come a little early */
+    uint64_t k = ns > r->origin ? (ns - r->origin) / r->width : 0;
+    return k < FS_TL_BUCKETS ? (size_t)k : FS_TL_BUCKETS - 1;
+}
+
+/* Makes room for an event at ns: its bucket */
+static size_t fit(fs_tl_rank *r, uint64_t ns)
+{
+    if (!r->used) {
+        r->origin = r->first_ns = ns;
+        r->width = FIRST_WIDTH_NS;
+    }
+    while (ns > r->origin && (ns - r->origin) / r->width >= FS_TL_BUCKETS)
+        coarsen(r);
+    size_t k = bucket_of(r, ns);
+    if (k + 1 > r->used) r->used = k + 1;
+    if (ns > r->last_ns) r->last_ns = ns;
+    return k;
+}
+
+void fs_tl_bucket_span(const fs_tl_rank *r, size_t k, uint64_t *from, uint64_t *to)
+{
+    *from = r->base + r->origin + k * r->width;
+    *to = *from + r->width;
+}
+
+/* ---- the series ----------------------------------------------------------------------- */
+
+static void note(fs_tl_series *s, size_t k)
+{
+    if (s->allocated > s->peak_allocated) s->peak_allocated = s->allocated;
+    if (s->reserved > s->peak_reserved) s->peak_reserved = s->reserved;
+    if (!s->points) return;
+    fs_tl_point now = {s->allocated, s->allocated, s->allocated,
+                       s->reserved,  s->reserved,  s->reserved};
+    s->points[k] = fs_tl_merge_points(s->points[k], now);
+}
+
+/* The series of the device's totals (is_stream false) or of a stream: its
+ * index, made if new */
+static size_t series_of(fs_timeline *tl, int device, bool is_stream, uint64_t stream)
+{
+    fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
+    fs_tl_reading *rd = tl->reading;
+    size_t i = rd->last_series;
+
+    if (i < r->nseries && r->series[i].device == device && r->series[i].is_stream == is_stream &&
+        r->series[i].stream == stream)
+        return i;
+    for (i = 0; i < r->nseries; i++)
+        if (r->series[i].device == device && r->series[i].is_stream == is_stream &&
+            r->series[i].stream == stream)
+            return rd->last_series = i;
+    fs_tl_series *more = realloc(r->series, (r->nseries + 1) * sizeof *more);
+    if (!more) fs_analysis_oom("report");
+    r->series = more;
+    r->series[i] = (fs_tl_series){.device = device, .is_stream = is_stream, .stream = stream};
+    if (!is_stream) r->series[i].points = new_points();
+    r->nseries++;
+    return rd->last_series = i;
+}
+
+/* ---- freed blocks by address ------------------------------------------------------------ */
+
+/* The home slot of addr: block addresses share their low bits (512-byte
+ * rounding, 2 MiB alignment), so the address is mixed through murmur3's
+ * finaliser before the mask keeps its low bits */
+static size_t slot_of(uint64_t addr, size_t cap)
+{
+    uint64_t h = addr;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
+    return (size_t)h & (cap - 1);
+}
+
+static void freed_put(fs_tl_reading *rd, freed f)
+{
+    if (2 * (rd->nfreed + 1) > rd->capfreed) {
+        size_t cap = rd->capfreed ? 2 * rd->capfreed : 1024;
+        freed *slots = alloc_or_die(cap, sizeof *slots);
+        for (size_t i = 0; i < rd->capfreed; i++)
+            if (rd->freed[i].series) {
+                size_t k = slot_of(rd->freed[i].addr, cap);
+                while (slots[k].series)
+                    k = (k + 1) & (cap - 1);
+                slots[k] = rd->freed[i];
+            }
+        free(rd->freed);
+        rd->freed = slots;
+        rd->capfreed = cap;
+    }
+    size_t k = slot_of(f.addr, rd->capfreed);
+    while (rd->freed[k].series && rd->freed[k].addr != f.addr)
+        k = (k + 1) & (rd->capfreed - 1);
+    if (!rd->freed[k].series) rd->nfreed++;
+    rd->freed[k] = f;
+}
+
+/* Removes the entry of addr into *out; false when there is none. Deletion
+ * shifts the entries after it back, so that no tombstones pile up. */
+static bool freed_take(fs_tl_reading *rd, uint64_t addr, freed *out)
+{
+    if (!rd->capfreed) return false;
+    size_t mask = rd->capfreed - 1, k = slot_of(addr, rd->capfreed);
+    while (rd->freed[k].series && rd->freed[k].addr != addr)
+        k = (k + 1) & mask;
+    if (!rd->freed[k].series) return false;
+    *out = rd->freed[k];
+    for (size_t next = (k + 1) & mask; rd->freed[next].series; next = (next + 1) & mask) {
+        size_t home = slot_of(rd->freed[next].addr, rd->capfreed);
+        /* the entry at next may fill the hole at k if its home is not in (k, next] */
+        if (((next - home) & mask) >= ((next - k) & mask)) {
+            rd->freed[k] = rd->freed[next];
+            k = next;
+        }
+    }
+    rd->freed[k].series = 0;
+    rd->nfreed--;
+    return true;
+}
+
+/* ---- memory events ---------------------------------------------------------------------- */
+
+static void take_bytes(uint64_t *from, uint64_t n)
+{
+    *from -= n < *from ? n : *from;
+}
+
+static void memory_event(fs_timeline *tl, const fs_fmt_record *rec, size_t k)
+{
+    fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
+    fs_tl_reading *rd = tl->reading;
+    const fs_fmt_event *ev = &rec->ev;
+    fs_live_block b;
+    freed f;
+    size_t s;
+
+    s = series_of(tl, ev->device, false, 0);
+    r->series[s].allocated = ev->allocated;
+    r->series[s].reserved = ev->reserved;
+    note(&r->series[s], k);
+
+    switch (rec->kind) {
+    case FS_REC_ALLOC:
+        s = series_of(tl, ev->device, true, ev->stream);
+        r->series[s].allocated += ev->size;
+        r->series[s].allocs++;
+        r->series[s].alloc_bytes += ev->size;
+        freed_take(rd, ev->addr, &f); /* a free reusable at once: it was not held back */
+        fs_live_put(&rd->blocks, ev->addr, ev->size, (uint32_t)s + 1, ev->device);
+        break;
+    case FS_REC_FREE_REQUESTED:
+        if (!fs_live_take(&rd->blocks, ev->addr, &b)) return; /* allocated before the trace */
+        s = b.site - 1;
+        take_bytes(&r->series[s].allocated, b.size);
+        freed_put(rd, (freed){ev->addr, b.size, ev->time_ns, (uint32_t)s + 1});
+        break;
+    case FS_REC_FREE_COMPLETED:
+        if (freed_take(rd, ev->addr, &f)) {
+            fs_tl_series *x = &r->series[f.series - 1];
+            uint64_t ns = ev->time_ns > f.since ? ev->time_ns - f.since : 0;
+            x->held_back++;
+            x->held_back_bytes += f.size;
+            x->held_back_ns += ns;
+            if (ns > x->longest_held_back_ns) x->longest_held_back_ns = ns;
+        }
+        return;
+    case FS_REC_SEGMENT_ALLOC:
+        s = series_of(tl, ev->device, true, ev->stream);
+        r->series[s].reserved += ev->size;
+        fs_live_put(&rd->segments, ev->addr, ev->size, (uint32_t)s + 1, ev->device);
+        break;
+    case FS_REC_SEGMENT_FREE:
+        /* an expandable segment has no segment_alloc: its pages went to
+         * the stream that mapped them, which the event names */
+        s = fs_live_take(&rd->segments, ev->addr, &b) ? b.site - 1
+                                                      : series_of(tl, ev->device, true, ev->stream);
+        take_bytes(&r->series[s].reserved, ev->size);
+        break;
+    case FS_REC_SEGMENT_MAP:
+        s = series_of(tl, ev->device, true, ev->stream);
+        r->series[s].reserved += ev->size;
+        break;
+    case FS_REC_SEGMENT_UNMAP:
+        s = series_of(tl, ev->device, true, ev->stream);
+        take_bytes(&r->series[s].reserved, ev->size);
+        break;
+    default: /* an out-of-memory event changes nothing */
+        return;
+    }
+    /* the first streams to hold memory get curves (not the first created:
+     * a stream pool creates many that may never allocate) */
+    if (!r->series[s].points && rd->stream_curves < FS_TL_STREAM_CURVES) {
+        r->series[s].points = new_points();
+        rd->stream_curves++;
+    }
+    note(&r->series[s], k);
+}
+
+/* ---- annotation ranges and waits ------------------------------------------------------- */
+
+/* Range [start, end] in lane l: each bucket it overlaps keeps it if it
+ * covers more of it than the range the bucket holds */
+static void paint(fs_tl_rank *r, int l, uint32_t name, uint64_t start, uint64_t end)
+{
+    if (!r->lanes[l]) r->lanes[l] = alloc_or_die(FS_TL_BUCKETS, sizeof *r->lanes[l]);
+    size_t k0 = bucket_of(r, start), k1 = bucket_of(r, end);
+    for (size_t k = k0; k <= k1; k++) {
+        uint64_t from = r->origin + k * r->width, to = from + r->width;
+        uint64_t lo = start > from ? start : from, hi = end < to ? end : to;
+        fs_tl_cell c = {name, start, end, (hi > lo ? hi - lo : 0) + 1};
+        if (!r->lanes[l][k].name || c.cover > r->lanes[l][k].cover) r->lanes[l][k] = c;
+    }
+}
+
+static thread_ranges *thread_of(fs_tl_reading *rd, uint32_t tid)
+{
+    for (size_t i = 0; i < rd->nthreads; i++)
+        if (rd->threads[i].tid == tid) return &rd->threads[i];
+    thread_ranges *more = realloc(rd->threads, (rd->nthreads + 1) * sizeof *more);
+    if (!more) fs_analysis_oom("report");
+    rd->threads = more;
+    memset(&rd->threads[rd->nthreads], 0, sizeof *more);
+    rd->threads[rd->nthreads].tid = tid;
+    return &rd->threads[rd->nthreads++];
+}
+
+/* The thread's stack becomes annot's at ns: the ranges it leaves end, the
+ * ones it enters begin */
+static void ranges_to(fs_timeline *tl, const fs_reader *t, thread_ranges *th, uint32_t annot,
+                      uint64_t ns)
+{
+    fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
+    uint32_t up[MAX_NESTING], parent, domain, name;
+    int n = 0, same = 0;
+
+    for (uint32_t a = annot; a && n < MAX_NESTING && fs_reader_annot(t, a, &parent, &domain, &name);
+         a = parent)
+        up[n++] = a;
+    while (same < n && same < th->depth && th->node[same] == up[n - 1 - same])
+        same++;
+    for (int i = th->depth - 1; i >= same; i--)
+        if (i < FS_TL_LANES) paint(r, i, th->name[i], th->since[i], ns);
+    for (int i = same; i < n; i++) {
+        th->node[i] = up[n - 1 - i];
+        th->name[i] = name_of(tl, t, th->node[i]);
+        th->since[i] = ns;
+    }
+    th->depth = n;
+    th->annot = annot;
+}
+
+/* ---- the reading ------------------------------------------------------------------------- */
+
+void fs_tl_begin(fs_timeline *tl, fs_reader *t)
+{
+    fs_tl_rank *more = realloc(tl->ranks, (tl->nranks + 1) * sizeof *more);
+    if (!more) fs_analysis_oom("report");
+    tl->ranks = more;
+    tl->ranks[tl->nranks++] = (fs_tl_rank){.base = fs_reader_header(t)->clock_real_ns};
+    tl->reading = alloc_or_die(1, sizeof *tl->reading);
+    tl->reading->wait_name = intern(tl, "rate-limiter wait", "rate-limiter wait");
+}
+
+void fs_tl_record(fs_timeline *tl, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
+{
+    fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
+    const fs_fmt_event *ev = &rec->ev;
+
+    if (rec->kind < FS_REC_ALLOC || rec->kind > FS_REC_EVENT_LAST) return;
+    size_t k = fit(r, ev->time_ns);
+    thread_ranges *th = thread_of(tl->reading, tid);
+    if (ev->annot != th->annot) ranges_to(tl, t, th, ev->annot, ev->time_ns);
+    if (rec->kind <= FS_REC_OOM) {
+        if (ev->device >= 0 && ev->device < FS_SITES_MAX_DEVICES) memory_event(tl, rec, k);
+        return;
+    }
+    switch (rec->kind) {
+    case FS_REC_STREAM_CREATE:
+    case FS_REC_POOL_HIT:
+        if (ev->device >= 0 && ev->device < FS_SITES_MAX_DEVICES) {
+            size_t s = series_of(tl, ev->device, true, ev->stream); /* may move r->series */
+            r->series[s].created = true;
+            r->series[s].priority = (int)(int64_t)ev->aux2;
+        }
+        break;
+    case FS_REC_COLLECTIVE:
+        if (!r->colls) r->colls = alloc_or_die(FS_TL_BUCKETS, sizeof *r->colls);
+        r->colls[k].count[ev->aux < FS_TL_OPS ? ev->aux : FS_COLL_OTHER]++;
+        r->colls[k].bytes += ev->size;
+        break;
+    case FS_REC_RL_WAIT_START:
+        th->waiting = true;
+        th->wait_since = ev->time_ns;
+        break;
+    case FS_REC_RL_WAIT_END:
+        if (th->waiting)
+            paint(r, FS_TL_WAIT_LANE, tl->reading->wait_name, th->wait_since, ev->time_ns);
+        th->waiting = false;
+        break;
+    default:
+        break;
+    }
+}
+
+void fs_tl_end(fs_timeline *tl)
+{
+    fs_tl_reading *rd = tl->reading;
+    fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
+
+    for (size_t i = 0; i < rd->nthreads; i++) {
+        thread_ranges *th = &rd->threads[i];
+        for (int d = th->depth - 1; d >= 0; d--)
+            if (d < FS_TL_LANES) paint(r, d, th->name[d], th->since[d], r->last_ns);
+        if (th->waiting) paint(r, FS_TL_WAIT_LANE, rd->wait_name, th->wait_since, r->last_ns);
+    }
+    fs_live_free(&rd->blocks);
+    fs_live_free(&rd->segments);
+    free(rd->freed);
+    free(rd->threads);
+    free(rd->name_of);
+    free(rd);
+    tl->reading = NULL;
+}
+
+void fs_tl_free(fs_timeline *tl)
+{
+    for (size_t i = 0; i < tl->nranks; i++) {
+        fs_tl_rank *r = &tl->ranks[i];
+        for (size_t s = 0; s < r->nseries; s++)
+            free(r->series[s].points);
+        free(r->series);
+        for (int l = 0; l <= FS_TL_LANES; l++)
+            free(r->lanes[l]);
+        free(r->colls);
+    }
+    for (size_t i = 0; i < tl->nnames; i++) {
+        free(tl->names[i].path);
+        free(tl->names[i].name);
+    }
+    free(tl->ranks);
+    free(tl->names);
+    free(tl->slots);
+    *tl = (fs_timeline){0};
+}

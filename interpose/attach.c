@@ -1,0 +1,61 @@
+/* attach.c - the entry points `fsdpshim attach` and `fsdpshim detach` call
+ * through gdb in a running process (cli/attach.c): the shim has just been
+ * dlopen'ed there, is not preloaded, and serves nothing. It traces through
+ * CUPTI (cupti.c) where CUPTI can be had, else through the loaded objects'
+ * GOT/PLT slots of the runtime's entry points (got.c): never both, which
+ * would write each call twice. */
+#include "../include/fsdpshim/fsdpshim.h"
+#include "../trace/trace.h"
+#include "cupti.h"
+#include "got.h"
+#include "shim.h"
+
+#include <pthread.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static enum { NOT_ATTACHED, BY_CUPTI, BY_GOT } way;
+
+static const char *const why[] = {
+    [FS_CUPTI_NO_CUPTI] = "no libcupti found",
+    [FS_CUPTI_TAKEN] = "another CUPTI client (a profiler, compute-sanitizer) holds it",
+    [FS_CUPTI_FAILED] = "CUPTI refused",
+};
+
+static int start(const char *trace_path, int level)
+{
+    unsigned frames = fs_shim_config_get()->trace_frames;
+
+    if (way != NOT_ATTACHED) return FSDPSHIM_OK;
+    enum fs_cupti_status st = fs_cupti_attach(level, frames, trace_path, "fsdpshim attach", false);
+    if (st == FS_CUPTI_TRACING || st == FS_CUPTI_ALREADY) {
+        way = BY_CUPTI;
+        return FSDPSHIM_OK;
+    }
+    fs_log(FS_LOG_WARN,
+           "fsdpshim attach: no CUPTI (%s): tracing the CUDA runtime's entry points of every "
+           "loaded object through their GOT slots instead",
+           st < sizeof why / sizeof why[0] && why[st] ? why[st] : "?");
+    if (!fs_got_attach(level, frames, trace_path)) return FSDPSHIM_ERR_DEVICE;
+    way = BY_GOT;
+    return FSDPSHIM_OK;
+}
+
+FS_EXPORT int fsdpshim_attach_start(const char *trace_path, int level)
+{
+    if (level < FS_TRACE_EVENTS || level > FS_TRACE_PYTHON) return FSDPSHIM_ERR_INVALID;
+    /* a preloaded shim traces through FSDPSHIM_CONF, and serves */
+    if (fs_shim_preloaded()) return FSDPSHIM_ERR_INACTIVE;
+    pthread_mutex_lock(&lock);
+    int r = start(trace_path, level);
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+FS_EXPORT int fsdpshim_attach_stop(void)
+{
+    pthread_mutex_lock(&lock);
+    bool stopped = way == BY_CUPTI ? fs_cupti_detach() : way == BY_GOT ? fs_got_detach() : false;
+    way = NOT_ATTACHED;
+    pthread_mutex_unlock(&lock);
+    return stopped ? FSDPSHIM_OK : FSDPSHIM_ERR_INACTIVE;
+}

@@ -1,0 +1,509 @@
+/* cuda_driver.c - the driver API's memory calls, reached by lookup: the hooks
+ * the shim hands out for them, and the lookups that hand them out.
+ *
+ * A program may reach the driver without any symbol the loader binds:
+ * dlopen("libcuda.so.1") and dlsym (NCCL, nvcc's static runtime; dlsym.c),
+ * cuGetProcAddress (the static runtime, NCCL) or the runtime's
+ * cudaGetDriverEntryPoint[ByVersion] (PyTorch's c10). Each of them answers
+ * with the shim's hook where the real answer is the driver's own function for
+ * one of the entry points below, and passes any other answer on unchanged:
+ * unknown and future names, other ABIs and per-thread variants of a name, a
+ * version or flags that select another function, failures. A hook is
+ * recognised by the function the driver answered with, never by the name
+ * asked for, so a future ABI of cuMemAlloc is not mistaken for the one the
+ * hook implements.
+ *
+ * - Served like their runtime counterparts, through the same allocator paths
+ *   (cuda_memory.c): cuMemAlloc_v2 and cuMemFree_v2 as cudaMalloc and
+ *   cudaFree, cuMemAllocAsync and cuMemFreeAsync (and their _ptsz variants)
+ *   as cudaMallocAsync and cudaFreeAsync, cuMemGetInfo_v2 as cudaMemGetInfo;
+ *   on the device of the calling thread's current context, with the
+ *   driver's codes, never touching the runtime's last error.
+ * - Passed through, traced (an FS_REC_VMM event for each call that
+ *   succeeded) and logged at FSDPSHIM_LOG=debug: cuMemCreate, cuMemRelease,
+ *   cuMemMap, cuMemUnmap, cuMemAddressReserve and cuMemAddressFree. NCCL
+ *   exports such memory to its peers, and PyTorch's expandable segments map
+ *   it piece by piece: never served from the cache.
+ * - cuGetProcAddress and cuGetProcAddress_v2, so that what they answer is
+ *   replaced in turn.
+ * Not served: cuMemAllocPitch (its pitch is the device's to choose, and
+ * cudaMallocPitch goes to the runtime too), cuMemAllocManaged, host memory,
+ * cuMemAllocFromPoolAsync; the legacy 32-bit ABIs (cuMemAlloc, cuMemFree).
+ *
+ * The driver is adopted once, from the first of its functions a lookup
+ * answers with: the real functions of every entry point are then read from
+ * that library's symbol table, without a lock (threads that race find the
+ * same ones), so that no lookup ever waits for another thread, which may
+ * hold the loader's lock in a constructor. Lookups the CUDA runtime makes
+ * itself get the real functions: its driver calls implement runtime calls
+ * that the shim interposes already, and would otherwise be served twice. */
+#include "driver.h"
+#include "real.h"
+#include "runtime.h"
+#include "trace_glue.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+
+/* cuGetProcAddress before CUDA 12.0: no symbol status. */
+typedef CUresult (*get_proc_address_v1_fn)(const char *, void **, int, cuuint64_t);
+
+enum entry_id {
+    E_MEM_ALLOC,
+    E_MEM_FREE,
+    E_MEM_ALLOC_ASYNC,
+    E_MEM_ALLOC_ASYNC_PTSZ,
+    E_MEM_FREE_ASYNC,
+    E_MEM_FREE_ASYNC_PTSZ,
+    E_MEM_GET_INFO,
+    E_MEM_CREATE,
+    E_MEM_RELEASE,
+    E_MEM_MAP,
+    E_MEM_UNMAP,
+    E_ADDRESS_RESERVE,
+    E_ADDRESS_FREE,
+    E_GET_PROC_ADDRESS,
+    E_GET_PROC_ADDRESS_V2,
+    E_CTX_GET_DEVICE,
+    E_COUNT
+};
+
+static CUresult mem_alloc(CUdeviceptr *dptr, size_t size);
+static CUresult mem_free(CUdeviceptr dptr);
+static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream);
+static CUresult mem_alloc_async_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream);
+static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream);
+static CUresult mem_free_async_ptsz(CUdeviceptr dptr, CUstream stream);
+static CUresult mem_get_info(size_t *free, size_t *total);
+static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
+                           const CUmemAllocationProp *prop, unsigned long long flags);
+static CUresult mem_release(CUmemGenericAllocationHandle handle);
+static CUresult mem_map(CUdeviceptr ptr, size_t size, size_t offset,
+                        CUmemGenericAllocationHandle handle, unsigned long long flags);
+static CUresult mem_unmap(CUdeviceptr ptr, size_t size);
+static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                unsigned long long flags);
+static CUresult address_free(CUdeviceptr ptr, size_t size);
+static CUresult get_proc_address(const char *symbol, void **pfn, int version, cuuint64_t flags);
+static CUresult get_proc_address_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                    CUdriverProcAddressQueryResult *status);
+
+static struct entry {
+    const char *name; /* the driver's exported ABI name */
+    void *hook;       /* the shim's; NULL for a function the hooks only call */
+    void *real;       /* the adopted driver's; NULL before, or if it has none */
+} entries[E_COUNT] = {
+    [E_MEM_ALLOC] = {"cuMemAlloc_v2", (void *)mem_alloc, NULL},
+    [E_MEM_FREE] = {"cuMemFree_v2", (void *)mem_free, NULL},
+    [E_MEM_ALLOC_ASYNC] = {"cuMemAllocAsync", (void *)mem_alloc_async, NULL},
+    [E_MEM_ALLOC_ASYNC_PTSZ] = {"cuMemAllocAsync_ptsz", (void *)mem_alloc_async_ptsz, NULL},
+    [E_MEM_FREE_ASYNC] = {"cuMemFreeAsync", (void *)mem_free_async, NULL},
+    [E_MEM_FREE_ASYNC_PTSZ] = {"cuMemFreeAsync_ptsz", (void *)mem_free_async_ptsz, NULL},
+    [E_MEM_GET_INFO] = {"cuMemGetInfo_v2", (void *)mem_get_info, NULL},
+    [E_MEM_CREATE] = {"cuMemCreate", (void *)mem_create, NULL},
+    [E_MEM_RELEASE] = {"cuMemRelease", (void *)mem_release, NULL},
+    [E_MEM_MAP] = {"cuMemMap", (void *)mem_map, NULL},
+    [E_MEM_UNMAP] = {"cuMemUnmap", (void *)mem_unmap, NULL},
+    [E_ADDRESS_RESERVE] = {"cuMemAddressReserve", (void *)address_reserve, NULL},
+    [E_ADDRESS_FREE] = {"cuMemAddressFree", (void *)address_free, NULL},
+    [E_GET_PROC_ADDRESS] = {"cuGetProcAddress", (void *)get_proc_address, NULL},
+    [E_GET_PROC_ADDRESS_V2] = {"cuGetProcAddress_v2", (void *)get_proc_address_v2, NULL},
+    [E_CTX_GET_DEVICE] = {"cuCtxGetDevice", NULL, NULL},
+};
+
+static int adopted; /* 1 once entries[].real are the driver's */
+
+/* The real function of an entry. A hook is handed out only once the driver
+ * is adopted, so it always finds its own. */
+static void *real_of(enum entry_id id)
+{
+    return __atomic_load_n(&entries[id].real, __ATOMIC_ACQUIRE);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+
+    return slash ? slash + 1 : path;
+}
+
+/* Adopts the driver library that `fn` belongs to (libcuda.so.1, or the
+ * versioned file it links to), unless one is adopted already; false when
+ * `fn` is not a driver's. */
+static bool adopt_driver(void *fn)
+{
+    struct link_map *object;
+    Dl_info info;
+
+    if (fs_likely(__atomic_load_n(&adopted, __ATOMIC_ACQUIRE))) return true;
+    if (!dladdr1(fn, &info, (void **)&object, RTLD_DL_LINKMAP) || !info.dli_fname ||
+        strncmp(base_name(info.dli_fname), "libcuda.so", 10) != 0)
+        return false;
+    /* a reference of the shim's own: the hooks call into the library for
+     * good, even after the program dlcloses it */
+    if (!dlopen(info.dli_fname, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD)) return false;
+    for (int i = 0; i < E_COUNT; i++) {
+        void *none = NULL;
+        __atomic_compare_exchange_n(&entries[i].real, &none,
+                                    fs_object_function(object, entries[i].name), false,
+                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&adopted, 1, __ATOMIC_RELEASE);
+    fs_log(FS_LOG_DEBUG, "driver entry points hooked in %s", info.dli_fname);
+    return true;
+}
+
+/* The shim's hook in place of the driver function `fn`, or `fn` itself. */
+static void *hook_for(void *fn)
+{
+    if (!fn || !adopt_driver(fn)) return fn;
+    for (int i = 0; i < E_COUNT; i++)
+        if (entries[i].hook && real_of((enum entry_id)i) == fn) return entries[i].hook;
+    return fn;
+}
+
+/* Whether `caller` is code of the CUDA runtime (libcudart.so*). */
+static bool from_runtime(const void *caller)
+{
+    Dl_info info;
+
+    return dladdr(caller, &info) && info.dli_fname &&
+           strncmp(base_name(info.dli_fname), "libcudart.so", 12) == 0;
+}
+
+void *fs_driver_dlsym(void *handle, const char *name, const char *version, const void *caller)
+{
+    void *fn = version ? fs_real_dlvsym(handle, name, version) : fs_real_dlsym(handle, name);
+
+    if (!fn || from_runtime(caller)) return fn;
+    return hook_for(fn);
+}
+
+/* ---- the lookups ---- */
+
+static CUresult get_proc_address(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+    get_proc_address_v1_fn real = (get_proc_address_v1_fn)real_of(E_GET_PROC_ADDRESS);
+    CUresult r = real(symbol, pfn, version, flags);
+
+    if (r == CUDA_SUCCESS && pfn) *pfn = hook_for(*pfn);
+    return r;
+}
+
+static CUresult get_proc_address_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                    CUdriverProcAddressQueryResult *status)
+{
+    __typeof__(&cuGetProcAddress_v2) real =
+        (__typeof__(&cuGetProcAddress_v2))real_of(E_GET_PROC_ADDRESS_V2);
+    CUresult r = real(symbol, pfn, version, flags, status);
+
+    if (r == CUDA_SUCCESS && pfn) *pfn = hook_for(*pfn);
+    return r;
+}
+
+/* The runtime's lookups; cudaGetDriverEntryPoint is deprecated in the
+ * headers, hence types of their own. */
+typedef cudaError_t (*entry_point_fn)(const char *, void **, unsigned long long,
+                                      enum cudaDriverEntryPointQueryResult *);
+typedef cudaError_t (*entry_point_by_version_fn)(const char *, void **, unsigned int,
+                                                 unsigned long long,
+                                                 enum cudaDriverEntryPointQueryResult *);
+
+static cudaError_t entry_point(const char *name, const char *symbol, void **fn,
+                               unsigned long long flags,
+                               enum cudaDriverEntryPointQueryResult *status, void **slot)
+{
+    entry_point_fn real = (entry_point_fn)fs_real_cached(slot, FS_LIB_CUDART, name);
+    cudaError_t e;
+
+    if (!real) return cudaErrorInitializationError;
+    e = real(symbol, fn, flags, status);
+    if (e == cudaSuccess && fn) *fn = hook_for(*fn);
+    return e;
+}
+
+static cudaError_t entry_point_by_version(const char *name, const char *symbol, void **fn,
+                                          unsigned int version, unsigned long long flags,
+                                          enum cudaDriverEntryPointQueryResult *status, void **slot)
+{
+    entry_point_by_version_fn real =
+        (entry_point_by_version_fn)fs_real_cached(slot, FS_LIB_CUDART, name);
+    cudaError_t e;
+
+    if (!real) return cudaErrorInitializationError;
+    e = real(symbol, fn, version, flags, status);
+    if (e == cudaSuccess && fn) *fn = hook_for(*fn);
+    return e;
+}
+
+FS_EXPORT cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
+                                              unsigned long long flags,
+                                              enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    static void *slot;
+
+    return entry_point("cudaGetDriverEntryPoint", symbol, funcPtr, flags, driverStatus, &slot);
+}
+
+FS_EXPORT cudaError_t
+cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
+                             enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    static void *slot;
+
+    return entry_point("cudaGetDriverEntryPoint_ptsz", symbol, funcPtr, flags, driverStatus, &slot);
+}
+
+FS_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(
+    const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
+    enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    static void *slot;
+
+    return entry_point_by_version("cudaGetDriverEntryPointByVersion", symbol, funcPtr, cudaVersion,
+                                  flags, driverStatus, &slot);
+}
+
+FS_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
+    const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
+    enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    static void *slot;
+
+    return entry_point_by_version("cudaGetDriverEntryPointByVersion_ptsz", symbol, funcPtr,
+                                  cudaVersion, flags, driverStatus, &slot);
+}
+
+/* ---- served: memory ---- */
+
+/* The device of the calling thread's current context, where the driver's
+ * memory calls work; -1 without one (or before cuInit), when the real call
+ * says what is wrong. The shim's idea of the thread's current device
+ * follows it: the program may have changed contexts through the driver,
+ * which the shim does not see. */
+static int context_device(void)
+{
+    __typeof__(&cuCtxGetDevice) get = (__typeof__(&cuCtxGetDevice))real_of(E_CTX_GET_DEVICE);
+    CUdevice dev;
+
+    if (!get || get(&dev) != CUDA_SUCCESS) return -1;
+    fs_current_device_set(dev);
+    return dev;
+}
+
+/* The code of an error the shim makes itself (freeing inside one of its
+ * segments what does not start a live block, as cudaFree does). */
+static CUresult driver_error(fs_status st)
+{
+    switch (st) {
+    case FS_OK:
+        return CUDA_SUCCESS;
+    case FS_ERR_OOM:
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    case FS_ERR_INVALID:
+    case FS_ERR_NOT_OWNED:
+        return CUDA_ERROR_INVALID_VALUE;
+    case FS_ERR_DEVICE:
+        break;
+    }
+    return CUDA_ERROR_UNKNOWN;
+}
+
+/* As cudaMalloc: the thread's stream of the context's device. Size 0 and a
+ * null out-pointer go to the driver, as does a request the cache cannot
+ * serve (the driver then fails with its own out-of-memory, or succeeds, and
+ * the pointer passes through on free). */
+static CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
+{
+    __typeof__(&cuMemAlloc_v2) real = (__typeof__(&cuMemAlloc_v2))real_of(E_MEM_ALLOC);
+    fs_status st = FS_ERR_NOT_OWNED;
+    fs_allocator *a;
+    void *p;
+    int dev;
+
+    if (fs_unlikely(!dptr || !size) || !fs_shim_enter()) return real(dptr, size);
+    if ((dev = context_device()) >= 0 && (a = fs_shim_allocator()))
+        st = fs_mem_alloc(a, dev, size, &p);
+    fs_shim_leave();
+    if (fs_likely(st == FS_OK)) {
+        *dptr = (CUdeviceptr)(uintptr_t)p;
+        return CUDA_SUCCESS;
+    }
+    return real(dptr, size);
+}
+
+static CUresult mem_free(CUdeviceptr dptr)
+{
+    __typeof__(&cuMemFree_v2) real = (__typeof__(&cuMemFree_v2))real_of(E_MEM_FREE);
+    fs_allocator *a;
+    fs_status st;
+
+    if (!dptr || !fs_shim_enter()) return real(dptr);
+    a = fs_shim_allocator_peek();
+    st = a ? fs_mem_free(a, (void *)(uintptr_t)dptr, false, 0) : FS_ERR_NOT_OWNED;
+    fs_shim_leave();
+    if (fs_likely(st == FS_OK)) return CUDA_SUCCESS;
+    if (st == FS_ERR_NOT_OWNED) return real(dptr);
+    return driver_error(st);
+}
+
+/* As cudaMallocAsync: the out-pointer, then the stream, then the size. A
+ * stream the program destroyed that waits in a stream pool fails as a
+ * destroyed stream does. */
+static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUstream s, bool pt,
+                            __typeof__(&cuMemAllocAsync) real)
+{
+    fs_status st = FS_ERR_NOT_OWNED;
+    fs_allocator *a;
+    void *p;
+    int dev = 0;
+
+    if (fs_unlikely(!dptr)) return real(dptr, size, s);
+    if (fs_unlikely(fs_stream_is_destroyed(s))) return CUDA_ERROR_INVALID_HANDLE;
+    if (fs_unlikely(!size) || !fs_shim_enter()) return real(dptr, size, s);
+    if (context_device() >= 0 && (a = fs_shim_allocator()) && !fs_shim_stream_capturing(s, pt))
+        st = fs_mem_alloc_async(a, s, pt, size, &p, &dev);
+    fs_shim_leave();
+    if (fs_likely(st == FS_OK)) {
+        *dptr = (CUdeviceptr)(uintptr_t)p;
+        return CUDA_SUCCESS;
+    }
+    if (dev < 0 && fs_stream_is_destroyed(s)) return CUDA_ERROR_INVALID_HANDLE;
+    return real(dptr, size, s);
+}
+
+static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+    return alloc_async(dptr, size, stream, false,
+                       (__typeof__(&cuMemAllocAsync))real_of(E_MEM_ALLOC_ASYNC));
+}
+
+static CUresult mem_alloc_async_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+    return alloc_async(dptr, size, stream, true,
+                       (__typeof__(&cuMemAllocAsync))real_of(E_MEM_ALLOC_ASYNC_PTSZ));
+}
+
+/* As cudaFreeAsync: the stream, then the pointer. */
+static CUresult free_async(CUdeviceptr dptr, CUstream s, bool pt, __typeof__(&cuMemFreeAsync) real)
+{
+    fs_status st = FS_ERR_NOT_OWNED;
+    fs_allocator *a;
+    fs_stream_t key;
+    int dev = 0;
+
+    if (fs_unlikely(fs_stream_is_destroyed(s))) return CUDA_ERROR_INVALID_HANDLE;
+    if (!dptr || !fs_shim_enter()) return real(dptr, s);
+    a = fs_shim_allocator_peek();
+    if (a) {
+        context_device(); /* the legacy and per-thread streams are its device's */
+        key = fs_shim_stream_key(s, pt, &dev);
+        if (dev >= 0) st = fs_mem_free(a, (void *)(uintptr_t)dptr, true, key);
+    }
+    fs_shim_leave();
+    if (fs_likely(st == FS_OK)) return CUDA_SUCCESS;
+    if (dev < 0 && fs_stream_is_destroyed(s)) return CUDA_ERROR_INVALID_HANDLE;
+    if (st == FS_ERR_NOT_OWNED) return real(dptr, s);
+    return driver_error(st);
+}
+
+static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream)
+{
+    return free_async(dptr, stream, false, (__typeof__(&cuMemFreeAsync))real_of(E_MEM_FREE_ASYNC));
+}
+
+static CUresult mem_free_async_ptsz(CUdeviceptr dptr, CUstream stream)
+{
+    return free_async(dptr, stream, true,
+                      (__typeof__(&cuMemFreeAsync))real_of(E_MEM_FREE_ASYNC_PTSZ));
+}
+
+/* As cudaMemGetInfo: what the cache holds unused counts as free. */
+static CUresult mem_get_info(size_t *free, size_t *total)
+{
+    __typeof__(&cuMemGetInfo_v2) real = (__typeof__(&cuMemGetInfo_v2))real_of(E_MEM_GET_INFO);
+    CUresult r = real(free, total);
+    fs_allocator *a;
+    int dev;
+
+    if (r != CUDA_SUCCESS || !free || !fs_shim_enter()) return r;
+    a = fs_shim_allocator_peek();
+    if (a && (dev = context_device()) >= 0) *free += fs_mem_cached_free(a, dev);
+    fs_shim_leave();
+    return r;
+}
+
+/* ---- passed through: virtual memory ---- */
+
+static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
+                           const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    __typeof__(&cuMemCreate) real = (__typeof__(&cuMemCreate))real_of(E_MEM_CREATE);
+    CUresult r = real(handle, size, prop, flags);
+
+    fs_log(FS_LOG_DEBUG, "cuMemCreate(%zu bytes, device %d) = %d: handle %#llx", size,
+           prop ? prop->location.id : -1, (int)r,
+           r == CUDA_SUCCESS ? (unsigned long long)*handle : 0ULL);
+    if (r == CUDA_SUCCESS)
+        fs_trace_vmm(FS_VMM_CREATE, prop ? prop->location.id : -1, 0, size, *handle);
+    return r;
+}
+
+static CUresult mem_release(CUmemGenericAllocationHandle handle)
+{
+    __typeof__(&cuMemRelease) real = (__typeof__(&cuMemRelease))real_of(E_MEM_RELEASE);
+    CUresult r = real(handle);
+
+    fs_log(FS_LOG_DEBUG, "cuMemRelease(handle %#llx) = %d", (unsigned long long)handle, (int)r);
+    if (r == CUDA_SUCCESS) fs_trace_vmm(FS_VMM_RELEASE, -1, 0, 0, handle);
+    return r;
+}
+
+static CUresult mem_map(CUdeviceptr ptr, size_t size, size_t offset,
+                        CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    __typeof__(&cuMemMap) real = (__typeof__(&cuMemMap))real_of(E_MEM_MAP);
+    CUresult r = real(ptr, size, offset, handle, flags);
+
+    fs_log(FS_LOG_DEBUG, "cuMemMap(%#llx, %zu bytes, handle %#llx + %zu) = %d",
+           (unsigned long long)ptr, size, (unsigned long long)handle, offset, (int)r);
+    if (r == CUDA_SUCCESS) fs_trace_vmm(FS_VMM_MAP, -1, ptr, size, handle);
+    return r;
+}
+
+static CUresult mem_unmap(CUdeviceptr ptr, size_t size)
+{
+    __typeof__(&cuMemUnmap) real = (__typeof__(&cuMemUnmap))real_of(E_MEM_UNMAP);
+    CUresult r = real(ptr, size);
+
+    fs_log(FS_LOG_DEBUG, "cuMemUnmap(%#llx, %zu bytes) = %d", (unsigned long long)ptr, size,
+           (int)r);
+    if (r == CUDA_SUCCESS) fs_trace_vmm(FS_VMM_UNMAP, -1, ptr, size, 0);
+    return r;
+}
+
+static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                unsigned long long flags)
+{
+    __typeof__(&cuMemAddressReserve) real =
+        (__typeof__(&cuMemAddressReserve))real_of(E_ADDRESS_RESERVE);
+    CUresult r = real(ptr, size, alignment, addr, flags);
+
+    fs_log(FS_LOG_DEBUG, "cuMemAddressReserve(%zu bytes) = %d: %#llx", size, (int)r,
+           r == CUDA_SUCCESS ? (unsigned long long)*ptr : 0ULL);
+    if (r == CUDA_SUCCESS) fs_trace_vmm(FS_VMM_RESERVE, -1, *ptr, size, 0);
+    return r;
+}
+
+static CUresult address_free(CUdeviceptr ptr, size_t size)
+{
+    __typeof__(&cuMemAddressFree) real = (__typeof__(&cuMemAddressFree))real_of(E_ADDRESS_FREE);
+    CUresult r = real(ptr, size);
+
+    fs_log(FS_LOG_DEBUG, "cuMemAddressFree(%#llx, %zu bytes) = %d", (unsigned long long)ptr, size,
+           (int)r);
+    if (r == CUDA_SUCCESS) fs_trace_vmm(FS_VMM_ADDRESS_FREE, -1, ptr, size, 0);
+    return r;
+}

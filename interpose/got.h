@@ -1,0 +1,18 @@
+/* got.h - the trace-only attach through the loaded objects' GOT/PLT slots
+ * (got.c), for `fsdpshim attach` where CUPTI cannot be had. */
+#ifndef FS_GOT_H
+#define FS_GOT_H
+
+#include <stdbool.h>
+
+/* Starts the trace (passive.h) at `level` with `frames` frames to `path`,
+ * then points every loaded object's slots of the hooked runtime entry
+ * points at trace-only wrappers, and keeps doing so for objects loaded
+ * later. False, after logging why, when the runtime is not loaded or the
+ * trace cannot be made. */
+bool fs_got_attach(int level, unsigned frames, const char *path);
+
+/* Puts every slot back and closes the trace; false when not attached. */
+bool fs_got_detach(void);
+
+#endif /* FS_GOT_H */

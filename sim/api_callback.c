@@ -1,0 +1,37 @@
+/* api_callback.c - the hook of the simulated CUPTI on API enter and exit
+ * (api_callback.h). The hook is one atomic pointer: a call that entered
+ * while it was set is reported on exit too, even if CUPTI unsubscribed
+ * meanwhile (its dispatcher then finds nothing enabled), so a subscriber
+ * never sees an exit without its enter. */
+#include "api_callback.h"
+#include "internal.h"
+
+#include <stddef.h>
+
+static fs_sim_api_hook_fn hook;
+static uint32_t next_correlation_id = 1;
+
+FS_SIM_SEAM void fs_sim_api_hook_set(fs_sim_api_hook_fn fn)
+{
+    __atomic_store_n(&hook, fn, __ATOMIC_RELEASE);
+}
+
+FS_SIM_SEAM void fs_sim_api_enter(struct fs_sim_api_call *call)
+{
+    /* The runtime initialises itself, and the driver with it (which loads
+     * a CUDA_INJECTION64_PATH tool that may subscribe), before it reports
+     * its first call, as on a GPU; driver calls need cuInit first anyway. */
+    if (call->domain == 2) fs_init();
+    fs_sim_api_hook_fn fn = __atomic_load_n(&hook, __ATOMIC_ACQUIRE);
+    call->hooked = fn != NULL;
+    if (!fn) return;
+    call->correlation = 0;
+    call->correlation_id = __atomic_fetch_add(&next_correlation_id, 1, __ATOMIC_RELAXED);
+    fn(call, 0);
+}
+
+FS_SIM_SEAM void fs_sim_api_exit(struct fs_sim_api_call *call)
+{
+    fs_sim_api_hook_fn fn = __atomic_load_n(&hook, __ATOMIC_ACQUIRE);
+    if (call->hooked && fn) fn(call, 1);
+}
