@@ -5,7 +5,10 @@ perfetto_sites.py) through ctypes with the GIL held, so that the shim sees
 the Python frames. The heap profile at the peak then has N stacks, Python
 frames merged into native ones, and for N = 20000 takes several packets.
 
-    python3 perfetto_stacks.py N"""
+    python3 perfetto_stacks.py N
+
+An embedding program (tests/integration/trace/py_embed.c) passes no
+arguments: N is then 20000."""
 import ctypes
 import sys
 
@@ -22,7 +25,7 @@ def alloc(size):
     return p
 
 
-n = int(sys.argv[1])
+n = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
 source = "".join(f"def site_{i}(alloc):\n    return alloc({512 * (i % 7 + 1)})\n" for i in range(n))
 sites = {}
 exec(compile(source, "perfetto_sites.py", "exec"), sites)

@@ -22,6 +22,9 @@ name=perfetto_test
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/analysis_common.sh"
 coll=$4 minifsdp=$5
+# a program that runs a Python file: py_embed, built like the shim (under
+# TSan, the system's python3 is not instrumented and crashes), else python3
+py=${6:-python3}
 # the interpreter's own allocations outlive it: not the shim's leaks
 [ -n "${ASAN_OPTIONS+x}" ] && export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"
 fwd=$(grep -n SITE_FORWARD "$src" | cut -d: -f1)
@@ -42,8 +45,7 @@ expect 0 "$cli" run --trace --conf ag_limit:1 -o "$dir/mf-%r.fst" -- \
     "$minifsdp" --ranks 2 --layers 4 --numel 100000 --steps 2
 expect 0 "$cli" run --trace -o "$dir/mft.fst" -- \
     "$minifsdp" --ranks 2 --threads --layers 4 --numel 100000 --steps 2
-expect 0 "$cli" run --trace --conf trace:python -o "$dir/stacks.fst" -- \
-    python3 "$here/perfetto_stacks.py" 20000
+expect 0 "$cli" run --trace --conf trace:python -o "$dir/stacks.fst" -- "$py" "$here/perfetto_stacks.py"
 for t in sites rl flood mf-0 mf-1 mft stacks; do
     "$cli" dump --no-stacks "$dir/$t.fst" >"$dir/$t.dump" || fail "dump $t"
 done
