@@ -37,4 +37,19 @@ FS_SIM_SEAM void fs_sim_api_hook_set(fs_sim_api_hook_fn hook);
 FS_SIM_SEAM void fs_sim_api_enter(struct fs_sim_api_call *call);
 FS_SIM_SEAM void fs_sim_api_exit(struct fs_sim_api_call *call);
 
+/* An entry point's work, bracketed: ret = (work) between enter and exit,
+ * for the call named by domain (1 driver, 2 runtime), cbid and name, whose
+ * arguments are in *params. */
+#define FS_SIM_API_CALL(dom, id, fname, params_ptr, ret, work)                                     \
+    do {                                                                                           \
+        struct fs_sim_api_call call_ = {.domain = (dom),                                           \
+                                        .cbid = (id),                                              \
+                                        .name = (fname),                                           \
+                                        .params = (params_ptr),                                    \
+                                        .ret = &(ret)};                                            \
+        fs_sim_api_enter(&call_);                                                                  \
+        (ret) = (work);                                                                            \
+        fs_sim_api_exit(&call_);                                                                   \
+    } while (0)
+
 #endif /* SIM_API_CALLBACK_H */

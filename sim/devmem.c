@@ -140,14 +140,8 @@ FS_API cudaError_t cudaMalloc(void **ptr, size_t size)
 {
     cudaMalloc_v3020_params p = {ptr, size};
     cudaError_t ret;
-    struct fs_sim_api_call c = {.domain = 2,
-                                .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
-                                .name = "cudaMalloc",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = device_malloc(ptr, size);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(2, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc", &p, ret,
+                    device_malloc(ptr, size));
     return ret;
 }
 
@@ -163,14 +157,8 @@ FS_API cudaError_t cudaFree(void *ptr)
 {
     cudaFree_v3020_params p = {ptr};
     cudaError_t ret;
-    struct fs_sim_api_call c = {.domain = 2,
-                                .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020,
-                                .name = "cudaFree",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = device_free(ptr);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(2, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree", &p, ret,
+                    device_free(ptr));
     return ret;
 }
 

@@ -294,11 +294,7 @@ static cudaError_t malloc_async_call(void **ptr, size_t size, struct fs_pool *po
                                      int pt, unsigned cbid, const char *name, const void *params)
 {
     cudaError_t ret;
-    struct fs_sim_api_call c = {
-        .domain = 2, .cbid = cbid, .name = name, .params = params, .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = fs_ret(malloc_async(ptr, size, pool, s, pt));
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(2, cbid, name, params, ret, fs_ret(malloc_async(ptr, size, pool, s, pt)));
     return ret;
 }
 
@@ -322,17 +318,19 @@ FS_SEAM cudaError_t fs_pool_malloc_async(void **ptr, size_t size, cudaStream_t s
     return malloc_async(ptr, size, NULL, s, pt);
 }
 
+static cudaError_t from_pool(void **ptr, size_t size, cudaMemPool_t h, cudaStream_t s, int pt)
+{
+    fs_init();
+    struct fs_pool *pool = pool_check(h);
+    return pool ? fs_ret(malloc_async(ptr, size, pool, s, pt)) : fs_ret(cudaErrorInvalidValue);
+}
+
 static cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_t h, cudaStream_t s,
                                     int pt, unsigned cbid, const char *name)
 {
     cudaMallocFromPoolAsync_v11020_params p = {ptr, size, h, s};
     cudaError_t ret;
-    struct fs_sim_api_call c = {.domain = 2, .cbid = cbid, .name = name, .params = &p, .ret = &ret};
-    fs_sim_api_enter(&c);
-    fs_init();
-    struct fs_pool *pool = pool_check(h);
-    ret = pool ? fs_ret(malloc_async(ptr, size, pool, s, pt)) : fs_ret(cudaErrorInvalidValue);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(2, cbid, name, &p, ret, from_pool(ptr, size, h, s, pt));
     return ret;
 }
 
@@ -401,10 +399,7 @@ static cudaError_t free_async_call(void *ptr, cudaStream_t s, int pt, unsigned c
 {
     cudaFreeAsync_v11020_params p = {ptr, s};
     cudaError_t ret;
-    struct fs_sim_api_call c = {.domain = 2, .cbid = cbid, .name = name, .params = &p, .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = fs_ret(free_async(ptr, s, pt));
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(2, cbid, name, &p, ret, fs_ret(free_async(ptr, s, pt)));
     return ret;
 }
 

@@ -28,11 +28,7 @@ static cudaError_t stream_create_call(cudaStream_t *out, unsigned flags, int pri
                                       unsigned cbid, const char *name, const void *params)
 {
     cudaError_t ret;
-    struct fs_sim_api_call c = {
-        .domain = 2, .cbid = cbid, .name = name, .params = params, .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = stream_create(out, flags, priority);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(2, cbid, name, params, ret, stream_create(out, flags, priority));
     return ret;
 }
 
@@ -75,14 +71,8 @@ FS_API cudaError_t cudaStreamDestroy(cudaStream_t h)
 {
     cudaStreamDestroy_v5050_params p = {h};
     cudaError_t ret;
-    struct fs_sim_api_call c = {.domain = 2,
-                                .cbid = CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050,
-                                .name = "cudaStreamDestroy",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = stream_destroy(h);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(2, CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050, "cudaStreamDestroy", &p,
+                    ret, stream_destroy(h));
     return ret;
 }
 

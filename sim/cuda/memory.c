@@ -281,14 +281,8 @@ FS_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 {
     cuMemAlloc_v2_params p = {dptr, size};
     CUresult ret;
-    struct fs_sim_api_call c = {.domain = 1,
-                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
-                                .name = "cuMemAlloc_v2",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = cuMemAlloc_v2_impl(dptr, size);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", &p, ret,
+                    cuMemAlloc_v2_impl(dptr, size));
     return ret;
 }
 
@@ -296,14 +290,8 @@ FS_API CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     cuMemFree_v2_params p = {dptr};
     CUresult ret;
-    struct fs_sim_api_call c = {.domain = 1,
-                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
-                                .name = "cuMemFree_v2",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = cuMemFree_v2_impl(dptr);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", &p, ret,
+                    cuMemFree_v2_impl(dptr));
     return ret;
 }
 
@@ -311,14 +299,8 @@ FS_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream stream)
 {
     cuMemAllocAsync_params p = {dptr, size, stream};
     CUresult ret;
-    struct fs_sim_api_call c = {.domain = 1,
-                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
-                                .name = "cuMemAllocAsync",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = cuMemAllocAsync_impl(dptr, size, stream);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, "cuMemAllocAsync", &p, ret,
+                    cuMemAllocAsync_impl(dptr, size, stream));
     return ret;
 }
 
@@ -326,14 +308,8 @@ FS_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream st
 {
     cuMemAllocAsync_ptsz_params p = {dptr, size, stream};
     CUresult ret;
-    struct fs_sim_api_call c = {.domain = 1,
-                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
-                                .name = "cuMemAllocAsync_ptsz",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = cuMemAllocAsync_ptsz_impl(dptr, size, stream);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, "cuMemAllocAsync_ptsz", &p,
+                    ret, cuMemAllocAsync_ptsz_impl(dptr, size, stream));
     return ret;
 }
 
@@ -341,14 +317,8 @@ FS_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
 {
     cuMemFreeAsync_params p = {dptr, stream};
     CUresult ret;
-    struct fs_sim_api_call c = {.domain = 1,
-                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
-                                .name = "cuMemFreeAsync",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = cuMemFreeAsync_impl(dptr, stream);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, "cuMemFreeAsync", &p, ret,
+                    cuMemFreeAsync_impl(dptr, stream));
     return ret;
 }
 
@@ -356,13 +326,7 @@ FS_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
 {
     cuMemFreeAsync_ptsz_params p = {dptr, stream};
     CUresult ret;
-    struct fs_sim_api_call c = {.domain = 1,
-                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
-                                .name = "cuMemFreeAsync_ptsz",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = cuMemFreeAsync_ptsz_impl(dptr, stream);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, "cuMemFreeAsync_ptsz", &p, ret,
+                    cuMemFreeAsync_ptsz_impl(dptr, stream));
     return ret;
 }

@@ -456,14 +456,8 @@ FS_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 {
     cuMemCreate_params p = {handle, size, prop, flags};
     CUresult ret;
-    struct fs_sim_api_call c = {.domain = 1,
-                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
-                                .name = "cuMemCreate",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = cuMemCreate_impl(handle, size, prop, flags);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemCreate, "cuMemCreate", &p, ret,
+                    cuMemCreate_impl(handle, size, prop, flags));
     return ret;
 }
 
@@ -471,14 +465,8 @@ FS_API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
     cuMemRelease_params p = {h};
     CUresult ret;
-    struct fs_sim_api_call c = {.domain = 1,
-                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
-                                .name = "cuMemRelease",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = cuMemRelease_impl(h);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemRelease, "cuMemRelease", &p, ret,
+                    cuMemRelease_impl(h));
     return ret;
 }
 
@@ -487,14 +475,8 @@ FS_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignm
 {
     cuMemAddressReserve_params p = {ptr, size, alignment, addr, flags};
     CUresult ret;
-    struct fs_sim_api_call c = {.domain = 1,
-                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve,
-                                .name = "cuMemAddressReserve",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = cuMemAddressReserve_impl(ptr, size, alignment, addr, flags);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve, "cuMemAddressReserve", &p, ret,
+                    cuMemAddressReserve_impl(ptr, size, alignment, addr, flags));
     return ret;
 }
 
@@ -502,14 +484,8 @@ FS_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
     cuMemAddressFree_params p = {ptr, size};
     CUresult ret;
-    struct fs_sim_api_call c = {.domain = 1,
-                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree,
-                                .name = "cuMemAddressFree",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = cuMemAddressFree_impl(ptr, size);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree, "cuMemAddressFree", &p, ret,
+                    cuMemAddressFree_impl(ptr, size));
     return ret;
 }
 
@@ -518,14 +494,8 @@ FS_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 {
     cuMemMap_params p = {ptr, size, offset, h, flags};
     CUresult ret;
-    struct fs_sim_api_call c = {.domain = 1,
-                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemMap,
-                                .name = "cuMemMap",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = cuMemMap_impl(ptr, size, offset, h, flags);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemMap, "cuMemMap", &p, ret,
+                    cuMemMap_impl(ptr, size, offset, h, flags));
     return ret;
 }
 
@@ -533,13 +503,7 @@ FS_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     cuMemUnmap_params p = {ptr, size};
     CUresult ret;
-    struct fs_sim_api_call c = {.domain = 1,
-                                .cbid = CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
-                                .name = "cuMemUnmap",
-                                .params = &p,
-                                .ret = &ret};
-    fs_sim_api_enter(&c);
-    ret = cuMemUnmap_impl(ptr, size);
-    fs_sim_api_exit(&c);
+    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, "cuMemUnmap", &p, ret,
+                    cuMemUnmap_impl(ptr, size));
     return ret;
 }
