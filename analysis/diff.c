@@ -3,11 +3,13 @@
  * of one run that should behave alike.
  *
  * Each trace is read as `top` reads it (sites.c), into its own set of
- * sites; sites are matched by their text, so the two traces may come from
+ * sites, the two side by side; sites are matched by their text, so the two traces may come from
  * different processes, builds of libraries included, as long as the stacks
  * read the same. Sites are listed by how much they grew, in peak-live
  * bytes (or total bytes, or count), the largest growth first. */
 #include "analysis.h"
+#include "parallel.h"
+#include "progress.h"
 #include "reader.h"
 #include "sites.h"
 
@@ -64,10 +66,18 @@ static int by_growth(const void *x, const void *y)
     return strcmp(ka, kb);
 }
 
-static void warn(void *ctx, const char *line)
+/* A and B, read side by side (parallel.h) */
+typedef struct sides {
+    char **paths;
+    fs_sites *sites[2];
+    fs_file_peaks peaks[2];
+    bool read[2];
+} sides;
+
+static void read_side(void *ctx, size_t i)
 {
-    (void)ctx;
-    fprintf(stderr, "fsdpshim diff: %s\n", line);
+    sides *d = ctx;
+    d->read[i] = fs_sites_read(d->sites[i], d->paths[i], "diff", &d->peaks[i]);
 }
 
 static void describe(const char *label, const char *path, const fs_file_peaks *p)
@@ -104,7 +114,6 @@ int command_diff(int argc, char **argv)
     };
     static const char *const measures[] = {"peak", "total", "count"};
     fs_sites a = {.by = FS_BY_STACK}, b = {.by = FS_BY_STACK};
-    fs_file_peaks pa, pb;
     fs_symbols *sym = NULL;
     size_t limit = 10;
     bool symbols = true, known;
@@ -135,15 +144,16 @@ int command_diff(int argc, char **argv)
     }
     if (argc - optind != 2) goto bad;
     b.by = a.by;
-    if (symbols && !(sym = fs_symbols_create(warn, NULL))) fs_analysis_oom("diff");
+    if (symbols && !(sym = fs_symbols_create(fs_progress_warn, "diff"))) fs_analysis_oom("diff");
     a.sym = b.sym = sym;
-    if (!fs_sites_read(&a, argv[optind], "diff", &pa) ||
-        !fs_sites_read(&b, argv[optind + 1], "diff", &pb)) {
+    sides d = {.paths = argv + optind, .sites = {&a, &b}};
+    fs_par_read("diff", 2, d.paths, read_side, NULL, &d);
+    if (!d.read[0] || !d.read[1]) {
         status = FS_EXIT_BAD_INPUT;
         goto out;
     }
-    describe("A", argv[optind], &pa);
-    describe("B", argv[optind + 1], &pb);
+    describe("A", argv[optind], &d.peaks[0]);
+    describe("B", argv[optind + 1], &d.peaks[1]);
 
     change *ch = calloc(a.n + b.n + 1, sizeof *ch);
     size_t n = 0, grew = 0, shrank = 0, only_a = 0, only_b = 0;

@@ -11,6 +11,7 @@
  * order itself (fs_reader_read_ordered), as many times as it needs. */
 #include "analysis.h"
 #include "export.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -69,14 +70,17 @@ void usage_export(FILE *out)
 void fs_export_warn(void *ctx, const char *line)
 {
     (void)ctx;
-    fprintf(stderr, "fsdpshim export: %s\n", line);
+    fs_progress_warn("export", line);
 }
 
 fs_reader *fs_export_open(const char *path)
 {
     char err[4200];
     fs_reader *t = fs_reader_open(path, err, sizeof err);
-    if (!t) fprintf(stderr, "fsdpshim export: %s\n", err);
+    if (!t)
+        fs_progress_warn("export", err);
+    else
+        fs_progress_watch(t);
     return t;
 }
 
@@ -332,14 +336,15 @@ int command_export(int argc, char **argv)
     if (format == PERFETTO && is_stdout(o.out) && isatty(STDOUT_FILENO))
         return usage_error("a Perfetto trace is binary: name a file with -o");
 
-    switch (format) {
-    case MEMVIZ:
-        return fs_export_memviz(&o, argc - optind, argv + optind);
-    case FOLDED:
+    if (format == FOLDED) /* top's reading, the files side by side, its own progress */
         return fs_export_folded(&o, argc - optind, argv + optind);
-    case PERFETTO:
-        return fs_export_perfetto(&o, argc - optind, argv + optind);
-    default:
-        return fs_export_chrome(&o, argc - optind, argv + optind);
-    }
+    /* the others open each trace twice (the peaks or the counts first), but
+     * for a pickle of the end or of a moment */
+    unsigned passes = format == MEMVIZ && o.at != FS_AT_PEAK ? 1 : 2;
+    fs_progress_start("export", (size_t)(argc - optind), argv + optind, passes);
+    int status = format == MEMVIZ     ? fs_export_memviz(&o, argc - optind, argv + optind)
+                 : format == PERFETTO ? fs_export_perfetto(&o, argc - optind, argv + optind)
+                                      : fs_export_chrome(&o, argc - optind, argv + optind);
+    fs_progress_stop();
+    return status;
 }

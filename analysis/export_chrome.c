@@ -18,6 +18,7 @@
 #include "export.h"
 
 #include "../cli/cli.h"
+#include "progress.h"
 #include "render.h"
 
 #include <inttypes.h>
@@ -315,11 +316,11 @@ int fs_export_chrome(const fs_export_opts *o, int ntraces, char **traces)
         fs_reader_close(t);
     }
     if (o->limit && c.events > o->limit) {
-        fprintf(stderr,
-                "fsdpshim export: %" PRIu64 " events: more than a Chrome trace viewer loads well "
-                "(--limit %" PRIu64 "; --limit 0 writes them all); --perfetto writes large "
-                "traces\n",
-                c.events, o->limit);
+        fs_progress_printf(
+            "fsdpshim export: %" PRIu64 " events: more than a Chrome trace viewer loads well "
+            "(--limit %" PRIu64 "; --limit 0 writes them all); --perfetto writes large "
+            "traces\n",
+            c.events, o->limit);
         free(ranks);
         return FS_EXIT_BAD_INPUT;
     }
@@ -339,8 +340,8 @@ int fs_export_chrome(const fs_export_opts *o, int ntraces, char **traces)
     if (!fs_export_finish(c.f, path))
         status = FS_EXIT_BAD_INPUT;
     else
-        fprintf(stderr, "fsdpshim export: %d trace%s, %" PRIu64 " events read, written to %s\n",
-                nread, nread == 1 ? "" : "s", c.events, path[0] ? path : "stdout");
+        fs_progress_printf("fsdpshim export: %d trace%s, %" PRIu64 " events read, written to %s\n",
+                           nread, nread == 1 ? "" : "s", c.events, path[0] ? path : "stdout");
     free(c.waits);
     free(c.threads);
     free(ranks);

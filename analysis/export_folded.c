@@ -58,6 +58,20 @@ static char *folded_line(const fs_site *s, enum fs_site_by by, uint64_t weight)
     return line;
 }
 
+/* A file is read: its peaks on stderr, in the order the files were named */
+static void file_read(void *ctx, const char *path, const fs_file_peaks *p)
+{
+    char name[64], bytes[32];
+    (void)ctx;
+    fs_file_name(p, name, sizeof name);
+    for (int d = 0; d < FS_SITES_MAX_DEVICES; d++) {
+        if (!p->bytes[d]) continue;
+        fs_human_bytes(p->bytes[d], bytes, sizeof bytes);
+        fprintf(stderr, "fsdpshim export: %s: %s: device %d peaked at %s allocated, %.6f s in\n",
+                path, name, d, bytes, (double)p->time_ns[d] / 1e9);
+    }
+}
+
 static int by_text(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -72,22 +86,8 @@ int fs_export_folded(const fs_export_opts *o, int ntraces, char **traces)
     char path[4096];
 
     if (o->symbols && !(s.sym = fs_symbols_create(fs_export_warn, NULL))) fs_analysis_oom("export");
-    for (int i = 0; i < ntraces; i++) {
-        fs_file_peaks p;
-        char name[64], bytes[32];
-        if (!fs_sites_read(&s, traces[i], "export", &p)) {
-            status = FS_EXIT_BAD_INPUT;
-            continue;
-        }
-        fs_file_name(&p, name, sizeof name);
-        for (int d = 0; d < FS_SITES_MAX_DEVICES; d++) {
-            if (!p.bytes[d]) continue;
-            fs_human_bytes(p.bytes[d], bytes, sizeof bytes);
-            fprintf(stderr,
-                    "fsdpshim export: %s: %s: device %d peaked at %s allocated, %.6f s in\n",
-                    traces[i], name, d, bytes, (double)p.time_ns[d] / 1e9);
-        }
-    }
+    if (fs_sites_read_job(&s, (size_t)ntraces, traces, "export", file_read, NULL))
+        status = FS_EXIT_BAD_INPUT;
     if (!(lines = malloc((s.n ? s.n : 1) * sizeof *lines))) fs_analysis_oom("export");
     for (size_t i = 0; i < s.n; i++) {
         uint64_t w = weight_of(&s.all[i], o->weight);

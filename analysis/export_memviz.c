@@ -21,6 +21,7 @@
 
 #include "../cli/cli.h"
 #include "pickle.h"
+#include "progress.h"
 #include "render.h"
 
 #include <inttypes.h>
@@ -824,26 +825,25 @@ static void summary(const memviz *m, const char *path, const fs_reader *t, const
         snprintf(when, sizeof when, "%s", m->o->at == FS_AT_END ? "at the end" : "at its peak");
         if (m->o->at == FS_AT_TIME)
             snprintf(when, sizeof when, "at %.6f s", (double)m->o->at_ns / 1e9);
-        fprintf(stderr,
-                "fsdpshim export: %s: %s: device %d %s (%.6f s in): %s allocated, %s reserved "
-                "in %zu segments; %zu trace entries of %" PRIu64 "\n",
-                path, name, dn, when, (double)d->time_ns / 1e9, alloc, resv, d->nsegs, kept(m, d),
-                d->count);
+        fs_progress_printf(
+            "fsdpshim export: %s: %s: device %d %s (%.6f s in): %s allocated, %s reserved "
+            "in %zu segments; %zu trace entries of %" PRIu64 "\n",
+            path, name, dn, when, (double)d->time_ns / 1e9, alloc, resv, d->nsegs, kept(m, d),
+            d->count);
     }
     if (m->unknown_frees)
-        fprintf(stderr,
-                "fsdpshim export: %s: %" PRIu64 " frees of blocks the trace never "
-                "allocated, left out\n",
-                path, m->unknown_frees);
+        fs_progress_printf("fsdpshim export: %s: %" PRIu64 " frees of blocks the trace never "
+                           "allocated, left out\n",
+                           path, m->unknown_frees);
     if (m->outside)
-        fprintf(stderr, "fsdpshim export: %s: %" PRIu64 " live blocks in no segment, left out\n",
-                path, m->outside);
+        fs_progress_printf("fsdpshim export: %s: %" PRIu64 " live blocks in no segment, left out\n",
+                           path, m->outside);
     if (m->lost)
-        fprintf(stderr,
-                "fsdpshim export: %s: %" PRIu64 " blocks whose free the trace lost (a later "
-                "block or a released segment took their place), left out\n",
-                path, m->lost);
-    fprintf(stderr, "fsdpshim export: %s: written to %s\n", path, out[0] ? out : "stdout");
+        fs_progress_printf("fsdpshim export: %s: %" PRIu64
+                           " blocks whose free the trace lost (a later "
+                           "block or a released segment took their place), left out\n",
+                           path, m->lost);
+    fs_progress_printf("fsdpshim export: %s: written to %s\n", path, out[0] ? out : "stdout");
 }
 
 static void memviz_free(memviz *m)
@@ -881,10 +881,10 @@ static int export_one(const fs_export_opts *o, fs_symbols *sym, const char *path
     fs_export_path(o, path, t, "pickle", out, sizeof done[ndone]);
     for (int k = 0; k < ndone; k++)
         if (!strcmp(done[k], out)) {
-            fprintf(stderr,
-                    "fsdpshim export: %s: its pickle would overwrite %s, written for another "
-                    "trace: name them with %%r, %%p or %%n, or give a directory\n",
-                    path, out);
+            fs_progress_printf(
+                "fsdpshim export: %s: its pickle would overwrite %s, written for another "
+                "trace: name them with %%r, %%p or %%n, or give a directory\n",
+                path, out);
             status = FS_EXIT_BAD_INPUT;
             out[0] = '\0';
         }

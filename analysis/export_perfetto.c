@@ -34,6 +34,7 @@
 #include "export.h"
 
 #include "../cli/cli.h"
+#include "progress.h"
 #include "protobuf.h"
 #include "render.h"
 
@@ -1105,8 +1106,8 @@ static void summary(const perfetto *p, const char *path, const fs_reader *t)
     for (int dn = 0; dn < MAX_DEVICES; dn++) {
         if (!p->dev[dn].peak) continue;
         fs_human_bytes(p->dev[dn].peak, bytes, sizeof bytes);
-        fprintf(stderr, "fsdpshim export: %s: %s: device %d peaked at %s allocated, %.6f s in\n",
-                path, name, dn, bytes, (double)p->dev[dn].peak_ns / 1e9);
+        fs_progress_printf("fsdpshim export: %s: %s: device %d peaked at %s allocated, %.6f s in\n",
+                           path, name, dn, bytes, (double)p->dev[dn].peak_ns / 1e9);
     }
 }
 
@@ -1162,8 +1163,9 @@ int fs_export_perfetto(const fs_export_opts *o, int ntraces, char **traces)
         if (!fs_export_finish(p.f, path))
             status = FS_EXIT_BAD_INPUT;
         else
-            fprintf(stderr, "fsdpshim export: %d trace%s, %" PRIu64 " events read, written to %s\n",
-                    nread, nread == 1 ? "" : "s", p.events, path[0] ? path : "stdout");
+            fs_progress_printf("fsdpshim export: %d trace%s, %" PRIu64
+                               " events read, written to %s\n",
+                               nread, nread == 1 ? "" : "s", p.events, path[0] ? path : "stdout");
     }
     fs_pb_free(&p.pkt);
     fs_pb_free(&p.dump);

@@ -9,8 +9,11 @@
  * line of a site (a frame's function, file and module, an annotation path,
  * a Python frame), `*` matching anything, `^` and `$` anchoring at a
  * line's start and end, otherwise anywhere in it, as LeakSanitizer does.
- * The reading loop runs once per file, in time order. */
+ * The reading loop runs once per file, in time order, the files side by
+ * side (parallel.h). */
 #include "analysis.h"
+#include "parallel.h"
+#include "progress.h"
 #include "reader.h"
 #include "sites.h"
 
@@ -28,7 +31,6 @@ typedef struct suppression {
 
 typedef struct leaks_run {
     fs_sites sites;
-    fs_live live;
     suppression *sup;
     size_t nsup;
     size_t limit;
@@ -135,58 +137,102 @@ static bool load_suppressions(leaks_run *r, const char *path)
     return true;
 }
 
-/* ---- reading ------------------------------------------------------------------- */
+/* ---- reading, the files side by side (parallel.h) ------------------------------- */
+
+/* One trace: its sites, each with the blocks still live at its end */
+typedef struct leaks_file {
+    fs_sites sites;
+    fs_live live;
+    uint64_t blocks, bytes;
+    char line[4400]; /* what it ended with, printed in the order named */
+    bool read;
+} leaks_file;
+
+typedef struct leaks_job {
+    leaks_run *run;
+    char **paths;
+    leaks_file *files;
+    size_t unread;
+} leaks_job;
 
 static int visit(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
 {
-    leaks_run *r = ctx;
+    leaks_file *f = ctx;
     fs_live_block b;
     (void)tid;
     if (rec->kind == FS_REC_ALLOC)
-        fs_live_put(&r->live, rec->ev.addr, rec->ev.size, fs_sites_of(&r->sites, t, &rec->ev),
+        fs_live_put(&f->live, rec->ev.addr, rec->ev.size, fs_sites_of(&f->sites, t, &rec->ev),
                     rec->ev.device);
     else if (rec->kind == FS_REC_FREE_REQUESTED)
-        fs_live_take(&r->live, rec->ev.addr, &b);
+        fs_live_take(&f->live, rec->ev.addr, &b);
     return 0;
 }
 
 static void warn(void *ctx, const char *line)
 {
     (void)ctx;
-    fprintf(stderr, "fsdpshim leaks: %s\n", line);
+    fs_progress_warn("leaks", line);
 }
 
-static bool read_file(leaks_run *r, const char *path)
+static void read_trace(void *ctx, size_t i)
 {
+    leaks_job *job = ctx;
+    leaks_file *f = &job->files[i];
     char err[4200], bytes[32];
-    fs_reader *t = fs_reader_open(path, err, sizeof err);
-    uint64_t blocks = 0, sum = 0;
+    fs_reader *t = fs_reader_open(job->paths[i], err, sizeof err);
 
     if (!t) {
-        fprintf(stderr, "fsdpshim leaks: %s\n", err);
-        return false;
+        fs_progress_warn("leaks", err);
+        return;
     }
-    fs_sites_next_file(&r->sites);
-    fs_live_clear(&r->live);
-    fs_reader_read_ordered(t, visit, warn, r);
-    for (size_t i = 0; i < r->live.cap; i++) {
-        const fs_live_block *l = &r->live.slots[i];
+    fs_progress_watch(t);
+    f->sites = (fs_sites){.by = job->run->sites.by, .sym = job->run->sites.sym};
+    fs_sites_next_file(&f->sites);
+    fs_reader_read_ordered(t, visit, warn, f);
+    for (size_t k = 0; k < f->live.cap; k++) {
+        const fs_live_block *l = &f->live.slots[k];
         if (!l->site) continue;
-        fs_site *site = &r->sites.all[l->site - 1];
+        fs_site *site = &f->sites.all[l->site - 1];
         site->live++;
         site->live_bytes += l->size;
-        blocks++;
-        sum += l->size;
+        f->blocks++;
+        f->bytes += l->size;
     }
-    fs_human_bytes(sum, bytes, sizeof bytes);
-    printf("%s: %s %d: %" PRIu64 " blocks, %s, still allocated at the end\n", fs_reader_file(t),
-           fs_reader_rank(t) >= 0 ? "rank" : "pid",
-           fs_reader_rank(t) >= 0 ? fs_reader_rank(t) : (int)fs_reader_header(t)->pid, blocks,
-           bytes);
-    r->blocks += blocks;
-    r->bytes += sum;
+    fs_live_free(&f->live);
+    fs_human_bytes(f->bytes, bytes, sizeof bytes);
+    snprintf(f->line, sizeof f->line,
+             "%s: %s %d: %" PRIu64 " blocks, %s, still allocated at the end\n", fs_reader_file(t),
+             fs_reader_rank(t) >= 0 ? "rank" : "pid",
+             fs_reader_rank(t) >= 0 ? fs_reader_rank(t) : (int)fs_reader_header(t)->pid, f->blocks,
+             bytes);
     fs_reader_close(t);
-    return true;
+    f->read = true;
+}
+
+static void merge_trace(void *ctx, size_t i)
+{
+    leaks_job *job = ctx;
+    leaks_file *f = &job->files[i];
+    if (!f->read) {
+        job->unread++;
+        return;
+    }
+    fputs(f->line, stdout);
+    for (size_t k = 0; k < f->sites.n; k++)
+        fs_sites_add(&job->run->sites, &f->sites.all[k]);
+    job->run->blocks += f->blocks;
+    job->run->bytes += f->bytes;
+    fs_sites_free(&f->sites);
+}
+
+/* Reads the n traces into r; false when one could not be read. */
+static bool read_traces(leaks_run *r, size_t n, char **paths)
+{
+    leaks_job job = {r, paths, calloc(n, sizeof *job.files), 0};
+    if (!job.files) fs_analysis_oom("leaks");
+    fs_par_read("leaks", n, paths, read_trace, merge_trace, &job);
+    free(job.files);
+    return !job.unread;
 }
 
 /* ---- output -------------------------------------------------------------------- */
@@ -279,13 +325,12 @@ int command_leaks(int argc, char **argv)
     }
     if (optind >= argc) goto bad;
     if (suppressions && !load_suppressions(&r, suppressions)) return FS_EXIT_BAD_INPUT;
-    if (symbols && !(r.sites.sym = fs_symbols_create(warn, NULL))) fs_analysis_oom("leaks");
-    for (int i = optind; i < argc; i++)
-        if (!read_file(&r, argv[i])) status = FS_EXIT_BAD_INPUT;
+    if (symbols && !(r.sites.sym = fs_symbols_create(fs_progress_warn, "leaks")))
+        fs_analysis_oom("leaks");
+    if (!read_traces(&r, (size_t)(argc - optind), argv + optind)) status = FS_EXIT_BAD_INPUT;
     uint64_t left = report(&r);
     if (!status && fail && left) status = FS_EXIT_LEAKS;
     fs_sites_free(&r.sites);
-    fs_live_free(&r.live);
     for (size_t i = 0; i < r.nsup; i++) {
         free(r.sup[i].pattern);
         free(r.sup[i].glob);

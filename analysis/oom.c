@@ -162,12 +162,6 @@ static void choose(trial *tr, const fs_alloc_config *rec, const explain *e)
         tr->conf[c] = tr->text[c];
 }
 
-static void replay_warn(void *ctx, const char *line)
-{
-    const fs_oom_options *opt = ctx;
-    if (opt->warn) opt->warn(NULL, line);
-}
-
 static void run_trial(trial *tr, const char *path, fs_reader *t, const explain *e,
                       const fs_alloc_config *rec, const fs_oom_options *opt)
 {
@@ -189,7 +183,7 @@ static void run_trial(trial *tr, const char *path, fs_reader *t, const explain *
         return;
     }
     choose(tr, rec, e);
-    fs_replay_options ro = {.warn = replay_warn, .warn_ctx = (void *)opt};
+    fs_replay_options ro = {.warn = opt->warn, .warn_ctx = opt->warn_ctx};
     if (!fs_replay_trace(path, tr->conf, tr->n, &ro, &tr->r, err, sizeof err)) {
         snprintf(tr->why_not, sizeof tr->why_not, "the replay could not read the trace");
         return;
@@ -406,7 +400,7 @@ bool fs_oom_explain(FILE *out, const char *path, const fs_oom_options *opt)
     e->annots = (fs_sites){.by = FS_BY_ANNOT};
     fs_reader *t = fs_reader_open(path, err, sizeof err);
     if (!t) {
-        fprintf(stderr, "fsdpshim report: %s\n", err);
+        if (opt->warn) opt->warn(opt->warn_ctx, err);
         free(e);
         free(tr);
         return false;

@@ -15,7 +15,8 @@
 typedef struct fs_oom_options {
     fs_symbols *sym; /* NULL: native frames as MODULE+0xOFFSET */
     size_t holders;  /* the top live holders listed, by stack and by annotation */
-    void (*warn)(void *ctx, const char *line);
+    void (*warn)(void *ctx, const char *line); /* lines for stderr; NULL: none */
+    void *warn_ctx;
 } fs_oom_options;
 
 /* Explains the first FS_OOM_EXPLAINED failures of trace (or OOM snapshot)
@@ -25,7 +26,7 @@ typedef struct fs_oom_options {
  * expandable_segments, cross_stream_reuse, max_split_size_mb and
  * garbage_collection_threshold would have avoided it, found by replaying
  * the trace (replay.h). Prints nothing for a trace without one. False, with
- * one line on stderr, when the file cannot be read. */
+ * one line to warn, when the file cannot be read. */
 bool fs_oom_explain(FILE *out, const char *path, const fs_oom_options *opt);
 
 #endif /* FS_OOM_H */

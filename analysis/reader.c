@@ -48,7 +48,9 @@ struct fs_reader {
     void *dctx;
     uint8_t *raw; /* one block's payload */
     size_t rawcap;
-    size_t forgotten; /* the map's pages below this were let go */
+    size_t forgotten;           /* the map's pages below this were let go */
+    _Atomic uint64_t *progress; /* fs_reader_count_into's counter; NULL: none */
+    size_t counted;             /* the bytes added to it so far */
 };
 
 /* Set once any file read in this process was damaged (fs_reader_saw_damage). */
@@ -391,6 +393,21 @@ static void forget_pages(fs_reader *t, size_t upto)
     t->forgotten = upto;
 }
 
+void fs_reader_count_into(fs_reader *t, _Atomic uint64_t *bytes)
+{
+    t->progress = bytes;
+    t->counted = 0;
+}
+
+/* The reading has moved past `upto`: the bytes since the last count go to
+ * the progress counter (one relaxed add per block). */
+static void count_progress(fs_reader *t, size_t upto)
+{
+    if (!t->progress || upto <= t->counted) return;
+    atomic_fetch_add_explicit(t->progress, upto - t->counted, memory_order_relaxed);
+    t->counted = upto;
+}
+
 /* The next readable block at or after *off, its payload in t->raw: its
  * header in *b and its offset in *at, *off moved past it. False at the end
  * of the file. Damage on the way is named and counted. */
@@ -401,10 +418,12 @@ static bool next_block(fs_reader *t, size_t *off, fs_fmt_block *b, size_t *at, f
         const char *why;
 
         forget_pages(t, *off);
+        count_progress(t, *off);
         if (t->size - *off < FS_FMT_BLOCK_HDR_SIZE) {
             say(warn, ctx, t, *off, "the trace ends inside a block header: %zu bytes lost",
                 t->size - *off);
             count_damage(t, 0, t->size - *off);
+            count_progress(t, t->size);
             return false;
         }
         why = fs_fmt_block_parse(t->map + *off, b);
@@ -412,6 +431,7 @@ static bool next_block(fs_reader *t, size_t *off, fs_fmt_block *b, size_t *at, f
             say(warn, ctx, t, *off, "the trace ends inside a block: %zu bytes lost",
                 t->size - *off);
             count_damage(t, 0, t->size - *off);
+            count_progress(t, t->size);
             return false;
         }
         if (!why && b->raw_len > t->rawcap) {
@@ -437,6 +457,7 @@ static bool next_block(fs_reader *t, size_t *off, fs_fmt_block *b, size_t *at, f
         *off += FS_FMT_BLOCK_HDR_SIZE + b->stored_len;
         return true;
     }
+    count_progress(t, t->size);
     return false;
 }
 

@@ -54,6 +54,10 @@ typedef void (*fs_reader_warn)(void *ctx, const char *line);
  * readable); the damage found is kept (fs_reader_damage_of). */
 uint64_t fs_reader_read(fs_reader *t, fs_reader_visit visit, fs_reader_warn warn, void *ctx);
 const fs_reader_damage *fs_reader_damage_of(const fs_reader *t);
+/* As t is read, the file's bytes it moves past are added to *bytes (from
+ * any thread; a progress display reads it): each byte once, the whole file
+ * by the end of a reading. NULL stops the counting. */
+void fs_reader_count_into(fs_reader *t, _Atomic uint64_t *bytes);
 /* Whether any trace this process read was damaged (a block skipped, a
  * record that does not decode, a torn tail): the CLI then exits 1, after
  * whatever the command made of the rest (docs/cli.md). */

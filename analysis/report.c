@@ -8,13 +8,17 @@
  * One reading loop in time order gathers the figures (every memory event
  * carries its device's totals, so none of them needs block tracking) and,
  * the same loop, the sites (sites.c's reading, as `top` prints them): each
- * file is read once. With --html
- * the same figures and sites also go to the page (report_html.c), whose
- * timeline is gathered in the same reading. */
+ * file is read once, the ranks of a job side by side (parallel.h), each
+ * rank's text printed to memory and written out in the order the files
+ * were named. With --html the same figures and sites also go to the page
+ * (report_html.c), whose timeline is gathered in the same reading. */
 #include "analysis.h"
 #include "oom.h"
+#include "parallel.h"
+#include "progress.h"
 #include "reader.h"
 #include "report.h"
+#include "report_timeline.h"
 #include "sites.h"
 
 #include <getopt.h>
@@ -26,7 +30,7 @@
 /* The reading loop's context: the figures, and the page when --html asks */
 typedef struct reading {
     fs_report_figures *r;
-    fs_report_html *html;
+    fs_timeline *tl;
 } reading;
 
 void usage_report(FILE *out)
@@ -52,19 +56,13 @@ void usage_report(FILE *out)
             "2 usage.\n");
 }
 
-static void warn(void *ctx, const char *line)
-{
-    (void)ctx;
-    fprintf(stderr, "fsdpshim report: %s\n", line);
-}
-
 bool fs_report_oom_fragmented(const fs_fmt_event *ev)
 {
     return ev->reserved - ev->allocated >= ev->size && ev->aux < ev->size &&
            ev->reserved > ev->allocated;
 }
 
-static void oom_line(const fs_fmt_event *ev)
+static void oom_line(FILE *out, const fs_fmt_event *ev)
 {
     char req[32], alloc[32], res[32], spare[32], largest[32];
     fs_human_bytes(ev->size, req, sizeof req);
@@ -73,12 +71,15 @@ static void oom_line(const fs_fmt_event *ev)
     fs_human_bytes(ev->reserved > ev->allocated ? ev->reserved - ev->allocated : 0, spare,
                    sizeof spare);
     fs_human_bytes(ev->aux, largest, sizeof largest);
-    printf("  out of memory at %.3f s on device %d, stream 0x%" PRIx64 ": %s requested, %s "
-           "allocated, %s reserved of which %s free in the cache, the largest free block %s\n",
-           (double)ev->time_ns / 1e9, ev->device, ev->stream, req, alloc, res, spare, largest);
+    fprintf(out,
+            "  out of memory at %.3f s on device %d, stream 0x%" PRIx64 ": %s requested, %s "
+            "allocated, %s reserved of which %s free in the cache, the largest free block %s\n",
+            (double)ev->time_ns / 1e9, ev->device, ev->stream, req, alloc, res, spare, largest);
     if (fs_report_oom_fragmented(ev))
-        printf("    fragmentation: the cache held %s free, enough in total but in no block of %s\n",
-               spare, req);
+        fprintf(
+            out,
+            "    fragmentation: the cache held %s free, enough in total but in no block of %s\n",
+            spare, req);
 }
 
 static void wait_begins(fs_report_figures *r, uint32_t tid, uint64_t at)
@@ -105,7 +106,7 @@ static int visit(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid
     const reading *rd = ctx;
     fs_report_figures *r = rd->r;
     const fs_fmt_event *ev = &rec->ev;
-    if (rd->html) fs_report_html_record(rd->html, t, rec, tid);
+    if (rd->tl) fs_tl_record(rd->tl, t, rec, tid);
     if (rec->kind > FS_REC_EVENT_LAST) return 0;
     if (!r->events++) r->first_ns = ev->time_ns;
     r->last_ns = ev->time_ns;
@@ -175,52 +176,56 @@ static int visit(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid
     return 0;
 }
 
-static void print_figures(const fs_report_figures *r)
+static void print_figures(FILE *out, const fs_report_figures *r)
 {
     char a[32], b[32], c[32];
     for (size_t i = 0; i < r->nooms; i++)
-        oom_line(&r->ooms[i]);
+        oom_line(out, &r->ooms[i]);
     for (int i = 0; i < FS_REPORT_MAX_DEVICES; i++) {
         const fs_report_device *d = &r->dev[i];
         if (!d->seen) continue;
         fs_human_bytes(d->peak_allocated, a, sizeof a);
         fs_human_bytes(d->reserved_at_peak, b, sizeof b);
-        printf("  device %d: peak allocated %s at %.3f s, with %s reserved then", i, a,
-               (double)d->peak_allocated_at / 1e9, b);
+        fprintf(out, "  device %d: peak allocated %s at %.3f s, with %s reserved then", i, a,
+                (double)d->peak_allocated_at / 1e9, b);
         if (d->reserved_at_peak >= d->peak_allocated && d->peak_allocated)
-            printf(" (the cache's overhead %.1f%%)",
-                   100.0 * (double)(d->reserved_at_peak - d->peak_allocated) /
-                       (double)d->peak_allocated);
+            fprintf(out, " (the cache's overhead %.1f%%)",
+                    100.0 * (double)(d->reserved_at_peak - d->peak_allocated) /
+                        (double)d->peak_allocated);
         fs_human_bytes(d->peak_reserved, a, sizeof a);
-        printf("\n  device %d: peak reserved %s at %.3f s\n", i, a,
-               (double)d->peak_reserved_at / 1e9);
+        fprintf(out, "\n  device %d: peak reserved %s at %.3f s\n", i, a,
+                (double)d->peak_reserved_at / 1e9);
         fs_human_bytes(d->alloc_bytes, a, sizeof a);
         fs_human_bytes(d->segment_bytes, b, sizeof b);
         fs_human_bytes(d->last_allocated, c, sizeof c);
-        printf("  device %d: %" PRIu64 " allocations (%s); %" PRIu64 " segments reserved (%s), "
-               "%" PRIu64 " released; %s allocated at the last event; %" PRIu64
-               " out-of-memory events\n",
-               i, d->allocs, a, d->segments, b, d->segment_frees, c, d->ooms);
+        fprintf(out,
+                "  device %d: %" PRIu64 " allocations (%s); %" PRIu64 " segments reserved (%s), "
+                "%" PRIu64 " released; %s allocated at the last event; %" PRIu64
+                " out-of-memory events\n",
+                i, d->allocs, a, d->segments, b, d->segment_frees, c, d->ooms);
     }
     if (r->frees_before_trace)
-        printf("  %" PRIu64 " frees of blocks allocated before the trace began (a trace-only "
-               "attach: not counted in the totals)\n",
-               r->frees_before_trace);
-    printf("  streams: %" PRIu64 " created, %" PRIu64 " handed out again from a pool, %" PRIu64
-           " destroyed\n",
-           r->streams_created, r->streams_reused, r->streams_destroyed);
+        fprintf(out,
+                "  %" PRIu64 " frees of blocks allocated before the trace began (a trace-only "
+                "attach: not counted in the totals)\n",
+                r->frees_before_trace);
+    fprintf(out,
+            "  streams: %" PRIu64 " created, %" PRIu64 " handed out again from a pool, %" PRIu64
+            " destroyed\n",
+            r->streams_created, r->streams_reused, r->streams_destroyed);
     for (int k = 0; k < FS_REPORT_MAX_COLL; k++)
         if (r->coll_count[k]) {
             const char *op = fs_fmt_coll_name((unsigned)k);
             fs_human_bytes(r->coll_bytes[k], a, sizeof a);
-            printf("  collectives: %" PRIu64 " %s, %s\n", r->coll_count[k], op ? op : "?", a);
+            fprintf(out, "  collectives: %" PRIu64 " %s, %s\n", r->coll_count[k], op ? op : "?", a);
         }
     if (r->waits)
-        printf("  rate limiter: %" PRIu64 " all-gathers waited, %.3f ms in all, the longest "
-               "%.3f ms\n",
-               r->waits, (double)r->wait_ns / 1e6, (double)r->longest_wait_ns / 1e6);
+        fprintf(out,
+                "  rate limiter: %" PRIu64 " all-gathers waited, %.3f ms in all, the longest "
+                "%.3f ms\n",
+                r->waits, (double)r->wait_ns / 1e6, (double)r->longest_wait_ns / 1e6);
     else
-        printf("  rate limiter: no all-gather waited\n");
+        fprintf(out, "  rate limiter: no all-gather waited\n");
 }
 
 static void add_figures(fs_report_figures *total, const fs_report_figures *r)
@@ -265,18 +270,119 @@ static int by_peak(const void *a, const void *b)
     return strcmp(x->key, y->key);
 }
 
-static void print_sites(fs_sites *s, size_t limit)
+static void print_sites(FILE *out, fs_sites *s, size_t limit)
 {
     char peak[32], total[32];
     size_t n = limit < s->n ? limit : s->n;
     if (s->n) qsort(s->all, s->n, sizeof *s->all, by_peak); /* no sites: all is NULL */
-    printf("  the %zu sites (by %s) that held the most at the peak:\n", n, fs_site_by_name(s->by));
+    fprintf(out, "  the %zu sites (by %s) that held the most at the peak:\n", n,
+            fs_site_by_name(s->by));
     for (size_t i = 0; i < n; i++) {
         fs_human_bytes(s->all[i].peak, peak, sizeof peak);
         fs_human_bytes(s->all[i].total, total, sizeof total);
-        printf("  %10s at the peak, %" PRIu64 " allocations (%s)\n", peak, s->all[i].count, total);
-        fs_site_print_key(stdout, &s->all[i]);
+        fprintf(out, "  %10s at the peak, %" PRIu64 " allocations (%s)\n", peak, s->all[i].count,
+                total);
+        fs_site_print_key(out, &s->all[i]);
     }
+}
+
+static void warn(void *ctx, const char *line)
+{
+    (void)ctx;
+    fs_progress_warn("report", line);
+}
+
+/* ---- reading the traces, side by side (parallel.h) ----------------------------------- */
+
+/* One trace: what a worker read, and the text it printed for it */
+typedef struct report_file {
+    bool read; /* it could be read */
+    fs_report_figures fig;
+    fs_sites sites;
+    fs_timeline tl; /* --html: its timeline, one rank */
+    fs_report_trace tr;
+    char *text;
+    size_t len;
+} report_file;
+
+typedef struct report_job {
+    char **paths;
+    report_file *files;
+    fs_symbols *sym;
+    enum fs_site_by by;
+    size_t limit;
+    fs_report_html *html;
+    fs_report_figures total;
+    fs_sites all; /* every trace's sites, merged */
+    int readable;
+} report_job;
+
+/* Worker: trace i read, its figures gathered and its text printed to memory */
+static void read_trace(void *ctx, size_t i)
+{
+    report_job *job = ctx;
+    report_file *f = &job->files[i];
+    const char *path = job->paths[i];
+    char err[4200], name[64];
+    fs_reader *t = fs_reader_open(path, err, sizeof err);
+    if (!t) {
+        fs_progress_warn("report", err);
+        return;
+    }
+    FILE *out = open_memstream(&f->text, &f->len);
+    if (!out) fs_analysis_oom("report");
+    fs_progress_watch(t);
+    const fs_fmt_header *h = fs_reader_header(t);
+    fprintf(out, "%s: pid %u on %s, %s\n", path, h->pid, h->host, h->exe);
+    f->sites = (fs_sites){.by = job->by, .sym = job->sym};
+    reading rd = {&f->fig, job->html ? &f->tl : NULL};
+    if (rd.tl) fs_tl_begin(rd.tl, t);
+    fs_file_peaks peaks;
+    if (job->limit) /* the figures read with the sites: the file once */
+        fs_sites_read_trace(&f->sites, t, "report", &peaks, visit, &rd);
+    else
+        fs_reader_read_ordered(t, visit, warn, &rd);
+    if (rd.tl) fs_tl_end(rd.tl);
+    const fs_reader_damage *dmg = fs_reader_damage_of(t);
+    snprintf(name, sizeof name, "%d", fs_reader_rank(t));
+    fprintf(out, "  rank %s, %" PRIu64 " events over %.3f s%s", fs_reader_rank(t) >= 0 ? name : "?",
+            f->fig.events, (double)(f->fig.last_ns - f->fig.first_ns) / 1e9,
+            dmg->dropped_events ? "" : ", none dropped\n");
+    if (dmg->dropped_events)
+        fprintf(out, ", %" PRIu64 " dropped by the writer (the disk was behind)\n",
+                dmg->dropped_events);
+    if (dmg->skipped_blocks)
+        fprintf(out, "  damaged: %" PRIu64 " blocks skipped\n", dmg->skipped_blocks);
+    f->tr = (fs_report_trace){path, *h, fs_reader_rank(t), *dmg, &f->fig};
+    fs_reader_close(t);
+    print_figures(out, &f->fig);
+    if (f->fig.nooms) {
+        fs_oom_options oo = {.sym = job->sym,
+                             .holders = job->limit ? job->limit : 3,
+                             .warn = fs_progress_warn,
+                             .warn_ctx = "report"};
+        fs_oom_explain(out, path, &oo);
+    }
+    if (job->limit) print_sites(out, &f->sites, job->limit);
+    fputc('\n', out);
+    fclose(out);
+    f->read = true;
+}
+
+/* In the order named: trace i printed and added to the job's figures */
+static void merge_trace(void *ctx, size_t i)
+{
+    report_job *job = ctx;
+    report_file *f = &job->files[i];
+    if (!f->read) return;
+    fwrite(f->text, 1, f->len, stdout);
+    add_figures(&job->total, &f->fig);
+    for (size_t k = 0; k < f->sites.n; k++)
+        fs_sites_add(&job->all, &f->sites.all[k]);
+    if (job->html) fs_report_html_end(job->html, &f->tr, job->limit ? &f->sites : NULL, &f->tl);
+    fs_sites_free(&f->sites);
+    free(f->text);
+    job->readable++;
 }
 
 int command_report(int argc, char **argv)
@@ -288,17 +394,14 @@ int command_report(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    static fs_report_figures total;
-    fs_sites all = {.by = FS_BY_STACK};
-    size_t limit = 5;
+    report_job job = {.by = FS_BY_STACK, .limit = 5};
     bool symbols = true;
-    int c, status = 0, files = 0;
+    int c, status = 0;
     const char *html_path = NULL;
-    fs_report_html *html = NULL;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
-        int taken = fs_site_option(c, optarg, &all.by, &limit, &symbols);
+        int taken = fs_site_option(c, optarg, &job.by, &job.limit, &symbols);
         if (taken < 0) goto bad;
         if (taken) continue;
         switch (c) {
@@ -313,71 +416,31 @@ int command_report(int argc, char **argv)
         }
     }
     if (optind >= argc) goto bad;
-    if (html_path && !(html = fs_report_html_open(html_path, limit))) return FS_EXIT_BAD_INPUT;
-    if (symbols && !(all.sym = fs_symbols_create(warn, NULL))) fs_analysis_oom("report");
-    memset(&total, 0, sizeof total);
-    for (int i = optind; i < argc; i++) {
-        static fs_report_figures r;
-        fs_sites one = {.by = all.by, .sym = all.sym};
-        fs_file_peaks peaks;
-        char err[4200], name[64];
-        fs_reader *t = fs_reader_open(argv[i], err, sizeof err);
-        if (!t) {
-            fprintf(stderr, "fsdpshim report: %s\n", err);
-            status = FS_EXIT_BAD_INPUT;
-            continue;
-        }
-        const fs_fmt_header *h = fs_reader_header(t);
-        memset(&r, 0, sizeof r);
-        printf("%s: pid %u on %s, %s\n", argv[i], h->pid, h->host, h->exe);
-        if (html) fs_report_html_begin(html, t);
-        reading rd = {&r, html};
-        bool sites = limit > 0; /* the figures read with the sites: the file once */
-        if (sites)
-            fs_sites_read_trace(&one, t, "report", &peaks, visit, &rd);
-        else
-            fs_reader_read_ordered(t, visit, warn, &rd);
-        const fs_reader_damage *dmg = fs_reader_damage_of(t);
-        snprintf(name, sizeof name, "%d", fs_reader_rank(t));
-        printf("  rank %s, %" PRIu64 " events over %.3f s%s", fs_reader_rank(t) >= 0 ? name : "?",
-               r.events, (double)(r.last_ns - r.first_ns) / 1e9,
-               dmg->dropped_events ? "" : ", none dropped\n");
-        if (dmg->dropped_events)
-            printf(", %" PRIu64 " dropped by the writer (the disk was behind)\n",
-                   dmg->dropped_events);
-        if (dmg->skipped_blocks)
-            printf("  damaged: %" PRIu64 " blocks skipped\n", dmg->skipped_blocks);
-        fs_report_trace tr = {argv[i], *h, fs_reader_rank(t), *dmg, &r};
-        fs_reader_close(t);
-        print_figures(&r);
-        if (r.nooms) {
-            fs_oom_options oo = {.sym = all.sym, .holders = limit ? limit : 3, .warn = warn};
-            fs_oom_explain(stdout, argv[i], &oo);
-        }
-        add_figures(&total, &r);
-        if (sites) {
-            for (size_t k = 0; k < one.n; k++)
-                fs_sites_add(&all, &one.all[k]);
-            print_sites(&one, limit);
-        }
-        if (html) fs_report_html_end(html, &tr, sites ? &one : NULL);
-        fs_sites_free(&one);
-        files++;
-        printf("\n");
-    }
-    if (files > 1) {
+    if (html_path && !(job.html = fs_report_html_open(html_path, job.limit)))
+        return FS_EXIT_BAD_INPUT;
+    if (symbols && !(job.sym = fs_symbols_create(fs_progress_warn, "report")))
+        fs_analysis_oom("report");
+    size_t n = (size_t)(argc - optind);
+    job.paths = argv + optind;
+    job.all = (fs_sites){.by = job.by, .sym = job.sym};
+    if (!(job.files = calloc(n, sizeof *job.files))) fs_analysis_oom("report");
+    fs_par_read("report", n, job.paths, read_trace, merge_trace, &job);
+    if ((size_t)job.readable < n) status = FS_EXIT_BAD_INPUT;
+    if (job.readable > 1) {
         printf("all %d traces (devices summed over the ranks; each rank's peak is its own)\n",
-               files);
-        print_figures(&total);
-        if (limit) print_sites(&all, limit);
+               job.readable);
+        print_figures(stdout, &job.total);
+        if (job.limit) print_sites(stdout, &job.all, job.limit);
     }
-    if (html &&
-        !fs_report_html_finish(html, files > 1 ? &total : NULL, files > 1 && limit ? &all : NULL))
+    bool job_wide = job.readable > 1;
+    if (job.html && !fs_report_html_finish(job.html, job_wide ? &job.total : NULL,
+                                           job_wide && job.limit ? &job.all : NULL))
         status = FS_EXIT_BAD_INPUT;
-    else if (html)
+    else if (job.html)
         fprintf(stderr, "fsdpshim report: the page is %s\n", html_path);
-    fs_sites_free(&all);
-    fs_symbols_destroy(all.sym);
+    free(job.files);
+    fs_sites_free(&job.all);
+    fs_symbols_destroy(job.sym);
     return status;
 bad:
     usage_report(stderr);

@@ -8,6 +8,7 @@
 #define FS_REPORT_H
 
 #include "reader.h"
+#include "report_timeline.h"
 #include "sites.h"
 
 #include <stdbool.h>
@@ -68,17 +69,13 @@ typedef struct fs_report_html fs_report_html;
  * table of sites. */
 fs_report_html *fs_report_html_open(const char *path, size_t limit);
 
-/* A trace begins: t is open, not read yet. */
-void fs_report_html_begin(fs_report_html *h, fs_reader *t);
-
-/* Each record of the trace begun, as report.c's reading loop visits it
- * (thread tid wrote it): the timeline's events. */
-void fs_report_html_record(fs_report_html *h, fs_reader *t, const fs_fmt_record *rec, uint32_t tid);
-
-/* The trace is read: its figures, and its sites sorted by peak as the text
- * prints them (NULL: no sites, -n 0 or unreadable). The page copies what it
- * shows; tr and sites may go once this returns. */
-void fs_report_html_end(fs_report_html *h, const fs_report_trace *tr, const fs_sites *sites);
+/* A trace is read, the next in the page's order: its figures, its sites
+ * sorted by peak as the text prints them (NULL: no sites, -n 0 or
+ * unreadable), and its timeline (report_timeline.h: one rank, gathered in
+ * report's reading), which the page takes over. The page copies what else
+ * it shows; tr and sites may go once this returns. */
+void fs_report_html_end(fs_report_html *h, const fs_report_trace *tr, const fs_sites *sites,
+                        fs_timeline *tl);
 
 /* Writes the page and frees h, once every trace has ended. For a job of
  * several traces, total is their figures summed as the text sums them, and

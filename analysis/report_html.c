@@ -48,16 +48,6 @@ fs_report_html *fs_report_html_open(const char *path, size_t limit)
     return h;
 }
 
-void fs_report_html_begin(fs_report_html *h, fs_reader *t)
-{
-    fs_tl_begin(&h->tl, t);
-}
-
-void fs_report_html_record(fs_report_html *h, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
-{
-    fs_tl_record(&h->tl, t, rec, tid);
-}
-
 static fs_html_site row_of(const fs_site *s)
 {
     return (fs_html_site){.key = dup_or_die(s->key),
@@ -114,12 +104,13 @@ static void free_rows(fs_html_sites *r)
     free(r->leaks);
 }
 
-void fs_report_html_end(fs_report_html *h, const fs_report_trace *tr, const fs_sites *sites)
+void fs_report_html_end(fs_report_html *h, const fs_report_trace *tr, const fs_sites *sites,
+                        fs_timeline *tl)
 {
     fs_html_trace *more = realloc(h->traces, (h->ntraces + 1) * sizeof *more);
     if (!more) fs_analysis_oom("report");
     h->traces = more;
-    fs_tl_end(&h->tl);
+    fs_tl_adopt(&h->tl, tl);
     fs_html_trace *p = &h->traces[h->ntraces++];
     *p = (fs_html_trace){.path = dup_or_die(tr->path),
                          .header = tr->header,

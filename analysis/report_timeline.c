@@ -532,6 +532,28 @@ void fs_tl_end(fs_timeline *tl)
     tl->reading = NULL;
 }
 
+void fs_tl_adopt(fs_timeline *dst, fs_timeline *src)
+{
+    fs_tl_rank *more = realloc(dst->ranks, (dst->nranks + src->nranks) * sizeof *more);
+    if (!more) fs_analysis_oom("report");
+    dst->ranks = more;
+    for (size_t i = 0; i < src->nranks; i++) {
+        fs_tl_rank *r = &src->ranks[i];
+        for (int l = 0; l <= FS_TL_LANES; l++) /* the lanes name src's names */
+            for (size_t k = 0; r->lanes[l] && k < FS_TL_BUCKETS; k++) {
+                fs_tl_cell *c = &r->lanes[l][k];
+                if (c->name)
+                    c->name =
+                        intern(dst, src->names[c->name - 1].path, src->names[c->name - 1].name);
+            }
+        dst->ranks[dst->nranks++] = *r;
+    }
+    free(src->ranks); /* the ranks' contents are dst's now */
+    src->ranks = NULL;
+    src->nranks = 0;
+    fs_tl_free(src);
+}
+
 void fs_tl_free(fs_timeline *tl)
 {
     for (size_t i = 0; i < tl->nranks; i++) {

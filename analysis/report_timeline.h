@@ -98,6 +98,11 @@ void fs_tl_begin(fs_timeline *tl, fs_reader *t);
 void fs_tl_record(fs_timeline *tl, fs_reader *t, const fs_fmt_record *rec, uint32_t tid);
 /* It is read: ranges still open end with its last event. */
 void fs_tl_end(fs_timeline *tl);
+/* src's ranks (read with fs_tl_begin .. fs_tl_end) moved to the end of
+ * dst's, their ranges renamed to dst's names; src is freed. A job's ranks
+ * are read each into a timeline of its own, side by side (parallel.h), and
+ * gathered into the page's in order. */
+void fs_tl_adopt(fs_timeline *dst, fs_timeline *src);
 void fs_tl_free(fs_timeline *tl);
 
 /* Bucket k of rank r in wall-clock ns: [*from, *to). */

@@ -28,7 +28,8 @@ int fs_site_option(int c, const char *arg, enum fs_site_by *by, size_t *limit, b
 const char *fs_site_by_name(enum fs_site_by by);
 
 typedef struct fs_site {
-    char *key; /* frames one per line, or a path */
+    char *key;     /* frames one per line, or a path */
+    uint64_t hash; /* fs_hash_text(key) */
     uint64_t peak, count, total, temporary, live, live_bytes;
     uint32_t ranks;     /* how many files contributed */
     uint32_t last_file; /* the file that last counted in ranks */
@@ -87,6 +88,15 @@ bool fs_sites_read(fs_sites *s, const char *path, const char *command, fs_file_p
  * with figures of its own besides the sites reads the file once. */
 void fs_sites_read_trace(fs_sites *s, fs_reader *t, const char *command, fs_file_peaks *peaks,
                          fs_reader_visit also, void *ctx);
+
+/* The n traces at paths (the ranks of one job) read into dst, side by side
+ * (parallel.h): each file's sites on their own, with dst's grouping and
+ * symbols, then added to dst in the order named (dst->file counts them),
+ * where each(ctx, path, peaks) is called for it (NULL: nothing). The
+ * number of files that could not be read, each named on stderr. */
+size_t fs_sites_read_job(fs_sites *dst, size_t n, char *const *paths, const char *command,
+                         void (*each)(void *ctx, const char *path, const fs_file_peaks *peaks),
+                         void *ctx);
 
 /* "rank R" or "pid P" of a file, into buf. */
 void fs_file_name(const fs_file_peaks *p, char *buf, size_t len);

@@ -17,6 +17,7 @@
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,11 @@ struct fs_symbols {
     size_t nmodules;
     resolved *cache; /* open addressing by (module, offset) */
     size_t ncache, cachecap;
+    /* the ranks of a job are read side by side (parallel.h) and share the
+     * modules and the cache: each lookup holds it. It is taken once per
+     * unique frame of each file, never per event (sites.c renders each
+     * stack id once), and libdw is not thread-safe. */
+    pthread_mutex_t lock;
 };
 
 static char *debuginfo_path;
@@ -65,6 +71,7 @@ fs_symbols *fs_symbols_create(void (*warn)(void *ctx, const char *line), void *c
     if (s) {
         s->warn = warn;
         s->ctx = ctx;
+        pthread_mutex_init(&s->lock, NULL);
     }
     return s;
 }
@@ -86,6 +93,7 @@ void fs_symbols_destroy(fs_symbols *s)
     }
     free(s->modules);
     free(s->cache);
+    pthread_mutex_destroy(&s->lock);
     free(s);
 }
 
@@ -289,8 +297,9 @@ static bool cache_grow(fs_symbols *s)
     return true;
 }
 
-size_t fs_symbols_resolve(fs_symbols *s, const char *path, const uint8_t *build_id,
-                          size_t build_id_len, uint64_t offset, const fs_symbol_frame **frames)
+/* fs_symbols_resolve, under s->lock */
+static size_t resolve(fs_symbols *s, const char *path, const uint8_t *build_id, size_t build_id_len,
+                      uint64_t offset, const fs_symbol_frame **frames)
 {
     uint32_t mi = module_of(s, path, build_id, build_id_len);
     if (!mi || !s->modules[mi - 1].mod) return 0;
@@ -309,5 +318,14 @@ size_t fs_symbols_resolve(fs_symbols *s, const char *path, const uint8_t *build_
     s->cache[k] = (resolved){mi, offset, kept, n};
     s->ncache++;
     *frames = kept;
+    return n;
+}
+
+size_t fs_symbols_resolve(fs_symbols *s, const char *path, const uint8_t *build_id,
+                          size_t build_id_len, uint64_t offset, const fs_symbol_frame **frames)
+{
+    pthread_mutex_lock(&s->lock);
+    size_t n = resolve(s, path, build_id, build_id_len, offset, frames);
+    pthread_mutex_unlock(&s->lock);
     return n;
 }

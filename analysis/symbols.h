@@ -7,7 +7,9 @@
  * trace with millions of allocations symbolises in the time its unique
  * frames take. A module that cannot be opened, or whose build id differs
  * from the one the trace recorded (the library was rebuilt or upgraded),
- * gets one warning and its frames stay MODULE+0xOFFSET: never a failure. */
+ * gets one warning and its frames stay MODULE+0xOFFSET: never a failure.
+ * One fs_symbols may serve several threads at once (the ranks of a job
+ * read side by side): lookups take its lock. */
 #ifndef FS_SYMBOLS_H
 #define FS_SYMBOLS_H
 

@@ -8,8 +8,11 @@
  * ranks of one job, put on one clock through each header's wall-clock base
  * (the monotonic clocks of different hosts do not compare), and a last
  * table sums the ranks' highs. Two passes over each file: the span, then
- * the intervals; memory is the intervals, never the events. */
+ * the intervals, each over the files side by side (parallel.h); memory is
+ * the intervals, never the events. */
 #include "analysis.h"
+#include "parallel.h"
+#include "progress.h"
 #include "reader.h"
 #include "sites.h"
 
@@ -120,18 +123,19 @@ static int fill(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
 static void warn(void *ctx, const char *line)
 {
     (void)ctx;
-    fprintf(stderr, "fsdpshim timeline: %s\n", line);
+    fs_progress_warn("timeline", line);
 }
 
-/* Reads one file with visitor v; false when it cannot be opened. */
+/* Reads one file with visitor v into o; false when it cannot be opened. */
 static bool read_file(timeline_run *o, const char *path, fs_reader_visit v, bool warnings)
 {
     char err[4200];
     fs_reader *t = fs_reader_open(path, err, sizeof err);
     if (!t) {
-        if (warnings) fprintf(stderr, "fsdpshim timeline: %s\n", err);
+        if (warnings) fs_progress_warn("timeline", err);
         return false;
     }
+    fs_progress_watch(t);
     const fs_fmt_header *h = fs_reader_header(t);
     o->base = h->clock_real_ns;
     o->file_first = o->ns;
@@ -141,6 +145,70 @@ static bool read_file(timeline_run *o, const char *path, fs_reader_visit v, bool
         o->s[i].rank = o->rank;
     fs_reader_close(t);
     return true;
+}
+
+/* ---- the two passes, each over the files side by side (parallel.h) ------------------- */
+
+typedef struct timeline_job {
+    timeline_run *run;
+    char **paths;
+    timeline_run *files; /* each file's own reading */
+    bool *read;
+    size_t unread;
+} timeline_job;
+
+static void read_span(void *ctx, size_t i)
+{
+    timeline_job *job = ctx;
+    job->files[i] = (timeline_run){.start = UINT64_MAX};
+    job->read[i] = read_file(&job->files[i], job->paths[i], span, true);
+}
+
+static void merge_span(void *ctx, size_t i)
+{
+    timeline_job *job = ctx;
+    const timeline_run *f = &job->files[i];
+    if (!job->read[i]) job->unread++;
+    if (f->start < job->run->start) job->run->start = f->start;
+    if (f->end > job->run->end) job->run->end = f->end;
+}
+
+static void read_fill(void *ctx, size_t i)
+{
+    timeline_job *job = ctx;
+    const timeline_run *o = job->run;
+    job->files[i] = (timeline_run){
+        .intervals = o->intervals, .width = o->width, .start = o->start, .end = o->end};
+    if (job->read[i]) job->read[i] = read_file(&job->files[i], job->paths[i], fill, false);
+}
+
+static void merge_fill(void *ctx, size_t i)
+{
+    timeline_job *job = ctx;
+    timeline_run *o = job->run, *f = &job->files[i];
+    if (f->ns) {
+        series *more = realloc(o->s, (o->ns + f->ns) * sizeof *more);
+        if (!more) fs_analysis_oom("timeline");
+        o->s = more;
+        for (size_t k = 0; k < f->ns; k++) {
+            f->s[k].file = job->paths[i];
+            o->s[o->ns++] = f->s[k];
+        }
+    }
+    free(f->s);
+}
+
+/* The series of the n files into o (its span first, then the intervals);
+ * false when a file could not be read. */
+static bool read_files(timeline_run *o, size_t n, char **paths)
+{
+    timeline_job job = {o, paths, calloc(n, sizeof *job.files), calloc(n, sizeof *job.read), 0};
+    if (!job.files || !job.read) fs_analysis_oom("timeline");
+    fs_par_read("timeline", n, paths, read_span, merge_span, &job);
+    if (o->start != UINT64_MAX) fs_par_read("timeline", n, paths, read_fill, merge_fill, &job);
+    free(job.files);
+    free(job.read);
+    return !job.unread;
 }
 
 /* The part of a bar's width that bytes fill on scale, all of it at most: the
@@ -206,17 +274,10 @@ int command_timeline(int argc, char **argv)
         }
     }
     if (optind >= argc) goto bad;
-    for (int i = optind; i < argc; i++)
-        if (!read_file(&o, argv[i], span, true)) status = FS_EXIT_BAD_INPUT;
+    if (!read_files(&o, (size_t)(argc - optind), argv + optind)) status = FS_EXIT_BAD_INPUT;
     if (o.start == UINT64_MAX) {
         printf("no memory events\n");
         return status;
-    }
-    for (int i = optind; i < argc; i++) {
-        size_t first = o.ns;
-        if (read_file(&o, argv[i], fill, false))
-            for (size_t k = first; k < o.ns; k++)
-                o.s[k].file = argv[i];
     }
 
     uint64_t scale = 0;

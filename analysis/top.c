@@ -10,11 +10,12 @@
  * merged by their text (ids differ between files), each rank's peak is
  * named, and the table sums the ranks.
  *
- * The reading is sites.c's (fs_sites_read): once per file in time order,
- * grouping while it finds every device's peak and what each group held
- * then. Memory grows with the live blocks and the groups, never with the
- * number of events. */
+ * The reading is sites.c's (fs_sites_read_job): once per file in time
+ * order, the files side by side, grouping while it finds every device's
+ * peak and what each group held then. Memory grows with the live blocks
+ * and the groups, never with the number of events. */
 #include "analysis.h"
+#include "progress.h"
 #include "reader.h"
 #include "sites.h"
 
@@ -58,26 +59,17 @@ void usage_top(FILE *out)
                  "Exit status: 0 ok, 1 a file is not a readable trace, 2 usage.\n");
 }
 
-static void warn(void *ctx, const char *line)
+/* A file is read: its peaks named, in the order the files were named */
+static void file_read(void *ctx, const char *path, const fs_file_peaks *p)
 {
-    (void)ctx;
-    fprintf(stderr, "fsdpshim top: %s\n", line);
-}
-
-/* Reads one file into the sites and names its peaks; false when it cannot
- * be read. */
-static bool read_file(top_run *r, const char *path)
-{
-    fs_file_peaks p;
+    top_run *r = ctx;
     char name[64];
-    if (!fs_sites_read(&r->sites, path, "top", &p)) return false;
-    r->allocs += p.allocs;
-    fs_file_name(&p, name, sizeof name);
+    r->allocs += p->allocs;
+    fs_file_name(p, name, sizeof name);
     for (int d = 0; d < FS_SITES_MAX_DEVICES; d++)
-        if (p.bytes[d])
+        if (p->bytes[d])
             printf("%s: %s: device %d peaked at %.1f MiB allocated, %.3f s in\n", path, name, d,
-                   (double)p.bytes[d] / (1 << 20), (double)p.time_ns[d] / 1e9);
-    return true;
+                   (double)p->bytes[d] / (1 << 20), (double)p->time_ns[d] / 1e9);
 }
 
 /* ---- output ------------------------------------------------------------------ */
@@ -170,9 +162,10 @@ int command_top(int argc, char **argv)
         }
     }
     if (optind >= argc) goto bad;
-    if (symbols && !(r.sites.sym = fs_symbols_create(warn, NULL))) fs_analysis_oom("top");
-    for (int i = optind; i < argc; i++)
-        if (!read_file(&r, argv[i])) status = FS_EXIT_BAD_INPUT;
+    if (symbols && !(r.sites.sym = fs_symbols_create(fs_progress_warn, "top")))
+        fs_analysis_oom("top");
+    if (fs_sites_read_job(&r.sites, (size_t)(argc - optind), argv + optind, "top", file_read, &r))
+        status = FS_EXIT_BAD_INPUT;
     print_table(&r);
     fs_sites_free(&r.sites);
     fs_symbols_destroy(r.sites.sym);

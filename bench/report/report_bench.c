@@ -7,7 +7,9 @@
  * level 1, definitions in blocks of their own ahead of the events that name
  * them. The workload looks like a sharded training job's rank: a few
  * thousand native stacks (deep ones through a Python interpreter, shared
- * outer frames) and Python stacks, picked with a hot head and a long tail;
+ * outer frames) and Python stacks, picked with a hot head and a long tail,
+ * each Python stack with a few native ones, and a fifth of the allocations
+ * without Python frames;
  * four devices with three streams each, one thread per device and a
  * collectives thread; alloc / free_requested / free_completed around a live
  * set of a few thousand blocks per device, segments as the reserved total
@@ -17,7 +19,11 @@
  * events per second are events over that CPU time. The trace goes to
  * $TMPDIR (else /tmp) and is deleted at the end.
  *
- *   report_bench [--events N] [--cli PATH] [--keep]
+ *   report_bench [--events N] [--ranks R] [--cli PATH] [--keep]
+ *
+ * --ranks R: then `report` on the trace named R times, as a job's R ranks,
+ * on every CPU it may use (the ranks are read side by side): its wall time,
+ * and its rate against one rank's on one core.
  *
  * The last line is exactly
  *   summary: events_per_s=<n> peak_rss_mb=<n>
@@ -42,17 +48,19 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#define DEVICES       4
-#define STREAMS       3 /* per device: the legacy stream, compute, communication */
-#define THREADS       (DEVICES + 1)
-#define NATIVE_STACKS 4000
-#define PY_STACKS     1500
-#define LAYERS        48
-#define LIVE_TARGET   3000         /* blocks per device the job holds in its steady state */
-#define SLOT_SPAN     (1ull << 28) /* address room of one live slot: sizes stay below */
-#define BUF_SIZE      (64u << 10)  /* raw bytes of one block, as the writer's buffers */
-#define EVENT_ROOM    256
-#define SEGMENT       (20ull << 20)
+#define DEVICES         4
+#define STREAMS         3 /* per device: the legacy stream, compute, communication */
+#define THREADS         (DEVICES + 1)
+#define NATIVE_STACKS   4000
+#define PY_STACKS       1500
+#define NATIVE_VARIANTS 4 /* native stacks per Python stack */
+#define LAYERS          48
+#define LIVE_TARGET     3000         /* blocks per device the job holds in its steady state */
+#define SLOT_SPAN       (1ull << 28) /* address room of one live slot: sizes stay below */
+#define BUF_SIZE        (64u << 10)  /* raw bytes of one block, as the writer's buffers */
+#define EVENT_ROOM      256
+#define SEGMENT         (20ull << 20)
+#define MAX_RANKS       256 /* --ranks */
 
 static const char *const module_paths[] = {
     "/usr/bin/python3.11",
@@ -349,12 +357,20 @@ static uint64_t pick_size(void)
 static void alloc_one(workload *w, int d)
 {
     device_state *dev = &w->dev[d];
-    uint32_t s = skewed(NATIVE_STACKS), py = skewed(PY_STACKS);
+    /* as in a training job, the Python line decides most of the native
+     * path (a few dispatch variants each); a fifth of the allocations come
+     * from threads without Python frames (autograd's backward, NCCL's) */
+    uint32_t py = skewed(PY_STACKS), s;
+    bool python = uniform() < 0.8;
+    if (python)
+        s = (py * 7 + skewed(NATIVE_VARIANTS)) % NATIVE_STACKS;
+    else
+        s = skewed(NATIVE_STACKS);
     uint64_t size = pick_size();
     uint32_t slot = dev->nfree ? dev->free_slots[--dev->nfree] : dev->next_slot++;
 
     if (!w->stack_defined[s]) define_stack(w, s);
-    if (!w->pystack_defined[py]) define_pystack(w, py);
+    if (python && !w->pystack_defined[py]) define_pystack(w, py);
     dev->allocated += size;
     while (dev->allocated > dev->reserved) {
         dev->reserved += size > SEGMENT ? (size + SEGMENT - 1) / SEGMENT * SEGMENT : SEGMENT;
@@ -369,7 +385,7 @@ static void alloc_one(workload *w, int d)
     ev.size = size;
     ev.requested = size - (next_random() % 2 ? 0 : 256);
     ev.stack = s + 1;
-    ev.pystack = py + 1;
+    ev.pystack = python ? py + 1 : 0;
     ev.annot = dev->annot;
     ev.aux = size <= (1u << 20) ? 1 : 2;
     put(w, d, &ev);
@@ -564,10 +580,11 @@ static double tv_seconds(struct timeval tv)
     return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
-/* Runs CLI report TRACE on one CPU, its output thrown away (its stderr in
- * errpath). */
-static bool time_report(const char *cli, const char *trace, const char *errpath, int cpu,
-                        run_cost *cost)
+/* Runs CLI report with the trace named `copies` times (the ranks of a job),
+ * on CPU `cpu` (-1: on every CPU it may use), its output thrown away (its
+ * stderr in errpath). */
+static bool time_report(const char *cli, const char *trace, int copies, const char *errpath,
+                        int cpu, run_cost *cost)
 {
     struct timespec t0;
     struct rusage ru;
@@ -578,15 +595,18 @@ static bool time_report(const char *cli, const char *trace, const char *errpath,
     if (pid < 0) return false;
     if (pid == 0) {
         cpu_set_t set;
+        char *args[MAX_RANKS + 3] = {(char *)cli, "report"};
         CPU_ZERO(&set);
         CPU_SET(cpu, &set);
-        sched_setaffinity(0, sizeof set, &set);
+        if (cpu >= 0) sched_setaffinity(0, sizeof set, &set);
         int out = open("/dev/null", O_WRONLY),
             err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (out < 0 || err < 0) _exit(127);
         dup2(out, 1);
         dup2(err, 2);
-        execl(cli, cli, "report", trace, (char *)NULL);
+        for (int i = 0; i < copies; i++)
+            args[2 + i] = (char *)trace;
+        execv(cli, args);
         _exit(127);
     }
     if (wait4(pid, &status, 0, &ru) != pid) return false;
@@ -626,10 +646,23 @@ static void on_signal(int sig)
     raise(sig);
 }
 
+/* Prints what `report` printed on stderr, after a failed run. */
+static void report_failed(const char *cli, const char *trace)
+{
+    char line[512];
+    FILE *e = fopen(err_path, "r");
+    fprintf(stderr, "report_bench: FAILED: %s report %s\n", cli, trace);
+    while (e && fgets(line, sizeof line, e))
+        fputs(line, stderr);
+    if (e) fclose(e);
+}
+
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: report_bench [--events N] [--cli PATH] [--keep]\n"
+    fprintf(out, "usage: report_bench [--events N] [--ranks R] [--cli PATH] [--keep]\n"
                  "  --events N  events in the generated trace [50000000]\n"
+                 "  --ranks R   then also report on the trace named R times, as the R ranks of\n"
+                 "              a job, on every CPU (the analyzer reads ranks side by side)\n"
                  "  --cli PATH  the fsdpshim to time [FSDPSHIM, else ../bin/fsdpshim]\n"
                  "  --keep      leave the trace in $TMPDIR (its path is printed)\n");
 }
@@ -637,6 +670,7 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     uint64_t events = 50000000;
+    int ranks = 0;
     trace_stats st;
     char cli[PATH_MAX];
     const char *tmp = getenv("TMPDIR");
@@ -653,6 +687,13 @@ int main(int argc, char **argv)
                 usage(stderr);
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--ranks") && i + 1 < argc) {
+            long r = strtol(argv[++i], &end, 10);
+            if (*end || r < 1 || r > MAX_RANKS) {
+                usage(stderr);
+                return 2;
+            }
+            ranks = (int)r;
         } else if (!strcmp(argv[i], "--cli") && i + 1 < argc) {
             snprintf(cli, sizeof cli, "%s", argv[++i]);
         } else if (!strcmp(argv[i], "--keep")) {
@@ -686,13 +727,8 @@ int main(int argc, char **argv)
 
     int cpu = first_cpu();
     run_cost cost;
-    if (!time_report(cli, trace_path, err_path, cpu, &cost)) {
-        char line[512];
-        FILE *e = fopen(err_path, "r");
-        fprintf(stderr, "report_bench: FAILED: %s report %s\n", cli, trace_path);
-        while (e && fgets(line, sizeof line, e))
-            fputs(line, stderr);
-        if (e) fclose(e);
+    if (!time_report(cli, trace_path, 1, err_path, cpu, &cost)) {
+        report_failed(cli, trace_path);
         return 1;
     }
     /* The rate is taken on the CPU time the command used: pinned to one CPU,
@@ -702,6 +738,21 @@ int main(int argc, char **argv)
     printf("  %s report on CPU %d: %.2f s of CPU (%.2f s wall): %.2f million events per second, "
            "peak RSS %.1f MB\n",
            cli, cpu, cost.cpu_s, cost.wall_s, rate / 1e6, mb);
+    if (ranks) {
+        /* R ranks on the CPUs this process may use: the wall time is the
+         * figure (the ranks share the cores), against R times one rank's */
+        cpu_set_t set;
+        int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+        run_cost all;
+        if (!time_report(cli, trace_path, ranks, err_path, -1, &all)) {
+            report_failed(cli, trace_path);
+            return 1;
+        }
+        printf("  %d ranks on %d CPUs: %.2f s wall (%.2f s of CPU): %.2f million events per "
+               "second, %.2fx one rank's rate on one core; peak RSS %.1f MB\n",
+               ranks, cores, all.wall_s, all.cpu_s, (double)events * ranks / all.wall_s / 1e6,
+               (double)events * ranks / all.wall_s / rate, (double)all.rss_kib / 1024);
+    }
     printf("summary: events_per_s=%.0f peak_rss_mb=%.0f\n", rate, mb);
     return 0;
 }
