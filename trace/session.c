@@ -219,6 +219,7 @@ bool fs_trace_start(const fs_trace_settings *s)
         pthread_mutex_unlock(&start_lock);
         return true;
     }
+    fs_trace_writer_reset(); /* what an earlier trace of this process left */
     fs_trace_g.settings = *s;
     if (fs_trace_g.settings.frames > FS_FMT_MAX_FRAMES)
         fs_trace_g.settings.frames = FS_FMT_MAX_FRAMES;

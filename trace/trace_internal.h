@@ -55,6 +55,7 @@ void fs_trace_writer_stop(void);
 void fs_trace_writer_lock_all(void);
 void fs_trace_writer_unlock_all(void);
 void fs_trace_writer_after_fork(void);
+void fs_trace_writer_reset(void);
 /* Every definition appended so far, in blocks of whole records (for
  * snapshot files, which must stand alone). */
 void fs_trace_definitions(void (*emit)(void *ctx, const uint8_t *raw, size_t len), void *ctx);

@@ -12,8 +12,9 @@
  * were appended, so they are always in the file ahead of it.
  *
  * Definitions are kept for the life of the process (memory proportional to
- * unique stacks and strings), so that a forked child can start its own file
- * with all of them (session.c). In a signal handler the cycle takes no lock
+ * unique stacks and strings), so that a forked child, or a later trace of
+ * the same process (`fsdpshim attach` after a detach), can start its own
+ * file with all of them (session.c). In a signal handler the cycle takes no lock
  * another thread may hold and compresses nothing (zstd may allocate). */
 #include "trace_internal.h"
 
@@ -532,6 +533,37 @@ void fs_trace_writer_stop(void)
     pthread_mutex_unlock(&W.lock);
     if (fs_trace_g.writer_running) pthread_join(fs_trace_g.writer, NULL);
     fs_trace_g.writer_running = false;
+}
+
+/* Before a later trace of this process (`fsdpshim attach` again after a
+ * detach): its file repeats every definition, as a fork child's does (the
+ * stack, string and thread ids the events name were defined in the earlier
+ * file), the writer thread it starts must run, and events that reached a
+ * buffer after the earlier trace's last cycle (a thread past the level
+ * check while it stopped) belong to no file. Called with tracing off. */
+void fs_trace_writer_reset(void)
+{
+    pthread_mutex_lock(&W.list_lock);
+    for (thread_buf *t = W.threads; t; t = t->next) {
+        pthread_mutex_lock(&t->lock);
+        t->cur->len = 0;
+        pthread_mutex_unlock(&t->lock);
+    }
+    pthread_mutex_unlock(&W.list_lock);
+    pthread_mutex_lock(&W.lock);
+    while (W.queue) {
+        buffer *b = W.queue;
+        W.queue = b->next;
+        b->next = W.pool;
+        W.pool = b;
+    }
+    W.queue_tail = &W.queue;
+    fs_trace_g.stopping = false;
+    pthread_mutex_unlock(&W.lock);
+    pthread_mutex_lock(&W.defs_lock);
+    W.defs_written = 0;
+    pthread_mutex_unlock(&W.defs_lock);
+    atomic_store(&W.dropped, 0);
 }
 
 /* In a fork child: the parent's buffers are the parent's to write, the
