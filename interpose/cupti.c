@@ -28,6 +28,7 @@
 #include <libgen.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,8 +77,15 @@ static const CUpti_CallbackId driver_ids[] = {
 };
 
 /* Calls of the list above that the thread is inside: only the outermost
- * one is written. */
-static __thread int depth __attribute__((tls_model("initial-exec")));
+ * one is written. Counted per subscription: a thread that was inside a
+ * call when a detach unsubscribed never gets its exit, and a count left
+ * from then would keep every later call of the thread out of the next
+ * attach's trace. */
+static atomic_uint subscription; /* one more at each cuptiSubscribe */
+static __thread struct {
+    int depth;
+    unsigned subscription;
+} inside __attribute__((tls_model("initial-exec")));
 
 /* The legacy stream is 0 in traces, as in the CUDA API. */
 static uint64_t stream_value(const void *stream)
@@ -210,11 +218,17 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
     const CUpti_CallbackData *d = data;
     (void)userdata;
     if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+    unsigned now = atomic_load_explicit(&subscription, memory_order_relaxed);
+    if (inside.subscription != now) {
+        inside.subscription = now;
+        inside.depth = 0;
+    }
     if (d->callbackSite == CUPTI_API_ENTER) {
-        if (depth++ == 0) fs_passive_enter();
+        if (inside.depth++ == 0) fs_passive_enter();
         return;
     }
-    if (depth == 0 || --depth > 0) return; /* entered before the subscription, or nested */
+    /* entered before the subscription, or nested */
+    if (inside.depth == 0 || --inside.depth > 0) return;
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
         if (*(const cudaError_t *)d->functionReturnValue == cudaSuccess)
             runtime_exit(id, d, device_of(d));
@@ -324,6 +338,7 @@ static enum fs_cupti_status attach_locked(int level, unsigned frames, const char
         cupti.unsubscribe(subscriber);
         return FS_CUPTI_FAILED;
     }
+    atomic_fetch_add(&subscription, 1); /* before any callback is enabled */
     for (size_t i = 0; i < sizeof runtime_ids / sizeof runtime_ids[0]; i++)
         cupti.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_ids[i]);
     for (size_t i = 0; i < sizeof driver_ids / sizeof driver_ids[0]; i++)
