@@ -212,6 +212,31 @@ static void driver_exit(CUpti_CallbackId id, const CUpti_CallbackData *d, int de
     }
 }
 
+/* The address a call of the lists above frees; 0 for the other calls. */
+static uint64_t freed_address(CUpti_CallbackDomain domain, CUpti_CallbackId id, const void *p)
+{
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+        switch (id) {
+        case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020:
+            return (uint64_t)(uintptr_t)((const cudaFree_v3020_params *)p)->devPtr;
+        case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020:
+        case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020:
+            return (uint64_t)(uintptr_t)((const cudaFreeAsync_v11020_params *)p)->devPtr;
+        default:
+            return 0;
+        }
+    }
+    switch (id) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+        return ((const cuMemFree_v2_params *)p)->dptr;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+        return ((const cuMemFreeAsync_params *)p)->dptr;
+    default:
+        return 0;
+    }
+}
+
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId id,
                                  const void *data)
 {
@@ -224,7 +249,10 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
         inside.depth = 0;
     }
     if (d->callbackSite == CUPTI_API_ENTER) {
-        if (inside.depth++ == 0) fs_passive_enter();
+        if (inside.depth++ > 0) return;
+        fs_passive_enter();
+        uint64_t freed = freed_address(domain, id, d->functionParams);
+        if (freed) fs_passive_free_enter(freed);
         return;
     }
     /* entered before the subscription, or nested */
@@ -232,8 +260,12 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CU
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
         if (*(const cudaError_t *)d->functionReturnValue == cudaSuccess)
             runtime_exit(id, d, device_of(d));
+        else
+            fs_passive_free_failed();
     } else if (*(const CUresult *)d->functionReturnValue == CUDA_SUCCESS) {
         driver_exit(id, d, device_of(d));
+    } else {
+        fs_passive_free_failed();
     }
 }
 

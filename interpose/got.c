@@ -88,10 +88,16 @@ static cudaError_t got_malloc(void **p, size_t size)
     return e;
 }
 
+/* A free's block leaves the live blocks before the runtime has the address
+ * back (passive.h). */
 static cudaError_t got_free(void *p)
 {
+    fs_passive_free_enter((uintptr_t)p);
     cudaError_t e = ((__typeof__(&cudaFree))real[H_FREE])(p);
-    if (e == cudaSuccess && p) fs_passive_free(current_device(), 0, (uintptr_t)p, false);
+    if (e == cudaSuccess && p)
+        fs_passive_free(current_device(), 0, (uintptr_t)p, false);
+    else
+        fs_passive_free_failed();
     return e;
 }
 
@@ -126,9 +132,12 @@ static cudaError_t got_malloc_from_pool(void **p, size_t size, cudaMemPool_t poo
 
 static cudaError_t free_async(enum hook_id h, void *p, cudaStream_t s)
 {
+    fs_passive_free_enter((uintptr_t)p);
     cudaError_t e = ((__typeof__(&cudaFreeAsync))real[h])(p, s);
     if (e == cudaSuccess && p)
         fs_passive_free(current_device(), stream_value(s), (uintptr_t)p, true);
+    else
+        fs_passive_free_failed();
     return e;
 }
 

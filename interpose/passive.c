@@ -5,7 +5,12 @@
  * here, in a table sharded by address (each shard with its own lock, so
  * threads freeing different blocks rarely meet), and every event carries
  * the totals after it, as the allocator's events do. There is no cache, so
- * a device's reserved bytes are its allocated bytes. */
+ * a device's reserved bytes are its allocated bytes.
+ *
+ * A freed block leaves the table when the free call begins, not when it
+ * returns: once the runtime has the address back, another thread's
+ * allocation can get it, and that allocation's event, written when its call
+ * returns, may come first. */
 #include "passive.h"
 
 #include "../trace/annot.h"
@@ -47,8 +52,23 @@ static struct {
 } cuda_code[MAX_RANGES];
 static int cuda_ranges;
 
+/* One more at each fs_passive_start: a free taken out of the table by an
+ * earlier trace is not this one's. */
+static atomic_uint traces;
+
+/* The block fs_passive_free_enter took out of the table, for the free's
+ * event (or for putting back if the call fails). */
+typedef struct taken_free {
+    uint64_t addr; /* 0: none */
+    unsigned trace;
+    bool found;
+    live block;
+    uint64_t time_ns, allocated;
+} taken_free;
+
 static __thread struct {
     uint32_t stack, pystack;
+    taken_free freed;
 } pending __attribute__((tls_model("initial-exec")));
 
 static bool cuda_library(const char *path)
@@ -118,6 +138,7 @@ bool fs_passive_start(int level, unsigned frames, const char *path, const char *
     cuda_ranges = 0;
     dl_iterate_phdr(find_cuda_code, NULL);
     frames_kept = frames;
+    atomic_fetch_add(&traces, 1);
     if (!fs_trace_start(&s)) return false;
     fs_modules_define();
     fs_log(FS_LOG_INFO, "trace-only attach (%s): tracing the program's own allocations to %s", how,
@@ -134,6 +155,7 @@ void fs_passive_enter(void)
 {
     int level = fs_trace_level();
     pending.stack = pending.pystack = 0;
+    pending.freed.addr = 0;
     if (level >= FS_TRACE_STACKS)
         pending.stack = fs_stack_capture_skipping(frames_kept, in_cuda_code);
     if (level >= FS_TRACE_PYTHON) pending.pystack = fs_python_stack(frames_kept);
@@ -233,6 +255,41 @@ void fs_passive_alloc(int device, uint64_t stream, uint64_t addr, size_t size, b
     fs_trace_event(&ev);
 }
 
+/* Takes addr's block out of the table into *f, with the time and (when
+ * found) its device's total after it. */
+static void take_free(uint64_t addr, taken_free *f)
+{
+    shard *s = shard_of(addr);
+
+    f->addr = addr;
+    f->trace = atomic_load_explicit(&traces, memory_order_relaxed);
+    pthread_mutex_lock(&s->lock);
+    f->time_ns = fs_trace_now();
+    f->found = take(s, addr, &f->block);
+    if (f->found) f->allocated = total_after(f->block.device, -(int64_t)f->block.size);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void fs_passive_free_enter(uint64_t addr)
+{
+    pending.freed.addr = 0;
+    if (!fs_trace_level() || !addr) return;
+    take_free(addr, &pending.freed);
+}
+
+void fs_passive_free_failed(void)
+{
+    taken_free f = pending.freed;
+    pending.freed.addr = 0;
+    pending.stack = pending.pystack = 0;
+    if (!f.addr || !f.found || f.trace != atomic_load_explicit(&traces, memory_order_relaxed))
+        return;
+    shard *s = shard_of(f.addr);
+    pthread_mutex_lock(&s->lock);
+    if (put(s, f.block)) total_after(f.block.device, (int64_t)f.block.size);
+    pthread_mutex_unlock(&s->lock);
+}
+
 void fs_passive_free(int device, uint64_t stream, uint64_t addr, bool stream_ordered)
 {
     fs_fmt_event ev = {
@@ -243,21 +300,22 @@ void fs_passive_free(int device, uint64_t stream, uint64_t addr, bool stream_ord
         .aux = stream_ordered ? FS_FMT_FREE_STREAM_ORDERED : 0,
         .annot = fs_annot_current(),
     };
-    shard *s = shard_of(addr);
-    live b;
+    taken_free f = pending.freed;
 
+    pending.freed.addr = 0;
     pending.stack = pending.pystack = 0;
     if (!fs_trace_level() || !addr) return;
-    pthread_mutex_lock(&s->lock);
-    ev.time_ns = fs_trace_now();
-    if (take(s, addr, &b)) {
-        ev.device = b.device;
-        ev.size = b.size;
-        ev.allocated = ev.reserved = total_after(b.device, -(int64_t)b.size);
+    /* taken when the call began, unless it began before the trace */
+    if (f.addr != addr || f.trace != atomic_load_explicit(&traces, memory_order_relaxed))
+        take_free(addr, &f);
+    ev.time_ns = f.time_ns;
+    if (f.found) {
+        ev.device = f.block.device;
+        ev.size = f.block.size;
+        ev.allocated = ev.reserved = f.allocated;
     } else {
         ev.aux |= FS_FMT_FREE_BEFORE_TRACE;
         ev.allocated = ev.reserved = total_after(device, 0);
     }
-    pthread_mutex_unlock(&s->lock);
     fs_trace_event(&ev);
 }

@@ -31,4 +31,11 @@ void fs_passive_enter(void);
 void fs_passive_alloc(int device, uint64_t stream, uint64_t addr, size_t size, bool stream_ordered);
 void fs_passive_free(int device, uint64_t stream, uint64_t addr, bool stream_ordered);
 
+/* A free call of addr begins: its block leaves the live blocks now, before
+ * the runtime can give the address to another thread's allocation, and
+ * fs_passive_free writes the event when the call succeeds;
+ * fs_passive_free_failed puts the block back when it fails. */
+void fs_passive_free_enter(uint64_t addr);
+void fs_passive_free_failed(void);
+
 #endif /* FS_PASSIVE_H */
