@@ -7,11 +7,13 @@
 # program's two allocation sites; nothing is written after the detach; a
 # second attach traces every thread again; and the program finishes with
 # every byte as written. The same through the GOT slots when another client
-# holds CUPTI.
+# holds CUPTI. First, as a reference without gdb, the program traced from its
+# start through CUDA_INJECTION64_PATH: exactly its allocations, every free
+# matched with its block.
 #
-#   attach_threads_test.sh FSDPSHIM ATTACH_THREADS SIM_DIR
+#   attach_threads_test.sh FSDPSHIM ATTACH_THREADS SIM_DIR LIBFSDPSHIM
 name=attach_threads_test
-cli=$1 prog=$2 sim=$3
+cli=$1 prog=$2 sim=$3 shim=$4
 threads=8
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../runtime/cli_common.sh"
@@ -19,29 +21,12 @@ unset LD_PRELOAD CUDA_INJECTION64_PATH NVTX_INJECTION64_PATH FSDPSHIM_TRACE FSDP
 export LD_LIBRARY_PATH=$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 src=$here/attach_threads.c
 command -v gdb >/dev/null || { echo "$name: no gdb (scripts/deps.sh installs it)"; exit 77; }
-# Under ThreadSanitizer, what gdb calls runs on a thread it stopped inside one
-# of TSan's interceptors, where TSan does not see the locks the call takes:
-# its reports on the attached programs are about that, not them (as in
-# attach_test.sh). cupti.injection runs the same tracing code under TSan
-# without gdb.
-if ldd "$prog" | grep -q libtsan; then
-    export TSAN_OPTIONS=${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_bugs=0
-fi
-# gdb's `call` copies each string it passes (the library's path, the
-# function's name, the trace's path) into the process with malloc and never
-# frees it: 5 small blocks per attach and detach, which LeakSanitizer reports
-# when the program exits, allocated from [stack] (gdb's return address).
-if ldd "$prog" | grep -q libasan; then
-    printf 'leak:[stack]\n' >"$dir/lsan.supp"
-    export LSAN_OPTIONS=${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$dir/lsan.supp:print_suppressions=0
-fi
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$dir"; }
-trap cleanup EXIT
-
 line_of() { grep -n "/\\* $1 \\*/" "$src" | cut -d: -f1; }
 sync_line=$(line_of SITE_SYNC)
 async_line=$(line_of SITE_ASYNC)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$dir"; }
+trap cleanup EXIT
 
 # start TAG [--hold-cupti]: attach_threads without the shim, running; its
 # pid in $pid, its files $dir/TAG.{beat,stop,out,err}
@@ -58,6 +43,47 @@ start() {
 # the iterations the program has done, all threads together
 beat() { tr -d ' \n' 2>/dev/null <"$dir/$1.beat" | sed 's/^0*\([0-9]\)/\1/'; }
 
+# finish TAG: the program stops when asked, exits 0 and says every byte was
+# as written
+finish() {
+    touch "$dir/$1.stop"
+    wait "$pid"
+    local st=$?
+    [ "$st" -eq 0 ] || fail "attach_threads exited $st: $(cat "$dir/$1.err")"
+    grep -q "^attach_threads: ok: $threads threads, .* every byte read back as written" \
+        "$dir/$1.out" || fail "attach_threads: $(cat "$dir/$1.out" "$dir/$1.err")"
+}
+
+# ---- traced from the start through CUPTI, no gdb (its TSan reports count) ----
+CUDA_INJECTION64_PATH=$shim FSDPSHIM_TRACE=$dir/inj.fst start inj
+sleep 1
+finish inj
+[ -s "$dir/inj.err" ] && fail "the program's stderr: $(cat "$dir/inj.err")"
+made=$(sed -n 's/.* \([0-9]*\) cudaMalloc, \([0-9]*\) cudaMallocAsync,.*/\1 + \2/p' "$dir/inj.out")
+expect 0 "$cli" report "$dir/inj.fst"
+grep -q "none dropped" "$dir/out" &&
+    grep -q "^  device 0: $((made)) allocations .* 0 B allocated at the last event" "$dir/out" &&
+    grep -q "^  streams: $threads created, .* $threads destroyed" "$dir/out" &&
+    ! grep -q "before the trace began" "$dir/out" ||
+    fail "not the $((made)) allocations made, each freed: $(cat "$dir/out")"
+
+# Under ThreadSanitizer, what gdb calls runs on a thread it stopped inside one
+# of TSan's interceptors, where TSan does not see the locks the call takes:
+# its reports on the attached programs are about that, not them (as in
+# attach_test.sh). The step above runs the same tracing code under TSan
+# without gdb, reports on.
+if ldd "$prog" | grep -q libtsan; then
+    export TSAN_OPTIONS=${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_bugs=0
+fi
+# gdb's `call` copies each string it passes (the library's path, the
+# function's name, the trace's path) into the process with malloc and never
+# frees it: 5 small blocks per attach and detach, which LeakSanitizer reports
+# when the program exits, allocated from [stack] (gdb's return address).
+if ldd "$prog" | grep -q libasan; then
+    printf 'leak:[stack]\n' >"$dir/lsan.supp"
+    export LSAN_OPTIONS=${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$dir/lsan.supp:print_suppressions=0
+fi
+
 # after_detach TAG TRACE: the program runs on, the trace does not grow
 after_detach() {
     local size before
@@ -69,12 +95,13 @@ after_detach() {
     [ "$(stat -c %s "$2")" -eq "$size" ] || fail "the trace $2 grew after the detach"
 }
 
-# threads_in TRACE: every thread allocated through both calls; the trace's
-# allocations in $dir/allocs
+# threads_in TRACE: nothing dropped, and every thread allocated through both
+# calls; the trace's allocations in $dir/allocs
 threads_in() {
     expect 0 "$cli" dump --all --no-stacks "$1"
     cp "$dir/out" "$dir/dump"
     grep ' alloc ' "$dir/dump" >"$dir/allocs"
+    grep -q '^# dropped' "$dir/dump" && fail "$1: $(grep '^# dropped' "$dir/dump")"
     local tids named t
     tids=$(sed 's/.* tid=\([0-9]*\) .*/\1/' "$dir/allocs" | sort -u)
     [ "$(echo "$tids" | wc -w)" -eq "$threads" ] ||
@@ -111,18 +138,7 @@ blocks_match() {
     [ "${n:-0}" -le $((2 * threads)) ] || fail "$1: $n blocks live at the detach"
 }
 
-# finish TAG: the program stops when asked, exits 0 and says every byte was
-# as written
-finish() {
-    touch "$dir/$1.stop"
-    wait "$pid"
-    local st=$?
-    [ "$st" -eq 0 ] || fail "attach_threads exited $st: $(cat "$dir/$1.err")"
-    grep -q "^attach_threads: ok: $threads threads, .* every byte read back as written" \
-        "$dir/$1.out" || fail "attach_threads: $(cat "$dir/$1.out" "$dir/$1.err")"
-}
-
-# ---- through CUPTI ----
+# ---- attached through CUPTI ----
 start cupti
 trace=$dir/att-$pid.fst
 before=$(beat cupti)
