@@ -70,6 +70,7 @@ static struct {
     atomic_uint_fast64_t dropped;
 
     pthread_mutex_t cycle_lock; /* one write cycle at a time */
+    bool write_failed;          /* this trace's file: the rest of it is lost */
     void *zctx;
     staging defs_out, events_out;
 
@@ -335,12 +336,11 @@ void fs_trace_definitions(void (*emit)(void *ctx, const uint8_t *raw, size_t len
 
 static void write_all(const uint8_t *p, size_t len)
 {
-    static bool failed;
-    while (len && !failed) {
+    while (len && !W.write_failed) {
         ssize_t n = write(fs_trace_g.fd, p, len);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
-            failed = true;
+            W.write_failed = true;
             fs_trace_log("writing %s failed (%s): the rest of the trace is lost", fs_trace_g.path,
                          n < 0 ? strerror(errno) : "short write");
             return;
@@ -564,6 +564,9 @@ void fs_trace_writer_reset(void)
     W.defs_written = 0;
     pthread_mutex_unlock(&W.defs_lock);
     atomic_store(&W.dropped, 0);
+    pthread_mutex_lock(&W.cycle_lock);
+    W.write_failed = false; /* a new file */
+    pthread_mutex_unlock(&W.cycle_lock);
 }
 
 /* In a fork child: the parent's buffers are the parent's to write, the
@@ -584,6 +587,7 @@ void fs_trace_writer_after_fork(void)
     W.queue = NULL; /* the parent writes them; their memory is left */
     W.queue_tail = &W.queue;
     W.defs_written = 0;
+    W.write_failed = false; /* the child's own file */
     atomic_store(&W.dropped, 0);
     fs_trace_g.writer_running = false;
     fs_trace_g.stopping = false;
