@@ -4,7 +4,7 @@
  * Debian's gdb, in batch mode, stops the process for a moment and calls,
  * on one of its threads, dlopen(libfsdpshim.so) and then the shim's
  * fsdpshim_attach_start, which subscribes to CUPTI and opens the trace
- * (interpose/attach.c, docs/cli.md); detach calls fsdpshim_attach_stop the
+ * (interpose/attach/attach.c, docs/cli.md); detach calls fsdpshim_attach_stop the
  * same way. Every function is reached through a pointer gdb is told the type
  * of, since libc has no debug information; a library or function that is
  * missing is checked for before anything is called. Before gdb runs, what

@@ -32,8 +32,8 @@
 #include "../trace/python.h"
 #include "../trace/snapshot.h"
 #include "../trace/stack.h"
-#include "rate_limiter.h"
-#include "runtime.h"
+#include "nccl/rate_limiter.h"
+#include "runtime/runtime.h"
 #include "trace_glue.h"
 
 #include <dirent.h>

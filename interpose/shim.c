@@ -9,7 +9,7 @@
  * (linked rather than preloaded): the shim then stays inactive. */
 #include "live_stats.h"
 #include "real.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 #include "trace_glue.h"
 
 #include "../trace/snapshot.h"

@@ -4,7 +4,7 @@
  * CUDA runtime and NCCL, the parsed FSDPSHIM_CONF, the process-wide
  * allocator, the mapping from program streams to allocator stream keys, the
  * reentrancy guard and the program's last-error state. The CUDA runtime glue
- * (cuda_*.c) and the NCCL glue (nccl*.c, rate_limiter.c) both code against
+ * (runtime/) and the NCCL glue (nccl/) both code against
  * this header only; it stays stable once committed.
  *
  * Interposed entry points are defined with FS_EXPORT and no symbol version,

@@ -14,7 +14,7 @@
 #include "../trace/snapshot.h"
 #include "../trace/stack.h"
 #include "../trace/trace.h"
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #include <libgen.h>
 #include <pthread.h>

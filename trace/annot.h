@@ -1,5 +1,5 @@
 /* annot.h - per-thread annotation stacks (trace/annot.c): NVTX ranges
- * (interpose/nvtx.c, the NVTX injection library) and the public API's
+ * (interpose/nvtx/nvtx.c, the NVTX injection library) and the public API's
  * fsdpshim_annotation_push/pop land in the same per-thread stacks.
  *
  * A stack is a node of a tree (parent, domain, name) interned into an id, so

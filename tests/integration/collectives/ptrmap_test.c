@@ -1,11 +1,11 @@
 /* ptrmap_test.c - unit test of the NCCL glue's address map
- * (interpose/nccl_ptrmap.c), against a plain array as the reference.
+ * (interpose/nccl/nccl_ptrmap.c), against a plain array as the reference.
  *
  * The map backs the rate limiter's marks, which see one insert and one
  * remove per all-gather for the life of a training run: backward-shift
  * deletion must keep every key reachable through long churn, wrap-around
  * probes and growth. */
-#include "../../../interpose/nccl_ptrmap.h"
+#include "../../../interpose/nccl/nccl_ptrmap.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -4,11 +4,11 @@
  * CUPTI (cupti.c) where CUPTI can be had, else through the loaded objects'
  * GOT/PLT slots of the runtime's entry points (got.c): never both, which
  * would write each call twice. */
-#include "../include/fsdpshim/fsdpshim.h"
-#include "../trace/trace.h"
-#include "cupti.h"
+#include "../../include/fsdpshim/fsdpshim.h"
+#include "../../trace/trace.h"
+#include "../cupti/cupti.h"
 #include "got.h"
-#include "shim.h"
+#include "../shim.h"
 
 #include <pthread.h>
 

@@ -17,9 +17,9 @@
  * The allocator's side of each call (fs_mem_*, runtime.h) is shared with the
  * driver's cuMemAlloc, cuMemFree, cuMemAllocAsync, cuMemFreeAsync and
  * cuMemGetInfo (cuda_driver.c), which the shim serves the same way. */
-#include "real.h"
+#include "../real.h"
 #include "runtime.h"
-#include "trace_glue.h"
+#include "../trace_glue.h"
 
 #define MAX_DEVICES 64
 

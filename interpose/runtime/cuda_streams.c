@@ -15,7 +15,7 @@
  * Each entry point with a per-thread-default-stream variant (_ptsz, _ptds)
  * is defined twice: stream 0 means the legacy stream in the plain one and
  * the calling thread's per-thread stream in the variant. */
-#include "real.h"
+#include "../real.h"
 #include "runtime.h"
 
 /* ---- what the allocator is told ---- */

@@ -11,9 +11,9 @@
  * are created and destroyed for real, and the allocator retires the
  * destroyed stream's blocks. Pools are keyed by the exact flags and clamped
  * priority, so cudaStreamGetFlags/GetPriority answer as requested. */
-#include "real.h"
+#include "../real.h"
 #include "runtime.h"
-#include "trace_glue.h"
+#include "../trace_glue.h"
 
 #include <pthread.h>
 #include <stdlib.h>

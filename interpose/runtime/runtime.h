@@ -8,7 +8,7 @@
 #ifndef FS_RUNTIME_H
 #define FS_RUNTIME_H
 
-#include "shim.h"
+#include "../shim.h"
 
 /* ---- shim.c ---- */
 /* The calling thread's current stream of `device`, set by

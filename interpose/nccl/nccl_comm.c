@@ -13,9 +13,9 @@
  * a read-write lock, fronted by a one-entry cache per thread; the cache
  * entry carries the table's generation, bumped whenever a communicator is
  * forgotten, because NCCL may hand the same address to a new communicator. */
-#include "live_stats.h"
+#include "../live_stats.h"
 #include "nccl_internal.h"
-#include "trace_glue.h"
+#include "../trace_glue.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -34,10 +34,10 @@
  * condition variable when every fence is being waited on. The queue lock is
  * never held across a wait, so frees are never held up by one. */
 #include "rate_limiter.h"
-#include "trace_glue.h"
+#include "../trace_glue.h"
 
 #include "nccl_ptrmap.h"
-#include "shim.h"
+#include "../shim.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

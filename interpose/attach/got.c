@@ -20,9 +20,9 @@
 #include "got.h"
 
 #include "passive.h"
-#include "real.h"
-#include "shim.h"
-#include "trace_glue.h"
+#include "../real.h"
+#include "../shim.h"
+#include "../trace_glue.h"
 
 #include <cuda_runtime_api.h>
 #include <link.h>

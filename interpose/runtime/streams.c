@@ -16,7 +16,7 @@
  * flags, pooled, destroyed) in sharded buckets; the hot path asks a one-entry
  * per-thread cache first, invalidated by a global generation count whenever
  * a stream goes away. */
-#include "real.h"
+#include "../real.h"
 #include "runtime.h"
 
 #include <pthread.h>

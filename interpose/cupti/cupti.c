@@ -18,10 +18,10 @@
  * once and the program runs on without a trace. */
 #include "cupti.h"
 
-#include "../trace/trace.h"
-#include "passive.h"
-#include "shim.h"
-#include "trace_glue.h"
+#include "../../trace/trace.h"
+#include "../attach/passive.h"
+#include "../shim.h"
+#include "../trace_glue.h"
 
 #include <cupti.h> /* with the params structs of every traced call */
 #include <dlfcn.h>

@@ -38,9 +38,9 @@
  * itself get the real functions: its driver calls implement runtime calls
  * that the shim interposes already, and would otherwise be served twice. */
 #include "driver.h"
-#include "real.h"
-#include "runtime.h"
-#include "trace_glue.h"
+#include "../real.h"
+#include "../runtime/runtime.h"
+#include "../trace_glue.h"
 
 #include <cuda.h>
 #include <dlfcn.h>

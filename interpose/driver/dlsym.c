@@ -30,7 +30,7 @@
  *   no lock, allocates nothing and calls nothing but the real function
  *   (TSan intercepts dl_iterate_phdr, which is why _r_debug is walked). */
 #include "driver.h"
-#include "shim.h"
+#include "../shim.h"
 
 #include <dlfcn.h>
 #include <elf.h>

@@ -13,11 +13,11 @@
  * returns, may come first. */
 #include "passive.h"
 
-#include "../trace/annot.h"
-#include "../trace/python.h"
-#include "../trace/stack.h"
-#include "../trace/trace.h"
-#include "shim.h"
+#include "../../trace/annot.h"
+#include "../../trace/python.h"
+#include "../../trace/stack.h"
+#include "../../trace/trace.h"
+#include "../shim.h"
 
 #include <link.h>
 #include <pthread.h>

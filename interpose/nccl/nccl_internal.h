@@ -8,7 +8,7 @@
 #ifndef FS_NCCL_INTERNAL_H
 #define FS_NCCL_INTERNAL_H
 
-#include "shim.h"
+#include "../shim.h"
 
 #include <nccl.h>
 #include <stdatomic.h>

@@ -9,7 +9,7 @@
  * another thread (relaxed capture mode while any capture is active). Driver
  * entry points come through cudaGetDriverEntryPointByVersion, as PyTorch
  * gets them, so the shim never links libcuda either. */
-#include "real.h"
+#include "../real.h"
 #include "runtime.h"
 
 #include <cuda.h>

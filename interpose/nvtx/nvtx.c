@@ -15,8 +15,8 @@
  * handles are kept inside the shim's own, since both libraries hand the
  * program handles. */
 #define NVTX_NO_IMPL
-#include "runtime.h"
-#include "../trace/annot.h"
+#include "../runtime/runtime.h"
+#include "../../trace/annot.h"
 
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
