@@ -1,9 +1,9 @@
 /* attach.c - the entry points `fsdpshim attach` and `fsdpshim detach` call
  * through gdb in a running process (cli/attach.c): the shim has just been
  * dlopen'ed there, is not preloaded, and serves nothing. It traces through
- * CUPTI (cupti.c) where CUPTI can be had, else through the loaded objects'
- * GOT/PLT slots of the runtime's entry points (got.c): never both, which
- * would write each call twice. */
+ * CUPTI (cupti/cupti.c) where CUPTI can be had, else through the loaded
+ * objects' GOT/PLT slots of the hooked entry points (got.c): never both,
+ * which would write each call twice. */
 #include "../../include/fsdpshim/fsdpshim.h"
 #include "../../trace/trace.h"
 #include "../cupti/cupti.h"
@@ -32,8 +32,8 @@ static int start(const char *trace_path, int level)
         return FSDPSHIM_OK;
     }
     fs_log(FS_LOG_WARN,
-           "fsdpshim attach: no CUPTI (%s): tracing the CUDA runtime's entry points of every "
-           "loaded object through their GOT slots instead",
+           "fsdpshim attach: no CUPTI (%s): tracing the runtime, driver-lookup and NCCL memory "
+           "entry points of every loaded object through their GOT slots instead",
            st < sizeof why / sizeof why[0] && why[st] ? why[st] : "?");
     if (!fs_got_attach(level, frames, trace_path)) return FSDPSHIM_ERR_DEVICE;
     way = BY_GOT;

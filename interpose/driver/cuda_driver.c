@@ -6,15 +6,20 @@
  * cuGetProcAddress (the static runtime, NCCL) or the runtime's
  * cudaGetDriverEntryPoint[ByVersion] (PyTorch's c10). Each of them answers
  * with the shim's hook where the real answer is the driver's own function for
- * one of the entry points below, and passes any other answer on unchanged:
+ * one of the driver entry points of the table (hooks.c), and passes any other
+ * answer on unchanged:
  * unknown and future names, other ABIs and per-thread variants of a name, a
  * version or flags that select another function, failures. A hook is
  * recognised by the function the driver answered with, never by the name
  * asked for, so a future ABI of cuMemAlloc is not mistaken for the one the
  * hook implements.
  *
+ * The hooks handed out are the table's `served` ones when the shim is
+ * preloaded, its `traced` ones (attach/traced.c) while `fsdpshim attach`
+ * traces through the slots, which then point the program's lookups here
+ * (attach/got.c). The served ones, defined below:
  * - Served like their runtime counterparts, through the same allocator paths
- *   (cuda_memory.c): cuMemAlloc_v2 and cuMemFree_v2 as cudaMalloc and
+ *   (runtime/cuda_memory.c): cuMemAlloc_v2 and cuMemFree_v2 as cudaMalloc and
  *   cudaFree, cuMemAllocAsync and cuMemFreeAsync (and their _ptsz variants)
  *   as cudaMallocAsync and cudaFreeAsync, cuMemGetInfo_v2 as cudaMemGetInfo;
  *   on the device of the calling thread's current context, with the
@@ -31,13 +36,14 @@
  * cuMemAllocFromPoolAsync; the legacy 32-bit ABIs (cuMemAlloc, cuMemFree).
  *
  * The driver is adopted once, from the first of its functions a lookup
- * answers with: the real functions of every entry point are then read from
- * that library's symbol table, without a lock (threads that race find the
- * same ones), so that no lookup ever waits for another thread, which may
- * hold the loader's lock in a constructor. Lookups the CUDA runtime makes
- * itself get the real functions: its driver calls implement runtime calls
- * that the shim interposes already, and would otherwise be served twice. */
+ * answers with (or, for `fsdpshim attach`, from among the loaded objects): the real functions of
+ * every entry point are then read from that library's symbol table, without a lock (threads that
+ * race find the same ones), so that no lookup ever waits for another thread, which may hold the
+ * loader's lock in a constructor. Lookups the CUDA runtime makes itself get the real functions: its
+ * driver calls implement runtime calls that the shim interposes already, and would otherwise be
+ * served twice. */
 #include "driver.h"
+#include "../hooks.h"
 #include "../real.h"
 #include "../runtime/runtime.h"
 #include "../trace_glue.h"
@@ -50,76 +56,13 @@
 /* cuGetProcAddress before CUDA 12.0: no symbol status. */
 typedef CUresult (*get_proc_address_v1_fn)(const char *, void **, int, cuuint64_t);
 
-enum entry_id {
-    E_MEM_ALLOC,
-    E_MEM_FREE,
-    E_MEM_ALLOC_ASYNC,
-    E_MEM_ALLOC_ASYNC_PTSZ,
-    E_MEM_FREE_ASYNC,
-    E_MEM_FREE_ASYNC_PTSZ,
-    E_MEM_GET_INFO,
-    E_MEM_CREATE,
-    E_MEM_RELEASE,
-    E_MEM_MAP,
-    E_MEM_UNMAP,
-    E_ADDRESS_RESERVE,
-    E_ADDRESS_FREE,
-    E_GET_PROC_ADDRESS,
-    E_GET_PROC_ADDRESS_V2,
-    E_CTX_GET_DEVICE,
-    E_COUNT
-};
+static int adopted; /* 1 once the table's driver entries have the driver's */
 
-static CUresult mem_alloc(CUdeviceptr *dptr, size_t size);
-static CUresult mem_free(CUdeviceptr dptr);
-static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream);
-static CUresult mem_alloc_async_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream);
-static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream);
-static CUresult mem_free_async_ptsz(CUdeviceptr dptr, CUstream stream);
-static CUresult mem_get_info(size_t *free, size_t *total);
-static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
-                           const CUmemAllocationProp *prop, unsigned long long flags);
-static CUresult mem_release(CUmemGenericAllocationHandle handle);
-static CUresult mem_map(CUdeviceptr ptr, size_t size, size_t offset,
-                        CUmemGenericAllocationHandle handle, unsigned long long flags);
-static CUresult mem_unmap(CUdeviceptr ptr, size_t size);
-static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
-                                unsigned long long flags);
-static CUresult address_free(CUdeviceptr ptr, size_t size);
-static CUresult get_proc_address(const char *symbol, void **pfn, int version, cuuint64_t flags);
-static CUresult get_proc_address_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
-                                    CUdriverProcAddressQueryResult *status);
-
-static struct entry {
-    const char *name; /* the driver's exported ABI name */
-    void *hook;       /* the shim's; NULL for a function the hooks only call */
-    void *real;       /* the adopted driver's; NULL before, or if it has none */
-} entries[E_COUNT] = {
-    [E_MEM_ALLOC] = {"cuMemAlloc_v2", (void *)mem_alloc, NULL},
-    [E_MEM_FREE] = {"cuMemFree_v2", (void *)mem_free, NULL},
-    [E_MEM_ALLOC_ASYNC] = {"cuMemAllocAsync", (void *)mem_alloc_async, NULL},
-    [E_MEM_ALLOC_ASYNC_PTSZ] = {"cuMemAllocAsync_ptsz", (void *)mem_alloc_async_ptsz, NULL},
-    [E_MEM_FREE_ASYNC] = {"cuMemFreeAsync", (void *)mem_free_async, NULL},
-    [E_MEM_FREE_ASYNC_PTSZ] = {"cuMemFreeAsync_ptsz", (void *)mem_free_async_ptsz, NULL},
-    [E_MEM_GET_INFO] = {"cuMemGetInfo_v2", (void *)mem_get_info, NULL},
-    [E_MEM_CREATE] = {"cuMemCreate", (void *)mem_create, NULL},
-    [E_MEM_RELEASE] = {"cuMemRelease", (void *)mem_release, NULL},
-    [E_MEM_MAP] = {"cuMemMap", (void *)mem_map, NULL},
-    [E_MEM_UNMAP] = {"cuMemUnmap", (void *)mem_unmap, NULL},
-    [E_ADDRESS_RESERVE] = {"cuMemAddressReserve", (void *)address_reserve, NULL},
-    [E_ADDRESS_FREE] = {"cuMemAddressFree", (void *)address_free, NULL},
-    [E_GET_PROC_ADDRESS] = {"cuGetProcAddress", (void *)get_proc_address, NULL},
-    [E_GET_PROC_ADDRESS_V2] = {"cuGetProcAddress_v2", (void *)get_proc_address_v2, NULL},
-    [E_CTX_GET_DEVICE] = {"cuCtxGetDevice", NULL, NULL},
-};
-
-static int adopted; /* 1 once entries[].real are the driver's */
-
-/* The real function of an entry. A hook is handed out only once the driver
- * is adopted, so it always finds its own. */
-static void *real_of(enum entry_id id)
+/* The real function of a driver entry. A hook is handed out only once the
+ * driver is adopted, so it always finds its own. */
+static void *real_of(enum fs_hook_id id)
 {
-    return __atomic_load_n(&entries[id].real, __ATOMIC_ACQUIRE);
+    return fs_hook_real(id);
 }
 
 static const char *base_name(const char *path)
@@ -127,6 +70,29 @@ static const char *base_name(const char *path)
     const char *slash = strrchr(path, '/');
 
     return slash ? slash + 1 : path;
+}
+
+static bool is_driver(const char *path)
+{
+    return strncmp(base_name(path), "libcuda.so", 10) == 0;
+}
+
+/* Adopts the driver library `path`, whose link map is `object`: its real
+ * functions of the table's driver entries. A reference of the shim's own
+ * keeps it: the hooks call into the library for good, even after the
+ * program dlcloses it. */
+static bool adopt(const char *path, const struct link_map *object)
+{
+    if (!dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD)) return false;
+    for (int i = 0; i < FS_HOOK_DRIVER_END; i++) {
+        void *none = NULL;
+        __atomic_compare_exchange_n(&fs_hooks[i].real, &none,
+                                    fs_object_function(object, fs_hooks[i].name), false,
+                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&adopted, 1, __ATOMIC_RELEASE);
+    fs_log(FS_LOG_DEBUG, "driver entry points hooked in %s", path);
+    return true;
 }
 
 /* Adopts the driver library that `fn` belongs to (libcuda.so.1, or the
@@ -139,28 +105,47 @@ static bool adopt_driver(void *fn)
 
     if (fs_likely(__atomic_load_n(&adopted, __ATOMIC_ACQUIRE))) return true;
     if (!dladdr1(fn, &info, (void **)&object, RTLD_DL_LINKMAP) || !info.dli_fname ||
-        strncmp(base_name(info.dli_fname), "libcuda.so", 10) != 0)
+        !is_driver(info.dli_fname))
         return false;
-    /* a reference of the shim's own: the hooks call into the library for
-     * good, even after the program dlcloses it */
-    if (!dlopen(info.dli_fname, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD)) return false;
-    for (int i = 0; i < E_COUNT; i++) {
-        void *none = NULL;
-        __atomic_compare_exchange_n(&entries[i].real, &none,
-                                    fs_object_function(object, entries[i].name), false,
-                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-    }
-    __atomic_store_n(&adopted, 1, __ATOMIC_RELEASE);
-    fs_log(FS_LOG_DEBUG, "driver entry points hooked in %s", info.dli_fname);
-    return true;
+    return adopt(info.dli_fname, object);
 }
 
-/* The shim's hook in place of the driver function `fn`, or `fn` itself. */
+static int find_driver(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    if (!info->dlpi_name || !is_driver(info->dlpi_name)) return 0;
+    *(const char **)arg = info->dlpi_name;
+    return 1;
+}
+
+/* Not on a lookup path: dl_iterate_phdr and dlinfo take the loader's lock,
+ * and the dlopen happens outside dl_iterate_phdr, which holds it. */
+void fs_driver_adopt_loaded(void)
+{
+    const char *path = NULL;
+    struct link_map *object;
+    void *handle;
+
+    if (__atomic_load_n(&adopted, __ATOMIC_ACQUIRE) || !dl_iterate_phdr(find_driver, &path)) return;
+    /* a loaded object's name stays while it is loaded; the handle keeps it */
+    handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+    if (handle && dlinfo(handle, RTLD_DI_LINKMAP, &object) == 0) adopt(path, object);
+    if (handle) dlclose(handle);
+}
+
+/* The shim's hook in place of the driver function `fn`, or `fn` itself:
+ * the served one while the shim serves, the traced one while `fsdpshim
+ * attach` traces through the slots (hooks.h). */
 static void *hook_for(void *fn)
 {
+    bool tracing;
+
     if (!fn || !adopt_driver(fn)) return fn;
-    for (int i = 0; i < E_COUNT; i++)
-        if (entries[i].hook && real_of((enum entry_id)i) == fn) return entries[i].hook;
+    tracing = fs_hooks_tracing();
+    for (int i = 0; i < FS_HOOK_DRIVER_END; i++) {
+        void *hook = tracing ? fs_hooks[i].traced : fs_hooks[i].served;
+        if (hook && real_of((enum fs_hook_id)i) == fn) return hook;
+    }
     return fn;
 }
 
@@ -183,20 +168,20 @@ void *fs_driver_dlsym(void *handle, const char *name, const char *version, const
 
 /* ---- the lookups ---- */
 
-static CUresult get_proc_address(const char *symbol, void **pfn, int version, cuuint64_t flags)
+CUresult fs_drv_get_proc_address(const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
-    get_proc_address_v1_fn real = (get_proc_address_v1_fn)real_of(E_GET_PROC_ADDRESS);
+    get_proc_address_v1_fn real = (get_proc_address_v1_fn)real_of(FS_HOOK_CU_GET_PROC_ADDRESS);
     CUresult r = real(symbol, pfn, version, flags);
 
     if (r == CUDA_SUCCESS && pfn) *pfn = hook_for(*pfn);
     return r;
 }
 
-static CUresult get_proc_address_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+CUresult fs_drv_get_proc_address_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
                                     CUdriverProcAddressQueryResult *status)
 {
     __typeof__(&cuGetProcAddress_v2) real =
-        (__typeof__(&cuGetProcAddress_v2))real_of(E_GET_PROC_ADDRESS_V2);
+        (__typeof__(&cuGetProcAddress_v2))real_of(FS_HOOK_CU_GET_PROC_ADDRESS_V2);
     CUresult r = real(symbol, pfn, version, flags, status);
 
     if (r == CUDA_SUCCESS && pfn) *pfn = hook_for(*pfn);
@@ -211,11 +196,12 @@ typedef cudaError_t (*entry_point_by_version_fn)(const char *, void **, unsigned
                                                  unsigned long long,
                                                  enum cudaDriverEntryPointQueryResult *);
 
-static cudaError_t entry_point(const char *name, const char *symbol, void **fn,
+static cudaError_t entry_point(enum fs_hook_id id, const char *symbol, void **fn,
                                unsigned long long flags,
-                               enum cudaDriverEntryPointQueryResult *status, void **slot)
+                               enum cudaDriverEntryPointQueryResult *status)
 {
-    entry_point_fn real = (entry_point_fn)fs_real_cached(slot, FS_LIB_CUDART, name);
+    entry_point_fn real =
+        (entry_point_fn)fs_real_cached(&fs_hooks[id].real, FS_LIB_CUDART, fs_hooks[id].name);
     cudaError_t e;
 
     if (!real) return cudaErrorInitializationError;
@@ -224,12 +210,12 @@ static cudaError_t entry_point(const char *name, const char *symbol, void **fn,
     return e;
 }
 
-static cudaError_t entry_point_by_version(const char *name, const char *symbol, void **fn,
+static cudaError_t entry_point_by_version(enum fs_hook_id id, const char *symbol, void **fn,
                                           unsigned int version, unsigned long long flags,
-                                          enum cudaDriverEntryPointQueryResult *status, void **slot)
+                                          enum cudaDriverEntryPointQueryResult *status)
 {
-    entry_point_by_version_fn real =
-        (entry_point_by_version_fn)fs_real_cached(slot, FS_LIB_CUDART, name);
+    entry_point_by_version_fn real = (entry_point_by_version_fn)fs_real_cached(
+        &fs_hooks[id].real, FS_LIB_CUDART, fs_hooks[id].name);
     cudaError_t e;
 
     if (!real) return cudaErrorInitializationError;
@@ -238,42 +224,66 @@ static cudaError_t entry_point_by_version(const char *name, const char *symbol, 
     return e;
 }
 
+cudaError_t fs_get_driver_entry_point(const char *symbol, void **fn, unsigned long long flags,
+                                      enum cudaDriverEntryPointQueryResult *status)
+{
+    return entry_point(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT, symbol, fn, flags, status);
+}
+
+cudaError_t fs_get_driver_entry_point_ptsz(const char *symbol, void **fn, unsigned long long flags,
+                                           enum cudaDriverEntryPointQueryResult *status)
+{
+    return entry_point(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_PTSZ, symbol, fn, flags, status);
+}
+
+cudaError_t fs_get_driver_entry_point_by_version(const char *symbol, void **fn,
+                                                 unsigned int version, unsigned long long flags,
+                                                 enum cudaDriverEntryPointQueryResult *status)
+{
+    return entry_point_by_version(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION, symbol, fn,
+                                  version, flags, status);
+}
+
+cudaError_t fs_get_driver_entry_point_by_version_ptsz(const char *symbol, void **fn,
+                                                      unsigned int version,
+                                                      unsigned long long flags,
+                                                      enum cudaDriverEntryPointQueryResult *status)
+{
+    return entry_point_by_version(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION_PTSZ, symbol, fn,
+                                  version, flags, status);
+}
+
+/* Exported under the runtime's names for the preloaded shim; the functions
+ * above are what the table names, since a reference to an exported name
+ * from inside the shim would bind to the runtime's where the shim is not
+ * first in the global scope (`fsdpshim attach`). */
 FS_EXPORT cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
                                               unsigned long long flags,
                                               enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-    static void *slot;
-
-    return entry_point("cudaGetDriverEntryPoint", symbol, funcPtr, flags, driverStatus, &slot);
+    return fs_get_driver_entry_point(symbol, funcPtr, flags, driverStatus);
 }
 
 FS_EXPORT cudaError_t
 cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
                              enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-    static void *slot;
-
-    return entry_point("cudaGetDriverEntryPoint_ptsz", symbol, funcPtr, flags, driverStatus, &slot);
+    return fs_get_driver_entry_point_ptsz(symbol, funcPtr, flags, driverStatus);
 }
 
 FS_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(
     const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
     enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-    static void *slot;
-
-    return entry_point_by_version("cudaGetDriverEntryPointByVersion", symbol, funcPtr, cudaVersion,
-                                  flags, driverStatus, &slot);
+    return fs_get_driver_entry_point_by_version(symbol, funcPtr, cudaVersion, flags, driverStatus);
 }
 
 FS_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
     const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
     enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-    static void *slot;
-
-    return entry_point_by_version("cudaGetDriverEntryPointByVersion_ptsz", symbol, funcPtr,
-                                  cudaVersion, flags, driverStatus, &slot);
+    return fs_get_driver_entry_point_by_version_ptsz(symbol, funcPtr, cudaVersion, flags,
+                                                     driverStatus);
 }
 
 /* ---- served: memory ---- */
@@ -285,7 +295,8 @@ FS_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
  * which the shim does not see. */
 static int context_device(void)
 {
-    __typeof__(&cuCtxGetDevice) get = (__typeof__(&cuCtxGetDevice))real_of(E_CTX_GET_DEVICE);
+    __typeof__(&cuCtxGetDevice) get =
+        (__typeof__(&cuCtxGetDevice))real_of(FS_HOOK_CU_CTX_GET_DEVICE);
     CUdevice dev;
 
     if (!get || get(&dev) != CUDA_SUCCESS) return -1;
@@ -315,9 +326,9 @@ static CUresult driver_error(fs_status st)
  * null out-pointer go to the driver, as does a request the cache cannot
  * serve (the driver then fails with its own out-of-memory, or succeeds, and
  * the pointer passes through on free). */
-static CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
+CUresult fs_drv_mem_alloc(CUdeviceptr *dptr, size_t size)
 {
-    __typeof__(&cuMemAlloc_v2) real = (__typeof__(&cuMemAlloc_v2))real_of(E_MEM_ALLOC);
+    __typeof__(&cuMemAlloc_v2) real = (__typeof__(&cuMemAlloc_v2))real_of(FS_HOOK_CU_MEM_ALLOC);
     fs_status st = FS_ERR_NOT_OWNED;
     fs_allocator *a;
     void *p;
@@ -334,9 +345,9 @@ static CUresult mem_alloc(CUdeviceptr *dptr, size_t size)
     return real(dptr, size);
 }
 
-static CUresult mem_free(CUdeviceptr dptr)
+CUresult fs_drv_mem_free(CUdeviceptr dptr)
 {
-    __typeof__(&cuMemFree_v2) real = (__typeof__(&cuMemFree_v2))real_of(E_MEM_FREE);
+    __typeof__(&cuMemFree_v2) real = (__typeof__(&cuMemFree_v2))real_of(FS_HOOK_CU_MEM_FREE);
     fs_allocator *a;
     fs_status st;
 
@@ -374,16 +385,16 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUstream s, bool pt,
     return real(dptr, size, s);
 }
 
-static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
+CUresult fs_drv_mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
 {
     return alloc_async(dptr, size, stream, false,
-                       (__typeof__(&cuMemAllocAsync))real_of(E_MEM_ALLOC_ASYNC));
+                       (__typeof__(&cuMemAllocAsync))real_of(FS_HOOK_CU_MEM_ALLOC_ASYNC));
 }
 
-static CUresult mem_alloc_async_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream)
+CUresult fs_drv_mem_alloc_async_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream)
 {
     return alloc_async(dptr, size, stream, true,
-                       (__typeof__(&cuMemAllocAsync))real_of(E_MEM_ALLOC_ASYNC_PTSZ));
+                       (__typeof__(&cuMemAllocAsync))real_of(FS_HOOK_CU_MEM_ALLOC_ASYNC_PTSZ));
 }
 
 /* As cudaFreeAsync: the stream, then the pointer. */
@@ -409,21 +420,23 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s, bool pt, __typeof__(&cu
     return driver_error(st);
 }
 
-static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream)
+CUresult fs_drv_mem_free_async(CUdeviceptr dptr, CUstream stream)
 {
-    return free_async(dptr, stream, false, (__typeof__(&cuMemFreeAsync))real_of(E_MEM_FREE_ASYNC));
+    return free_async(dptr, stream, false,
+                      (__typeof__(&cuMemFreeAsync))real_of(FS_HOOK_CU_MEM_FREE_ASYNC));
 }
 
-static CUresult mem_free_async_ptsz(CUdeviceptr dptr, CUstream stream)
+CUresult fs_drv_mem_free_async_ptsz(CUdeviceptr dptr, CUstream stream)
 {
     return free_async(dptr, stream, true,
-                      (__typeof__(&cuMemFreeAsync))real_of(E_MEM_FREE_ASYNC_PTSZ));
+                      (__typeof__(&cuMemFreeAsync))real_of(FS_HOOK_CU_MEM_FREE_ASYNC_PTSZ));
 }
 
 /* As cudaMemGetInfo: what the cache holds unused counts as free. */
-static CUresult mem_get_info(size_t *free, size_t *total)
+CUresult fs_drv_mem_get_info(size_t *free, size_t *total)
 {
-    __typeof__(&cuMemGetInfo_v2) real = (__typeof__(&cuMemGetInfo_v2))real_of(E_MEM_GET_INFO);
+    __typeof__(&cuMemGetInfo_v2) real =
+        (__typeof__(&cuMemGetInfo_v2))real_of(FS_HOOK_CU_MEM_GET_INFO);
     CUresult r = real(free, total);
     fs_allocator *a;
     int dev;
@@ -437,10 +450,10 @@ static CUresult mem_get_info(size_t *free, size_t *total)
 
 /* ---- passed through: virtual memory ---- */
 
-static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
+CUresult fs_drv_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
                            const CUmemAllocationProp *prop, unsigned long long flags)
 {
-    __typeof__(&cuMemCreate) real = (__typeof__(&cuMemCreate))real_of(E_MEM_CREATE);
+    __typeof__(&cuMemCreate) real = (__typeof__(&cuMemCreate))real_of(FS_HOOK_CU_MEM_CREATE);
     CUresult r = real(handle, size, prop, flags);
 
     fs_log(FS_LOG_DEBUG, "cuMemCreate(%zu bytes, device %d) = %d: handle %#llx", size,
@@ -451,9 +464,9 @@ static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
     return r;
 }
 
-static CUresult mem_release(CUmemGenericAllocationHandle handle)
+CUresult fs_drv_mem_release(CUmemGenericAllocationHandle handle)
 {
-    __typeof__(&cuMemRelease) real = (__typeof__(&cuMemRelease))real_of(E_MEM_RELEASE);
+    __typeof__(&cuMemRelease) real = (__typeof__(&cuMemRelease))real_of(FS_HOOK_CU_MEM_RELEASE);
     CUresult r = real(handle);
 
     fs_log(FS_LOG_DEBUG, "cuMemRelease(handle %#llx) = %d", (unsigned long long)handle, (int)r);
@@ -461,10 +474,10 @@ static CUresult mem_release(CUmemGenericAllocationHandle handle)
     return r;
 }
 
-static CUresult mem_map(CUdeviceptr ptr, size_t size, size_t offset,
+CUresult fs_drv_mem_map(CUdeviceptr ptr, size_t size, size_t offset,
                         CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
-    __typeof__(&cuMemMap) real = (__typeof__(&cuMemMap))real_of(E_MEM_MAP);
+    __typeof__(&cuMemMap) real = (__typeof__(&cuMemMap))real_of(FS_HOOK_CU_MEM_MAP);
     CUresult r = real(ptr, size, offset, handle, flags);
 
     fs_log(FS_LOG_DEBUG, "cuMemMap(%#llx, %zu bytes, handle %#llx + %zu) = %d",
@@ -473,9 +486,9 @@ static CUresult mem_map(CUdeviceptr ptr, size_t size, size_t offset,
     return r;
 }
 
-static CUresult mem_unmap(CUdeviceptr ptr, size_t size)
+CUresult fs_drv_mem_unmap(CUdeviceptr ptr, size_t size)
 {
-    __typeof__(&cuMemUnmap) real = (__typeof__(&cuMemUnmap))real_of(E_MEM_UNMAP);
+    __typeof__(&cuMemUnmap) real = (__typeof__(&cuMemUnmap))real_of(FS_HOOK_CU_MEM_UNMAP);
     CUresult r = real(ptr, size);
 
     fs_log(FS_LOG_DEBUG, "cuMemUnmap(%#llx, %zu bytes) = %d", (unsigned long long)ptr, size,
@@ -484,11 +497,11 @@ static CUresult mem_unmap(CUdeviceptr ptr, size_t size)
     return r;
 }
 
-static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+CUresult fs_drv_address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                 unsigned long long flags)
 {
     __typeof__(&cuMemAddressReserve) real =
-        (__typeof__(&cuMemAddressReserve))real_of(E_ADDRESS_RESERVE);
+        (__typeof__(&cuMemAddressReserve))real_of(FS_HOOK_CU_MEM_ADDRESS_RESERVE);
     CUresult r = real(ptr, size, alignment, addr, flags);
 
     fs_log(FS_LOG_DEBUG, "cuMemAddressReserve(%zu bytes) = %d: %#llx", size, (int)r,
@@ -497,9 +510,10 @@ static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment,
     return r;
 }
 
-static CUresult address_free(CUdeviceptr ptr, size_t size)
+CUresult fs_drv_address_free(CUdeviceptr ptr, size_t size)
 {
-    __typeof__(&cuMemAddressFree) real = (__typeof__(&cuMemAddressFree))real_of(E_ADDRESS_FREE);
+    __typeof__(&cuMemAddressFree) real =
+        (__typeof__(&cuMemAddressFree))real_of(FS_HOOK_CU_MEM_ADDRESS_FREE);
     CUresult r = real(ptr, size);
 
     fs_log(FS_LOG_DEBUG, "cuMemAddressFree(%#llx, %zu bytes) = %d", (unsigned long long)ptr, size,

@@ -5,7 +5,8 @@
  * A lookup of a driver entry point the shim hooks is answered by
  * cuda_driver.c, which may hand out the shim's hook instead of the driver's
  * function; every other lookup is the real dlsym's, made as if the program
- * had called it.
+ * had called it. Where the shim is not preloaded, `fsdpshim attach` points
+ * the program's slots of dlsym and dlvsym here (attach/got.c).
  *
  * What makes this delicate (docs/interpose.md, "The driver API"):
  * - The real functions cannot be looked up with dlsym or dlvsym: the shim's
@@ -30,6 +31,7 @@
  *   no lock, allocates nothing and calls nothing but the real function
  *   (TSan intercepts dl_iterate_phdr, which is why _r_debug is walked). */
 #include "driver.h"
+#include "../hooks.h"
 #include "../shim.h"
 
 #include <dlfcn.h>
@@ -60,9 +62,9 @@ typedef ElfW(Addr) elf_addr;
 typedef void *(*dlsym_fn)(void *, const char *);
 typedef void *(*dlvsym_fn)(void *, const char *, const char *);
 
-/* The real functions, once found. */
-static void *real_dlsym;
-static void *real_dlvsym;
+/* The real functions, once found, are kept in the hook table (hooks.h). */
+#define REAL_DLSYM  (&fs_hooks[FS_HOOK_DLSYM].real)
+#define REAL_DLVSYM (&fs_hooks[FS_HOOK_DLVSYM].real)
 
 FS_LOOKUP_PATH static bool same_string(const char *a, const char *b)
 {
@@ -246,20 +248,20 @@ FS_LOOKUP_PATH static void *real_function(void **slot, const char *name)
  * sanitizer's, or a constructor's). */
 __attribute__((constructor)) FS_LOOKUP_PATH static void find_real_functions(void)
 {
-    real_function(&real_dlsym, "dlsym");
-    real_function(&real_dlvsym, "dlvsym");
+    real_function(REAL_DLSYM, "dlsym");
+    real_function(REAL_DLVSYM, "dlvsym");
 }
 
 FS_LOOKUP_PATH void *fs_real_dlsym(void *handle, const char *name)
 {
-    dlsym_fn real = (dlsym_fn)real_function(&real_dlsym, "dlsym");
+    dlsym_fn real = (dlsym_fn)real_function(REAL_DLSYM, "dlsym");
 
     return real(handle, name);
 }
 
 FS_LOOKUP_PATH void *fs_real_dlvsym(void *handle, const char *name, const char *version)
 {
-    dlvsym_fn real = (dlvsym_fn)real_function(&real_dlvsym, "dlvsym");
+    dlvsym_fn real = (dlvsym_fn)real_function(REAL_DLVSYM, "dlvsym");
 
     return real(handle, name, version);
 }
@@ -274,20 +276,29 @@ FS_LOOKUP_PATH static bool driver_name(const char *name)
 /* A lookup relative to the caller (RTLD_NEXT) is always the real one's: it
  * asks for the definition after the caller's own, which an interposer of
  * the driver wants and no hook is (the shim exports no driver names). */
-FS_EXPORT FS_TAIL_CALLER void *dlsym(void *handle, const char *name)
+FS_TAIL_CALLER void *fs_dlsym(void *handle, const char *name)
 {
-    dlsym_fn real = (dlsym_fn)real_function(&real_dlsym, "dlsym");
+    dlsym_fn real = (dlsym_fn)real_function(REAL_DLSYM, "dlsym");
 
     if (fs_unlikely(driver_name(name)) && handle != RTLD_NEXT)
         return fs_driver_dlsym(handle, name, NULL, __builtin_return_address(0));
     FS_TAIL return real(handle, name);
 }
 
-FS_EXPORT FS_TAIL_CALLER void *dlvsym(void *handle, const char *name, const char *version)
+FS_TAIL_CALLER void *fs_dlvsym(void *handle, const char *name, const char *version)
 {
-    dlvsym_fn real = (dlvsym_fn)real_function(&real_dlvsym, "dlvsym");
+    dlvsym_fn real = (dlvsym_fn)real_function(REAL_DLVSYM, "dlvsym");
 
     if (fs_unlikely(driver_name(name)) && handle != RTLD_NEXT)
         return fs_driver_dlsym(handle, name, version, __builtin_return_address(0));
     FS_TAIL return real(handle, name, version);
 }
+
+/* Exported as dlsym and dlvsym: the same functions under the C library's
+ * names. The table (hooks.c) names them as fs_dlsym and fs_dlvsym, since
+ * inside the shim a reference to an exported name binds to the first
+ * definition in the global scope, which is the C library's where the shim
+ * is not preloaded (`fsdpshim attach`). */
+FS_EXPORT void *dlsym(void *handle, const char *name) __attribute__((alias("fs_dlsym")));
+FS_EXPORT void *dlvsym(void *handle, const char *name, const char *version)
+    __attribute__((alias("fs_dlvsym")));

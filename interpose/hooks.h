@@ -1,0 +1,168 @@
+/* hooks.h - the one table of the entry points that the shim hands out in
+ * place of the real ones, by lookup or by slot (hooks.c), and the functions
+ * the table names, grouped by the file that owns them. */
+#ifndef FS_HOOKS_H
+#define FS_HOOKS_H
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <stdbool.h>
+
+/* The API an entry point belongs to: where its real function is found. */
+enum fs_api {
+    FS_API_DRIVER,  /* libcuda, adopted once (driver/cuda_driver.c) */
+    FS_API_RUNTIME, /* libcudart, through real.c */
+    FS_API_NCCL,    /* libnccl, through real.c */
+    FS_API_LOADER,  /* the C library's dlsym and dlvsym (driver/dlsym.c) */
+};
+
+/* The driver's entries come first, so that its lookups (hook_for in
+ * driver/cuda_driver.c) search only them. */
+enum fs_hook_id {
+    FS_HOOK_CU_MEM_ALLOC,
+    FS_HOOK_CU_MEM_FREE,
+    FS_HOOK_CU_MEM_ALLOC_ASYNC,
+    FS_HOOK_CU_MEM_ALLOC_ASYNC_PTSZ,
+    FS_HOOK_CU_MEM_FREE_ASYNC,
+    FS_HOOK_CU_MEM_FREE_ASYNC_PTSZ,
+    FS_HOOK_CU_MEM_GET_INFO,
+    FS_HOOK_CU_MEM_CREATE,
+    FS_HOOK_CU_MEM_RELEASE,
+    FS_HOOK_CU_MEM_MAP,
+    FS_HOOK_CU_MEM_UNMAP,
+    FS_HOOK_CU_MEM_ADDRESS_RESERVE,
+    FS_HOOK_CU_MEM_ADDRESS_FREE,
+    FS_HOOK_CU_GET_PROC_ADDRESS,
+    FS_HOOK_CU_GET_PROC_ADDRESS_V2,
+    FS_HOOK_CU_CTX_GET_DEVICE,
+    FS_HOOK_DRIVER_END, /* one past the driver's */
+    FS_HOOK_CUDA_MALLOC = FS_HOOK_DRIVER_END,
+    FS_HOOK_CUDA_FREE,
+    FS_HOOK_CUDA_MALLOC_ASYNC,
+    FS_HOOK_CUDA_MALLOC_ASYNC_PTSZ,
+    FS_HOOK_CUDA_FREE_ASYNC,
+    FS_HOOK_CUDA_FREE_ASYNC_PTSZ,
+    FS_HOOK_CUDA_MALLOC_FROM_POOL,
+    FS_HOOK_CUDA_STREAM_CREATE,
+    FS_HOOK_CUDA_STREAM_CREATE_WITH_FLAGS,
+    FS_HOOK_CUDA_STREAM_CREATE_WITH_PRIORITY,
+    FS_HOOK_CUDA_STREAM_DESTROY,
+    FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT,
+    FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_PTSZ,
+    FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION,
+    FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION_PTSZ,
+    FS_HOOK_CUDA_GET_DEVICE,
+    FS_HOOK_NCCL_MEM_ALLOC,
+    FS_HOOK_NCCL_MEM_FREE,
+    FS_HOOK_DLSYM,
+    FS_HOOK_DLVSYM,
+    FS_HOOK_COUNT
+};
+
+/* FS_HOOK_LOOKUP: an entry point that hands out others. Its slots are
+ * redirected in NCCL too, which reaches the driver only that way. */
+#define FS_HOOK_LOOKUP 1u
+
+struct fs_hook {
+    const char *name; /* the exported ABI name */
+    enum fs_api api;
+    unsigned flags;
+    /* What a driver lookup hands out in place of the real function while
+     * the shim serves (preloaded); NULL: the real function. */
+    void *served;
+    /* The trace-only function: what a driver lookup hands out, and what
+     * every slot of the entry point holds, while `fsdpshim attach` traces
+     * through the slots (attach/got.c); NULL: the entry point is left alone
+     * then. */
+    void *traced;
+    /* The real function once found, NULL before (and where the library has
+     * none); set once, read without a lock. */
+    void *real;
+};
+
+extern struct fs_hook fs_hooks[FS_HOOK_COUNT];
+
+static inline void *fs_hook_real(enum fs_hook_id id)
+{
+    return __atomic_load_n(&fs_hooks[id].real, __ATOMIC_ACQUIRE);
+}
+
+/* ---- hooks.c ---- */
+/* Finds the real functions of the entries of `api` that have none yet, among
+ * the loaded objects (never loading one); returns how many have one. Takes
+ * the loader's lock: not for a lookup path. */
+int fs_hooks_resolve(enum fs_api api);
+/* Whether driver lookups hand out the traced functions rather than the
+ * served ones: set while `fsdpshim attach` traces through the slots. */
+bool fs_hooks_tracing(void);
+void fs_hooks_set_tracing(bool on);
+
+/* ---- driver/cuda_driver.c ---- */
+/* Adopts the loaded driver (libcuda.so*), if any and none is adopted yet:
+ * the real functions of the driver's entries. */
+void fs_driver_adopt_loaded(void);
+/* Served: the driver's memory calls as their runtime counterparts. */
+CUresult fs_drv_mem_alloc(CUdeviceptr *dptr, size_t size);
+CUresult fs_drv_mem_free(CUdeviceptr dptr);
+CUresult fs_drv_mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream);
+CUresult fs_drv_mem_alloc_async_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream);
+CUresult fs_drv_mem_free_async(CUdeviceptr dptr, CUstream stream);
+CUresult fs_drv_mem_free_async_ptsz(CUdeviceptr dptr, CUstream stream);
+CUresult fs_drv_mem_get_info(size_t *free, size_t *total);
+/* Passed through and traced, served and traced alike: virtual memory. */
+CUresult fs_drv_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
+                           const CUmemAllocationProp *prop, unsigned long long flags);
+CUresult fs_drv_mem_release(CUmemGenericAllocationHandle handle);
+CUresult fs_drv_mem_map(CUdeviceptr ptr, size_t size, size_t offset,
+                        CUmemGenericAllocationHandle handle, unsigned long long flags);
+CUresult fs_drv_mem_unmap(CUdeviceptr ptr, size_t size);
+CUresult fs_drv_address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                unsigned long long flags);
+CUresult fs_drv_address_free(CUdeviceptr ptr, size_t size);
+/* The lookups, whose answers are replaced in turn. */
+CUresult fs_drv_get_proc_address(const char *symbol, void **pfn, int version, cuuint64_t flags);
+CUresult fs_drv_get_proc_address_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                    CUdriverProcAddressQueryResult *status);
+cudaError_t fs_get_driver_entry_point(const char *symbol, void **fn, unsigned long long flags,
+                                      enum cudaDriverEntryPointQueryResult *status);
+cudaError_t fs_get_driver_entry_point_ptsz(const char *symbol, void **fn, unsigned long long flags,
+                                           enum cudaDriverEntryPointQueryResult *status);
+cudaError_t fs_get_driver_entry_point_by_version(const char *symbol, void **fn,
+                                                 unsigned int version, unsigned long long flags,
+                                                 enum cudaDriverEntryPointQueryResult *status);
+cudaError_t fs_get_driver_entry_point_by_version_ptsz(const char *symbol, void **fn,
+                                                      unsigned int version,
+                                                      unsigned long long flags,
+                                                      enum cudaDriverEntryPointQueryResult *status);
+
+/* ---- driver/dlsym.c ---- */
+/* The shim's dlsym and dlvsym (exported under those names). */
+void *fs_dlsym(void *handle, const char *name);
+void *fs_dlvsym(void *handle, const char *name, const char *version);
+
+/* ---- attach/traced.c ---- */
+/* Trace-only: call the real function, write what succeeded (passive.h). */
+cudaError_t fs_traced_cuda_malloc(void **p, size_t size);
+cudaError_t fs_traced_cuda_free(void *p);
+cudaError_t fs_traced_cuda_malloc_async(void **p, size_t size, cudaStream_t s);
+cudaError_t fs_traced_cuda_malloc_async_ptsz(void **p, size_t size, cudaStream_t s);
+cudaError_t fs_traced_cuda_free_async(void *p, cudaStream_t s);
+cudaError_t fs_traced_cuda_free_async_ptsz(void *p, cudaStream_t s);
+cudaError_t fs_traced_cuda_malloc_from_pool(void **p, size_t size, cudaMemPool_t pool,
+                                            cudaStream_t s);
+cudaError_t fs_traced_cuda_stream_create(cudaStream_t *s);
+cudaError_t fs_traced_cuda_stream_create_with_flags(cudaStream_t *s, unsigned flags);
+cudaError_t fs_traced_cuda_stream_create_with_priority(cudaStream_t *s, unsigned flags,
+                                                       int priority);
+cudaError_t fs_traced_cuda_stream_destroy(cudaStream_t s);
+CUresult fs_traced_cu_mem_alloc(CUdeviceptr *dptr, size_t size);
+CUresult fs_traced_cu_mem_free(CUdeviceptr dptr);
+CUresult fs_traced_cu_mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream s);
+CUresult fs_traced_cu_mem_alloc_async_ptsz(CUdeviceptr *dptr, size_t size, CUstream s);
+CUresult fs_traced_cu_mem_free_async(CUdeviceptr dptr, CUstream s);
+CUresult fs_traced_cu_mem_free_async_ptsz(CUdeviceptr dptr, CUstream s);
+ncclResult_t fs_traced_nccl_mem_alloc(void **p, size_t size);
+ncclResult_t fs_traced_nccl_mem_free(void *p);
+
+#endif /* FS_HOOKS_H */
