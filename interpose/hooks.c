@@ -130,6 +130,7 @@ void fs_hooks_set_tracing(bool on)
 
 int fs_hooks_resolve(enum fs_api api)
 {
+    bool inside = fs_shim_enter(); /* a library not loaded is no error here (real.c) */
     int found = 0;
 
     /* the loader's are found by dlsym.c's constructor, before anything runs */
@@ -145,5 +146,6 @@ int fs_hooks_resolve(enum fs_api api)
         }
         found += fn != NULL;
     }
+    if (inside) fs_shim_leave();
     return found;
 }

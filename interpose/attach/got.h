@@ -6,13 +6,15 @@
 #include <stdbool.h>
 
 /* Starts the trace (passive.h) at `level` with `frames` frames to `path`,
- * then points every loaded object's slots of the hooked runtime entry
- * points at trace-only wrappers, and keeps doing so for objects loaded
- * later. False, after logging why, when the runtime is not loaded or the
- * trace cannot be made. */
+ * then points every loaded object's slots of the hook table's entry points
+ * (hooks.h) at their trace-only functions, makes the driver's lookups hand
+ * out trace-only functions too, and keeps doing so for objects loaded
+ * later. False, after logging why, when neither the runtime nor the driver
+ * is loaded or the trace cannot be made. */
 bool fs_got_attach(int level, unsigned frames, const char *path);
 
-/* Puts every slot back and closes the trace; false when not attached. */
+/* Puts every slot back, makes lookups answer with the driver's own
+ * functions again, and closes the trace; false when not attached. */
 bool fs_got_detach(void);
 
 #endif /* FS_GOT_H */

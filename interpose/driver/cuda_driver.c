@@ -50,6 +50,7 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <limits.h>
 #include <link.h>
 #include <string.h>
 
@@ -112,9 +113,12 @@ static bool adopt_driver(void *fn)
 
 static int find_driver(struct dl_phdr_info *info, size_t size, void *arg)
 {
+    char *path = arg;
+
     (void)size;
     if (!info->dlpi_name || !is_driver(info->dlpi_name)) return 0;
-    *(const char **)arg = info->dlpi_name;
+    strncpy(path, info->dlpi_name, PATH_MAX - 1);
+    path[PATH_MAX - 1] = '\0';
     return 1;
 }
 
@@ -122,12 +126,11 @@ static int find_driver(struct dl_phdr_info *info, size_t size, void *arg)
  * and the dlopen happens outside dl_iterate_phdr, which holds it. */
 void fs_driver_adopt_loaded(void)
 {
-    const char *path = NULL;
+    char path[PATH_MAX];
     struct link_map *object;
     void *handle;
 
-    if (__atomic_load_n(&adopted, __ATOMIC_ACQUIRE) || !dl_iterate_phdr(find_driver, &path)) return;
-    /* a loaded object's name stays while it is loaded; the handle keeps it */
+    if (__atomic_load_n(&adopted, __ATOMIC_ACQUIRE) || !dl_iterate_phdr(find_driver, path)) return;
     handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
     if (handle && dlinfo(handle, RTLD_DI_LINKMAP, &object) == 0) adopt(path, object);
     if (handle) dlclose(handle);
