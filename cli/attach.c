@@ -2,7 +2,8 @@
  * detach PID`: trace a job that is already running, without restarting it.
  *
  * Debian's gdb, in batch mode, stops the process for a moment and calls,
- * on one of its threads, dlopen(libfsdpshim.so) and then the shim's
+ * on one of its threads, stopped where that is safe (attach_gdb.py, the
+ * script gdb runs), dlopen(libfsdpshim.so) and then the shim's
  * fsdpshim_attach_start, which subscribes to CUPTI and opens the trace
  * (interpose/attach/attach.c, docs/cli.md); detach calls fsdpshim_attach_stop the
  * same way. Every function is reached through a pointer gdb is told the type
@@ -11,6 +12,8 @@
  * would make ptrace fail (another user's process, kernel.yama.ptrace_scope,
  * no CAP_SYS_PTRACE) and a process without CUDA are each said in one line. */
 #include "cli.h"
+
+#include "attach_gdb.h" /* attach_gdb_py: attach_gdb.py's text */
 
 #include <errno.h>
 #include <limits.h>
@@ -24,6 +27,7 @@
 
 #define CAP_SYS_PTRACE_BIT 19
 #define GDB_TIMEOUT_S      60
+#define GDB_WAIT_S         2 /* for a CUDA runtime call to stop at (attach_gdb.py) */
 
 void usage_attach(FILE *out)
 {
@@ -124,13 +128,13 @@ static bool has_cuda(pid_t pid)
     return found;
 }
 
-/* Runs gdb on pid with the commands in `script`; the number it printed
+/* Runs gdb on pid with the Python script `script`; the number it printed
  * after "FSDPSHIM_RESULT", or INT_MIN with gdb's output on stderr. */
 static int run_gdb(const char *who, pid_t pid, const char *script)
 {
-    char script_path[] = "/tmp/fsdpshim-gdb-XXXXXX", out_path[] = "/tmp/fsdpshim-out-XXXXXX";
+    char script_path[] = "/tmp/fsdpshim-gdb-XXXXXX.py", out_path[] = "/tmp/fsdpshim-out-XXXXXX";
     char pid_text[32], line[1024];
-    int sfd = mkstemp(script_path), ofd = mkstemp(out_path), result = INT_MIN, status;
+    int sfd = mkstemps(script_path, 3), ofd = mkstemp(out_path), result = INT_MIN, status;
     FILE *out = NULL;
     pid_t child;
 
@@ -164,6 +168,12 @@ static int run_gdb(const char *who, pid_t pid, const char *script)
         fprintf(stderr, "fsdpshim %s: gdb could not call into process %d:\n", who, (int)pid);
         while (fgets(line, sizeof line, out))
             fprintf(stderr, "  %s", line);
+    } else if (result == -3) {
+        fprintf(stderr,
+                "fsdpshim %s: process %d was never stopped where a call into it is safe (each "
+                "time a thread was inside the C library's allocator or loader, and it made no "
+                "CUDA runtime call for %d s): nothing was done; try again\n",
+                who, (int)pid, GDB_WAIT_S);
     }
 done:
     if (out) fclose(out);
@@ -174,26 +184,41 @@ done:
     return result;
 }
 
-/* The gdb commands that open the shim in the process (dlopen mode 2:
- * RTLD_NOW; 6: RTLD_NOW | RTLD_NOLOAD, only if it is there) and call
- * `call`, a function of type `type` taking `args`. -1: no library, -2: no
- * such function. */
-static void gdb_script(char *out, size_t len, const char *lib, int mode, const char *fn,
-                       const char *type, const char *args)
+/* s as a Python string literal */
+static size_t python_string(char *out, size_t len, const char *s)
 {
+    size_t n = 0;
+    if (len) out[n++] = '\'';
+    for (; *s && n + 5 < len; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '\\' || c == '\'')
+            n += (size_t)snprintf(out + n, len - n, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            n += (size_t)snprintf(out + n, len - n, "\\x%02x", c);
+        else
+            out[n++] = (char)c;
+    }
+    n += (size_t)snprintf(out + n, len - n, "'");
+    return n;
+}
+
+/* gdb's script (attach_gdb.py, after its settings): in process pid, once
+ * stopped where that is safe, dlopen lib with `mode` (2: RTLD_NOW; 6:
+ * RTLD_NOW | RTLD_NOLOAD, only if it is there) and call fn, of C type
+ * `type`, with the trace's path (NULL: no argument) and `level`. */
+static void gdb_script(char *out, size_t len, pid_t pid, const char *lib, int mode, const char *fn,
+                       const char *type, const char *path, int level)
+{
+    char lib_text[2 * PATH_MAX], path_text[2 * PATH_MAX + 64] = "";
+    python_string(lib_text, sizeof lib_text, lib);
+    if (path) {
+        size_t n = python_string(path_text, sizeof path_text, path);
+        snprintf(path_text + n, sizeof path_text - n, ", %d", level);
+    }
     snprintf(out, len,
-             "set $h = ((void *(*)(const char *, int))dlopen)(\"%s\", %d)\n"
-             "if $h == 0\n"
-             "  printf \"FSDPSHIM_RESULT -1\\n\"\n"
-             "else\n"
-             "  set $f = ((void *(*)(void *, const char *))dlsym)($h, \"%s\")\n"
-             "  if $f == 0\n"
-             "    printf \"FSDPSHIM_RESULT -2\\n\"\n"
-             "  else\n"
-             "    printf \"FSDPSHIM_RESULT %%d\\n\", ((%s)$f)(%s)\n"
-             "  end\n"
-             "end\n",
-             lib, mode, fn, type, args);
+             "PID = %d\nLIB = %s\nMODE = %d\nFN = '%s'\nTYPE = '%s'\nCALL_ARGS = [%s]\n"
+             "WAIT_S = %d\n%s",
+             (int)pid, lib_text, mode, fn, type, path_text, GDB_WAIT_S, attach_gdb_py);
 }
 
 static bool parse_pid(const char *who, const char *text, pid_t *pid)
@@ -261,8 +286,9 @@ static void trace_path(const char *pattern, pid_t pid, char *out, size_t len)
 
 static int detach_pid(const char *who, pid_t pid, const char *lib)
 {
-    char script[8192];
-    gdb_script(script, sizeof script, lib, 6, "fsdpshim_attach_stop", "int (*)(void)", "");
+    static char script[sizeof attach_gdb_py + 4 * PATH_MAX];
+    gdb_script(script, sizeof script, pid, lib, 6, "fsdpshim_attach_stop", "int (*)(void)", NULL,
+               0);
     int r = run_gdb(who, pid, script);
     if (r == INT_MIN) return FS_EXIT_BAD_INPUT;
     if (r != 0) {
@@ -276,7 +302,8 @@ static int detach_pid(const char *who, pid_t pid, const char *lib)
 int command_attach(int argc, char **argv)
 {
     const char *duration = NULL, *output = "fsdpshim-%h-%p.fst", *pid_text = NULL;
-    char lib[PATH_MAX], path[PATH_MAX + 64], args[PATH_MAX + 128], script[16384];
+    static char script[sizeof attach_gdb_py + 4 * PATH_MAX];
+    char lib[PATH_MAX], path[PATH_MAX + 64];
     double seconds = 0;
     pid_t pid;
 
@@ -318,9 +345,8 @@ int command_attach(int argc, char **argv)
     }
     if (!find_shim("attach", lib, sizeof lib)) return FS_EXIT_BAD_INPUT;
     trace_path(output, pid, path, sizeof path);
-    snprintf(args, sizeof args, "\"%s\", 2", path); /* 2: trace:stacks */
-    gdb_script(script, sizeof script, lib, 2, "fsdpshim_attach_start", "int (*)(const char *, int)",
-               args);
+    gdb_script(script, sizeof script, pid, lib, 2, "fsdpshim_attach_start",
+               "int (*)(const char *, int)", path, 2 /* trace:stacks */);
     switch (run_gdb("attach", pid, script)) {
     case INT_MIN:
         return FS_EXIT_BAD_INPUT;
