@@ -63,6 +63,7 @@ static size_t nslots, slots_cap;
 static atomic_bool attached;
 static unsigned long long seen_adds;
 static pthread_t watcher;
+static bool watching; /* the watcher was started: detach joins it */
 
 /* Which of an object's slots are redirected. */
 enum object_kind { OBJECT_ALL, OBJECT_LOOKUPS, OBJECT_NONE };
@@ -260,7 +261,8 @@ bool fs_got_attach(int level, unsigned frames, const char *path)
     fs_log(FS_LOG_INFO, "fsdpshim attach: %zu slots of %d entry points redirected", nslots, found);
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old); /* the thread takes none of the program's signals */
-    if (pthread_create(&watcher, NULL, watch_loads, NULL) != 0)
+    watching = pthread_create(&watcher, NULL, watch_loads, NULL) == 0;
+    if (!watching)
         fs_log(FS_LOG_WARN, "fsdpshim attach: objects loaded from now on are not traced");
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return true;
@@ -276,7 +278,8 @@ static int still_loaded(struct dl_phdr_info *info, size_t size, void *arg)
 bool fs_got_detach(void)
 {
     if (!atomic_exchange(&attached, false)) return false;
-    pthread_join(watcher, NULL);
+    if (watching) pthread_join(watcher, NULL);
+    watching = false;
     pthread_mutex_lock(&patch_lock);
     for (size_t i = nslots; i-- > 0;)
         if (dl_iterate_phdr(still_loaded, &slots[i]))
