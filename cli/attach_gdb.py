@@ -42,8 +42,23 @@ RETRIES = 50  # of those looks, 20 ms of running apart
 def result(n):
     print("FSDPSHIM_RESULT %d" % n)
 
+# The strings passed in the call, in the process's memory: gdb's own copies
+# of string literals are malloc'ed there and never freed.
+strings = []
+
 def c_string(s):
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """s copied into the process (freed by free_strings), as an expression."""
+    data = s.encode() + b"\0"
+    p = int(gdb.parse_and_eval("((void *(*)(unsigned long))malloc)(%d)" % len(data)))
+    if p == 0:
+        raise gdb.GdbError("malloc failed in the process")
+    strings.append(p)
+    gdb.selected_inferior().write_memory(p, data)
+    return "(const char *)%d" % p
+
+def free_strings():
+    for p in strings:
+        gdb.parse_and_eval("((void (*)(void *))free)(%d)" % p)
 
 def run_for(seconds):
     """Lets the process run until it stops at a breakpoint, or for `seconds`
@@ -108,20 +123,24 @@ def stop_safely():
         run_for(0.02)
     return False
 
+def call():
+    h = gdb.parse_and_eval("((void *(*)(const char *, int))dlopen)(%s, %d)" % (c_string(LIB), MODE))
+    if int(h) == 0:
+        return -1
+    gdb.set_convenience_variable("h", h)
+    f = gdb.parse_and_eval("((void *(*)(void *, const char *))dlsym)($h, %s)" % c_string(FN))
+    if int(f) == 0:
+        return -2
+    gdb.set_convenience_variable("f", f)
+    args = ", ".join(c_string(a) if isinstance(a, str) else str(a) for a in CALL_ARGS)
+    return int(gdb.parse_and_eval("((%s)$f)(%s)" % (TYPE, args)))
+
 gdb.execute("set breakpoint pending off")
 gdb.execute("set unwindonsignal on")
 if not stop_safely():
     result(-3)
 else:
-    h = gdb.parse_and_eval("((void *(*)(const char *, int))dlopen)(%s, %d)" % (c_string(LIB), MODE))
-    if int(h) == 0:
-        result(-1)
-    else:
-        gdb.set_convenience_variable("h", h)
-        f = gdb.parse_and_eval("((void *(*)(void *, const char *))dlsym)($h, %s)" % c_string(FN))
-        if int(f) == 0:
-            result(-2)
-        else:
-            gdb.set_convenience_variable("f", f)
-            args = ", ".join(c_string(a) if isinstance(a, str) else str(a) for a in CALL_ARGS)
-            result(int(gdb.parse_and_eval("((%s)$f)(%s)" % (TYPE, args))))
+    try:
+        result(call())
+    finally:
+        free_strings()

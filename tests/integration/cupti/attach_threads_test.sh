@@ -75,14 +75,6 @@ grep -q "none dropped" "$dir/out" &&
 if ldd "$prog" | grep -q libtsan; then
     export TSAN_OPTIONS=${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_bugs=0
 fi
-# gdb's `call` copies each string it passes (the library's path, the
-# function's name, the trace's path) into the process with malloc and never
-# frees it: 5 small blocks per attach and detach, which LeakSanitizer reports
-# when the program exits, allocated from [stack] (gdb's return address).
-if ldd "$prog" | grep -q libasan; then
-    printf 'leak:[stack]\n' >"$dir/lsan.supp"
-    export LSAN_OPTIONS=${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$dir/lsan.supp:print_suppressions=0
-fi
 
 # after_detach TAG TRACE: the program runs on, the trace does not grow
 after_detach() {
