@@ -90,9 +90,12 @@ static pthread_key_t thread_key;
 static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
 static __thread thread_buf *self;
 
+/* Acquire: a thread that sees tracing on sees everything fs_trace_start
+ * (and a trace-only attach, before it) set up ahead of turning it on, the
+ * clock's base among them (a plain load on x86). */
 int fs_trace_level(void)
 {
-    return atomic_load_explicit(&fs_trace_g.level, memory_order_relaxed);
+    return atomic_load_explicit(&fs_trace_g.level, memory_order_acquire);
 }
 
 uint64_t fs_trace_now(void)

@@ -18,14 +18,6 @@ unset LD_PRELOAD CUDA_INJECTION64_PATH NVTX_INJECTION64_PATH FSDPSHIM_TRACE FSDP
 export LD_LIBRARY_PATH=$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 src=$here/../trace/trace_prog.c
 command -v gdb >/dev/null || { echo "$name: no gdb (scripts/deps.sh installs it)"; exit 77; }
-# Under ThreadSanitizer, what gdb calls runs on a thread it stopped inside one
-# of TSan's interceptors (the program sleeps most of the time), where TSan
-# does not see the locks the call takes: its reports on the attached programs
-# are about that, not them. cupti.injection runs the same tracing code under
-# TSan without gdb.
-if ldd "$prog" | grep -q libtsan; then
-    export TSAN_OPTIONS=${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_bugs=0
-fi
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$dir"; }
 trap cleanup EXIT

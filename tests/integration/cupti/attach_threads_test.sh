@@ -54,7 +54,7 @@ finish() {
         "$dir/$1.out" || fail "attach_threads: $(cat "$dir/$1.out" "$dir/$1.err")"
 }
 
-# ---- traced from the start through CUPTI, no gdb (its TSan reports count) ----
+# ---- traced from the start through CUPTI, no gdb ----
 CUDA_INJECTION64_PATH=$shim FSDPSHIM_TRACE=$dir/inj.fst start inj
 sleep 1
 finish inj
@@ -67,14 +67,6 @@ grep -q "none dropped" "$dir/out" &&
     ! grep -q "before the trace began" "$dir/out" ||
     fail "not the $((made)) allocations made, each freed: $(cat "$dir/out")"
 
-# Under ThreadSanitizer, what gdb calls runs on a thread it stopped inside one
-# of TSan's interceptors, where TSan does not see the locks the call takes:
-# its reports on the attached programs are about that, not them (as in
-# attach_test.sh). The step above runs the same tracing code under TSan
-# without gdb, reports on.
-if ldd "$prog" | grep -q libtsan; then
-    export TSAN_OPTIONS=${TSAN_OPTIONS:+$TSAN_OPTIONS:}report_bugs=0
-fi
 
 # after_detach TAG TRACE: the program runs on, the trace does not grow
 after_detach() {
