@@ -6,7 +6,13 @@
  * CUDA runtime may not be loaded yet when the shim is (Python dlopens it
  * much later), and a program that never touches CUDA must not pay for it.
  * It is never created while the program's CUDA calls do not reach the shim
- * (linked rather than preloaded): the shim then stays inactive. */
+ * (linked rather than preloaded): the shim then stays inactive.
+ *
+ * Creating it looks symbols up and may load libraries, which takes glibc's
+ * loader lock; glibc holds that lock while it runs a library's constructors,
+ * and a constructor may call cudaMalloc. So no thread holds create_lock
+ * while it asks the loader anything it can ask first, and no thread waits
+ * for create_lock for ever (create_lock_take). */
 #include "live_stats.h"
 #include "real.h"
 #include "runtime/runtime.h"
@@ -26,6 +32,7 @@
 static fs_allocator *allocator;
 static int device_count;
 static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool create_stalled; /* a thread gave up waiting for the current creator */
 static const fs_shim_free_hook *free_hook;
 
 static __thread int in_shim __attribute__((tls_model("initial-exec")));
@@ -148,16 +155,19 @@ static fs_alloc_observer observer = {.on_oom = on_oom};
  * libcudart, or dlopen'ed with RTLD_LOCAL (ctypes.CDLL), sees none of the
  * program's calls, and its API must not claim otherwise. The definitions are
  * compared by object: inside the shim, &cudaMalloc itself would resolve
- * through the same global scope. Settled on first use, under create_lock:
- * the global scope only grows at its end, so the answer never changes. */
+ * through the same global scope. Settled on first use, outside create_lock
+ * (dlopen, dlsym and dladdr take the loader lock): threads that get here
+ * together each work it out, and agree, since the global scope only grows
+ * at its end and the answer never changes. */
 static int interposition; /* 1 the program's calls reach the shim, -1 not, 0 not yet known */
 
 static bool program_calls_reach_shim(void)
 {
+    int known = __atomic_load_n(&interposition, __ATOMIC_ACQUIRE);
     Dl_info shim, found = {0};
     void *global, *sym = NULL;
 
-    if (fs_likely(interposition != 0)) return interposition > 0;
+    if (fs_likely(known != 0)) return known > 0;
     global = dlopen(NULL, RTLD_LAZY);
     if (global) {
         sym = dlsym(global, "cudaMalloc");
@@ -165,10 +175,13 @@ static bool program_calls_reach_shim(void)
     }
     if (sym && dladdr((void *)program_calls_reach_shim, &shim) && dladdr(sym, &found) &&
         shim.dli_fbase == found.dli_fbase) {
-        interposition = 1;
+        __atomic_store_n(&interposition, 1, __ATOMIC_RELEASE);
         return true;
     }
-    interposition = -1;
+    /* the warning once, from the thread that settles it */
+    if (!__atomic_compare_exchange_n(&interposition, &known, -1, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return false;
     fs_log(FS_LOG_WARN,
            "libfsdpshim.so is linked or dlopen'ed, not preloaded: the program's cudaMalloc "
            "resolves to %s, so its CUDA calls never reach the shim; it manages nothing and its "
@@ -188,25 +201,17 @@ bool fs_shim_preloaded(void)
            self.dli_fbase == found.dli_fbase;
 }
 
-static void create_allocator(void)
+/* Under create_lock, for a process with `n` devices: creates the allocator
+ * and what lives as long as it (the live page, the trace), and publishes
+ * it. Starting the live page's and the trace writer's threads, and any
+ * first lookup on the way, may still take the loader lock (which of them
+ * does depends on the C library), which is why create_lock_take gives up
+ * in the end. */
+static void create_allocator(int n)
 {
-    __typeof__(&cudaGetDeviceCount) get_count;
     const fs_shim_config *cfg = fs_shim_config_get();
-    fs_internal_call c;
     fs_allocator *a;
-    int n = 0;
-    cudaError_t e;
 
-    if (!program_calls_reach_shim()) return;
-    get_count = FS_REAL(cudaGetDeviceCount);
-    if (!get_count) return; /* the runtime is not loaded yet: try again on the next call */
-    fs_err_save(&c.err);
-    e = get_count(&n);
-    fs_err_restore(&c.err);
-    if (e != cudaSuccess || n <= 0) {
-        fs_log(FS_LOG_INFO, "no CUDA device (%d); the shim stays out of the way", (int)e);
-        return;
-    }
     a = fs_allocator_create(&cfg->alloc, fs_cuda_device_ops(cfg->alloc.expandable_segments), n);
     if (!a) {
         fs_log(FS_LOG_ERROR, "cannot create the allocator; passing calls through");
@@ -224,14 +229,83 @@ static void create_allocator(void)
     fs_log(FS_LOG_INFO, "active on %d device(s)", n);
 }
 
+/* How long a thread waits for another that is creating the allocator. The
+ * creation takes milliseconds, but the creator may be waiting for the
+ * loader lock, and this thread may hold it: it may be running a library's
+ * constructor for dlopen. Nothing tells the two cases apart, so after this
+ * long the call is served as one the shim cannot serve, by the runtime
+ * (docs/interpose.md, "Ground rules"), and the constructor can finish. */
+#define CREATE_WAIT_NS (200 * 1000000LL)
+
+static int64_t monotonic_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Takes create_lock, or returns false when another thread holds it past
+ * CREATE_WAIT_NS or has published the allocator meanwhile. Once one thread
+ * has given up on a creator, the others do not wait for it at all: a
+ * constructor allocating in a loop would otherwise pay the wait each time.
+ * A loop of try-locks rather than pthread_mutex_timedlock: the latter's
+ * deadline is on the wall clock, which can jump. */
+static bool create_lock_take(void)
+{
+    static const struct timespec nap = {0, 1000000};
+    static int warned;
+    int64_t deadline;
+
+    if (pthread_mutex_trylock(&create_lock) == 0) return true;
+    if (__atomic_load_n(&create_stalled, __ATOMIC_ACQUIRE)) return false;
+    deadline = monotonic_ns() + CREATE_WAIT_NS;
+    do {
+        nanosleep(&nap, NULL);
+        if (pthread_mutex_trylock(&create_lock) == 0) return true;
+        if (__atomic_load_n(&allocator, __ATOMIC_ACQUIRE)) return false;
+    } while (monotonic_ns() < deadline);
+    __atomic_store_n(&create_stalled, true, __ATOMIC_RELEASE);
+    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+        fs_log(FS_LOG_WARN,
+               "another thread has been creating the allocator for %lld ms, perhaps waiting for "
+               "a lock this thread holds (the loader's, in a library constructor): calls made "
+               "meanwhile go to the runtime, unmanaged",
+               CREATE_WAIT_NS / 1000000);
+    return false;
+}
+
+/* The allocator, created on the first call that needs it; NULL while the
+ * shim is inactive, while there is no runtime or device yet, and, for
+ * calls that gave up waiting for another thread's creation, until that
+ * creation is done. Callers treat NULL as "nothing is the shim's": no
+ * pointer comes from an allocator before it is published. */
 fs_allocator *fs_shim_allocator(void)
 {
     fs_allocator *a = __atomic_load_n(&allocator, __ATOMIC_ACQUIRE);
+    __typeof__(&cudaGetDeviceCount) get_count;
+    fs_internal_call c;
+    cudaError_t e;
+    int n = 0;
 
     if (fs_likely(a != NULL)) return a;
-    pthread_mutex_lock(&create_lock);
-    if (!allocator) create_allocator();
+    /* The checks that ask the loader, and the runtime's first call (which
+     * may load the driver), before create_lock: every thread gets the same
+     * answers, and one that waits here for the loader holds nothing. */
+    if (!program_calls_reach_shim()) return NULL;
+    get_count = FS_REAL(cudaGetDeviceCount);
+    if (!get_count) return NULL; /* the runtime is not loaded yet: try again on the next call */
+    fs_err_save(&c.err);
+    e = get_count(&n);
+    fs_err_restore(&c.err);
+    if (e != cudaSuccess || n <= 0) {
+        fs_log(FS_LOG_INFO, "no CUDA device (%d); the shim stays out of the way", (int)e);
+        return NULL;
+    }
+    if (!create_lock_take()) return __atomic_load_n(&allocator, __ATOMIC_ACQUIRE);
+    if (!allocator) create_allocator(n);
     a = allocator;
+    __atomic_store_n(&create_stalled, false, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&create_lock);
     return a;
 }
@@ -255,6 +329,7 @@ static void atfork_child(void)
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 
     create_lock = fresh;
+    create_stalled = false;
     allocator = NULL;
     device_count = 0;
     if (thread_streams) memset(thread_streams, 0, MAX_DEVICES * sizeof *thread_streams);

@@ -62,7 +62,9 @@ const fs_shim_config *fs_shim_config_get(void);
  * The process-wide allocator, created on first use over cuda_device.c. NULL
  * when the shim is inactive: the program's CUDA calls do not reach it (it is
  * linked, not preloaded), the CUDA runtime is not loaded (yet), or the
- * device count could not be read. */
+ * device count could not be read; and, for a call that gave up waiting for
+ * another thread's creation of it (shim.c), until that one publishes it.
+ * Before it is published no pointer is the shim's: NULL means pass through. */
 fs_allocator *fs_shim_allocator(void);
 
 /* Whether the shim is preloaded: the global scope's cudaMalloc is its own.
