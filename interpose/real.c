@@ -15,7 +15,6 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <link.h>
-#include <pthread.h>
 #include <string.h>
 
 static const char *const lib_prefix[] = {
@@ -26,7 +25,6 @@ static const char *const lib_prefix[] = {
 /* Our own handles on libraries found by the phdr walk; once set they stay
  * (a handle keeps its library loaded). */
 static void *lib_handle[2];
-static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct find_ctx {
     const char *prefix;
@@ -49,26 +47,28 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /* A handle on the loaded copy of `lib`, or NULL while none is loaded. The
- * dlopen happens outside dl_iterate_phdr, which holds the loader's lock. */
+ * dlopen happens outside dl_iterate_phdr, which holds the loader's lock.
+ * No lock of ours is held around the dlopen: it waits for the loader's
+ * lock, whose holder may be a library constructor calling into the shim,
+ * which would then wait for ours (docs/interpose.md, "Ground rules").
+ * Threads that race each take a reference; all but the first drop theirs. */
 static void *loaded_handle(enum fs_lib lib)
 {
-    void *h = __atomic_load_n(&lib_handle[lib], __ATOMIC_ACQUIRE);
+    void *h = __atomic_load_n(&lib_handle[lib], __ATOMIC_ACQUIRE), *first = NULL;
     struct find_ctx ctx;
 
     if (h) return h;
     ctx.prefix = lib_prefix[lib];
     ctx.path[0] = '\0';
     if (!dl_iterate_phdr(find_object, &ctx)) return NULL;
-    pthread_mutex_lock(&lib_lock);
-    h = lib_handle[lib];
-    if (!h) {
-        h = dlopen(ctx.path, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
-        if (h) {
-            __atomic_store_n(&lib_handle[lib], h, __ATOMIC_RELEASE);
-            fs_log(FS_LOG_DEBUG, "found %s among loaded objects", ctx.path);
-        }
+    h = dlopen(ctx.path, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+    if (!h) return NULL;
+    if (!__atomic_compare_exchange_n(&lib_handle[lib], &first, h, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        dlclose(h);
+        return first;
     }
-    pthread_mutex_unlock(&lib_lock);
+    fs_log(FS_LOG_DEBUG, "found %s among loaded objects", ctx.path);
     return h;
 }
 
