@@ -18,6 +18,7 @@
 #include "trace_internal.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,20 +46,28 @@ static struct {
     PyObject *none; /* Py_None, for 3.8's f_back */
 } py;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* the table of stacks */
+/* Finding the API asks the loader (dl_iterate_phdr, dlsym, dlopen), whose
+ * lock a thread running a library's constructor holds while it allocates:
+ * no thread ever waits for this one, so that no constructor waits for a
+ * thread that waits for the loader (one that finds it taken records no
+ * Python frames that time). */
+static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long looked_at_adds = ~0ull;
 
 /* ---- finding the API --------------------------------------------------------- */
 
 static void *handle_with_python;
 
+/* The path of a loaded libpython, into arg (PATH_MAX bytes). The dlopen
+ * comes after dl_iterate_phdr, which holds a lock of the loader's that
+ * dlopen takes after its own. */
 static int find_libpython(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
-    (void)arg;
     if (!info->dlpi_name || !strstr(info->dlpi_name, "libpython")) return 0;
-    handle_with_python = dlopen(info->dlpi_name, RTLD_NOLOAD | RTLD_LAZY);
-    return handle_with_python != NULL;
+    snprintf(arg, PATH_MAX, "%s", info->dlpi_name);
+    return 1;
 }
 
 static int adds_counter(struct dl_phdr_info *info, size_t size, void *arg)
@@ -75,7 +84,8 @@ static void *sym(const char *name)
     return p;
 }
 
-/* Looks the API up once objects were loaded since the last look. Under lock. */
+/* Looks the API up once objects were loaded since the last look. Under
+ * resolve_lock. */
 static bool resolve(void)
 {
     unsigned long long adds;
@@ -88,7 +98,9 @@ static bool resolve(void)
     looked_at_adds = adds;
     version = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
     if (!version) {
-        dl_iterate_phdr(find_libpython, NULL);
+        char path[PATH_MAX];
+        if (!handle_with_python && dl_iterate_phdr(find_libpython, path))
+            handle_with_python = dlopen(path, RTLD_NOLOAD | RTLD_LAZY);
         version = (const char *(*)(void))sym("Py_GetVersion");
     }
     if (!version || sscanf(version(), "%d.%d", &major, &minor) != 2 || major != 3 || minor < 8)
@@ -302,9 +314,9 @@ uint32_t fs_python_stack(unsigned max_frames)
 
     if (fs_trace_level() < FS_TRACE_PYTHON || !max_frames) return 0;
     if (!__atomic_load_n(&py.minor, __ATOMIC_ACQUIRE)) {
-        pthread_mutex_lock(&lock);
+        if (pthread_mutex_trylock(&resolve_lock) != 0) return 0;
         bool ok = resolve();
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&resolve_lock);
         if (!ok) return 0;
     }
     /* Both are safe without the GIL; only a thread holding it goes on. */
