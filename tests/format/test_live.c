@@ -106,17 +106,23 @@ static bool same_everywhere(const fs_live_proc *p, const fs_live_device *d, uint
 struct race {
     fs_live_head *h;
     atomic_bool done;
+    atomic_uint_fast64_t reads; /* whole copies the reader got */
+    uint64_t written;           /* the last update */
 };
 
+/* UPDATES updates, and on until the reader has read 100 times: on a busy
+ * machine the reader may not run at all during the first UPDATES */
 static void *writer(void *arg)
 {
     struct race *r = arg;
     static fs_live_proc p;
     static fs_live_device d[NDEV];
-    for (uint64_t v = 1; v <= UPDATES; v++) {
+    uint64_t v = 0;
+    while (++v <= UPDATES || atomic_load(&r->reads) < 100) {
         fill(&p, d, NDEV, v);
         fs_live_publish(r->h, &p, d);
     }
+    r->written = v - 1;
     atomic_store(&r->done, true);
     return NULL;
 }
@@ -126,7 +132,7 @@ static void test_seqlock(void **state)
     struct race r = {.h = page_new(NDEV)};
     fs_live_proc *p = malloc(sizeof *p);
     fs_live_device *d = malloc(NDEV * sizeof *d);
-    uint64_t reads = 0, last = 0;
+    uint64_t last = 0;
     pthread_t t;
 
     (void)state;
@@ -137,13 +143,13 @@ static void test_seqlock(void **state)
         /* updates are seen in order, never one from the past */
         assert_true(p->rank >= (int64_t)last);
         last = (uint64_t)p->rank;
-        reads++;
+        atomic_fetch_add(&r.reads, 1);
     }
     pthread_join(t, NULL);
     assert_true(fs_live_read(r.h, p, d, 1));
-    assert_int_equal(p->rank, UPDATES);
+    assert_int_equal(p->rank, r.written);
     assert_true(same_everywhere(p, d, NDEV));
-    assert_true(reads > 0);
+    assert_true(atomic_load(&r.reads) >= 100);
     free(p);
     free(d);
     free(r.h);

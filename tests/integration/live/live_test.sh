@@ -79,6 +79,9 @@ top_until() {
 }
 sites() { grep -Ec ' in +[0-9]+ blocks  ' "$dir/out"; }
 three_sites() { [ "$(sites)" -eq 3 ]; }
+# an update begun before the program was ready may walk the sites after its
+# last allocation (on device 1) but have read the devices' figures before it
+settled() { three_sites && [ -n "$(field 1 1)" ]; }
 shows() { grep -q -- "$1" "$dir/out"; }
 # field DEV N: the Nth "NUMBER UNIT" column of device DEV's row in $dir/out
 # (1 allocated, 2 its peak, 3 reserved, 4 its peak, 5 pending, 6 cached free)
@@ -88,7 +91,7 @@ field() {
 
 # ---- the figures: what live_prog holds ------------------------------------
 RANK=3 WORLD_SIZE=4 start main trace:stacks
-top_until "$pid" three_sites
+top_until "$pid" settled
 grep -q "^PID $pid  rank 3/4  live_prog  updated [0-9.]* s ago, trace:stacks$" "$dir/out" ||
     fail "no process line: $(cat "$dir/out")"
 [ "$(field 0 1)" = "13.0 MiB" ] || fail "device 0 allocated '$(field 0 1)', not 13.0 MiB: $(cat "$dir/out")"
