@@ -31,10 +31,13 @@
  * libnvidia-ml.so.1 is only ever dlopened by name (PyTorch, pynvml), which
  * finds a loaded library by its soname first: preloading it is what makes
  * the sim's win over a real one on a search path of the program's (its
- * DT_RPATH comes before LD_LIBRARY_PATH). */
+ * DT_RPATH comes before LD_LIBRARY_PATH). libcupti.so.13 likewise: PyTorch
+ * links the wheel's, whose CUPTI cannot work without NVIDIA's driver, and a
+ * trace-only attach (CUDA_INJECTION64_PATH, fsdpshim attach) uses the CUPTI
+ * that is loaded. */
 static const char *const sim_libraries[] = {
-    "libcudart.so.13",   "libcuda.so.1",  "libnccl.so.2",     "libcublas.so.13",
-    "libcublasLt.so.13", "libcudnn.so.9", "libnvidia-ml.so.1"};
+    "libcudart.so.13",   "libcuda.so.1",  "libnccl.so.2",      "libcublas.so.13",
+    "libcublasLt.so.13", "libcudnn.so.9", "libnvidia-ml.so.1", "libcupti.so.13"};
 #define SIM_LIBRARY_COUNT (sizeof sim_libraries / sizeof sim_libraries[0])
 
 void usage_sim(FILE *out)
