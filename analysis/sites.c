@@ -281,17 +281,18 @@ uint32_t fs_sites_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev)
     uint32_t id = id_of(s, ev);
 
     if (s->by == FS_BY_STACK && ev->pystack) {
+        uint64_t ids = (uint64_t)ev->stack << 32 | ev->pystack;
+        struct fs_site_pair *slot = pair_slot(s, ids);
         const fs_fmt_pyframe *py;
         const uint64_t *frames;
+        /* a pair seen before had its stacks defined then */
+        if (slot->site) return counted(s, slot->site);
         if (fs_reader_pystack(t, ev->pystack, &py) &&
             (!ev->stack || fs_reader_stack(t, ev->stack, &frames))) {
-            struct fs_site_pair *slot = pair_slot(s, (uint64_t)ev->stack << 32 | ev->pystack);
-            if (!slot->site) {
-                key_of(s, t, ev, key, sizeof key);
-                slot->ids = (uint64_t)ev->stack << 32 | ev->pystack;
-                slot->site = site_by_text(s, key);
-                s->npairs++;
-            }
+            key_of(s, t, ev, key, sizeof key);
+            slot->ids = ids;
+            slot->site = site_by_text(s, key);
+            s->npairs++;
             return counted(s, slot->site);
         }
     }
