@@ -268,20 +268,6 @@ static size_t series_of(fs_timeline *tl, int device, bool is_stream, uint64_t st
 
 /* ---- freed blocks by address ------------------------------------------------------------ */
 
-/* The home slot of addr: block addresses share their low bits (512-byte
- * rounding, 2 MiB alignment), so the address is mixed through murmur3's
- * finaliser before the mask keeps its low bits */
-static size_t slot_of(uint64_t addr, size_t cap)
-{
-    uint64_t h = addr;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return (size_t)h & (cap - 1);
-}
-
 static void freed_put(fs_tl_reading *rd, freed f)
 {
     if (2 * (rd->nfreed + 1) > rd->capfreed) {
@@ -289,7 +275,7 @@ static void freed_put(fs_tl_reading *rd, freed f)
         freed *slots = alloc_or_die(cap, sizeof *slots);
         for (size_t i = 0; i < rd->capfreed; i++)
             if (rd->freed[i].series) {
-                size_t k = slot_of(rd->freed[i].addr, cap);
+                size_t k = fs_addr_slot(rd->freed[i].addr, cap);
                 while (slots[k].series)
                     k = (k + 1) & (cap - 1);
                 slots[k] = rd->freed[i];
@@ -298,7 +284,7 @@ static void freed_put(fs_tl_reading *rd, freed f)
         rd->freed = slots;
         rd->capfreed = cap;
     }
-    size_t k = slot_of(f.addr, rd->capfreed);
+    size_t k = fs_addr_slot(f.addr, rd->capfreed);
     while (rd->freed[k].series && rd->freed[k].addr != f.addr)
         k = (k + 1) & (rd->capfreed - 1);
     if (!rd->freed[k].series) rd->nfreed++;
@@ -310,13 +296,13 @@ static void freed_put(fs_tl_reading *rd, freed f)
 static bool freed_take(fs_tl_reading *rd, uint64_t addr, freed *out)
 {
     if (!rd->capfreed) return false;
-    size_t mask = rd->capfreed - 1, k = slot_of(addr, rd->capfreed);
+    size_t mask = rd->capfreed - 1, k = fs_addr_slot(addr, rd->capfreed);
     while (rd->freed[k].series && rd->freed[k].addr != addr)
         k = (k + 1) & mask;
     if (!rd->freed[k].series) return false;
     *out = rd->freed[k];
     for (size_t next = (k + 1) & mask; rd->freed[next].series; next = (next + 1) & mask) {
-        size_t home = slot_of(rd->freed[next].addr, rd->capfreed);
+        size_t home = fs_addr_slot(rd->freed[next].addr, rd->capfreed);
         /* the entry at next may fill the hole at k if its home is not in (k, next] */
         if (((next - home) & mask) >= ((next - k) & mask)) {
             rd->freed[k] = rd->freed[next];

@@ -237,8 +237,6 @@ static bool defined(const fs_sites *s, const fs_reader *t, uint32_t id)
     }
 }
 
-static size_t slot_of(uint64_t addr, size_t cap);
-
 /* The slot of an allocation's (native, Python) stack ids in s->pairs: its
  * site when set, else where to put it. */
 static struct fs_site_pair *pair_slot(fs_sites *s, uint64_t ids)
@@ -249,7 +247,7 @@ static struct fs_site_pair *pair_slot(fs_sites *s, uint64_t ids)
         if (!slots) fs_analysis_oom("analysis");
         for (size_t i = 0; i < s->pairs_cap; i++) {
             if (!s->pairs[i].site) continue;
-            size_t k = slot_of(s->pairs[i].ids, cap);
+            size_t k = fs_addr_slot(s->pairs[i].ids, cap);
             while (slots[k].site)
                 k = (k + 1) & (cap - 1);
             slots[k] = s->pairs[i];
@@ -258,7 +256,7 @@ static struct fs_site_pair *pair_slot(fs_sites *s, uint64_t ids)
         s->pairs = slots;
         s->pairs_cap = cap;
     }
-    size_t k = slot_of(ids, s->pairs_cap);
+    size_t k = fs_addr_slot(ids, s->pairs_cap);
     while (s->pairs[k].site && s->pairs[k].ids != ids)
         k = (k + 1) & (s->pairs_cap - 1);
     return &s->pairs[k];
@@ -329,12 +327,7 @@ void fs_site_print_key(FILE *out, const fs_site *site)
 
 /* ---- live blocks ---------------------------------------------------------------------- */
 
-/* The home slot of addr. Block addresses share their low bits (512-byte
- * rounding; 2 MiB alignment for large blocks and segments), and the low
- * bits of a product depend only on the low bits of its factors: the
- * address is mixed through (murmur3's finaliser) so that every bit reaches
- * the bits the mask keeps. */
-static size_t slot_of(uint64_t addr, size_t cap)
+size_t fs_addr_slot(uint64_t addr, size_t cap)
 {
     uint64_t h = addr;
     h ^= h >> 33;
@@ -356,14 +349,14 @@ bool fs_live_replace(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, in
         l->cap = cap;
         for (size_t i = 0; i < oldcap; i++)
             if (old[i].site) {
-                size_t k = slot_of(old[i].addr, cap);
+                size_t k = fs_addr_slot(old[i].addr, cap);
                 while (l->slots[k].site)
                     k = (k + 1) & (cap - 1);
                 l->slots[k] = old[i];
             }
         free(old);
     }
-    size_t k = slot_of(addr, l->cap);
+    size_t k = fs_addr_slot(addr, l->cap);
     while (l->slots[k].site && l->slots[k].addr != addr)
         k = (k + 1) & (l->cap - 1);
     bool replaced = l->slots[k].site;
@@ -384,7 +377,7 @@ void fs_live_put(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, int de
 bool fs_live_take(fs_live *l, uint64_t addr, fs_live_block *out)
 {
     if (!l->cap) return false;
-    size_t mask = l->cap - 1, k = slot_of(addr, l->cap);
+    size_t mask = l->cap - 1, k = fs_addr_slot(addr, l->cap);
     while (l->slots[k].site && l->slots[k].addr != addr)
         k = (k + 1) & mask;
     if (!l->slots[k].site) return false;
@@ -395,7 +388,7 @@ bool fs_live_take(fs_live *l, uint64_t addr, fs_live_block *out)
      * unless its home slot lies cyclically in (hole, i] */
     size_t hole = k;
     for (size_t i = (k + 1) & mask; l->slots[i].site; i = (i + 1) & mask) {
-        size_t home = slot_of(l->slots[i].addr, l->cap);
+        size_t home = fs_addr_slot(l->slots[i].addr, l->cap);
         bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
         if (!stays) {
             l->slots[hole] = l->slots[i];

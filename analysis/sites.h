@@ -127,7 +127,14 @@ bool fs_live_take(fs_live *l, uint64_t addr, fs_live_block *out);
 void fs_live_clear(fs_live *l);
 void fs_live_free(fs_live *l);
 
-/* A string's hash (FNV-1a), for the tables keyed by text. */
+/* The home slot of an address (or any 64-bit key) in an open-addressing
+ * table of `cap` slots, a power of two: block addresses share their low
+ * bits (512-byte rounding, 2 MiB alignment), and the low bits of a product
+ * depend only on the low bits of its factors, so the key is mixed through
+ * murmur3's finaliser before the mask keeps its low bits. */
+size_t fs_addr_slot(uint64_t addr, size_t cap);
+
+/* A string's hash, for the tables keyed by text. */
 uint64_t fs_hash_text(const char *s);
 
 /* "1.5 MiB" */
