@@ -4,16 +4,23 @@
 # A test exits 77 to say "skipped" (ctest SKIP_RETURN_CODE): gpu tests do so
 # when no GPU is present, which ctest reports as skipped, never as passed.
 
-# fs_cuda_program(<target> SOURCES <src...> [LIBS <lib...>] [REAL])
+# fs_cuda_program(<target> SOURCES <src...> [LIBS <lib...>] [REAL | STATIC])
 #   An ordinary CUDA host program: compiled against the toolkit headers and
 #   linked with the simulated libcudart/libnccl (or, with REAL, with the
 #   toolkit's own libraries, for the gpu suite, with FSDPSHIM_REAL_RUNTIME
-#   defined for what only the sim can be asked). It knows nothing of the shim.
+#   defined for what only the sim can be asked; with STATIC, with the
+#   toolkit's static runtime as nvcc links by default, so that no
+#   libcudart.so is loaded and the program reaches the driver only through
+#   dlopen and cuGetProcAddress). It knows nothing of the shim.
 function(fs_cuda_program target)
-  cmake_parse_arguments(P "REAL" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(P "REAL;STATIC" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${target} ${P_SOURCES})
   target_include_directories(${target} PRIVATE "${FSDPSHIM_CUDA_INCLUDE}")
-  if(P_REAL)
+  if(P_STATIC)
+    target_link_libraries(${target} PRIVATE "${FSDPSHIM_CUDA_ROOT}/lib64/libcudart_static.a"
+      ${P_LIBS} ${CMAKE_DL_LIBS} rt Threads::Threads)
+    target_compile_definitions(${target} PRIVATE FSDPSHIM_REAL_RUNTIME)
+  elseif(P_REAL)
     target_link_libraries(${target} PRIVATE "${FSDPSHIM_REAL_CUDART}" "${FSDPSHIM_REAL_NCCL}" ${P_LIBS} Threads::Threads)
     # No build rpath: the loader's search (or LD_LIBRARY_PATH=build/lib/sim)
     # decides which libcudart.so.13 the program gets, as for PyTorch's libraries.

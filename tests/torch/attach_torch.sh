@@ -11,9 +11,14 @@
 #      growing at the detach, and the program runs on and ends with its
 #      checks passed.
 #
-#   attach_torch.sh FSDPSHIM LIBFSDPSHIM PYTHON
+# With "gpu" as a fourth argument, the program runs on the real device (and
+# gdb is whatever `gdb` is first on PATH).
+#
+#   attach_torch.sh FSDPSHIM LIBFSDPSHIM PYTHON [gpu]
 name=attach_torch
 cli=$1 shim=$2 py=$3
+on=("$cli" sim --native --devices 1 --)
+[ "${4:-}" = gpu ] && on=()
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../integration/runtime/cli_common.sh"
 unset LD_PRELOAD CUDA_INJECTION64_PATH NVTX_INJECTION64_PATH FSDPSHIM_TRACE FSDPSHIM_TRACE_LIST
@@ -32,7 +37,7 @@ allocations() {
 # ---- 1. injected from the start ----
 (sleep 3 && touch "$dir/beat.stop") &
 CUDA_INJECTION64_PATH=$shim FSDPSHIM_CONF=trace:stacks FSDPSHIM_TRACE=$dir/inj.fst \
-    expect 0 "$cli" sim --native --devices 1 -- "$py" "$here/attach_loop.py" "$dir/beat"
+    expect 0 "${on[@]}" "$py" "$here/attach_loop.py" "$dir/beat"
 wait
 grep -q "^attach_loop: ok " "$dir/out" || fail "injected: $(cat "$dir/out" "$dir/err")"
 made=$(count)
@@ -44,7 +49,7 @@ grep -q "CUDACachingAllocator" "$dir/out" || fail "not at PyTorch's allocator: $
 
 # ---- 2. attached to while it runs ----
 rm -f "$dir/beat" "$dir/beat.stop"
-"$cli" sim --native --devices 1 -- "$py" "$here/attach_loop.py" "$dir/beat" \
+"${on[@]}" "$py" "$here/attach_loop.py" "$dir/beat" \
     >"$dir/loop.out" 2>"$dir/loop.err" &
 sim_pid=$!
 for _ in $(seq 300); do [ -s "$dir/beat" ] && break; sleep 0.1; done

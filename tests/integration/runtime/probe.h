@@ -10,11 +10,19 @@
 
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+/* Built against NVIDIA's runtime, for a GPU (fs_cuda_program REAL or STATIC) */
+#ifdef FSDPSHIM_REAL_RUNTIME
+#define ON_REAL_RUNTIME true
+#else
+#define ON_REAL_RUNTIME false
+#endif
 
 #define CHECK(call)                                                                                \
     do {                                                                                           \
