@@ -28,13 +28,15 @@ line:
     train_fsdp: rank R: max_memory_allocated=B max_memory_reserved=B peak_device_used=B
 
 max_memory_* are PyTorch's allocator statistics; peak_device_used is the
-peak of total - free from the driver's cuMemGetInfo, sampled by a
-background thread every --sample-ms: the device's own view, from outside
-the allocator, which also counts NCCL's buffers and the CUDA libraries'
-workspaces. It is asked of libcuda.so.1 directly because the runtime's
-cudaMemGetInfo (torch.cuda.mem_get_info) is answered by an allocator that
-interposes on the runtime, as fsdpshim does: it counts its own cached
-blocks as free, which is right for PyTorch's sizing but not a measurement. Losses are meaningless on the simulated device, whose
+peak of the device memory in use as NVML reports it (nvmlDeviceGetMemoryInfo,
+asked of libnvidia-ml.so.1), sampled by a background thread every
+--sample-ms: the device's own view, from outside the process's allocators,
+which also counts the CUDA context, NCCL's buffers and the CUDA libraries'
+workspaces. Not the CUDA runtime's cudaMemGetInfo, nor the driver's
+cuMemGetInfo: an allocator that interposes on CUDA, as fsdpshim does,
+answers both (even the driver's, when it is looked up with dlsym, as ctypes
+does) and counts its own cached blocks as free, which is right for
+PyTorch's sizing but not a measurement. Losses are meaningless on the simulated device, whose
 kernels compute nothing; everything else (the allocation sequence, streams,
 collectives, peak memory) is what the job does on a GPU. Inputs are made on
 the host and copied to the device, so the data that enters the model is
@@ -140,11 +142,16 @@ def init_own_parameters(module):
         nn.init.zeros_(module.bias)
 
 
+class NvmlMemory(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                ("used", ctypes.c_ulonglong)]
+
+
 class PeakSampler(threading.Thread):
-    """Samples total - free of the driver's cuMemGetInfo for one device every
-    period: the device memory in use as the device sees it, whoever
-    allocated it. The calling thread's current context is the device's
-    primary context once the runtime has made the device current there."""
+    """Samples the memory in use on one device, as NVML sees it, every
+    period: whoever allocated it, and out of reach of any allocator that
+    interposes on CUDA. The device is found by its PCI address, which NVML
+    and CUDA agree on whatever CUDA_VISIBLE_DEVICES says."""
 
     def __init__(self, device, period_s):
         super().__init__(daemon=True, name="peak-sampler")
@@ -152,16 +159,24 @@ class PeakSampler(threading.Thread):
         self.period_s = period_s
         self.peak = 0
         self.done = threading.Event()
-        self.mem_get_info = ctypes.CDLL("libcuda.so.1").cuMemGetInfo_v2
-        self.mem_get_info.argtypes = [ctypes.POINTER(ctypes.c_size_t)] * 2
-        self.mem_get_info.restype = ctypes.c_int
+        self.nvml = ctypes.CDLL("libnvidia-ml.so.1")
+        self.check("nvmlInit_v2", self.nvml.nvmlInit_v2())
+        p = torch.cuda.get_device_properties(device)
+        bus = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0"
+        self.handle = ctypes.c_void_p()
+        self.check(f"nvmlDeviceGetHandleByPciBusId_v2({bus})",
+                   self.nvml.nvmlDeviceGetHandleByPciBusId_v2(bus.encode(),
+                                                              ctypes.byref(self.handle)))
+
+    @staticmethod
+    def check(what, res):
+        if res != 0:
+            raise RuntimeError(f"{what} failed: nvmlReturn_t {res}")
 
     def sample(self):
-        free, total = ctypes.c_size_t(), ctypes.c_size_t()
-        res = self.mem_get_info(ctypes.byref(free), ctypes.byref(total))
-        if res != 0:
-            raise RuntimeError(f"cuMemGetInfo failed: CUresult {res}")
-        self.peak = max(self.peak, total.value - free.value)
+        memory = NvmlMemory()
+        self.check("nvmlDeviceGetMemoryInfo", self.nvml.nvmlDeviceGetMemoryInfo(self.handle, ctypes.byref(memory)))
+        self.peak = max(self.peak, memory.used)
 
     def run(self):
         torch.cuda.set_device(self.device)
@@ -192,7 +207,7 @@ def parse_args():
     p.add_argument("--seed", type=int, default=0, help="random seed [0]")
     p.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate [1e-4]")
     p.add_argument("--sample-ms", type=float, default=2.0,
-                   help="cudaMemGetInfo sampling period in milliseconds [2]")
+                   help="device memory sampling period in milliseconds [2]")
     return p.parse_args()
 
 

@@ -12,6 +12,9 @@
 #            without and with the shim, and traced (trace:stacks,python):
 #            median step time, peak device memory from the driver, losses
 #   fsdp1    the same job with FSDP1, native and under the shim
+#   small    a small FSDP2 model (--size small), where allocation is a larger
+#            share of a step: native, and PYTORCH_NO_CUDA_MEMORY_CACHING=1
+#            without and with the shim
 #   gap      the rate limiter's wait-to-launch gap on real NCCL (rl_gap)
 #   threads  alloc_bench at 1, 8 and 16 threads (host-side allocator cost)
 #
@@ -46,8 +49,8 @@ while [ $# -gt 0 ]; do
         --raw) raw=$2; shift ;;
         --deadline) deadline=$2; shift ;;
         --sim) sim=1 ;;
-        pair | torch | train | fsdp1 | gap | threads) sections+=("$1") ;;
-        *) echo "usage: gpu_bench.sh [--runs N] [--out DIR] [--raw FILE] [--deadline S] [--sim] [pair|torch|train|fsdp1|gap|threads]..." >&2
+        pair | torch | train | fsdp1 | small | gap | threads) sections+=("$1") ;;
+        *) echo "usage: gpu_bench.sh [--runs N] [--out DIR] [--raw FILE] [--deadline S] [--sim] [pair|torch|train|fsdp1|small|gap|threads]..." >&2
            exit 2 ;;
     esac
     shift
@@ -57,10 +60,12 @@ mkdir -p "$out/logs" || exit 1
 [ -n "$raw" ] || { raw=$out/raw.txt; : >"$raw"; }
 started=$SECONDS
 train_args=(--fsdp 2 --size medium --batch 8 --seq 512 --steps 20)
+small_args=(--fsdp 2 --size small --batch 4 --seq 256 --steps 20)
 if [ $sim = 1 ]; then
     pair_bench=$here/pair_bench_sim rl_gap=$here/rl_gap
     native=("$cli" sim --native --) shimmed=("$cli" sim --)
     train_args=(--fsdp 2 --size tiny --batch 2 --seq 64 --steps 3)
+    small_args=("${train_args[@]}")
 else
     pair_bench=$here/pair_bench_gpu rl_gap=$here/rl_gap_gpu
     native=() shimmed=("$cli" run --)
@@ -119,13 +124,14 @@ section_torch() {
     done
 }
 
-# train_once ROUTE FSDP R: one train_fsdp run; its figures recorded, its
-# losses kept in OUT/logs/losses.ROUTE.R
+# train_once ROUTE FSDP R [TAG]: one train_fsdp run with train_args; its
+# figures recorded as trainTAG.* (TAG defaults to FSDP), its losses kept in
+# OUT/logs/lossesTAG.ROUTE.R
 train_once() {
-    local route=$1 fsdp=$2 r=$3 log rc
+    local route=$1 fsdp=$2 r=$3 tag=${4:-$2} log rc
     local args=("${train_args[@]}")
     args[1]=$fsdp
-    log=$out/logs/train$fsdp.$route.$r
+    log=$out/logs/train$tag.$route.$r
     case $route in
         native) run "$log" "${native[@]}" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
         shim) run "$log" "${shimmed[@]}" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
@@ -144,18 +150,18 @@ train_once() {
     esac
     rc=$?
     [ $rc -eq 0 ] || return $rc
-    sed -n 's/^train_fsdp: step [0-9]* loss \([0-9.na-]*\) .*/\1/p' "$log" >"$out/logs/losses$fsdp.$route.$r"
-    record "train$fsdp.$route.step_ms" "$(sed -n 's/^train_fsdp: median step \([0-9.]*\) ms.*/\1/p' "$log")"
-    record "train$fsdp.$route.peak_device_MiB" \
+    sed -n 's/^train_fsdp: step [0-9]* loss \([0-9.na-]*\) .*/\1/p' "$log" >"$out/logs/losses$tag.$route.$r"
+    record "train$tag.$route.step_ms" "$(sed -n 's/^train_fsdp: median step \([0-9.]*\) ms.*/\1/p' "$log")"
+    record "train$tag.$route.peak_device_MiB" \
         "$(sed -n 's/.*peak_device_used=\([0-9]*\).*/\1/p' "$log" | awk '{ printf "%.1f", $1 / 1048576 }')"
-    record "train$fsdp.$route.max_reserved_MiB" \
+    record "train$tag.$route.max_reserved_MiB" \
         "$(sed -n 's/.*max_memory_reserved=\([0-9]*\).*/\1/p' "$log" | awk '{ printf "%.1f", $1 / 1048576 }')"
     if [ "$route" = trace ]; then
         local f bytes=0
         for f in "$out/logs/trace$fsdp-$r"-*.fst; do
             [ -f "$f" ] && bytes=$((bytes + $(stat -c %s "$f")))
         done
-        record "train$fsdp.trace.trace_MiB" "$(awk -v b=$bytes 'BEGIN { printf "%.2f", b / 1048576 }')"
+        record "train$tag.trace.trace_MiB" "$(awk -v b=$bytes 'BEGIN { printf "%.2f", b / 1048576 }')"
     fi
 }
 
@@ -178,6 +184,16 @@ section_train() {
         time_left 45 || { say "train: stopped after $((r - 1)) rounds (deadline)"; break; }
         for route in native shim nocache nocache_shim trace; do
             train_once $route 2 "$r"
+        done
+    done
+}
+
+section_small() {
+    local r route train_args=("${small_args[@]}")
+    for r in $(seq "$runs"); do
+        time_left 25 || { say "small: stopped after $((r - 1)) rounds (deadline)"; break; }
+        for route in native nocache nocache_shim; do
+            train_once $route 2 "$r" 2small
         done
     done
 }
@@ -219,6 +235,7 @@ need() {
         torch) echo $((runs * 15)) ;;
         train) echo $((runs * 40)) ;;
         fsdp1) echo 40 ;;
+        small) echo $((runs * 20)) ;;
         gap) echo $((runs * 4)) ;;
         threads) echo 90 ;;
     esac
@@ -248,11 +265,11 @@ done
             med = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
             printf "  %-44s %12.2f  [%.2f - %.2f]  n=%d\n", key, med, v[1], v[n], n
         }'
-    for f in 2 1; do
+    for f in 2 2small 1; do
         [ -s "$out/logs/losses$f.native.1" ] || continue
         for route in shim nocache nocache_shim trace; do
             ls "$out/logs/losses$f.$route".* >/dev/null 2>&1 || continue
-            echo "  FSDP$f losses, $route against native: $(same_losses $f $route)"
+            echo "  train$f losses, $route against native: $(same_losses $f $route)"
         done
     done
 } | tee "$out/results.txt"
