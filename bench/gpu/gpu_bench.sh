@@ -24,7 +24,11 @@
 # does not cover it. Raw figures go to OUT/raw.txt, each run's output to
 # OUT/logs/, the table to OUT/results.txt.
 #
-#   gpu_bench.sh [--runs N] [--out DIR] [--raw FILE] [--deadline SECONDS] [--sim] [SECTION...]
+#   gpu_bench.sh [--runs N] [--out DIR] [--raw FILE] [--deadline SECONDS] [--sim]
+#                [--routes LIST] [SECTION...]
+#
+# --routes limits the training sections to the routes in LIST (commas:
+# native,shim,nocache,nocache_shim,trace), for a run with little time.
 #
 # --raw appends the raw figures to FILE instead (each as soon as it is
 # measured: a run cut short keeps them).
@@ -41,7 +45,7 @@ src=${FSDPSHIM_SRC:-@PROJECT_SOURCE_DIR@}
 cli=$build/bin/fsdpshim
 shim=$build/lib/libfsdpshim.so
 python=${PYTHON:-python3}
-runs=5 out=$PWD/gpu-bench raw= deadline=0 sim=0 sections=()
+runs=5 out=$PWD/gpu-bench raw= deadline=0 sim=0 sections=() routes=native,shim,nocache,nocache_shim,trace
 while [ $# -gt 0 ]; do
     case $1 in
         --runs) runs=$2; shift ;;
@@ -49,8 +53,9 @@ while [ $# -gt 0 ]; do
         --raw) raw=$2; shift ;;
         --deadline) deadline=$2; shift ;;
         --sim) sim=1 ;;
+        --routes) routes=$2; shift ;;
         pair | torch | train | fsdp1 | small | gap | threads) sections+=("$1") ;;
-        *) echo "usage: gpu_bench.sh [--runs N] [--out DIR] [--raw FILE] [--deadline S] [--sim] [pair|torch|train|fsdp1|small|gap|threads]..." >&2
+        *) echo "usage: gpu_bench.sh [--runs N] [--out DIR] [--raw FILE] [--deadline S] [--sim] [--routes LIST] [pair|torch|train|fsdp1|small|gap|threads]..." >&2
            exit 2 ;;
     esac
     shift
@@ -124,6 +129,9 @@ section_torch() {
     done
 }
 
+# wanted ROUTE: whether --routes lists ROUTE
+wanted() { case ,$routes, in *,$1,*) return 0 ;; esac; return 1; }
+
 # train_once ROUTE FSDP R [TAG]: one train_fsdp run with train_args; its
 # figures recorded as trainTAG.* (TAG defaults to FSDP), its losses kept in
 # OUT/logs/lossesTAG.ROUTE.R
@@ -183,7 +191,7 @@ section_train() {
     for r in $(seq "$runs"); do
         time_left 45 || { say "train: stopped after $((r - 1)) rounds (deadline)"; break; }
         for route in native shim nocache nocache_shim trace; do
-            train_once $route 2 "$r"
+            wanted $route && train_once $route 2 "$r"
         done
     done
 }
@@ -193,7 +201,7 @@ section_small() {
     for r in $(seq "$runs"); do
         time_left 25 || { say "small: stopped after $((r - 1)) rounds (deadline)"; break; }
         for route in native nocache nocache_shim; do
-            train_once $route 2 "$r" 2small
+            wanted $route && train_once $route 2 "$r" 2small
         done
     done
 }
@@ -202,7 +210,7 @@ section_fsdp1() {
     local r route
     for r in 1 2; do
         for route in native shim; do
-            train_once $route 1 "$r"
+            wanted $route && train_once $route 1 "$r"
         done
     done
 }
