@@ -436,6 +436,13 @@ FS_API cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t h, enum cudaStreamCap
     return fs_ret(capture_info(h, 1, status, NULL, NULL, NULL, NULL, NULL));
 }
 
+/* The simulated driver's cuStreamIsCapturing (sim/cuda/stream.c). */
+FS_SEAM cudaError_t sim_drv_stream_is_capturing(cudaStream_t h, int pt,
+                                                enum cudaStreamCaptureStatus *status)
+{
+    return SIM_QUIETLY(capture_info(h, pt, status, NULL, NULL, NULL, NULL, NULL));
+}
+
 FS_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t h, enum cudaStreamCaptureStatus *status,
                                             unsigned long long *id, cudaGraph_t *graph,
                                             const cudaGraphNode_t **deps,

@@ -138,6 +138,14 @@ cudaError_t fs_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
     return copy_2d(dst, n, src, n, n, 1, kind, s, per_thread, async ? MODE_ASYNC : MODE_SYNC);
 }
 
+/* The simulated driver's cuMemcpy* (sim/cuda/stream.c), leaving the
+ * runtime's last error as it was. */
+FS_SEAM cudaError_t sim_drv_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                                   cudaStream_t s, int per_thread, int async)
+{
+    return SIM_QUIETLY(fs_memcpy(dst, src, n, kind, s, per_thread, async));
+}
+
 FS_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
     return copy_2d(dst, n, src, n, n, 1, kind, NULL, 0, MODE_SYNC);

@@ -18,6 +18,16 @@ cudaError_t fs_ret(cudaError_t err)
     return err;
 }
 
+cudaError_t sim_err_hold(void)
+{
+    return last_error;
+}
+
+void sim_err_put(cudaError_t held)
+{
+    last_error = held;
+}
+
 FS_API cudaError_t cudaGetLastError(void)
 {
     cudaError_t err = last_error;

@@ -151,7 +151,7 @@ FS_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned int flags
     return event_create(out, flags);
 }
 
-FS_API cudaError_t cudaEventDestroy(cudaEvent_t h)
+static cudaError_t event_destroy(cudaEvent_t h)
 {
     pthread_once(&events_once, events_init);
     struct fs_event *ev = fs_handles_remove(live_events, h);
@@ -159,6 +159,11 @@ FS_API cudaError_t cudaEventDestroy(cudaEvent_t h)
     int valid = ev->reset_gen == __atomic_load_n(&fs_dev(ev->device)->reset_gen, __ATOMIC_ACQUIRE);
     unref(ev);
     return valid ? cudaSuccess : fs_ret(cudaErrorInvalidResourceHandle);
+}
+
+FS_API cudaError_t cudaEventDestroy(cudaEvent_t h)
+{
+    return event_destroy(h);
 }
 
 static void stamp(void *p)
@@ -269,7 +274,7 @@ static int latest(struct fs_event *ev, struct fs_dep *dep)
     return dep->stream != NULL;
 }
 
-FS_API cudaError_t cudaEventQuery(cudaEvent_t h)
+static cudaError_t event_query(cudaEvent_t h)
 {
     struct fs_event *ev = lookup(h);
     if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
@@ -286,7 +291,12 @@ FS_API cudaError_t cudaEventQuery(cudaEvent_t h)
     return !recorded || fs_stream_done(dep.stream, dep.seq) ? cudaSuccess : cudaErrorNotReady;
 }
 
-FS_API cudaError_t cudaEventSynchronize(cudaEvent_t h)
+FS_API cudaError_t cudaEventQuery(cudaEvent_t h)
+{
+    return event_query(h);
+}
+
+static cudaError_t event_synchronize(cudaEvent_t h)
 {
     struct fs_event *ev = lookup(h);
     if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
@@ -305,6 +315,11 @@ FS_API cudaError_t cudaEventSynchronize(cudaEvent_t h)
         fs_pool_trim_threshold(dep.stream->dev->pool);
     }
     return cudaSuccess;
+}
+
+FS_API cudaError_t cudaEventSynchronize(cudaEvent_t h)
+{
+    return event_synchronize(h);
 }
 
 struct ipc_wait {
@@ -383,6 +398,39 @@ FS_API cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t ev, unsigned 
 FS_API cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t ev, unsigned int flags)
 {
     return stream_wait_event(s, ev, flags, 1);
+}
+
+/* ---- the simulated driver's events (sim/cuda/stream.c): the same calls,
+ * leaving the runtime's last error as it was ---- */
+
+FS_SEAM cudaError_t sim_drv_event_create(cudaEvent_t *out, unsigned flags)
+{
+    return SIM_QUIETLY(event_create(out, flags));
+}
+
+FS_SEAM cudaError_t sim_drv_event_record(cudaEvent_t h, cudaStream_t s, unsigned flags, int pt)
+{
+    return SIM_QUIETLY(event_record(h, s, flags, pt));
+}
+
+FS_SEAM cudaError_t sim_drv_event_query(cudaEvent_t h)
+{
+    return SIM_QUIETLY(event_query(h));
+}
+
+FS_SEAM cudaError_t sim_drv_event_synchronize(cudaEvent_t h)
+{
+    return SIM_QUIETLY(event_synchronize(h));
+}
+
+FS_SEAM cudaError_t sim_drv_event_destroy(cudaEvent_t h)
+{
+    return SIM_QUIETLY(event_destroy(h));
+}
+
+FS_SEAM cudaError_t sim_drv_stream_wait_event(cudaStream_t s, cudaEvent_t h, unsigned flags, int pt)
+{
+    return SIM_QUIETLY(stream_wait_event(s, h, flags, pt));
 }
 
 /* The time of the latest record, if it has completed. */

@@ -46,6 +46,17 @@ void fs_driver_start(void);
 /* Records err as the thread's last error (except cudaSuccess and
  * cudaErrorNotReady, which the runtime never records) and returns it. */
 cudaError_t fs_ret(cudaError_t err);
+/* The simulated driver's calls into the model leave the runtime's last error
+ * as it was (a driver call never touches it): SIM_QUIETLY(call) makes the
+ * call between a hold and a put of the thread's last error. */
+cudaError_t sim_err_hold(void);
+void sim_err_put(cudaError_t held);
+#define SIM_QUIETLY(call)                                                                          \
+    __extension__({                                                                                \
+        cudaError_t held_ = sim_err_hold(), err_ = (call);                                         \
+        sim_err_put(held_);                                                                        \
+        err_;                                                                                      \
+    })
 FS_SEAM CUresult fs_cu_get_error_name(CUresult err, const char **str);
 FS_SEAM CUresult fs_cu_get_error_string(CUresult err, const char **str);
 

@@ -196,6 +196,41 @@ FS_API cudaError_t cudaStreamGetId_ptsz(cudaStream_t h, unsigned long long *id)
     return stream_get_id(h, id, 1);
 }
 
+static cudaError_t launch_host_func(cudaStream_t h, cudaHostFn_t fn, void *user, int pt);
+
+/* ---- the simulated driver's streams (sim/cuda/stream.c): the same calls,
+ * leaving the runtime's last error as it was ---- */
+
+FS_SEAM cudaError_t sim_drv_stream_create(cudaStream_t *out, unsigned flags, int priority)
+{
+    return SIM_QUIETLY(stream_create(out, flags, priority));
+}
+
+FS_SEAM cudaError_t sim_drv_stream_destroy(cudaStream_t h)
+{
+    return SIM_QUIETLY(stream_destroy(h));
+}
+
+FS_SEAM cudaError_t sim_drv_stream_synchronize(cudaStream_t h, int pt)
+{
+    return SIM_QUIETLY(stream_synchronize(h, pt));
+}
+
+FS_SEAM cudaError_t sim_drv_stream_get_flags(cudaStream_t h, unsigned *flags, int pt)
+{
+    return SIM_QUIETLY(stream_get_flags(h, flags, pt));
+}
+
+FS_SEAM cudaError_t sim_drv_launch_host_func(cudaStream_t h, cudaHostFn_t fn, void *user, int pt)
+{
+    return SIM_QUIETLY(launch_host_func(h, fn, user, pt));
+}
+
+FS_SEAM cudaError_t sim_drv_stream_get_device(cudaStream_t h, int *device, int pt)
+{
+    return SIM_QUIETLY(stream_get_device(h, device, pt));
+}
+
 /* ---- host functions ---- */
 
 static cudaError_t launch_host_func(cudaStream_t h, cudaHostFn_t fn, void *user, int pt)

@@ -1,11 +1,14 @@
 /* context.c - driver initialisation, devices and contexts.
  *
- * Every device has exactly one context, its primary context; the sim makes
- * no others (cuCtxCreate is not offered). The thread's current context is
- * kept by the device model (../device.c) together with the runtime's
- * current device, so the two always agree, as on a GPU: cudaSetDevice(d)
- * makes d's primary context current, cuCtxSetCurrent(ctx of d) makes
- * cudaGetDevice answer d. The context stack below the current one is the
+ * Every device has its primary context, and cuCtxCreate makes others: a
+ * created context is a handle of its own on the same device model (memory,
+ * streams and events are the device's, whichever context made them), so
+ * that a program, and the shim, can tell it from the primary one. The
+ * thread's current device is kept by the device model (../device.c)
+ * together with the runtime's current device, so the two always agree, as
+ * on a GPU: cudaSetDevice(d) makes d's primary context current,
+ * cuCtxSetCurrent(ctx of d) makes cudaGetDevice answer d; which context of
+ * that device is current, and the context stack below it, are the
  * driver's alone (per thread, here).
  *
  * A primary context is active (cuDevicePrimaryCtxGetState) while the driver
@@ -13,15 +16,19 @@
  * reset; its flags are the device flags that cudaSetDeviceFlags sets, one
  * value seen from both APIs. */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "driver.h"
 
-/* The opaque CUcontext of cuda.h: one per device. */
+/* The opaque CUcontext of cuda.h: a primary one per device, and the
+ * created ones. */
 struct CUctx_st {
-    int retains; /* cuDevicePrimaryCtxRetain minus Release (under mu) */
+    int retains; /* cuDevicePrimaryCtxRetain minus Release; a created one: 1 while it lives
+                    (under mu) */
+    int device;  /* a created context's device; -1 once destroyed */
 };
 
 #define MAX_DEVICES 64 /* FSDPSHIM_SIM_DEVICES is at most 64 */
@@ -30,11 +37,21 @@ static struct CUctx_st primaries[MAX_DEVICES];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int initialized; /* cuInit succeeded (atomic) */
 
-/* The contexts pushed below the current one, as device ordinals (-1: none).
- * A fixed depth: deeper nesting is refused with CUDA_ERROR_OUT_OF_MEMORY. */
+/* The contexts pushed below the current one (NULL: none). A fixed depth:
+ * deeper nesting is refused with CUDA_ERROR_OUT_OF_MEMORY. */
 #define STACK_DEPTH 64
-static __thread int stack[STACK_DEPTH];
+static __thread CUcontext stack[STACK_DEPTH];
 static __thread int depth;
+/* The created context current on this thread, while the device model's
+ * current device is still its device; otherwise that device's primary
+ * context is current. */
+static __thread CUcontext created_current;
+
+/* Created contexts, so that a handle can be checked (under mu). A destroyed
+ * one keeps its slot, marked with device -1, until a new context reuses it:
+ * another thread may still have it current and read it. */
+#define MAX_CREATED 64
+static struct CUctx_st created[MAX_CREATED];
 
 CUresult sim_cu_ready(void)
 {
@@ -47,12 +64,36 @@ CUcontext sim_primary_ctx(int device)
     return fs_dev(device) ? &primaries[device] : NULL;
 }
 
+static bool is_created(CUcontext ctx)
+{
+    uintptr_t p = (uintptr_t)ctx, base = (uintptr_t)created;
+    return p >= base && p < base + sizeof created && (p - base) % sizeof created[0] == 0;
+}
+
 int sim_ctx_device(CUcontext ctx)
 {
     uintptr_t p = (uintptr_t)ctx, base = (uintptr_t)primaries;
+    if (is_created(ctx)) return __atomic_load_n(&ctx->device, __ATOMIC_ACQUIRE);
     if (p < base || (p - base) % sizeof primaries[0]) return -1;
     size_t d = (p - base) / sizeof primaries[0];
     return d < MAX_DEVICES && fs_dev((int)d) ? (int)d : -1;
+}
+
+/* The thread's current context, NULL for none. */
+static CUcontext current_ctx(void)
+{
+    int d = fs_ctx_current();
+    if (created_current && __atomic_load_n(&created_current->device, __ATOMIC_ACQUIRE) == d)
+        return created_current;
+    return d < 0 ? NULL : sim_primary_ctx(d);
+}
+
+/* Makes ctx (valid, or NULL) the thread's current context. */
+static void make_current(CUcontext ctx)
+{
+    int d = ctx ? sim_ctx_device(ctx) : -1;
+    created_current = ctx && ctx != sim_primary_ctx(d) ? ctx : NULL;
+    fs_ctx_set_current(d);
 }
 
 CUresult sim_cu_current_device(struct fs_device **out)
@@ -284,7 +325,7 @@ FS_API CUresult cuCtxGetCurrent(CUcontext *pctx)
     CUresult res = sim_cu_ready();
     if (res) return res;
     if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-    *pctx = sim_primary_ctx(fs_ctx_current());
+    *pctx = current_ctx();
     return CUDA_SUCCESS;
 }
 
@@ -294,12 +335,11 @@ FS_API CUresult cuCtxSetCurrent(CUcontext ctx)
     CUresult res = sim_cu_ready();
     if (res) return res;
     if (!ctx) {
-        if (fs_ctx_current() >= 0) fs_ctx_set_current(depth ? stack[--depth] : -1);
+        if (current_ctx()) make_current(depth ? stack[--depth] : NULL);
         return CUDA_SUCCESS;
     }
-    int d = sim_ctx_device(ctx);
-    if (d < 0) return CUDA_ERROR_INVALID_CONTEXT;
-    fs_ctx_set_current(d);
+    if (sim_ctx_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    make_current(ctx);
     return CUDA_SUCCESS;
 }
 
@@ -307,11 +347,10 @@ FS_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
-    int d = sim_ctx_device(ctx);
-    if (d < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (sim_ctx_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
     if (depth == STACK_DEPTH) return CUDA_ERROR_OUT_OF_MEMORY;
-    stack[depth++] = fs_ctx_current();
-    fs_ctx_set_current(d);
+    stack[depth++] = current_ctx();
+    make_current(ctx);
     return CUDA_SUCCESS;
 }
 SIM_CU_ALIAS(cuCtxPushCurrent, cuCtxPushCurrent_v2);
@@ -320,13 +359,77 @@ FS_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
-    int d = fs_ctx_current();
-    if (d < 0) return CUDA_ERROR_INVALID_CONTEXT;
-    if (pctx) *pctx = sim_primary_ctx(d);
-    fs_ctx_set_current(depth ? stack[--depth] : -1);
+    CUcontext cur = current_ctx();
+    if (!cur) return CUDA_ERROR_INVALID_CONTEXT;
+    if (pctx) *pctx = cur;
+    make_current(depth ? stack[--depth] : NULL);
     return CUDA_SUCCESS;
 }
 SIM_CU_ALIAS(cuCtxPopCurrent, cuCtxPopCurrent_v2);
+
+/* A new context of dev, pushed as the current one; the flags are checked
+ * as cuDevicePrimaryCtxSetFlags checks them and otherwise ignored. */
+static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    struct fs_device *d;
+    CUresult res = device_of(dev, &d);
+    CUcontext ctx = NULL;
+
+    if (res) return res;
+    if (!pctx || (flags & ~(CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX |
+                            CU_CTX_SYNC_MEMOPS)))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (depth == STACK_DEPTH) return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < MAX_CREATED && !ctx; i++)
+        if (!created[i].retains) ctx = &created[i];
+    if (ctx) {
+        ctx->retains = 1; /* the slot is taken */
+        __atomic_store_n(&ctx->device, dev, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&mu);
+    if (!ctx) return CUDA_ERROR_OUT_OF_MEMORY;
+    stack[depth++] = current_ctx();
+    make_current(ctx);
+    *pctx = ctx;
+    return CUDA_SUCCESS;
+}
+
+FS_API CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    return ctx_create(pctx, flags, dev);
+}
+
+/* No execution affinity or CIG parameters: the sim has no partitions. */
+FS_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
+                               CUdevice dev)
+{
+    if (params) return CUDA_ERROR_NOT_SUPPORTED;
+    return ctx_create(pctx, flags, dev);
+}
+
+/* Destroys a created context; where it is the calling thread's current
+ * one, it is popped, as cuCtxDestroy documents. Its device's memory,
+ * streams and events stay the device's. */
+FS_API CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    CUresult res = sim_cu_ready();
+    bool found = false;
+
+    if (res) return res;
+    pthread_mutex_lock(&mu);
+    if (is_created(ctx) && ctx->retains && ctx->device >= 0) {
+        __atomic_store_n(&ctx->device, -1, __ATOMIC_RELEASE);
+        ctx->retains = 0;
+        found = true;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!found) return CUDA_ERROR_INVALID_CONTEXT;
+    if (created_current == ctx) make_current(depth ? stack[--depth] : NULL);
+    for (int i = 0; i < depth; i++)
+        if (stack[i] == ctx) stack[i] = NULL;
+    return CUDA_SUCCESS;
+}
 
 FS_API CUresult cuCtxGetDevice(CUdevice *device)
 {

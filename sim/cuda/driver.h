@@ -30,6 +30,39 @@ CUresult sim_cu_current_device(struct fs_device **out);
 CUcontext sim_primary_ctx(int device);
 int sim_ctx_device(CUcontext ctx);
 
+/* ---- memory.c ---- */
+/* The driver's code for a runtime status the model answered with. */
+CUresult sim_cu_result(cudaError_t err);
+
+/* ---- the model's streams, events, captures and copies, for stream.c:
+ * seams of libcudart.so.13 under FSDPSHIM_SIM_PRIVATE, each the runtime
+ * call's own implementation, leaving the runtime's last error as it was
+ * (pt: the per-thread default stream variant) ---- */
+/* ../stream_api.c */
+cudaError_t sim_drv_stream_create(cudaStream_t *out, unsigned flags, int priority);
+cudaError_t sim_drv_stream_destroy(cudaStream_t h);
+cudaError_t sim_drv_stream_synchronize(cudaStream_t h, int pt);
+cudaError_t sim_drv_stream_get_flags(cudaStream_t h, unsigned *flags, int pt);
+cudaError_t sim_drv_stream_get_device(cudaStream_t h, int *device, int pt);
+cudaError_t sim_drv_launch_host_func(cudaStream_t h, cudaHostFn_t fn, void *user, int pt);
+/* ../event.c */
+cudaError_t sim_drv_event_create(cudaEvent_t *out, unsigned flags);
+cudaError_t sim_drv_event_record(cudaEvent_t h, cudaStream_t s, unsigned flags, int pt);
+cudaError_t sim_drv_event_query(cudaEvent_t h);
+cudaError_t sim_drv_event_synchronize(cudaEvent_t h);
+cudaError_t sim_drv_event_destroy(cudaEvent_t h);
+cudaError_t sim_drv_stream_wait_event(cudaStream_t s, cudaEvent_t h, unsigned flags, int pt);
+/* ../capture.c */
+cudaError_t sim_drv_stream_is_capturing(cudaStream_t h, int pt,
+                                        enum cudaStreamCaptureStatus *status);
+/* ../copy.c */
+cudaError_t sim_drv_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                           cudaStream_t s, int per_thread, int async);
+
+/* ---- context.c: the CUDA 3.2 ABI of cuCtxCreate, which cuda.h no longer
+ * declares ---- */
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
+
 /* ---- the per-thread default stream variants, which cuda.h declares only
  * for builds with CUDA_API_PER_THREAD_DEFAULT_STREAM ---- */
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream);
@@ -37,6 +70,17 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream);
 CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream);
 CUresult cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
                                       unsigned int flags);
+CUresult cuStreamSynchronize_ptsz(CUstream s);
+CUresult cuStreamGetFlags_ptsz(CUstream s, unsigned int *flags);
+CUresult cuStreamGetDevice_ptsz(CUstream s, CUdevice *device);
+CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *status);
+CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent ev, unsigned int flags);
+CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *user);
+CUresult cuEventRecord_ptsz(CUevent ev, CUstream s);
+CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n);
+CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n);
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s);
+CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s);
 CUresult cuLaunchKernel_ptsz(CUfunction func, unsigned int gx, unsigned int gy, unsigned int gz,
                              unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
                              CUstream stream, void **params, void **extra);

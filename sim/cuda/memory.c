@@ -56,13 +56,15 @@ FS_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
     return fs_devmem_info(free_bytes, total) ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
 }
 
-static CUresult driver_result(cudaError_t err)
+CUresult sim_cu_result(cudaError_t err)
 {
     switch (err) {
     case cudaSuccess:
         return CUDA_SUCCESS;
     case cudaErrorInvalidResourceHandle:
         return CUDA_ERROR_INVALID_HANDLE;
+    case cudaErrorNotReady:
+        return CUDA_ERROR_NOT_READY;
     case cudaErrorNoDevice:
         return CUDA_ERROR_NO_DEVICE;
     case cudaErrorMemoryAllocation:
@@ -90,7 +92,7 @@ static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream,
     if (!dptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
     if ((res = stream_context(stream))) return res;
     void *p;
-    res = driver_result(fs_pool_malloc_async(&p, size, (cudaStream_t)stream, per_thread));
+    res = sim_cu_result(fs_pool_malloc_async(&p, size, (cudaStream_t)stream, per_thread));
     if (res == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)p;
     return res;
 }
@@ -109,7 +111,7 @@ static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream, int per_thread
 {
     CUresult res = sim_cu_ready();
     if (res || (res = stream_context(stream))) return res;
-    return driver_result(
+    return sim_cu_result(
         fs_pool_free_async((void *)(uintptr_t)dptr, (cudaStream_t)stream, per_thread));
 }
 
@@ -238,7 +240,7 @@ static CUresult fill32(CUstream stream, int per_thread, CUdeviceptr dst, uint32_
     *f = (struct fill32){(uint32_t *)(uintptr_t)dst, value, count};
     cudaError_t err = fs_sim_stream_enqueue((cudaStream_t)stream, per_thread, run_fill32, f);
     if (err) free(f);
-    return driver_result(err);
+    return sim_cu_result(err);
 }
 
 FS_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream)
