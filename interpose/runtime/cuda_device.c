@@ -9,6 +9,7 @@
  * another thread (relaxed capture mode while any capture is active). Driver
  * entry points come through cudaGetDriverEntryPointByVersion, as PyTorch
  * gets them, so the shim never links libcuda either. */
+#include "../driver/vmm.h"
 #include "../real.h"
 #include "runtime.h"
 
@@ -341,18 +342,9 @@ static size_t mem_capacity(void *ctx, int device)
     return fs_cuda_mem_info(device, &free, &total) ? total : 0;
 }
 
-/* ---- expandable segments: the driver's virtual-memory API ---- */
+/* ---- expandable segments: the driver's virtual-memory API (driver/vmm.c) ---- */
 
-static struct {
-    __typeof__(&cuMemGetAllocationGranularity) granularity;
-    __typeof__(&cuMemAddressReserve) reserve;
-    __typeof__(&cuMemAddressFree) release;
-    __typeof__(&cuMemCreate) create;
-    __typeof__(&cuMemMap) map;
-    __typeof__(&cuMemSetAccess) set_access;
-    __typeof__(&cuMemRelease) handle_release;
-    __typeof__(&cuMemUnmap) unmap;
-} drv;
+static fs_vmm drv;
 
 static bool driver_entry(const char *name, void **out)
 {
@@ -380,119 +372,58 @@ static bool driver_vm_load(void)
            driver_entry("cuMemUnmap", (void **)&drv.unmap);
 }
 
-static CUmemAllocationProp device_prop(int device)
-{
-    CUmemAllocationProp prop = {0};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = device;
-    return prop;
-}
-
-static fs_dev_status drv_status(CUresult r)
-{
-    return r == CUDA_SUCCESS               ? FS_DEV_OK
-           : r == CUDA_ERROR_OUT_OF_MEMORY ? FS_DEV_OUT_OF_MEMORY
-                                           : FS_DEV_ERROR;
-}
-
-/* 0 (no expandable segments) when the driver cannot say. */
 static size_t vm_granularity(void *ctx, int device)
 {
-    CUmemAllocationProp prop = device_prop(device);
-    size_t g = 0;
-
     (void)ctx;
-    if (drv.granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS) g = 0;
-    return g;
+    return fs_vmm_granularity(&drv, device);
 }
 
 static fs_dev_status vm_reserve(void *ctx, int device, size_t size, void **out)
 {
-    CUdeviceptr p = 0;
     fs_internal_call c;
-    CUresult r;
+    fs_dev_status st;
 
     (void)ctx;
     fs_internal_begin(&c, device);
-    r = drv.reserve(&p, size, 0, 0, 0);
+    st = fs_vmm_reserve(&drv, size, out);
     fs_internal_end(&c);
-    *out = r == CUDA_SUCCESS ? (void *)(uintptr_t)p : NULL;
-    return drv_status(r);
+    return st;
 }
 
 static fs_dev_status vm_release(void *ctx, int device, void *base, size_t size)
 {
     fs_internal_call c;
-    CUresult r;
+    fs_dev_status st;
 
     (void)ctx;
     fs_internal_begin(&c, device);
-    r = drv.release((CUdeviceptr)(uintptr_t)base, size);
+    st = fs_vmm_release(&drv, base, size);
     fs_internal_end(&c);
-    return drv_status(r);
+    return st;
 }
 
-/* Undoing a step of vm_map: when even that fails, the range stays mapped
- * (or the handle allocated) behind the allocator's back; say so. */
-static void undo_failed(const char *what, CUresult r, CUdeviceptr p, size_t size)
-{
-    fs_log(FS_LOG_WARN,
-           "expandable_segments: %s failed (%d) while undoing a mapping of %zu bytes "
-           "at %p: that memory stays held",
-           what, (int)r, size, (void *)(uintptr_t)p);
-}
-
-/* Creates physical memory, maps it and grants the device access: one
- * mapping, which vm_unmap takes back whole. The allocation handle is
- * released once mapped, so the mapping alone keeps the memory and
- * vm_unmap frees it. All or nothing: a step that fails undoes the others. */
 static fs_dev_status vm_map(void *ctx, int device, void *addr, size_t size)
 {
-    CUmemAllocationProp prop = device_prop(device);
-    CUmemAccessDesc access = {.location = prop.location,
-                              .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    CUdeviceptr p = (CUdeviceptr)(uintptr_t)addr;
-    CUmemGenericAllocationHandle h;
     fs_internal_call c;
-    CUresult r, u;
-    bool mapped = false;
+    fs_dev_status st;
 
     (void)ctx;
     fs_internal_begin(&c, device);
-    r = drv.create(&h, size, &prop, 0);
-    if (r == CUDA_SUCCESS) {
-        r = drv.map(p, size, 0, h, 0);
-        mapped = r == CUDA_SUCCESS;
-        if (mapped) r = drv.set_access(p, size, &access, 1);
-        if (r != CUDA_SUCCESS && mapped && (u = drv.unmap(p, size)) != CUDA_SUCCESS)
-            undo_failed("cuMemUnmap", u, p, size);
-        u = drv.handle_release(h);
-        if (u != CUDA_SUCCESS) {
-            if (r == CUDA_SUCCESS) {
-                /* the memory would outlive the mapping: take the mapping back */
-                r = u;
-                if ((u = drv.unmap(p, size)) != CUDA_SUCCESS) undo_failed("cuMemUnmap", u, p, size);
-            } else {
-                undo_failed("cuMemRelease", u, p, size);
-            }
-        }
-    }
+    st = fs_vmm_map(&drv, device, addr, size);
     fs_internal_end(&c);
-    return drv_status(r);
+    return st;
 }
 
-/* Takes back one whole mapping made by vm_map, and with it the memory. */
 static fs_dev_status vm_unmap(void *ctx, int device, void *addr, size_t size)
 {
     fs_internal_call c;
-    CUresult r;
+    fs_dev_status st;
 
     (void)ctx;
     fs_internal_begin(&c, device);
-    r = drv.unmap((CUdeviceptr)(uintptr_t)addr, size);
+    st = fs_vmm_unmap(&drv, addr, size);
     fs_internal_end(&c);
-    return drv_status(r);
+    return st;
 }
 
 static fs_device_ops cuda_ops = {
