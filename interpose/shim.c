@@ -8,11 +8,19 @@
  * It is never created while the program's CUDA calls do not reach the shim
  * (linked rather than preloaded): the shim then stays inactive.
  *
+ * Its device table is the program's CUDA runtime (runtime/cuda_device.c)
+ * wherever one is loaded. A process whose program carries the runtime
+ * statically (nvcc's default) has none the shim can call: its calls reach
+ * the shim only as driver calls, by lookup (driver/cuda_driver.c), and the
+ * first one served creates the allocator over the driver instead
+ * (driver/driver_device.c), once the program has initialised it.
+ *
  * Creating it looks symbols up and may load libraries, which takes glibc's
  * loader lock; glibc holds that lock while it runs a library's constructors,
  * and a constructor may call cudaMalloc. So no thread holds create_lock
  * while it asks the loader anything it can ask first, and no thread waits
  * for create_lock for ever (create_lock_take). */
+#include "driver/driver.h"
 #include "live_stats.h"
 #include "real.h"
 #include "runtime/runtime.h"
@@ -30,6 +38,7 @@
 #define MAX_DEVICES 64
 
 static fs_allocator *allocator;
+static bool over_driver; /* the allocator runs over the driver; set before it is published */
 static int device_count;
 static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool create_stalled; /* a thread gave up waiting for the current creator */
@@ -207,12 +216,14 @@ bool fs_shim_preloaded(void)
  * first lookup on the way, may still take the loader lock (which of them
  * does depends on the C library), which is why create_lock_take gives up
  * in the end. */
-static void create_allocator(int n)
+static void create_allocator(int n, bool driver)
 {
     const fs_shim_config *cfg = fs_shim_config_get();
+    const fs_device_ops *ops = driver ? fs_driver_device_ops(cfg->alloc.expandable_segments)
+                                      : fs_cuda_device_ops(cfg->alloc.expandable_segments);
     fs_allocator *a;
 
-    a = fs_allocator_create(&cfg->alloc, fs_cuda_device_ops(cfg->alloc.expandable_segments), n);
+    a = fs_allocator_create(&cfg->alloc, ops, n);
     if (!a) {
         fs_log(FS_LOG_ERROR, "cannot create the allocator; passing calls through");
         return;
@@ -225,8 +236,10 @@ static void create_allocator(int n)
     fs_trace_glue_snapshot_signal();
     fs_alloc_set_observer(a, &observer);
     device_count = n;
+    __atomic_store_n(&over_driver, driver, __ATOMIC_RELEASE);
     __atomic_store_n(&allocator, a, __ATOMIC_RELEASE);
-    fs_log(FS_LOG_INFO, "active on %d device(s)", n);
+    fs_log(FS_LOG_INFO, "active on %d device(s)%s", n,
+           driver ? ", over the driver (no CUDA runtime is loaded)" : "");
 }
 
 /* How long a thread waits for another that is creating the allocator. The
@@ -275,6 +288,20 @@ static bool create_lock_take(void)
     return false;
 }
 
+/* Creates the allocator for `n` devices unless another thread has, or gives
+ * up waiting for one that is (create_lock_take). */
+static fs_allocator *create_once(int n, bool driver)
+{
+    fs_allocator *a;
+
+    if (!create_lock_take()) return __atomic_load_n(&allocator, __ATOMIC_ACQUIRE);
+    if (!allocator) create_allocator(n, driver);
+    a = allocator;
+    __atomic_store_n(&create_stalled, false, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&create_lock);
+    return a;
+}
+
 /* The allocator, created on the first call that needs it; NULL while the
  * shim is inactive, while there is no runtime or device yet, and, for
  * calls that gave up waiting for another thread's creation, until that
@@ -302,12 +329,21 @@ fs_allocator *fs_shim_allocator(void)
         fs_log(FS_LOG_INFO, "no CUDA device (%d); the shim stays out of the way", (int)e);
         return NULL;
     }
-    if (!create_lock_take()) return __atomic_load_n(&allocator, __ATOMIC_ACQUIRE);
-    if (!allocator) create_allocator(n);
-    a = allocator;
-    __atomic_store_n(&create_stalled, false, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&create_lock);
-    return a;
+    return create_once(n, false);
+}
+
+fs_allocator *fs_shim_driver_allocator(void)
+{
+    fs_allocator *a = __atomic_load_n(&allocator, __ATOMIC_ACQUIRE);
+    int n;
+
+    if (fs_likely(a != NULL)) return a;
+    if (fs_real_symbol(FS_LIB_CUDART, "cudaGetDeviceCount")) return fs_shim_allocator();
+    if (!program_calls_reach_shim()) return NULL;
+    /* cuDeviceGetCount fails until the program's cuInit, which the shim
+     * never makes for it: the call passes through until then */
+    if ((n = fs_driver_device_count()) <= 0) return NULL;
+    return create_once(n, true);
 }
 
 fs_allocator *fs_shim_allocator_peek(void)
@@ -318,6 +354,12 @@ fs_allocator *fs_shim_allocator_peek(void)
 int fs_shim_device_count(void)
 {
     return __atomic_load_n(&device_count, __ATOMIC_ACQUIRE);
+}
+
+bool fs_shim_mem_info(int device, size_t *free, size_t *total)
+{
+    return __atomic_load_n(&over_driver, __ATOMIC_ACQUIRE) ? fs_driver_mem_info(device, free, total)
+                                                           : fs_cuda_mem_info(device, free, total);
 }
 
 /* The child of a fork starts clean (SPEC 11): the parent's device memory,
@@ -331,11 +373,13 @@ static void atfork_child(void)
     create_lock = fresh;
     create_stalled = false;
     allocator = NULL;
+    over_driver = false;
     device_count = 0;
     if (thread_streams) memset(thread_streams, 0, MAX_DEVICES * sizeof *thread_streams);
     fs_streams_reset(-1);
     fs_pool_reset(-1);
     fs_cuda_device_reset(-1);
+    fs_driver_device_reset();
     fs_capture_reset();
     fs_blocks_after_fork();
 }

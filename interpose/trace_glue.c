@@ -70,7 +70,7 @@ static void define_device(int device)
     if (device < 0 || device >= 64) return;
     if (atomic_load_explicit(&done, memory_order_relaxed) & (1ull << device)) return;
     if (atomic_fetch_or(&done, 1ull << device) & (1ull << device)) return;
-    if (!fs_cuda_mem_info(device, &free, &total)) total = 0;
+    if (!fs_shim_mem_info(device, &free, &total)) total = 0;
     fs_trace_define(rec, fs_fmt_put_device(device, total, rec));
 }
 
@@ -183,7 +183,7 @@ static fs_fmt_event oom_event(const fs_oom_info *info)
     };
     size_t free, total;
 
-    ev.aux2 = fs_cuda_mem_info(info->device, &free, &total) ? free : FS_FMT_UNKNOWN;
+    ev.aux2 = fs_shim_mem_info(info->device, &free, &total) ? free : FS_FMT_UNKNOWN;
     if (pending.armed) {
         ev.stack = pending.stack;
         ev.pystack = pending.pystack;

@@ -58,6 +58,9 @@
 typedef CUresult (*get_proc_address_v1_fn)(const char *, void **, int, cuuint64_t);
 
 static int adopted; /* 1 once the table's driver entries have the driver's */
+/* The adopted driver's link map, set before `adopted`: the driver device
+ * table (driver_device.c) reads its other functions from it. */
+static const struct link_map *adopted_object;
 
 /* The real function of a driver entry. A hook is handed out only once the
  * driver is adopted, so it always finds its own. */
@@ -91,6 +94,7 @@ static bool adopt(const char *path, const struct link_map *object)
                                     fs_object_function(object, fs_hooks[i].name), false,
                                     __ATOMIC_RELEASE, __ATOMIC_RELAXED);
     }
+    __atomic_store_n(&adopted_object, object, __ATOMIC_RELEASE);
     __atomic_store_n(&adopted, 1, __ATOMIC_RELEASE);
     fs_log(FS_LOG_DEBUG, "driver entry points hooked in %s", path);
     return true;
@@ -134,6 +138,13 @@ void fs_driver_adopt_loaded(void)
     handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
     if (handle && dlinfo(handle, RTLD_DI_LINKMAP, &object) == 0) adopt(path, object);
     if (handle) dlclose(handle);
+}
+
+void *fs_driver_function(const char *name)
+{
+    const struct link_map *object = __atomic_load_n(&adopted_object, __ATOMIC_ACQUIRE);
+
+    return object ? fs_object_function(object, name) : NULL;
 }
 
 /* The shim's hook in place of the driver function `fn`, or `fn` itself:
@@ -292,18 +303,17 @@ FS_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
 /* ---- served: memory ---- */
 
 /* The device of the calling thread's current context, where the driver's
- * memory calls work; -1 without one (or before cuInit), when the real call
- * says what is wrong. The shim's idea of the thread's current device
- * follows it: the program may have changed contexts through the driver,
- * which the shim does not see. */
+ * memory calls work, when that context is the device's primary one (the
+ * runtime's, static or not); -1 without a context (or before cuInit), when
+ * the real call says what is wrong, and with any other context, whose
+ * memory is not the shim's to serve: those calls pass through. The shim's
+ * idea of the thread's current device follows it: the program may have
+ * changed contexts through the driver, which the shim does not see. */
 static int context_device(void)
 {
-    __typeof__(&cuCtxGetDevice) get =
-        (__typeof__(&cuCtxGetDevice))real_of(FS_HOOK_CU_CTX_GET_DEVICE);
-    CUdevice dev;
+    int dev = fs_driver_served_device();
 
-    if (!get || get(&dev) != CUDA_SUCCESS) return -1;
-    fs_current_device_set(dev);
+    if (dev >= 0) fs_current_device_set(dev);
     return dev;
 }
 
@@ -338,7 +348,7 @@ CUresult fs_drv_mem_alloc(CUdeviceptr *dptr, size_t size)
     int dev;
 
     if (fs_unlikely(!dptr || !size) || !fs_shim_enter()) return real(dptr, size);
-    if ((dev = context_device()) >= 0 && (a = fs_shim_allocator()))
+    if ((dev = context_device()) >= 0 && (a = fs_shim_driver_allocator()))
         st = fs_mem_alloc(a, dev, size, &p);
     fs_shim_leave();
     if (fs_likely(st == FS_OK)) {
@@ -377,7 +387,8 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUstream s, bool pt,
     if (fs_unlikely(!dptr)) return real(dptr, size, s);
     if (fs_unlikely(fs_stream_is_destroyed(s))) return CUDA_ERROR_INVALID_HANDLE;
     if (fs_unlikely(!size) || !fs_shim_enter()) return real(dptr, size, s);
-    if (context_device() >= 0 && (a = fs_shim_allocator()) && !fs_shim_stream_capturing(s, pt))
+    if (context_device() >= 0 && (a = fs_shim_driver_allocator()) &&
+        !fs_shim_stream_capturing(s, pt))
         st = fs_mem_alloc_async(a, s, pt, size, &p, &dev);
     fs_shim_leave();
     if (fs_likely(st == FS_OK)) {

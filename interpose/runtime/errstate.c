@@ -38,14 +38,20 @@ static void provoke(cudaError_t err)
         fs_log(FS_LOG_DEBUG, "could not restore last error %d", (int)err);
 }
 
+/* Without a runtime (the allocator runs over the driver) there is no last
+ * error to keep. */
 void fs_err_save(fs_err_state *st)
 {
-    st->pending = FS_REAL(cudaPeekAtLastError)();
+    __typeof__(&cudaPeekAtLastError) peek = FS_REAL(cudaPeekAtLastError);
+
+    st->pending = peek ? peek() : cudaSuccess;
 }
 
 void fs_err_restore(const fs_err_state *st)
 {
-    if (FS_REAL(cudaPeekAtLastError)() == st->pending) return;
+    __typeof__(&cudaPeekAtLastError) peek = FS_REAL(cudaPeekAtLastError);
+
+    if (!peek || peek() == st->pending) return;
     FS_REAL(cudaGetLastError)();
     if (st->pending != cudaSuccess) provoke(st->pending);
 }

@@ -23,6 +23,14 @@ const fs_shim_free_hook *fs_free_hook(void);
 fs_allocator *fs_shim_allocator_peek(void);
 /* Device count the allocator was created for (0 before). */
 int fs_shim_device_count(void);
+/* A device's free and total memory, asked of the runtime or, where the
+ * allocator runs over the driver (driver/driver_device.c), of the driver;
+ * false when it cannot say. */
+bool fs_shim_mem_info(int device, size_t *free, size_t *total);
+/* The allocator for a served driver call: the one over the runtime where a
+ * runtime is loaded, else one over the driver, created once the program
+ * has initialised it (cuInit); NULL as fs_shim_allocator. */
+fs_allocator *fs_shim_driver_allocator(void);
 
 /* ---- streams.c ---- */
 /* The runtime handle that names `key` for the calling thread: the legacy

@@ -16,6 +16,7 @@
  * flags, pooled, destroyed) in sharded buckets; the hot path asks a one-entry
  * per-thread cache first, invalidated by a global generation count whenever
  * a stream goes away. */
+#include "../driver/driver.h"
 #include "../real.h"
 #include "runtime.h"
 
@@ -159,15 +160,18 @@ static void register_implicit(fs_allocator *a, int device, bool per_thread)
     }
 }
 
-/* Asks the runtime about a stream the shim has not seen being created. */
+/* Asks the runtime about a stream the shim has not seen being created, or
+ * the driver in a process without a runtime (driver/driver_device.c). */
 static bool probe(cudaStream_t s, int *device, unsigned *flags)
 {
     __typeof__(&cudaStreamGetDevice) get_device = FS_REAL(cudaStreamGetDevice);
+    __typeof__(&cudaStreamGetFlags) get_flags = FS_REAL(cudaStreamGetFlags);
     fs_internal_call c;
     cudaError_t e;
 
+    if (!get_flags) return fs_driver_stream_probe((CUstream)s, device, flags);
     fs_internal_begin(&c, -1);
-    e = FS_REAL(cudaStreamGetFlags)(s, flags);
+    e = get_flags(s, flags);
     if (e == cudaSuccess && (!get_device || get_device(s, device) != cudaSuccess))
         *device = fs_shim_current_device();
     fs_internal_end(&c);
