@@ -7,12 +7,12 @@
 # driver's private interfaces), so this runs on a GPU only; exits 77
 # (skipped) without one.
 #
-# Checked: the programs load no libcudart.so; trace_prog's two allocations,
-# made through the static runtime, come out in the trace; the data-integrity
-# program's checks pass under the shim. Whether the allocations were served
-# by the shim's cache or passed to the driver is printed (the served path for
-# a static-runtime process is issue 12's driver-based allocator, not built
-# yet), so that the run's log says which.
+# Checked: the programs load no libcudart.so; the shim runs its allocator
+# over the driver (driver/driver_device.c) and serves their allocations
+# ("N allocations served by M device allocations" at FSDPSHIM_LOG=info);
+# trace_prog's two allocations, made through the static runtime, come out in
+# the trace; the data-integrity program's checks pass under the shim, served
+# too.
 #
 #   static_gpu.sh FSDPSHIM TRACE_PROG_STATIC INTEGRITY_STATIC
 name=static_gpu
@@ -26,10 +26,18 @@ for p in "$prog" "$integrity"; do
     ! ldd "$p" | grep -q 'libcudart\.so' || fail "$p loads libcudart.so: $(ldd "$p" | grep cudart)"
 done
 served() { grep -E 'allocations served by|active on' "$dir/err" | tr '\n' ' '; }
+# served over the driver: the allocator's line at exit, with N > 0
+expect_served() {
+    grep -q 'active on .* over the driver' "$dir/err" ||
+        fail "$1: the shim did not run over the driver: $(cat "$dir/err")"
+    grep -qE 'device [0-9]+: [1-9][0-9]* allocations served by' "$dir/err" ||
+        fail "$1: nothing served: $(cat "$dir/err")"
+}
 
 expect 0 "$prog" sites
 FSDPSHIM_LOG=info expect 0 "$cli" run --trace -o "$dir/sites.fst" -- "$prog" sites
 echo "$name: sites under the shim: $(served)"
+expect_served sites
 expect 0 "$cli" dump "$dir/sites.fst"
 grep ' alloc ' "$dir/out" | head -4
 n=$(grep -c ' alloc ' "$dir/out")
@@ -41,5 +49,6 @@ for mode in async memcpy; do
     expect 0 "$integrity" "$mode"
     FSDPSHIM_LOG=info expect 0 "$cli" run -- "$integrity" "$mode"
     echo "$name: integrity $mode under the shim: $(served)"
+    expect_served "integrity $mode"
 done
 echo "$name: ok"
