@@ -27,11 +27,12 @@
 #include "driver.h"
 #include "vmm.h"
 
+#include <sched.h>
 #include <string.h>
 
 #define MAX_DEVICES 64
 
-static struct {
+struct driver_fns {
     __typeof__(&cuDeviceGetCount) device_count;
     __typeof__(&cuDeviceTotalMem_v2) total_mem;
     __typeof__(&cuDevicePrimaryCtxGetState) primary_state;
@@ -53,60 +54,71 @@ static struct {
     __typeof__(&cuStreamIsCapturing) stream_capturing;
     __typeof__(&cuStreamGetFlags) stream_flags;
     __typeof__(&cuStreamGetCtx) stream_ctx;
-} cu;
-static int loaded; /* 1 once every entry of `cu` is found, -1 when one is missing */
+};
+static const char *const fn_names[] = {
+    "cuDeviceGetCount",
+    "cuDeviceTotalMem_v2",
+    "cuDevicePrimaryCtxGetState",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxGetCurrent",
+    "cuCtxGetDevice",
+    "cuCtxPushCurrent_v2",
+    "cuCtxPopCurrent_v2",
+    "cuCtxSynchronize",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuEventCreate",
+    "cuEventRecord",
+    "cuEventQuery",
+    "cuEventSynchronize",
+    "cuEventDestroy_v2",
+    "cuStreamWaitEvent",
+    "cuStreamIsCapturing",
+    "cuStreamGetFlags",
+    "cuStreamGetCtx",
+};
+_Static_assert(sizeof fn_names / sizeof fn_names[0] ==
+                   sizeof(struct driver_fns) / sizeof(void (*)(void)),
+               "one name per function");
+
+static struct driver_fns cu;
+/* FILLED once `cu` holds every function; MISSING when the driver lacks one */
+enum { NOT_YET, FILLING, FILLED, MISSING };
+static int loaded;
 static fs_vmm vmm;
 static bool vmm_found;
 
 static CUcontext primary[MAX_DEVICES];
 
-/* Reads `cu` from the adopted driver: no lock, threads that race read the
- * same functions. False before a driver is adopted or when it lacks one. */
+/* Reads `cu` from the adopted driver (a served call comes after the
+ * adoption), without a lock: threads that race each read the functions,
+ * one publishes them, the others wait for that copy, which blocks on
+ * nothing. */
 static bool load(void)
 {
-    int known = __atomic_load_n(&loaded, __ATOMIC_ACQUIRE);
-    void **slots = (void **)&cu;
-    static const char *const names[] = {
-        "cuDeviceGetCount",
-        "cuDeviceTotalMem_v2",
-        "cuDevicePrimaryCtxGetState",
-        "cuDevicePrimaryCtxRetain",
-        "cuDevicePrimaryCtxRelease_v2",
-        "cuCtxGetCurrent",
-        "cuCtxGetDevice",
-        "cuCtxPushCurrent_v2",
-        "cuCtxPopCurrent_v2",
-        "cuCtxSynchronize",
-        "cuMemAlloc_v2",
-        "cuMemFree_v2",
-        "cuEventCreate",
-        "cuEventRecord",
-        "cuEventQuery",
-        "cuEventSynchronize",
-        "cuEventDestroy_v2",
-        "cuStreamWaitEvent",
-        "cuStreamIsCapturing",
-        "cuStreamGetFlags",
-        "cuStreamGetCtx",
-    };
-    _Static_assert(sizeof names / sizeof names[0] == sizeof cu / sizeof(void *),
-                   "one name per function");
+    int known = __atomic_load_n(&loaded, __ATOMIC_ACQUIRE), none = NOT_YET;
+    void *fns[sizeof fn_names / sizeof fn_names[0]];
 
-    if (fs_likely(known != 0)) return known > 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        void *fn = fs_driver_function(names[i]);
-        if (!fn) {
-            /* before adoption nothing is found: try again later */
-            if (fs_driver_function("cuInit")) {
-                fs_log(FS_LOG_WARN, "the driver has no %s: driver calls are not served", names[i]);
-                __atomic_store_n(&loaded, -1, __ATOMIC_RELEASE);
-            }
-            return false;
-        }
-        __atomic_store_n(&slots[i], fn, __ATOMIC_RELAXED);
+    if (fs_likely(known == FILLED)) return true;
+    if (known == MISSING) return false;
+    for (size_t i = 0; i < sizeof fn_names / sizeof fn_names[0]; i++) {
+        if ((fns[i] = fs_driver_function(fn_names[i]))) continue;
+        /* nothing is found before a driver is adopted: try again later */
+        if (fs_driver_function("cuInit") &&
+            __atomic_exchange_n(&loaded, MISSING, __ATOMIC_ACQ_REL) != MISSING)
+            fs_log(FS_LOG_WARN, "the driver has no %s: driver calls are not served", fn_names[i]);
+        return false;
     }
-    __atomic_store_n(&loaded, 1, __ATOMIC_RELEASE);
-    return true;
+    if (__atomic_compare_exchange_n(&loaded, &none, FILLING, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        memcpy(&cu, fns, sizeof cu);
+        __atomic_store_n(&loaded, FILLED, __ATOMIC_RELEASE);
+        return true;
+    }
+    while ((known = __atomic_load_n(&loaded, __ATOMIC_ACQUIRE)) == FILLING)
+        sched_yield();
+    return known == FILLED;
 }
 
 int fs_driver_device_count(void)
