@@ -59,7 +59,8 @@ typedef struct fs_shim_config {
 const fs_shim_config *fs_shim_config_get(void);
 
 /* ---- the allocator (shim.c) ---------------------------------------------
- * The process-wide allocator, created on first use over cuda_device.c. NULL
+ * The process-wide allocator, created on first use over cuda_device.c (or,
+ * in a process without the runtime, over driver/driver_device.c). NULL
  * when the shim is inactive: the program's CUDA calls do not reach it (it is
  * linked, not preloaded), the CUDA runtime is not loaded (yet), or the
  * device count could not be read; and, for a call that gave up waiting for

@@ -22,8 +22,11 @@
  *   (runtime/cuda_memory.c): cuMemAlloc_v2 and cuMemFree_v2 as cudaMalloc and
  *   cudaFree, cuMemAllocAsync and cuMemFreeAsync (and their _ptsz variants)
  *   as cudaMallocAsync and cudaFreeAsync, cuMemGetInfo_v2 as cudaMemGetInfo;
- *   on the device of the calling thread's current context, with the
- *   driver's codes, never touching the runtime's last error.
+ *   on the device of the calling thread's current context when that is the
+ *   device's primary context (any other context's calls pass through),
+ *   with the driver's codes, never touching the runtime's last error. In a
+ *   process without the runtime (nvcc's static runtime) the first of them
+ *   creates the allocator over the driver (driver_device.c).
  * - Passed through, traced (an FS_REC_VMM event for each call that
  *   succeeded) and logged at FSDPSHIM_LOG=debug: cuMemCreate, cuMemRelease,
  *   cuMemMap, cuMemUnmap, cuMemAddressReserve and cuMemAddressFree. NCCL
