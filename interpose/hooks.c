@@ -37,6 +37,11 @@
     }
 #define DRIVER(name, served, traced)  ENTRY(name, FS_API_DRIVER, 0, served, traced)
 #define RUNTIME(name, served, traced) ENTRY(name, FS_API_RUNTIME, 0, served, traced)
+#define WORK(name, served)            ENTRY(name, FS_API_DRIVER, FS_HOOK_NO_RUNTIME, served, NULL)
+/* an entry point and its _ptsz variant */
+#define WORK_PAIR(id, name, served)                                                                \
+    [FS_HOOK_CU_##id] = WORK(name, served),                                                        \
+    [FS_HOOK_CU_##id##_PTSZ] = WORK(name "_ptsz", served##_ptsz)
 
 struct fs_hook fs_hooks[FS_HOOK_COUNT] = {
     /* driver: served like their runtime counterparts, or traced */
@@ -69,6 +74,30 @@ struct fs_hook fs_hooks[FS_HOOK_COUNT] = {
               fs_drv_get_proc_address_v2),
     /* only called, by the hooks: the context's device */
     [FS_HOOK_CU_CTX_GET_DEVICE] = DRIVER("cuCtxGetDevice", NULL, NULL),
+    /* work on streams and waits for it: served only without a runtime */
+    WORK_PAIR(MEMCPY_ASYNC, "cuMemcpyAsync", fs_drv_memcpy_async),
+    WORK_PAIR(MEMCPY_HTOD_ASYNC, "cuMemcpyHtoDAsync_v2", fs_drv_memcpy_htod_async),
+    WORK_PAIR(MEMCPY_DTOH_ASYNC, "cuMemcpyDtoHAsync_v2", fs_drv_memcpy_dtoh_async),
+    WORK_PAIR(MEMCPY_DTOD_ASYNC, "cuMemcpyDtoDAsync_v2", fs_drv_memcpy_dtod_async),
+    WORK_PAIR(MEMCPY_PEER_ASYNC, "cuMemcpyPeerAsync", fs_drv_memcpy_peer_async),
+    WORK_PAIR(MEMCPY_2D_ASYNC, "cuMemcpy2DAsync_v2", fs_drv_memcpy_2d_async),
+    WORK_PAIR(MEMCPY_3D_ASYNC, "cuMemcpy3DAsync_v2", fs_drv_memcpy_3d_async),
+    WORK_PAIR(MEMSET_D8_ASYNC, "cuMemsetD8Async", fs_drv_memset_d8_async),
+    WORK_PAIR(MEMSET_D16_ASYNC, "cuMemsetD16Async", fs_drv_memset_d16_async),
+    WORK_PAIR(MEMSET_D32_ASYNC, "cuMemsetD32Async", fs_drv_memset_d32_async),
+    WORK_PAIR(MEMSET_D2D8_ASYNC, "cuMemsetD2D8Async", fs_drv_memset_d2d8_async),
+    WORK_PAIR(MEMSET_D2D16_ASYNC, "cuMemsetD2D16Async", fs_drv_memset_d2d16_async),
+    WORK_PAIR(MEMSET_D2D32_ASYNC, "cuMemsetD2D32Async", fs_drv_memset_d2d32_async),
+    WORK_PAIR(LAUNCH_KERNEL, "cuLaunchKernel", fs_drv_launch_kernel),
+    WORK_PAIR(LAUNCH_KERNEL_EX, "cuLaunchKernelEx", fs_drv_launch_kernel_ex),
+    WORK_PAIR(LAUNCH_COOPERATIVE_KERNEL, "cuLaunchCooperativeKernel",
+              fs_drv_launch_cooperative_kernel),
+    WORK_PAIR(LAUNCH_HOST_FUNC, "cuLaunchHostFunc", fs_drv_launch_host_func),
+    WORK_PAIR(GRAPH_LAUNCH, "cuGraphLaunch", fs_drv_graph_launch),
+    WORK_PAIR(STREAM_WAIT_EVENT, "cuStreamWaitEvent", fs_drv_stream_wait_event),
+    WORK_PAIR(STREAM_SYNCHRONIZE, "cuStreamSynchronize", fs_drv_stream_synchronize),
+    [FS_HOOK_CU_EVENT_SYNCHRONIZE] = WORK("cuEventSynchronize", fs_drv_event_synchronize),
+    [FS_HOOK_CU_CTX_SYNCHRONIZE] = WORK("cuCtxSynchronize", fs_drv_ctx_synchronize),
 
     /* runtime: served by the loader's binding when preloaded, traced here */
     [FS_HOOK_CUDA_MALLOC] = RUNTIME("cudaMalloc", NULL, fs_traced_cuda_malloc),

@@ -36,6 +36,49 @@ enum fs_hook_id {
     FS_HOOK_CU_GET_PROC_ADDRESS,
     FS_HOOK_CU_GET_PROC_ADDRESS_V2,
     FS_HOOK_CU_CTX_GET_DEVICE,
+    /* work on streams and waits for it (driver/driver_work.c) */
+    FS_HOOK_CU_MEMCPY_ASYNC,
+    FS_HOOK_CU_MEMCPY_ASYNC_PTSZ,
+    FS_HOOK_CU_MEMCPY_HTOD_ASYNC,
+    FS_HOOK_CU_MEMCPY_HTOD_ASYNC_PTSZ,
+    FS_HOOK_CU_MEMCPY_DTOH_ASYNC,
+    FS_HOOK_CU_MEMCPY_DTOH_ASYNC_PTSZ,
+    FS_HOOK_CU_MEMCPY_DTOD_ASYNC,
+    FS_HOOK_CU_MEMCPY_DTOD_ASYNC_PTSZ,
+    FS_HOOK_CU_MEMCPY_PEER_ASYNC,
+    FS_HOOK_CU_MEMCPY_PEER_ASYNC_PTSZ,
+    FS_HOOK_CU_MEMCPY_2D_ASYNC,
+    FS_HOOK_CU_MEMCPY_2D_ASYNC_PTSZ,
+    FS_HOOK_CU_MEMCPY_3D_ASYNC,
+    FS_HOOK_CU_MEMCPY_3D_ASYNC_PTSZ,
+    FS_HOOK_CU_MEMSET_D8_ASYNC,
+    FS_HOOK_CU_MEMSET_D8_ASYNC_PTSZ,
+    FS_HOOK_CU_MEMSET_D16_ASYNC,
+    FS_HOOK_CU_MEMSET_D16_ASYNC_PTSZ,
+    FS_HOOK_CU_MEMSET_D32_ASYNC,
+    FS_HOOK_CU_MEMSET_D32_ASYNC_PTSZ,
+    FS_HOOK_CU_MEMSET_D2D8_ASYNC,
+    FS_HOOK_CU_MEMSET_D2D8_ASYNC_PTSZ,
+    FS_HOOK_CU_MEMSET_D2D16_ASYNC,
+    FS_HOOK_CU_MEMSET_D2D16_ASYNC_PTSZ,
+    FS_HOOK_CU_MEMSET_D2D32_ASYNC,
+    FS_HOOK_CU_MEMSET_D2D32_ASYNC_PTSZ,
+    FS_HOOK_CU_LAUNCH_KERNEL,
+    FS_HOOK_CU_LAUNCH_KERNEL_PTSZ,
+    FS_HOOK_CU_LAUNCH_KERNEL_EX,
+    FS_HOOK_CU_LAUNCH_KERNEL_EX_PTSZ,
+    FS_HOOK_CU_LAUNCH_COOPERATIVE_KERNEL,
+    FS_HOOK_CU_LAUNCH_COOPERATIVE_KERNEL_PTSZ,
+    FS_HOOK_CU_LAUNCH_HOST_FUNC,
+    FS_HOOK_CU_LAUNCH_HOST_FUNC_PTSZ,
+    FS_HOOK_CU_GRAPH_LAUNCH,
+    FS_HOOK_CU_GRAPH_LAUNCH_PTSZ,
+    FS_HOOK_CU_STREAM_WAIT_EVENT,
+    FS_HOOK_CU_STREAM_WAIT_EVENT_PTSZ,
+    FS_HOOK_CU_STREAM_SYNCHRONIZE,
+    FS_HOOK_CU_STREAM_SYNCHRONIZE_PTSZ,
+    FS_HOOK_CU_EVENT_SYNCHRONIZE,
+    FS_HOOK_CU_CTX_SYNCHRONIZE,
     FS_HOOK_DRIVER_END, /* one past the driver's */
     FS_HOOK_CUDA_MALLOC = FS_HOOK_DRIVER_END,
     FS_HOOK_CUDA_FREE,
@@ -63,6 +106,9 @@ enum fs_hook_id {
 /* FS_HOOK_LOOKUP: an entry point that hands out others. Its slots are
  * redirected in NCCL too, which reaches the driver only that way. */
 #define FS_HOOK_LOOKUP 1u
+/* FS_HOOK_NO_RUNTIME: `served` is handed out only while no CUDA runtime is
+ * loaded (driver/driver_work.c says why). */
+#define FS_HOOK_NO_RUNTIME 2u
 
 struct fs_hook {
     const char *name; /* the exported ABI name */
@@ -135,6 +181,45 @@ cudaError_t fs_get_driver_entry_point_by_version_ptsz(const char *symbol, void *
                                                       unsigned int version,
                                                       unsigned long long flags,
                                                       enum cudaDriverEntryPointQueryResult *status);
+
+/* ---- driver/driver_work.c ---- */
+/* Served where no CUDA runtime is loaded: the driver's work on streams and
+ * waits for it, told to the allocator as the runtime's are. */
+#define FS_DRV_PAIR(name, params)                                                                  \
+    CUresult fs_drv_##name params;                                                                 \
+    CUresult fs_drv_##name##_ptsz params;
+FS_DRV_PAIR(memcpy_async, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))
+FS_DRV_PAIR(memcpy_htod_async, (CUdeviceptr dst, const void *src, size_t n, CUstream s))
+FS_DRV_PAIR(memcpy_dtoh_async, (void *dst, CUdeviceptr src, size_t n, CUstream s))
+FS_DRV_PAIR(memcpy_dtod_async, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))
+FS_DRV_PAIR(memcpy_peer_async, (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
+                                CUcontext src_ctx, size_t n, CUstream s))
+FS_DRV_PAIR(memcpy_2d_async, (const CUDA_MEMCPY2D *c, CUstream s))
+FS_DRV_PAIR(memcpy_3d_async, (const CUDA_MEMCPY3D *c, CUstream s))
+FS_DRV_PAIR(memset_d8_async, (CUdeviceptr dst, unsigned char v, size_t n, CUstream s))
+FS_DRV_PAIR(memset_d16_async, (CUdeviceptr dst, unsigned short v, size_t n, CUstream s))
+FS_DRV_PAIR(memset_d32_async, (CUdeviceptr dst, unsigned int v, size_t n, CUstream s))
+FS_DRV_PAIR(memset_d2d8_async,
+            (CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s))
+FS_DRV_PAIR(memset_d2d16_async,
+            (CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s))
+FS_DRV_PAIR(memset_d2d32_async,
+            (CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s))
+FS_DRV_PAIR(launch_kernel,
+            (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+             unsigned bz, unsigned shared, CUstream s, void **params, void **extra))
+FS_DRV_PAIR(launch_kernel_ex,
+            (const CUlaunchConfig *config, CUfunction f, void **params, void **extra))
+FS_DRV_PAIR(launch_cooperative_kernel,
+            (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+             unsigned bz, unsigned shared, CUstream s, void **params))
+FS_DRV_PAIR(launch_host_func, (CUstream s, CUhostFn fn, void *user))
+FS_DRV_PAIR(graph_launch, (CUgraphExec g, CUstream s))
+FS_DRV_PAIR(stream_wait_event, (CUstream s, CUevent event, unsigned flags))
+FS_DRV_PAIR(stream_synchronize, (CUstream s))
+#undef FS_DRV_PAIR
+CUresult fs_drv_event_synchronize(CUevent event);
+CUresult fs_drv_ctx_synchronize(void);
 
 /* ---- driver/dlsym.c ---- */
 /* The shim's dlsym and dlvsym (exported under those names). */

@@ -46,7 +46,7 @@ FS_API cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
     return host_alloc(ptr, size, flags);
 }
 
-FS_API cudaError_t cudaFreeHost(void *ptr)
+static cudaError_t free_host(void *ptr)
 {
     fs_init();
     if (!ptr) return cudaSuccess;
@@ -60,6 +60,22 @@ FS_API cudaError_t cudaFreeHost(void *ptr)
     fs_registry_remove(r.base);
     munmap(ptr, r.size);
     return cudaSuccess;
+}
+
+FS_API cudaError_t cudaFreeHost(void *ptr)
+{
+    return free_host(ptr);
+}
+
+/* The simulated driver's cuMemAllocHost and cuMemFreeHost (sim/cuda/). */
+FS_SEAM cudaError_t sim_drv_host_alloc(void **ptr, size_t size)
+{
+    return SIM_QUIETLY(host_alloc(ptr, size, cudaHostAllocDefault));
+}
+
+FS_SEAM cudaError_t sim_drv_host_free(void *ptr)
+{
+    return SIM_QUIETLY(free_host(ptr));
 }
 
 FS_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)

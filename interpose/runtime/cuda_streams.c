@@ -25,7 +25,7 @@
  * work would clear the note and miss the work. A call that failed issued
  * nothing, and is not followed by internal calls that could disturb the
  * last error it left. */
-static void note_work(cudaStream_t s, bool pt)
+void fs_stream_note_work(cudaStream_t s, bool pt)
 {
     fs_allocator *a = fs_shim_allocator_peek();
     fs_stream_t key;
@@ -41,7 +41,7 @@ static void note_work(cudaStream_t s, bool pt)
 
 /* `s` works on the memory at `p`, `q`: record the use on the blocks the
  * shim owns (others are not its business). */
-static void record_uses(const void *p, const void *q, cudaStream_t s, bool pt)
+void fs_stream_record_uses(const void *p, const void *q, cudaStream_t s, bool pt)
 {
     fs_allocator *a = fs_shim_allocator_peek();
     fs_stream_t key;
@@ -60,7 +60,7 @@ static void record_uses(const void *p, const void *q, cudaStream_t s, bool pt)
 }
 
 /* The host has waited for work on `device` (-1: unknown, any). */
-static void host_synced(int device)
+void fs_host_synced(int device)
 {
     fs_allocator *a = fs_shim_allocator_peek();
 
@@ -323,7 +323,7 @@ static cudaError_t wait_event(cudaStream_t s, cudaEvent_t event, unsigned flags,
     if (!(flags & ~(unsigned)cudaEventWaitExternal) && stream_parked(s))
         return destroyed_stream_error();
     e = real(s, event, flags);
-    if (e == cudaSuccess) note_work(s, pt);
+    if (e == cudaSuccess) fs_stream_note_work(s, pt);
     return e;
 }
 
@@ -350,7 +350,7 @@ static cudaError_t launch_kernel(const void *func, dim3 grid, dim3 block, void *
     if (!real) return cudaErrorInitializationError;
     if (func && stream_parked(s)) return destroyed_stream_error();
     e = real(func, grid, block, args, shared, s);
-    if (e == cudaSuccess) note_work(s, pt);
+    if (e == cudaSuccess) fs_stream_note_work(s, pt);
     return e;
 }
 
@@ -376,7 +376,7 @@ static cudaError_t launch_kernel_ex(const cudaLaunchConfig_t *config, const void
     if (!real) return cudaErrorInitializationError;
     if (config && func && stream_parked(config->stream)) return destroyed_stream_error();
     e = real(config, func, args);
-    if (e == cudaSuccess && config) note_work(config->stream, pt);
+    if (e == cudaSuccess && config) fs_stream_note_work(config->stream, pt);
     return e;
 }
 
@@ -401,7 +401,7 @@ static cudaError_t launch_host_func(cudaStream_t s, cudaHostFn_t fn, void *user,
     if (!real) return cudaErrorInitializationError;
     if (fn && stream_parked(s)) return destroyed_stream_error();
     e = real(s, fn, user);
-    if (e == cudaSuccess) note_work(s, pt);
+    if (e == cudaSuccess) fs_stream_note_work(s, pt);
     return e;
 }
 
@@ -424,7 +424,7 @@ static cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t s, bool pt,
     if (!real) return cudaErrorInitializationError;
     if (exec && stream_parked(s)) return destroyed_stream_error();
     e = real(exec, s);
-    if (e == cudaSuccess) note_work(s, pt);
+    if (e == cudaSuccess) fs_stream_note_work(s, pt);
     return e;
 }
 
@@ -447,7 +447,7 @@ static cudaError_t add_callback(cudaStream_t s, cudaStreamCallback_t fn, void *u
     if (!real) return cudaErrorInitializationError;
     if (fn && !flags && stream_parked(s)) return destroyed_stream_error();
     e = real(s, fn, user, flags);
-    if (e == cudaSuccess) note_work(s, pt);
+    if (e == cudaSuccess) fs_stream_note_work(s, pt);
     return e;
 }
 
@@ -478,7 +478,7 @@ static cudaError_t memcpy_async(void *dst, const void *src, size_t count, enum c
     if (fs_unlikely(parked || past_block_extent(dst, count) || past_block_extent(src, count)))
         return refused(real(dst, src, 0, kind, s), parked);
     e = real(dst, src, count, kind, s);
-    if (e == cudaSuccess) record_uses(dst, src, s, pt);
+    if (e == cudaSuccess) fs_stream_record_uses(dst, src, s, pt);
     return e;
 }
 
@@ -510,7 +510,7 @@ static cudaError_t memcpy_2d_async(void *dst, size_t dpitch, const void *src, si
                     past_block_extent(src, span_2d(spitch, width, height))))
         return refused(real(dst, dpitch, src, spitch, width, 0, kind, s), parked);
     e = real(dst, dpitch, src, spitch, width, height, kind, s);
-    if (e == cudaSuccess) record_uses(dst, src, s, pt);
+    if (e == cudaSuccess) fs_stream_record_uses(dst, src, s, pt);
     return e;
 }
 
@@ -543,7 +543,7 @@ FS_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *
     if (fs_unlikely(parked || past_block_extent(dst, count) || past_block_extent(src, count)))
         return refused(real(dst, dstDevice, src, srcDevice, 0, stream), parked);
     e = real(dst, dstDevice, src, srcDevice, count, stream);
-    if (e == cudaSuccess) record_uses(dst, src, stream, false);
+    if (e == cudaSuccess) fs_stream_record_uses(dst, src, stream, false);
     return e;
 }
 
@@ -558,7 +558,7 @@ static cudaError_t memset_async(void *p, int value, size_t count, cudaStream_t s
     if (fs_unlikely(parked || past_block_extent(p, count)))
         return refused(real(p, value, 0, s), parked);
     e = real(p, value, count, s);
-    if (e == cudaSuccess) record_uses(p, NULL, s, pt);
+    if (e == cudaSuccess) fs_stream_record_uses(p, NULL, s, pt);
     return e;
 }
 
@@ -586,7 +586,7 @@ static cudaError_t memset_2d_async(void *p, size_t pitch, int value, size_t widt
     if (fs_unlikely(parked || past_block_extent(p, span_2d(pitch, width, height))))
         return refused(real(p, pitch, value, width, 0, s), parked);
     e = real(p, pitch, value, width, height, s);
-    if (e == cudaSuccess) record_uses(p, NULL, s, pt);
+    if (e == cudaSuccess) fs_stream_record_uses(p, NULL, s, pt);
     return e;
 }
 
@@ -782,7 +782,7 @@ FS_EXPORT cudaError_t cudaDeviceSynchronize(void)
 
     if (e != cudaSuccess) return e;
     if (!a || dev < 0) {
-        host_synced(dev); /* the allocator came up meanwhile, or no device known */
+        fs_host_synced(dev); /* the allocator came up meanwhile, or no device known */
         return e;
     }
     if (fs_shim_enter()) {
@@ -804,7 +804,7 @@ static cudaError_t stream_synchronize(cudaStream_t s, bool pt,
     if (e == cudaSuccess && fs_shim_allocator_peek() && fs_shim_enter()) {
         fs_shim_stream_key(s, pt, &dev);
         fs_shim_leave();
-        host_synced(dev);
+        fs_host_synced(dev);
     }
     return e;
 }
@@ -825,7 +825,7 @@ FS_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
     __typeof__(&cudaEventSynchronize) real = FS_REAL(cudaEventSynchronize);
     if (!real) return cudaErrorInitializationError;
     cudaError_t e = real(event);
-    if (e == cudaSuccess) host_synced(-1);
+    if (e == cudaSuccess) fs_host_synced(-1);
     return e;
 }
 

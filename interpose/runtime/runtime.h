@@ -55,6 +55,17 @@ void fs_streams_reset(int device);
 /* Sets the per-thread current device cache. */
 void fs_current_device_set(int device);
 
+/* ---- cuda_streams.c: what the allocator is told of the work on streams
+ * (also for the driver's work calls, driver/driver_work.c) ---- */
+/* Work was issued on `s` (pt: stream 0 is the per-thread stream): frees
+ * must fence it. Call after the real call has put the work there. */
+void fs_stream_note_work(cudaStream_t s, bool pt);
+/* The same, and `s` works on the memory at `p` and `q` (either may be NULL
+ * or not the shim's): a use of those blocks is recorded. */
+void fs_stream_record_uses(const void *p, const void *q, cudaStream_t s, bool pt);
+/* The host has waited for work on `device` (-1: unknown, any). */
+void fs_host_synced(int device);
+
 /* ---- cuda_memory.c ----
  * The allocator's side of the memory calls, shared by the runtime's entry
  * points and the driver's (cuda_driver.c). Called inside the shim;

@@ -55,6 +55,9 @@ cudaError_t sim_drv_stream_wait_event(cudaStream_t s, cudaEvent_t h, unsigned fl
 /* ../capture.c */
 cudaError_t sim_drv_stream_is_capturing(cudaStream_t h, int pt,
                                         enum cudaStreamCaptureStatus *status);
+/* ../hostmem.c */
+cudaError_t sim_drv_host_alloc(void **ptr, size_t size);
+cudaError_t sim_drv_host_free(void *ptr);
 /* ../copy.c */
 cudaError_t sim_drv_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
                            cudaStream_t s, int per_thread, int async);

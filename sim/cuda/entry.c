@@ -74,6 +74,8 @@ static const struct entry entries[] = {
     ROW_PT("cuMemcpyDtoH", cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, 3020),
     ROW_PT("cuMemcpyHtoDAsync", cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, 3020),
     ROW_PT("cuMemcpyDtoHAsync", cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, 3020),
+    ROW("cuMemAllocHost", cuMemAllocHost_v2, 3020),
+    ROW("cuMemFreeHost", cuMemFreeHost, 2000),
     ROW("cuMemAlloc", cuMemAlloc_v2, 3020),
     ROW("cuMemFree", cuMemFree_v2, 3020),
     ROW("cuMemGetInfo", cuMemGetInfo_v2, 3020),

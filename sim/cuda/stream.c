@@ -197,6 +197,20 @@ FS_API CUresult cuEventDestroy_v2(CUevent ev)
     return res ? res : sim_cu_result(sim_drv_event_destroy((cudaEvent_t)ev));
 }
 
+/* ---- page-locked host memory, which copies use asynchronously ---- */
+
+FS_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : sim_cu_result(sim_drv_host_alloc(pp, bytesize));
+}
+
+FS_API CUresult cuMemFreeHost(void *p)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : sim_cu_result(sim_drv_host_free(p));
+}
+
 /* ---- copies between device and host memory ---- */
 
 static CUresult copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, CUstream s,

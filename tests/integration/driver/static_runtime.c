@@ -7,8 +7,8 @@
  *
  * It allocates through cuMemAlloc_v2/cuMemFree_v2 and, on streams,
  * cuMemAllocAsync/cuMemFreeAsync, writes and reads back every block, frees
- * blocks that another stream still reads (both ways the integrity test of
- * the runtime does, tests/integration/runtime/integrity.c), and allocates
+ * blocks that another stream still reads (the three ways the integrity test
+ * of the runtime does, tests/integration/runtime/integrity.c), and allocates
  * in a context of its own (cuCtxCreate), whose memory is never the shim's.
  * With --expect-shim the shim's statistics must show the primary context's
  * allocations served and the other context's not; the counts are printed
@@ -52,6 +52,7 @@ static struct {
     __typeof__(&cuStreamDestroy_v2) stream_destroy;
     __typeof__(&cuStreamSynchronize) stream_sync;
     __typeof__(&cuLaunchHostFunc) host_func;
+    __typeof__(&cuMemAllocHost_v2) alloc_host;
 } cu;
 
 static int libcudart_found(struct dl_phdr_info *info, size_t size, void *arg)
@@ -120,7 +121,8 @@ static void CUDA_CB gate(void *arg)
     (void)arg;
     while (!atomic_load(&gate_open))
         nanosleep(&nap, NULL);
-    gate_work.read_ok = intact((const unsigned char *)(uintptr_t)gate_work.block, SIZE, 1);
+    gate_work.read_ok =
+        !gate_work.block || intact((const unsigned char *)(uintptr_t)gate_work.block, SIZE, 1);
 }
 
 /* A block that `busy` still reads is freed (stream-ordered on `busy`
@@ -156,6 +158,42 @@ static void integrity(CUstream busy, CUstream other, bool ordered)
     CU_CHECK(cu.stream_sync(other));
     allocations += 2;
     printf("integrity (%s free): ok\n", ordered ? "stream-ordered" : "device-ordered");
+}
+
+/* A block that a copy queued on `busy` (behind the gate) still reads is
+ * freed on `other`, which is idle, and memory of the same size is asked for
+ * on `other` again and overwritten: the copy must read the block's own
+ * bytes. Only the copy call tells the shim that `busy` uses the block (on a
+ * GPU it is the static runtime's cudaMemcpyAsync), so the shim must see the
+ * driver's copies as it sees the runtime's. */
+static void integrity_copy(CUstream busy, CUstream other)
+{
+    unsigned char *pinned; /* a copy to pageable memory would wait for the gate */
+    CUdeviceptr x, y;
+
+    atomic_store(&gate_open, 0);
+    fill(host, SIZE, 1);
+    CU_CHECK(cu.alloc_async(&x, SIZE, other));
+    CU_CHECK(cu.htod_async(x, host, SIZE, other));
+    CU_CHECK(cu.stream_sync(other));
+    gate_work.block = 0;
+    CU_CHECK(cu.host_func(busy, gate, NULL));
+    CU_CHECK(cu.alloc_host((void **)&pinned, SIZE));
+    memset(pinned, 0, SIZE);
+    CU_CHECK(cu.dtoh_async(pinned, x, SIZE, busy));
+    CU_CHECK(cu.free_async(x, other));
+    fill(host, SIZE, 2);
+    CU_CHECK(cu.alloc_async(&y, SIZE, other));
+    CU_CHECK(cu.htod_async(y, host, SIZE, other));
+    CU_CHECK(cu.stream_sync(other));
+    atomic_store(&gate_open, 1);
+    CU_CHECK(cu.stream_sync(busy));
+    EXPECT(intact(pinned, SIZE, 1));
+    CU_CHECK(((__typeof__(&cuMemFreeHost))proc("cuMemFreeHost"))(pinned));
+    CU_CHECK(cu.free_async(y, other));
+    CU_CHECK(cu.stream_sync(other));
+    allocations += 2;
+    printf("integrity (free on an idle stream, a copy on another reads): ok\n");
 }
 
 /* A context of the program's own: its memory is the driver's, never served
@@ -213,6 +251,7 @@ int main(int argc, char **argv)
     cu.stream_destroy = proc("cuStreamDestroy");
     cu.stream_sync = proc("cuStreamSynchronize");
     cu.host_func = proc("cuLaunchHostFunc");
+    cu.alloc_host = proc("cuMemAllocHost");
     EXPECT(in_shim((void *)cu.alloc) == expect_shim && in_shim((void *)cu.free) == expect_shim);
     /* before cuInit the shim has nothing to serve with: the driver answers */
     EXPECT(cu.alloc(&(CUdeviceptr){0}, 1 << 20) == CUDA_ERROR_NOT_INITIALIZED);
@@ -229,6 +268,8 @@ int main(int argc, char **argv)
     integrity(busy, other, true);
     /* the driver's own cuMemFree waits for the whole device, the gate too */
     if (expect_shim) integrity(busy, other, false);
+    /* CUDA's pool hands the block out again on the same stream at once */
+    if (expect_shim) integrity_copy(busy, other);
     other_context(expect_shim);
     if (expect_shim) {
         EXPECT(shim_stat("allocation.all.allocated", DEVICE) == allocations);
