@@ -198,7 +198,9 @@ static cudaError_t copy_peer(void *dst, int dst_dev, const void *src, int src_de
                              cudaStream_t s, enum mode mode)
 {
     fs_init();
-    if (!fs_dev(dst_dev) || !fs_dev(src_dev)) return fs_ret(cudaErrorInvalidDevice);
+    /* a copy of nothing checks no device (seen on a GPU, driver 580:
+     * cudaMemcpyPeer(p, 9999, q, 0, 0) is cudaSuccess) */
+    if (n && (!fs_dev(dst_dev) || !fs_dev(src_dev))) return fs_ret(cudaErrorInvalidDevice);
     return copy_2d(dst, n, src, n, n, 1, cudaMemcpyDeviceToDevice, s, 0, mode);
 }
 

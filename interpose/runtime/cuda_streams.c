@@ -530,6 +530,17 @@ FS_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const voi
                            FS_REAL_AS(cudaMemcpy2DAsync, "cudaMemcpy2DAsync_ptsz"));
 }
 
+/* A device the peer copies name that the process does not have: the
+ * runtime refuses such a copy before its memory (cudaErrorInvalidDevice),
+ * but a copy of 0 bytes checks no device (seen on a GPU, driver 580), so
+ * the call itself goes to the runtime. */
+static bool bad_peer(int dst_device, int src_device)
+{
+    int n = fs_shim_device_count();
+
+    return dst_device < 0 || dst_device >= n || src_device < 0 || src_device >= n;
+}
+
 /* There is no _ptsz variant of the peer copies. */
 FS_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
                                           size_t count, cudaStream_t stream)
@@ -539,6 +550,8 @@ FS_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *
     cudaError_t e;
 
     if (!real) return cudaErrorInitializationError;
+    if (fs_unlikely(bad_peer(dstDevice, srcDevice)))
+        return real(dst, dstDevice, src, srcDevice, count, stream);
     parked = stream_parked(stream);
     if (fs_unlikely(parked || past_block_extent(dst, count) || past_block_extent(src, count)))
         return refused(real(dst, dstDevice, src, srcDevice, 0, stream), parked);
@@ -658,6 +671,8 @@ FS_EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, 
     __typeof__(&cudaMemcpyPeer) real = FS_REAL(cudaMemcpyPeer);
 
     if (!real) return cudaErrorInitializationError;
+    if (fs_unlikely(bad_peer(dstDevice, srcDevice)))
+        return real(dst, dstDevice, src, srcDevice, count);
     if (fs_unlikely(past_block_extent(dst, count) || past_block_extent(src, count)))
         return refused(real(dst, dstDevice, src, srcDevice, 0), false);
     return real(dst, dstDevice, src, srcDevice, count);
