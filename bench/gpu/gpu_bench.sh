@@ -8,9 +8,10 @@
 #            (torch_pair.py): PyTorch's caching allocator, CUDA's pool
 #            (backend:cudaMallocAsync), the shim (fsdpshim run)
 #   train    examples/train_fsdp.py (FSDP2) under torchrun, one rank: native,
-#            under `fsdpshim run`, with PYTORCH_NO_CUDA_MEMORY_CACHING=1
-#            without and with the shim, and traced (trace:stacks,python):
-#            median step time, peak device memory from the driver, losses
+#            natively on CUDA's pool (backend:cudaMallocAsync), under
+#            `fsdpshim run`, with PYTORCH_NO_CUDA_MEMORY_CACHING=1 without
+#            and with the shim, and traced (trace:python): median step
+#            time, peak device memory from NVML, losses
 #   fsdp1    the same job with FSDP1, native and under the shim
 #   small    a small FSDP2 model (--size small), where allocation is a larger
 #            share of a step: native, and PYTORCH_NO_CUDA_MEMORY_CACHING=1
@@ -28,7 +29,9 @@
 #                [--routes LIST] [SECTION...]
 #
 # --routes limits the training sections to the routes in LIST (commas:
-# native,shim,nocache,nocache_shim,trace), for a run with little time.
+# native,native_async,shim,nocache,nocache_shim,trace), for a run with little
+# time. native_async is PyTorch with CUDA's own pool (backend:cudaMallocAsync,
+# the route the shim serves): what the route costs without the shim.
 #
 # --raw appends the raw figures to FILE instead (each as soon as it is
 # measured: a run cut short keeps them).
@@ -45,7 +48,7 @@ src=${FSDPSHIM_SRC:-@PROJECT_SOURCE_DIR@}
 cli=$build/bin/fsdpshim
 shim=$build/lib/libfsdpshim.so
 python=${PYTHON:-python3}
-runs=5 out=$PWD/gpu-bench raw= deadline=0 sim=0 sections=() routes=native,shim,nocache,nocache_shim,trace
+runs=5 out=$PWD/gpu-bench raw= deadline=0 sim=0 sections=() routes=native,native_async,shim,nocache,nocache_shim,trace
 while [ $# -gt 0 ]; do
     case $1 in
         --runs) runs=$2; shift ;;
@@ -142,7 +145,12 @@ train_once() {
     log=$out/logs/train$tag.$route.$r
     case $route in
         native) run "$log" "${native[@]}" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
-        shim) run "$log" "${shimmed[@]}" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
+        # as `fsdpshim run` sets for PyTorch 2.15, whose default NCCL process
+        # group aborts on this backend (docs/cli.md); others ignore it
+        native_async) PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync TORCH_DIST_USE_NCCL2=0 \
+            run "$log" "${native[@]}" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
+        shim) FSDPSHIM_LOG=info \
+            run "$log" "${shimmed[@]}" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
         nocache) PYTORCH_NO_CUDA_MEMORY_CACHING=1 \
             run "$log" "${native[@]}" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
         nocache_shim) PYTORCH_NO_CUDA_MEMORY_CACHING=1 \
@@ -190,7 +198,7 @@ section_train() {
     local r route
     for r in $(seq "$runs"); do
         time_left 45 || { say "train: stopped after $((r - 1)) rounds (deadline)"; break; }
-        for route in native shim nocache nocache_shim trace; do
+        for route in native native_async shim nocache nocache_shim trace; do
             wanted $route && train_once $route 2 "$r"
         done
     done
@@ -241,7 +249,7 @@ need() {
     case $1 in
         pair) echo $((runs * 8)) ;;
         torch) echo $((runs * 15)) ;;
-        train) echo $((runs * 40)) ;;
+        train) echo $((runs * 48)) ;;
         fsdp1) echo 40 ;;
         small) echo $((runs * 20)) ;;
         gap) echo $((runs * 4)) ;;
@@ -275,7 +283,7 @@ done
         }'
     for f in 2 2small 1; do
         [ -s "$out/logs/losses$f.native.1" ] || continue
-        for route in shim nocache nocache_shim trace; do
+        for route in native_async shim nocache nocache_shim trace; do
             ls "$out/logs/losses$f.$route".* >/dev/null 2>&1 || continue
             echo "  train$f losses, $route against native: $(same_losses $f $route)"
         done
