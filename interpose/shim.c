@@ -399,14 +399,22 @@ __attribute__((destructor)) static void report_at_exit(void)
 
     if (!a || !fs_log_enabled(FS_LOG_INFO)) return;
     for (int d = 0; d < fs_shim_device_count(); d++) {
+        uint64_t pool = over_driver ? 0 : fs_cuda_ordered_reserved_peak(d);
+        char pool_text[96] = "";
+
         fs_alloc_get_stats(a, d, &st);
         if (st.allocation[FS_POOL_ALL].allocated == 0) continue;
+        /* what CUDA's pool under the stream-ordered segments held: more than
+         * the segments when its own granules round them up */
+        if (pool)
+            snprintf(pool_text, sizeof pool_text,
+                     " (its CUDA pool for stream-ordered segments: peak %.1f MiB)", pool / mib);
         fs_log(FS_LOG_INFO,
                "device %d: %lld allocations served by %lld device allocations; peak allocated "
-               "%.1f MiB, peak reserved %.1f MiB; %lld retries, %lld OOMs",
+               "%.1f MiB, peak reserved %.1f MiB%s; %lld retries, %lld OOMs",
                d, (long long)st.allocation[FS_POOL_ALL].allocated, (long long)st.num_device_alloc,
                st.allocated_bytes[FS_POOL_ALL].peak / mib,
-               st.reserved_bytes[FS_POOL_ALL].peak / mib, (long long)st.num_alloc_retries,
-               (long long)st.num_ooms);
+               st.reserved_bytes[FS_POOL_ALL].peak / mib, pool_text,
+               (long long)st.num_alloc_retries, (long long)st.num_ooms);
     }
 }

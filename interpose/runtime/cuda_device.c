@@ -67,6 +67,8 @@ static struct {
     cudaStream_t stream;
     /* what the program granted peers on the device's default pool */
     enum cudaMemAccessFlags granted[MAX_ORDERED_DEVICES];
+    /* the most memory the pool held, read after each segment it gave */
+    uint64_t reserved_peak;
 } ordered[MAX_ORDERED_DEVICES];
 static pthread_mutex_t ordered_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -166,6 +168,8 @@ void fs_cuda_device_reset(int device)
     pthread_mutex_unlock(&ordered_lock);
 }
 
+static void note_pool_reserved(int device, cudaMemPool_t pool);
+
 static cudaError_t ordered_alloc(int device, size_t size, void **out)
 {
     __typeof__(&cudaMallocFromPoolAsync) alloc = FS_REAL(cudaMallocFromPoolAsync);
@@ -178,7 +182,31 @@ static cudaError_t ordered_alloc(int device, size_t size, void **out)
     if (!alloc || !sync || !ordered_get(device, &pool, &stream)) return cudaErrorNotSupported;
     e = alloc(out, size, pool, stream);
     if (e == cudaSuccess && (e = sync(stream)) != cudaSuccess) release(*out);
+    if (e == cudaSuccess) note_pool_reserved(device, pool);
     return e;
+}
+
+/* The pool may hold more device memory than the segments it gave (its own
+ * granules): what it holds is read after each segment, rarely enough to
+ * cost nothing, and reported at exit (shim.c) beside the shim's reserve. */
+static void note_pool_reserved(int device, cudaMemPool_t pool)
+{
+    __typeof__(&cudaMemPoolGetAttribute) get = FS_REAL(cudaMemPoolGetAttribute);
+    cuuint64_t held = 0;
+
+    if (get && get(pool, cudaMemPoolAttrReservedMemCurrent, &held) == cudaSuccess) {
+        uint64_t peak = __atomic_load_n(&ordered[device].reserved_peak, __ATOMIC_RELAXED);
+        while (held > peak &&
+               !__atomic_compare_exchange_n(&ordered[device].reserved_peak, &peak, held, true,
+                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        }
+    }
+}
+
+uint64_t fs_cuda_ordered_reserved_peak(int device)
+{
+    if (device < 0 || device >= MAX_ORDERED_DEVICES) return 0;
+    return __atomic_load_n(&ordered[device].reserved_peak, __ATOMIC_RELAXED);
 }
 
 /* cudaFree of pool memory first waits for the whole device, as it does

@@ -107,6 +107,10 @@ void fs_cuda_ordered_access(int device, const struct cudaMemAccessDesc *descs, s
 /* The device's free and total memory as the runtime reports them (the
  * program's last error kept); false when it cannot say. */
 bool fs_cuda_mem_info(int device, size_t *free, size_t *total);
+/* The most device memory the shim's own CUDA pool (behind its
+ * stream-ordered segments) held on `device`, read after each segment; 0
+ * when it gave none. */
+uint64_t fs_cuda_ordered_reserved_peak(int device);
 
 /* Brackets a batch of internal runtime calls: the program's last error is
  * kept, calls run in relaxed capture mode while a capture is under way, and
