@@ -35,7 +35,10 @@ allocations() {
 }
 
 # ---- 1. injected from the start ----
-(sleep 3 && touch "$dir/beat.stop") &
+# stopped 3 s after its first iteration: importing torch on a loaded machine
+# can take longer than that, and a loop stopped before it began traces nothing
+(for _ in $(seq 600); do [ -s "$dir/beat" ] && break; sleep 0.1; done
+ sleep 3 && touch "$dir/beat.stop") &
 CUDA_INJECTION64_PATH=$shim FSDPSHIM_CONF=trace:stacks FSDPSHIM_TRACE=$dir/inj.fst \
     expect 0 "${on[@]}" "$py" "$here/attach_loop.py" "$dir/beat"
 wait
