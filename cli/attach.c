@@ -39,7 +39,8 @@ void usage_attach(FILE *out)
             "  --duration S  detach after S seconds (else `fsdpshim detach PID` does)\n"
             "  -o FILE       the trace [fsdpshim-%%h-%%p.fst in this directory; %%h host,\n"
             "                %%p the process's pid]\n"
-            "Needs gdb and the right to ptrace the process (its owner, or CAP_SYS_PTRACE).\n");
+            "Needs gdb (or NVIDIA's cuda-gdb) and the right to ptrace the process (its owner,\n"
+            "or CAP_SYS_PTRACE).\n");
 }
 
 void usage_detach(FILE *out)
@@ -148,8 +149,10 @@ static int run_gdb(const char *who, pid_t pid, const char *script)
         dup2(ofd, 1);
         dup2(ofd, 2);
         alarm(GDB_TIMEOUT_S); /* a process that never lets gdb in must not hang us */
-        execlp("gdb", "gdb", "-nx", "-batch", "-q", "-iex", "set debuginfod enabled off", "-p",
-               pid_text, "-x", script_path, (char *)NULL);
+        /* NVIDIA's cuda-gdb is a gdb with Python: GPU images often have it alone */
+        for (const char *const *gdb = (const char *const[]){"gdb", "cuda-gdb", NULL}; *gdb; gdb++)
+            execlp(*gdb, *gdb, "-nx", "-batch", "-q", "-iex", "set debuginfod enabled off", "-p",
+                   pid_text, "-x", script_path, (char *)NULL);
         _exit(127);
     }
     if (child < 0 || waitpid(child, &status, 0) != child) {
@@ -157,7 +160,10 @@ static int run_gdb(const char *who, pid_t pid, const char *script)
         goto done;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-        fprintf(stderr, "fsdpshim %s: gdb is not installed (Debian: apt-get install gdb)\n", who);
+        fprintf(stderr,
+                "fsdpshim %s: neither gdb nor cuda-gdb is installed (Debian: apt-get install "
+                "gdb)\n",
+                who);
         goto done;
     }
     out = fopen(out_path, "r");

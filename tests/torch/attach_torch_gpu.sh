@@ -3,8 +3,8 @@
 # ways in (CUDA_INJECTION64_PATH from the start, `fsdpshim attach PID` while
 # it runs) on a PyTorch program on the real device, with the machine's own
 # python3 and PyTorch. The lent GPU machines have no gdb but NVIDIA's
-# cuda-gdb, a gdb with Python, which then stands in for it. Exits 77
-# (skipped) without a GPU, without PyTorch in python3, or without either gdb.
+# cuda-gdb, which `fsdpshim attach` runs then. Exits 77 (skipped) without a
+# GPU, without PyTorch in python3, or without either gdb.
 #
 #   attach_torch_gpu.sh FSDPSHIM LIBFSDPSHIM
 cli=$1 shim=$2
@@ -14,13 +14,8 @@ python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null || {
     echo "attach_torch_gpu: python3 has no PyTorch with CUDA: skipped"
     exit 77
 }
-if ! command -v gdb >/dev/null; then
-    command -v cuda-gdb >/dev/null || { echo "attach_torch_gpu: neither gdb nor cuda-gdb: skipped"; exit 77; }
-    wrap=$(mktemp -d)
-    trap 'rm -rf "$wrap"' EXIT
-    printf '#!/bin/sh\nexec cuda-gdb "$@"\n' >"$wrap/gdb"
-    chmod +x "$wrap/gdb"
-    export PATH=$wrap:$PATH
-    echo "attach_torch_gpu: gdb is $(cuda-gdb --version 2>&1 | head -1)"
-fi
+command -v gdb >/dev/null || command -v cuda-gdb >/dev/null || {
+    echo "attach_torch_gpu: neither gdb nor cuda-gdb: skipped"
+    exit 77
+}
 bash "$here/attach_torch.sh" "$cli" "$shim" python3 gpu
