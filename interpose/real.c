@@ -103,3 +103,12 @@ void *fs_real_symbol(enum fs_lib lib, const char *name)
     if (lib == FS_LIB_CUDART && !fs_shim_inside()) report_no_runtime(name);
     return NULL;
 }
+
+bool fs_runtime_loaded(void)
+{
+    bool inside = fs_shim_enter(); /* none loaded is no error here */
+    bool loaded = fs_real_symbol(FS_LIB_CUDART, "cudaGetDeviceCount") != NULL;
+
+    if (inside) fs_shim_leave();
+    return loaded;
+}

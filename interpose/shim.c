@@ -338,7 +338,7 @@ fs_allocator *fs_shim_driver_allocator(void)
     int n;
 
     if (fs_likely(a != NULL)) return a;
-    if (fs_real_symbol(FS_LIB_CUDART, "cudaGetDeviceCount")) return fs_shim_allocator();
+    if (fs_runtime_loaded()) return fs_shim_allocator();
     if (!program_calls_reach_shim()) return NULL;
     /* cuDeviceGetCount fails until the program's cuInit, which the shim
      * never makes for it: the call passes through until then */

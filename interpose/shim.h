@@ -39,6 +39,10 @@ void fs_log(enum fs_log_level level, const char *fmt, ...) __attribute__((format
  * the pointer once non-NULL (a library, once loaded, stays). */
 enum fs_lib { FS_LIB_CUDART, FS_LIB_NCCL };
 void *fs_real_symbol(enum fs_lib lib, const char *name);
+/* Whether a shared CUDA runtime (libcudart.so) is loaded. Where none is,
+ * the program's own runtime (nvcc's static one) reaches the shim only as
+ * driver calls (driver/). Asking is no error either way. */
+bool fs_runtime_loaded(void);
 
 /* ---- configuration (config.c) -------------------------------------------
  * Parsed once from FSDPSHIM_CONF; unknown keys and bad values are reported

@@ -150,18 +150,6 @@ void *fs_driver_function(const char *name)
     return object ? fs_object_function(object, name) : NULL;
 }
 
-/* Whether a CUDA runtime (libcudart.so) is loaded: where none is, the
- * program's own runtime (nvcc's static one) makes its calls through the
- * driver, and the shim must hear of its work there (driver_work.c). */
-static bool runtime_loaded(void)
-{
-    bool inside = fs_shim_enter(); /* none loaded is no error here (real.c) */
-    bool loaded = fs_real_symbol(FS_LIB_CUDART, "cudaGetDeviceCount") != NULL;
-
-    if (inside) fs_shim_leave();
-    return loaded;
-}
-
 /* The shim's hook in place of the driver function `fn`, or `fn` itself:
  * the served one while the shim serves, the traced one while `fsdpshim
  * attach` traces through the slots (hooks.h). */
@@ -174,7 +162,7 @@ static void *hook_for(void *fn)
     for (int i = 0; i < FS_HOOK_DRIVER_END; i++) {
         void *hook = tracing ? fs_hooks[i].traced : fs_hooks[i].served;
         if (!hook || real_of((enum fs_hook_id)i) != fn) continue;
-        return (fs_hooks[i].flags & FS_HOOK_NO_RUNTIME) && runtime_loaded() ? fn : hook;
+        return (fs_hooks[i].flags & FS_HOOK_NO_RUNTIME) && fs_runtime_loaded() ? fn : hook;
     }
     return fn;
 }
