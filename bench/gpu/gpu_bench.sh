@@ -6,7 +6,9 @@
 #            and cudaMalloc routes), CUDA's default pool, cudaMalloc/cudaFree
 #   torch    the same through PyTorch's allocator interface from Python
 #            (torch_pair.py): PyTorch's caching allocator, CUDA's pool
-#            (backend:cudaMallocAsync), the shim (fsdpshim run)
+#            (backend:cudaMallocAsync), the shim (fsdpshim run); through
+#            torch.cuda.caching_allocator_alloc (torch.*) and through the
+#            binding under it (torch_binding.*)
 #   train    examples/train_fsdp.py (FSDP2) under torchrun, one rank: native,
 #            natively on CUDA's pool (backend:cudaMallocAsync), under
 #            `fsdpshim run`, with PYTORCH_NO_CUDA_MEMORY_CACHING=1 without
@@ -15,6 +17,10 @@
 #   fsdp1    the same job with FSDP1, native and under the shim
 #   small    a small FSDP2 model (--size small), where allocation is a larger
 #            share of a step: native, and PYTORCH_NO_CUDA_MEMORY_CACHING=1
+#            without and with the shim
+#   tiny     the example's default model (--size tiny), where a step is
+#            nearly all host work and allocation is the largest share it can
+#            be: native, under the shim, and PYTORCH_NO_CUDA_MEMORY_CACHING=1
 #            without and with the shim
 #   gap      the rate limiter's wait-to-launch gap on real NCCL (rl_gap)
 #   threads  alloc_bench at 1, 8 and 16 threads (host-side allocator cost)
@@ -57,8 +63,8 @@ while [ $# -gt 0 ]; do
         --deadline) deadline=$2; shift ;;
         --sim) sim=1 ;;
         --routes) routes=$2; shift ;;
-        pair | torch | train | fsdp1 | small | gap | threads) sections+=("$1") ;;
-        *) echo "usage: gpu_bench.sh [--runs N] [--out DIR] [--raw FILE] [--deadline S] [--sim] [--routes LIST] [pair|torch|train|fsdp1|small|gap|threads]..." >&2
+        pair | torch | train | fsdp1 | small | tiny | gap | threads) sections+=("$1") ;;
+        *) echo "usage: gpu_bench.sh [--runs N] [--out DIR] [--raw FILE] [--deadline S] [--sim] [--routes LIST] [pair|torch|train|fsdp1|small|tiny|gap|threads]..." >&2
            exit 2 ;;
     esac
     shift
@@ -69,11 +75,12 @@ mkdir -p "$out/logs" || exit 1
 started=$SECONDS
 train_args=(--fsdp 2 --size medium --batch 8 --seq 512 --steps 20)
 small_args=(--fsdp 2 --size small --batch 4 --seq 256 --steps 20)
+tiny_args=(--fsdp 2 --size tiny --batch 4 --seq 128 --steps 20)
 if [ $sim = 1 ]; then
     pair_bench=$here/pair_bench_sim rl_gap=$here/rl_gap
     native=("$cli" sim --native --) shimmed=("$cli" sim --)
     train_args=(--fsdp 2 --size tiny --batch 2 --seq 64 --steps 3)
-    small_args=("${train_args[@]}")
+    small_args=("${train_args[@]}") tiny_args=("${train_args[@]}")
 else
     pair_bench=$here/pair_bench_gpu rl_gap=$here/rl_gap_gpu
     native=() shimmed=("$cli" run --)
@@ -126,6 +133,8 @@ section_torch() {
             esac || continue
             sed -n 's/^torch_pair: backend=[a-zA-Z_]* size=\([0-9]*\) pairs=[0-9]* ns_per_pair=\([0-9.]*\).*/\1 \2/p' "$log" |
                 while read -r size ns; do record "torch.$v.$size" "$ns"; done
+            sed -n 's/^torch_pair: backend=[a-zA-Z_]* size=\([0-9]*\) pairs=[0-9]* raw_ns_per_pair=\([0-9.]*\)$/\1 \2/p' "$log" |
+                while read -r size ns; do record "torch_binding.$v.$size" "$ns"; done
             sed -n 's/^torch_pair: .* python_call=\([0-9.]*\)$/\1/p' "$log" |
                 while read -r ns; do record "torch.python_call" "$ns"; done
         done
@@ -204,15 +213,23 @@ section_train() {
     done
 }
 
-section_small() {
-    local r route train_args=("${small_args[@]}")
+# sized NAME ROUTE...: the training routes listed, on the model of
+# NAME_args, recorded as train2NAME.*
+sized() {
+    local name=$1 r route
+    shift
+    local -n model=${name}_args
+    local train_args=("${model[@]}")
     for r in $(seq "$runs"); do
-        time_left 25 || { say "small: stopped after $((r - 1)) rounds (deadline)"; break; }
-        for route in native nocache nocache_shim; do
-            wanted $route && train_once $route 2 "$r" 2small
+        time_left 25 || { say "$name: stopped after $((r - 1)) rounds (deadline)"; break; }
+        for route in "$@"; do
+            wanted "$route" && train_once "$route" 2 "$r" "2$name"
         done
     done
 }
+
+section_small() { sized small native nocache nocache_shim; }
+section_tiny() { sized tiny native shim nocache nocache_shim; }
 
 section_fsdp1() {
     local r route
@@ -252,6 +269,7 @@ need() {
         train) echo $((runs * 48)) ;;
         fsdp1) echo 40 ;;
         small) echo $((runs * 20)) ;;
+        tiny) echo $((runs * 20)) ;;
         gap) echo $((runs * 4)) ;;
         threads) echo 90 ;;
     esac
@@ -281,7 +299,7 @@ done
             med = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
             printf "  %-44s %12.2f  [%.2f - %.2f]  n=%d\n", key, med, v[1], v[n], n
         }'
-    for f in 2 2small 1; do
+    for f in 2 2small 2tiny 1; do
         [ -s "$out/logs/losses$f.native.1" ] || continue
         for route in native_async shim nocache nocache_shim trace; do
             ls "$out/logs/losses$f.$route".* >/dev/null 2>&1 || continue

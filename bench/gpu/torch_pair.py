@@ -14,6 +14,14 @@ the Python calls, which are the same for every backend: the line
 arguments, the floor under every backend. One line per size:
 
     torch_pair: backend=native size=1048576 pairs=N ns_per_pair=X
+
+caching_allocator_alloc is Python around the binding (a device guard, the
+stream's conversion): about 1.1 us of each pair on the simulated device. A
+second line per size times the binding itself
+(torch._C._cuda_cudaCachingAllocator_raw_alloc and raw_delete, the stream
+as an integer), where the backend is a larger share of the figure:
+
+    torch_pair: backend=native size=1048576 pairs=N raw_ns_per_pair=X
 """
 import os
 import sys
@@ -59,6 +67,19 @@ def main():
         ns = timed(pairs, alloc, delete, size, device, stream)
         print(f"torch_pair: backend={name} size={size} pairs={pairs} ns_per_pair={ns:.1f}"
               f" (conf {conf or 'default'})", flush=True)
+
+    raw_alloc = torch._C._cuda_cudaCachingAllocator_raw_alloc
+    raw_delete = torch._C._cuda_cudaCachingAllocator_raw_delete
+    handle = stream.cuda_stream
+
+    def binding(size, dev, st):
+        return raw_alloc(size, handle)
+
+    for size in SIZES:
+        timed(pairs // 10 + 1, binding, raw_delete, size, device, stream)
+        ns = timed(pairs, binding, raw_delete, size, device, stream)
+        print(f"torch_pair: backend={name} size={size} pairs={pairs} raw_ns_per_pair={ns:.1f}",
+              flush=True)
 
 
 if __name__ == "__main__":
