@@ -261,15 +261,23 @@ section_threads() {
     done
 }
 
-# rough seconds a section needs, for the deadline
+# wanted_count ROUTE...: how many of the ROUTEs --routes lists
+wanted_count() {
+    local n=0 route
+    for route in "$@"; do wanted "$route" && n=$((n + 1)); done
+    echo $n
+}
+
+# rough seconds a section needs, for the deadline (a training section: for
+# the routes --routes lists)
 need() {
     case $1 in
         pair) echo $((runs * 8)) ;;
         torch) echo $((runs * 15)) ;;
-        train) echo $((runs * 48)) ;;
+        train) echo $((runs * 8 * $(wanted_count native native_async shim nocache nocache_shim trace))) ;;
         fsdp1) echo 40 ;;
-        small) echo $((runs * 20)) ;;
-        tiny) echo $((runs * 20)) ;;
+        small) echo $((runs * 7 * $(wanted_count native nocache nocache_shim))) ;;
+        tiny) echo $((runs * 7 * $(wanted_count native shim nocache nocache_shim))) ;;
         gap) echo $((runs * 4)) ;;
         threads) echo 90 ;;
     esac
