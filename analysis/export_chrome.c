@@ -26,7 +26,6 @@
 #include <string.h>
 
 #define MAX_DEVICES FS_SITES_MAX_DEVICES
-#define MAX_NESTING 128 /* annotation ranges followed in one stack, as render.c */
 
 typedef struct wait_start {
     uint32_t tid;
@@ -114,19 +113,6 @@ static nesting *thread_of(chrome *c, uint32_t tid)
     return &c->threads[c->nthreads++];
 }
 
-/* Annotation node id's stack into chain, the root first; its depth */
-static int chain_of(const fs_reader *t, uint32_t id, uint32_t chain[MAX_NESTING])
-{
-    uint32_t parent, domain, name, up[MAX_NESTING];
-    int n = 0;
-    for (uint32_t a = id; a && n < MAX_NESTING && fs_reader_annot(t, a, &parent, &domain, &name);
-         a = parent)
-        up[n++] = a;
-    for (int i = 0; i < n; i++)
-        chain[i] = up[n - 1 - i];
-    return n;
-}
-
 /* Every event names its thread's annotation stack after it: the ranges
  * that stack closed end, the ones it opened begin. So ranges pushed before
  * the trace began (a program's first NVTX range often comes before its
@@ -134,8 +120,9 @@ static int chain_of(const fs_reader *t, uint32_t id, uint32_t chain[MAX_NESTING]
  * pops, themselves events, are exact. */
 static void ranges_to(chrome *c, const fs_reader *t, nesting *n, uint32_t annot, uint64_t time_ns)
 {
-    uint32_t from[MAX_NESTING], to[MAX_NESTING], parent, domain, name;
-    int nfrom = chain_of(t, n->annot, from), nto = chain_of(t, annot, to), same = 0;
+    uint32_t from[FS_READER_MAX_NESTING], to[FS_READER_MAX_NESTING], parent, domain, name;
+    int nfrom = fs_reader_annot_chain(t, n->annot, from), nto = fs_reader_annot_chain(t, annot, to),
+        same = 0;
     char path[4096];
 
     while (same < nfrom && same < nto && from[same] == to[same])

@@ -43,7 +43,6 @@
 #include <string.h>
 
 #define MAX_DEVICES   FS_SITES_MAX_DEVICES
-#define MAX_NESTING   128        /* annotation ranges followed in one stack, as render.c */
 #define PROFILE_CHUNK (1u << 20) /* a heap profile's bytes per packet, about */
 #define SPARE_PID     (1u << 22) /* above Linux's largest pid: stand-ins for pids seen twice */
 
@@ -561,19 +560,6 @@ static void arg_text(perfetto *p, int name, const char *s)
     fs_pb_end(&p->pkt);
 }
 
-/* Annotation node id's stack into chain, the root first; its depth */
-static int chain_of(const fs_reader *t, uint32_t id, uint32_t chain[MAX_NESTING])
-{
-    uint32_t parent, domain, name, up[MAX_NESTING];
-    int n = 0;
-    for (uint32_t a = id; a && n < MAX_NESTING && fs_reader_annot(t, a, &parent, &domain, &name);
-         a = parent)
-        up[n++] = a;
-    for (int i = 0; i < n; i++)
-        chain[i] = up[n - 1 - i];
-    return n;
-}
-
 /* Every event names its thread's annotation stack after it: the ranges
  * that stack closed end, the ones it opened begin (as export_chrome.c
  * follows them: a range pushed before the trace began starts at the first
@@ -581,8 +567,9 @@ static int chain_of(const fs_reader *t, uint32_t id, uint32_t chain[MAX_NESTING]
 static void ranges_to(perfetto *p, const fs_reader *t, uint32_t id, uint32_t annot,
                       uint64_t time_ns)
 {
-    uint32_t from[MAX_NESTING], to[MAX_NESTING], parent, domain, name;
-    int nfrom = chain_of(t, p->threads[id - 1].annot, from), nto = chain_of(t, annot, to), same = 0;
+    uint32_t from[FS_READER_MAX_NESTING], to[FS_READER_MAX_NESTING], parent, domain, name;
+    int nfrom = fs_reader_annot_chain(t, p->threads[id - 1].annot, from),
+        nto = fs_reader_annot_chain(t, annot, to), same = 0;
 
     while (same < nfrom && same < nto && from[same] == to[same])
         same++;

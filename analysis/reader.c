@@ -346,6 +346,19 @@ bool fs_reader_annot(const fs_reader *t, uint32_t id, uint32_t *parent, uint32_t
     return true;
 }
 
+int fs_reader_annot_chain(const fs_reader *t, uint32_t id, uint32_t chain[FS_READER_MAX_NESTING])
+{
+    uint32_t parent, domain, name, up[FS_READER_MAX_NESTING];
+    int n = 0;
+    for (uint32_t a = id;
+         a && n < FS_READER_MAX_NESTING && fs_reader_annot(t, a, &parent, &domain, &name);
+         a = parent)
+        up[n++] = a;
+    for (int i = 0; i < n; i++)
+        chain[i] = up[n - 1 - i];
+    return n;
+}
+
 const fs_reader_module *fs_reader_module_of(const fs_reader *t, uint64_t pc, uint64_t *offset)
 {
     size_t lo = 0, hi = t->nmodules;

@@ -85,6 +85,11 @@ uint32_t fs_reader_pystack(const fs_reader *t, uint32_t id, const fs_fmt_pyframe
 /* The annotation node: its parent, domain and name string ids. */
 bool fs_reader_annot(const fs_reader *t, uint32_t id, uint32_t *parent, uint32_t *domain,
                      uint32_t *name);
+/* Annotation node id's stack into chain, the root first; its depth (0 for
+ * node 0 or an unknown one). At most the FS_READER_MAX_NESTING innermost
+ * nodes are followed, which also ends a cycle in a damaged trace. */
+#define FS_READER_MAX_NESTING 128
+int fs_reader_annot_chain(const fs_reader *t, uint32_t id, uint32_t chain[FS_READER_MAX_NESTING]);
 /* The module containing address pc, and pc's offset in it. */
 const fs_reader_module *fs_reader_module_of(const fs_reader *t, uint64_t pc, uint64_t *offset);
 /* The rank: from the header, or the FS_REC_RANK record once read; -1. */

@@ -20,18 +20,16 @@ static size_t fitted(int n, size_t len)
 
 size_t fs_render_annot(const fs_reader *t, uint32_t id, char *buf, size_t len)
 {
-    uint32_t chain[128], parent, domain, name;
+    uint32_t chain[FS_READER_MAX_NESTING], parent, domain, name;
+    int n = fs_reader_annot_chain(t, id, chain);
     size_t at = 0;
-    int n = 0;
 
     if (len) buf[0] = '\0';
-    for (uint32_t a = id; a && n < 128 && fs_reader_annot(t, a, &parent, &domain, &name);
-         a = parent)
-        chain[n++] = a;
-    while (n-- > 0 && at < len) {
-        fs_reader_annot(t, chain[n], &parent, &domain, &name);
-        at += fitted(snprintf(buf + at, len - at, "%s%s", fs_render_str(t, name), n ? "/" : ""),
-                     len - at);
+    for (int i = 0; i < n && at < len; i++) {
+        fs_reader_annot(t, chain[i], &parent, &domain, &name);
+        at += fitted(
+            snprintf(buf + at, len - at, "%s%s", fs_render_str(t, name), i + 1 < n ? "/" : ""),
+            len - at);
     }
     return at;
 }

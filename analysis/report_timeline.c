@@ -24,7 +24,6 @@
 #include <string.h>
 
 #define FIRST_WIDTH_NS 1024 /* a bucket's width at the start: doubled as needed */
-#define MAX_NESTING    128  /* annotation ranges followed in one stack, as render.c */
 
 /* A block the program freed, until the allocator says it is free for reuse
  * (or its address is allocated again) */
@@ -38,8 +37,8 @@ typedef struct thread_ranges {
     uint32_t tid;
     uint32_t annot; /* the innermost node; 0: none */
     int depth;
-    uint32_t node[MAX_NESTING], name[MAX_NESTING]; /* outermost first */
-    uint64_t since[MAX_NESTING];
+    uint32_t node[FS_READER_MAX_NESTING], name[FS_READER_MAX_NESTING]; /* outermost first */
+    uint64_t since[FS_READER_MAX_NESTING];
     bool waiting; /* in a rate-limiter wait, since wait_since */
     uint64_t wait_since;
 } thread_ranges;
@@ -426,18 +425,15 @@ static void ranges_to(fs_timeline *tl, const fs_reader *t, thread_ranges *th, ui
                       uint64_t ns)
 {
     fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
-    uint32_t up[MAX_NESTING], parent, domain, name;
-    int n = 0, same = 0;
+    uint32_t chain[FS_READER_MAX_NESTING];
+    int n = fs_reader_annot_chain(t, annot, chain), same = 0;
 
-    for (uint32_t a = annot; a && n < MAX_NESTING && fs_reader_annot(t, a, &parent, &domain, &name);
-         a = parent)
-        up[n++] = a;
-    while (same < n && same < th->depth && th->node[same] == up[n - 1 - same])
+    while (same < n && same < th->depth && th->node[same] == chain[same])
         same++;
     for (int i = th->depth - 1; i >= same; i--)
         if (i < FS_TL_LANES) paint(r, i, th->name[i], th->since[i], ns);
     for (int i = same; i < n; i++) {
-        th->node[i] = up[n - 1 - i];
+        th->node[i] = chain[i];
         th->name[i] = name_of(tl, t, th->node[i]);
         th->since[i] = ns;
     }
