@@ -116,8 +116,8 @@ int command_diff(int argc, char **argv)
     fs_sites a = {.by = FS_BY_STACK}, b = {.by = FS_BY_STACK};
     fs_symbols *sym = NULL;
     size_t limit = 10;
-    bool symbols = true, known;
-    int c, status = 0;
+    bool symbols = true;
+    int c, sort, status = 0;
 
     measure_by = BY_PEAK;
     optind = 1;
@@ -127,13 +127,8 @@ int command_diff(int argc, char **argv)
         if (taken) continue;
         switch (c) {
         case 's':
-            known = false;
-            for (int i = 0; i < 3; i++)
-                if (!strcmp(optarg, measures[i])) {
-                    measure_by = (enum measure)i;
-                    known = true;
-                }
-            if (!known) goto bad;
+            if ((sort = fs_site_choice(optarg, measures, 3)) < 0) goto bad;
+            measure_by = (enum measure)sort;
             break;
         case 'h':
             usage_diff(stdout);

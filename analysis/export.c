@@ -225,12 +225,10 @@ static bool parse_at(const char *arg, fs_export_opts *o)
 static bool parse_weight(const char *arg, enum fs_export_weight *w)
 {
     static const char *const names[] = {"peak", "total", "count"};
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(arg, names[i])) {
-            *w = (enum fs_export_weight)i;
-            return true;
-        }
-    return false;
+    int i = fs_site_choice(arg, names, 3);
+    if (i < 0) return false;
+    *w = (enum fs_export_weight)i;
+    return true;
 }
 
 int command_export(int argc, char **argv)

@@ -13,14 +13,19 @@
 
 static const char *const by_names[] = {"stack", "frame", "annotation", "python"};
 
+int fs_site_choice(const char *arg, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(arg, names[i])) return i;
+    return -1;
+}
+
 bool fs_site_by_parse(const char *arg, enum fs_site_by *out)
 {
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(arg, by_names[i])) {
-            *out = (enum fs_site_by)i;
-            return true;
-        }
-    return false;
+    int i = fs_site_choice(arg, by_names, 4);
+    if (i < 0) return false;
+    *out = (enum fs_site_by)i;
+    return true;
 }
 
 int fs_site_option(int c, const char *arg, enum fs_site_by *by, size_t *limit, bool *symbols)

@@ -18,6 +18,9 @@
 
 enum fs_site_by { FS_BY_STACK, FS_BY_FRAME, FS_BY_ANNOT, FS_BY_PYTHON };
 
+/* The index of arg among the n names a grouping option takes (--by,
+ * --sort, --weight), -1 when it is none of them. */
+int fs_site_choice(const char *arg, const char *const *names, int n);
 /* "stack", "frame", "annotation" or "python". */
 bool fs_site_by_parse(const char *arg, enum fs_site_by *out);
 

@@ -26,6 +26,7 @@
 #include <string.h>
 
 enum sort_key { SORT_PEAK, SORT_COUNT, SORT_TOTAL, SORT_TEMPORARY };
+static const char *const sort_names[] = {"peak", "count", "total", "temporary"};
 
 typedef struct top_run {
     fs_sites sites;
@@ -101,7 +102,6 @@ static int by_metric(const void *a, const void *b)
 
 static void print_table(top_run *r)
 {
-    static const char *const sort_names[] = {"peak", "count", "total", "temporary"};
     fs_sites *s = &r->sites;
     size_t n = r->limit && r->limit < s->n ? r->limit : s->n;
 
@@ -132,10 +132,9 @@ int command_top(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    static const char *const sort_names[] = {"peak", "count", "total", "temporary"};
     top_run r = {.sites.by = FS_BY_STACK, .sort = SORT_PEAK, .limit = 10};
-    bool symbols = true, sorted = false;
-    int c, status = 0;
+    bool symbols = true;
+    int c, sort, status = 0;
 
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--live")) return command_top_live(argc, argv);
@@ -146,13 +145,8 @@ int command_top(int argc, char **argv)
         if (taken) continue;
         switch (c) {
         case 's':
-            sorted = false;
-            for (int i = 0; i < 4; i++)
-                if (!strcmp(optarg, sort_names[i])) {
-                    r.sort = (enum sort_key)i;
-                    sorted = true;
-                }
-            if (!sorted) goto bad;
+            if ((sort = fs_site_choice(optarg, sort_names, 4)) < 0) goto bad;
+            r.sort = (enum sort_key)sort;
             break;
         case 'h':
             usage_top(stdout);
