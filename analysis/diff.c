@@ -121,10 +121,7 @@ int command_diff(int argc, char **argv)
 
     measure_by = BY_PEAK;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
-        int taken = fs_site_option(c, optarg, &a.by, &limit, &symbols);
-        if (taken < 0) goto bad;
-        if (taken) continue;
+    while ((c = fs_site_getopt(argc, argv, longopts, &a.by, &limit, &symbols)) != -1) {
         switch (c) {
         case 's':
             if ((sort = fs_site_choice(optarg, measures, 3)) < 0) goto bad;

@@ -305,10 +305,7 @@ int command_leaks(int argc, char **argv)
     int c, status = 0;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
-        int taken = fs_site_option(c, optarg, &r.sites.by, &r.limit, &symbols);
-        if (taken < 0) goto bad;
-        if (taken) continue;
+    while ((c = fs_site_getopt(argc, argv, longopts, &r.sites.by, &r.limit, &symbols)) != -1) {
         switch (c) {
         case 'S':
             suppressions = optarg;

@@ -400,10 +400,7 @@ int command_report(int argc, char **argv)
     const char *html_path = NULL;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
-        int taken = fs_site_option(c, optarg, &job.by, &job.limit, &symbols);
-        if (taken < 0) goto bad;
-        if (taken) continue;
+    while ((c = fs_site_getopt(argc, argv, longopts, &job.by, &job.limit, &symbols)) != -1) {
         switch (c) {
         case 'h':
             usage_report(stdout);

@@ -28,21 +28,28 @@ bool fs_site_by_parse(const char *arg, enum fs_site_by *out)
     return true;
 }
 
-int fs_site_option(int c, const char *arg, enum fs_site_by *by, size_t *limit, bool *symbols)
+int fs_site_getopt(int argc, char *const *argv, const struct option *longopts, enum fs_site_by *by,
+                   size_t *limit, bool *symbols)
 {
     char *end;
-    switch (c) {
-    case 'b':
-        return fs_site_by_parse(arg, by) ? 1 : -1;
-    case 'n':
-        *limit = strtoul(arg, &end, 10);
-        return *arg && !*end ? 1 : -1;
-    case 'N':
-        *symbols = false;
-        return 1;
-    default:
-        return 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (!fs_site_by_parse(optarg, by)) return '?';
+            break;
+        case 'n':
+            *limit = strtoul(optarg, &end, 10);
+            if (!*optarg || *end) return '?';
+            break;
+        case 'N':
+            *symbols = false;
+            break;
+        default:
+            return c;
+        }
     }
+    return -1;
 }
 
 const char *fs_site_by_name(enum fs_site_by by)

@@ -12,6 +12,7 @@
 #include "reader.h"
 #include "symbols.h"
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,10 +25,12 @@ int fs_site_choice(const char *arg, const char *const *names, int n);
 /* "stack", "frame", "annotation" or "python". */
 bool fs_site_by_parse(const char *arg, enum fs_site_by *out);
 
-/* The options every grouping command takes, as getopt_long returns them:
- * 'b' (--by), 'n' (-n N) and 'N' (--no-symbols). 1: option c was one of
- * them and is applied; 0: it is not one of them; -1: its value is bad. */
-int fs_site_option(int c, const char *arg, enum fs_site_by *by, size_t *limit, bool *symbols);
+/* getopt_long over a grouping command's arguments (short options -h and
+ * -n N; longopts with --by as 'b' and --no-symbols as 'N' among them),
+ * applying --by, -n and --no-symbols itself: the next of the command's own
+ * options, '?' for one getopt_long refused or a bad value, -1 at the end. */
+int fs_site_getopt(int argc, char *const *argv, const struct option *longopts, enum fs_site_by *by,
+                   size_t *limit, bool *symbols);
 const char *fs_site_by_name(enum fs_site_by by);
 
 typedef struct fs_site {

@@ -139,10 +139,7 @@ int command_top(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--live")) return command_top_live(argc, argv);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
-        int taken = fs_site_option(c, optarg, &r.sites.by, &r.limit, &symbols);
-        if (taken < 0) goto bad;
-        if (taken) continue;
+    while ((c = fs_site_getopt(argc, argv, longopts, &r.sites.by, &r.limit, &symbols)) != -1) {
         switch (c) {
         case 's':
             if ((sort = fs_site_choice(optarg, sort_names, 4)) < 0) goto bad;
