@@ -7,8 +7,9 @@
  * This file owns the command line (one format, its options, checked before
  * any trace is read, each mistake named in one line), where outputs go
  * (stdout, a file, or one file per trace through a pattern or a
- * directory), and opening a trace; each format reads the traces in time
- * order itself (fs_reader_read_ordered), as many times as it needs. */
+ * directory), opening a trace, and the helpers more than one format
+ * needs (export.h); each format reads the traces in time order itself
+ * (fs_reader_read_ordered), as many times as it needs. */
 #include "analysis.h"
 #include "export.h"
 #include "progress.h"
@@ -101,6 +102,13 @@ size_t fs_export_utf8_len(const unsigned char *s, size_t n)
     for (size_t i = 2; i < len; i++)
         if (s[i] < 0x80 || s[i] > 0xbf) return 0;
     return len;
+}
+
+size_t fs_export_mix(uint64_t x)
+{
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return (size_t)(x ^ (x >> 31));
 }
 
 static bool is_stdout(const char *out)

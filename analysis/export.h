@@ -1,7 +1,7 @@
 /* export.h - what the formats of `fsdpshim export` (export_memviz.c,
  * export_folded.c, export_chrome.c, export_perfetto.c) share with the
- * command (export.c): its options, opening a trace, and where an output
- * goes. */
+ * command (export.c): its options, opening a trace, where an output goes,
+ * and the helpers more than one format needs. */
 #ifndef FS_EXPORT_H
 #define FS_EXPORT_H
 
@@ -50,6 +50,10 @@ void fs_export_path(const fs_export_opts *o, const char *trace, const fs_reader 
  * not one: Python and JSON parsers decode strictly, and one stray byte of a
  * trace's string would make a whole output unreadable. */
 size_t fs_export_utf8_len(const unsigned char *s, size_t n);
+
+/* splitmix64's finalizer, for the formats' hash tables: every bit of the
+ * key moves the low bits that pick a slot. */
+size_t fs_export_mix(uint64_t x);
 
 /* Opens path for writing ("" : stdout); NULL after a message. */
 FILE *fs_export_create(const char *path);

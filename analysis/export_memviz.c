@@ -534,14 +534,6 @@ static void native_frames(memviz *m, fs_pickle *p, const fs_reader *t, uint64_t 
     frame_dict(p, name, path, 0);
 }
 
-/* splitmix64's finalizer: every bit of the key moves the low bits */
-static size_t mix(uint64_t x)
-{
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return (size_t)(x ^ (x >> 31));
-}
-
 /* The memo slot of frames key: its id when set, else where to put it */
 static frames_memo *frames_slot(memviz *m, uint64_t key)
 {
@@ -551,7 +543,7 @@ static frames_memo *frames_slot(memviz *m, uint64_t key)
         if (!slots) fs_analysis_oom("export");
         for (size_t i = 0; i < m->capframes; i++) {
             if (!m->frames[i].id) continue;
-            size_t k = mix(m->frames[i].key) & (cap - 1);
+            size_t k = fs_export_mix(m->frames[i].key) & (cap - 1);
             while (slots[k].id)
                 k = (k + 1) & (cap - 1);
             slots[k] = m->frames[i];
@@ -560,7 +552,7 @@ static frames_memo *frames_slot(memviz *m, uint64_t key)
         m->frames = slots;
         m->capframes = cap;
     }
-    size_t k = mix(key) & (m->capframes - 1);
+    size_t k = fs_export_mix(key) & (m->capframes - 1);
     while (m->frames[k].id && m->frames[k].key != key)
         k = (k + 1) & (m->capframes - 1);
     return &m->frames[k];

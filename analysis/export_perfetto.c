@@ -177,17 +177,9 @@ typedef struct id_map {
     size_t n, cap;
 } id_map;
 
-/* splitmix64's finalizer: every bit of the key moves the low bits */
-static size_t mix(uint64_t x)
-{
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return (size_t)(x ^ (x >> 31));
-}
-
 static size_t home(uint64_t a, uint64_t b, size_t cap)
 {
-    return mix(a ^ mix(b)) & (cap - 1);
+    return fs_export_mix(a ^ fs_export_mix(b)) & (cap - 1);
 }
 
 /* The id of key (a, b); *added when it is new (the next id) */
