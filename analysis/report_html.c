@@ -222,6 +222,19 @@ static void td_trace(FILE *f, const fs_html_trace *p)
     td_text(f, name);
 }
 
+static void td_stream(FILE *f, uint64_t stream)
+{
+    char name[64];
+    fs_html_stream_name(stream, name, sizeof name);
+    td_text(f, name);
+}
+
+/* A row's start; a row that sums the traces is in bold (tr.total) */
+static void tr_begin(FILE *f, bool total)
+{
+    fprintf(f, "<tr%s>", total ? " class=\"total\"" : "");
+}
+
 /* ---- the tables -------------------------------------------------------------------------- */
 
 static void traces_table(fs_report_html *h)
@@ -250,7 +263,7 @@ static void traces_table(fs_report_html *h)
 
 static void peak_row(FILE *f, const char *who, int d, const fs_report_device *x, bool total)
 {
-    fprintf(f, "<tr%s>", total ? " class=\"total\"" : "");
+    tr_begin(f, total);
     td_text(f, who);
     td_count(f, (uint64_t)d);
     td_bytes(f, x->peak_allocated);
@@ -328,13 +341,11 @@ static void ooms_table(fs_report_html *h)
         for (size_t o = 0; o < h->traces[i].fig.nooms; o++) {
             const fs_fmt_event *ev = &h->traces[i].fig.ooms[o];
             uint64_t spare = ev->reserved > ev->allocated ? ev->reserved - ev->allocated : 0;
-            char stream[64];
             fputs("<tr>", f);
             td_trace(f, &h->traces[i]);
             td_seconds(f, ev->time_ns);
             td_count(f, (uint64_t)ev->device);
-            fs_html_stream_name(ev->stream, stream, sizeof stream);
-            td_text(f, stream);
+            td_stream(f, ev->stream);
             td_bytes(f, ev->size);
             td_bytes(f, ev->allocated);
             td_bytes(f, ev->reserved);
@@ -384,7 +395,6 @@ static void streams_tables(fs_report_html *h)
         for (size_t s = 0; s < r->nseries; s++) {
             const fs_tl_series *x = &r->series[s], *drawn[FS_HTML_MAX_STREAMS];
             size_t n = x->is_stream ? fs_html_drawn_streams(r, x->device, drawn) : 0, colour = n;
-            char stream[64];
             if (!x->is_stream) continue;
             for (size_t k = 0; k < n; k++)
                 if (drawn[k] == x) colour = k;
@@ -395,8 +405,7 @@ static void streams_tables(fs_report_html *h)
                 fputs("<tr><td></td>", f);
             td_trace(f, &h->traces[i]);
             td_count(f, (uint64_t)x->device);
-            fs_html_stream_name(x->stream, stream, sizeof stream);
-            td_text(f, stream);
+            td_stream(f, x->stream);
             if (x->created)
                 fprintf(f, "<td>yes, priority %d</td>", x->priority);
             else
@@ -448,7 +457,7 @@ static void deferred_table(fs_report_html *h)
 
 static void wait_row(FILE *f, const char *who, const fs_report_figures *x, bool total)
 {
-    fprintf(f, "<tr%s>", total ? " class=\"total\"" : "");
+    tr_begin(f, total);
     td_text(f, who);
     td_count(f, x->waits);
     fprintf(f, "<td class=\"n\">%.3f</td><td class=\"n\">%.3f</td></tr>\n",
@@ -478,7 +487,7 @@ static void collective_rows(FILE *f, const char *who, const fs_report_figures *x
     for (int k = 0; k < FS_REPORT_MAX_COLL; k++)
         if (x->coll_count[k]) {
             const char *op = fs_fmt_coll_name((unsigned)k);
-            fprintf(f, "<tr%s>", total ? " class=\"total\"" : "");
+            tr_begin(f, total);
             td_text(f, who);
             td_text(f, op ? op : "?");
             td_count(f, x->coll_count[k]);
