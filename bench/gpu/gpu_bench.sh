@@ -7,8 +7,9 @@
 #   torch    the same through PyTorch's allocator interface from Python
 #            (torch_pair.py): PyTorch's caching allocator, CUDA's pool
 #            (backend:cudaMallocAsync), the shim (fsdpshim run); through
-#            torch.cuda.caching_allocator_alloc (torch.*) and through the
-#            binding under it (torch_binding.*)
+#            torch.cuda.caching_allocator_alloc (torch.*), through the
+#            binding under it (torch_binding.*) and from C++ with no Python
+#            (torch_cpp.*, the allocator's own pair)
 #   train    examples/train_fsdp.py (FSDP2) under torchrun, one rank: native,
 #            natively on CUDA's pool (backend:cudaMallocAsync), under
 #            `fsdpshim run`, with PYTORCH_NO_CUDA_MEMORY_CACHING=1 without
@@ -122,7 +123,7 @@ section_pair() {
 section_torch() {
     local r v log
     for r in $(seq "$runs"); do
-        time_left 15 || { say "torch: stopped after $((r - 1)) rounds (deadline)"; break; }
+        time_left 20 || { say "torch: stopped after $((r - 1)) rounds (deadline)"; break; }
         for v in torch_caching cuda_pool shim; do
             log=$out/logs/torch.$v.$r
             case $v in
@@ -135,6 +136,8 @@ section_torch() {
                 while read -r size ns; do record "torch.$v.$size" "$ns"; done
             sed -n 's/^torch_pair: backend=[a-zA-Z_]* size=\([0-9]*\) pairs=[0-9]* raw_ns_per_pair=\([0-9.]*\)$/\1 \2/p' "$log" |
                 while read -r size ns; do record "torch_binding.$v.$size" "$ns"; done
+            sed -n 's/^torch_pair: backend=[a-zA-Z_]* size=\([0-9]*\) pairs=[0-9]* cpp_ns_per_pair=\([0-9.]*\)$/\1 \2/p' "$log" |
+                while read -r size ns; do record "torch_cpp.$v.$size" "$ns"; done
             sed -n 's/^torch_pair: .* python_call=\([0-9.]*\)$/\1/p' "$log" |
                 while read -r ns; do record "torch.python_call" "$ns"; done
         done
@@ -273,7 +276,7 @@ wanted_count() {
 need() {
     case $1 in
         pair) echo $((runs * 8)) ;;
-        torch) echo $((runs * 15)) ;;
+        torch) echo $((runs * 20)) ;;
         train) echo $((runs * 8 * $(wanted_count native native_async shim nocache nocache_shim trace))) ;;
         fsdp1) echo 40 ;;
         small) echo $((runs * 7 * $(wanted_count native nocache nocache_shim))) ;;

@@ -22,9 +22,20 @@ second line per size times the binding itself
 as an integer), where the backend is a larger share of the figure:
 
     torch_pair: backend=native size=1048576 pairs=N raw_ns_per_pair=X
+
+A third line per size times the allocator's own raw_alloc_with_stream and
+raw_delete from C++ (torch_pair_cpp.cpp, compiled here against this
+PyTorch's headers with the system's c++), no Python at all: the figure to set
+beside the shim's pair from C (pair_bench), allocator against allocator.
+Without a compiler it says so and prints no such lines.
+
+    torch_pair: backend=native size=1048576 pairs=N cpp_ns_per_pair=X
 """
+import ctypes
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -39,6 +50,35 @@ def timed(pairs, alloc, delete, size, device, stream):
         delete(alloc(size, device, stream))
     torch.cuda.synchronize()
     return (time.perf_counter_ns() - t0) / pairs
+
+
+def cpp_pair():
+    """torch_pair_cpp.cpp built against this PyTorch and loaded into this
+    process: its pair function, or None (and a line saying why)."""
+    torch_dir = os.path.dirname(torch.__file__)
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_pair_cpp.cpp")
+    cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    lib = os.path.join(tempfile.mkdtemp(prefix="torch_pair_cpp."), "libtorch_pair_cpp.so")
+    abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
+    errors = ""
+    for std in ("c++20", "c++17"):
+        cmd = ["c++", f"-std={std}", "-O2", "-shared", "-fPIC", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
+               "-I", os.path.join(torch_dir, "include"), "-I", os.path.join(cuda_home, "include"),
+               src, "-o", lib, "-L", os.path.join(torch_dir, "lib"), "-lc10_cuda", "-lc10",
+               "-Wl,-rpath," + os.path.join(torch_dir, "lib")]
+        try:
+            built = subprocess.run(cmd, capture_output=True, text=True)
+        except OSError as e:
+            errors = str(e)
+            break
+        if built.returncode == 0:
+            pair = ctypes.CDLL(lib).fs_torch_cpp_pair_ns
+            pair.restype = ctypes.c_double
+            pair.argtypes = [ctypes.c_size_t, ctypes.c_long, ctypes.c_void_p]
+            return pair
+        errors = built.stderr.strip().splitlines()[-1:] or ["exit %d" % built.returncode]
+    print(f"torch_pair: no C++ figures: {src} did not build: {errors}", flush=True)
+    return None
 
 
 def main():
@@ -79,6 +119,14 @@ def main():
         timed(pairs // 10 + 1, binding, raw_delete, size, device, stream)
         ns = timed(pairs, binding, raw_delete, size, device, stream)
         print(f"torch_pair: backend={name} size={size} pairs={pairs} raw_ns_per_pair={ns:.1f}",
+              flush=True)
+
+    pair = cpp_pair()
+    if pair is None:
+        return
+    for size in SIZES:
+        ns = pair(size, pairs, handle)
+        print(f"torch_pair: backend={name} size={size} pairs={pairs} cpp_ns_per_pair={ns:.1f}",
               flush=True)
 
 

@@ -22,7 +22,9 @@ results=$out/results.txt
 want=()
 for size in 4096 1048576 67108864; do
     for v in cuda_malloc cuda_pool shim_async shim_malloc; do want+=("pair.$v.$size"); done
-    for v in torch_caching cuda_pool shim; do want+=("torch.$v.$size" "torch_binding.$v.$size"); done
+    for v in torch_caching cuda_pool shim; do
+        want+=("torch.$v.$size" "torch_binding.$v.$size" "torch_cpp.$v.$size")
+    done
 done
 for route in native shim nocache nocache_shim; do
     want+=("train2tiny.$route.step_ms" "train2tiny.$route.peak_device_MiB")
