@@ -336,6 +336,17 @@ static const char *cu_name(CUresult res)
     return name;
 }
 
+/* cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE) of p: the CUresult's name. */
+static const char *pointer_memory_type_result(const void *p)
+{
+    CUresult (*get_pointer_attribute)(void *, CUpointer_attribute, CUdeviceptr) =
+        driver_entry("cuPointerGetAttribute");
+    if (!get_pointer_attribute) return "no driver entry point";
+    unsigned memory_type;
+    return cu_name(
+        get_pointer_attribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)p));
+}
+
 /* ---- Probes ---- */
 
 static void probe_device(void)
@@ -980,14 +991,8 @@ static void probe_driver(void)
             get_range ? cu_name(get_range(&base, &size, (CUdeviceptr)host_buffer))
                       : "no driver entry point");
 
-    CUresult (*get_pointer_attribute)(void *, CUpointer_attribute, CUdeviceptr) =
-        driver_entry("cuPointerGetAttribute");
-    unsigned memory_type;
     observe("cuPointerGetAttribute MEMORY_TYPE of host memory", "%s",
-            get_pointer_attribute
-                ? cu_name(get_pointer_attribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                                (CUdeviceptr)host_buffer))
-                : "no driver entry point");
+            pointer_memory_type_result(host_buffer));
     probe_driver_attributes();
 }
 
@@ -1186,14 +1191,8 @@ static void probe_reset(void)
     observe("cudaMallocAsync block after cudaDeviceReset, cudaFreeAsync", "%s", err_name(err));
     /* Not copied from: the sim takes a pointer it no longer knows for host memory (docs/sim.md,
      * "copies") and would fault reading it. */
-    CUresult (*get_pointer_attribute)(void *, CUpointer_attribute, CUdeviceptr) =
-        driver_entry("cuPointerGetAttribute");
-    unsigned memory_type;
     observe("cudaMalloc block after cudaDeviceReset, cuPointerGetAttribute MEMORY_TYPE", "%s",
-            get_pointer_attribute
-                ? cu_name(get_pointer_attribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                                (CUdeviceptr)plain))
-                : "no driver entry point");
+            pointer_memory_type_result(plain));
     observe("cudaMalloc block after cudaDeviceReset, cudaFree", "%s", err_name(cudaFree(plain)));
 }
 
