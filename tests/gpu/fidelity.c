@@ -206,13 +206,13 @@ static const struct documented documented[] = {
 
     {PROBE_RESET, "cudaDeviceReset", "cudaSuccess", SEC_CANNOT},
     {PROBE_RESET, "default pool after cudaDeviceReset", "reserved 4 KiB, used 4 KiB", SEC_CANNOT},
-    {PROBE_RESET, "cudaMallocAsync block after cudaDeviceReset, copied back",
-     "cudaSuccess, data kept", SEC_CANNOT},
-    {PROBE_RESET, "cudaMallocAsync block after cudaDeviceReset, cudaFreeAsync", "cudaSuccess",
-     SEC_CANNOT},
     {PROBE_RESET, "cudaMalloc block after cudaDeviceReset, cuPointerGetAttribute MEMORY_TYPE",
      "CUDA_ERROR_INVALID_VALUE", SEC_CANNOT},
     {PROBE_RESET, "cudaMalloc block after cudaDeviceReset, cudaFree", "cudaErrorInvalidValue",
+     SEC_CANNOT},
+    {PROBE_RESET, "cudaMallocAsync block after cudaDeviceReset, copied back",
+     "cudaSuccess, data kept", SEC_CANNOT},
+    {PROBE_RESET, "cudaMallocAsync block after cudaDeviceReset, cudaFreeAsync", "cudaSuccess",
      SEC_CANNOT},
 };
 
@@ -1179,6 +1179,11 @@ static void probe_reset(void)
 
     observe("cudaDeviceReset", "%s", err_name(cudaDeviceReset()));
     observe_default_pool("default pool after cudaDeviceReset");
+    /* First what cannot crash. Not copied from: the sim takes a pointer it no longer knows for host
+     * memory (docs/sim.md, "copies") and would fault reading it. */
+    observe("cudaMalloc block after cudaDeviceReset, cuPointerGetAttribute MEMORY_TYPE", "%s",
+            pointer_memory_type_result(plain));
+    observe("cudaMalloc block after cudaDeviceReset, cudaFree", "%s", err_name(cudaFree(plain)));
     memset(back, 0, sizeof back);
     err = cudaMemcpy(back, pool_block, SIZE, cudaMemcpyDeviceToHost);
     if (err)
@@ -1189,11 +1194,6 @@ static void probe_reset(void)
     err = cudaFreeAsync(pool_block, 0);
     if (!err) err = cudaStreamSynchronize(0);
     observe("cudaMallocAsync block after cudaDeviceReset, cudaFreeAsync", "%s", err_name(err));
-    /* Not copied from: the sim takes a pointer it no longer knows for host memory (docs/sim.md,
-     * "copies") and would fault reading it. */
-    observe("cudaMalloc block after cudaDeviceReset, cuPointerGetAttribute MEMORY_TYPE", "%s",
-            pointer_memory_type_result(plain));
-    observe("cudaMalloc block after cudaDeviceReset, cudaFree", "%s", err_name(cudaFree(plain)));
 }
 
 struct probe {
