@@ -7,15 +7,19 @@
  * device) cudaMemcpyAsync returns at once; synchronous cudaMemcpy waits
  * except device to device; cudaMemset on device memory does not wait. The
  * direction is never needed (addresses are unified) but an invalid kind is
- * still refused. In a dry run (FSDPSHIM_SIM_DATA=0) every check, the op on
- * the stream and the caller's wait stay; only device memory is never
- * touched: a copy or set into device memory moves nothing, and a copy from
- * device memory into host memory writes zeros there, what device memory
- * that was never written holds, so whatever a program reads back (an RNG
- * state, a count that sizes its next allocation) is the same on every run
- * and every rank instead of whatever the host buffer held. Host-to-host
- * copies, sets of pinned host memory and managed memory (host memory in a
- * dry run too) move their bytes. */
+ * still refused, and so is a side that the kind names as device memory
+ * when it is memory the device cannot reach (a freed or never allocated
+ * pointer, which the move would otherwise read or write on the host). In a
+ * dry run (FSDPSHIM_SIM_DATA=0) every check, the op on the stream and the
+ * caller's wait stay; only device memory is never touched: a copy or set
+ * into device memory moves nothing, and a copy from device memory into host
+ * memory writes zeros there, what device memory that was never written
+ * holds, so whatever a program reads back (an RNG state, a count that sizes
+ * its next allocation) is the same on every run and every rank instead of
+ * whatever the host buffer held. Host-to-host copies, sets of pinned host
+ * memory and managed memory (host memory in a dry run too) move their
+ * bytes. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +100,14 @@ static cudaError_t classify(const void *p, size_t n, enum side *side)
     return cudaSuccess;
 }
 
+/* Whether `kind` says that the destination (dst_side) or the source is
+ * device memory: only cudaMemcpyDefault leaves it to the addresses. */
+static bool kind_names_device(enum cudaMemcpyKind kind, bool dst_side)
+{
+    if (kind == cudaMemcpyDeviceToDevice) return true;
+    return dst_side ? kind == cudaMemcpyHostToDevice : kind == cudaMemcpyDeviceToHost;
+}
+
 static size_t span(size_t pitch, size_t width, size_t height)
 {
     return height ? pitch * (height - 1) + width : 0;
@@ -117,6 +129,9 @@ static cudaError_t copy_2d(void *dst, size_t dpitch, const void *src, size_t spi
     enum side ds, ss;
     err = classify(dst, span(dpitch, width, height), &ds);
     if (!err) err = classify(src, span(spitch, width, height), &ss);
+    if (!err && ((ds == SIDE_PAGEABLE && kind_names_device(kind, true)) ||
+                 (ss == SIDE_PAGEABLE && kind_names_device(kind, false))))
+        err = cudaErrorInvalidValue;
     if (err) return fs_ret(err);
 
     uint64_t seq;

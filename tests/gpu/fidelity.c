@@ -49,6 +49,7 @@ enum probe_id {
     PROBE_DEVICE,
     PROBE_GRANULE,
     PROBE_COPY_BOUNDS,
+    PROBE_COPY_KIND,
     PROBE_ZERO_SIZE,
     PROBE_DEFAULT_POOL,
     PROBE_CREATED_POOL,
@@ -113,6 +114,13 @@ static const struct documented documented[] = {
      "cudaSuccess, cudaErrorInvalidValue", SEC_GRANULE},
     {PROBE_COPY_BOUNDS, "cudaMallocAsync 1000 freed, cudaMallocAsync 900, cudaMemcpy of 900, 901",
      "the same block, cudaSuccess, cudaErrorInvalidValue", SEC_GRANULE},
+
+    {PROBE_COPY_KIND, "cudaMemcpy DeviceToHost from a freed cudaMalloc block",
+     "cudaErrorInvalidValue", SEC_MAPS},
+    {PROBE_COPY_KIND, "cudaMemcpy HostToDevice into a freed cudaMalloc block",
+     "cudaErrorInvalidValue", SEC_MAPS},
+    {PROBE_COPY_KIND, "cudaMemcpy DeviceToHost from pageable host memory", "cudaErrorInvalidValue",
+     SEC_MAPS},
 
     {PROBE_ZERO_SIZE, "cudaMalloc 0 bytes", "cudaSuccess, NULL", SEC_BAD_ARGS},
     {PROBE_ZERO_SIZE, "cudaMallocAsync 0 bytes", "cudaSuccess, NULL", SEC_BAD_ARGS},
@@ -503,6 +511,25 @@ static void probe_copy_bounds(void)
     }
     cudaStreamSynchronize(s);
     cudaStreamDestroy(s);
+}
+
+/* A copy whose kind names a side as device memory that is not: a freed block, pageable host
+ * memory. Run late, in its own process: a GPU may fault where the sim answers. */
+static void probe_copy_kind(void)
+{
+    void *freed;
+    cudaError_t err = cudaMalloc(&freed, MIB);
+    if (!err) err = cudaFree(freed);
+    if (err) return stop_cuda("cudaMalloc and cudaFree 1 MiB", err);
+    err = cudaMemcpy(host_buffer, freed, 64, cudaMemcpyDeviceToHost);
+    (void)cudaGetLastError();
+    observe("cudaMemcpy DeviceToHost from a freed cudaMalloc block", "%s", err_name(err));
+    err = cudaMemcpy(freed, host_buffer, 64, cudaMemcpyHostToDevice);
+    (void)cudaGetLastError();
+    observe("cudaMemcpy HostToDevice into a freed cudaMalloc block", "%s", err_name(err));
+    err = cudaMemcpy(host_buffer, host_buffer + MIB, 64, cudaMemcpyDeviceToHost);
+    (void)cudaGetLastError();
+    observe("cudaMemcpy DeviceToHost from pageable host memory", "%s", err_name(err));
 }
 
 static void probe_zero_size(void)
@@ -1217,6 +1244,7 @@ static const struct probe probes[] = {
     {PROBE_ERRORS, "errors", probe_errors},
     {PROBE_DRIVER, "driver", probe_driver},
     {PROBE_IPC, "ipc", probe_ipc},
+    {PROBE_COPY_KIND, "copy-kind", probe_copy_kind},
     {PROBE_VMM, "vmm", probe_vmm},
     {PROBE_RESET, "reset", probe_reset},
 };
