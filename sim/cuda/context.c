@@ -104,6 +104,24 @@ CUresult sim_cu_current_device(struct fs_device **out)
     return CUDA_SUCCESS;
 }
 
+CUresult sim_cu_ready_in_context(struct fs_device **out)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : sim_cu_current_device(out);
+}
+
+/* The legacy and the per-thread default stream (0 is the legacy one). */
+static bool is_default_stream(CUstream s)
+{
+    return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+}
+
+CUresult sim_cu_stream_context(CUstream s)
+{
+    struct fs_device *dev;
+    return is_default_stream(s) ? sim_cu_current_device(&dev) : CUDA_SUCCESS;
+}
+
 /* CUDA_INJECTION64_PATH, as the driver does it at its first successful
  * cuInit: the library is loaded and its InitializeInjection called, once
  * per process, before cuInit returns (a tool such as CUPTI's injection
@@ -458,10 +476,9 @@ FS_API CUresult cuCtxGetFlags(unsigned int *flags)
 /* Waits for all work of the current context's device. */
 FS_API CUresult cuCtxSynchronize(void)
 {
-    CUresult res = sim_cu_ready();
     struct fs_device *d;
+    CUresult res = sim_cu_ready_in_context(&d);
     if (res) return res;
-    if ((res = sim_cu_current_device(&d))) return res;
     fs_device_sync(d);
     return CUDA_SUCCESS;
 }
@@ -474,7 +491,7 @@ FS_API CUresult cuStreamGetCtx(CUstream stream, CUcontext *pctx)
     struct fs_device *d;
     if (res) return res;
     if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-    if (!stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
+    if (is_default_stream(stream)) {
         if ((res = sim_cu_current_device(&d))) return res;
         *pctx = sim_primary_ctx(d->ordinal);
         return CUDA_SUCCESS;

@@ -68,10 +68,9 @@ FS_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunct
 static CUresult launch(CUfunction func, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                        unsigned by, unsigned bz)
 {
-    CUresult res = sim_cu_ready();
     struct fs_device *dev;
+    CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
-    if ((res = sim_cu_current_device(&dev))) return res;
     if (!gx || !gy || !gz || !bx || !by || !bz || gy > 65535 || gz > 65535 || bx > 1024 ||
         by > 1024 || bz > 64 || (unsigned long long)bx * by * bz > 1024)
         return CUDA_ERROR_INVALID_VALUE;

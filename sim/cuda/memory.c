@@ -17,17 +17,10 @@
 
 #include <cupti.h> /* the callback ids and params structs */
 
-/* The current context's device, for calls that work in it. */
-static CUresult current(struct fs_device **dev)
-{
-    CUresult res = sim_cu_ready();
-    return res ? res : sim_cu_current_device(dev);
-}
-
 static CUresult cuMemAlloc_v2_impl(CUdeviceptr *dptr, size_t size)
 {
     struct fs_device *dev;
-    CUresult res = current(&dev);
+    CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     if (!dptr || size == 0) /* the driver, unlike cudaMalloc, refuses 0 */
         return CUDA_ERROR_INVALID_VALUE;
@@ -49,7 +42,7 @@ static CUresult cuMemFree_v2_impl(CUdeviceptr dptr)
 FS_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
     struct fs_device *dev;
-    CUresult res = current(&dev);
+    CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
     /* The current context's device is the runtime's current device. */
@@ -74,15 +67,6 @@ CUresult sim_cu_result(cudaError_t err)
     }
 }
 
-/* A call on the legacy or the per-thread stream works in the current
- * context, which the thread must have; an explicit stream names its own. */
-static CUresult stream_context(CUstream stream)
-{
-    struct fs_device *dev;
-    if (stream && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD) return CUDA_SUCCESS;
-    return sim_cu_current_device(&dev);
-}
-
 /* Size 0 is CUDA_ERROR_INVALID_VALUE, as for cuMemAlloc (cudaMallocAsync
  * answers it with a null pointer). */
 static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream, int per_thread)
@@ -90,7 +74,7 @@ static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream,
     CUresult res = sim_cu_ready();
     if (res) return res;
     if (!dptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
-    if ((res = stream_context(stream))) return res;
+    if ((res = sim_cu_stream_context(stream))) return res;
     void *p;
     res = sim_cu_result(fs_pool_malloc_async(&p, size, (cudaStream_t)stream, per_thread));
     if (res == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)p;
@@ -110,7 +94,7 @@ static CUresult cuMemAllocAsync_ptsz_impl(CUdeviceptr *dptr, size_t size, CUstre
 static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream, int per_thread)
 {
     CUresult res = sim_cu_ready();
-    if (res || (res = stream_context(stream))) return res;
+    if (res || (res = sim_cu_stream_context(stream))) return res;
     return sim_cu_result(
         fs_pool_free_async((void *)(uintptr_t)dptr, (cudaStream_t)stream, per_thread));
 }
@@ -231,7 +215,7 @@ static CUresult fill32(CUstream stream, int per_thread, CUdeviceptr dst, uint32_
                        size_t count)
 {
     CUresult res = sim_cu_ready();
-    if (res || (res = stream_context(stream))) return res;
+    if (res || (res = sim_cu_stream_context(stream))) return res;
     if (dst % 4 || count > SIZE_MAX / 4 ||
         (count && !fs_registry_covers((uintptr_t)dst, count * 4)))
         return CUDA_ERROR_INVALID_VALUE;

@@ -13,27 +13,16 @@
 /* Initialised, and, for the default streams, a current context. */
 static CUresult ready_on(CUstream s)
 {
-    struct fs_device *dev;
     CUresult res = sim_cu_ready();
-
-    if (res || (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)) return res;
-    return sim_cu_current_device(&dev);
-}
-
-/* Calls that create something in the current context. */
-static CUresult ready_in_context(void)
-{
-    struct fs_device *dev;
-    CUresult res = sim_cu_ready();
-
-    return res ? res : sim_cu_current_device(&dev);
+    return res ? res : sim_cu_stream_context(s);
 }
 
 /* ---- streams ---- */
 
 FS_API CUresult cuStreamCreate(CUstream *out, unsigned int flags)
 {
-    CUresult res = ready_in_context();
+    struct fs_device *dev; /* the call's context, which must exist */
+    CUresult res = sim_cu_ready_in_context(&dev);
     cudaStream_t s;
 
     if (res) return res;
@@ -153,7 +142,8 @@ FS_API CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *user)
 
 FS_API CUresult cuEventCreate(CUevent *out, unsigned int flags)
 {
-    CUresult res = ready_in_context();
+    struct fs_device *dev; /* the call's context, which must exist */
+    CUresult res = sim_cu_ready_in_context(&dev);
     cudaEvent_t ev;
 
     if (res) return res;
