@@ -81,32 +81,12 @@ static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream,
     return res;
 }
 
-static CUresult cuMemAllocAsync_impl(CUdeviceptr *dptr, size_t size, CUstream stream)
-{
-    return mem_alloc_async(dptr, size, stream, 0);
-}
-
-static CUresult cuMemAllocAsync_ptsz_impl(CUdeviceptr *dptr, size_t size, CUstream stream)
-{
-    return mem_alloc_async(dptr, size, stream, 1);
-}
-
 static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream, int per_thread)
 {
     CUresult res = sim_cu_ready();
     if (res || (res = sim_cu_stream_context(stream))) return res;
     return sim_cu_result(
         fs_pool_free_async((void *)(uintptr_t)dptr, (cudaStream_t)stream, per_thread));
-}
-
-static CUresult cuMemFreeAsync_impl(CUdeviceptr dptr, CUstream stream)
-{
-    return mem_free_async(dptr, stream, 0);
-}
-
-static CUresult cuMemFreeAsync_ptsz_impl(CUdeviceptr dptr, CUstream stream)
-{
-    return mem_free_async(dptr, stream, 1);
 }
 
 /* The enclosing allocation (or VMM mapping) of dptr. */
@@ -281,38 +261,46 @@ FS_API CUresult cuMemFree_v2(CUdeviceptr dptr)
     return ret;
 }
 
-FS_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream stream)
+/* The stream-ordered calls and their _ptsz variants, whose params structs
+ * have one layout (as ../mempool.c does for the runtime's). */
+static CUresult mem_alloc_async_call(CUdeviceptr *dptr, size_t size, CUstream stream,
+                                     int per_thread, unsigned cbid, const char *name)
 {
     cuMemAllocAsync_params p = {dptr, size, stream};
     CUresult ret;
-    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, "cuMemAllocAsync", &p, ret,
-                    cuMemAllocAsync_impl(dptr, size, stream));
+    FS_SIM_API_CALL(1, cbid, name, &p, ret, mem_alloc_async(dptr, size, stream, per_thread));
     return ret;
+}
+
+FS_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream stream)
+{
+    return mem_alloc_async_call(dptr, size, stream, 0, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+                                "cuMemAllocAsync");
 }
 
 FS_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream)
 {
-    cuMemAllocAsync_ptsz_params p = {dptr, size, stream};
+    return mem_alloc_async_call(dptr, size, stream, 1, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
+                                "cuMemAllocAsync_ptsz");
+}
+
+static CUresult mem_free_async_call(CUdeviceptr dptr, CUstream stream, int per_thread,
+                                    unsigned cbid, const char *name)
+{
+    cuMemFreeAsync_params p = {dptr, stream};
     CUresult ret;
-    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, "cuMemAllocAsync_ptsz", &p,
-                    ret, cuMemAllocAsync_ptsz_impl(dptr, size, stream));
+    FS_SIM_API_CALL(1, cbid, name, &p, ret, mem_free_async(dptr, stream, per_thread));
     return ret;
 }
 
 FS_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
 {
-    cuMemFreeAsync_params p = {dptr, stream};
-    CUresult ret;
-    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, "cuMemFreeAsync", &p, ret,
-                    cuMemFreeAsync_impl(dptr, stream));
-    return ret;
+    return mem_free_async_call(dptr, stream, 0, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+                               "cuMemFreeAsync");
 }
 
 FS_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
 {
-    cuMemFreeAsync_ptsz_params p = {dptr, stream};
-    CUresult ret;
-    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, "cuMemFreeAsync_ptsz", &p, ret,
-                    cuMemFreeAsync_ptsz_impl(dptr, stream));
-    return ret;
+    return mem_free_async_call(dptr, stream, 1, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
+                               "cuMemFreeAsync_ptsz");
 }
