@@ -74,22 +74,25 @@ static struct fs_pool *pool_check(cudaMemPool_t h)
     return found;
 }
 
-/* The pools of the device whose default pool is `def`, as a malloc'd array
- * (the default pool first); *n gets the count. */
-static struct fs_pool **device_pools(struct fs_pool *def, size_t *n)
+/* Calls fn on each pool of the device whose default pool is `def` (the
+ * default pool first). The list is copied under created_mu and walked
+ * without it, so fn may take a pool's mu (created_mu comes first, as in
+ * fs_pool_fork). */
+static void each_device_pool(struct fs_pool *def, void (*fn)(struct fs_pool *))
 {
     pthread_mutex_lock(&created_mu);
-    size_t k = 0;
+    size_t n = 0;
     for (struct fs_pool *p = def; p; p = p->created)
-        k++;
-    struct fs_pool **all = malloc(k * sizeof *all);
+        n++;
+    struct fs_pool **all = malloc(n * sizeof *all);
     if (!all) abort();
-    k = 0;
+    n = 0;
     for (struct fs_pool *p = def; p; p = p->created)
-        all[k++] = p;
+        all[n++] = p;
     pthread_mutex_unlock(&created_mu);
-    *n = k;
-    return all;
+    for (size_t i = 0; i < n; i++)
+        fn(all[i]);
+    free(all);
 }
 
 /* Releases cached blocks until the pool holds at most `keep` bytes. */
@@ -118,32 +121,39 @@ static void pool_trim(struct fs_pool *pool, size_t keep)
     }
 }
 
+static void trim_to_threshold(struct fs_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    uint64_t keep = pool->threshold;
+    pthread_mutex_unlock(&pool->mu);
+    pool_trim(pool, keep);
+}
+
 void fs_pool_trim_threshold(struct fs_pool *def)
 {
-    size_t n;
-    struct fs_pool **all = device_pools(def, &n);
-    for (size_t i = 0; i < n; i++) {
-        pthread_mutex_lock(&all[i]->mu);
-        uint64_t keep = all[i]->threshold;
-        pthread_mutex_unlock(&all[i]->mu);
-        pool_trim(all[i], keep);
+    each_device_pool(def, trim_to_threshold);
+}
+
+/* Every cached block is reached and free for any stream: the streams that
+ * freed them are gone (under pool->mu). */
+static void forget_streams_locked(struct fs_pool *pool)
+{
+    for (struct pool_block *b = pool->cached; b; b = b->next) {
+        b->ready = 1;
+        b->stream = NULL;
     }
-    free(all);
+}
+
+static void forget_streams(struct fs_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    forget_streams_locked(pool);
+    pthread_mutex_unlock(&pool->mu);
 }
 
 void fs_pool_forget_streams(struct fs_pool *def)
 {
-    size_t n;
-    struct fs_pool **all = device_pools(def, &n);
-    for (size_t i = 0; i < n; i++) {
-        pthread_mutex_lock(&all[i]->mu);
-        for (struct pool_block *b = all[i]->cached; b; b = b->next) {
-            b->ready = 1;
-            b->stream = NULL;
-        }
-        pthread_mutex_unlock(&all[i]->mu);
-    }
-    free(all);
+    each_device_pool(def, forget_streams);
 }
 
 static void count_use(struct fs_pool *pool, size_t size)
@@ -350,6 +360,15 @@ FS_API cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMem
                             "cudaMallocFromPoolAsync_ptsz");
 }
 
+/* A heap copy of r, for the stream work that releases it. */
+static struct fs_range *range_copy(const struct fs_range *r)
+{
+    struct fs_range *copy = malloc(sizeof *copy);
+    if (!copy) abort();
+    *copy = *r;
+    return copy;
+}
+
 /* The work of cudaFreeAsync without the last error, as malloc_async. */
 static cudaError_t free_async(void *ptr, cudaStream_t sh, int pt)
 {
@@ -365,9 +384,7 @@ static cudaError_t free_async(void *ptr, cudaStream_t sh, int pt)
     if (fs_capture_active(s)) {
         /* A memory free node: the graph may still use the block at every
          * launch until the node, so it is released with the graph. */
-        struct fs_range *copy = malloc(sizeof *copy);
-        if (!copy) abort();
-        *copy = r;
+        struct fs_range *copy = range_copy(&r);
         err = fs_stream_enqueue(
             s, &(struct fs_work){cudaGraphNodeTypeMemFree, NULL, release_graph_block, copy, 0},
             NULL, &seq);
@@ -378,9 +395,7 @@ static cudaError_t free_async(void *ptr, cudaStream_t sh, int pt)
         return err;
     }
     if (r.kind == FS_RANGE_MALLOC) {
-        struct fs_range *copy = malloc(sizeof *copy);
-        if (!copy) abort();
-        *copy = r;
+        struct fs_range *copy = range_copy(&r);
         seq = fs_stream_submit(s, release_range, copy, 0, NULL);
         if (!seq) free(copy);
     } else {
@@ -491,13 +506,17 @@ FS_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
     return cudaSuccess;
 }
 
+/* A device whose access a pool records. */
+static int peer_location(const struct cudaMemLocation *loc)
+{
+    return loc->type == cudaMemLocationTypeDevice && fs_dev(loc->id) && loc->id < POOL_PEERS;
+}
+
 /* A device (the sim's peers can always reach each other's memory, so the
  * access is recorded only); the owning device keeps read-write access. */
 static int access_valid(const struct fs_pool *pool, const struct cudaMemAccessDesc *d)
 {
-    if (d->location.type != cudaMemLocationTypeDevice || !fs_dev(d->location.id) ||
-        d->location.id >= POOL_PEERS)
-        return 0;
+    if (!peer_location(&d->location)) return 0;
     if (d->flags != cudaMemAccessFlagsProtNone && d->flags != cudaMemAccessFlagsProtRead &&
         d->flags != cudaMemAccessFlagsProtReadWrite)
         return 0;
@@ -524,8 +543,7 @@ FS_API cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemP
 {
     fs_init();
     struct fs_pool *pool = pool_check(h);
-    if (!pool || !flags || !location || location->type != cudaMemLocationTypeDevice ||
-        !fs_dev(location->id) || location->id >= POOL_PEERS)
+    if (!pool || !flags || !location || !peer_location(location))
         return fs_ret(cudaErrorInvalidValue);
     pthread_mutex_lock(&pool->mu);
     *flags = pool->access[location->id];
@@ -635,14 +653,9 @@ void fs_pool_fork(struct fs_pool *def, enum fs_fork_phase phase)
         return;
     }
     for (struct fs_pool *p = def; p; p = p->created) {
-        if (phase == FS_FORK_CHILD) {
-            /* Frees still pending on the parent's streams can never be
-             * reached in the child: they are complete as far as it knows. */
-            for (struct pool_block *b = p->cached; b; b = b->next) {
-                b->ready = 1;
-                b->stream = NULL;
-            }
-        }
+        /* Frees still pending on the parent's streams can never be reached
+         * in the child: they are complete as far as it knows. */
+        if (phase == FS_FORK_CHILD) forget_streams_locked(p);
         pthread_mutex_unlock(&p->mu);
     }
     if (def == fs_dev(0)->pool) {
