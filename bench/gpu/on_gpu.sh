@@ -4,9 +4,9 @@
 # .gpu): the staged build put where its CTest files expect it, the libraries
 # the machine lacks registered, then `ctest -L gpu`, then gpu_bench.sh, each
 # log written to OUT as it is made so that a run cut short still says what
-# it did. OUT gets at most seven files: env.txt, ctest.log, then.log,
-# bench.log, results.txt, raw.txt and logs.tar.gz (every run's output, the
-# CTest log, a summary of one trace).
+# it did. OUT gets at most eight files: env.txt, ctest.log, fidelity.txt
+# (gpu.fidelity's lines), then.log, bench.log, results.txt, raw.txt and
+# logs.tar.gz (every run's output, the CTest logs, a summary of one trace).
 #
 #   OUT=DIR bench/gpu/on_gpu.sh [--stage DIR] [--budget SECONDS] [--no-tests] [--exclude REGEX]
 #                               [--then SCRIPT] [--runs N] [SECTION...]
@@ -85,8 +85,12 @@ if [ $tests = 1 ]; then
     t0=$SECONDS
     # oom_probe takes nearly all device memory: alone, after the others
     ctest --test-dir build -L gpu -E "$exclude" -j6 --timeout 180 --output-on-failure >"$out/ctest.log" 2>&1
-    ctest --test-dir build -L gpu -R oom_probe --timeout 180 --output-on-failure >>"$out/ctest.log" 2>&1
+    # each ctest run writes LastTest.log afresh: the suite's, before oom_probe's
     cp build/Testing/Temporary/LastTest.log "$work/ctest-LastTest.log" 2>/dev/null
+    ctest --test-dir build -L gpu -R oom_probe --timeout 180 --output-on-failure >>"$out/ctest.log" 2>&1
+    cp build/Testing/Temporary/LastTest.log "$work/ctest-LastTest-oom_probe.log" 2>/dev/null
+    # gpu.fidelity's lines: what the GPU answers where docs/sim.md documents the sim's
+    grep -h '^fidelity' "$work/ctest-LastTest.log" >"$out/fidelity.txt" 2>/dev/null
     say "ctest -L gpu: $((SECONDS - t0)) s: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tr '\n' ' ')"
     grep -E '\*\*\*|Skipped|Not Run|Failed' "$out/ctest.log" | head -30
 fi
