@@ -14,20 +14,28 @@
 #                 report) add up to
 #                 more than this machine's memory: a dry run of a job that
 #                 could not run here with data
+#   --own-device PROBE
+#                 PROBE (libfs_ctx_probe.so, ctx_probe.c) is preloaded after
+#                 everything else, and at exit each rank r of the N holds a
+#                 context on device r alone, the launcher on none: one device
+#                 per rank, and nothing of the job (the shim included)
+#                 touches another rank's device
 set -uo pipefail
 
-ranks=1 train=0 shim_min=0 over_host=0
+ranks=1 train=0 shim_min=0 over_host=0 probe=
 while [ $# -gt 0 ]; do
     case $1 in
         --ranks) ranks=$2; shift 2 ;;
         --train) train=1; shift ;;
         --shim) shim_min=$2; shift 2 ;;
         --over-host) over_host=1; shift ;;
+        --own-device) probe=$2; shift 2 ;;
         --) shift; break ;;
         *) echo "check_run.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
 [ "$shim_min" -gt 0 ] && export FSDPSHIM_LOG=info
+[ -n "$probe" ] && export LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$probe"
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
@@ -55,6 +63,21 @@ for ((r = 0; r < ranks; r++)); do
         fi
     fi
 done
+if [ -n "$probe" ]; then
+    # ctx_probe: pid P rank R local_rank L contexts on devices: D...
+    for ((r = 0; r < ranks; r++)); do
+        line=$(grep -E "^ctx_probe: pid [0-9]+ rank [0-9]+ local_rank $r contexts on devices:" "$out" | head -n 1)
+        held=${line#*devices:}
+        if [ -z "$line" ]; then
+            fail "no ctx_probe line for local rank $r"
+        elif [ "$held" != " $r" ]; then
+            fail "local rank $r holds contexts on devices${held:- (none)}, not on device $r alone"
+        fi
+    done
+    # processes that are no rank (torchrun's launcher): no context at all
+    launcher=$(sed -nE 's/^ctx_probe: pid [0-9]+ rank - local_rank - contexts on devices:(.+)$/\1/p' "$out" | head -n 1)
+    [ -z "$launcher" ] || fail "the launcher holds contexts on devices$launcher"
+fi
 if [ "$over_host" = 1 ]; then
     host=$(awk '/^MemTotal:/ {printf "%.0f", $2 * 1024}' /proc/meminfo)
     peaks=$(awk '$1 == "fsdpshim" && $2 == "sim:" && $4 ~ /^[0-9]+$/ && $5 ~ /^[0-9]+$/ {print $8}' "$out" |
