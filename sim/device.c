@@ -117,11 +117,15 @@ FS_API cudaError_t cudaGetDevice(int *device)
     return cudaSuccess;
 }
 
+/* Initialises the device's primary context (since CUDA 12.0, as
+ * cudaSetDevice does) without making it current. */
 FS_API cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags)
 {
     (void)deviceFlags;
-    if (!fs_dev(device)) return fs_ret(cudaErrorInvalidDevice);
+    struct fs_device *dev = fs_dev(device);
+    if (!dev) return fs_ret(cudaErrorInvalidDevice);
     if (flags & ~(unsigned)cudaInitDeviceFlagsAreValid) return fs_ret(cudaErrorInvalidValue);
+    __atomic_store_n(&dev->ctx_active, 1, __ATOMIC_RELAXED);
     return cudaSuccess;
 }
 

@@ -148,7 +148,10 @@ FS_API cudaError_t cudaMalloc(void **ptr, size_t size)
 static cudaError_t device_free(void *ptr)
 {
     fs_init();
-    if (!ptr) return cudaSuccess;
+    if (!ptr) {
+        fs_cur_dev(); /* cudaFree(0): the idiom that initialises the current device's context */
+        return cudaSuccess;
+    }
     cudaError_t err = fs_capture_check_unsafe();
     return fs_ret(err ? err : fs_devmem_free(ptr));
 }

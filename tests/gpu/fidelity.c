@@ -46,6 +46,7 @@
 #define SEC_CANNOT   "Where the sim cannot behave like a GPU"
 
 enum probe_id {
+    PROBE_CONTEXT_INIT,
     PROBE_DEVICE,
     PROBE_GRANULE,
     PROBE_COPY_BOUNDS,
@@ -91,6 +92,13 @@ struct documented {
     }
 
 static const struct documented documented[] = {
+    {PROBE_CONTEXT_INIT, "primary contexts before any runtime call", "none", SEC_MAPS},
+    {PROBE_CONTEXT_INIT, "cudaFree(0): device 0's primary context", "active", SEC_MAPS},
+    {PROBE_CONTEXT_INIT, "cudaInitDevice of the last device: its primary context, current device",
+     "active, still 0", SEC_MAPS},
+    {PROBE_CONTEXT_INIT, "cudaSetDevice of the last device: its primary context", "active",
+     SEC_MAPS},
+
     {PROBE_DEVICE, "cudaDeviceGetStreamPriorityRange", "[-5, 0]", SEC_CANNOT},
     {PROBE_DEVICE, "cudaStreamCreateWithPriority -10, then cudaStreamGetPriority", "-5",
      SEC_CANNOT},
@@ -356,6 +364,50 @@ static const char *pointer_memory_type_result(const void *p)
 }
 
 /* ---- Probes ---- */
+
+/* Whether `device`'s primary context is active ("active" or "inactive"), asked of the
+ * driver. */
+static const char *primary_context(int device)
+{
+    CUresult (*get_state)(CUdevice, unsigned *, int *) = driver_entry("cuDevicePrimaryCtxGetState");
+    unsigned flags;
+    int active = 0;
+    if (!get_state || get_state(device, &flags, &active) != CUDA_SUCCESS) return "unknown";
+    return active ? "active" : "inactive";
+}
+
+/* Which calls initialise a primary context (a context costs a GPU hundreds of MiB, so a
+ * library that touches a device it does not use costs that device this much). Runs first, in
+ * a process that has made no runtime call but cudaGetDeviceCount and the driver lookup. */
+static void probe_context_init(void)
+{
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err) return stop_cuda("cudaGetDeviceCount", err);
+    char held[128] = "";
+    for (int d = 0; d < count && strlen(held) < sizeof held - 8; d++)
+        if (strcmp(primary_context(d), "inactive") != 0)
+            snprintf(held + strlen(held), sizeof held - strlen(held), "%s%d %s", *held ? ", " : "",
+                     d, primary_context(d));
+    observe("primary contexts before any runtime call", "%s", *held ? held : "none");
+
+    err = cudaFree(0);
+    observe("cudaFree(0): device 0's primary context", "%s",
+            err ? err_name(err) : primary_context(0));
+
+    int last = count - 1, current = -1;
+    err = cudaInitDevice(last, 0, 0);
+    cudaGetDevice(&current);
+    if (err)
+        observe("cudaInitDevice of the last device: its primary context, current device", "%s",
+                err_name(err));
+    else
+        observe("cudaInitDevice of the last device: its primary context, current device",
+                "%s, still %d", primary_context(last), current);
+    err = cudaSetDevice(last);
+    observe("cudaSetDevice of the last device: its primary context", "%s",
+            err ? err_name(err) : primary_context(last));
+}
 
 static void probe_device(void)
 {
@@ -1231,6 +1283,7 @@ struct probe {
 
 /* In the order they run; the ones most likely to break a GPU's context last. */
 static const struct probe probes[] = {
+    {PROBE_CONTEXT_INIT, "context-init", probe_context_init},
     {PROBE_DEVICE, "device", probe_device},
     {PROBE_GRANULE, "granule", probe_granule},
     {PROBE_COPY_BOUNDS, "copy-bounds", probe_copy_bounds},
