@@ -2,8 +2,9 @@
 # gpu_bench_dry.sh - bench/gpu/gpu_bench.sh run on the simulated device
 # (--sim, one round), so that a session lent a GPU for a few minutes does not
 # find the script broken: every section asked for must record its figures
-# (numbers, not empty fields), no run may fail, and each training route's
-# losses must match the native run's.
+# (numbers, not empty fields), no run may fail, each training route's
+# losses must match the native run's, and the table must end with the
+# verdicts against issue 13's targets.
 #
 #   gpu_bench_dry.sh GPU_BENCH PYTHON
 set -uo pipefail
@@ -38,5 +39,11 @@ done
 for route in shim nocache nocache_shim; do
     grep -q "^  train2tiny losses, $route against native: same$" "$results" ||
         fail "train2tiny $route: losses not the native run's: $(grep "train2tiny losses, $route" "$results")"
+done
+# the medians set against issue 13's targets, one verdict each
+for verdict in "pair 1048576: cudaMalloc+cudaFree / the shim" "torch_cpp 1048576: shim route / PyTorch cache" \
+    "train2tiny: step time, shim against native" "train2tiny: peak device memory, shim - native" \
+    "train2tiny: no caching, native / shim step time"; do
+    grep -F "  $verdict " "$results" | grep -Eq ' (met|MISSED)$' || fail "no verdict line: $verdict"
 done
 echo "gpu_bench_dry: ok (${#want[@]} figures)"
