@@ -80,12 +80,12 @@ train_args=(--fsdp 2 --size medium --batch 8 --seq 512 --steps 20)
 small_args=(--fsdp 2 --size small --batch 4 --seq 256 --steps 20)
 tiny_args=(--fsdp 2 --size tiny --batch 4 --seq 128 --steps 20)
 if [ $sim = 1 ]; then
-    pair_bench=$here/pair_bench_sim rl_gap=$here/rl_gap
+    pair_bench=$here/pair_bench_sim rl_gap=$here/rl_gap alloc_quick=(--quick)
     native=("$cli" sim --native --) shimmed=("$cli" sim --)
     train_args=(--fsdp 2 --size tiny --batch 2 --seq 64 --steps 3)
     small_args=("${train_args[@]}") tiny_args=("${train_args[@]}")
 else
-    pair_bench=$here/pair_bench_gpu rl_gap=$here/rl_gap_gpu
+    pair_bench=$here/pair_bench_gpu rl_gap=$here/rl_gap_gpu alloc_quick=()
     native=() shimmed=("$cli" run --)
 fi
 torchrun=("$python" -m torch.distributed.run --standalone --nproc-per-node 1)
@@ -259,10 +259,11 @@ section_threads() {
     local n log
     for n in 8 16; do
         log=$out/logs/alloc_bench.$n
-        run "$log" "$here/alloc_bench" --threads "$n" || continue
+        run "$log" "$here/alloc_bench" "${alloc_quick[@]}" --threads "$n" || continue
+        # mix allocator NS_1 ns NS_N ns MPAIRS_1 MPAIRS_N SCALINGx
         awk -v n="$n" '$1 == "fsdp/pair" || $1 == "fsdp/churn" {
                 printf "threads.%s.%s.ns_1 %s\nthreads.%s.%s.ns_%s %s\nthreads.%s.%s.scaling_%s %s\n",
-                    $1, $2, $3, $1, $2, n, $5, $1, $2, n, $8 }' "$log" | tr -d x | sed 's|/|_|' >>"$raw"
+                    $1, $2, $3, $1, $2, n, $5, $1, $2, n, $9 }' "$log" | tr -d x | sed 's|/|_|' >>"$raw"
     done
 }
 
@@ -339,6 +340,13 @@ verdicts() {
                     if (has(a) && has(b))
                         line(via " " z ": shim route / PyTorch cache", sprintf("%.2f", m[a] / m[b]), "(<= 1)", m[a] <= m[b])
                 }
+            }
+            split("fsdp_pair fsdp_churn", mixes, " ")
+            for (i = 1; i <= 2; i++) {
+                k = "threads." mixes[i] ".fsdpshim.scaling_8"
+                if (has(k)) line("alloc_bench " mixes[i] ": 8 threads / 1 thread throughput", sprintf("%.2fx", m[k]), "(>= 6x)", m[k] >= 6)
+                k = "threads." mixes[i] ".fsdpshim.scaling_16"
+                if (has(k)) printf "  %-58s %.2fx\n", "alloc_bench " mixes[i] ": 16 threads / 1 thread throughput", m[k]
             }
             split("2 2small 2tiny 1", jobs, " ")
             for (i = 1; i <= 4; i++) {
