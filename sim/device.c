@@ -45,12 +45,18 @@ int fs_cur_device(void)
     return current_device;
 }
 
+/* The device's primary context is initialised (until a reset). */
+static void activate_context(struct fs_device *dev)
+{
+    if (!__atomic_load_n(&dev->ctx_active, __ATOMIC_RELAXED))
+        __atomic_store_n(&dev->ctx_active, 1, __ATOMIC_RELAXED);
+}
+
 /* The runtime binds the current device's primary context on first use. */
 static void bind_context(struct fs_device *dev)
 {
     context_bound = 1;
-    if (!__atomic_load_n(&dev->ctx_active, __ATOMIC_RELAXED))
-        __atomic_store_n(&dev->ctx_active, 1, __ATOMIC_RELAXED);
+    activate_context(dev);
 }
 
 struct fs_device *fs_cur_dev(void)
@@ -125,7 +131,7 @@ FS_API cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned
     struct fs_device *dev = fs_dev(device);
     if (!dev) return fs_ret(cudaErrorInvalidDevice);
     if (flags & ~(unsigned)cudaInitDeviceFlagsAreValid) return fs_ret(cudaErrorInvalidValue);
-    __atomic_store_n(&dev->ctx_active, 1, __ATOMIC_RELAXED);
+    activate_context(dev);
     return cudaSuccess;
 }
 
