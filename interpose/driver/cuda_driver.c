@@ -186,12 +186,30 @@ void *fs_driver_dlsym(void *handle, const char *name, const char *version, const
 
 /* ---- the lookups ---- */
 
+/* At FSDPSHIM_LOG=debug, each answer of cuGetProcAddress: the name asked
+ * for, and whether the shim's hook went out or the driver's function, with
+ * the symbol that function is in the driver's table (a function the table
+ * does not name is one the hooks cannot match). A program with nvcc's
+ * static runtime reaches the driver only this way: the log says which of
+ * its calls the shim sees (tests/integration/trace/static_gpu.sh). */
+static void *looked_up(const char *symbol, int version, cuuint64_t flags, void *fn)
+{
+    void *hook = hook_for(fn);
+    Dl_info info;
+
+    if (fn && fs_log_enabled(FS_LOG_DEBUG))
+        fs_log(FS_LOG_DEBUG, "lookup %s (version %d, flags %#llx): %s (%s)", symbol, version,
+               (unsigned long long)flags, hook != fn ? "the shim's hook" : "the driver's",
+               dladdr(fn, &info) && info.dli_sname ? info.dli_sname : "no symbol");
+    return hook;
+}
+
 CUresult fs_drv_get_proc_address(const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
     get_proc_address_v1_fn real = (get_proc_address_v1_fn)real_of(FS_HOOK_CU_GET_PROC_ADDRESS);
     CUresult r = real(symbol, pfn, version, flags);
 
-    if (r == CUDA_SUCCESS && pfn) *pfn = hook_for(*pfn);
+    if (r == CUDA_SUCCESS && pfn) *pfn = looked_up(symbol, version, flags, *pfn);
     return r;
 }
 
@@ -202,7 +220,7 @@ CUresult fs_drv_get_proc_address_v2(const char *symbol, void **pfn, int version,
         (__typeof__(&cuGetProcAddress_v2))real_of(FS_HOOK_CU_GET_PROC_ADDRESS_V2);
     CUresult r = real(symbol, pfn, version, flags, status);
 
-    if (r == CUDA_SUCCESS && pfn) *pfn = hook_for(*pfn);
+    if (r == CUDA_SUCCESS && pfn) *pfn = looked_up(symbol, version, flags, *pfn);
     return r;
 }
 

@@ -7,7 +7,7 @@
 # allocations (the shim's own line at FSDPSHIM_LOG=info and the sim's
 # count), the trace holds every one of them with its stack, and the process
 # exits cleanly (status 0, nothing after the program's last line but the
-# exit reports).
+# exit reports); at FSDPSHIM_LOG=debug each driver lookup is logged.
 name=static_runtime_test
 cli=$1 prog=$2 libdir=$3
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,6 +30,14 @@ sim=$(sed -n 's/.*fsdpshim-sim: device 0: device_allocs=\([0-9]*\) .*/\1/p' "$di
 [ -n "$sim" ] && [ "$sim" -eq $((by + 1)) ] ||
     fail "the device counted ${sim:-no} allocations, expected $by segments + 1: $(cat "$dir/err")"
 ! grep -qi 'error\|sanitizer\|fatal' "$dir/err" || fail "errors at run or exit: $(cat "$dir/err")"
+
+# at FSDPSHIM_LOG=debug each lookup is logged with what went out: the
+# diagnostic static_gpu.sh prints when a GPU's static runtime corrupts data
+LD_LIBRARY_PATH=$libdir FSDPSHIM_LOG=debug expect 0 "$cli" run -- "$prog" --expect-shim
+grep -q 'lookup cuMemcpyDtoHAsync (version 13000, flags 0): the shim.s hook (cuMemcpyDtoHAsync_v2)' "$dir/err" ||
+    fail "no debug line for the hooked cuMemcpyDtoHAsync: $(grep lookup "$dir/err" | head)"
+grep -q 'lookup cuInit (version 13000, flags 0): the driver.s (cuInit)' "$dir/err" ||
+    fail "no debug line for cuInit, passed through: $(grep lookup "$dir/err" | head)"
 
 LD_PRELOAD= expect 0 "$cli" dump "$dir/t.fst"
 n=$(grep -c ' alloc ' "$dir/out")

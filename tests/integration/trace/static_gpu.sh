@@ -45,9 +45,21 @@ n=$(grep -c ' alloc ' "$dir/out")
 grep -q " alloc .*size=3145728 " "$dir/out" || fail "no 3 MiB allocation in the trace"
 grep -q " alloc .*size=5242880 " "$dir/out" || fail "no 5 MiB allocation in the trace"
 
+# which driver entry points the static runtime looked up, and which of them
+# the shim hooked (FSDPSHIM_LOG=debug): printed when the data was corrupted,
+# to say which of its copy calls the shim did not see
+lookups() {
+    FSDPSHIM_LOG=debug "$cli" run -- "$integrity" "$1" >/dev/null 2>"$dir/debug"
+    echo "$name: the static runtime's lookups of copies, launches and waits under the shim:"
+    grep -E 'lookup cu(Memcpy|Memset|Launch|Stream|Event|Ctx|Graph)' "$dir/debug" | sed 's/^/    /'
+}
 for mode in async memcpy; do
     expect 0 "$integrity" "$mode"
-    FSDPSHIM_LOG=info expect 0 "$cli" run -- "$integrity" "$mode"
+    FSDPSHIM_LOG=info "$cli" run -- "$integrity" "$mode" >"$dir/out" 2>"$dir/err" || {
+        cat "$dir/err" >&2
+        lookups "$mode" >&2
+        fail "integrity $mode under the shim exited non-zero"
+    }
     echo "$name: integrity $mode under the shim: $(served)"
     expect_served "integrity $mode"
 done
