@@ -4,8 +4,10 @@
  * dlopen("libcuda.so.1") and dlsym, never through a symbol the loader binds.
  * A lookup of a driver entry point the shim hooks is answered by
  * cuda_driver.c, which may hand out the shim's hook instead of the driver's
- * function; every other lookup is the real dlsym's, made as if the program
- * had called it. Where the shim is not preloaded, `fsdpshim attach` points
+ * function; one of a runtime or NCCL entry point on a library's handle (as
+ * ctypes makes) by runtime/served_lookup.c, which hands out the shim's own
+ * definition; every other lookup is the real dlsym's, made as if the
+ * program had called it. Where the shim is not preloaded, `fsdpshim attach` points
  * the program's slots of dlsym and dlvsym here (attach/got.c).
  *
  * What makes this delicate (docs/interpose.md, "The driver API"):
@@ -273,15 +275,27 @@ FS_LOOKUP_PATH static bool driver_name(const char *name)
     return has_prefix(name, "cuMem") || has_prefix(name, "cuGetProcAddress");
 }
 
+/* Whether `name` may be a runtime or NCCL entry point the shim defines
+ * (runtime/served_lookup.c knows which): looked up on a library's own
+ * handle, the shim's definition goes out, as the global scope gives. */
+FS_LOOKUP_PATH static bool served_name(const char *name)
+{
+    return has_prefix(name, "cuda") || has_prefix(name, "nccl");
+}
+
 /* A lookup relative to the caller (RTLD_NEXT) is always the real one's: it
  * asks for the definition after the caller's own, which an interposer of
- * the driver wants and no hook is (the shim exports no driver names). */
+ * the driver wants and no hook is (the shim exports no driver names).
+ * RTLD_DEFAULT searches the global scope, where a preloaded shim's
+ * definitions come first already. */
 FS_TAIL_CALLER void *fs_dlsym(void *handle, const char *name)
 {
     dlsym_fn real = (dlsym_fn)real_function(REAL_DLSYM, "dlsym");
 
     if (fs_unlikely(driver_name(name)) && handle != RTLD_NEXT)
         return fs_driver_dlsym(handle, name, NULL, __builtin_return_address(0));
+    if (fs_unlikely(served_name(name)) && handle != RTLD_NEXT && handle != RTLD_DEFAULT)
+        return fs_served_dlsym(handle, name, NULL, __builtin_return_address(0));
     FS_TAIL return real(handle, name);
 }
 
@@ -291,6 +305,8 @@ FS_TAIL_CALLER void *fs_dlvsym(void *handle, const char *name, const char *versi
 
     if (fs_unlikely(driver_name(name)) && handle != RTLD_NEXT)
         return fs_driver_dlsym(handle, name, version, __builtin_return_address(0));
+    if (fs_unlikely(served_name(name)) && handle != RTLD_NEXT && handle != RTLD_DEFAULT)
+        return fs_served_dlsym(handle, name, version, __builtin_return_address(0));
     FS_TAIL return real(handle, name, version);
 }
 

@@ -24,6 +24,15 @@ void *fs_real_dlvsym(void *handle, const char *name, const char *version);
  * no dlerror() behind and nothing is locked. */
 void *fs_object_function(const struct link_map *object, const char *name);
 
+/* ---- runtime/served_lookup.c ---- */
+/* The answer to the program's dlsym(handle, name) or dlvsym(handle, name,
+ * version) for a name that may be a runtime or NCCL entry point: the real
+ * answer, replaced by the shim's own definition of `name` when the real one
+ * is libcudart's or libnccl's, the shim serves (is preloaded), and `caller`
+ * is neither in the shim nor in the runtime. Never called with RTLD_NEXT or
+ * RTLD_DEFAULT. */
+void *fs_served_dlsym(void *handle, const char *name, const char *version, const void *caller);
+
 /* ---- cuda_driver.c ---- */
 /* The answer to the program's dlsym(handle, name) (version NULL) or
  * dlvsym(handle, name, version) for a name that may be a hooked driver

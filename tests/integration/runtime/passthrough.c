@@ -16,8 +16,8 @@ int main(void)
     /* the runtime's own entry points, bypassing any interposer */
     h = dlopen("libcudart.so.13", RTLD_NOLOAD | RTLD_LAZY);
     EXPECT(h != NULL);
-    real_malloc = (cudaError_t(*)(void **, size_t))dlsym(h, "cudaMalloc");
-    real_meminfo = (cudaError_t(*)(size_t *, size_t *))dlsym(h, "cudaMemGetInfo");
+    real_malloc = (cudaError_t(*)(void **, size_t))libc_dlsym()(h, "cudaMalloc");
+    real_meminfo = (cudaError_t(*)(size_t *, size_t *))libc_dlsym()(h, "cudaMemGetInfo");
     EXPECT(real_malloc && real_meminfo);
 
     CHECK(real_malloc(&p, 256u << 20));

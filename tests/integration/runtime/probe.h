@@ -63,6 +63,27 @@ static inline void watchdog(unsigned seconds)
     alarm(seconds);
 }
 
+/* The C library's dlsym (libdl's before glibc 2.34), never an interposer's:
+ * the way to the runtime's own entry points, bypassing a preloaded shim,
+ * whose dlsym answers a lookup of a function it defines on the runtime's
+ * handle with its own, as the loader binds a linked call (docs/interpose.md).
+ * "dlsym" itself is no name a CUDA interposer answers. */
+typedef void *(*libc_dlsym_fn)(void *, const char *);
+static inline libc_dlsym_fn libc_dlsym(void)
+{
+    libc_dlsym_fn fn = NULL;
+    void *libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+    void *libdl = libc ? NULL : dlopen("libdl.so.2", RTLD_LAZY);
+
+    if (libc) *(void **)&fn = dlsym(libc, "dlsym");
+    if (!fn && libdl) *(void **)&fn = dlsym(libdl, "dlsym");
+    if (!fn) {
+        fprintf(stderr, "probe: the C library's dlsym not found\n");
+        exit(1);
+    }
+    return fn;
+}
+
 /* One of the shim's statistics, or -1 when the shim is not in the process
  * (or is not active). */
 static inline int64_t shim_stat(const char *name, int device)

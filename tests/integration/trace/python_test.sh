@@ -2,7 +2,9 @@
 # python_test.sh - Python frames in traces (trace:python): an embedded
 # interpreter allocates through ctypes; the allocation made holding the GIL
 # carries its Python frames (file:line:function), the one made with the GIL
-# released carries native frames only.
+# released carries native frames only, and the one whose cudaMalloc was
+# looked up on the runtime's own handle (ctypes.PyDLL("libcudart.so.13"))
+# is served and traced like the first.
 #
 #   python_test.sh FSDPSHIM PY_EMBED SIM_DIR
 name=python_test
@@ -22,6 +24,7 @@ expect 0 "$cli" dump "$dir/py.fst"
 frames_of() { awk -v size="requested=$1" '$2 == "alloc" && index($0, size) { on = 1; next } on && /^    / { print; next } { on = 0 }' "$dir/out"; }
 frames_of 11534336 >"$dir/held"
 frames_of 13631488 >"$dir/released"
+frames_of 15728640 >"$dir/handle"
 grep -q "^    py#0 $script:$(line_of PY_SITE_CALL):alloc$" "$dir/held" ||
     fail "the innermost Python frame is not alloc at line $(line_of PY_SITE_CALL): $(cat "$dir/held")"
 grep -q "^    py#1 $script:$(line_of PY_SITE_FORWARD):layer_forward$" "$dir/held" ||
@@ -30,6 +33,8 @@ grep -q "^    py#2 $script:[0-9]*:<module>$" "$dir/held" || fail "no module fram
 grep -q "^    #0 " "$dir/held" || fail "the native frames are missing beside the Python ones"
 grep -q "py#" "$dir/released" && fail "an allocation without the GIL has Python frames"
 grep -q "^    #0 " "$dir/released" || fail "the allocation without the GIL has no native frames"
+grep -q "^    py#1 $script:$(line_of PY_SITE_HANDLE):by_handle$" "$dir/handle" ||
+    fail "the allocation through the runtime's handle is not traced with its frames: $(cat "$dir/handle")"
 # trace:stacks records no Python frames
 expect 0 "$cli" run --trace -o "$dir/native.fst" -- "$embed" "$script"
 expect 0 "$cli" dump "$dir/native.fst"
