@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,29 @@ static void fs_clique_name(const ncclUniqueId *id, char *out, size_t outlen)
     out[n] = '\0';
 }
 
+/* This process's joined cliques, for the exit handler (fs_cliques_at_exit). */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fs_clique *open_cliques;
+
+static void fs_clique_register(struct fs_clique *c)
+{
+    pthread_mutex_lock(&open_lock);
+    c->next_open = open_cliques;
+    open_cliques = c;
+    pthread_mutex_unlock(&open_lock);
+}
+
+static void fs_clique_unregister(struct fs_clique *c)
+{
+    pthread_mutex_lock(&open_lock);
+    for (struct fs_clique **p = &open_cliques; *p; p = &(*p)->next_open)
+        if (*p == c) {
+            *p = c->next_open;
+            break;
+        }
+    pthread_mutex_unlock(&open_lock);
+}
+
 ncclResult_t fs_clique_open(struct fs_clique *c, const ncclUniqueId *id, int nranks, int rank)
 {
     memset(c, 0, sizeof(*c));
@@ -150,6 +174,7 @@ ncclResult_t fs_clique_join(struct fs_clique *c, int device)
         return ncclInvalidUsage;
     }
     atomic_fetch_add(&c->hdr->joined, 1);
+    fs_clique_register(c);
     fs_clique_ring(c);
     return ncclSuccess;
 }
@@ -175,10 +200,37 @@ void fs_clique_unlink(struct fs_clique *c)
     }
 }
 
+/* A rank that leaves while it is a member says how (FS_LEFT_*): a peer
+ * still waiting on it fails at once, with that in its error. */
+static void fs_clique_leave(struct fs_clique *c, int how)
+{
+    struct fs_slot *me = &c->slots[c->rank];
+    int none = 0;
+
+    /* a rank that failed or aborted stays that: its peers say so */
+    if (!atomic_load(&me->present) || atomic_load(&me->failed)) return;
+    atomic_compare_exchange_strong(&me->left, &none, how);
+    fs_clique_ring(c);
+}
+
 void fs_clique_close(struct fs_clique *c)
 {
-    if (c->base) munmap(c->base, c->size);
+    if (!c->base) return;
+    fs_clique_unregister(c);
+    fs_clique_leave(c, FS_LEFT_DESTROYED);
+    munmap(c->base, c->size);
     c->base = NULL;
+}
+
+/* At a normal exit (exit(), return from main) the process's ranks that are
+ * still members leave as exited; a rank killed or crashed never gets here,
+ * and stays one that died. */
+__attribute__((destructor)) static void fs_cliques_at_exit(void)
+{
+    pthread_mutex_lock(&open_lock);
+    for (struct fs_clique *c = open_cliques; c; c = c->next_open)
+        fs_clique_leave(c, FS_LEFT_EXITED);
+    pthread_mutex_unlock(&open_lock);
 }
 
 /* 1 if the peer's process is gone (or a zombie). */
@@ -199,6 +251,29 @@ static int fs_peer_dead(int pid)
     return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
+/* Why peer r is gone, into why: it left the communicator (destroyed it, or
+ * its process exited normally, while this rank still waits on it: the ranks
+ * called different collectives), or its process died. */
+static void fs_describe_gone(struct fs_clique *c, int r, char *why, size_t whylen)
+{
+    struct fs_slot *s = &c->slots[r];
+    unsigned long long theirs = atomic_load(&s->colls),
+                       mine = atomic_load(&c->slots[c->rank].colls);
+    int left = atomic_load(&s->left);
+
+    if (left)
+        snprintf(why, whylen,
+                 "peer rank %d (pid %d) %s after %llu collective%s while this rank, after %llu, "
+                 "still waits on it: the ranks diverged (they did not call the same collectives)",
+                 r, s->pid,
+                 left == FS_LEFT_EXITED ? "exited normally" : "destroyed its communicator", theirs,
+                 theirs == 1 ? "" : "s", mine);
+    else
+        snprintf(why, whylen,
+                 "peer rank %d (pid %d) died (killed or crashed) after %llu collective%s", r,
+                 s->pid, theirs, theirs == 1 ? "" : "s");
+}
+
 /* Checks the peers a waiter depends on; returns FS_WAIT_OK or why not. A
  * peer that failed usually failed because another died: then the dead one
  * is named, as the root cause. */
@@ -211,10 +286,20 @@ static enum fs_wait_rc fs_check_peers(struct fs_clique *c, int peer, int livenes
     if (failed >= 0 || liveness)
         for (int r = 0; r < c->nranks; r++) {
             struct fs_slot *s = &c->slots[r];
-            if (r != c->rank && atomic_load(&s->present) && fs_peer_dead(s->pid)) {
-                snprintf(why, whylen, "peer rank %d (pid %d) died", r, s->pid);
+            /* one that failed or left before its process ended is named
+             * for that, not as dead */
+            if (r != c->rank && atomic_load(&s->present) && !atomic_load(&s->left) &&
+                !atomic_load(&s->failed) && fs_peer_dead(s->pid)) {
+                fs_describe_gone(c, r, why, whylen);
                 return FS_WAIT_PEER;
             }
+        }
+    /* one this rank waits on that left, or, when a peer failed, any that
+     * left: the root cause */
+    for (int r = failed >= 0 ? 0 : lo; r < (failed >= 0 ? c->nranks : hi); r++)
+        if (r != c->rank && atomic_load(&c->slots[r].left)) {
+            fs_describe_gone(c, r, why, whylen);
+            return FS_WAIT_PEER;
         }
     if (failed >= 0) {
         snprintf(why, whylen, "peer rank %d failed or aborted", failed);

@@ -39,8 +39,14 @@ struct fs_slot {
     _Atomic uint64_t tick;  /* device-side barriers passed */
     _Atomic uint64_t xtick; /* host-side exchanges posted */
     int64_t xchg[2][2];     /* host exchange payload, double-buffered by xtick parity */
-    char pad[24];
+    _Atomic uint64_t colls; /* collectives this rank finished */
+    _Atomic int left;       /* FS_LEFT_*: how the rank left the communicator, 0 not */
+    char pad[12];
 };
+
+/* How a rank left its communicator while a peer may still wait on it: the
+ * peer's error names it, so that diverging ranks are told from dead ones. */
+enum { FS_LEFT_DESTROYED = 1, FS_LEFT_EXITED = 2 };
 
 /* A one-message mailbox for one ordered pair of ranks (send/recv). */
 struct fs_mbox {
@@ -57,10 +63,11 @@ struct fs_clique {
     int nranks, rank;
     struct fs_clique_hdr *hdr;
     struct fs_slot *slots;
-    char *staging;           /* nranks * FS_STAGE_BYTES */
-    struct fs_mbox *mbox;    /* nranks * nranks, [src * nranks + dst] */
-    char *mdata;             /* FS_MBOX_BYTES per mailbox */
-    _Atomic int *abort_flag; /* the local communicator's abort flag */
+    char *staging;               /* nranks * FS_STAGE_BYTES */
+    struct fs_mbox *mbox;        /* nranks * nranks, [src * nranks + dst] */
+    char *mdata;                 /* FS_MBOX_BYTES per mailbox */
+    _Atomic int *abort_flag;     /* the local communicator's abort flag */
+    struct fs_clique *next_open; /* this process's open cliques (clique.c) */
 };
 
 #define FS_STAGE_BYTES ((size_t)1 << 20)

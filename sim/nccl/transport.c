@@ -114,6 +114,7 @@ static enum fs_wait_rc fs_run_collective(struct ncclComm *comm, const struct fs_
         rc = fs_clique_barrier(c, why, whylen);
         if (rc != FS_WAIT_OK) return rc;
     }
+    atomic_fetch_add(&c->slots[me].colls, 1);
     return FS_WAIT_OK;
 }
 

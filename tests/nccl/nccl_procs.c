@@ -7,6 +7,11 @@
  *                       and they shrink it away and carry on
  *   nccl_procs stall    rank 3 lives but never calls: the others' all-reduce
  *                       fails with ncclSystemError after FSDPSHIM_SIM_NCCL_TIMEOUT
+ *   nccl_procs exited   after one all-reduce rank 3 exits normally, the others
+ *                       call a second: it fails at once, and their error says
+ *                       the peer exited normally after 1 collective (the ranks
+ *                       diverged), not that it died
+ *   nccl_procs destroyed  the same, rank 3 destroying its communicator first
  *
  * The parent forks before any CUDA call and makes none itself; rank 0 makes
  * the unique id and hands it to the others through a shared page. */
@@ -64,25 +69,39 @@ static int run_samedev(struct shared *sh, int rank, int nranks)
     return 0;
 }
 
+/* How rank 3 breaks off. */
+enum broken { DIES, STALLS, EXITS, DESTROYS };
+
 /* Rank 3 dies (death) or stalls (stall) after init; the others' all-reduce
  * must fail, quickly: ncclRemoteError for a dead peer; for a stalled one,
  * ncclSystemError on the rank that timed out first, and ncclRemoteError on
- * those that saw it give up before their own timeout. */
-static int run_broken_peer(struct shared *sh, int rank, int nranks, int stall)
+ * those that saw it give up before their own timeout. Or every rank makes
+ * one all-reduce, then rank 3 exits normally (exited) or destroys its
+ * communicator and exits (destroyed) while the others call a second: it
+ * fails at once, and the error names what rank 3 did. */
+static int run_broken_peer(struct shared *sh, int rank, int nranks, enum broken how)
 {
     ncclComm_t comm;
     cudaStream_t stream;
     float *buf;
+    int stall = how == STALLS, diverge = how == EXITS || how == DESTROYS;
     CHECK_CUDA(cudaSetDevice(rank));
     CHECK_NCCL(ncclCommInitRank(&comm, nranks, get_id(sh, rank), rank));
+    CHECK_CUDA(cudaStreamCreate(&stream));
+    CHECK_CUDA(cudaMalloc((void **)&buf, 1 << 20));
+    if (diverge) {
+        CHECK_NCCL(
+            ncclAllReduce(buf, buf, (1 << 20) / sizeof(float), ncclFloat, ncclSum, comm, stream));
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+    }
     if (rank == nranks - 1) {
         if (stall)
             for (;;)
                 pause(); /* alive, silent: the parent kills it at the end */
-        _exit(42);       /* dies without a word */
+        if (how == DESTROYS) CHECK_NCCL(ncclCommDestroy(comm));
+        if (diverge) exit(0); /* normally, at a point its peers do not expect */
+        _exit(42);            /* dies without a word */
     }
-    CHECK_CUDA(cudaStreamCreate(&stream));
-    CHECK_CUDA(cudaMalloc((void **)&buf, 1 << 20));
     double t0 = now_s();
     CHECK_NCCL(
         ncclAllReduce(buf, buf, (1 << 20) / sizeof(float), ncclFloat, ncclSum, comm, stream));
@@ -94,10 +113,17 @@ static int run_broken_peer(struct shared *sh, int rank, int nranks, int stall)
     CHECK(async == ncclRemoteError || (stall && async == ncclSystemError),
           "rank %d: async error %s", rank, ncclGetErrorString(async));
     CHECK(waited < 10.0, "rank %d: took %.1f s to notice", rank, waited);
+    const char *err = ncclGetLastError(comm);
+    const char *want = how == DIES       ? "died (killed or crashed) after 0 collectives"
+                       : how == EXITS    ? "exited normally after 1 collective while this rank, "
+                                           "after 1, still waits on it: the ranks diverged"
+                       : how == DESTROYS ? "destroyed its communicator after 1 collective"
+                                         : "";
+    CHECK(strstr(err, want) != NULL, "rank %d: the error does not say '%s': %s", rank, want, err);
     ncclResult_t rc = ncclAllReduce(buf, buf, 1, ncclFloat, ncclSum, comm, stream);
     CHECK(rc == async, "rank %d: next call got %s", rank, ncclGetErrorString(rc));
     CHECK(strlen(ncclGetLastError(comm)) > 0, "no last error");
-    if (!stall) {
+    if (how == DIES) {
         /* Recovery: the survivors shrink the dead rank away and go on. */
         ncclComm_t alive;
         int gone[1] = {nranks - 1};
@@ -111,19 +137,29 @@ static int run_broken_peer(struct shared *sh, int rank, int nranks, int stall)
         CHECK_NCCL(ncclCommDestroy(alive));
     }
     CHECK_NCCL(ncclCommAbort(comm));
-    printf("rank %d: %s noticed after %.3f s\n", rank, stall ? "stalled peer" : "peer death",
-           waited);
+    printf("rank %d: %s noticed after %.3f s: %s\n", rank, stall ? "stalled peer" : "broken peer",
+           waited, err);
     return 0;
 }
 
 static int run_death(struct shared *sh, int rank, int nranks)
 {
-    return run_broken_peer(sh, rank, nranks, 0);
+    return run_broken_peer(sh, rank, nranks, DIES);
 }
 
 static int run_stall(struct shared *sh, int rank, int nranks)
 {
-    return run_broken_peer(sh, rank, nranks, 1);
+    return run_broken_peer(sh, rank, nranks, STALLS);
+}
+
+static int run_exited(struct shared *sh, int rank, int nranks)
+{
+    return run_broken_peer(sh, rank, nranks, EXITS);
+}
+
+static int run_destroyed(struct shared *sh, int rank, int nranks)
+{
+    return run_broken_peer(sh, rank, nranks, DESTROYS);
 }
 
 int main(int argc, char **argv)
@@ -138,8 +174,12 @@ int main(int argc, char **argv)
         run = run_death;
     } else if (!strcmp(mode, "stall")) {
         run = run_stall;
+    } else if (!strcmp(mode, "exited")) {
+        run = run_exited;
+    } else if (!strcmp(mode, "destroyed")) {
+        run = run_destroyed;
     } else if (strcmp(mode, "coll")) {
-        fprintf(stderr, "usage: %s [coll|samedev|death|stall]\n", argv[0]);
+        fprintf(stderr, "usage: %s [coll|samedev|death|stall|exited|destroyed]\n", argv[0]);
         return 2;
     }
     struct shared *sh =
