@@ -228,8 +228,10 @@ void fs_clique_close(struct fs_clique *c)
 __attribute__((destructor)) static void fs_cliques_at_exit(void)
 {
     pthread_mutex_lock(&open_lock);
+    /* a forked child (a data loader's worker) inherits the list and the
+     * mappings but is no rank: only the rank's own process leaves */
     for (struct fs_clique *c = open_cliques; c; c = c->next_open)
-        fs_clique_leave(c, FS_LEFT_EXITED);
+        if (c->slots[c->rank].pid == getpid()) fs_clique_leave(c, FS_LEFT_EXITED);
     pthread_mutex_unlock(&open_lock);
 }
 

@@ -10,7 +10,8 @@
  *   nccl_procs exited   after one all-reduce rank 3 exits normally, the others
  *                       call a second: it fails at once, and their error says
  *                       the peer exited normally after 1 collective (the ranks
- *                       diverged), not that it died
+ *                       diverged), not that it died; a child each rank
+ *                       forks and that exits first is no rank leaving
  *   nccl_procs destroyed  the same, rank 3 destroying its communicator first
  *
  * The parent forks before any CUDA call and makes none itself; rank 0 makes
@@ -89,6 +90,14 @@ static int run_broken_peer(struct shared *sh, int rank, int nranks, enum broken 
     CHECK_NCCL(ncclCommInitRank(&comm, nranks, get_id(sh, rank), rank));
     CHECK_CUDA(cudaStreamCreate(&stream));
     CHECK_CUDA(cudaMalloc((void **)&buf, 1 << 20));
+    if (how == EXITS) {
+        /* a forked child (a data loader's worker) that exits normally is no
+         * rank leaving: the collective below must still succeed */
+        pid_t child = fork();
+        CHECK(child >= 0, "fork");
+        if (child == 0) exit(0);
+        CHECK(waitpid(child, NULL, 0) == child, "waitpid");
+    }
     if (diverge) {
         CHECK_NCCL(
             ncclAllReduce(buf, buf, (1 << 20) / sizeof(float), ncclFloat, ncclSum, comm, stream));
