@@ -8,6 +8,7 @@
  * read the same. Sites are listed by how much they grew, in peak-live
  * bytes (or total bytes, or count), the largest growth first. */
 #include "analysis.h"
+#include "cmdline.h"
 #include "parallel.h"
 #include "progress.h"
 #include "reader.h"
@@ -124,17 +125,19 @@ int command_diff(int argc, char **argv)
     while ((c = fs_site_getopt(argc, argv, longopts, &a.by, &limit, &symbols)) != -1) {
         switch (c) {
         case 's':
-            if ((sort = fs_site_choice(optarg, measures, 3)) < 0) goto bad;
+            if ((sort = fs_site_choice(optarg, measures, 3)) < 0)
+                return fs_site_bad(argv[0], "--sort", optarg, measures, 3);
             measure_by = (enum measure)sort;
             break;
         case 'h':
             usage_diff(stdout);
             return 0;
         default:
-            goto bad;
+            return FS_EXIT_USAGE;
         }
     }
-    if (argc - optind != 2) goto bad;
+    if (argc - optind != 2)
+        return fs_usage_error(argv[0], "two traces to compare, A and B; %d given", argc - optind);
     b.by = a.by;
     if (symbols && !(sym = fs_symbols_create(fs_progress_warn, "diff"))) fs_analysis_oom("diff");
     a.sym = b.sym = sym;
@@ -195,7 +198,4 @@ out:
     fs_sites_free(&b);
     fs_symbols_destroy(sym);
     return status;
-bad:
-    usage_diff(stderr);
-    return FS_EXIT_USAGE;
 }

@@ -8,6 +8,7 @@
  * is named, with its offset, on stderr, and the exit status is 1 (as for
  * every command: cli/main.c). */
 #include "analysis.h"
+#include "cmdline.h"
 #include "reader.h"
 #include "render.h"
 
@@ -227,7 +228,7 @@ int command_dump(int argc, char **argv)
     int c, status = 0;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = fs_getopt(argc, argv, "h", longopts)) != -1) {
         switch (c) {
         case 's':
             o.stacks = false;
@@ -239,14 +240,10 @@ int command_dump(int argc, char **argv)
             usage_dump(stdout);
             return 0;
         default:
-            usage_dump(stderr);
             return FS_EXIT_USAGE;
         }
     }
-    if (optind >= argc) {
-        usage_dump(stderr);
-        return FS_EXIT_USAGE;
-    }
+    if (optind >= argc) return fs_usage_error(argv[0], "no trace named");
     for (int i = optind; i < argc; i++) {
         char err[4200];
         fs_reader *t = fs_reader_open(argv[i], err, sizeof err);

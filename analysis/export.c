@@ -11,13 +11,13 @@
  * needs (export.h); each format reads the traces in time order itself
  * (fs_reader_read_ordered), as many times as it needs. */
 #include "analysis.h"
+#include "cmdline.h"
 #include "export.h"
 #include "progress.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -195,26 +195,6 @@ bool fs_export_finish(FILE *f, const char *path)
 enum format { NO_FORMAT, MEMVIZ, FOLDED, CHROME, PERFETTO };
 static const char *const format_options[] = {"", "--memviz", "--folded", "--chrome", "--perfetto"};
 
-/* One line naming the mistake; the usage status */
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "fsdpshim export: ");
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, " (fsdpshim export --help)\n");
-    return FS_EXIT_USAGE;
-}
-
-static bool parse_count(const char *arg, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    *out = strtoull(arg, &end, 10);
-    return *arg >= '0' && *arg <= '9' && !*end && !errno;
-}
-
 static bool parse_at(const char *arg, fs_export_opts *o)
 {
     char *end;
@@ -267,8 +247,7 @@ int command_export(int argc, char **argv)
     int c;
 
     optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+    while ((c = fs_getopt(argc, argv, "ho:", longopts)) != -1) {
         enum format f = c == 'M'   ? MEMVIZ
                         : c == 'F' ? FOLDED
                         : c == 'C' ? CHROME
@@ -276,8 +255,8 @@ int command_export(int argc, char **argv)
                                    : NO_FORMAT;
         if (f) {
             if (format && format != f)
-                return usage_error("%s and %s: one format at a time", format_options[format],
-                                   format_options[f]);
+                return fs_usage_error("export", "%s and %s: one format at a time",
+                                      format_options[format], format_options[f]);
             format = f;
             continue;
         }
@@ -289,58 +268,62 @@ int command_export(int argc, char **argv)
             o.symbols = false;
             break;
         case 'e':
-            if (!parse_count(optarg, &n) || n > SIZE_MAX / 64)
-                return usage_error("--max-entries '%s': not a count", optarg);
+            if (!fs_parse_count(optarg, SIZE_MAX / 64, &n))
+                return fs_usage_error("export", "--max-entries '%s': not a count", optarg);
             o.max_entries = (size_t)n;
             given[MEMVIZ] = "--max-entries";
             break;
         case 'a':
             if (!parse_at(optarg, &o))
-                return usage_error("--at '%s': not peak, end or a number of seconds", optarg);
+                return fs_usage_error("export", "--at '%s': not peak, end or a number of seconds",
+                                      optarg);
             given[MEMVIZ] = "--at";
             break;
         case 'w':
             if (!parse_weight(optarg, &o.weight))
-                return usage_error("--weight '%s': not peak, total or count", optarg);
+                return fs_usage_error("export", "--weight '%s': not peak, total or count", optarg);
             given[FOLDED] = "--weight";
             break;
         case 'b':
             if (!fs_site_by_parse(optarg, &o.by))
-                return usage_error("--by '%s': not stack, frame, annotation or python", optarg);
+                return fs_usage_error("export", "--by '%s': not stack, frame, annotation or python",
+                                      optarg);
             given[FOLDED] = "--by";
             break;
         case 'l':
-            if (!parse_count(optarg, &o.limit))
-                return usage_error("--limit '%s': not a count", optarg);
+            if (!fs_parse_count(optarg, UINT64_MAX, &o.limit))
+                return fs_usage_error("export", "--limit '%s': not a count", optarg);
             given[CHROME] = "--limit";
             break;
         case 'h':
             usage_export(stdout);
             return 0;
-        case ':':
-            return usage_error("%s needs a value", argv[optind - 1]);
-        default:
-            return usage_error("unknown option '%s'", argv[optind - 1]);
+        default: /* FS_GETOPT_BAD: said */
+            return FS_EXIT_USAGE;
         }
     }
-    if (!format) return usage_error("name a format: --memviz, --folded, --chrome or --perfetto");
+    if (!format)
+        return fs_usage_error("export",
+                              "name a format: --memviz, --folded, --chrome or --perfetto");
     for (int f = MEMVIZ; f <= PERFETTO; f++)
         if (given[f] && f != (int)format)
-            return usage_error("%s is an option of %s, not of %s", given[f], format_options[f],
-                               format_options[format]);
-    if (optind >= argc) return usage_error("no trace named");
+            return fs_usage_error("export", "%s is an option of %s, not of %s", given[f],
+                                  format_options[f], format_options[format]);
+    if (optind >= argc) return fs_usage_error("export", "no trace named");
     if (format == MEMVIZ && argc - optind > 1 && !is_stdout(o.out) && !is_directory(o.out) &&
         !strchr(o.out, '%'))
-        return usage_error("%d traces make %d pickles: -o a directory, or a pattern with %%r, "
-                           "%%p or %%n",
-                           argc - optind, argc - optind);
+        return fs_usage_error("export",
+                              "%d traces make %d pickles: -o a directory, or a pattern with %%r, "
+                              "%%p or %%n",
+                              argc - optind, argc - optind);
     if (format == MEMVIZ && argc - optind > 1 && is_stdout(o.out))
-        return usage_error("%d traces make %d pickles: -o a directory, or a pattern with %%r",
-                           argc - optind, argc - optind);
+        return fs_usage_error("export",
+                              "%d traces make %d pickles: -o a directory, or a pattern with %%r",
+                              argc - optind, argc - optind);
     if (format == MEMVIZ && is_stdout(o.out) && isatty(STDOUT_FILENO))
-        return usage_error("a pickle is binary: name a file with -o");
+        return fs_usage_error("export", "a pickle is binary: name a file with -o");
     if (format == PERFETTO && is_stdout(o.out) && isatty(STDOUT_FILENO))
-        return usage_error("a Perfetto trace is binary: name a file with -o");
+        return fs_usage_error("export", "a Perfetto trace is binary: name a file with -o");
 
     if (format == FOLDED) /* top's reading, the files side by side, its own progress */
         return fs_export_folded(&o, argc - optind, argv + optind);

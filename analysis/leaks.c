@@ -12,6 +12,7 @@
  * The reading loop runs once per file, in time order, the files side by
  * side (parallel.h). */
 #include "analysis.h"
+#include "cmdline.h"
 #include "parallel.h"
 #include "progress.h"
 #include "reader.h"
@@ -317,10 +318,10 @@ int command_leaks(int argc, char **argv)
             usage_leaks(stdout);
             return 0;
         default:
-            goto bad;
+            return FS_EXIT_USAGE;
         }
     }
-    if (optind >= argc) goto bad;
+    if (optind >= argc) return fs_usage_error(argv[0], "no trace named");
     if (suppressions && !load_suppressions(&r, suppressions)) return FS_EXIT_BAD_INPUT;
     if (symbols && !(r.sites.sym = fs_symbols_create(fs_progress_warn, "leaks")))
         fs_analysis_oom("leaks");
@@ -335,7 +336,4 @@ int command_leaks(int argc, char **argv)
     free(r.sup);
     fs_symbols_destroy(r.sites.sym);
     return status;
-bad:
-    usage_leaks(stderr);
-    return FS_EXIT_USAGE;
 }

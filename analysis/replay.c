@@ -14,6 +14,7 @@
 #include "replay.h"
 
 #include "analysis.h"
+#include "cmdline.h"
 #include "conf_lex.h"
 #include "reader.h"
 #include "sites.h"
@@ -1090,7 +1091,7 @@ int command_replay(int argc, char **argv)
     bool ok = true;
 
     optind = 1;
-    while (ok && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while (ok && (c = fs_getopt(argc, argv, "h", longopts)) != -1) {
         switch (c) {
         case 'c':
             if (rc.n == FS_REPLAY_MAX_CONFIGS) {
@@ -1120,15 +1121,14 @@ int command_replay(int argc, char **argv)
             return 0;
         default:
             ok = false;
-            usage_replay(stderr);
         }
     }
     if (ok && recorded) ok = parse_conf("--recorded", recorded, &rc.cfg[0], &rc.text[0]);
     if (!recorded) fs_alloc_config_default(&rc.cfg[0]); /* the trace's, read with it */
     if (ok && (rc.n < 2 || optind >= argc)) {
-        fprintf(stderr, "fsdpshim replay: %s\n",
-                rc.n < 2 ? "--conf CONF is required" : "no trace given");
-        usage_replay(stderr);
+        fs_usage_error(argv[0], "%s",
+                       rc.n < 2 ? "--conf CONF is required: the configuration to try"
+                                : "no trace named");
         ok = false;
     }
     if (ok) {

@@ -13,6 +13,7 @@
  * were named. With --html the same figures and sites also go to the page
  * (report_html.c), whose timeline is gathered in the same reading. */
 #include "analysis.h"
+#include "cmdline.h"
 #include "oom.h"
 #include "parallel.h"
 #include "progress.h"
@@ -409,10 +410,10 @@ int command_report(int argc, char **argv)
             html_path = optarg;
             break;
         default:
-            goto bad;
+            return FS_EXIT_USAGE;
         }
     }
-    if (optind >= argc) goto bad;
+    if (optind >= argc) return fs_usage_error(argv[0], "no trace named");
     if (html_path && !(job.html = fs_report_html_open(html_path, job.limit)))
         return FS_EXIT_BAD_INPUT;
     if (symbols && !(job.sym = fs_symbols_create(fs_progress_warn, "report")))
@@ -439,7 +440,4 @@ int command_report(int argc, char **argv)
     fs_sites_free(&job.all);
     fs_symbols_destroy(job.sym);
     return status;
-bad:
-    usage_report(stderr);
-    return FS_EXIT_USAGE;
 }

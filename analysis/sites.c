@@ -5,6 +5,7 @@
 #include "progress.h"
 
 #include "../cli/cli.h"
+#include "cmdline.h"
 #include "render.h"
 
 #include <inttypes.h>
@@ -31,16 +32,22 @@ bool fs_site_by_parse(const char *arg, enum fs_site_by *out)
 int fs_site_getopt(int argc, char *const *argv, const struct option *longopts, enum fs_site_by *by,
                    size_t *limit, bool *symbols)
 {
-    char *end;
+    uint64_t n;
     int c;
-    while ((c = getopt_long(argc, argv, "hn:", longopts, NULL)) != -1) {
+    while ((c = fs_getopt(argc, argv, "hn:", longopts)) != -1) {
         switch (c) {
         case 'b':
-            if (!fs_site_by_parse(optarg, by)) return '?';
+            if (!fs_site_by_parse(optarg, by)) {
+                fs_site_bad(argv[0], "--by", optarg, by_names, 4);
+                return FS_GETOPT_BAD;
+            }
             break;
         case 'n':
-            *limit = strtoul(optarg, &end, 10);
-            if (!*optarg || *end) return '?';
+            if (!fs_parse_count(optarg, SIZE_MAX, &n)) {
+                fs_usage_error(argv[0], "-n '%s': not a count", optarg);
+                return FS_GETOPT_BAD;
+            }
+            *limit = (size_t)n;
             break;
         case 'N':
             *symbols = false;
@@ -50,6 +57,17 @@ int fs_site_getopt(int argc, char *const *argv, const struct option *longopts, e
         }
     }
     return -1;
+}
+
+int fs_site_bad(const char *command, const char *option, const char *arg, const char *const *names,
+                int n)
+{
+    char list[256];
+    size_t at = 0;
+    for (int i = 0; i < n && at < sizeof list; i++)
+        at += (size_t)snprintf(list + at, sizeof list - at, "%s%s",
+                               i ? (i + 1 < n ? ", " : " or ") : "", names[i]);
+    return fs_usage_error(command, "%s '%s': not %s", option, arg, list);
 }
 
 const char *fs_site_by_name(enum fs_site_by by)

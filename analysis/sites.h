@@ -25,12 +25,18 @@ int fs_site_choice(const char *arg, const char *const *names, int n);
 /* "stack", "frame", "annotation" or "python". */
 bool fs_site_by_parse(const char *arg, enum fs_site_by *out);
 
-/* getopt_long over a grouping command's arguments (short options -h and
- * -n N; longopts with --by as 'b' and --no-symbols as 'N' among them),
- * applying --by, -n and --no-symbols itself: the next of the command's own
- * options, '?' for one getopt_long refused or a bad value, -1 at the end. */
+/* fs_getopt (cmdline.h) over a grouping command's arguments (short
+ * options -h and -n N; longopts with --by as 'b' and --no-symbols as 'N'
+ * among them), applying --by, -n and --no-symbols itself: the next of the
+ * command's own options, FS_GETOPT_BAD after a line naming a bad option or
+ * value, -1 at the end. */
 int fs_site_getopt(int argc, char *const *argv, const struct option *longopts, enum fs_site_by *by,
                    size_t *limit, bool *symbols);
+/* For a value of `option` that is none of the n names: one line naming it
+ * and the choices ("--sort 'x': not peak, count or total"); the usage
+ * status. */
+int fs_site_bad(const char *command, const char *option, const char *arg, const char *const *names,
+                int n);
 const char *fs_site_by_name(enum fs_site_by by);
 
 typedef struct fs_site {

@@ -11,6 +11,7 @@
  * the intervals, each over the files side by side (parallel.h); memory is
  * the intervals, never the events. */
 #include "analysis.h"
+#include "cmdline.h"
 #include "parallel.h"
 #include "progress.h"
 #include "reader.h"
@@ -254,26 +255,26 @@ int command_timeline(int argc, char **argv)
     };
     timeline_run o = {.intervals = 40, .width = 50, .start = UINT64_MAX};
     int c, status = 0;
-    unsigned long v;
-    char *end;
+    uint64_t v;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = fs_getopt(argc, argv, "h", longopts)) != -1) {
         switch (c) {
         case 'i':
         case 'w':
-            v = strtoul(optarg, &end, 10);
-            if (!*optarg || *end || v < 1 || v > 400) goto bad;
-            *(c == 'i' ? &o.intervals : &o.width) = v;
+            if (!fs_parse_count(optarg, 400, &v) || v < 1)
+                return fs_usage_error(argv[0], "%s '%s': not a number from 1 to 400",
+                                      c == 'i' ? "--intervals" : "--width", optarg);
+            *(c == 'i' ? &o.intervals : &o.width) = (size_t)v;
             break;
         case 'h':
             usage_timeline(stdout);
             return 0;
         default:
-            goto bad;
+            return FS_EXIT_USAGE;
         }
     }
-    if (optind >= argc) goto bad;
+    if (optind >= argc) return fs_usage_error(argv[0], "no trace named");
     if (!read_files(&o, (size_t)(argc - optind), argv + optind)) status = FS_EXIT_BAD_INPUT;
     if (o.start == UINT64_MAX) {
         printf("no memory events\n");
@@ -322,7 +323,4 @@ int command_timeline(int argc, char **argv)
     }
     free(o.s);
     return status;
-bad:
-    usage_timeline(stderr);
-    return FS_EXIT_USAGE;
 }

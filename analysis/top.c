@@ -15,6 +15,7 @@
  * peak and what each group held then. Memory grows with the live blocks
  * and the groups, never with the number of events. */
 #include "analysis.h"
+#include "cmdline.h"
 #include "progress.h"
 #include "reader.h"
 #include "sites.h"
@@ -142,17 +143,18 @@ int command_top(int argc, char **argv)
     while ((c = fs_site_getopt(argc, argv, longopts, &r.sites.by, &r.limit, &symbols)) != -1) {
         switch (c) {
         case 's':
-            if ((sort = fs_site_choice(optarg, sort_names, 4)) < 0) goto bad;
+            if ((sort = fs_site_choice(optarg, sort_names, 4)) < 0)
+                return fs_site_bad(argv[0], "--sort", optarg, sort_names, 4);
             r.sort = (enum sort_key)sort;
             break;
         case 'h':
             usage_top(stdout);
             return 0;
         default:
-            goto bad;
+            return FS_EXIT_USAGE;
         }
     }
-    if (optind >= argc) goto bad;
+    if (optind >= argc) return fs_usage_error(argv[0], "no trace named");
     if (symbols && !(r.sites.sym = fs_symbols_create(fs_progress_warn, "top")))
         fs_analysis_oom("top");
     if (fs_sites_read_job(&r.sites, (size_t)(argc - optind), argv + optind, "top", file_read, &r))
@@ -161,7 +163,4 @@ int command_top(int argc, char **argv)
     fs_sites_free(&r.sites);
     fs_symbols_destroy(r.sites.sym);
     return status;
-bad:
-    usage_top(stderr);
-    return FS_EXIT_USAGE;
 }

@@ -16,6 +16,7 @@
  * SIGTERM and SIGHUP, and around Ctrl-Z. Otherwise (a pipe, a file, or
  * --once) it prints one snapshot and exits. */
 #include "analysis.h"
+#include "cmdline.h"
 #include "sites.h"
 
 #include "../format/live.h"
@@ -575,7 +576,7 @@ int command_top_live(int argc, char **argv)
     size_t npids = 0;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hd:", longopts, NULL)) != -1) {
+    while ((c = fs_getopt(argc, argv, "hd:", longopts)) != -1) {
         char *end;
         switch (c) {
         case 'L':
@@ -594,7 +595,6 @@ int command_top_live(int argc, char **argv)
             usage_top_live(stdout);
             return 0;
         default:
-            usage_top_live(stderr);
             return FS_EXIT_USAGE;
         }
     }

@@ -12,6 +12,7 @@
  * would make ptrace fail (another user's process, kernel.yama.ptrace_scope,
  * no CAP_SYS_PTRACE) and a process without CUDA are each said in one line. */
 #include "cli.h"
+#include "../analysis/cmdline.h"
 
 #include "attach_gdb.h" /* attach_gdb_py: attach_gdb.py's text */
 
@@ -227,22 +228,22 @@ static void gdb_script(char *out, size_t len, pid_t pid, const char *lib, int mo
              (int)pid, lib_text, mode, fn, type, path_text, GDB_WAIT_S, attach_gdb_py);
 }
 
-static bool parse_pid(const char *who, const char *text, pid_t *pid)
+/* 0 with *pid set; a word that is no process id is a usage error (2), a
+ * process that does not exist bad input (1). */
+static int parse_pid(const char *who, const char *text, pid_t *pid)
 {
     char *end, path[64];
     struct stat st;
     long v = strtol(text, &end, 10);
-    if (!*text || *end || v <= 0 || v > INT_MAX) {
-        fprintf(stderr, "fsdpshim %s: '%s' is not a process id\n", who, text);
-        return false;
-    }
+    if (*text < '0' || *text > '9' || *end || v <= 0 || v > INT_MAX)
+        return fs_usage_error(who, "'%s' is not a process id", text);
     snprintf(path, sizeof path, "/proc/%ld", v);
     if (stat(path, &st) != 0) {
         fprintf(stderr, "fsdpshim %s: no process %ld\n", who, v);
-        return false;
+        return FS_EXIT_BAD_INPUT;
     }
     *pid = (pid_t)v;
-    return true;
+    return 0;
 }
 
 static bool find_shim(const char *who, char *out, size_t len)
@@ -312,6 +313,7 @@ int command_attach(int argc, char **argv)
     char lib[PATH_MAX], path[PATH_MAX + 64];
     double seconds = 0;
     pid_t pid;
+    int rc;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -323,25 +325,25 @@ int command_attach(int argc, char **argv)
             output = argv[++i];
         } else if (argv[i][0] != '-' && !pid_text) {
             pid_text = argv[i];
+        } else if (argv[i][0] == '-' &&
+                   (!strcmp(argv[i], "--duration") || !strcmp(argv[i], "-o"))) {
+            return fs_usage_error("attach", "%s needs a value", argv[i]);
+        } else if (argv[i][0] == '-') {
+            return fs_usage_error("attach", "unknown option '%s'", argv[i]);
         } else {
-            fprintf(stderr, "fsdpshim attach: unexpected '%s'\n", argv[i]);
-            usage_attach(stderr);
-            return FS_EXIT_USAGE;
+            return fs_usage_error("attach", "one process at a time: '%s' and '%s'", pid_text,
+                                  argv[i]);
         }
     }
-    if (!pid_text) {
-        usage_attach(stderr);
-        return FS_EXIT_USAGE;
-    }
+    if (!pid_text) return fs_usage_error("attach", "no process id");
     if (duration) {
         char *end;
         seconds = strtod(duration, &end);
-        if (*end || !(seconds > 0)) {
-            fprintf(stderr, "fsdpshim attach: --duration wants seconds > 0, not '%s'\n", duration);
-            return FS_EXIT_USAGE;
-        }
+        if (!*duration || *end || !(seconds > 0))
+            return fs_usage_error("attach", "--duration wants seconds > 0, not '%s'", duration);
     }
-    if (!parse_pid("attach", pid_text, &pid) || !may_trace("attach", pid)) return FS_EXIT_BAD_INPUT;
+    if ((rc = parse_pid("attach", pid_text, &pid))) return rc;
+    if (!may_trace("attach", pid)) return FS_EXIT_BAD_INPUT;
     if (!has_cuda(pid)) {
         fprintf(stderr,
                 "fsdpshim attach: process %d has no CUDA runtime or driver loaded "
@@ -394,17 +396,17 @@ int command_detach(int argc, char **argv)
 {
     char lib[PATH_MAX];
     pid_t pid;
+    int rc;
 
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage_detach(stdout);
         return 0;
     }
-    if (argc != 2) {
-        usage_detach(stderr);
-        return FS_EXIT_USAGE;
-    }
-    if (!parse_pid("detach", argv[1], &pid) || !may_trace("detach", pid) ||
-        !find_shim("detach", lib, sizeof lib))
+    if (argc != 2)
+        return fs_usage_error("detach", "%s",
+                              argc < 2 ? "no process id" : "one process id, no options");
+    if ((rc = parse_pid("detach", argv[1], &pid))) return rc;
+    if (!may_trace("detach", pid) || !find_shim("detach", lib, sizeof lib))
         return FS_EXIT_BAD_INPUT;
     int st = detach_pid("detach", pid, lib);
     if (st == 0) printf("fsdpshim detach: process %d is no longer traced\n", (int)pid);
