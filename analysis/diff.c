@@ -36,9 +36,19 @@ void usage_diff(FILE *out)
             "Which allocation sites grew from trace A to trace B (two runs of a job, or two\n"
             "ranks of one run), the largest growth first: bytes live at the peak (default),\n"
             "total bytes allocated, or number of allocations. Sites are matched by their text\n"
-            "(the symbolised stack, frame, annotation or Python stack).\n"
+            "(the symbolised stack, frame, annotation or Python stack), so two builds of a\n"
+            "program match where their frames have the same functions and lines.\n"
             "\n"
-            "  -n N  print the first N sites that changed [10]; 0 prints all\n"
+            "  --by      stack (default): the allocating native stack; frame: its first\n"
+            "            frame; annotation: the NVTX range stack; python: the Python stack\n"
+            "  --sort    what the change is measured in: peak (default), the bytes live at\n"
+            "            the peak; total, all bytes allocated; count, the allocations\n"
+            "  -n N      print the first N sites that changed [10]; 0 prints all\n"
+            "  --no-symbols  native frames as MODULE+0xOFFSET, matched by module and offset\n"
+            "\n"
+            "examples:\n"
+            "  fsdpshim diff before.fst after.fst\n"
+            "  fsdpshim diff --by frame --sort total rank0.fst rank1.fst\n"
             "\n"
             "Exit status: 0 ok, 1 a file is not a readable trace, 2 usage.\n");
 }
@@ -65,6 +75,62 @@ static int by_growth(const void *x, const void *y)
     if (a->delta != b->delta) return a->delta < b->delta ? 1 : -1;
     const char *ka = a->a ? a->a->key : a->b->key, *kb = b->a ? b->a->key : b->b->key;
     return strcmp(ka, kb);
+}
+
+/* A frame line "FUNCTION (MODULE+0xOFFSET)": symbolised, without line
+ * information. Its length up to " (" when it is one, else 0. */
+static size_t function_only(const char *line, size_t len)
+{
+    const char *open = NULL;
+    if (len < 6 || line[len - 1] != ')') return 0;
+    for (const char *c = line + len - 1; c > line && !open; c--)
+        if (c[0] == '(' && c[-1] == ' ') open = c;
+    if (!open || open - 1 == line || !strncmp(line, "??", 2)) return 0;
+    const char *plus = memmem(open, (size_t)(line + len - open), "+0x", 3);
+    if (!plus) return 0;
+    for (const char *h = plus + 3; h < line + len - 1; h++)
+        if (!strchr("0123456789abcdef", *h)) return 0;
+    return (size_t)(open - 1 - line);
+}
+
+/* The text a site is matched by: a frame with a symbol but no line
+ * information counts by its function alone, not by the module's path and
+ * the offset in it, which differ between two builds of one program (or a
+ * copy of it under another name) where the code does not. Frames with
+ * lines ("FUNCTION at FILE:LINE"), Python frames, annotations and frames
+ * with no symbol (MODULE+0xOFFSET) are matched as they read. */
+static char *match_text(const char *key)
+{
+    size_t n = strlen(key), at = 0;
+    char *out = malloc(n + 1);
+    if (!out) fs_analysis_oom("diff");
+    for (const char *line = key; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line), keep = function_only(line, len);
+        memcpy(out + at, line, keep ? keep : len);
+        at += keep ? keep : len;
+        if (end) out[at++] = '\n';
+        line += len + (end ? 1 : 0);
+    }
+    out[at] = '\0';
+    return out;
+}
+
+/* One side's sites merged by their match_text into *m, with the text each
+ * is shown by (the first of its sites', owned by `read`) in *shown. */
+static void matchable(const fs_sites *read, fs_sites *m, const char ***shown)
+{
+    *m = (fs_sites){.by = read->by};
+    if (!(*shown = calloc(read->n + 1, sizeof **shown))) fs_analysis_oom("diff");
+    for (size_t i = 0; i < read->n; i++) {
+        fs_site site = read->all[i];
+        char *text = match_text(site.key);
+        site.key = text;
+        fs_sites_add(m, &site);
+        size_t k = (size_t)(fs_sites_find(m, text) - m->all);
+        if (!(*shown)[k]) (*shown)[k] = read->all[i].key;
+        free(text);
+    }
 }
 
 /* A and B, read side by side (parallel.h) */
@@ -150,17 +216,21 @@ int command_diff(int argc, char **argv)
     describe("A", argv[optind], &d.peaks[0]);
     describe("B", argv[optind + 1], &d.peaks[1]);
 
-    change *ch = calloc(a.n + b.n + 1, sizeof *ch);
+    fs_sites ma, mb; /* the sites as matched */
+    const char **shown_a, **shown_b;
+    matchable(&a, &ma, &shown_a);
+    matchable(&b, &mb, &shown_b);
+    change *ch = calloc(ma.n + mb.n + 1, sizeof *ch);
     size_t n = 0, grew = 0, shrank = 0, only_a = 0, only_b = 0;
     if (!ch) fs_analysis_oom("diff");
-    for (size_t i = 0; i < a.n; i++) {
-        const fs_site *in_b = fs_sites_find(&b, a.all[i].key);
-        ch[n++] = (change){&a.all[i], in_b, growth(measure(&a.all[i]), measure(in_b))};
+    for (size_t i = 0; i < ma.n; i++) {
+        const fs_site *in_b = fs_sites_find(&mb, ma.all[i].key);
+        ch[n++] = (change){&ma.all[i], in_b, growth(measure(&ma.all[i]), measure(in_b))};
         only_a += !in_b;
     }
-    for (size_t i = 0; i < b.n; i++)
-        if (!fs_sites_find(&a, b.all[i].key)) {
-            ch[n++] = (change){NULL, &b.all[i], growth(0, measure(&b.all[i]))};
+    for (size_t i = 0; i < mb.n; i++)
+        if (!fs_sites_find(&ma, mb.all[i].key)) {
+            ch[n++] = (change){NULL, &mb.all[i], growth(0, measure(&mb.all[i]))};
             only_b++;
         }
     for (size_t i = 0; i < n; i++) {
@@ -189,10 +259,17 @@ int command_diff(int argc, char **argv)
                !ch[i].a   ? "  (only in B)"
                : !ch[i].b ? "  (only in A)"
                           : "");
-        fs_site_print_key(stdout, ch[i].a ? ch[i].a : ch[i].b);
+        /* as A's trace reads it, or B's for a site only in B */
+        fs_site shown = ch[i].a ? *ch[i].a : *ch[i].b;
+        shown.key = (char *)(ch[i].a ? shown_a[ch[i].a - ma.all] : shown_b[ch[i].b - mb.all]);
+        fs_site_print_key(stdout, &shown);
         printed++;
     }
     free(ch);
+    free(shown_a);
+    free(shown_b);
+    fs_sites_free(&ma);
+    fs_sites_free(&mb);
 out:
     fs_sites_free(&a);
     fs_sites_free(&b);

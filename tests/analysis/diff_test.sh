@@ -2,7 +2,8 @@
 # diff_test.sh - `fsdpshim diff A B` on traces of known programs: trace_prog
 # sites (a 3 MiB and a 5 MiB block, both live at the peak) against trace_prog
 # leak (blocks at other sites): which sites appear, grow and shrink, by peak
-# and by count; a trace against itself; bad input.
+# and by count; a trace against itself; two builds of one program; bad
+# input.
 #
 #   diff_test.sh FSDPSHIM TRACE_PROG SIM_DIR
 name=diff_test
@@ -34,6 +35,22 @@ grep -qE '^ +\+3 +- +3 +0 +3  \(only in B\)$' "$dir/out" || fail "by count: $(ca
 expect 0 "$cli" diff "$dir/sites.fst" "$dir/sites2.fst"
 grep -q "^2 sites by stack: 0 grew, 0 shrank in peak, 0 only in A, 0 only in B$" "$dir/out" ||
     fail "a trace against a twin: $(cat "$dir/out")"
+
+# two builds of the program (here a copy under another name, whose _start
+# frame has no line information: "_start (MODULE+0xOFFSET)"): stacks match
+# by their symbolised frames, not by the module's path; without symbols by
+# module and offset, which differ
+cp "$prog" "$dir/app2"
+expect 0 "$cli" run --trace -o "$dir/app2.fst" -- "$dir/app2" sites
+expect 0 "$cli" diff "$dir/sites.fst" "$dir/app2.fst"
+grep -q "^2 sites by stack: 0 grew, 0 shrank in peak, 0 only in A, 0 only in B$" "$dir/out" ||
+    fail "two builds by stack: $(cat "$dir/out")"
+expect 0 "$cli" top "$dir/app2.fst"
+grep -qE "^    _start \($dir/app2\+0x[0-9a-f]+\)$" "$dir/out" ||
+    fail "no _start frame without line information: $(cat "$dir/out")"
+expect 0 "$cli" diff --no-symbols "$dir/sites.fst" "$dir/app2.fst"
+grep -q "^4 sites by stack: 2 grew, 2 shrank in peak, 2 only in A, 2 only in B$" "$dir/out" ||
+    fail "two builds without symbols: $(cat "$dir/out")"
 
 expect 2 "$cli" diff "$dir/sites.fst"
 expect 2 "$cli" diff --sort nothing "$dir/sites.fst" "$dir/leak.fst"
