@@ -4,10 +4,12 @@
  * Every memory event carries its device's totals after it, so the curve
  * needs no block tracking: the run's span is cut into equal intervals and
  * each interval shows the highest allocated and reserved figures reached
- * in it, per rank and device, as numbers and as a bar. Several files are
- * ranks of one job, put on one clock through each header's wall-clock base
- * (the monotonic clocks of different hosts do not compare), and a last
- * table sums the ranks' highs. Two passes over each file: the span, then
+ * in it, per rank and device, as numbers and as a bar, then a row for the
+ * state when the trace ended. Times are seconds since the (first) trace
+ * began, as report and top give them. Several files are ranks of one job,
+ * put on one clock through each header's wall-clock base (the monotonic
+ * clocks of different hosts do not compare), and a last table sums the
+ * ranks' highs. Two passes over each file: the span, then
  * the intervals, each over the files side by side (parallel.h); memory is
  * the intervals, never the events. */
 #include "analysis.h"
@@ -32,11 +34,13 @@ typedef struct series {
     uint64_t peak_allocated, peak_reserved, peak_at; /* peak_at: wall ns */
     size_t last;                          /* the interval of the latest event, + 1; 0: none yet */
     uint64_t allocated_now, reserved_now; /* the totals after the latest event */
+    uint64_t last_at;                     /* wall ns of the latest event */
 } series;
 
 typedef struct timeline_run {
     size_t intervals, width;
-    uint64_t start, end; /* wall-clock ns over all files */
+    uint64_t start, end; /* wall-clock ns: the first trace's start, the last memory event */
+    uint64_t events;     /* memory events in the span */
     uint64_t base;       /* this file's wall-clock ns at its time 0 */
     series *s;
     size_t ns;
@@ -55,6 +59,15 @@ void usage_timeline(FILE *out)
             "beyond it). Several traces are ranks of one job, put on one clock; a last table\n"
             "sums their highs.\n"
             "\n"
+            "  --intervals N  how many rows, 1 to 400 [40]\n"
+            "  --width W      the bar's width in characters, 1 to 400 [50]\n"
+            "\n"
+            "Times are seconds since the (first) trace began, as report and top give them;\n"
+            "the last row, 'end', is the state when each trace ended.\n"
+            "\n"
+            "example:\n"
+            "  fsdpshim timeline --intervals 20 --width 60 rank*.fst\n"
+            "\n"
             "Exit status: 0 ok, 1 a file is not a readable trace, 2 usage.\n");
 }
 
@@ -69,8 +82,9 @@ static int span(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
     (void)t, (void)tid;
     if (!is_memory(r->kind) || r->ev.device < 0) return 0;
     uint64_t at = o->base + r->ev.time_ns;
-    if (at < o->start) o->start = at;
+    if (at < o->start) o->start = at; /* an event before its trace's base: a damaged one */
     if (at > o->end) o->end = at;
+    o->events++;
     return 0;
 }
 
@@ -111,6 +125,7 @@ static int fill(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
     s->last = k + 1;
     s->allocated_now = ev->allocated;
     s->reserved_now = ev->reserved;
+    s->last_at = at;
     if (ev->allocated > s->allocated[k]) s->allocated[k] = ev->allocated;
     if (ev->reserved > s->reserved[k]) s->reserved[k] = ev->reserved;
     if (ev->allocated > s->peak_allocated) {
@@ -139,6 +154,7 @@ static bool read_file(timeline_run *o, const char *path, fs_reader_visit v, bool
     fs_progress_watch(t);
     const fs_fmt_header *h = fs_reader_header(t);
     o->base = h->clock_real_ns;
+    if (o->base < o->start) o->start = o->base; /* time 0 of the trace */
     o->file_first = o->ns;
     fs_reader_read(t, v, warnings ? warn : NULL, o);
     o->rank = fs_reader_rank(t) >= 0 ? fs_reader_rank(t) : -(int)h->pid;
@@ -172,6 +188,7 @@ static void merge_span(void *ctx, size_t i)
     if (!job->read[i]) job->unread++;
     if (f->start < job->run->start) job->run->start = f->start;
     if (f->end > job->run->end) job->run->end = f->end;
+    job->run->events += f->events;
 }
 
 static void read_fill(void *ctx, size_t i)
@@ -206,7 +223,7 @@ static bool read_files(timeline_run *o, size_t n, char **paths)
     timeline_job job = {o, paths, calloc(n, sizeof *job.files), calloc(n, sizeof *job.read), 0};
     if (!job.files || !job.read) fs_analysis_oom("timeline");
     fs_par_read("timeline", n, paths, read_span, merge_span, &job);
-    if (o->start != UINT64_MAX) fs_par_read("timeline", n, paths, read_fill, merge_fill, &job);
+    if (o->events) fs_par_read("timeline", n, paths, read_fill, merge_fill, &job);
     free(job.files);
     free(job.read);
     return !job.unread;
@@ -230,8 +247,11 @@ static void bar(char *buf, size_t width, uint64_t allocated, uint64_t reserved, 
     buf[width] = '\0';
 }
 
+/* The intervals' rows, then the state at the end: after the latest event,
+ * at end_at (wall ns). */
 static void print_series(const timeline_run *o, const char *title, const uint64_t *allocated,
-                         const uint64_t *reserved, uint64_t scale)
+                         const uint64_t *reserved, uint64_t scale, uint64_t end_allocated,
+                         uint64_t end_reserved, uint64_t end_at)
 {
     char a[32], r[32], line[512];
     double step = (double)(o->end - o->start + 1) / (double)o->intervals / 1e9;
@@ -243,6 +263,10 @@ static void print_series(const timeline_run *o, const char *title, const uint64_
         bar(line, o->width, allocated[k], reserved[k], scale);
         printf("%12.6f s %12s %12s |%s|\n", step * (double)k, a, r, line);
     }
+    fs_human_bytes(end_allocated, a, sizeof a);
+    fs_human_bytes(end_reserved, r, sizeof r);
+    bar(line, o->width, end_allocated, end_reserved, scale);
+    printf("%12.6f s %12s %12s |%s| end\n", (double)(end_at - o->start) / 1e9, a, r, line);
 }
 
 int command_timeline(int argc, char **argv)
@@ -276,7 +300,7 @@ int command_timeline(int argc, char **argv)
     }
     if (optind >= argc) return fs_usage_error(argv[0], "no trace named");
     if (!read_files(&o, (size_t)(argc - optind), argv + optind)) status = FS_EXIT_BAD_INPUT;
-    if (o.start == UINT64_MAX) {
+    if (!o.events) {
         printf("no memory events\n");
         return status;
     }
@@ -298,22 +322,28 @@ int command_timeline(int argc, char **argv)
                  "reserved %s",
                  s->file, s->rank >= 0 ? "rank" : "pid", s->rank >= 0 ? s->rank : -s->rank,
                  s->device, a, (double)(s->peak_at - o.start) / 1e9, r);
-        print_series(&o, title, s->allocated, s->reserved, scale);
+        print_series(&o, title, s->allocated, s->reserved, scale, s->allocated_now, s->reserved_now,
+                     s->last_at);
     }
     if (o.ns > 1) {
         uint64_t *ta = calloc(o.intervals, sizeof *ta), *tr = calloc(o.intervals, sizeof *tr);
-        uint64_t tscale = 0;
+        uint64_t tscale = 0, end_a = 0, end_r = 0, end_at = 0;
         if (!ta || !tr) fs_analysis_oom("timeline");
-        for (size_t i = 0; i < o.ns; i++)
+        for (size_t i = 0; i < o.ns; i++) {
             for (size_t k = 0; k < o.intervals; k++) {
                 ta[k] += o.s[i].allocated[k];
                 tr[k] += o.s[i].reserved[k];
                 if (tr[k] > tscale) tscale = tr[k];
             }
+            end_a += o.s[i].allocated_now;
+            end_r += o.s[i].reserved_now;
+            if (o.s[i].last_at > end_at) end_at = o.s[i].last_at;
+        }
+        if (end_r > tscale) tscale = end_r;
         print_series(&o,
                      "\nall ranks and devices (the sum of each one's highs in the interval; own "
                      "bar scale)",
-                     ta, tr, tscale);
+                     ta, tr, tscale, end_a, end_r, end_at);
         free(ta);
         free(tr);
     }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # timeline_test.sh - `fsdpshim timeline` on traces of known programs: the
 # peak of trace_prog sites (3 MiB then 5 MiB live together), the number of
-# intervals, the highest figure of the run in its rows, two traces as two
-# ranks with their sum, bad input.
+# intervals, the highest figure of the run in its rows, the clock report
+# uses, the state at the end, two traces as two ranks with their sum, bad
+# input.
 #
 #   timeline_test.sh FSDPSHIM TRACE_PROG SIM_DIR
 name=timeline_test
@@ -23,6 +24,21 @@ grep -qE '^ +[0-9.]+ s +8.0 MiB ' "$dir/out" || fail "no interval reaches 8 MiB:
 expect 0 "$cli" timeline --intervals 3 --width 20 "$dir/leak.fst"
 grep -qE '^ +[0-9.]+ s +7.0 MiB +[0-9.]+ MiB \|[#]+-*\|$' "$dir/out" || fail "leak's 7 MiB row: $(cat "$dir/out")"
 grep -qE '\|[#-]{20}\|$' "$dir/out" || fail "no full-width bar: $(cat "$dir/out")"
+
+# one clock with report and top: seconds since the trace began, so the peak
+# is at the time report gives (to its 3 decimals); the last row is the state
+# when the trace ended (sites frees both blocks: 0 B allocated, the cache
+# still reserved), after the rows of the intervals
+expect 0 "$cli" timeline --intervals 5 "$dir/sites.fst"
+at=$(sed -n 's/.*device 0: peak allocated 8.0 MiB at \([0-9.]*\) s,.*/\1/p' "$dir/out")
+cp "$dir/out" "$dir/timeline"
+expect 0 "$cli" report "$dir/sites.fst"
+grep -q "device 0: peak allocated 8.0 MiB at $(printf %.3f "$at") s," "$dir/out" ||
+    fail "timeline's peak at $at s, report's: $(grep 'peak allocated' "$dir/out")"
+last=$(tail -1 "$dir/timeline")
+grep -qE '^ +[0-9.]+ s +0 B +[0-9.]+ MiB \|-+\| end$' <<<"$last" || fail "the last row: $last"
+[ "$(grep -cE '^ +[0-9.]+ s +[0-9.]+ [KMG]?i?B +[0-9.]+ [KMG]?i?B \|[# -]*\|' "$dir/timeline")" -eq 6 ] ||
+    fail "not 5 rows and the end: $(cat "$dir/timeline")"
 
 # two traces: two series and their sum
 expect 0 "$cli" timeline "$dir/sites.fst" "$dir/leak.fst"
