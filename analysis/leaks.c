@@ -9,8 +9,11 @@
  * line of a site (a frame's function, file and module, an annotation path,
  * a Python frame), `*` matching anything, `^` and `$` anchoring at a
  * line's start and end, otherwise anywhere in it, as LeakSanitizer does.
- * The reading loop runs once per file, in time order, the files side by
- * side (parallel.h). */
+ * Sizes are what the program asked for, as LeakSanitizer gives them, in
+ * exact bytes beside the binary units. A damaged trace says so under its
+ * line: a block whose free was in the part that could not be read is
+ * listed as still allocated. The reading loop runs once per file, in time
+ * order, the files side by side (parallel.h). */
 #include "analysis.h"
 #include "cmdline.h"
 #include "parallel.h"
@@ -54,6 +57,13 @@ void usage_leaks(FILE *out)
             "  -n N            print the first N sites [20]; 0 prints all\n"
             "  --no-symbols    native frames as MODULE+0xOFFSET\n"
             "  --fail          exit 4 when a block no suppression covers is left\n"
+            "\n"
+            "Sizes are given as 3.0 MiB and in exact bytes, as LeakSanitizer gives them. A\n"
+            "damaged trace says so: a block whose free was in the lost part is listed too.\n"
+            "\n"
+            "example:\n"
+            "  echo 'leak:init_optimizer_state' >known.supp\n"
+            "  fsdpshim leaks --suppressions known.supp --fail train-4242.fst\n"
             "\n"
             "Exit status: 0 ok, 1 a file is not a readable trace or the suppressions file is\n"
             "bad, 2 usage, 4 leaks with --fail.\n");
@@ -161,9 +171,11 @@ static int visit(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid
     leaks_file *f = ctx;
     fs_live_block b;
     (void)tid;
+    /* the bytes asked for, as LeakSanitizer counts (a trace-only attach
+     * may know only the block's) */
     if (rec->kind == FS_REC_ALLOC)
-        fs_live_put(&f->live, rec->ev.addr, rec->ev.size, fs_sites_of(&f->sites, t, &rec->ev),
-                    rec->ev.device);
+        fs_live_put(&f->live, rec->ev.addr, rec->ev.requested ? rec->ev.requested : rec->ev.size,
+                    fs_sites_of(&f->sites, t, &rec->ev), rec->ev.device);
     else if (rec->kind == FS_REC_FREE_REQUESTED)
         fs_live_take(&f->live, rec->ev.addr, &b);
     return 0;
@@ -201,11 +213,18 @@ static void read_trace(void *ctx, size_t i)
     }
     fs_live_free(&f->live);
     fs_human_bytes(f->bytes, bytes, sizeof bytes);
-    snprintf(f->line, sizeof f->line,
-             "%s: %s %d: %" PRIu64 " blocks, %s, still allocated at the end\n", fs_reader_file(t),
-             fs_reader_rank(t) >= 0 ? "rank" : "pid",
-             fs_reader_rank(t) >= 0 ? fs_reader_rank(t) : (int)fs_reader_header(t)->pid, f->blocks,
-             bytes);
+    int n = snprintf(f->line, sizeof f->line,
+                     "%s: %s %d: %" PRIu64 " blocks, %s (%" PRIu64
+                     " bytes), still allocated at the end\n",
+                     fs_reader_file(t), fs_reader_rank(t) >= 0 ? "rank" : "pid",
+                     fs_reader_rank(t) >= 0 ? fs_reader_rank(t) : (int)fs_reader_header(t)->pid,
+                     f->blocks, bytes, f->bytes);
+    const fs_reader_damage *d = fs_reader_damage_of(t);
+    if ((d->skipped_blocks || d->skipped_bytes) && n > 0 && (size_t)n < sizeof f->line)
+        snprintf(f->line + n, sizeof f->line - (size_t)n,
+                 "%s: the trace is damaged (%" PRIu64 " bytes could not be read): a block whose "
+                 "free was in them is listed as still allocated\n",
+                 fs_reader_file(t), d->skipped_bytes);
     fs_reader_close(t);
     f->read = true;
 }
@@ -270,9 +289,9 @@ static uint64_t report(leaks_run *r)
     }
     if (s->n) qsort(s->all, s->n, sizeof *s->all, by_bytes); /* no sites: all is NULL */
     fs_human_bytes(left, bytes, sizeof bytes);
-    printf("%" PRIu64 " blocks, %s, in %zu sites by %s, not suppressed\n", left_blocks, bytes,
-           nleft, fs_site_by_name(s->by));
-    if (nleft) printf("%12s %10s %6s\n", "bytes", "blocks", "ranks");
+    printf("%" PRIu64 " blocks, %s (%" PRIu64 " bytes), in %zu sites by %s, not suppressed\n",
+           left_blocks, bytes, left, nleft, fs_site_by_name(s->by));
+    if (nleft) printf("%12s %14s %10s %6s\n", "size", "bytes", "blocks", "ranks");
     for (size_t i = 0; i < s->n; i++) {
         const fs_site *site = &s->all[i];
         if (!site->live || site->suppressed) continue;
@@ -281,14 +300,16 @@ static uint64_t report(leaks_run *r)
             break;
         }
         fs_human_bytes(site->live_bytes, bytes, sizeof bytes);
-        printf("%12s %10" PRIu64 " %6u\n", bytes, site->live, site->ranks);
+        printf("%12s %14" PRIu64 " %10" PRIu64 " %6u\n", bytes, site->live_bytes, site->live,
+               site->ranks);
         fs_site_print_key(stdout, site);
         printed++;
     }
     if (r->nsup) printf("suppressions used:\n");
     for (size_t i = 0; i < r->nsup; i++) {
         fs_human_bytes(r->sup[i].bytes, bytes, sizeof bytes);
-        printf("%10" PRIu64 " blocks %12s  leak:%s\n", r->sup[i].blocks, bytes, r->sup[i].pattern);
+        printf("%10" PRIu64 " blocks %12s %14" PRIu64 "  leak:%s\n", r->sup[i].blocks, bytes,
+               r->sup[i].bytes, r->sup[i].pattern);
     }
     return left;
 }

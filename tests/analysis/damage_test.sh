@@ -56,6 +56,14 @@ for damaged in cut corrupt; do
     [ "$n" -gt 0 ] && [ "$n" -lt "$good" ] || fail "$damaged: $n of $good allocations recovered"
     grep -q "^# damaged: " "$dir/out" || fail "$damaged: no '# damaged' line"
 done
+# leaks says in its own output (not only on stderr) that blocks whose free
+# was cut off are listed: every block of the flood was freed
+expect 0 "$cli" leaks "$dir/good.fst"
+grep -q "^0 blocks" "$dir/out" || fail "the whole trace leaks: $(cat "$dir/out")"
+grep -q "damaged" "$dir/out" && fail "an intact trace called damaged: $(cat "$dir/out")"
+expect 1 "$cli" leaks "$dir/cut.fst"
+grep -q "^$dir/cut.fst: the trace is damaged ([0-9]* bytes could not be read): a block whose free was in them is listed as still allocated$" \
+    "$dir/out" || fail "leaks of a cut trace does not say it is damaged: $(cat "$dir/out")"
 # and the damage is named for what it is
 expect 1 "$cli" top "$dir/cut.fst"
 grep -q "cut.fst: offset [0-9]*: the trace ends inside a block" "$dir/err" ||

@@ -54,7 +54,7 @@ expect 0 "$cli" dump "$dir/oom.fst"
 [ "$(grep ' alloc ' "$dir/out" | sed 's/.*addr=\([^ ]*\).*/\1/' | sort -u | wc -l)" -eq "$n" ] ||
     fail "not $n distinct addresses"
 expect 0 "$cli" leaks "$dir/oom.fst"
-grep -q ": 0 blocks, 0 B, still allocated at the end" "$dir/out" || fail "leaks: $(cat "$dir/out")"
+grep -q ": 0 blocks, 0 B (0 bytes), still allocated at the end" "$dir/out" || fail "leaks: $(cat "$dir/out")"
 expect 0 "$cli" report "$dir/oom.fst"
 grep -q "device 0: $n allocations" "$dir/out" || fail "report: $(cat "$dir/out")"
 

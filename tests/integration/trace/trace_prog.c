@@ -12,6 +12,8 @@
  *                                 through the loader, around allocations
  *   trace_prog oom                3 MiB allocations until one fails (run it
  *                                 with a small FSDPSHIM_SIM_MEM)
+ *   trace_prog leak [ODD]         ends with blocks it never freed (ODD bytes
+ *                                 more than a round size in one of them)
  *   trace_prog fragment           7 MiB blocks, every other one freed, then
  *                                 12 MiB ones that no freed hole holds
  *   trace_prog oom_streams        stream A holds 18 blocks of 3 MiB and frees
@@ -223,14 +225,14 @@ __attribute__((noinline)) static void *keep_forever(size_t n)
     return p;
 }
 
-/* Ends with blocks it never freed: two of leak_site (1 and 2 MiB), one of
- * keep_forever (4 MiB). */
-static int leak(void)
+/* Ends with blocks it never freed: two of leak_site (1 MiB, and 2 MiB plus
+ * `odd` bytes), one of keep_forever (4 MiB). */
+static int leak(size_t odd)
 {
     void *a = leak_site(1u << 20);
     (void)leak_site(1u << 20);
     CHECK(cudaFree(a));
-    (void)leak_site(2u << 20);
+    (void)leak_site((2u << 20) + odd);
     (void)keep_forever(4u << 20);
     printf("leak: ok\n");
     return 0;
@@ -278,7 +280,7 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "flood") && argc > 3) return flood(atoi(argv[2]), atoi(argv[3]));
     if (!strcmp(mode, "snapshot")) return snapshot();
     if (!strcmp(mode, "oom")) return oom();
-    if (!strcmp(mode, "leak")) return leak();
+    if (!strcmp(mode, "leak")) return leak(argc > 2 ? (size_t)atol(argv[2]) : 0);
     if (!strcmp(mode, "fragment")) return fragment();
     if (!strcmp(mode, "oom_streams")) return oom_streams();
     fprintf(stderr, "usage: trace_prog sites|loop FILE|abort N|fork|flood T N|snapshot|oom|leak|"
