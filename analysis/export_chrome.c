@@ -49,7 +49,8 @@ typedef struct chrome {
     size_t nwaits;
     nesting *threads;
     size_t nthreads;
-    uint64_t events;  /* the first pass: records that become events */
+    uint64_t events;  /* the first pass: the traces' events, as dump and report count them */
+    uint64_t written; /* ... and the JSON events they become, threads' names included */
     uint64_t last_ns; /* this trace's latest event */
 } chrome;
 
@@ -255,8 +256,9 @@ static int count_events(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_
 {
     chrome *c = ctx;
     (void)t, (void)tid;
-    if ((r->kind >= FS_REC_ALLOC && r->kind <= FS_REC_EVENT_LAST) || r->kind == FS_REC_THREAD)
-        c->events++;
+    bool event = r->kind >= FS_REC_ALLOC && r->kind <= FS_REC_EVENT_LAST;
+    c->events += event;
+    c->written += event || r->kind == FS_REC_THREAD;
     return 0;
 }
 
@@ -302,12 +304,12 @@ int fs_export_chrome(const fs_export_opts *o, int ntraces, char **traces)
         nread++;
         fs_reader_close(t);
     }
-    if (o->limit && c.events > o->limit) {
+    if (o->limit && c.written > o->limit) {
         fs_progress_printf(
             "fsdpshim export: %" PRIu64 " events: more than a Chrome trace viewer loads well "
             "(--limit %" PRIu64 "; --limit 0 writes them all); --perfetto writes large "
             "traces\n",
-            c.events, o->limit);
+            c.written, o->limit);
         free(ranks);
         return FS_EXIT_BAD_INPUT;
     }

@@ -166,6 +166,18 @@ ranges = [(e["ph"], e["name"]) for e in events if e["ph"] in "BE"]
 assert ranges == [("B", "step"), ("B", "forward"), ("E", ""), ("E", "")], ranges
 assert any(e["ph"] == "i" and e["name"] == "after-forward" for e in events)
 EOF
+# every command counts a trace's events alike: dump's lines, report's
+# figure, and what --chrome and --perfetto say they read (the threads' names
+# that --chrome also writes are no events of the trace)
+expect 0 "$cli" dump --no-stacks "$dir/flood.fst"
+n=$(grep -vc '^#' "$dir/out")
+expect 0 "$cli" report -n 0 "$dir/flood.fst"
+grep -q "^  rank ?, $n events over" "$dir/out" || fail "report's count, not dump's $n: $(cat "$dir/out")"
+for format in chrome perfetto; do
+    expect 0 "$cli" export --$format -o "$dir/flood.$format" "$dir/flood.fst"
+    grep -q "^fsdpshim export: 1 trace, $n events read, written to" "$dir/err" ||
+        fail "--$format's count, not dump's $n: $(cat "$dir/err")"
+done
 expect 1 "$cli" export --chrome --limit 3 "$dir/sites.fst"
 grep -q "perfetto" "$dir/err" || fail "--limit: $(cat "$dir/err")"
 
