@@ -62,6 +62,12 @@ void usage_export(FILE *out)
         "             (the pid when the trace has none), %%p the pid, %%n NAME, %%%% a %%\n"
         "  --no-symbols  native frames as MODULE+0xOFFSET, not FUNCTION at FILE:LINE\n"
         "\n"
+        "examples:\n"
+        "  fsdpshim export --memviz -o snapshot.pickle train-4242.fst\n"
+        "             (then drop snapshot.pickle on pytorch.org/memory_viz)\n"
+        "  fsdpshim export --perfetto -o job.pftrace rank*.fst\n"
+        "  fsdpshim export --folded train-4242.fst | flamegraph.pl >sites.svg\n"
+        "\n"
         "Exit status: 0 ok, 1 a file is not a readable trace or an output cannot be\n"
         "written, 2 usage.\n");
 }
@@ -325,15 +331,39 @@ int command_export(int argc, char **argv)
     if (format == PERFETTO && is_stdout(o.out) && isatty(STDOUT_FILENO))
         return fs_usage_error("export", "a Perfetto trace is binary: name a file with -o");
 
-    if (format == FOLDED) /* top's reading, the files side by side, its own progress */
-        return fs_export_folded(&o, argc - optind, argv + optind);
-    /* the others open each trace twice (the peaks or the counts first), but
-     * for a pickle of the end or of a moment */
-    unsigned passes = format == MEMVIZ && o.at != FS_AT_PEAK ? 1 : 2;
-    fs_progress_start("export", (size_t)(argc - optind), argv + optind, passes);
-    int status = format == MEMVIZ     ? fs_export_memviz(&o, argc - optind, argv + optind)
-                 : format == PERFETTO ? fs_export_perfetto(&o, argc - optind, argv + optind)
-                                      : fs_export_chrome(&o, argc - optind, argv + optind);
-    fs_progress_stop();
-    return status;
+    /* A file that is not a trace is named here, once, and left out: the
+     * others are still written, and when none is left nothing is (an empty
+     * export would look like a result). */
+    int ntraces = 0, unreadable = 0;
+    char **traces = argv + optind;
+    for (int i = optind; i < argc; i++) {
+        char err[4200];
+        fs_reader *t = fs_reader_open(argv[i], err, sizeof err);
+        if (!t) {
+            fs_progress_warn("export", err);
+            unreadable++;
+            continue;
+        }
+        fs_reader_close(t);
+        traces[ntraces++] = argv[i];
+    }
+    if (!ntraces) {
+        fprintf(stderr, "fsdpshim export: no readable trace; nothing written\n");
+        return FS_EXIT_BAD_INPUT;
+    }
+
+    int status;
+    if (format == FOLDED) { /* top's reading, the files side by side, its own progress */
+        status = fs_export_folded(&o, ntraces, traces);
+    } else {
+        /* the others open each trace twice (the peaks or the counts
+         * first), but for a pickle of the end or of a moment */
+        unsigned passes = format == MEMVIZ && o.at != FS_AT_PEAK ? 1 : 2;
+        fs_progress_start("export", (size_t)ntraces, traces, passes);
+        status = format == MEMVIZ     ? fs_export_memviz(&o, ntraces, traces)
+                 : format == PERFETTO ? fs_export_perfetto(&o, ntraces, traces)
+                                      : fs_export_chrome(&o, ntraces, traces);
+        fs_progress_stop();
+    }
+    return unreadable && !status ? FS_EXIT_BAD_INPUT : status;
 }

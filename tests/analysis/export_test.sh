@@ -197,6 +197,20 @@ expect 1 "$cli" export --folded "$dir/missing.fst"
 echo "not a trace" >"$dir/text"
 expect 1 "$cli" export --memviz -o "$dir/x.pickle" "$dir/text"
 expect 1 "$cli" export --memviz -o "$dir/no/such/dir/x.pickle" "$dir/sites.fst"
+# no readable trace (a directory, a text file): nothing written, not an empty
+# file that looks like a result; a readable one beside them is still written
+mkdir "$dir/adir"
+for format in chrome perfetto memviz folded; do
+    expect 1 "$cli" export --$format -o "$dir/none.out" "$dir/adir"
+    [ ! -e "$dir/none.out" ] || fail "--$format of no readable trace wrote $(wc -c <"$dir/none.out") bytes"
+    grep -q "adir: not a regular file" "$dir/err" || fail "--$format: the directory: $(cat "$dir/err")"
+    grep -q "no readable trace; nothing written" "$dir/err" || fail "--$format: $(cat "$dir/err")"
+done
+expect 1 "$cli" export --perfetto -o "$dir/none.out" "$dir/adir" "$dir/text"
+[ ! -e "$dir/none.out" ] || fail "--perfetto of two unreadable files wrote something"
+[ "$(grep -c "text" "$dir/err")" -eq 1 ] || fail "the text file, named once: $(cat "$dir/err")"
+expect 1 "$cli" export --chrome -o "$dir/some.json" "$dir/adir" "$dir/sites.fst"
+python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$dir/some.json" || fail "the readable trace's JSON"
 expect 0 "$cli" help export
 grep -q "^usage: fsdpshim export --memviz|--folded|--chrome" "$dir/out" || fail "help: $(cat "$dir/out")"
 echo "export_test: ok"
