@@ -14,7 +14,9 @@
 #include "cli.h"
 #include "conf_lex.h"
 
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -27,7 +29,8 @@
 
 void usage_run(FILE *out)
 {
-    fprintf(out, "usage: fsdpshim run [--conf CONF] [--lib PATH] [--] CMD [ARGS...]\n"
+    fprintf(out, "usage: fsdpshim run [--conf CONF] [--lib PATH] [--trace] [-o PATTERN] [--]\n"
+                 "                    CMD [ARGS...]\n"
                  "\n"
                  "Runs CMD with libfsdpshim.so preloaded, as a shell would run it.\n"
                  "  --conf CONF      FSDPSHIM_CONF for the program (key:value,...), e.g.\n"
@@ -36,8 +39,8 @@ void usage_run(FILE *out)
                  "                   installed with this program, ../lib/libfsdpshim.so]\n"
                  "  --trace          write an allocation trace per process (trace:stacks unless\n"
                  "                   CONF sets trace), and name the files at the end\n"
-                 "  -o, --output PATTERN  the trace files [fsdpshim-%%h-%%p.fst; %%h host,\n"
-                 "                   %%p pid, %%r rank]; implies --trace\n"
+                 "  -o, --output PATTERN  the trace files, as for `fsdpshim record`; implies\n"
+                 "                   --trace\n"
                  "  -h, --help       this text\n"
                  "\n"
                  "For a Python command (python, torchrun, python -m ..., a .py file, a script\n"
@@ -51,19 +54,43 @@ void usage_run(FILE *out)
                  "changed.\n"
                  "A bare CMD is searched on PATH, then in the working directory; a .py file\n"
                  "that cannot run by itself runs under the python on PATH.\n"
-                 "Exit status: that of CMD; 1 the library is not found; 2 usage error;\n"
-                 "126 CMD cannot be run; 127 CMD not found.\n");
+                 "\n"
+                 "examples:\n"
+                 "  fsdpshim run -- python train.py\n"
+                 "  fsdpshim run --conf expandable_segments:true -- \\\n"
+                 "      torchrun --nproc-per-node 8 train.py\n"
+                 "\n"
+                 "Exit status: that of CMD; 1 the library is not found or not a shared library;\n"
+                 "2 usage error; 126 CMD cannot be run; 127 CMD not found.\n");
 }
 
 void usage_record(FILE *out)
 {
     fprintf(out,
-            "usage: fsdpshim record [--conf CONF] [--lib PATH] [-o PATTERN] [--] CMD [ARGS...]\n"
+            "usage: fsdpshim record [-o PATTERN] [--conf CONF] [--lib PATH] [--]\n"
+            "                       CMD [ARGS...]\n"
             "\n"
             "`fsdpshim run --trace`: runs CMD under the shim with an allocation trace per\n"
-            "process (native stacks; trace:python in CONF adds Python frames), then names\n"
-            "the trace files. -o/--output names them [fsdpshim-%%h-%%p.fst; %%h host, %%p\n"
-            "pid, %%r rank]. `fsdpshim dump FILE` prints one (docs/tracing.md).\n");
+            "process that uses the GPU, then names the trace files written, or says why none\n"
+            "was. `fsdpshim dump FILE` prints one, `fsdpshim report FILE...` sums them up.\n"
+            "  -o, --output PATTERN  the trace files [fsdpshim-%%h-%%p.fst]: %%h the host, %%p\n"
+            "                 the pid, %%r the rank, %%%% a %%; an existing directory (or a name\n"
+            "                 ending in /) gets fsdpshim-%%h-%%p.fst in it. A directory that\n"
+            "                 does not exist or cannot be written stops the run before CMD\n"
+            "  --conf CONF    FSDPSHIM_CONF for the program; trace:stacks is added unless\n"
+            "                 it sets trace (trace:python adds Python frames, trace:events\n"
+            "                 leaves stacks out)\n"
+            "  --lib PATH     the libfsdpshim.so to preload, as for `fsdpshim run`\n"
+            "  -h, --help     this text\n"
+            "\n"
+            "examples:\n"
+            "  fsdpshim record -o 'train-%%p.fst' -- python train.py\n"
+            "  fsdpshim record -o traces/ --conf trace:python -- \\\n"
+            "      torchrun --nproc-per-node 2 train.py\n"
+            "\n"
+            "Exit status: that of CMD (128+N when signal N killed it, named on stderr);\n"
+            "1 the library is not found or the trace cannot be written there; 2 usage\n"
+            "error; 126 CMD cannot be run; 127 CMD not found.\n");
 }
 
 void fs_cli_note(const char *fmt, ...)
@@ -108,6 +135,24 @@ static int parse_options(int argc, char **argv, bool record, launch_options *o)
     return fs_parse_options(argc, argv, opts, n, record ? usage_record : usage_run, &o->first);
 }
 
+/* Whether path is an ELF shared object of this machine's class: ET_DYN
+ * without a program interpreter, which a position-independent executable
+ * (ET_DYN too) has. */
+static bool shared_library(const char *path)
+{
+    ElfW(Ehdr) h;
+    ElfW(Phdr) ph;
+    FILE *f = fopen(path, "rb");
+    bool ok = f && fread(&h, sizeof h, 1, f) == 1 && !memcmp(h.e_ident, ELFMAG, SELFMAG) &&
+              h.e_ident[EI_CLASS] == (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32) &&
+              h.e_type == ET_DYN && h.e_phentsize == sizeof ph &&
+              fseek(f, (long)h.e_phoff, SEEK_SET) == 0;
+    for (unsigned i = 0; ok && i < h.e_phnum; i++)
+        ok = fread(&ph, sizeof ph, 1, f) == 1 && ph.p_type != PT_INTERP;
+    if (f) fclose(f);
+    return ok;
+}
+
 static bool usable_library(const char *who, const char *from, const char *given, char *out)
 {
     struct stat st;
@@ -118,6 +163,13 @@ static bool usable_library(const char *who, const char *from, const char *given,
     }
     if (!S_ISREG(st.st_mode)) {
         fprintf(stderr, "fsdpshim %s: %s%s: not a file\n", who, from, given);
+        return false;
+    }
+    /* the loader would say "invalid ELF header", ignore it and run the
+     * program without the shim */
+    if (!shared_library(out)) {
+        fprintf(stderr, "fsdpshim %s: %s%s: not a shared library (libfsdpshim.so)\n", who, from,
+                given);
         return false;
     }
     /* the loader splits LD_PRELOAD on both */
@@ -234,26 +286,78 @@ static bool conf_sets_trace(const char *conf)
     return found;
 }
 
+#define DEFAULT_TRACE_NAME "fsdpshim-%h-%p.fst"
+
+/* The trace files' pattern from -o, checked before anything runs, so that
+ * a name the shim cannot create never makes a run untraced: each % is one
+ * the shim expands, and the directory exists and may be written. It is
+ * made absolute, so that a process that changes directory writes where
+ * the user looks; an existing directory (or a name ending in '/') gets the
+ * default name in it. 0, or an exit status after one line. */
+static int trace_pattern(const char *who, const char *given, char *pattern, size_t len)
+{
+    char cwd[PATH_MAX], dir[PATH_MAX * 2];
+    struct stat st;
+    size_t n;
+    int err = 0;
+
+    for (const char *c = strchr(given, '%'); c; c = strchr(c + 2, '%')) {
+        if (c[1] && strchr("hpr%", c[1])) continue;
+        if (!c[1]) {
+            fprintf(stderr, "fsdpshim %s: -o '%s': a lone %% at the end (%%%% writes a %%)\n", who,
+                    given);
+            return FS_EXIT_USAGE;
+        }
+        fprintf(stderr,
+                "fsdpshim %s: -o '%s': %%%.1s is not %%h (host), %%p (pid), %%r (rank) or %%%% "
+                "(a %%)\n",
+                who, given, c + 1);
+        return FS_EXIT_USAGE;
+    }
+    if (given[0] != '/' && !getcwd(cwd, sizeof cwd)) {
+        fprintf(stderr, "fsdpshim %s: the working directory: %s\n", who, strerror(errno));
+        return FS_EXIT_BAD_INPUT;
+    }
+    snprintf(pattern, len, "%s%s%s", given[0] == '/' ? "" : cwd, given[0] == '/' ? "" : "/", given);
+    n = strlen(pattern);
+    if (pattern[n - 1] == '/' || (stat(pattern, &st) == 0 && S_ISDIR(st.st_mode)))
+        snprintf(pattern + n, len - n, "%s%s", pattern[n - 1] == '/' ? "" : "/",
+                 DEFAULT_TRACE_NAME);
+    /* the directory, unless a % makes it one per host, pid or rank */
+    snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(pattern, '/') - pattern), pattern);
+    if (strchr(dir, '%')) return 0;
+    if (!dir[0]) snprintf(dir, sizeof dir, "/");
+    if (stat(dir, &st) != 0)
+        err = errno;
+    else if (!S_ISDIR(st.st_mode))
+        err = ENOTDIR;
+    else if (access(dir, W_OK | X_OK) != 0)
+        err = errno;
+    if (err) {
+        fprintf(stderr, "fsdpshim %s: the trace could not be written in %s: %s\n", who, dir,
+                strerror(err));
+        return FS_EXIT_BAD_INPUT;
+    }
+    return 0;
+}
+
 /* The environment of a traced run: trace:stacks unless CONF says, the
- * file pattern (absolute, so that a process that changes directory writes
- * where the user looks), and the list the processes name their files in. */
+ * file pattern, and the list the processes name their files in. */
 static int trace_environment(const char *who, const launch_options *o, char **conf, char *list,
                              size_t len)
 {
     const char *base = o->conf ? o->conf : getenv("FSDPSHIM_CONF");
-    const char *pattern = o->output ? o->output : "fsdpshim-%h-%p.fst";
     const char *tmp = getenv("TMPDIR");
-    char cwd[PATH_MAX], path[PATH_MAX * 2];
-    int fd;
+    char pattern[PATH_MAX * 3];
+    int fd, rc;
 
+    if ((rc = trace_pattern(who, o->output ? o->output : DEFAULT_TRACE_NAME, pattern,
+                            sizeof pattern)))
+        return rc;
     if (!conf_sets_trace(base)) {
         size_t n = (base ? strlen(base) : 0) + 16;
         if (!(*conf = malloc(n))) return FS_EXIT_BAD_INPUT;
         snprintf(*conf, n, "%s%strace:stacks", base && *base ? base : "", base && *base ? "," : "");
-    }
-    if (pattern[0] != '/' && getcwd(cwd, sizeof cwd)) {
-        snprintf(path, sizeof path, "%s/%s", cwd, pattern);
-        pattern = path;
     }
     if (fs_cli_setenv(who, "FSDPSHIM_TRACE", pattern)) return FS_EXIT_BAD_INPUT;
     snprintf(list, len, "%s/fsdpshim-traces-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -268,17 +372,23 @@ static int trace_environment(const char *who, const launch_options *o, char **co
 
 /* Names each trace file the run wrote, once, in the order they were opened
  * (a file renamed when its rank became known is listed again by its new
- * name; the old one no longer exists). */
+ * name; the old one no longer exists), and each one a process could not
+ * create (a line "!WHY" from trace/session.c). */
 static void name_traces(const char *list)
 {
     FILE *f = fopen(list, "r");
-    char line[PATH_MAX + 2], **seen = NULL;
-    size_t n = 0, found = 0;
+    char line[PATH_MAX + 512], **seen = NULL;
+    size_t n = 0, found = 0, failed = 0;
 
     while (f && fgets(line, sizeof line, f)) {
         struct stat st;
         bool dup = false;
         line[strcspn(line, "\n")] = 0;
+        if (line[0] == '!') {
+            fs_cli_note("the trace could not be written: %s", line + 1);
+            failed++;
+            continue;
+        }
         for (size_t i = 0; i < n && !dup; i++)
             dup = !strcmp(seen[i], line);
         if (dup || stat(line, &st) != 0) continue;
@@ -290,7 +400,7 @@ static void name_traces(const char *list)
         found++;
         fs_cli_note("trace: %s (%lld bytes)", line, (long long)st.st_size);
     }
-    if (!found) fs_cli_note("no trace was written: no process of the run used the GPU");
+    if (!found && !failed) fs_cli_note("no trace was written: no process of the run used the GPU");
     if (f) fclose(f);
     for (size_t i = 0; i < n; i++)
         free(seen[i]);

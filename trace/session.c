@@ -93,17 +93,26 @@ static bool held_by_live_process(const char *path)
 }
 
 /* `fsdpshim run --trace` names the files at the end: each process adds the
- * name of its file to the launcher's list, one line written at once. */
-static void list_file(const char *path)
+ * name of its file to the launcher's list, one line written at once; a
+ * file it could not create is a line "!" and why, so that the launcher says
+ * so instead of "no process used the GPU". */
+static void list_file(const char *path, const char *failure)
 {
     const char *list = getenv("FSDPSHIM_TRACE_LIST");
-    char line[sizeof fs_trace_g.path + 1];
+    char line[sizeof fs_trace_g.path + 256];
     int fd, n;
 
     if (!list || !*list) return;
     fd = open(list, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd < 0) return;
-    n = snprintf(line, sizeof line, "%s\n", path);
+    if (failure)
+        n = snprintf(line, sizeof line, "!%s: %s\n", path, failure);
+    else
+        n = snprintf(line, sizeof line, "%s\n", path);
+    if (n >= (int)sizeof line) { /* cut, still one line */
+        n = (int)sizeof line - 1;
+        line[n - 1] = '\n';
+    }
     if (write(fd, line, (size_t)n) != n) fs_trace_log("cannot add %s to %s", path, list);
     close(fd);
 }
@@ -168,14 +177,16 @@ bool fs_trace_open_file(void)
         fd = create(path);
     }
     if (fd < 0) {
-        fs_trace_log("cannot create the trace file %s: %s; tracing is off", path, strerror(errno));
+        int err = errno;
+        fs_trace_log("cannot create the trace file %s: %s; tracing is off", path, strerror(err));
+        list_file(path, strerror(err));
         return false;
     }
     fchmod(fd, 0600); /* whatever the umask, never wider */
     snprintf(fs_trace_g.path, sizeof fs_trace_g.path, "%s", path);
     fs_trace_g.fd = fd;
     write_header(fd);
-    list_file(path);
+    list_file(path, NULL);
     return true;
 }
 
@@ -294,7 +305,7 @@ void fs_trace_set_rank(int rank, int world)
         expand(fs_trace_g.pattern, path, sizeof path);
         if (access(path, F_OK) != 0 && rename(fs_trace_g.path, path) == 0) {
             snprintf(fs_trace_g.path, sizeof fs_trace_g.path, "%s", path);
-            list_file(path);
+            list_file(path, NULL);
         }
     }
     pthread_mutex_unlock(&start_lock);
