@@ -176,6 +176,15 @@ int fs_wait_program(pid_t pid)
     sigaction(SIGHUP, &forward, NULL);
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR) return FS_EXIT_CANNOT_RUN;
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-    return WEXITSTATUS(status);
+    if (!WIFSIGNALED(status)) return WEXITSTATUS(status);
+    /* as a shell says it, but for the interrupt the user typed and a
+     * closed pipe, which shells leave unsaid too */
+    int sig = WTERMSIG(status);
+    if (sig != SIGINT && sig != SIGPIPE) {
+        const char *abbrev = sigabbrev_np(sig);
+        fs_cli_note("the program was killed by signal %d (%s%s%s%s)%s; exit status %d", sig,
+                    abbrev ? "SIG" : "", abbrev ? abbrev : "", abbrev ? ", " : "", strsignal(sig),
+                    WCOREDUMP(status) ? ", core dumped" : "", 128 + sig);
+    }
+    return 128 + sig;
 }

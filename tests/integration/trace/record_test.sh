@@ -5,7 +5,7 @@
 # the shim does not expand); an existing directory gets the default name in
 # it; a name the shim itself cannot create is said as such, not as "no
 # process used the GPU"; a library that is no shared object is refused
-# before the loader would ignore it.
+# before the loader would ignore it; a program killed by a signal is named.
 #
 #   record_test.sh FSDPSHIM TRACE_PROG SIM_DIR
 name=record_test
@@ -62,4 +62,10 @@ FSDPSHIM_LIB=$dir/some.c refused 1 "FSDPSHIM_LIB=$dir/some.c: not a shared libra
 FSDPSHIM_LIB=$dir/some.c refused 1 "not a shared library" record -- "$prog" sites
 refused 1 "--lib $(type -P true): not a shared library" run --lib "$(type -P true)" -- "$prog" sites
 
+# ---- a program killed by a signal ------------------------------------------------
+expect 139 "$cli" record -- sh -c 'kill -SEGV $$'
+grep -qE "^fsdpshim\[[0-9]+\]: the program was killed by signal 11 \(SIGSEGV, Segmentation fault\)(, core dumped)?; exit status 139$" \
+    "$dir/err" || fail "SIGSEGV is not named: $(cat "$dir/err")"
+expect 130 "$cli" record -- sh -c 'kill -INT $$'
+grep -q "killed by signal" "$dir/err" && fail "an interrupt is named, as no shell does: $(cat "$dir/err")"
 echo "record_test: ok"
