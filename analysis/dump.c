@@ -38,6 +38,10 @@ void usage_dump(FILE *out)
             "\n"
             "A damaged trace (a killed writer's torn tail, a corrupt block) prints what can be\n"
             "recovered, each skipped part named on stderr with its offset, and exits 1.\n"
+            "\n"
+            "example:\n"
+            "  fsdpshim dump --no-stacks train-4242.fst | head\n"
+            "\n"
             "Exit status: 0 ok, 1 a file is not a readable trace or is damaged, 2 usage.\n");
 }
 

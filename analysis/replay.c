@@ -873,6 +873,11 @@ void usage_replay(FILE *out)
             "                   for a trace that does not]\n"
             "  --no-symbols     out-of-memory sites as MODULE+0xOFFSET\n"
             "\n"
+            "examples:\n"
+            "  fsdpshim replay --conf expandable_segments:true train-4242.fst\n"
+            "  fsdpshim replay --conf max_split_size_mb:128 \\\n"
+            "      --conf garbage_collection_threshold:0.6 --mem 80G rank0.fst\n"
+            "\n"
             "Exit status: 0 ok, 1 a file is not a readable trace, 2 usage.\n",
             FS_REPLAY_MAX_CONFIGS - 1);
 }

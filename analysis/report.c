@@ -52,6 +52,11 @@ void usage_report(FILE *out)
             "             and out-of-memory events marked, then these figures as tables, with\n"
             "             each stream's figures, the frees held back for their streams and the\n"
             "             blocks live at exit by site\n"
+            "  --by, -n N, --no-symbols  the sites, as for top; -n 0 leaves them out\n"
+            "\n"
+            "examples:\n"
+            "  fsdpshim report train-4242.fst\n"
+            "  fsdpshim report --by python --html job.html rank*.fst\n"
             "\n"
             "Exit status: 0 ok, 1 a file is not a readable trace or FILE cannot be written,\n"
             "2 usage.\n");

@@ -58,6 +58,11 @@ void usage_top(FILE *out)
                  "debug files by build id); a module that is missing or was rebuilt since the\n"
                  "trace is named once on stderr and its frames stay MODULE+0xOFFSET.\n"
                  "With --live: running processes, not traces (`fsdpshim top --live --help`).\n"
+                 "\n"
+                 "examples:\n"
+                 "  fsdpshim top --by frame -n 5 train-4242.fst\n"
+                 "  fsdpshim top --by python --sort total rank*.fst\n"
+                 "\n"
                  "Exit status: 0 ok, 1 a file is not a readable trace, 2 usage.\n");
 }
 

@@ -74,6 +74,11 @@ void usage_top_live(FILE *out)
             "  --once      print one snapshot and exit (also when stdout is not a terminal)\n"
             "\n"
             "On a terminal the view is redrawn until q, Ctrl-C or the processes' end.\n"
+            "\n"
+            "examples:\n"
+            "  fsdpshim top --live\n"
+            "  fsdpshim top --live --once 4242 4243\n"
+            "\n"
             "Exit status: 0 ok, 1 a PID has no readable page (or, without PID, no process\n"
             "has one), 2 usage.\n");
 }

@@ -41,14 +41,21 @@ void usage_attach(FILE *out)
             "  -o FILE       the trace [fsdpshim-%%h-%%p.fst in this directory; %%h host,\n"
             "                %%p the process's pid]\n"
             "Needs gdb (or NVIDIA's cuda-gdb) and the right to ptrace the process (its owner,\n"
-            "or CAP_SYS_PTRACE).\n");
+            "or CAP_SYS_PTRACE).\n"
+            "\n"
+            "examples:\n"
+            "  fsdpshim attach 4242 --duration 30 -o job.fst\n"
+            "  fsdpshim attach 4242; sleep 60; fsdpshim detach 4242\n");
 }
 
 void usage_detach(FILE *out)
 {
     fprintf(out, "usage: fsdpshim detach PID\n"
                  "Stops tracing a process that `fsdpshim attach` attached to, and writes out\n"
-                 "and closes its trace.\n");
+                 "and closes its trace.\n"
+                 "\n"
+                 "example:\n"
+                 "  fsdpshim detach 4242\n");
 }
 
 /* The value of `key` (e.g. "Uid:") in a /proc status file: its first number. */

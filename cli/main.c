@@ -9,6 +9,8 @@
 #include "../analysis/analysis.h"
 #include "../analysis/reader.h"
 
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int command_help(int argc, char **argv);
@@ -82,6 +84,25 @@ static const struct command_row *find_command(const char *name)
     return NULL;
 }
 
+/* Where the documentation is: installed with this binary (FS_BIN_TO_DOC),
+ * else the source tree's docs/ beside a build tree's binary. */
+static void docs_line(FILE *out)
+{
+    char path[PATH_MAX];
+    if (fs_cli_installed(FS_BIN_TO_DOC, FS_BIN_TO_SOURCE_DOCS, "cli.md", path, sizeof path)) {
+        char *dir = realpath(path, NULL);
+        if (dir) *strrchr(dir, '/') = '\0';
+        fprintf(out,
+                "Documentation: %s/cli.md (every command and option), configuration.md,\n"
+                "tracing.md and the rest of that directory.\n",
+                dir ? dir : path);
+        free(dir);
+    } else {
+        fprintf(out, "Documentation: docs/cli.md (every command and option) and the rest of docs/\n"
+                     "in fsdpshim's source tree.\n");
+    }
+}
+
 static void usage_main(FILE *out)
 {
     fprintf(out, "usage: fsdpshim COMMAND [ARGS...]\n       fsdpshim --version\n\ncommands:\n");
@@ -96,12 +117,32 @@ static void usage_main(FILE *out)
             header = true;
             fprintf(out, "  %-9s %s\n", commands[i].c.name, commands[i].c.summary);
         }
-    fprintf(out, "\n`fsdpshim help COMMAND` or `fsdpshim COMMAND --help` shows its options.\n");
+    fprintf(out,
+            "\nexamples:\n"
+            "  fsdpshim run -- python train.py         PyTorch's GPU memory served by the shim\n"
+            "  fsdpshim record -o 'run-%%p.fst' -- torchrun --nproc-per-node 2 train.py\n"
+            "                                          the same, with a trace per process\n"
+            "  fsdpshim report run-*.fst               peaks, OOMs explained, the top sites\n"
+            "  fsdpshim sim --mem 80G -- torchrun --nproc-per-node 8 train.py\n"
+            "                                          will it fit? a dry run without a GPU\n"
+            "\nenvironment:\n"
+            "  FSDPSHIM_CONF   the shim's settings, key:value,... such as\n"
+            "                  expandable_segments:true,ag_limit:2 (configuration.md)\n"
+            "  FSDPSHIM_LOG    what the shim says on stderr: error, warn [default], info, debug\n"
+            "  FSDPSHIM_TRACE  the trace files' names [fsdpshim-%%h-%%p.fst] (tracing.md)\n"
+            "  FSDPSHIM_LIB    the libfsdpshim.so that run, record and sim preload\n"
+            "\n`fsdpshim help COMMAND` or `fsdpshim COMMAND --help` shows its options.\n");
+    docs_line(out);
 }
 
 static void usage_help(FILE *out)
 {
-    fprintf(out, "usage: fsdpshim help [COMMAND]\n");
+    fprintf(out, "usage: fsdpshim help [COMMAND]\n"
+                 "\n"
+                 "Lists the commands, or shows the options of one (as `fsdpshim COMMAND --help`).\n"
+                 "\n"
+                 "example:\n"
+                 "  fsdpshim help report\n");
 }
 
 static void usage_of(const struct command_row *r, FILE *out)
@@ -123,9 +164,18 @@ static int command_help(int argc, char **argv)
         usage_main(stdout);
         return 0;
     }
-    if (argc > 2 || !(r = find_command(argv[1]))) {
-        fprintf(stderr, "fsdpshim help: unknown command '%s'\n", argv[1]);
-        usage_main(stderr);
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage_help(stdout);
+        return 0;
+    }
+    if (argc > 2) {
+        fprintf(stderr, "fsdpshim help: one command at a time, not '%s' and '%s'\n", argv[1],
+                argv[2]);
+        return FS_EXIT_USAGE;
+    }
+    if (!(r = find_command(argv[1]))) {
+        fprintf(stderr, "fsdpshim help: unknown command '%s'; `fsdpshim help` lists them\n",
+                argv[1]);
         return FS_EXIT_USAGE;
     }
     usage_of(r, stdout);
@@ -161,8 +211,7 @@ int main(int argc, char **argv)
     }
     r = find_command(argv[1]);
     if (!r) {
-        fprintf(stderr, "fsdpshim: unknown command '%s'\n", argv[1]);
-        usage_main(stderr);
+        fprintf(stderr, "fsdpshim: unknown command '%s'; `fsdpshim help` lists them\n", argv[1]);
         return FS_EXIT_USAGE;
     }
     if (!r->c.run) return not_built(r, argc - 1, argv + 1);

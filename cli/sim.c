@@ -62,6 +62,12 @@ void usage_sim(FILE *out)
                  "The sim's libraries are taken from FSDPSHIM_SIM_DIR, else from the ones\n"
                  "installed with this program. Under the shim a Python command is routed as\n"
                  "by `fsdpshim run`. A process's rank is its RANK variable (torchrun sets it).\n"
+                 "\n"
+                 "examples:\n"
+                 "  fsdpshim sim -- ./my_cuda_program\n"
+                 "  fsdpshim sim --devices 8 --mem 80G --no-data -- \\\n"
+                 "      torchrun --nproc-per-node 8 train.py\n"
+                 "\n"
                  "Exit status: that of CMD (128+N when killed by signal N); 1 a library is not\n"
                  "found; 2 usage error; 126 CMD cannot be run; 127 CMD not found.\n");
 }

@@ -3,7 +3,9 @@
 # stderr naming the option or value at fault, with exit status 2 (not the
 # whole usage text, and never a run with a nonsense value): bad choices and
 # counts for top, leaks, report, diff, timeline, dump and replay, a missing
-# or extra trace, -n -1; attach of a word that is no pid.
+# or extra trace, -n -1; attach of a word that is no pid; `help --help`.
+# Help: each command's lists its options and shows examples, and the
+# list names FSDPSHIM_CONF, FSDPSHIM_LOG and the documentation.
 #
 #   usage_test.sh FSDPSHIM TRACE_PROG SIM_DIR
 name=usage_test
@@ -51,4 +53,36 @@ usage_error "no process id" attach
 expect 0 "$cli" top -n 0 "$t"
 expect 0 "$cli" timeline --intervals 1 --width 400 "$t"
 
+# help: `help --help` is help's own usage; an unknown command is one line
+expect 0 "$cli" help --help
+grep -q "^usage: fsdpshim help \[COMMAND\]" "$dir/out" || fail "help --help: $(cat "$dir/out")"
+expect 2 "$cli" help nope
+[ "$(wc -l <"$dir/err")" -eq 1 ] || fail "help nope: $(cat "$dir/err")"
+expect 2 "$cli" nope
+grep -q "unknown command 'nope'" "$dir/err" || fail "nope: $(cat "$dir/err")"
+# every command's help lists its options and ends with examples of itself
+for c in run record sim dump report top leaks timeline diff export replay attach detach help; do
+    expect 0 "$cli" $c --help
+    cp "$dir/out" "$dir/help"
+    expect 0 "$cli" help $c
+    cmp -s "$dir/out" "$dir/help" || fail "help $c and $c --help differ"
+    grep -qE "^examples?:$" "$dir/out" || fail "$c --help has no example: $(cat "$dir/out")"
+    grep -A3 -E "^examples?:$" "$dir/out" | grep -qE "^  fsdpshim $c( |$)" ||
+        fail "$c --help: no example of $c: $(cat "$dir/out")"
+done
+expect 0 "$cli" top --live --help
+grep -qE "^  fsdpshim top --live" "$dir/out" || fail "top --live --help: $(cat "$dir/out")"
+for o in --by --sort -n --no-symbols; do
+    "$cli" diff --help | grep -qE "^  $o " || fail "diff --help does not list $o"
+done
+for o in "-o, --output PATTERN" --conf --lib; do
+    "$cli" record --help | grep -qE "^  $o " || fail "record --help does not list $o"
+done
+# the list names the settings' variables and where the documentation is
+expect 0 "$cli" help
+for v in FSDPSHIM_CONF FSDPSHIM_LOG FSDPSHIM_TRACE FSDPSHIM_LIB; do
+    grep -q "^  $v " "$dir/out" || fail "help does not name $v: $(cat "$dir/out")"
+done
+doc=$(sed -n 's/^Documentation: \(.*\/cli.md\) .*/\1/p' "$dir/out")
+[ -f "$doc" ] || fail "help names no documentation that exists: $(cat "$dir/out")"
 echo "usage_test: ok"

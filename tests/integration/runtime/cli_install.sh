@@ -27,6 +27,12 @@ if [ -e "$build/lib/sim/libcudnn.so.9" ]; then
     done
 fi
 
+# the installed help names the installed documentation
+doc=$("$prefix/bin/fsdpshim" help | sed -n 's/^Documentation: \(.*\/cli.md\) .*/\1/p')
+[ "$doc" = "$(readlink -f "$prefix/share/doc/fsdpshim/cli.md")" ] && [ -f "$doc" ] ||
+    fail "the installed help names '$doc', not the installed cli.md"
+[ -f "$prefix/share/doc/fsdpshim/README.md" ] || fail "README.md is not installed"
+
 # the installed CLI finds the installed library, wherever the build tree is
 out=$("$prefix/bin/fsdpshim" run -- sh -c 'echo "$LD_PRELOAD"') || fail "installed run failed"
 [ "$(readlink -f "$out")" = "$(readlink -f "$prefix/lib/libfsdpshim.so")" ] ||
