@@ -12,6 +12,7 @@
 #include "parallel.h"
 #include "progress.h"
 #include "reader.h"
+#include "render.h"
 #include "sites.h"
 
 #include <getopt.h>
@@ -151,7 +152,8 @@ static void describe(const char *label, const char *path, const fs_file_peaks *p
 {
     char name[64];
     fs_file_name(p, name, sizeof name);
-    printf("%s: %s (%s): %" PRIu64 " allocations", label, path, name, p->allocs);
+    printf("%s: %s (%s): %" PRIu64 " allocation%s", label, path, name, p->allocs,
+           fs_plural(p->allocs));
     for (int d = 0; d < FS_SITES_MAX_DEVICES; d++)
         if (p->bytes[d])
             printf(", device %d peaked at %.1f MiB", d, (double)p->bytes[d] / (1 << 20));
@@ -238,8 +240,8 @@ int command_diff(int argc, char **argv)
         shrank += ch[i].delta < 0;
     }
     qsort(ch, n, sizeof *ch, by_growth);
-    printf("%zu sites by %s: %zu grew, %zu shrank in %s, %zu only in A, %zu only in B\n", n,
-           fs_site_by_name(a.by), grew, shrank, measures[measure_by], only_a, only_b);
+    printf("%zu site%s by %s: %zu grew, %zu shrank in %s, %zu only in A, %zu only in B\n", n,
+           fs_plural(n), fs_site_by_name(a.by), grew, shrank, measures[measure_by], only_a, only_b);
     printf("%12s %12s %12s %10s %10s\n", "change", "A", "B", "A count", "B count");
     size_t printed = 0;
     for (size_t i = 0; i < n && (!limit || printed < limit); i++) {

@@ -166,7 +166,8 @@ static void print_definition(FILE *out, fs_reader *t, const fs_fmt_record *r)
         fprintf(out, "# thread %u %s\n", r->u.thread.tid, str(t, r->u.thread.name));
         break;
     case FS_REC_DROPPED:
-        fprintf(out, "# dropped %" PRIu64 " events\n", r->u.dropped.count);
+        fprintf(out, "# dropped %" PRIu64 " event%s\n", r->u.dropped.count,
+                fs_plural(r->u.dropped.count));
         break;
     case FS_REC_RANK:
         fprintf(out, "# rank %d of %d\n", r->u.rank.rank, r->u.rank.world);
@@ -260,8 +261,8 @@ int command_dump(int argc, char **argv)
         fs_reader_read(t, visit, warn, &o);
         const fs_reader_damage *d = fs_reader_damage_of(t);
         if (d->skipped_blocks || d->skipped_bytes)
-            fprintf(o.out, "# damaged: %" PRIu64 " blocks and %" PRIu64 " bytes skipped\n",
-                    d->skipped_blocks, d->skipped_bytes);
+            fprintf(o.out, "# damaged: %" PRIu64 " block%s and %" PRIu64 " bytes skipped\n",
+                    d->skipped_blocks, fs_plural(d->skipped_blocks), d->skipped_bytes);
         fs_reader_close(t);
     }
     return status;

@@ -329,8 +329,9 @@ int fs_export_chrome(const fs_export_opts *o, int ntraces, char **traces)
     if (!fs_export_finish(c.f, path))
         status = FS_EXIT_BAD_INPUT;
     else
-        fs_progress_printf("fsdpshim export: %d trace%s, %" PRIu64 " events read, written to %s\n",
-                           nread, nread == 1 ? "" : "s", c.events, path[0] ? path : "stdout");
+        fs_progress_printf("fsdpshim export: %d trace%s, %" PRIu64 " event%s read, written to %s\n",
+                           nread, fs_plural((uint64_t)nread), c.events, fs_plural(c.events),
+                           path[0] ? path : "stdout");
     free(c.waits);
     free(c.threads);
     free(ranks);

@@ -10,6 +10,7 @@
  * its frames innermost first, one a line (an annotation: a path, outermost
  * first); here they are turned around and joined. */
 #include "export.h"
+#include "render.h"
 
 #include "../cli/cli.h"
 
@@ -103,8 +104,8 @@ int fs_export_folded(const fs_export_opts *o, int ntraces, char **traces)
         for (size_t i = 0; i < n; i++)
             fprintf(f, "%s\n", lines[i]);
         if (!fs_export_finish(f, path)) status = FS_EXIT_BAD_INPUT;
-        fprintf(stderr, "fsdpshim export: %zu stacks of %zu sites by %s, weighed by %s\n", n, s.n,
-                fs_site_by_name(s.by),
+        fprintf(stderr, "fsdpshim export: %zu stack%s of %zu site%s by %s, weighed by %s\n", n,
+                fs_plural(n), s.n, fs_plural(s.n), fs_site_by_name(s.by),
                 o->weight == FS_WEIGHT_TOTAL   ? "bytes allocated"
                 : o->weight == FS_WEIGHT_COUNT ? "allocations"
                                                : "bytes live at the peak");

@@ -819,22 +819,23 @@ static void summary(const memviz *m, const char *path, const fs_reader *t, const
             snprintf(when, sizeof when, "at %.6f s", (double)m->o->at_ns / 1e9);
         fs_progress_printf(
             "fsdpshim export: %s: %s: device %d %s (%.6f s in): %s allocated, %s reserved "
-            "in %zu segments; %zu trace entries of %" PRIu64 "\n",
-            path, name, dn, when, (double)d->time_ns / 1e9, alloc, resv, d->nsegs, kept(m, d),
-            d->count);
+            "in %zu segment%s; %zu trace entr%s of %" PRIu64 "\n",
+            path, name, dn, when, (double)d->time_ns / 1e9, alloc, resv, d->nsegs,
+            fs_plural(d->nsegs), kept(m, d), kept(m, d) == 1 ? "y" : "ies", d->count);
     }
     if (m->unknown_frees)
-        fs_progress_printf("fsdpshim export: %s: %" PRIu64 " frees of blocks the trace never "
+        fs_progress_printf("fsdpshim export: %s: %" PRIu64 " free%s of blocks the trace never "
                            "allocated, left out\n",
-                           path, m->unknown_frees);
+                           path, m->unknown_frees, fs_plural(m->unknown_frees));
     if (m->outside)
-        fs_progress_printf("fsdpshim export: %s: %" PRIu64 " live blocks in no segment, left out\n",
-                           path, m->outside);
+        fs_progress_printf("fsdpshim export: %s: %" PRIu64
+                           " live block%s in no segment, left out\n",
+                           path, m->outside, fs_plural(m->outside));
     if (m->lost)
         fs_progress_printf("fsdpshim export: %s: %" PRIu64
-                           " blocks whose free the trace lost (a later "
+                           " block%s whose free the trace lost (a later "
                            "block or a released segment took their place), left out\n",
-                           path, m->lost);
+                           path, m->lost, fs_plural(m->lost));
     fs_progress_printf("fsdpshim export: %s: written to %s\n", path, out[0] ? out : "stdout");
 }
 

@@ -1143,8 +1143,9 @@ int fs_export_perfetto(const fs_export_opts *o, int ntraces, char **traces)
             status = FS_EXIT_BAD_INPUT;
         else
             fs_progress_printf("fsdpshim export: %d trace%s, %" PRIu64
-                               " events read, written to %s\n",
-                               nread, nread == 1 ? "" : "s", p.events, path[0] ? path : "stdout");
+                               " event%s read, written to %s\n",
+                               nread, fs_plural((uint64_t)nread), p.events, fs_plural(p.events),
+                               path[0] ? path : "stdout");
     }
     fs_pb_free(&p.pkt);
     fs_pb_free(&p.dump);

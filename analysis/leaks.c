@@ -19,6 +19,7 @@
 #include "parallel.h"
 #include "progress.h"
 #include "reader.h"
+#include "render.h"
 #include "sites.h"
 
 #include <getopt.h>
@@ -214,11 +215,11 @@ static void read_trace(void *ctx, size_t i)
     fs_live_free(&f->live);
     fs_human_bytes(f->bytes, bytes, sizeof bytes);
     int n = snprintf(f->line, sizeof f->line,
-                     "%s: %s %d: %" PRIu64 " blocks, %s (%" PRIu64
+                     "%s: %s %d: %" PRIu64 " block%s, %s (%" PRIu64
                      " bytes), still allocated at the end\n",
                      fs_reader_file(t), fs_reader_rank(t) >= 0 ? "rank" : "pid",
                      fs_reader_rank(t) >= 0 ? fs_reader_rank(t) : (int)fs_reader_header(t)->pid,
-                     f->blocks, bytes, f->bytes);
+                     f->blocks, fs_plural(f->blocks), bytes, f->bytes);
     const fs_reader_damage *d = fs_reader_damage_of(t);
     if ((d->skipped_blocks || d->skipped_bytes) && n > 0 && (size_t)n < sizeof f->line)
         snprintf(f->line + n, sizeof f->line - (size_t)n,
@@ -289,14 +290,16 @@ static uint64_t report(leaks_run *r)
     }
     if (s->n) qsort(s->all, s->n, sizeof *s->all, by_bytes); /* no sites: all is NULL */
     fs_human_bytes(left, bytes, sizeof bytes);
-    printf("%" PRIu64 " blocks, %s (%" PRIu64 " bytes), in %zu sites by %s, not suppressed\n",
-           left_blocks, bytes, left, nleft, fs_site_by_name(s->by));
+    printf("%" PRIu64 " block%s, %s (%" PRIu64 " bytes), in %zu site%s by %s, not suppressed\n",
+           left_blocks, fs_plural(left_blocks), bytes, left, nleft, fs_plural(nleft),
+           fs_site_by_name(s->by));
     if (nleft) printf("%12s %14s %10s %6s\n", "size", "bytes", "blocks", "ranks");
     for (size_t i = 0; i < s->n; i++) {
         const fs_site *site = &s->all[i];
         if (!site->live || site->suppressed) continue;
         if (r->limit && printed == r->limit) {
-            printf("... %zu more sites (-n 0 prints all)\n", nleft - printed);
+            printf("... %zu more site%s (-n 0 prints all)\n", nleft - printed,
+                   fs_plural(nleft - printed));
             break;
         }
         fs_human_bytes(site->live_bytes, bytes, sizeof bytes);
@@ -308,8 +311,8 @@ static uint64_t report(leaks_run *r)
     if (r->nsup) printf("suppressions used:\n");
     for (size_t i = 0; i < r->nsup; i++) {
         fs_human_bytes(r->sup[i].bytes, bytes, sizeof bytes);
-        printf("%10" PRIu64 " blocks %12s %14" PRIu64 "  leak:%s\n", r->sup[i].blocks, bytes,
-               r->sup[i].bytes, r->sup[i].pattern);
+        printf("%10" PRIu64 " block%-1s %12s %14" PRIu64 "  leak:%s\n", r->sup[i].blocks,
+               fs_plural(r->sup[i].blocks), bytes, r->sup[i].bytes, r->sup[i].pattern);
     }
     return left;
 }

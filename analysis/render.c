@@ -43,6 +43,11 @@ size_t fs_render_frame(const fs_reader *t, uint64_t pc, char *buf, size_t len)
     return fitted(snprintf(buf, len, "0x%" PRIx64, pc), len);
 }
 
+const char *fs_plural(uint64_t n)
+{
+    return n == 1 ? "" : "s";
+}
+
 size_t fs_render_pyframe(const fs_reader *t, const fs_fmt_pyframe *f, char *buf, size_t len)
 {
     return fitted(snprintf(buf, len, "%s:%u:%s", fs_render_str(t, f->file), f->line,

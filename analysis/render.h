@@ -26,6 +26,10 @@ size_t fs_render_frame(const fs_reader *t, uint64_t pc, char *buf, size_t len);
  * without line information; MODULE+0xOFFSET when nothing is known. */
 size_t fs_render_frame_sym(const fs_reader *t, fs_symbols *sym, uint64_t pc, char *buf, size_t len);
 
+/* The "s" of a count's noun, "" for one: "%" PRIu64 " block%s", n,
+ * fs_plural(n). */
+const char *fs_plural(uint64_t n);
+
 /* A Python frame as "FILE:LINE:FUNCTION". */
 size_t fs_render_pyframe(const fs_reader *t, const fs_fmt_pyframe *f, char *buf, size_t len);
 

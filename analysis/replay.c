@@ -17,6 +17,7 @@
 #include "cmdline.h"
 #include "conf_lex.h"
 #include "reader.h"
+#include "render.h"
 #include "sites.h"
 #include "size_parse.h"
 
@@ -1003,9 +1004,9 @@ static void print_ooms(const replay_cmd *rc, const fs_replay_result *r)
         for (size_t i = 0; i < r->ndev; i++)
             n += r->dev[i].replayed[c].ooms;
         if (!n) continue;
-        printf("  %s: %" PRIu64 " requests failed (each skipped, with its free; the replay went "
-               "on)%s\n",
-               column(c + 1, name, sizeof name), n,
+        printf("  %s: %" PRIu64 " request%s failed (each skipped, with its free; the replay "
+               "went on)%s\n",
+               column(c + 1, name, sizeof name), n, fs_plural(n),
                n > FS_REPLAY_MAX_OOMS ? ", the first ones:" : ":");
         for (size_t i = 0; i < r->nooms; i++) {
             const fs_replay_oom *o = &r->ooms[i];
@@ -1057,10 +1058,11 @@ static bool replay_file(const replay_cmd *rc, const char *path)
         printf("%d", r.rank);
     else
         printf("?");
-    printf(": %" PRIu64 " allocations, %" PRIu64 " frees (%" PRIu64
+    printf(": %" PRIu64 " allocation%s, %" PRIu64 " free%s (%" PRIu64
            " held back until the recording saw them complete), %" PRIu64
-           " failed requests replayed as probes; replay devices: %s%s%s\n",
-           r.allocs, r.frees, r.deferred_frees, r.recorded_ooms, cap,
+           " failed request%s replayed as probes; replay devices: %s%s%s\n",
+           r.allocs, fs_plural(r.allocs), r.frees, fs_plural(r.frees), r.deferred_frees,
+           r.recorded_ooms, fs_plural(r.recorded_ooms), cap,
            rc->capacity    ? ""
            : least == most ? (least ? " (recorded)" : "")
                            : " and more (recorded)",

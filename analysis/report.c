@@ -18,6 +18,7 @@
 #include "parallel.h"
 #include "progress.h"
 #include "reader.h"
+#include "render.h"
 #include "report.h"
 #include "report_timeline.h"
 #include "sites.h"
@@ -205,16 +206,17 @@ static void print_figures(FILE *out, const fs_report_figures *r)
         fs_human_bytes(d->segment_bytes, b, sizeof b);
         fs_human_bytes(d->last_allocated, c, sizeof c);
         fprintf(out,
-                "  device %d: %" PRIu64 " allocations (%s); %" PRIu64 " segments reserved (%s), "
-                "%" PRIu64 " released; %s allocated at the last event; %" PRIu64
-                " out-of-memory events\n",
-                i, d->allocs, a, d->segments, b, d->segment_frees, c, d->ooms);
+                "  device %d: %" PRIu64 " allocation%s (%s); %" PRIu64 " segment%s reserved "
+                "(%s), %" PRIu64 " released; %s allocated at the last event; %" PRIu64
+                " out-of-memory event%s\n",
+                i, d->allocs, fs_plural(d->allocs), a, d->segments, fs_plural(d->segments), b,
+                d->segment_frees, c, d->ooms, fs_plural(d->ooms));
     }
     if (r->frees_before_trace)
         fprintf(out,
-                "  %" PRIu64 " frees of blocks allocated before the trace began (a trace-only "
+                "  %" PRIu64 " free%s of blocks allocated before the trace began (a trace-only "
                 "attach: not counted in the totals)\n",
-                r->frees_before_trace);
+                r->frees_before_trace, fs_plural(r->frees_before_trace));
     fprintf(out,
             "  streams: %" PRIu64 " created, %" PRIu64 " handed out again from a pool, %" PRIu64
             " destroyed\n",
@@ -227,9 +229,10 @@ static void print_figures(FILE *out, const fs_report_figures *r)
         }
     if (r->waits)
         fprintf(out,
-                "  rate limiter: %" PRIu64 " all-gathers waited, %.3f ms in all, the longest "
+                "  rate limiter: %" PRIu64 " all-gather%s waited, %.3f ms in all, the longest "
                 "%.3f ms\n",
-                r->waits, (double)r->wait_ns / 1e6, (double)r->longest_wait_ns / 1e6);
+                r->waits, fs_plural(r->waits), (double)r->wait_ns / 1e6,
+                (double)r->longest_wait_ns / 1e6);
     else
         fprintf(out, "  rate limiter: no all-gather waited\n");
 }
@@ -280,14 +283,22 @@ static void print_sites(FILE *out, fs_sites *s, size_t limit)
 {
     char peak[32], total[32];
     size_t n = limit < s->n ? limit : s->n;
-    if (s->n) qsort(s->all, s->n, sizeof *s->all, by_peak); /* no sites: all is NULL */
-    fprintf(out, "  the %zu sites (by %s) that held the most at the peak:\n", n,
-            fs_site_by_name(s->by));
+    if (!s->n) { /* not "the 0 sites ..." over nothing */
+        fprintf(out, "  no allocation, so no site held memory at the peak\n");
+        return;
+    }
+    qsort(s->all, s->n, sizeof *s->all, by_peak);
+    if (n == 1)
+        fprintf(out, "  the site (by %s) that held the most at the peak:\n",
+                fs_site_by_name(s->by));
+    else
+        fprintf(out, "  the %zu sites (by %s) that held the most at the peak:\n", n,
+                fs_site_by_name(s->by));
     for (size_t i = 0; i < n; i++) {
         fs_human_bytes(s->all[i].peak, peak, sizeof peak);
         fs_human_bytes(s->all[i].total, total, sizeof total);
-        fprintf(out, "  %10s at the peak, %" PRIu64 " allocations (%s)\n", peak, s->all[i].count,
-                total);
+        fprintf(out, "  %10s at the peak, %" PRIu64 " allocation%s (%s)\n", peak, s->all[i].count,
+                fs_plural(s->all[i].count), total);
         fs_site_print_key(out, &s->all[i]);
     }
 }
@@ -351,14 +362,16 @@ static void read_trace(void *ctx, size_t i)
     if (rd.tl) fs_tl_end(rd.tl);
     const fs_reader_damage *dmg = fs_reader_damage_of(t);
     snprintf(name, sizeof name, "%d", fs_reader_rank(t));
-    fprintf(out, "  rank %s, %" PRIu64 " events over %.3f s%s", fs_reader_rank(t) >= 0 ? name : "?",
-            f->fig.events, (double)(f->fig.last_ns - f->fig.first_ns) / 1e9,
+    fprintf(out, "  rank %s, %" PRIu64 " event%s over %.3f s%s",
+            fs_reader_rank(t) >= 0 ? name : "?", f->fig.events, fs_plural(f->fig.events),
+            (double)(f->fig.last_ns - f->fig.first_ns) / 1e9,
             dmg->dropped_events ? "" : ", none dropped\n");
     if (dmg->dropped_events)
         fprintf(out, ", %" PRIu64 " dropped by the writer (the disk was behind)\n",
                 dmg->dropped_events);
     if (dmg->skipped_blocks)
-        fprintf(out, "  damaged: %" PRIu64 " blocks skipped\n", dmg->skipped_blocks);
+        fprintf(out, "  damaged: %" PRIu64 " block%s skipped\n", dmg->skipped_blocks,
+                fs_plural(dmg->skipped_blocks));
     f->tr = (fs_report_trace){path, *h, fs_reader_rank(t), *dmg, &f->fig};
     fs_reader_close(t);
     print_figures(out, &f->fig);

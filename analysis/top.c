@@ -18,6 +18,7 @@
 #include "cmdline.h"
 #include "progress.h"
 #include "reader.h"
+#include "render.h"
 #include "sites.h"
 
 #include <getopt.h>
@@ -113,9 +114,9 @@ static void print_table(top_run *r)
 
     sort_by = r->sort;
     if (s->n) qsort(s->all, s->n, sizeof *s->all, by_metric); /* no sites: all is NULL */
-    printf("%" PRIu64 " allocations in %u trace%s, %zu groups by %s, sorted by %s%s\n", r->allocs,
-           s->file, s->file == 1 ? "" : "s", s->n, fs_site_by_name(s->by), sort_names[r->sort],
-           n < s->n ? " (first ones)" : "");
+    printf("%" PRIu64 " allocation%s in %u trace%s, %zu group%s by %s, sorted by %s%s\n", r->allocs,
+           fs_plural(r->allocs), s->file, fs_plural(s->file), s->n, fs_plural(s->n),
+           fs_site_by_name(s->by), sort_names[r->sort], n < s->n ? " (first ones)" : "");
     printf("%12s %12s %10s %16s %6s\n", "peak", "total", "count", "temporary", "ranks");
     for (size_t i = 0; i < n; i++) {
         const fs_site *g = &s->all[i];

@@ -17,6 +17,7 @@
  * --once) it prints one snapshot and exits. */
 #include "analysis.h"
 #include "cmdline.h"
+#include "render.h"
 #include "sites.h"
 
 #include "../format/live.h"
@@ -342,9 +343,10 @@ static void draw_device(FILE *out, const fs_live_device *d)
     char bi[16];
     bytes(d->rl_in_flight_bytes, bi, sizeof bi);
     fprintf(out,
-            "      rate limiter: %" PRIu64 " waits (%.1f ms); %" PRIu64
-            " freed all-gather outputs in flight (%s)\n",
-            d->rl_waits, (double)d->rl_wait_ns / 1e6, d->rl_in_flight, bi);
+            "      rate limiter: %" PRIu64 " wait%s (%.1f ms); %" PRIu64
+            " freed all-gather output%s in flight (%s)\n",
+            d->rl_waits, fs_plural(d->rl_waits), (double)d->rl_wait_ns / 1e6, d->rl_in_flight,
+            fs_plural(d->rl_in_flight), bi);
 }
 
 static void draw_sites(FILE *out, const fs_live_proc *p, uint64_t now)
@@ -362,8 +364,8 @@ static void draw_sites(FILE *out, const fs_live_proc *p, uint64_t now)
     for (uint64_t i = 0; i < p->nsites && i < FS_LIVE_SITES; i++) {
         char b[16];
         bytes(p->sites[i].bytes, b, sizeof b);
-        fprintf(out, "    %10s in %6" PRIu64 " blocks  %.*s\n", b, p->sites[i].blocks,
-                FS_LIVE_LABEL, p->sites[i].label);
+        fprintf(out, "    %10s in %6" PRIu64 " block%-1s  %.*s\n", b, p->sites[i].blocks,
+                fs_plural(p->sites[i].blocks), FS_LIVE_LABEL, p->sites[i].label);
     }
 }
 

@@ -36,8 +36,8 @@ grep -q "^0 blocks, 0 B (0 bytes), in 0 sites" "$dir/out" || fail "a program tha
 # suppressions: a substring, anchors, a glob; what each covered
 printf '# the cache\nleak:keep_forever\n\n' >"$dir/s1"
 expect 4 "$cli" leaks --by frame --suppressions "$dir/s1" --fail "$dir/leak.fst"
-grep -q "^2 blocks, 3.0 MiB (3145728 bytes), in 1 sites" "$dir/out" || fail "leak:keep_forever: $(cat "$dir/out")"
-grep -qE "^ +1 blocks +4.0 MiB +4194304  leak:keep_forever$" "$dir/out" || fail "suppressions used: $(cat "$dir/out")"
+grep -q "^2 blocks, 3.0 MiB (3145728 bytes), in 1 site by" "$dir/out" || fail "leak:keep_forever: $(cat "$dir/out")"
+grep -qE "^ +1 block +4.0 MiB +4194304  leak:keep_forever$" "$dir/out" || fail "suppressions used: $(cat "$dir/out")"
 printf 'leak:^keep_forever at \nleak:trace_prog.c:%s$\n' "$(line_of SITE_LEAK)" >"$dir/s2"
 expect 0 "$cli" leaks --by frame --suppressions "$dir/s2" --fail "$dir/leak.fst"
 grep -q "^0 blocks, 0 B (0 bytes), in 0 sites" "$dir/out" || fail "anchored suppressions: $(cat "$dir/out")"
@@ -46,7 +46,7 @@ expect 4 "$cli" leaks --by frame --suppressions "$dir/s3" --fail "$dir/leak.fst"
 grep -q "^3 blocks, 7.0 MiB (7340032 bytes), in 2 sites" "$dir/out" || fail "misplaced anchors matched: $(cat "$dir/out")"
 printf 'leak:*_site at *trace_prog*\n' >"$dir/s4"
 expect 0 "$cli" leaks --by frame --suppressions "$dir/s4" "$dir/leak.fst"
-grep -q "^1 blocks, 4.0 MiB (4194304 bytes), in 1 sites" "$dir/out" || fail "a glob: $(cat "$dir/out")"
+grep -q "^1 block, 4.0 MiB (4194304 bytes), in 1 site by" "$dir/out" || fail "a glob: $(cat "$dir/out")"
 
 # two traces: two ranks
 expect 0 "$cli" leaks --by frame "$dir/leak.fst" "$dir/leak2.fst"

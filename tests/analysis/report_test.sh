@@ -14,11 +14,19 @@ FSDPSHIM_SIM_MEM=64M FSDPSHIM_OOM_DIR=$dir expect 0 "$cli" run --trace -o "$dir/
 
 expect 0 "$cli" report --by frame -n 2 "$dir/sites.fst"
 grep -q "^  device 0: peak allocated 8.0 MiB at " "$dir/out" || fail "sites' peak: $(cat "$dir/out")"
-grep -q "^  device 0: 2 allocations (8.0 MiB); 1 segments reserved (20.0 MiB), 0 released; .* 0 out-of-memory events$" \
+grep -q "^  device 0: 2 allocations (8.0 MiB); 1 segment reserved (20.0 MiB), 0 released; .* 0 out-of-memory events$" \
     "$dir/out" || fail "sites' counts: $(cat "$dir/out")"
 grep -q "^  rate limiter: no all-gather waited$" "$dir/out" || fail "rate limiter: $(cat "$dir/out")"
-[ "$(grep -c ' at the peak, 1 allocations' "$dir/out")" -eq 2 ] || fail "two sites: $(cat "$dir/out")"
+[ "$(grep -c ' at the peak, 1 allocation (' "$dir/out")" -eq 2 ] || fail "two sites: $(cat "$dir/out")"
 grep -q "^    alloc_in_backward at .*trace_prog.c" "$dir/out" || fail "sites not symbolised: $(cat "$dir/out")"
+expect 0 "$cli" report --by frame -n 1 "$dir/sites.fst"
+grep -q "^  the site (by frame) that held the most at the peak:$" "$dir/out" || fail "-n 1: $(cat "$dir/out")"
+# a trace cut before its first allocation: no "the 0 sites ..." over nothing
+head -c 300 "$dir/sites.fst" >"$dir/cut.fst"
+expect 1 "$cli" report "$dir/cut.fst"
+grep -q "^  rank ?, 0 events over" "$dir/out" || fail "the cut trace: $(cat "$dir/out")"
+grep -q "sites" "$dir/out" && fail "sites over no allocation: $(cat "$dir/out")"
+grep -q "^  no allocation, so no site held memory at the peak$" "$dir/out" || fail "$(cat "$dir/out")"
 
 expect 0 "$cli" report -n 1 --by frame "$dir/oom.fst"
 grep -qE "^  out of memory at [0-9.]+ s on device 0, stream 0x0: 3.0 MiB requested, [0-9.]+ MiB allocated, [0-9.]+ MiB reserved of which [0-9.]+ MiB free in the cache, the largest free block [0-9.]+ MiB$" \

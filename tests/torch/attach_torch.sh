@@ -31,7 +31,7 @@ trap cleanup EXIT
 count() { cut -d' ' -f2 "$dir/beat"; }
 # allocations TRACE: how many the trace has
 allocations() {
-    "$cli" top --no-symbols "$1" | sed -n 's/^\([0-9]*\) allocations in 1 trace.*/\1/p'
+    "$cli" top --no-symbols "$1" | sed -n 's/^\([0-9]*\) allocations\? in 1 trace.*/\1/p'
 }
 
 # ---- 1. injected from the start ----

@@ -77,7 +77,7 @@ top_until() {
         sleep 0.05
     done
 }
-sites() { grep -Ec ' in +[0-9]+ blocks  ' "$dir/out"; }
+sites() { grep -Ec ' in +[0-9]+ blocks?  +' "$dir/out"; }
 three_sites() { [ "$(sites)" -eq 3 ]; }
 # an update begun before the program was ready may walk the sites after its
 # last allocation (on device 1) but have read the devices' figures before it
