@@ -149,10 +149,11 @@ static void on_oom(void *ctx, const fs_oom_info *info)
             snprintf(snap, sizeof snap, "; no snapshot: %s", path);
     }
     fs_log(FS_LOG_WARN,
-           "out of memory on device %d: requested %zu bytes, allocated %zu, "
-           "reserved but free %zu, largest free block %zu (reserved %zu)%s",
-           info->device, info->requested, info->allocated, info->reserved_free, info->largest_free,
-           info->reserved, snap);
+           "out of memory on device %d: requested %.1f MiB (%zu bytes), allocated %.1f MiB, "
+           "reserved but free %.1f MiB, largest free block %.1f MiB (reserved %.1f MiB)%s",
+           info->device, info->requested / 1048576.0, info->requested, info->allocated / 1048576.0,
+           info->reserved_free / 1048576.0, info->largest_free / 1048576.0,
+           info->reserved / 1048576.0, snap);
 }
 
 static fs_alloc_observer observer = {.on_oom = on_oom};

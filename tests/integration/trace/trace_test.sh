@@ -63,7 +63,7 @@ mkdir "$dir/oom"
 FSDPSHIM_SIM_MEM=64M FSDPSHIM_OOM_DIR=$dir/oom \
     expect 0 "$cli" run --trace -o "$dir/oom.fst" -- "$prog" oom
 n=$(sed -n 's/^oom: \([0-9]*\) allocations.*/\1/p' "$dir/out")
-snap=$(sed -n 's/.*out of memory on device 0: requested 3145728 bytes.*; snapshot: \(.*\)$/\1/p' "$dir/err" | head -1)
+snap=$(sed -n 's/.*out of memory on device 0: requested 3.0 MiB (3145728 bytes), allocated [0-9.]* MiB, reserved but free [0-9.]* MiB, largest free block [0-9.]* MiB (reserved [0-9.]* MiB); snapshot: \(.*\)$/\1/p' "$dir/err" | head -1)
 [ -n "$snap" ] && [ -f "$snap" ] || fail "the OOM message names no snapshot file: $(cat "$dir/err")"
 case $snap in "$dir/oom/fsdpshim-oom-"*) ;; *) fail "the snapshot $snap is not in FSDPSHIM_OOM_DIR" ;; esac
 [ "$(stat -c %a "$snap")" = 600 ] || fail "snapshot mode $(stat -c %a "$snap")"
