@@ -64,7 +64,7 @@ fs_allocator *fs_allocator_create(const fs_alloc_config *cfg, const fs_device_op
                                   int device_count)
 {
     if (!ops || device_count <= 0) return NULL;
-    fs_allocator *a = calloc(1, sizeof *a);
+    fs_allocator *a = fs_zalloc_lines(sizeof *a); /* see segidx_lock */
     if (!a) return NULL;
     if (cfg)
         a->cfg = *cfg;

@@ -23,7 +23,7 @@ int fs_live_init(fs_livemap *m)
 {
     m->mask = FS_LIVE_MIN_BUCKETS - 1;
     m->n = 0;
-    m->tab = calloc(m->mask + 1, sizeof *m->tab);
+    m->tab = fs_zalloc_lines((m->mask + 1) * sizeof *m->tab); /* written by one thread only */
     return m->tab ? 0 : -1;
 }
 
@@ -37,7 +37,7 @@ void fs_live_fini(fs_livemap *m)
 static void grow(fs_livemap *m)
 {
     fs_livemap nm = {.mask = m->mask * 2 + 1, .n = m->n};
-    nm.tab = calloc(nm.mask + 1, sizeof *nm.tab);
+    nm.tab = fs_zalloc_lines((nm.mask + 1) * sizeof *nm.tab);
     if (!nm.tab) return;
     for (size_t i = 0; i <= m->mask; i++) {
         for (fs_block *b = m->tab[i], *next; b; b = next) {

@@ -14,6 +14,8 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* A cached alloc+free pair enters through fs_malloc and fs_free or
  * fs_free_async. Those three are flattened (every call on their path
@@ -152,7 +154,7 @@ typedef struct fs_blist {
 } fs_blist;
 
 typedef struct fs_pool {
-    fs_spin lock;
+    _Alignas(64) fs_spin lock; /* the struct starts and ends on a line of its own */
     struct fs_dev *dev;
     fs_stream_t stream;
     enum fs_stream_kind kind;
@@ -255,12 +257,14 @@ struct fs_allocator {
     int ndev;
     unsigned serial;
     fs_dev *devs;
-    pthread_rwlock_t segidx_lock;
+    /* Above: read by every allocation. Below: written by readers of the
+     * index too (a read lock is a write to the lock word), on other lines. */
+    _Alignas(64) pthread_rwlock_t segidx_lock;
     fs_segment **segidx; /* every segment, sorted by base */
     size_t nseg, capseg;
     _Atomic(struct fs_observer_node *) obs;
     struct fs_observer_node *obs_old; /* replaced observers, freed at destroy */
-    pthread_mutex_t obs_lock;
+    _Alignas(64) pthread_mutex_t obs_lock;
 };
 
 /* ---- "stats.c" --------------------------------------------------------- */
@@ -441,6 +445,20 @@ static inline size_t fs_round_request(const fs_allocator *a, size_t size)
     if (a->plain_rounding && size <= SIZE_MAX - FS_MIN_BLOCK)
         return size < FS_MIN_BLOCK ? FS_MIN_BLOCK : (size + FS_MIN_BLOCK - 1) & ~(FS_MIN_BLOCK - 1);
     return fs_round_size(&a->cfg, size);
+}
+
+/* Zeroed memory on cache lines of its own (size rounded up to whole lines):
+ * for what one thread writes on its hot path (a pool, its live map, a
+ * segment), so that no other thread's data shares a line with it. A pool
+ * and the next one malloc returned used to touch: one thread's split
+ * bookkeeping at the end of its pool sat on the line of the next pool's
+ * lock. NULL when out of memory. */
+static inline void *fs_zalloc_lines(size_t size)
+{
+    size_t bytes = (size + 63) / 64 * 64;
+    void *p = bytes >= size ? aligned_alloc(64, bytes) : NULL;
+    if (p) memset(p, 0, bytes);
+    return p;
 }
 
 static inline fs_dev *fs_dev_of(fs_allocator *a, int device)

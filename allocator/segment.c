@@ -357,7 +357,7 @@ static fs_segment *expandable_of(fs_allocator *a, fs_pool *p, int set, fs_status
         *st = FS_ERR_NOT_OWNED;
         return NULL;
     }
-    fs_segment *s = calloc(1, sizeof *s);
+    fs_segment *s = fs_zalloc_lines(sizeof *s); /* its head moves with coalescing */
     fs_block *b = block_alloc();
     if (s) {
         s->base = (uintptr_t)base;
@@ -510,7 +510,7 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
     void *ptr = NULL;
     fs_status st = dev_status(o->segment_alloc(o->ctx, d->id, mem, size, &ptr), oom);
     if (st != FS_OK) return st;
-    fs_segment *s = calloc(1, sizeof *s);
+    fs_segment *s = fs_zalloc_lines(sizeof *s); /* its head moves with coalescing */
     fs_block *b = block_alloc();
     if (s) {
         s->base = (uintptr_t)ptr;

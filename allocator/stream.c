@@ -23,7 +23,7 @@ static fs_pool *pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind)
         d->pools = n;
         d->cappools = cap;
     }
-    fs_pool *p = calloc(1, sizeof *p);
+    fs_pool *p = fs_zalloc_lines(sizeof *p);
     if (!p) return NULL;
     if (fs_live_init(&p->live) != 0) {
         free(p);
