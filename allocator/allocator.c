@@ -359,10 +359,10 @@ static fs_block *take_pending(fs_allocator *a, fs_pool *q, int set, size_t round
 static fs_block *try_own(fs_allocator *a, fs_pool *p, int set, size_t rounded, size_t req,
                          fs_stream_t stream)
 {
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     fs_pool_retire(a, p);
     fs_block *b = take_own(a, p, set, rounded, req, stream);
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     return b;
 }
 
@@ -371,7 +371,7 @@ static fs_block *take_adopted(fs_allocator *a, fs_pool *p, fs_segment *s, int se
                               size_t req, fs_stream_t stream)
 {
     fs_block *b = NULL;
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     fs_block *h = s->head;
     if (!h->next && h->state == FS_BLOCK_FREE && h->size >= rounded) {
         fs_delta dl = {.kind = fs_set_kind(set)};
@@ -379,7 +379,7 @@ static fs_block *take_adopted(fs_allocator *a, fs_pool *p, fs_segment *s, int se
         fs_stats_handout(p->dev, &dl);
         b = h;
     }
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     return b ? b : try_own(a, p, set, rounded, req, stream);
 }
 
@@ -394,10 +394,10 @@ static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int set, siz
     for (int i = 0; i < d->npools; i++) {
         fs_pool *q = d->pools[i];
         fs_segment *adopt = NULL;
-        fs_spin_lock(&q->lock);
+        fs_pool_lock(q);
         fs_block *b = take_pending(a, q, set, rounded, req, stream, wait);
         if (!b && completed && q != p) b = take_completed(a, q, set, rounded, req, stream, &adopt);
-        fs_spin_unlock(&q->lock);
+        fs_pool_unlock(q);
         if (!b && adopt && fs_segment_adopt(a, q, p, adopt))
             b = take_adopted(a, p, adopt, set, rounded, req, stream);
         if (b) return b;
@@ -431,7 +431,7 @@ static bool pending_would_serve(fs_allocator *a, fs_dev *d, fs_pool *p, int set,
     for (int i = 0; i < d->npools && !found; i++) {
         fs_pool *q = d->pools[i];
         if (q != p && a->cfg.cross_stream_reuse == FS_REUSE_NONE) continue;
-        fs_spin_lock(&q->lock);
+        fs_pool_lock(q);
         for (fs_block *b = q->pending.head; b && !found; b = b->lnext) {
             if (!waits_on_fences(b, exit_pending) || fs_seg_set(b->seg) != set) continue;
             size_t run = b->size;
@@ -446,7 +446,7 @@ static bool pending_would_serve(fs_allocator *a, fs_dev *d, fs_pool *p, int set,
             if ((*fence = b->fence)) fs_fence_get(*fence);
             if ((*uses = b->uses_fence)) fs_fence_get(*uses);
         }
-        fs_spin_unlock(&q->lock);
+        fs_pool_unlock(q);
     }
     return found;
 }
@@ -641,7 +641,7 @@ FS_HOT_PATH fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream,
     fs_block *b = NULL;
     fs_status st = FS_OK;
     if (rounded && fs_segment_least(rounded)) {
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         /* When the best free block is a poor fit (twice the request or
          * more, so it would be split), completed deferred frees are retired
          * first, as PyTorch processes its events before an allocation: else
@@ -653,7 +653,7 @@ FS_HOT_PATH fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream,
             if (fit && fit->size / 2 >= rounded) fs_pool_retire(a, p);
         }
         b = take_own(a, p, set, rounded, size, stream);
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
         if (!b) b = miss(a, d, p, set, rounded, size, stream, flags, &st);
     } else {
         st = FS_ERR_OOM; /* would wrap around: no device has that much */

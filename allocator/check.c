@@ -81,13 +81,13 @@ static void lock_device(fs_dev *d)
 {
     pthread_mutex_lock(&d->lock);
     for (int i = 0; i < d->npools; i++)
-        fs_spin_lock(&d->pools[i]->lock);
+        fs_pool_lock(d->pools[i]);
 }
 
 static void unlock_device(fs_dev *d)
 {
     for (int i = d->npools - 1; i >= 0; i--)
-        fs_spin_unlock(&d->pools[i]->lock);
+        fs_pool_unlock(d->pools[i]);
     pthread_mutex_unlock(&d->lock);
 }
 

@@ -295,10 +295,10 @@ bool fs_batch_fence(fs_dev *d)
     long count = 0;
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         taken[i] = p->unfenced;
         p->unfenced = (fs_blist){0};
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
         count += (long)taken[i].n;
     }
     int n = 0, nf = 0;
@@ -318,12 +318,12 @@ bool fs_batch_fence(fs_dev *d)
             atomic_store_explicit(&flagged[i]->had_work, true, memory_order_release);
         for (int i = 0; i < d->npools; i++) {
             fs_pool *p = d->pools[i];
-            fs_spin_lock(&p->lock);
+            fs_pool_lock(p);
             for (fs_block *b = taken[i].head, *next; b; b = next) {
                 next = b->lnext;
                 fs_blist_push(&p->unfenced, b);
             }
-            fs_spin_unlock(&p->lock);
+            fs_pool_unlock(p);
         }
         goto out;
     }
@@ -339,7 +339,7 @@ bool fs_batch_fence(fs_dev *d)
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
         if (!taken[i].head) continue;
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         for (fs_block *b = taken[i].head, *next; b; b = next) {
             next = b->lnext;
             fs_fence_get(f);
@@ -347,7 +347,7 @@ bool fs_batch_fence(fs_dev *d)
             b->state = FS_BLOCK_PENDING;
             fs_blist_push(&p->pending, b);
         }
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
     }
     atomic_fetch_sub_explicit(&d->unfenced, count, memory_order_acq_rel);
     fs_fence_put(d, d->last_batch);
@@ -376,17 +376,17 @@ void fs_marks_record(fs_dev *d)
 {
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         bool need = !p->mark && p->so_seq > p->so_done && !p->retired;
         uint64_t seq = p->so_seq;
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
         if (!need) continue;
         fs_fence *m = fs_fence_make(d, &p->stream, 1);
         if (!m) continue;
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         p->mark = m;
         p->mark_seq = seq;
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
     }
 }
 
@@ -508,7 +508,7 @@ static void sync_pool(fs_allocator *a, fs_pool *p)
     fs_dev *d = p->dev;
     for (;;) {
         fs_fence *f = NULL;
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         if (p->mark && !atomic_load(&p->mark->done)) f = p->mark;
         for (fs_block *b = p->pending.head; b && !f; b = b->lnext) {
             if (b->fence && !atomic_load(&b->fence->done))
@@ -517,7 +517,7 @@ static void sync_pool(fs_allocator *a, fs_pool *p)
                 f = b->uses_fence;
         }
         if (f) fs_fence_get(f);
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
         if (!f) return;
         fence_sync(a, f);
         fs_fence_put(d, f);
@@ -535,9 +535,9 @@ static void sync_device(fs_allocator *a, fs_dev *d)
     if (o->device_synchronize(o->ctx, d->id) != FS_DEV_OK) return;
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         fs_pool_retire_synced(a, p, token);
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
     }
 }
 
@@ -553,8 +553,8 @@ void fs_dev_retire_all(fs_dev *d, bool sync)
     }
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         fs_pool_retire(a, p);
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
     }
 }

@@ -36,9 +36,9 @@ FS_SLOW_PATH static fs_block *claim_by_index(fs_allocator *a, const void *ptr, f
     fs_segment *s = fs_segidx_find(a, (uintptr_t)ptr);
     if (s) {
         fs_pool *p = s->pool;
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         b = fs_live_remove(&p->live, (uintptr_t)ptr);
-        if (!b) fs_spin_unlock(&p->lock);
+        if (!b) fs_pool_unlock(p);
     }
     pthread_rwlock_unlock(&a->segidx_lock);
     if (!b) *st = s ? FS_ERR_INVALID : FS_ERR_NOT_OWNED;
@@ -51,10 +51,10 @@ FS_SLOW_PATH static fs_block *claim_by_index(fs_allocator *a, const void *ptr, f
 static fs_block *claim(fs_allocator *a, const void *ptr, fs_pool *guess, fs_status *st)
 {
     if (guess) {
-        fs_spin_lock(&guess->lock);
+        fs_pool_lock(guess);
         fs_block *b = fs_live_remove(&guess->live, (uintptr_t)ptr);
         if (b) return b;
-        fs_spin_unlock(&guess->lock);
+        fs_pool_unlock(guess);
     }
     return claim_by_index(a, ptr, st);
 }
@@ -142,10 +142,10 @@ FS_SLOW_PATH static fs_status free_device(fs_allocator *a, fs_block *b, fs_fence
         /* NULL (a use stream is capturing): the batch fence covers every
          * stream with work, the uses included */
     }
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     size_t size = b->size;
     push_unfenced(a, p, b, uf);
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     return after_unfenced(p->dev, uf, size, fence_out);
 }
 
@@ -177,9 +177,9 @@ FS_SLOW_PATH static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_st
     if (!streams) return free_device(a, b, fence_out);
     int n = other_uses(b, s, streams + 1);
     if (n == 0 && s == p->stream) {
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         free_local(a, p, b);
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
         if (fence_out) *fence_out = fs_fence_make(d, &s, 1);
         return FS_OK;
     }
@@ -191,7 +191,7 @@ FS_SLOW_PATH static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_st
     if (!f) return free_device(a, b, fence_out);
     dl.pending = 1;
     dl.pending_bytes = (int64_t)b->size;
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     b->fence = f;
     b->ready_stream = s;
     b->has_ready = n == 0;
@@ -205,7 +205,7 @@ FS_SLOW_PATH static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_st
         *fence_out = f;
     }
     pace_retire(a, p);
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     return FS_OK;
 }
 
@@ -219,11 +219,11 @@ FS_SLOW_PATH static fs_status free_sync(fs_allocator *a, fs_block *b, fs_fence *
     if (o->device_synchronize(o->ctx, d->id) != FS_DEV_OK) return free_device(a, b, fence_out);
     fs_delta dl = {.kind = b->seg->kind, .active = -1, .active_bytes = -(int64_t)b->size};
     dead_delta(&dl, b);
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     fs_free_insert(p, b, &dl);
     fs_stats_putback(d, &dl);
     fs_pool_retire(a, p);
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     if (fence_out) *fence_out = fs_fence_make(d, NULL, 0);
     return FS_OK;
 }
@@ -251,10 +251,10 @@ FS_HOT_PATH fs_status fs_free(fs_allocator *a, void *ptr, fs_fence **fence_out)
     if (sem == FS_FREE_SEMANTICS_DEVICE && !b->nuses) {
         size_t size = b->size;
         push_unfenced(a, p, b, NULL); /* the common case, in the claim's lock */
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
         return after_unfenced(p->dev, NULL, size, fence_out);
     }
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     if (sem == FS_FREE_SEMANTICS_SYNC && o->capture_underway && o->capture_underway(o->ctx))
         sem = FS_FREE_SEMANTICS_DEVICE; /* a synchronisation would break the capture */
     switch (sem) {
@@ -280,11 +280,11 @@ FS_HOT_PATH fs_status fs_free_async(fs_allocator *a, void *ptr, fs_stream_t stre
     if (stream == p->stream && !b->nuses &&
         !atomic_load_explicit(&p->retired, memory_order_acquire)) {
         free_local(a, p, b); /* the common case, in the claim's lock */
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
         if (fence_out) *fence_out = fs_fence_make(p->dev, &stream, 1);
         return FS_OK;
     }
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     return free_on_stream(a, b, stream, fence_out);
 }
 
@@ -308,10 +308,10 @@ fs_status fs_with_live_block(fs_allocator *a, const void *ptr,
     fs_segment *s = fs_segidx_find(a, (uintptr_t)ptr);
     if (s) {
         fs_pool *p = s->pool;
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         fs_block *b = s->detached ? NULL : block_at(s, (uintptr_t)ptr);
         if (b) st = fn(b, arg);
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
     }
     pthread_rwlock_unlock(&a->segidx_lock);
     return st;

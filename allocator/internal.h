@@ -181,6 +181,19 @@ typedef struct fs_pool {
     struct fs_pool *hash_next; /* registry chain (live pools only) */
 } fs_pool;
 
+/* A pool's lock. Every critical section on a pool goes through these two,
+ * so that leaving one can finish what the section owes the device (see
+ * fs_pool_unlock with the statistics). */
+static inline void fs_pool_lock(fs_pool *p)
+{
+    fs_spin_lock(&p->lock);
+}
+
+static inline void fs_pool_unlock(fs_pool *p)
+{
+    fs_spin_unlock(&p->lock);
+}
+
 /* A device's statistics ("stats.c"), under dev->stats_lock, kept by pool
  * kind (the all-pools figures are sums) except the peaks, kept for all
  * pools too: a sum of peaks is not a peak. */

@@ -38,9 +38,9 @@ void fs_alloc_note_host_sync_since(fs_allocator *a, int device, uint64_t token)
     pthread_mutex_lock(&d->lock);
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         fs_pool_retire_synced(a, p, token);
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
     }
     pthread_mutex_unlock(&d->lock);
 }
@@ -121,7 +121,7 @@ static fs_segment *reset_pool(fs_allocator *a, fs_pool *p)
     fs_dev *d = p->dev;
     fs_delta dl[FS_KINDS] = {{.kind = FS_KIND_SMALL}, {.kind = FS_KIND_LARGE}};
     fs_segment *dropped = NULL;
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     reset_pending(a, p, &p->pending, dl);
     reset_pending(a, p, &p->unfenced, dl);
     fs_fence_put(d, p->mark);
@@ -147,7 +147,7 @@ static fs_segment *reset_pool(fs_allocator *a, fs_pool *p)
     }
     fs_stats_apply(d, &dl[FS_KIND_SMALL]);
     fs_stats_apply(d, &dl[FS_KIND_LARGE]);
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     return dropped;
 }
 
@@ -243,7 +243,7 @@ fs_status fs_alloc_segment_pin(fs_allocator *a, void *ptr, bool pin)
     pthread_rwlock_rdlock(&a->segidx_lock);
     fs_segment *s = fs_segidx_find(a, (uintptr_t)ptr);
     if (s) {
-        fs_spin_lock(&s->pool->lock);
+        fs_pool_lock(s->pool);
         if (s->detached) {
             st = FS_ERR_NOT_OWNED;
         } else if (pin) {
@@ -253,7 +253,7 @@ fs_status fs_alloc_segment_pin(fs_allocator *a, void *ptr, bool pin)
             st = s->pinned > 0 ? FS_OK : FS_ERR_INVALID;
             if (s->pinned > 0) s->pinned--;
         }
-        fs_spin_unlock(&s->pool->lock);
+        fs_pool_unlock(s->pool);
     }
     pthread_rwlock_unlock(&a->segidx_lock);
     return st;

@@ -259,7 +259,7 @@ bool fs_segment_adopt(fs_allocator *a, fs_pool *from, fs_pool *to, fs_segment *s
     /* written, so that nobody who found the segment through the index is
      * still about to lock its old pool */
     pthread_rwlock_wrlock(&a->segidx_lock);
-    fs_spin_lock(&from->lock);
+    fs_pool_lock(from);
     fs_block *b = s->head;
     if (s->pool == from && !s->detached && !s->pinned && !s->expandable && b &&
         b->state == FS_BLOCK_FREE && !b->next && b->free_seq <= from->so_done) {
@@ -267,14 +267,14 @@ bool fs_segment_adopt(fs_allocator *a, fs_pool *from, fs_pool *to, fs_segment *s
         list_del(from, s);
         ok = true;
     }
-    fs_spin_unlock(&from->lock);
+    fs_pool_unlock(from);
     if (ok) {
-        fs_spin_lock(&to->lock);
+        fs_pool_lock(to);
         s->pool = to;
         list_add(to, s);
         b->free_seq = 0;
         fs_free_insert(to, b, &dl);
-        fs_spin_unlock(&to->lock);
+        fs_pool_unlock(to);
     }
     pthread_rwlock_unlock(&a->segidx_lock);
     return ok;
@@ -383,10 +383,10 @@ static fs_segment *expandable_of(fs_allocator *a, fs_pool *p, int set, fs_status
         *st = FS_ERR_DEVICE;
         return NULL;
     }
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     p->expandable[set] = s;
     list_add(p, s);
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     return s;
 }
 
@@ -433,13 +433,13 @@ static fs_status map_unmapped(fs_allocator *a, fs_pool *p, fs_block *u, uintptr_
     uintptr_t addr = u->addr;
     size_t want = (end < u->addr + u->size ? end : u->addr + u->size) - u->addr;
     *next = NULL;
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     fs_block *rest = block_new(p); /* for the pages that stay unmapped */
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     if (!rest) return FS_ERR_DEVICE;
     fs_dev_status ds;
     size_t done = map_pages(a, d, s, addr, want, &ds);
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     if (done) {
         if (done < u->size) {
             split_into(u, done, rest);
@@ -455,7 +455,7 @@ static fs_status map_unmapped(fs_allocator *a, fs_pool *p, fs_block *u, uintptr_
             *next = u->next;
     }
     if (rest) fs_block_free(p, rest);
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     if (done) fs_observe(a, FS_EV_SEGMENT_MAP, d->id, p->stream, addr, done, 0, false);
     return dev_status(ds, oom);
 }
@@ -470,14 +470,14 @@ static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int set, size_t ro
     fs_status st = FS_OK;
     fs_segment *s = expandable_of(a, p, set, &st);
     if (!s) return st;
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     fs_block *first = best_run(s, rounded), *u = NULL;
     uintptr_t end = 0;
     if (first) {
         end = s->base + round_to(first->addr - s->base + rounded, s->page);
         u = first->state == FS_BLOCK_UNMAPPED ? first : first->next;
     }
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     if (!first) return FS_ERR_NOT_OWNED;
     while (u && st == FS_OK)
         st = map_unmapped(a, p, u, end, &u, oom);
@@ -531,12 +531,12 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
     b->seg = s;
     s->head = b;
     fs_stats_count(d, &d->st.num_device_alloc, 1);
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     list_add(p, s);
     fs_delta dl = {.kind = kind, .segment = 1, .reserved_bytes = (int64_t)size};
     fs_free_insert(p, b, &dl);
     fs_stats_apply(d, &dl);
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     fs_observe(a, FS_EV_SEGMENT_ALLOC, d->id, p->stream, s->base, size, 0, false);
     return FS_OK;
 }
@@ -598,7 +598,7 @@ static bool add_candidate(candidate **c, size_t *n, size_t *cap, candidate v)
 static void collect(fs_pool *p, bool unmap, candidate **c, size_t *n, size_t *cap)
 {
     uint32_t now = atomic_load_explicit(&p->dev->gc_clock, memory_order_relaxed);
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     for (fs_segment *s = p->segs; s; s = s->next) {
         if (s->pinned) continue;
         if (s->expandable) {
@@ -616,7 +616,7 @@ static void collect(fs_pool *p, bool unmap, candidate **c, size_t *n, size_t *ca
         }
     }
 out:
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
 }
 
 /* The plain segments of c to release for at least `goal` bytes with as
@@ -652,35 +652,35 @@ static size_t release_segment(fs_allocator *a, fs_dev *d, candidate *c)
     fs_pool *p = c->pool;
     fs_segment *s = c->seg;
     fs_delta dl = {.kind = s->kind};
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     fs_block *b = s->head;
     if (s->pinned || b->state != FS_BLOCK_FREE || b->next) {
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
         return 0;
     }
     fs_free_take(p, b, &dl);
     list_del(p, s);
     s->detached = true;
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     fs_segidx_remove(a, s);
     if (o->segment_free(o->ctx, d->id, seg_memory(s), (void *)s->base) != FS_DEV_OK) {
         /* still the device's memory, and still ours: back as it was (the
          * index has room, it just shrank) */
         segidx_insert(a, s);
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         s->detached = false;
         list_add(p, s);
         fs_free_insert(p, b, &dl);
         fs_stats_apply(d, &dl);
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
         return 0;
     }
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     dl.segment = -1;
     dl.reserved_bytes = -(int64_t)s->size;
     fs_stats_apply(d, &dl);
     fs_block_free(p, b);
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     fs_stats_count(d, &d->st.num_device_free, 1);
     fs_observe(a, FS_EV_SEGMENT_FREE, d->id, p->stream, s->base, s->size, 0, false);
     size_t bytes = s->size;
@@ -696,12 +696,12 @@ static size_t carve(fs_pool *p, fs_segment *s, uintptr_t addr, unmapping *u)
 {
     size_t bytes = 0;
     uintptr_t lo, hi;
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     fs_block *b = s->head;
     while (b && addr - b->addr >= b->size)
         b = b->next;
     if (s->pinned || !b || b->state != FS_BLOCK_FREE || !(bytes = whole_pages(b, &lo, &hi))) {
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
         return 0;
     }
     fs_block *head_cut = block_new(p), *tail_cut = block_new(p), *spare = block_new(p);
@@ -739,7 +739,7 @@ static size_t carve(fs_pool *p, fs_segment *s, uintptr_t addr, unmapping *u)
     if (head_cut) fs_block_free(p, head_cut);
     if (tail_cut) fs_block_free(p, tail_cut);
     if (spare) fs_block_free(p, spare);
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     return bytes;
 }
 
@@ -752,7 +752,7 @@ static void settle(unmapping *u, size_t done)
     fs_block *pages = u->pages;
     fs_segment *s = pages->seg;
     fs_delta dl = {.kind = s->kind};
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     if (done < pages->size) {
         fs_block *mapped = pages;
         if (done) {
@@ -771,7 +771,7 @@ static void settle(unmapping *u, size_t done)
     }
     fs_stats_apply(p->dev, &dl);
     if (u->spare) fs_block_free(p, u->spare);
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
 }
 
 /* Unmaps the carved pages once the device has finished with them

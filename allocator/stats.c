@@ -162,12 +162,12 @@ static int64_t largest_free(fs_dev *d)
     pthread_mutex_lock(&d->lock);
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         for (int k = 0; k < FS_SETS; k++) {
             fs_block *m = fs_bins_max(&p->free[k]);
             if (m && m->size > best) best = m->size;
         }
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
     }
     pthread_mutex_unlock(&d->lock);
     return (int64_t)best;
@@ -180,10 +180,10 @@ size_t fs_stats_free_elsewhere(fs_dev *d, fs_stream_t stream)
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
         if (p->stream == stream) continue;
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         for (int k = 0; k < FS_SETS; k++)
             bytes += p->free_bytes[k];
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
     }
     pthread_mutex_unlock(&d->lock);
     return bytes;
@@ -201,10 +201,10 @@ size_t fs_alloc_stream_free(fs_allocator *a, int device, fs_stream_free *out, si
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
         fs_stream_free f = {.stream = p->stream};
-        fs_spin_lock(&p->lock);
+        fs_pool_lock(p);
         for (int k = 0; k < FS_SETS; k++)
             f.bytes += p->free_bytes[k];
-        fs_spin_unlock(&p->lock);
+        fs_pool_unlock(p);
         if (!f.bytes) continue;
         f.retired = atomic_load_explicit(&p->retired, memory_order_relaxed);
         n++;

@@ -129,9 +129,9 @@ void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
      * unfenced frees, and its stream-ordered frees for the other streams. */
     fs_batch_fence(d);
     fs_marks_record(d);
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     p->retired = true;
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     unhash(d, p);
     pthread_mutex_unlock(&d->lock);
 }
@@ -171,7 +171,7 @@ void fs_alloc_stream_exit(fs_allocator *a, int device, fs_stream_t s)
     fs_pool *p = lock_retirable(d, s);
     if (!p) return;
     fs_fence *mark = NULL;
-    fs_spin_lock(&p->lock);
+    fs_pool_lock(p);
     p->retired = true;
     if (atomic_load_explicit(&p->had_work, memory_order_acquire) || p->so_seq > p->so_done) {
         uint64_t token = atomic_fetch_add_explicit(&d->dev_frees, 1, memory_order_acq_rel) + 1;
@@ -180,7 +180,7 @@ void fs_alloc_stream_exit(fs_allocator *a, int device, fs_stream_t s)
         mark = p->mark;
         p->mark = NULL;
     }
-    fs_spin_unlock(&p->lock);
+    fs_pool_unlock(p);
     fs_fence_put(d, mark);
     unhash(d, p);
     pthread_mutex_unlock(&d->lock);
