@@ -18,7 +18,6 @@ void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream
 {
     fs_observer_node *o = atomic_load_explicit(&a->obs, memory_order_acquire);
     if (!o || !o->obs.on_event) return;
-    fs_dev *d = &a->devs[device];
     fs_alloc_event ev = {.kind = kind,
                          .device = device,
                          .stream = s,
@@ -29,12 +28,7 @@ void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream
                          .stream_ordered = stream_ordered};
     if (kind == FS_EV_ALLOC || kind == FS_EV_FREE_REQUESTED || kind == FS_EV_FREE_COMPLETED)
         ev.pool = fs_size_kind(size) == FS_KIND_SMALL ? FS_POOL_SMALL : FS_POOL_LARGE;
-    fs_spin_lock(&d->stats_lock);
-    for (int k = 0; k < FS_KINDS; k++) {
-        ev.allocated += (size_t)d->st.cur[k][FS_ST_ALLOCATED_BYTES];
-        ev.reserved += (size_t)d->st.cur[k][FS_ST_RESERVED_BYTES];
-    }
-    fs_spin_unlock(&d->stats_lock);
+    fs_stats_totals(&a->devs[device], &ev.allocated, &ev.reserved);
     /* A free is observed before its accounting (so that it precedes any
      * reuse of the block): the totals after it are the block's fewer. */
     if (kind == FS_EV_FREE_REQUESTED) ev.allocated -= ev.allocated < size ? ev.allocated : size;
@@ -91,6 +85,8 @@ fs_allocator *fs_allocator_create(const fs_alloc_config *cfg, const fs_device_op
         fs_dev *d = &a->devs[i];
         pthread_mutex_init(&d->lock, NULL);
         fs_spin_init(&d->stats_lock);
+        fs_spin_init(&d->peak_lock);
+        fs_spin_init(&d->room_lock);
         fs_spin_init(&d->ev_lock);
         fs_spin_init(&d->batch_lock);
         d->a = a;
@@ -133,6 +129,13 @@ static void dev_teardown(fs_allocator *a, fs_dev *d)
     free(d->pools);
     d->pools = NULL;
     d->npools = d->cappools = 0;
+    for (int i = 0; i < d->ndead; i++)
+        free(d->dead[i]);
+    free(d->dead);
+    d->dead = NULL;
+    d->ndead = d->capdead = 0;
+    free(atomic_load(&d->view));
+    atomic_store(&d->view, NULL);
     memset(d->hash, 0, sizeof d->hash);
     fs_batches_drop(d);
     fs_dev_events_fini(d, true);
@@ -242,7 +245,7 @@ static fs_block *take_own(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
     if (!b || !fits(&a->cfg, b, rounded)) return NULL;
     fs_delta dl = {.kind = fs_set_kind(set)};
     use_free_block(a, p, b, rounded, req, stream, &dl);
-    fs_stats_handout(p->dev, &dl);
+    fs_stats_handout(p, &dl);
     return b;
 }
 
@@ -270,7 +273,7 @@ static fs_block *take_completed(fs_allocator *a, fs_pool *q, int set, size_t rou
         if (b->free_seq <= q->so_done) {
             fs_delta dl = {.kind = fs_set_kind(set)};
             b = lend_free_block(a, q, b, rounded, req, stream, &dl);
-            fs_stats_handout(q->dev, &dl);
+            fs_stats_handout(q, &dl);
             return b;
         }
     }
@@ -324,7 +327,7 @@ static void use_pending_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t r
     fs_live_insert(&q->live, b);
     live_delta(&dl, b, 1);
     dl.active_bytes += (int64_t)b->size;
-    fs_stats_apply(q->dev, &dl);
+    fs_stats_apply(q, &dl);
 }
 
 /* Best-fitting pending block of q that `stream` may take: one freed
@@ -376,7 +379,7 @@ static fs_block *take_adopted(fs_allocator *a, fs_pool *p, fs_segment *s, int se
     if (!h->next && h->state == FS_BLOCK_FREE && h->size >= rounded) {
         fs_delta dl = {.kind = fs_set_kind(set)};
         use_free_block(a, p, h, rounded, req, stream, &dl);
-        fs_stats_handout(p->dev, &dl);
+        fs_stats_handout(p, &dl);
         b = h;
     }
     fs_pool_unlock(p);
@@ -493,9 +496,7 @@ static void collect_garbage(fs_allocator *a, fs_dev *d)
     size_t capacity = o->mem_capacity(o->ctx, d->id);
     if (!capacity) return; /* a device that cannot say: nothing to measure against */
     double limit = t * (double)capacity;
-    fs_alloc_stats st;
-    fs_stats_read(d, &st);
-    double reserved = (double)st.reserved_bytes[FS_POOL_ALL].current;
+    double reserved = (double)fs_stats_reserved(d);
     if (reserved > limit) fs_segments_release(a, d, FS_RELEASE_OLDEST, (size_t)(reserved - limit));
 }
 
@@ -545,9 +546,7 @@ static void keep_peak(fs_allocator *a, fs_dev *d, size_t rounded, fs_stream_t st
 {
     const fs_device_ops *o = a->ops;
     if (a->cfg.expandable_segments || (o->capture_underway && o->capture_underway(o->ctx))) return;
-    fs_alloc_stats st;
-    fs_stats_read(d, &st);
-    size_t reserved = (size_t)st.reserved_bytes[FS_POOL_ALL].current;
+    size_t reserved = fs_stats_reserved(d);
     size_t grown = reserved + fs_segment_size(&a->cfg, rounded);
     if (grown > d->reserved_high && device_drains(a, d, stream))
         fs_segments_release(a, d, FS_RELEASE_FITTING, grown - d->reserved_high);
@@ -556,9 +555,7 @@ static void keep_peak(fs_allocator *a, fs_dev *d, size_t rounded, fs_stream_t st
 /* After a growth: the new high-water mark. Caller holds dev->lock. */
 static void note_high(fs_dev *d)
 {
-    fs_alloc_stats st;
-    fs_stats_read(d, &st);
-    size_t reserved = (size_t)st.reserved_bytes[FS_POOL_ALL].current;
+    size_t reserved = fs_stats_reserved(d);
     if (reserved > d->reserved_high) d->reserved_high = reserved;
 }
 

@@ -76,18 +76,17 @@ static const char *walk_pool(fs_pool *p, fs_alloc_census *c)
     return NULL;
 }
 
-/* Every pool of the device stops: its lock, then each pool's in order. */
+/* Every pool of the device stops: its lock, then every pool held still
+ * (locked, or parked with its critical section done: see "stats.c"). */
 static void lock_device(fs_dev *d)
 {
     pthread_mutex_lock(&d->lock);
-    for (int i = 0; i < d->npools; i++)
-        fs_pool_lock(d->pools[i]);
+    fs_stats_stop(d);
 }
 
 static void unlock_device(fs_dev *d)
 {
-    for (int i = d->npools - 1; i >= 0; i--)
-        fs_pool_unlock(d->pools[i]);
+    fs_stats_resume(d);
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -104,7 +103,7 @@ const char *fs_alloc_check(fs_allocator *a, int device, fs_alloc_census *out)
         listed += d->pools[i]->pending.n + d->pools[i]->unfenced.n;
     }
     fs_alloc_stats st;
-    fs_stats_read(d, &st);
+    fs_stats_read_stopped(d, &st);
     unlock_device(d);
     if (err) return err;
     if (listed != out->pending_blocks) return "pending lists and pending blocks disagree";

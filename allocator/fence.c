@@ -464,8 +464,8 @@ FS_SLOW_PATH size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
         n++;
     }
     if (n) {
-        fs_stats_apply(d, &dl[0]);
-        fs_stats_apply(d, &dl[1]);
+        fs_stats_apply(p, &dl[0]);
+        fs_stats_apply(p, &dl[1]);
     }
     return n;
 }
@@ -496,8 +496,8 @@ size_t fs_pool_retire_synced(fs_allocator *a, fs_pool *p, uint64_t token)
     }
     if (unfenced) atomic_fetch_sub_explicit(&d->unfenced, unfenced, memory_order_acq_rel);
     if (n) {
-        fs_stats_apply(d, &dl[0]);
-        fs_stats_apply(d, &dl[1]);
+        fs_stats_apply(p, &dl[0]);
+        fs_stats_apply(p, &dl[1]);
     }
     return n + fs_pool_retire(a, p);
 }

@@ -93,7 +93,7 @@ static void push_unfenced(fs_allocator *a, fs_pool *p, fs_block *b, fs_fence *uf
      * token at or past this number finds the block on the list */
     b->dev_seq = atomic_fetch_add_explicit(&d->dev_frees, 1, memory_order_acq_rel) + 1;
     fs_blist_push(&p->unfenced, b);
-    fs_stats_apply(d, &dl);
+    fs_stats_apply(p, &dl);
     pace_retire(a, p);
 }
 
@@ -157,7 +157,7 @@ static void free_local(fs_allocator *a, fs_pool *p, fs_block *b)
     dead_delta(&dl, b);
     b->free_seq = ++p->so_seq;
     fs_free_insert(p, b, &dl);
-    fs_stats_putback(p->dev, &dl);
+    fs_stats_putback(p, &dl);
     pace_retire(a, p);
 }
 
@@ -197,7 +197,7 @@ FS_SLOW_PATH static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_st
     b->has_ready = n == 0;
     b->state = FS_BLOCK_PENDING;
     fs_blist_push(&p->pending, b);
-    fs_stats_apply(d, &dl);
+    fs_stats_apply(p, &dl);
     /* The caller's reference first: pace_retire may retire this very block
      * at once and drop the block's reference, the last one but this. */
     if (fence_out) {
@@ -221,7 +221,7 @@ FS_SLOW_PATH static fs_status free_sync(fs_allocator *a, fs_block *b, fs_fence *
     dead_delta(&dl, b);
     fs_pool_lock(p);
     fs_free_insert(p, b, &dl);
-    fs_stats_putback(d, &dl);
+    fs_stats_putback(p, &dl);
     fs_pool_retire(a, p);
     fs_pool_unlock(p);
     if (fence_out) *fence_out = fs_fence_make(d, NULL, 0);

@@ -2,10 +2,15 @@
  * files share, grouped by the file that owns them.
  *
  * Lock order (never taken the other way round):
- *   dev->lock (mutex)  ->  pool->lock  ->  dev->stats_lock | dev->ev_lock
+ *   dev->lock (mutex)  ->  pool->lock  ->  dev->stats_lock | dev->ev_lock | dev->room_lock
  *   segindex (rwlock, read) -> pool->lock
+ *   dev->lock  ->  dev->peak_lock  ->  dev->room_lock | dev->stats_lock
  * Nobody holds a pool lock across a device call, nor while taking the
- * segment index for writing: segments are detached from their pool first. */
+ * segment index for writing: segments are detached from their pool first.
+ * Two exceptions, both in "stats.c": a pool's lock is held while waiting
+ * for peak_lock only by a pool that has parked (its critical section done),
+ * and peak_lock's holder takes pool locks only by trying, treating a parked
+ * pool as held. */
 #ifndef FS_ALLOC_INTERNAL_H
 #define FS_ALLOC_INTERNAL_H
 
@@ -153,6 +158,47 @@ typedef struct fs_blist {
     size_t n;
 } fs_blist;
 
+/* Statistics ("stats.c"). The fields blocks change are kept per pool and
+ * come first; the ones segments change are kept per device. */
+enum fs_stat_field {
+    FS_ST_ALLOCATION,
+    FS_ST_ALLOCATED_BYTES,
+    FS_ST_REQUESTED_BYTES,
+    FS_ST_ACTIVE,
+    FS_ST_ACTIVE_BYTES,
+    FS_ST_INACTIVE_SPLIT,
+    FS_ST_INACTIVE_SPLIT_BYTES,
+    FS_ST_POOL_FIELDS,
+    FS_ST_SEGMENT = FS_ST_POOL_FIELDS,
+    FS_ST_RESERVED_BYTES,
+    FS_ST_FIELDS
+};
+#define FS_ST_DEV_FIELDS (FS_ST_FIELDS - FS_ST_POOL_FIELDS)
+
+/* A pool's part of its device's statistics, under the pool's lock: the
+ * cached hot path writes nothing else of the statistics. Counters are kept
+ * by pool kind; each of the 21 (field, small|large|all) has a room, this
+ * pool's share of the device's peak (see "stats.c"). */
+typedef struct fs_pool_stats {
+    /* relaxed atomics, written only under the pool's lock: an observer
+     * sums them without it */
+    _Atomic int64_t cur[FS_KINDS][FS_ST_POOL_FIELDS];
+    int64_t total[FS_KINDS][FS_ST_POOL_FIELDS]; /* every rise: PyTorch's `allocated` */
+    /* [FS_POOL_ALL, _SMALL, _LARGE]: a rise past room is settled with the
+     * device; below low, room goes back to it */
+    int64_t room[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
+    int64_t low[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
+    int64_t pending_frees, pending_free_bytes;
+    uint32_t over, give; /* counters (bit slot * FS_ST_POOL_FIELDS + field) past room, below low */
+    /* settling: the pool waits for peak_lock with its section done; held
+     * still by peak_lock's holder (its lock taken by trying) */
+    atomic_bool parked;
+    bool stopped;
+    /* for counters past room: the value before, and the most since */
+    int64_t before[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
+    int64_t high[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
+} fs_pool_stats;
+
 typedef struct fs_pool {
     _Alignas(64) fs_spin lock; /* the struct starts and ends on a line of its own */
     struct fs_dev *dev;
@@ -179,6 +225,7 @@ typedef struct fs_pool {
     fs_block *spare; /* recycled block metadata */
     size_t nspare;
     struct fs_pool *hash_next; /* registry chain (live pools only) */
+    fs_pool_stats st;
 } fs_pool;
 
 /* A pool's lock. Every critical section on a pool goes through these two,
@@ -189,44 +236,44 @@ static inline void fs_pool_lock(fs_pool *p)
     fs_spin_lock(&p->lock);
 }
 
+void fs_stats_settle(fs_pool *p); /* "stats.c" */
+
 static inline void fs_pool_unlock(fs_pool *p)
 {
+    if (__builtin_expect((p->st.over | p->st.give) != 0, 0)) fs_stats_settle(p);
     fs_spin_unlock(&p->lock);
 }
 
-/* A device's statistics ("stats.c"), under dev->stats_lock, kept by pool
- * kind (the all-pools figures are sums) except the peaks, kept for all
- * pools too: a sum of peaks is not a peak. */
-enum fs_stat_field {
-    FS_ST_ALLOCATION,
-    FS_ST_ALLOCATED_BYTES,
-    FS_ST_REQUESTED_BYTES,
-    FS_ST_ACTIVE,
-    FS_ST_ACTIVE_BYTES,
-    FS_ST_INACTIVE_SPLIT,
-    FS_ST_INACTIVE_SPLIT_BYTES,
-    FS_ST_SEGMENT,
-    FS_ST_RESERVED_BYTES,
-    FS_ST_FIELDS
-};
+/* A device's own statistics, under dev->stats_lock: the fields segments
+ * change, with exact peaks (the all-pools peak kept too: a sum of peaks is
+ * not a peak), and the event counters. Only misses and releases write them. */
 typedef struct fs_dev_stats {
-    int64_t cur[FS_KINDS][FS_ST_FIELDS];
-    int64_t total[FS_KINDS][FS_ST_FIELDS];     /* every rise: PyTorch's `allocated` */
-    int64_t peak[FS_POOL_KINDS][FS_ST_FIELDS]; /* indexed FS_POOL_ALL, _SMALL, _LARGE */
-    int64_t pending_frees, pending_free_bytes;
+    _Atomic int64_t cur[FS_KINDS][FS_ST_DEV_FIELDS]; /* relaxed: an observer reads them unlocked */
+    int64_t total[FS_KINDS][FS_ST_DEV_FIELDS];
+    int64_t peak[FS_POOL_KINDS][FS_ST_DEV_FIELDS]; /* indexed FS_POOL_ALL, _SMALL, _LARGE */
     int64_t num_alloc_retries, num_ooms, num_sync_all_streams, num_device_alloc, num_device_free;
 } fs_dev_stats;
 
+/* The device's pools as a reader without a lock sees them: immutable once
+ * published, replaced whole, kept until the allocator is destroyed. */
+typedef struct fs_pool_view {
+    int n;
+    fs_pool *pools[];
+} fs_pool_view;
+
 /* Fields are grouped by who writes them how often, each group on cache
- * lines of its own: the statistics are written by every allocation and
- * free of the device, and must not slow down the threads that only read
- * `gen` or `gc_clock` on their hot path. */
+ * lines of its own: what misses, device-ordered frees or settling
+ * statistics write must not slow down the threads that only read `gen`
+ * on their hot path. */
 typedef struct fs_dev {
     pthread_mutex_t lock; /* registry, pool list, batch fences, growth */
     fs_allocator *a;
     int id;
-    fs_pool **pools; /* every pool, live and retired */
+    fs_pool **pools; /* every pool, live and retired: changed under lock and peak_lock */
     int npools, cappools;
+    _Atomic(fs_pool_view *) view; /* the same, for fs_observe */
+    void **dead; /* replaced views and destroyed pools, freed at teardown; under lock */
+    int ndead, capdead;
     fs_pool *hash[64]; /* live pools by stream handle */
     fs_stream_t legacy;
     fs_fence *last_batch; /* the newest batch fence (a reference) */
@@ -247,13 +294,21 @@ typedef struct fs_dev {
     /* read on the hot path, written rarely */
     _Alignas(64) atomic_uint gen; /* bumped when the handle -> pool mapping changes */
     atomic_uint epoch;            /* bumped by cudaDeviceReset: older events are dead */
-    atomic_uint gc_clock;         /* misses so far: the age unit of garbage collection */
+    /* written by every miss, read by frees */
+    _Alignas(64) atomic_uint gc_clock; /* misses so far: the age unit of garbage collection */
     /* written by every device-ordered free */
     _Alignas(64) atomic_long unfenced; /* blocks waiting for a batch fence, all pools */
     _Atomic uint64_t dev_frees;        /* device-ordered frees so far: host-sync tokens */
-    /* written by every allocation and free */
+    /* statistics ("stats.c"): the device's own, then the peaks of the
+     * pools' counters (written by settling), then the room no pool holds
+     * (written by a rise or fall beyond what a pool keeps) */
     _Alignas(64) fs_spin stats_lock;
     fs_dev_stats st;
+    _Alignas(64) fs_spin peak_lock;
+    int64_t peak[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
+    int64_t gone_total[FS_KINDS][FS_ST_POOL_FIELDS]; /* `total` of pools destroyed by a reset */
+    _Alignas(64) fs_spin room_lock;
+    int64_t free_room[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
 } fs_dev;
 
 /* The observer in force; replaced ones are kept (a caller may still be
@@ -292,14 +347,40 @@ typedef struct fs_delta {
     int64_t allocated_bytes, requested_bytes, active_bytes, inactive_split_bytes, reserved_bytes;
     int64_t pending_bytes;
 } fs_delta;
-void fs_stats_apply(fs_dev *d, const fs_delta *dl);
+/* Applies dl to pool p's counters (segment and reserved to its device's);
+ * the caller holds p's lock. */
+void fs_stats_apply(fs_pool *p, const fs_delta *dl);
 /* The same for the cached hot path's two deltas, faster: a block handed
  * out of the free bins (allocation and active up, inactive splits either
  * way), and a block put straight back (the reverse). Nothing else may change. */
-void fs_stats_handout(fs_dev *d, const fs_delta *dl);
-void fs_stats_putback(fs_dev *d, const fs_delta *dl);
-void fs_stats_count(fs_dev *d, int64_t *field, int64_t by); /* a field of d->st */
-void fs_stats_read(fs_dev *d, fs_alloc_stats *out);         /* a consistent snapshot */
+void fs_stats_handout(fs_pool *p, const fs_delta *dl);
+void fs_stats_putback(fs_pool *p, const fs_delta *dl);
+void fs_stats_count(fs_dev *d, int64_t *field, int64_t by); /* a counter of d->st */
+/* A consistent snapshot. The caller holds no pool lock (it holds every
+ * pool still for a moment). */
+void fs_stats_read(fs_dev *d, fs_alloc_stats *out);
+/* Every pool of d held still (locked, or parked with its critical section
+ * done) until fs_stats_resume, for a walker that must see blocks and
+ * statistics agree; fs_stats_read_stopped reads them meanwhile. The
+ * caller holds no pool lock. */
+void fs_stats_stop(fs_dev *d);
+void fs_stats_read_stopped(fs_dev *d, fs_alloc_stats *out);
+void fs_stats_resume(fs_dev *d);
+/* Device and allocated bytes as an observer reports them after an event:
+ * each pool's figure as it stands, without a lock. */
+void fs_stats_totals(fs_dev *d, size_t *allocated, size_t *reserved);
+/* The device's reserved bytes now (the miss path's growth policy). */
+size_t fs_stats_reserved(fs_dev *d);
+/* Pool lifetime, under d->lock: p joins the device's pools (false: out of
+ * memory, nothing changed); the pools for which keep() says false leave
+ * them (their counters must be at zero; their totals stay the device's),
+ * drop() frees what they own, and the pools themselves are freed with the
+ * device (fs_observe may still be reading their counters). */
+bool fs_stats_pool_add(fs_dev *d, fs_pool *p);
+void fs_stats_pools_keep(fs_dev *d, bool (*keep)(fs_pool *p), void (*drop)(fs_pool *p));
+/* Keeps memory that a reader without a lock may still hold until the
+ * allocator is destroyed (d->lock held); false when out of memory. */
+bool fs_dev_keep_dead(fs_dev *d, void *mem);
 /* Free cached bytes in the pools of streams other than `stream` (an OOM's
  * "soft" part: memory the request's stream may not take). Takes d->lock. */
 size_t fs_stats_free_elsewhere(fs_dev *d, fs_stream_t stream);

@@ -12,6 +12,7 @@
 
 #include <linux/futex.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -54,6 +55,15 @@ static inline void fs_spin_lock(fs_spin *l)
                          1))
         return;
     fs_lock_slow(l);
+}
+
+/* One attempt; true when the lock is now the caller's. */
+static inline bool fs_spin_trylock(fs_spin *l)
+{
+    int c = 0;
+    return atomic_load_explicit(&l->state, memory_order_relaxed) == 0 &&
+           atomic_compare_exchange_strong_explicit(&l->state, &c, 1, memory_order_acquire,
+                                                   memory_order_relaxed);
 }
 
 static inline void fs_spin_unlock(fs_spin *l)

@@ -145,28 +145,34 @@ static fs_segment *reset_pool(fs_allocator *a, fs_pool *p)
             dropped = s;
         }
     }
-    fs_stats_apply(d, &dl[FS_KIND_SMALL]);
-    fs_stats_apply(d, &dl[FS_KIND_LARGE]);
+    fs_stats_apply(p, &dl[FS_KIND_SMALL]);
+    fs_stats_apply(p, &dl[FS_KIND_LARGE]);
     fs_pool_unlock(p);
     return dropped;
 }
 
-static void pool_destroy(fs_pool *p)
+/* What a pool without segments owns; the pool itself lives on with the
+ * device (an observer may still read its counters). */
+static void pool_drop(fs_pool *p)
 {
     fs_live_fini(&p->live);
     for (fs_block *b = p->spare, *next; b; b = next) {
         next = b->lnext;
         free(b);
     }
-    free(p);
+    p->spare = NULL;
+}
+
+static bool pool_has_memory(fs_pool *p)
+{
+    return p->segs != NULL;
 }
 
 /* The device's streams are gone: every pool but the legacy stream's leaves
  * the registry (a new stream may get an old handle), retired if it still
- * holds memory, else freed. Caller holds dev->lock. */
+ * holds memory, else dropped. Caller holds dev->lock. */
 static void reset_streams(fs_dev *d)
 {
-    int kept = 0;
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
         bool legacy = p->kind == FS_STREAM_LEGACY && p->stream == d->legacy;
@@ -178,14 +184,7 @@ static void reset_streams(fs_dev *d)
                 *at = (*at)->hash_next;
             else
                 at = &(*at)->hash_next;
-    for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
-        if (p->segs)
-            d->pools[kept++] = p;
-        else
-            pool_destroy(p);
-    }
-    d->npools = kept;
+    fs_stats_pools_keep(d, pool_has_memory, pool_drop);
 }
 
 /* Fences of the device: their events died with the reset, and the idle

@@ -449,7 +449,7 @@ static fs_status map_unmapped(fs_allocator *a, fs_pool *p, fs_block *u, uintptr_
         fs_delta dl = {.kind = s->kind, .segment = s->size == 0, .reserved_bytes = (int64_t)done};
         s->size += done;
         fs_free_insert(p, u, &dl);
-        fs_stats_apply(d, &dl);
+        fs_stats_apply(p, &dl);
         if (ds == FS_DEV_OK && u->next && u->next->state == FS_BLOCK_UNMAPPED &&
             u->next->addr < end)
             *next = u->next;
@@ -535,7 +535,7 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
     list_add(p, s);
     fs_delta dl = {.kind = kind, .segment = 1, .reserved_bytes = (int64_t)size};
     fs_free_insert(p, b, &dl);
-    fs_stats_apply(d, &dl);
+    fs_stats_apply(p, &dl);
     fs_pool_unlock(p);
     fs_observe(a, FS_EV_SEGMENT_ALLOC, d->id, p->stream, s->base, size, 0, false);
     return FS_OK;
@@ -671,14 +671,14 @@ static size_t release_segment(fs_allocator *a, fs_dev *d, candidate *c)
         s->detached = false;
         list_add(p, s);
         fs_free_insert(p, b, &dl);
-        fs_stats_apply(d, &dl);
+        fs_stats_apply(p, &dl);
         fs_pool_unlock(p);
         return 0;
     }
     fs_pool_lock(p);
     dl.segment = -1;
     dl.reserved_bytes = -(int64_t)s->size;
-    fs_stats_apply(d, &dl);
+    fs_stats_apply(p, &dl);
     fs_block_free(p, b);
     fs_pool_unlock(p);
     fs_stats_count(d, &d->st.num_device_free, 1);
@@ -730,7 +730,7 @@ static size_t carve(fs_pool *p, fs_segment *s, uintptr_t addr, unmapping *u)
         pages->state = FS_BLOCK_UNMAPPED;
         pages->free_seq = 0;
         pages->gc_age = 0;
-        fs_stats_apply(p->dev, &dl);
+        fs_stats_apply(p, &dl);
         *u = (unmapping){p, pages, spare};
         spare = NULL;
     } else {
@@ -769,7 +769,7 @@ static void settle(unmapping *u, size_t done)
         dl.reserved_bytes = -(int64_t)done;
         dl.segment = s->size == 0 ? -1 : 0;
     }
-    fs_stats_apply(p->dev, &dl);
+    fs_stats_apply(p, &dl);
     if (u->spare) fs_block_free(p, u->spare);
     fs_pool_unlock(p);
 }

@@ -1,67 +1,155 @@
 /* stats.c - the statistics PyTorch users know ({current, peak, allocated,
- * freed} per pool kind), kept per device.
+ * freed} per pool kind), kept so that threads allocating on distinct
+ * streams share no cache line while the device stays below its peaks.
  *
- * Every change an operation makes (often five or six counters) is applied
- * at once under a short lock of its own: peaks exact, and a reader sees a
- * snapshot in which allocated + cached + pending == reserved always holds.
- * Inside, counters are kept by pool kind only; the all-pools current and
- * allocated figures are sums made by readers. Peaks cannot be summed, so
- * the all-pools peak of each field is kept too, checked against the sum of
- * the two kinds' currents whenever one of them rises. */
+ * What blocks change (allocation, allocated, requested, active and
+ * inactive-split counts and bytes, pending frees) is kept per pool, under
+ * the pool's lock, which every such change holds anyway: the cached hot
+ * path writes no statistic of the device's. Readers sum the pools. What
+ * segments change (segment, reserved_bytes) and the event counters stay
+ * per device under stats_lock: only misses and releases move them.
+ *
+ * Peaks. A sum of the pools' peaks is not the device's peak, and peaks are
+ * exact (SPEC section 4). So each of a pool's 21 counters (seven fields,
+ * for the small, large and all pools) has a room, its share of the
+ * device's peak: the peak is never below the sum of every pool's room plus
+ * the room no pool holds (free_room). While every pool stays within its
+ * rooms, the device's sum is within its peak and nobody need look. A rise
+ * past a pool's room is noted (the value before it, the most it reaches)
+ * and settled when the pool's critical section ends (fs_pool_unlock):
+ *   1. with more room from free_room, under room_lock: one short lock on a
+ *      line of the device's, the only shared write, paid only by a change
+ *      beyond the margin a pool keeps above its values (a share of what
+ *      the device has left). A pool whose values fell well below its room
+ *      (watched on active bytes, which every free moves) gives the excess
+ *      back the same way, or others would find nothing left;
+ *   2. when free_room cannot cover it, the sum may really have passed the
+ *      peak: under peak_lock every pool is held still (its lock taken by
+ *      trying, or parked: waiting to settle itself, its section done), the
+ *      peak is computed exactly and the room dealt out anew.
+ *
+ * Why the peaks are exact. Until it ends, a pool's critical section is
+ * seen by nobody (its lock is held, and it gives none of a counter's room
+ * back while that counter is past room), so its changes of the counter
+ * from the rise past room on may be ordered where it settles, the pool counting meanwhile at the
+ * value before that rise, which was within its room. In that order the sum stays within the peak
+ * except inside settled changes: in 1 the room taken covers the most the pool reached; in 2 every
+ * other pool is still, and the parked pools' changes are placed one after another (each one's most
+ * with those before it done and those after it not begun), which is
+ * exactly the sum's greatest value in that order. So each peak is the
+ * greatest sum in an order of the pools' critical sections that their
+ * locks allow, and never below the current value (a reader holds every
+ * pool still and settles the parked ones first).
+ *
+ * Why settling cannot deadlock. A pool lock's holder waits only for leaf
+ * locks, or for peak_lock in step 2 after parking; peak_lock's holder
+ * takes pool locks only by trying, and counts a parked pool as held. */
 #include "internal.h"
 
 #include <assert.h>
+#include <sched.h>
 #include <string.h>
 
-/* The rows one kind's change touches, found once per update. */
-typedef struct stat_rows {
-    int64_t *cur, *other, *total, *peak, *peak_all;
-} stat_rows;
+#define NF        FS_ST_POOL_FIELDS
+#define NCOUNTERS (FS_POOL_KINDS * NF)
 
-static inline stat_rows rows_of(fs_dev_stats *s, int k)
+static inline int64_t get(const _Atomic int64_t *v)
 {
-    return (stat_rows){s->cur[k], s->cur[1 - k], s->total[k], s->peak[k + 1], s->peak[FS_POOL_ALL]};
+    return atomic_load_explicit(v, memory_order_relaxed);
 }
 
-static inline void rise(const stat_rows *r, int f, int64_t v)
+static inline void set(_Atomic int64_t *v, int64_t x)
 {
-    int64_t c = r->cur[f] += v;
-    r->total[f] += v;
-    if (c > r->peak[f]) r->peak[f] = c;
-    c += r->other[f];
-    if (c > r->peak_all[f]) r->peak_all[f] = c;
+    atomic_store_explicit(v, x, memory_order_relaxed);
 }
 
-static inline void fall(const stat_rows *r, int f, int64_t v)
+/* A pool counter's value: one kind's (slot FS_POOL_SMALL, _LARGE), or
+ * both (FS_POOL_ALL). */
+static inline int64_t value(const fs_pool_stats *s, int slot, int f)
 {
-    r->cur[f] -= v;
+    if (slot == FS_POOL_ALL) return get(&s->cur[0][f]) + get(&s->cur[1][f]);
+    return get(&s->cur[slot - 1][f]);
 }
 
-static inline void bump(const stat_rows *r, int f, int64_t v)
+/* ---- the pool's side: the hot path ----------------------------------------- */
+
+/* Counter (slot, f) has risen by v to x, past its room: settled when the
+ * section ends. */
+__attribute__((noinline, cold)) static void past_room(fs_pool_stats *s, int slot, int f, int64_t x,
+                                                      int64_t v)
+{
+    uint32_t bit = 1u << (slot * NF + f);
+    if (!(s->over & bit)) {
+        s->over |= bit;
+        s->before[slot][f] = x - v;
+        s->high[slot][f] = x;
+    } else if (x > s->high[slot][f]) {
+        s->high[slot][f] = x;
+    }
+}
+
+static inline void rise(fs_pool_stats *s, int k, int f, int64_t v)
+{
+    int64_t c = get(&s->cur[k][f]) + v;
+    set(&s->cur[k][f], c);
+    s->total[k][f] += v;
+    if (c > s->room[k + 1][f]) past_room(s, k + 1, f, c, v);
+    int64_t all = c + get(&s->cur[1 - k][f]);
+    if (all > s->room[FS_POOL_ALL][f]) past_room(s, FS_POOL_ALL, f, all, v);
+}
+
+static inline void fall(fs_pool_stats *s, int k, int f, int64_t v)
+{
+    int64_t c = get(&s->cur[k][f]) - v;
+    set(&s->cur[k][f], c);
+    if (c < s->low[k + 1][f]) s->give |= 1u << ((k + 1) * NF + f);
+    if (c + get(&s->cur[1 - k][f]) < s->low[FS_POOL_ALL][f])
+        s->give |= 1u << (FS_POOL_ALL * NF + f);
+}
+
+static inline void bump(fs_pool_stats *s, int k, int f, int64_t v)
 {
     if (v > 0)
-        rise(r, f, v);
-    else
-        fall(r, f, -v);
+        rise(s, k, f, v);
+    else if (v < 0)
+        fall(s, k, f, -v);
 }
 
-void fs_stats_apply(fs_dev *d, const fs_delta *dl)
+/* The device's own fields: exact peaks under stats_lock, as ever. */
+static void dev_bump(fs_dev *d, int k, int f, int64_t v)
+{
+    fs_dev_stats *s = &d->st;
+    f -= FS_ST_POOL_FIELDS;
+    int64_t c = get(&s->cur[k][f]) + v;
+    set(&s->cur[k][f], c);
+    if (v <= 0) return;
+    s->total[k][f] += v;
+    if (c > s->peak[k + 1][f]) s->peak[k + 1][f] = c;
+    c += get(&s->cur[1 - k][f]);
+    if (c > s->peak[FS_POOL_ALL][f]) s->peak[FS_POOL_ALL][f] = c;
+}
+
+void fs_stats_apply(fs_pool *p, const fs_delta *dl)
 {
     fs_delta v = *dl; /* a copy: the stores below cannot alias it */
-    stat_rows r = rows_of(&d->st, v.kind);
-    fs_spin_lock(&d->stats_lock);
-    bump(&r, FS_ST_ALLOCATION, v.allocation);
-    bump(&r, FS_ST_ALLOCATED_BYTES, v.allocated_bytes);
-    bump(&r, FS_ST_REQUESTED_BYTES, v.requested_bytes);
-    bump(&r, FS_ST_ACTIVE, v.active);
-    bump(&r, FS_ST_ACTIVE_BYTES, v.active_bytes);
-    bump(&r, FS_ST_INACTIVE_SPLIT, v.inactive_split);
-    bump(&r, FS_ST_INACTIVE_SPLIT_BYTES, v.inactive_split_bytes);
-    bump(&r, FS_ST_SEGMENT, v.segment);
-    bump(&r, FS_ST_RESERVED_BYTES, v.reserved_bytes);
-    d->st.pending_frees += v.pending;
-    d->st.pending_free_bytes += v.pending_bytes;
-    fs_spin_unlock(&d->stats_lock);
+    fs_pool_stats *s = &p->st;
+    int k = v.kind;
+    bump(s, k, FS_ST_ALLOCATION, v.allocation);
+    bump(s, k, FS_ST_ALLOCATED_BYTES, v.allocated_bytes);
+    bump(s, k, FS_ST_REQUESTED_BYTES, v.requested_bytes);
+    bump(s, k, FS_ST_ACTIVE, v.active);
+    bump(s, k, FS_ST_ACTIVE_BYTES, v.active_bytes);
+    bump(s, k, FS_ST_INACTIVE_SPLIT, v.inactive_split);
+    bump(s, k, FS_ST_INACTIVE_SPLIT_BYTES, v.inactive_split_bytes);
+    s->pending_frees += v.pending;
+    s->pending_free_bytes += v.pending_bytes;
+    if (v.segment || v.reserved_bytes) {
+        fs_dev *d = p->dev;
+        fs_spin_lock(&d->stats_lock);
+        dev_bump(d, k, FS_ST_SEGMENT, v.segment);
+        dev_bump(d, k, FS_ST_RESERVED_BYTES, v.reserved_bytes);
+        fs_spin_unlock(&d->stats_lock);
+    }
 }
 
 /* The two changes of a cached alloc+free pair: the five fields that always
@@ -75,36 +163,96 @@ static void assert_handout(const fs_delta *dl, int sign)
     assert(!dl->segment && !dl->reserved_bytes && !dl->pending && !dl->pending_bytes);
 }
 
-void fs_stats_handout(fs_dev *d, const fs_delta *dl)
+/* The pair's rises and falls, lean: a rise past a room only sets *past,
+ * which one call then sorts out; only active bytes, which every block's
+ * free moves, are watched for room to give back, and then every counter's
+ * room is dealt anew (fs_stats_settle). */
+static inline void rise_quiet(fs_pool_stats *s, int k, int f, int64_t v, bool *past)
 {
-    assert_handout(dl, 1);
-    fs_delta v = *dl;
-    stat_rows r = rows_of(&d->st, v.kind);
-    fs_spin_lock(&d->stats_lock);
-    rise(&r, FS_ST_ALLOCATION, 1);
-    rise(&r, FS_ST_ALLOCATED_BYTES, v.allocated_bytes);
-    rise(&r, FS_ST_REQUESTED_BYTES, v.requested_bytes);
-    rise(&r, FS_ST_ACTIVE, 1);
-    rise(&r, FS_ST_ACTIVE_BYTES, v.active_bytes);
-    bump(&r, FS_ST_INACTIVE_SPLIT, v.inactive_split);
-    bump(&r, FS_ST_INACTIVE_SPLIT_BYTES, v.inactive_split_bytes);
-    fs_spin_unlock(&d->stats_lock);
+    int64_t c = get(&s->cur[k][f]) + v;
+    set(&s->cur[k][f], c);
+    s->total[k][f] += v;
+    if (__builtin_expect(c > s->room[k + 1][f], 0)) *past = true;
+    if (__builtin_expect(c + get(&s->cur[1 - k][f]) > s->room[FS_POOL_ALL][f], 0)) *past = true;
 }
 
-void fs_stats_putback(fs_dev *d, const fs_delta *dl)
+static inline void fall_quiet(fs_pool_stats *s, int k, int f, int64_t v)
+{
+    set(&s->cur[k][f], get(&s->cur[k][f]) - v);
+}
+
+static inline void bump_quiet(fs_pool_stats *s, int k, int f, int64_t v, bool *past)
+{
+    if (v > 0)
+        rise_quiet(s, k, f, v, past);
+    else
+        fall_quiet(s, k, f, -v);
+}
+
+#define FS_ALL_COUNTERS ((1u << NCOUNTERS) - 1)
+
+/* After rises by `by` (per field) that passed some room: which counters,
+ * and from what. */
+__attribute__((noinline, cold)) static void note_past(fs_pool_stats *s, int k, const int64_t by[NF])
+{
+    for (int f = 0; f < NF; f++) {
+        if (by[f] <= 0) continue;
+        int64_t c = value(s, k + 1, f), all = value(s, FS_POOL_ALL, f);
+        if (c > s->room[k + 1][f]) past_room(s, k + 1, f, c, by[f]);
+        if (all > s->room[FS_POOL_ALL][f]) past_room(s, FS_POOL_ALL, f, all, by[f]);
+    }
+}
+
+/* The fields of a delta as scalars, read before any store: the counters'
+ * stores are atomic, and the compiler would otherwise copy the delta. */
+#define DELTA_FIELDS(dl)                                                                           \
+    const int k = (dl)->kind;                                                                      \
+    const int64_t allocated = (dl)->allocated_bytes, requested = (dl)->requested_bytes,            \
+                  active_bytes = (dl)->active_bytes, split = (dl)->inactive_split,                 \
+                  split_bytes = (dl)->inactive_split_bytes
+
+void fs_stats_handout(fs_pool *p, const fs_delta *dl)
+{
+    assert_handout(dl, 1);
+    DELTA_FIELDS(dl);
+    fs_pool_stats *s = &p->st;
+    bool past = false;
+    rise_quiet(s, k, FS_ST_ALLOCATION, 1, &past);
+    rise_quiet(s, k, FS_ST_ALLOCATED_BYTES, allocated, &past);
+    rise_quiet(s, k, FS_ST_REQUESTED_BYTES, requested, &past);
+    rise_quiet(s, k, FS_ST_ACTIVE, 1, &past);
+    rise_quiet(s, k, FS_ST_ACTIVE_BYTES, active_bytes, &past);
+    bump_quiet(s, k, FS_ST_INACTIVE_SPLIT, split, &past);
+    bump_quiet(s, k, FS_ST_INACTIVE_SPLIT_BYTES, split_bytes, &past);
+    if (__builtin_expect(past, 0)) {
+        const int64_t by[NF] = {1, allocated, requested, 1, active_bytes, split, split_bytes};
+        note_past(s, k, by);
+    }
+}
+
+void fs_stats_putback(fs_pool *p, const fs_delta *dl)
 {
     assert_handout(dl, -1);
-    fs_delta v = *dl;
-    stat_rows r = rows_of(&d->st, v.kind);
-    fs_spin_lock(&d->stats_lock);
-    fall(&r, FS_ST_ALLOCATION, 1);
-    fall(&r, FS_ST_ALLOCATED_BYTES, -v.allocated_bytes);
-    fall(&r, FS_ST_REQUESTED_BYTES, -v.requested_bytes);
-    fall(&r, FS_ST_ACTIVE, 1);
-    fall(&r, FS_ST_ACTIVE_BYTES, -v.active_bytes);
-    bump(&r, FS_ST_INACTIVE_SPLIT, v.inactive_split);
-    bump(&r, FS_ST_INACTIVE_SPLIT_BYTES, v.inactive_split_bytes);
-    fs_spin_unlock(&d->stats_lock);
+    DELTA_FIELDS(dl);
+    fs_pool_stats *s = &p->st;
+    bool past = false;
+    fall_quiet(s, k, FS_ST_ALLOCATION, 1);
+    fall_quiet(s, k, FS_ST_ALLOCATED_BYTES, -allocated);
+    fall_quiet(s, k, FS_ST_REQUESTED_BYTES, -requested);
+    fall_quiet(s, k, FS_ST_ACTIVE, 1);
+    int64_t c = get(&s->cur[k][FS_ST_ACTIVE_BYTES]) + active_bytes;
+    set(&s->cur[k][FS_ST_ACTIVE_BYTES], c);
+    if (__builtin_expect(c < s->low[k + 1][FS_ST_ACTIVE_BYTES], 0)) s->give = FS_ALL_COUNTERS;
+    if (__builtin_expect(c + get(&s->cur[1 - k][FS_ST_ACTIVE_BYTES]) <
+                             s->low[FS_POOL_ALL][FS_ST_ACTIVE_BYTES],
+                         0))
+        s->give = FS_ALL_COUNTERS;
+    bump_quiet(s, k, FS_ST_INACTIVE_SPLIT, split, &past);
+    bump_quiet(s, k, FS_ST_INACTIVE_SPLIT_BYTES, split_bytes, &past);
+    if (__builtin_expect(past, 0)) {
+        const int64_t by[NF] = {0, 0, 0, 0, 0, split, split_bytes};
+        note_past(s, k, by);
+    }
 }
 
 void fs_stats_count(fs_dev *d, int64_t *field, int64_t by)
@@ -114,47 +262,373 @@ void fs_stats_count(fs_dev *d, int64_t *field, int64_t by)
     fs_spin_unlock(&d->stats_lock);
 }
 
-/* One field of the public form, from the kind-major counters. */
-static void export_field(const fs_dev_stats *s, int f, fs_stat out[FS_POOL_KINDS])
+/* ---- settling ------------------------------------------------------------------- */
+
+/* The margin a pool keeps above a counter's value after settling: a
+ * share of what the device has left above the sum, such that all n pools
+ * together keep at most half of it and the rest stays free for a pool
+ * that rises further. */
+static inline int64_t margin(int64_t spare, int n)
+{
+    return spare > 0 ? spare / (2 * (int64_t)(n > 0 ? n : 1)) : 0;
+}
+
+/* How far below its value after settling a counter may fall before the
+ * pool gives room back: twice its margin, and never less than a few
+ * blocks' worth, or a pool near the device's peak (margin 0) would trade
+ * one unit back and forth with the device on every pair. */
+static inline int64_t slack(int f, int64_t m)
+{
+    bool bytes = f == FS_ST_ALLOCATED_BYTES || f == FS_ST_REQUESTED_BYTES ||
+                 f == FS_ST_ACTIVE_BYTES || f == FS_ST_INACTIVE_SPLIT_BYTES;
+    return 2 * m + (bytes ? (int64_t)(4 * FS_MiB) : 8);
+}
+
+/* Gives pool s of n the room `need` plus a margin out of `spare`, the rest
+ * of what the device has free for the counter (including the pool's old
+ * room); returns what stays free. */
+static inline int64_t deal(fs_pool_stats *s, int slot, int f, int64_t need, int64_t spare, int n)
+{
+    int64_t m = margin(spare, n);
+    s->room[slot][f] = need + m;
+    s->low[slot][f] = value(s, slot, f) - slack(f, m);
+    return spare - m;
+}
+
+/* Every pool of d but `self` held still: its lock taken by trying, or
+ * parked. peak_lock held; the pools then stay still until resume(). */
+static void stop(fs_dev *d, fs_pool *self)
+{
+    for (int i = 0; i < d->npools; i++) {
+        fs_pool *q = d->pools[i];
+        if (q == self) continue;
+        for (int spins = 0;; spins++) {
+            if (fs_spin_trylock(&q->lock)) {
+                q->st.stopped = true;
+                break;
+            }
+            if (atomic_load_explicit(&q->st.parked, memory_order_acquire)) break;
+            if (spins < 64)
+                fs_cpu_relax();
+            else
+                sched_yield(); /* its holder may be off the CPU */
+        }
+    }
+}
+
+static void resume(fs_dev *d, fs_pool *self)
+{
+    for (int i = 0; i < d->npools; i++) {
+        fs_pool *q = d->pools[i];
+        if (q == self || !q->st.stopped) continue;
+        q->st.stopped = false;
+        fs_spin_unlock(&q->lock); /* between sections: nothing to settle */
+    }
+}
+
+/* Step 2 for every counter some pool rose past its room, with every pool
+ * still (peak_lock held): the peak in the order the file's comment gives
+ * (pools in their index order), and the room dealt out anew. */
+static void settle_stopped(fs_dev *d)
+{
+    uint32_t over = 0;
+    for (int i = 0; i < d->npools; i++)
+        over |= d->pools[i]->st.over;
+    if (!over) return;
+    fs_spin_lock(&d->room_lock);
+    for (; over; over &= over - 1) {
+        int bit = __builtin_ctz(over), slot = bit / NF, f = bit % NF;
+        int64_t sum = 0;
+        for (int i = 0; i < d->npools; i++) {
+            fs_pool_stats *s = &d->pools[i]->st;
+            sum += ((s->over >> bit) & 1) ? s->before[slot][f] : value(s, slot, f);
+        }
+        int64_t peak = d->peak[slot][f];
+        for (int i = 0; i < d->npools; i++) {
+            fs_pool_stats *s = &d->pools[i]->st;
+            if (!((s->over >> bit) & 1)) continue;
+            int64_t most = sum - s->before[slot][f] + s->high[slot][f];
+            if (most > peak) peak = most;
+            sum += value(s, slot, f) - s->before[slot][f];
+        }
+        assert(peak >= sum);
+        d->peak[slot][f] = peak;
+        int64_t spare = peak - sum;
+        for (int i = 0; i < d->npools; i++) {
+            fs_pool_stats *s = &d->pools[i]->st;
+            spare = deal(s, slot, f, value(s, slot, f), spare, d->npools);
+        }
+        d->free_room[slot][f] = spare;
+    }
+    fs_spin_unlock(&d->room_lock);
+    for (int i = 0; i < d->npools; i++)
+        d->pools[i]->st.over = d->pools[i]->st.give = 0;
+}
+
+/* Step 2 for pool self, whose critical section is done: parks, and once
+ * peak_lock is its own settles, unless a reader or another pool's settling
+ * did it meanwhile. */
+__attribute__((noinline, cold)) static void settle_all(fs_pool *self)
+{
+    fs_dev *d = self->dev;
+    atomic_store_explicit(&self->st.parked, true, memory_order_release);
+    fs_spin_lock(&d->peak_lock);
+    atomic_store_explicit(&self->st.parked, false, memory_order_relaxed);
+    if (self->st.over) {
+        stop(d, self);
+        settle_stopped(d);
+        resume(d, self);
+    }
+    fs_spin_unlock(&d->peak_lock);
+}
+
+/* Step 1, at the end of a critical section on p with counters past room
+ * (over) or well below it (give). */
+void fs_stats_settle(fs_pool *p)
+{
+    fs_dev *d = p->dev;
+    fs_pool_stats *s = &p->st;
+    fs_pool_view *v = atomic_load_explicit(&d->view, memory_order_acquire);
+    int n = v ? v->n : 1; /* the margin's share: any recent count will do */
+    uint32_t todo = s->over | s->give;
+    fs_spin_lock(&d->room_lock);
+    for (; todo; todo &= todo - 1) {
+        int bit = __builtin_ctz(todo), slot = bit / NF, f = bit % NF;
+        int64_t need = value(s, slot, f);
+        if (((s->over >> bit) & 1) && s->high[slot][f] > need) need = s->high[slot][f];
+        int64_t have = d->free_room[slot][f] + s->room[slot][f];
+        if (have < need) continue; /* step 2 */
+        d->free_room[slot][f] = deal(s, slot, f, need, have - need, n);
+        s->over &= ~(1u << bit);
+    }
+    fs_spin_unlock(&d->room_lock);
+    s->give = 0;
+    if (s->over) settle_all(p);
+}
+
+/* ---- reading ---------------------------------------------------------------------- */
+
+void fs_stats_stop(fs_dev *d)
+{
+    fs_spin_lock(&d->peak_lock);
+    stop(d, NULL);
+    settle_stopped(d); /* the parked pools' changes, before anyone reads */
+}
+
+void fs_stats_resume(fs_dev *d)
+{
+    resume(d, NULL);
+    fs_spin_unlock(&d->peak_lock);
+}
+
+/* One field of the public form from per-kind current and total values and
+ * the three peaks. */
+static void export_field(const int64_t cur[FS_KINDS], const int64_t total[FS_KINDS],
+                         const int64_t peak[FS_POOL_KINDS], fs_stat out[FS_POOL_KINDS])
 {
     memset(out, 0, FS_POOL_KINDS * sizeof *out);
     for (int k = 0; k < FS_KINDS; k++) {
         fs_stat *o = &out[k + 1];
-        o->current = s->cur[k][f];
-        o->allocated = s->total[k][f];
+        o->current = cur[k];
+        o->allocated = total[k];
         o->freed = o->allocated - o->current;
-        o->peak = s->peak[k + 1][f];
+        o->peak = peak[k + 1];
         out[FS_POOL_ALL].current += o->current;
         out[FS_POOL_ALL].allocated += o->allocated;
         out[FS_POOL_ALL].freed += o->freed;
     }
-    out[FS_POOL_ALL].peak = s->peak[FS_POOL_ALL][f];
+    out[FS_POOL_ALL].peak = peak[FS_POOL_ALL];
+}
+
+static fs_stat *public_field(fs_alloc_stats *out, int f)
+{
+    switch (f) {
+    case FS_ST_ALLOCATION:
+        return out->allocation;
+    case FS_ST_ALLOCATED_BYTES:
+        return out->allocated_bytes;
+    case FS_ST_REQUESTED_BYTES:
+        return out->requested_bytes;
+    case FS_ST_ACTIVE:
+        return out->active;
+    case FS_ST_ACTIVE_BYTES:
+        return out->active_bytes;
+    case FS_ST_INACTIVE_SPLIT:
+        return out->inactive_split;
+    case FS_ST_INACTIVE_SPLIT_BYTES:
+        return out->inactive_split_bytes;
+    case FS_ST_SEGMENT:
+        return out->segment;
+    default:
+        return out->reserved_bytes;
+    }
+}
+
+void fs_stats_read_stopped(fs_dev *d, fs_alloc_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int f = 0; f < NF; f++) {
+        int64_t cur[FS_KINDS] = {0}, total[FS_KINDS] = {0}, peak[FS_POOL_KINDS];
+        for (int k = 0; k < FS_KINDS; k++) {
+            total[k] = d->gone_total[k][f];
+            for (int i = 0; i < d->npools; i++) {
+                cur[k] += get(&d->pools[i]->st.cur[k][f]);
+                total[k] += d->pools[i]->st.total[k][f];
+            }
+        }
+        for (int slot = 0; slot < FS_POOL_KINDS; slot++)
+            peak[slot] = d->peak[slot][f];
+        export_field(cur, total, peak, public_field(out, f));
+    }
+    for (int i = 0; i < d->npools; i++) {
+        out->pending_frees += d->pools[i]->st.pending_frees;
+        out->pending_free_bytes += d->pools[i]->st.pending_free_bytes;
+    }
+    fs_spin_lock(&d->stats_lock);
+    const fs_dev_stats *s = &d->st;
+    for (int f = 0; f < FS_ST_DEV_FIELDS; f++) {
+        int64_t cur[FS_KINDS], total[FS_KINDS], peak[FS_POOL_KINDS];
+        for (int k = 0; k < FS_KINDS; k++) {
+            cur[k] = get(&s->cur[k][f]);
+            total[k] = s->total[k][f];
+        }
+        for (int slot = 0; slot < FS_POOL_KINDS; slot++)
+            peak[slot] = s->peak[slot][f];
+        export_field(cur, total, peak, public_field(out, FS_ST_POOL_FIELDS + f));
+    }
+    out->num_alloc_retries = s->num_alloc_retries;
+    out->num_ooms = s->num_ooms;
+    out->num_sync_all_streams = s->num_sync_all_streams;
+    out->num_device_alloc = s->num_device_alloc;
+    out->num_device_free = s->num_device_free;
+    fs_spin_unlock(&d->stats_lock);
 }
 
 void fs_stats_read(fs_dev *d, fs_alloc_stats *out)
 {
-    fs_dev_stats s;
-    fs_spin_lock(&d->stats_lock);
-    s = d->st;
-    fs_spin_unlock(&d->stats_lock);
-    memset(out, 0, sizeof *out);
-    export_field(&s, FS_ST_ALLOCATION, out->allocation);
-    export_field(&s, FS_ST_SEGMENT, out->segment);
-    export_field(&s, FS_ST_ACTIVE, out->active);
-    export_field(&s, FS_ST_INACTIVE_SPLIT, out->inactive_split);
-    export_field(&s, FS_ST_ALLOCATED_BYTES, out->allocated_bytes);
-    export_field(&s, FS_ST_RESERVED_BYTES, out->reserved_bytes);
-    export_field(&s, FS_ST_ACTIVE_BYTES, out->active_bytes);
-    export_field(&s, FS_ST_INACTIVE_SPLIT_BYTES, out->inactive_split_bytes);
-    export_field(&s, FS_ST_REQUESTED_BYTES, out->requested_bytes);
-    out->num_alloc_retries = s.num_alloc_retries;
-    out->num_ooms = s.num_ooms;
-    out->num_sync_all_streams = s.num_sync_all_streams;
-    out->num_device_alloc = s.num_device_alloc;
-    out->num_device_free = s.num_device_free;
-    out->pending_frees = s.pending_frees;
-    out->pending_free_bytes = s.pending_free_bytes;
+    fs_stats_stop(d);
+    fs_stats_read_stopped(d, out);
+    fs_stats_resume(d);
 }
+
+void fs_stats_totals(fs_dev *d, size_t *allocated, size_t *reserved)
+{
+    int64_t al = 0, re = 0;
+    fs_pool_view *v = atomic_load_explicit(&d->view, memory_order_acquire);
+    for (int i = 0; v && i < v->n; i++)
+        al += value(&v->pools[i]->st, FS_POOL_ALL, FS_ST_ALLOCATED_BYTES);
+    for (int k = 0; k < FS_KINDS; k++)
+        re += get(&d->st.cur[k][FS_ST_RESERVED_BYTES - FS_ST_POOL_FIELDS]);
+    /* each pool's figure is exact; their sum, read unlocked, may mix moments */
+    *allocated = al > 0 ? (size_t)al : 0;
+    *reserved = re > 0 ? (size_t)re : 0;
+}
+
+size_t fs_stats_reserved(fs_dev *d)
+{
+    int64_t re = 0;
+    fs_spin_lock(&d->stats_lock);
+    for (int k = 0; k < FS_KINDS; k++)
+        re += get(&d->st.cur[k][FS_ST_RESERVED_BYTES - FS_ST_POOL_FIELDS]);
+    fs_spin_unlock(&d->stats_lock);
+    return (size_t)re;
+}
+
+/* ---- the device's pools ------------------------------------------------------------ */
+
+bool fs_dev_keep_dead(fs_dev *d, void *mem)
+{
+    if (!mem) return true;
+    if (d->ndead == d->capdead) {
+        int cap = d->capdead ? d->capdead * 2 : 16;
+        void **n = realloc(d->dead, (size_t)cap * sizeof *n);
+        if (!n) return false;
+        d->dead = n;
+        d->capdead = cap;
+    }
+    d->dead[d->ndead++] = mem;
+    return true;
+}
+
+/* Publishes d->pools for fs_stats_totals; the old view lives on. */
+static bool publish(fs_dev *d)
+{
+    fs_pool_view *v = malloc(sizeof *v + (size_t)d->npools * sizeof v->pools[0]);
+    fs_pool_view *old = atomic_load_explicit(&d->view, memory_order_relaxed);
+    if (!v || !fs_dev_keep_dead(d, old)) {
+        free(v);
+        return false;
+    }
+    v->n = d->npools;
+    if (d->npools) memcpy(v->pools, d->pools, (size_t)d->npools * sizeof v->pools[0]);
+    atomic_store_explicit(&d->view, v, memory_order_release);
+    return true;
+}
+
+bool fs_stats_pool_add(fs_dev *d, fs_pool *p)
+{
+    bool ok = true;
+    /* a settler walks d->pools under peak_lock alone */
+    fs_spin_lock(&d->peak_lock);
+    if (d->npools == d->cappools) {
+        int cap = d->cappools ? d->cappools * 2 : 8;
+        fs_pool **n = realloc(d->pools, (size_t)cap * sizeof *n);
+        if (n) {
+            d->pools = n;
+            d->cappools = cap;
+        }
+        ok = n != NULL;
+    }
+    if (ok) d->pools[d->npools++] = p; /* it holds no room; every other pool's stays */
+    fs_spin_unlock(&d->peak_lock);
+    if (ok && !publish(d)) {
+        fs_spin_lock(&d->peak_lock);
+        d->npools--;
+        fs_spin_unlock(&d->peak_lock);
+        ok = false;
+    }
+    return ok;
+}
+
+void fs_stats_pools_keep(fs_dev *d, bool (*keep)(fs_pool *p), void (*drop)(fs_pool *p))
+{
+    fs_pool *gone = NULL;
+    fs_spin_lock(&d->peak_lock);
+    fs_spin_lock(&d->room_lock);
+    int kept = 0;
+    for (int i = 0; i < d->npools; i++) {
+        fs_pool *p = d->pools[i];
+        if (keep(p)) {
+            d->pools[kept++] = p;
+            continue;
+        }
+        /* nothing left in it; its totals stay the device's, its room is free */
+        for (int f = 0; f < NF; f++) {
+            for (int k = 0; k < FS_KINDS; k++) {
+                assert(get(&p->st.cur[k][f]) == 0);
+                d->gone_total[k][f] += p->st.total[k][f];
+            }
+            for (int slot = 0; slot < FS_POOL_KINDS; slot++)
+                d->free_room[slot][f] += p->st.room[slot][f];
+        }
+        p->hash_next = gone; /* out of the registry already */
+        gone = p;
+    }
+    d->npools = kept;
+    fs_spin_unlock(&d->room_lock);
+    fs_spin_unlock(&d->peak_lock);
+    publish(d); /* out of memory: the old view, naming the gone pools too, stays */
+    while (gone) {
+        fs_pool *p = gone;
+        gone = p->hash_next;
+        drop(p);
+        /* a reader of an old view may still look at its counters (out of
+         * memory: leaked rather than freed under a reader) */
+        fs_dev_keep_dead(d, p);
+    }
+}
+
+/* ---- the rest of the public calls ----------------------------------------------------- */
 
 static int64_t largest_free(fs_dev *d)
 {
@@ -267,19 +741,39 @@ void fs_alloc_get_stats(fs_allocator *a, int device, fs_alloc_stats *out)
     }
 }
 
+/* Peaks become the current sums, and every pool's room its current value:
+ * the next rise anywhere is a new peak and settles. */
 void fs_alloc_reset_peak(fs_allocator *a, int device)
 {
     for (int i = 0; i < a->ndev; i++) {
         if (device >= 0 && i != device) continue;
-        fs_dev_stats *s = &a->devs[i].st;
-        fs_spin_lock(&a->devs[i].stats_lock);
-        for (int f = 0; f < FS_ST_FIELDS; f++) {
-            s->peak[FS_POOL_ALL][f] = 0;
-            for (int k = 0; k < FS_KINDS; k++) {
-                s->peak[k + 1][f] = s->cur[k][f];
-                s->peak[FS_POOL_ALL][f] += s->cur[k][f];
+        fs_dev *d = &a->devs[i];
+        fs_stats_stop(d);
+        fs_spin_lock(&d->room_lock);
+        for (int slot = 0; slot < FS_POOL_KINDS; slot++) {
+            for (int f = 0; f < NF; f++) {
+                int64_t sum = 0;
+                for (int j = 0; j < d->npools; j++) {
+                    fs_pool_stats *s = &d->pools[j]->st;
+                    int64_t v = value(s, slot, f);
+                    s->room[slot][f] = s->low[slot][f] = v;
+                    sum += v;
+                }
+                d->peak[slot][f] = sum;
+                d->free_room[slot][f] = 0;
             }
         }
-        fs_spin_unlock(&a->devs[i].stats_lock);
+        fs_spin_unlock(&d->room_lock);
+        fs_spin_lock(&d->stats_lock);
+        fs_dev_stats *s = &d->st;
+        for (int f = 0; f < FS_ST_DEV_FIELDS; f++) {
+            s->peak[FS_POOL_ALL][f] = 0;
+            for (int k = 0; k < FS_KINDS; k++) {
+                s->peak[k + 1][f] = get(&s->cur[k][f]);
+                s->peak[FS_POOL_ALL][f] += get(&s->cur[k][f]);
+            }
+        }
+        fs_spin_unlock(&d->stats_lock);
+        fs_stats_resume(d);
     }
 }

@@ -16,13 +16,6 @@ static size_t bucket(fs_stream_t s)
 
 static fs_pool *pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind)
 {
-    if (d->npools == d->cappools) {
-        int cap = d->cappools ? d->cappools * 2 : 8;
-        fs_pool **n = realloc(d->pools, (size_t)cap * sizeof *n);
-        if (!n) return NULL;
-        d->pools = n;
-        d->cappools = cap;
-    }
     fs_pool *p = fs_zalloc_lines(sizeof *p);
     if (!p) return NULL;
     if (fs_live_init(&p->live) != 0) {
@@ -31,10 +24,15 @@ static fs_pool *pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind)
     }
     fs_spin_init(&p->lock);
     atomic_init(&p->had_work, false);
+    atomic_init(&p->st.parked, false);
     p->dev = d;
     p->stream = s;
     p->kind = kind;
-    d->pools[d->npools++] = p;
+    if (!fs_stats_pool_add(d, p)) {
+        fs_live_fini(&p->live);
+        free(p);
+        return NULL;
+    }
     size_t h = bucket(s);
     p->hash_next = d->hash[h];
     d->hash[h] = p;
