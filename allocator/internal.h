@@ -356,6 +356,9 @@ void fs_stats_apply(fs_pool *p, const fs_delta *dl);
 void fs_stats_handout(fs_pool *p, const fs_delta *dl);
 void fs_stats_putback(fs_pool *p, const fs_delta *dl);
 void fs_stats_count(fs_dev *d, int64_t *field, int64_t by); /* a counter of d->st */
+/* The room p holds beyond a margin above its values goes back to the
+ * device when its lock is next left; the caller holds it. */
+void fs_stats_give_back(fs_pool *p);
 /* A consistent snapshot. The caller holds no pool lock (it holds every
  * pool still for a moment). */
 void fs_stats_read(fs_dev *d, fs_alloc_stats *out);

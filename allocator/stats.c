@@ -406,6 +406,11 @@ void fs_stats_settle(fs_pool *p)
     if (s->over) settle_all(p);
 }
 
+void fs_stats_give_back(fs_pool *p)
+{
+    p->st.give = FS_ALL_COUNTERS;
+}
+
 /* ---- reading ---------------------------------------------------------------------- */
 
 void fs_stats_stop(fs_dev *d)
