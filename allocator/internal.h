@@ -175,19 +175,23 @@ enum fs_stat_field {
 };
 #define FS_ST_DEV_FIELDS (FS_ST_FIELDS - FS_ST_POOL_FIELDS)
 
+/* One pool kind's counters in a pool, in the order a change reaches them. */
+typedef struct fs_stat_row {
+    /* relaxed atomics, written only under the pool's lock: an observer
+     * sums them without it */
+    _Atomic int64_t cur[FS_ST_POOL_FIELDS];
+    int64_t total[FS_ST_POOL_FIELDS]; /* every rise: PyTorch's `allocated` */
+    /* a rise past room is settled with the device; below low, room goes back */
+    int64_t room[FS_ST_POOL_FIELDS], low[FS_ST_POOL_FIELDS];
+} fs_stat_row;
+
 /* A pool's part of its device's statistics, under the pool's lock: the
  * cached hot path writes nothing else of the statistics. Counters are kept
  * by pool kind; each of the 21 (field, small|large|all) has a room, this
  * pool's share of the device's peak (see "stats.c"). */
 typedef struct fs_pool_stats {
-    /* relaxed atomics, written only under the pool's lock: an observer
-     * sums them without it */
-    _Atomic int64_t cur[FS_KINDS][FS_ST_POOL_FIELDS];
-    int64_t total[FS_KINDS][FS_ST_POOL_FIELDS]; /* every rise: PyTorch's `allocated` */
-    /* [FS_POOL_ALL, _SMALL, _LARGE]: a rise past room is settled with the
-     * device; below low, room goes back to it */
-    int64_t room[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
-    int64_t low[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
+    fs_stat_row row[FS_KINDS];
+    int64_t room_all[FS_ST_POOL_FIELDS], low_all[FS_ST_POOL_FIELDS]; /* both kinds together */
     int64_t pending_frees, pending_free_bytes;
     uint32_t over, give; /* counters (bit slot * FS_ST_POOL_FIELDS + field) past room, below low */
     /* settling: the pool waits for peak_lock with its section done; held

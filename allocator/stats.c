@@ -64,11 +64,21 @@ static inline void set(_Atomic int64_t *v, int64_t x)
 }
 
 /* A pool counter's value: one kind's (slot FS_POOL_SMALL, _LARGE), or
- * both (FS_POOL_ALL). */
+ * both (FS_POOL_ALL); and its room and low mark. */
 static inline int64_t value(const fs_pool_stats *s, int slot, int f)
 {
-    if (slot == FS_POOL_ALL) return get(&s->cur[0][f]) + get(&s->cur[1][f]);
-    return get(&s->cur[slot - 1][f]);
+    if (slot == FS_POOL_ALL) return get(&s->row[0].cur[f]) + get(&s->row[1].cur[f]);
+    return get(&s->row[slot - 1].cur[f]);
+}
+
+static inline int64_t *room_of(fs_pool_stats *s, int slot)
+{
+    return slot == FS_POOL_ALL ? s->room_all : s->row[slot - 1].room;
+}
+
+static inline int64_t *low_of(fs_pool_stats *s, int slot)
+{
+    return slot == FS_POOL_ALL ? s->low_all : s->row[slot - 1].low;
 }
 
 /* ---- the pool's side: the hot path ----------------------------------------- */
@@ -90,21 +100,22 @@ __attribute__((noinline, cold)) static void past_room(fs_pool_stats *s, int slot
 
 static inline void rise(fs_pool_stats *s, int k, int f, int64_t v)
 {
-    int64_t c = get(&s->cur[k][f]) + v;
-    set(&s->cur[k][f], c);
-    s->total[k][f] += v;
-    if (c > s->room[k + 1][f]) past_room(s, k + 1, f, c, v);
-    int64_t all = c + get(&s->cur[1 - k][f]);
-    if (all > s->room[FS_POOL_ALL][f]) past_room(s, FS_POOL_ALL, f, all, v);
+    fs_stat_row *r = &s->row[k];
+    int64_t c = get(&r->cur[f]) + v;
+    set(&r->cur[f], c);
+    r->total[f] += v;
+    if (c > r->room[f]) past_room(s, k + 1, f, c, v);
+    int64_t all = c + get(&s->row[1 - k].cur[f]);
+    if (all > s->room_all[f]) past_room(s, FS_POOL_ALL, f, all, v);
 }
 
 static inline void fall(fs_pool_stats *s, int k, int f, int64_t v)
 {
-    int64_t c = get(&s->cur[k][f]) - v;
-    set(&s->cur[k][f], c);
-    if (c < s->low[k + 1][f]) s->give |= 1u << ((k + 1) * NF + f);
-    if (c + get(&s->cur[1 - k][f]) < s->low[FS_POOL_ALL][f])
-        s->give |= 1u << (FS_POOL_ALL * NF + f);
+    fs_stat_row *r = &s->row[k];
+    int64_t c = get(&r->cur[f]) - v;
+    set(&r->cur[f], c);
+    if (c < r->low[f]) s->give |= 1u << ((k + 1) * NF + f);
+    if (c + get(&s->row[1 - k].cur[f]) < s->low_all[f]) s->give |= 1u << (FS_POOL_ALL * NF + f);
 }
 
 static inline void bump(fs_pool_stats *s, int k, int f, int64_t v)
@@ -167,26 +178,28 @@ static void assert_handout(const fs_delta *dl, int sign)
  * which one call then sorts out; only active bytes, which every block's
  * free moves, are watched for room to give back, and then every counter's
  * room is dealt anew (fs_stats_settle). */
-static inline void rise_quiet(fs_pool_stats *s, int k, int f, int64_t v, bool *past)
+static inline void rise_quiet(fs_stat_row *r, const fs_stat_row *o, const int64_t *room_all, int f,
+                              int64_t v, bool *past)
 {
-    int64_t c = get(&s->cur[k][f]) + v;
-    set(&s->cur[k][f], c);
-    s->total[k][f] += v;
-    if (__builtin_expect(c > s->room[k + 1][f], 0)) *past = true;
-    if (__builtin_expect(c + get(&s->cur[1 - k][f]) > s->room[FS_POOL_ALL][f], 0)) *past = true;
+    int64_t c = get(&r->cur[f]) + v;
+    set(&r->cur[f], c);
+    r->total[f] += v;
+    if (__builtin_expect(c > r->room[f], 0)) *past = true;
+    if (__builtin_expect(c + get(&o->cur[f]) > room_all[f], 0)) *past = true;
 }
 
-static inline void fall_quiet(fs_pool_stats *s, int k, int f, int64_t v)
+static inline void fall_quiet(fs_stat_row *r, int f, int64_t v)
 {
-    set(&s->cur[k][f], get(&s->cur[k][f]) - v);
+    set(&r->cur[f], get(&r->cur[f]) - v);
 }
 
-static inline void bump_quiet(fs_pool_stats *s, int k, int f, int64_t v, bool *past)
+static inline void bump_quiet(fs_stat_row *r, const fs_stat_row *o, const int64_t *room_all, int f,
+                              int64_t v, bool *past)
 {
     if (v > 0)
-        rise_quiet(s, k, f, v, past);
+        rise_quiet(r, o, room_all, f, v, past);
     else
-        fall_quiet(s, k, f, -v);
+        fall_quiet(r, f, -v);
 }
 
 #define FS_ALL_COUNTERS ((1u << NCOUNTERS) - 1)
@@ -198,8 +211,8 @@ __attribute__((noinline, cold)) static void note_past(fs_pool_stats *s, int k, c
     for (int f = 0; f < NF; f++) {
         if (by[f] <= 0) continue;
         int64_t c = value(s, k + 1, f), all = value(s, FS_POOL_ALL, f);
-        if (c > s->room[k + 1][f]) past_room(s, k + 1, f, c, by[f]);
-        if (all > s->room[FS_POOL_ALL][f]) past_room(s, FS_POOL_ALL, f, all, by[f]);
+        if (c > s->row[k].room[f]) past_room(s, k + 1, f, c, by[f]);
+        if (all > s->room_all[f]) past_room(s, FS_POOL_ALL, f, all, by[f]);
     }
 }
 
@@ -216,14 +229,16 @@ void fs_stats_handout(fs_pool *p, const fs_delta *dl)
     assert_handout(dl, 1);
     DELTA_FIELDS(dl);
     fs_pool_stats *s = &p->st;
+    fs_stat_row *r = &s->row[k];
+    const fs_stat_row *o = &s->row[1 - k];
     bool past = false;
-    rise_quiet(s, k, FS_ST_ALLOCATION, 1, &past);
-    rise_quiet(s, k, FS_ST_ALLOCATED_BYTES, allocated, &past);
-    rise_quiet(s, k, FS_ST_REQUESTED_BYTES, requested, &past);
-    rise_quiet(s, k, FS_ST_ACTIVE, 1, &past);
-    rise_quiet(s, k, FS_ST_ACTIVE_BYTES, active_bytes, &past);
-    bump_quiet(s, k, FS_ST_INACTIVE_SPLIT, split, &past);
-    bump_quiet(s, k, FS_ST_INACTIVE_SPLIT_BYTES, split_bytes, &past);
+    rise_quiet(r, o, s->room_all, FS_ST_ALLOCATION, 1, &past);
+    rise_quiet(r, o, s->room_all, FS_ST_ALLOCATED_BYTES, allocated, &past);
+    rise_quiet(r, o, s->room_all, FS_ST_REQUESTED_BYTES, requested, &past);
+    rise_quiet(r, o, s->room_all, FS_ST_ACTIVE, 1, &past);
+    rise_quiet(r, o, s->room_all, FS_ST_ACTIVE_BYTES, active_bytes, &past);
+    bump_quiet(r, o, s->room_all, FS_ST_INACTIVE_SPLIT, split, &past);
+    bump_quiet(r, o, s->room_all, FS_ST_INACTIVE_SPLIT_BYTES, split_bytes, &past);
     if (__builtin_expect(past, 0)) {
         const int64_t by[NF] = {1, allocated, requested, 1, active_bytes, split, split_bytes};
         note_past(s, k, by);
@@ -235,20 +250,20 @@ void fs_stats_putback(fs_pool *p, const fs_delta *dl)
     assert_handout(dl, -1);
     DELTA_FIELDS(dl);
     fs_pool_stats *s = &p->st;
+    fs_stat_row *r = &s->row[k];
+    const fs_stat_row *o = &s->row[1 - k];
     bool past = false;
-    fall_quiet(s, k, FS_ST_ALLOCATION, 1);
-    fall_quiet(s, k, FS_ST_ALLOCATED_BYTES, -allocated);
-    fall_quiet(s, k, FS_ST_REQUESTED_BYTES, -requested);
-    fall_quiet(s, k, FS_ST_ACTIVE, 1);
-    int64_t c = get(&s->cur[k][FS_ST_ACTIVE_BYTES]) + active_bytes;
-    set(&s->cur[k][FS_ST_ACTIVE_BYTES], c);
-    if (__builtin_expect(c < s->low[k + 1][FS_ST_ACTIVE_BYTES], 0)) s->give = FS_ALL_COUNTERS;
-    if (__builtin_expect(c + get(&s->cur[1 - k][FS_ST_ACTIVE_BYTES]) <
-                             s->low[FS_POOL_ALL][FS_ST_ACTIVE_BYTES],
-                         0))
+    fall_quiet(r, FS_ST_ALLOCATION, 1);
+    fall_quiet(r, FS_ST_ALLOCATED_BYTES, -allocated);
+    fall_quiet(r, FS_ST_REQUESTED_BYTES, -requested);
+    fall_quiet(r, FS_ST_ACTIVE, 1);
+    int64_t c = get(&r->cur[FS_ST_ACTIVE_BYTES]) + active_bytes;
+    set(&r->cur[FS_ST_ACTIVE_BYTES], c);
+    if (__builtin_expect(c < r->low[FS_ST_ACTIVE_BYTES], 0)) s->give = FS_ALL_COUNTERS;
+    if (__builtin_expect(c + get(&o->cur[FS_ST_ACTIVE_BYTES]) < s->low_all[FS_ST_ACTIVE_BYTES], 0))
         s->give = FS_ALL_COUNTERS;
-    bump_quiet(s, k, FS_ST_INACTIVE_SPLIT, split, &past);
-    bump_quiet(s, k, FS_ST_INACTIVE_SPLIT_BYTES, split_bytes, &past);
+    bump_quiet(r, o, s->room_all, FS_ST_INACTIVE_SPLIT, split, &past);
+    bump_quiet(r, o, s->room_all, FS_ST_INACTIVE_SPLIT_BYTES, split_bytes, &past);
     if (__builtin_expect(past, 0)) {
         const int64_t by[NF] = {0, 0, 0, 0, 0, split, split_bytes};
         note_past(s, k, by);
@@ -290,8 +305,8 @@ static inline int64_t slack(int f, int64_t m)
 static inline int64_t deal(fs_pool_stats *s, int slot, int f, int64_t need, int64_t spare, int n)
 {
     int64_t m = margin(spare, n);
-    s->room[slot][f] = need + m;
-    s->low[slot][f] = value(s, slot, f) - slack(f, m);
+    room_of(s, slot)[f] = need + m;
+    low_of(s, slot)[f] = value(s, slot, f) - slack(f, m);
     return spare - m;
 }
 
@@ -396,7 +411,7 @@ void fs_stats_settle(fs_pool *p)
         int bit = __builtin_ctz(todo), slot = bit / NF, f = bit % NF;
         int64_t need = value(s, slot, f);
         if (((s->over >> bit) & 1) && s->high[slot][f] > need) need = s->high[slot][f];
-        int64_t have = d->free_room[slot][f] + s->room[slot][f];
+        int64_t have = d->free_room[slot][f] + room_of(s, slot)[f];
         if (have < need) continue; /* step 2 */
         d->free_room[slot][f] = deal(s, slot, f, need, have - need, n);
         s->over &= ~(1u << bit);
@@ -477,8 +492,8 @@ void fs_stats_read_stopped(fs_dev *d, fs_alloc_stats *out)
         for (int k = 0; k < FS_KINDS; k++) {
             total[k] = d->gone_total[k][f];
             for (int i = 0; i < d->npools; i++) {
-                cur[k] += get(&d->pools[i]->st.cur[k][f]);
-                total[k] += d->pools[i]->st.total[k][f];
+                cur[k] += get(&d->pools[i]->st.row[k].cur[f]);
+                total[k] += d->pools[i]->st.row[k].total[f];
             }
         }
         for (int slot = 0; slot < FS_POOL_KINDS; slot++)
@@ -610,11 +625,11 @@ void fs_stats_pools_keep(fs_dev *d, bool (*keep)(fs_pool *p), void (*drop)(fs_po
         /* nothing left in it; its totals stay the device's, its room is free */
         for (int f = 0; f < NF; f++) {
             for (int k = 0; k < FS_KINDS; k++) {
-                assert(get(&p->st.cur[k][f]) == 0);
-                d->gone_total[k][f] += p->st.total[k][f];
+                assert(get(&p->st.row[k].cur[f]) == 0);
+                d->gone_total[k][f] += p->st.row[k].total[f];
             }
             for (int slot = 0; slot < FS_POOL_KINDS; slot++)
-                d->free_room[slot][f] += p->st.room[slot][f];
+                d->free_room[slot][f] += room_of(&p->st, slot)[f];
         }
         p->hash_next = gone; /* out of the registry already */
         gone = p;
@@ -761,7 +776,7 @@ void fs_alloc_reset_peak(fs_allocator *a, int device)
                 for (int j = 0; j < d->npools; j++) {
                     fs_pool_stats *s = &d->pools[j]->st;
                     int64_t v = value(s, slot, f);
-                    s->room[slot][f] = s->low[slot][f] = v;
+                    room_of(s, slot)[f] = low_of(s, slot)[f] = v;
                     sum += v;
                 }
                 d->peak[slot][f] = sum;
