@@ -394,13 +394,6 @@ static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int set, siz
     bool completed = a->cfg.cross_stream_reuse != FS_REUSE_NONE;
     bool wait = a->cfg.cross_stream_reuse == FS_REUSE_WAIT && (flags & FS_ALLOC_STREAM_ORDERED) &&
                 !(o->stream_is_capturing && o->stream_is_capturing(o->ctx, d->id, stream));
-    /* A block taken from another pool counts in that pool's statistics,
-     * often just after this one's free: this pool's unused room goes back
-     * first, so that the lender finds it free rather than stopping every
-     * pool to settle its rise (see "stats.c"). */
-    fs_pool_lock(p);
-    fs_stats_give_back(p);
-    fs_pool_unlock(p);
     for (int i = 0; i < d->npools; i++) {
         fs_pool *q = d->pools[i];
         fs_segment *adopt = NULL;

@@ -198,6 +198,8 @@ typedef struct fs_pool_stats {
      * still by peak_lock's holder (its lock taken by trying) */
     atomic_bool parked;
     bool stopped;
+    int victim;    /* the pool settling tries first to take unused room from */
+    uint32_t took; /* counters whose last settling took other pools' room */
     /* for counters past room: the value before, and the most since */
     int64_t before[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
     int64_t high[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
@@ -360,9 +362,6 @@ void fs_stats_apply(fs_pool *p, const fs_delta *dl);
 void fs_stats_handout(fs_pool *p, const fs_delta *dl);
 void fs_stats_putback(fs_pool *p, const fs_delta *dl);
 void fs_stats_count(fs_dev *d, int64_t *field, int64_t by); /* a counter of d->st */
-/* The room p holds beyond a margin above its values goes back to the
- * device when its lock is next left; the caller holds it. */
-void fs_stats_give_back(fs_pool *p);
 /* A consistent snapshot. The caller holds no pool lock (it holds every
  * pool still for a moment). */
 void fs_stats_read(fs_dev *d, fs_alloc_stats *out);
