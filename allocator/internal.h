@@ -312,6 +312,7 @@ typedef struct fs_dev {
     fs_dev_stats st;
     _Alignas(64) fs_spin peak_lock;
     int64_t peak[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
+    atomic_int pools_at_work; /* when room was last dealt: how many pools share it */
     int64_t gone_total[FS_KINDS][FS_ST_POOL_FIELDS]; /* `total` of pools destroyed by a reset */
     _Alignas(64) fs_spin room_lock;
     int64_t free_room[FS_POOL_KINDS][FS_ST_POOL_FIELDS];

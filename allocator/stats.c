@@ -318,6 +318,13 @@ static inline int64_t deal(fs_pool_stats *s, int slot, int f, int64_t need, int6
     return spare - m;
 }
 
+/* A pool with blocks handed out or pending, or settling: one that deals
+ * in blocks now, and gets a margin when room is dealt out. */
+static inline bool at_work(const fs_pool_stats *s)
+{
+    return s->over || value(s, FS_POOL_ALL, FS_ST_ACTIVE) > 0;
+}
+
 /* Every pool of d but `self` held still: its lock taken by trying, or
  * parked. peak_lock held; the pools then stay still until resume(). */
 static void stop(fs_dev *d, fs_pool *self)
@@ -355,8 +362,11 @@ static void resume(fs_dev *d, fs_pool *self)
 static void settle_stopped(fs_dev *d)
 {
     uint32_t over = 0;
-    for (int i = 0; i < d->npools; i++)
+    int active = 0;
+    for (int i = 0; i < d->npools; i++) {
         over |= d->pools[i]->st.over;
+        active += at_work(&d->pools[i]->st);
+    }
     if (!over) return;
     fs_spin_lock(&d->room_lock);
     for (; over; over &= over - 1) {
@@ -376,14 +386,20 @@ static void settle_stopped(fs_dev *d)
         }
         assert(peak >= sum);
         d->peak[slot][f] = peak;
-        int64_t spare = peak - sum;
+        /* a margin for each pool at work; an idle one gets none, or a
+         * lone thread among many streams would hold an n-th of the room */
+        int64_t m = margin(peak - sum, active), dealt = 0;
         for (int i = 0; i < d->npools; i++) {
             fs_pool_stats *s = &d->pools[i]->st;
-            spare = deal(s, slot, f, value(s, slot, f), spare, d->npools);
+            int64_t v = value(s, slot, f), mi = at_work(s) ? m : 0;
+            room_of(s, slot)[f] = v + mi;
+            low_of(s, slot)[f] = v - slack(f, mi);
+            dealt += v + mi;
         }
-        d->free_room[slot][f] = spare;
+        d->free_room[slot][f] = peak - dealt;
     }
     fs_spin_unlock(&d->room_lock);
+    atomic_store_explicit(&d->pools_at_work, active, memory_order_relaxed);
     for (int i = 0; i < d->npools; i++)
         d->pools[i]->st.over = d->pools[i]->st.give = d->pools[i]->st.took = 0;
 }
@@ -451,8 +467,8 @@ void fs_stats_settle(fs_pool *p)
 {
     fs_dev *d = p->dev;
     fs_pool_stats *s = &p->st;
-    fs_pool_view *v = atomic_load_explicit(&d->view, memory_order_acquire);
-    int n = v ? v->n : 1; /* the margin's share: any recent count will do */
+    /* the margin's share: the pools at work when room was last dealt */
+    int n = atomic_load_explicit(&d->pools_at_work, memory_order_relaxed);
     uint32_t todo = s->over | s->give;
     fs_spin_lock(&d->room_lock);
     for (; todo; todo &= todo - 1) {
