@@ -60,6 +60,7 @@
 #define NF        FS_ST_POOL_FIELDS
 #define NCOUNTERS (FS_POOL_KINDS * NF)
 
+/* The device's own counters, read without a lock by observers. */
 static inline int64_t get(const _Atomic int64_t *v)
 {
     return atomic_load_explicit(v, memory_order_relaxed);
@@ -70,12 +71,29 @@ static inline void set(_Atomic int64_t *v, int64_t x)
     atomic_store_explicit(v, x, memory_order_relaxed);
 }
 
+/* A pool's current value of field f: allocated bytes through relaxed
+ * atomic accesses (fs_stats_totals reads it without the pool's lock), the
+ * others plain; f is a constant wherever it matters. */
+static inline int64_t cur_get(const int64_t *cur, int f)
+{
+    if (f == FS_ST_ALLOCATED_BYTES) return __atomic_load_n(&cur[f], __ATOMIC_RELAXED);
+    return cur[f];
+}
+
+static inline void cur_set(int64_t *cur, int f, int64_t x)
+{
+    if (f == FS_ST_ALLOCATED_BYTES)
+        __atomic_store_n(&cur[f], x, __ATOMIC_RELAXED);
+    else
+        cur[f] = x;
+}
+
 /* A pool counter's value: one kind's (slot FS_POOL_SMALL, _LARGE), or
  * both (FS_POOL_ALL); and its room and low mark. */
 static inline int64_t value(const fs_pool_stats *s, int slot, int f)
 {
-    if (slot == FS_POOL_ALL) return get(&s->row[0].cur[f]) + get(&s->row[1].cur[f]);
-    return get(&s->row[slot - 1].cur[f]);
+    if (slot == FS_POOL_ALL) return cur_get(s->row[0].cur, f) + cur_get(s->row[1].cur, f);
+    return cur_get(s->row[slot - 1].cur, f);
 }
 
 static inline int64_t *room_of(fs_pool_stats *s, int slot)
@@ -108,21 +126,21 @@ __attribute__((noinline, cold)) static void past_room(fs_pool_stats *s, int slot
 static inline void rise(fs_pool_stats *s, int k, int f, int64_t v)
 {
     fs_stat_row *r = &s->row[k];
-    int64_t c = get(&r->cur[f]) + v;
-    set(&r->cur[f], c);
+    int64_t c = cur_get(r->cur, f) + v;
+    cur_set(r->cur, f, c);
     r->total[f] += v;
     if (c > r->room[f]) past_room(s, k + 1, f, c, v);
-    int64_t all = c + get(&s->row[1 - k].cur[f]);
+    int64_t all = c + cur_get(s->row[1 - k].cur, f);
     if (all > s->room_all[f]) past_room(s, FS_POOL_ALL, f, all, v);
 }
 
 static inline void fall(fs_pool_stats *s, int k, int f, int64_t v)
 {
     fs_stat_row *r = &s->row[k];
-    int64_t c = get(&r->cur[f]) - v;
-    set(&r->cur[f], c);
+    int64_t c = cur_get(r->cur, f) - v;
+    cur_set(r->cur, f, c);
     if (c < r->low[f]) s->give |= 1u << ((k + 1) * NF + f);
-    if (c + get(&s->row[1 - k].cur[f]) < s->low_all[f]) s->give |= 1u << (FS_POOL_ALL * NF + f);
+    if (c + cur_get(s->row[1 - k].cur, f) < s->low_all[f]) s->give |= 1u << (FS_POOL_ALL * NF + f);
 }
 
 static inline void bump(fs_pool_stats *s, int k, int f, int64_t v)
@@ -188,16 +206,16 @@ static void assert_handout(const fs_delta *dl, int sign)
 static inline void rise_quiet(fs_stat_row *r, const fs_stat_row *o, const int64_t *room_all, int f,
                               int64_t v, bool *past)
 {
-    int64_t c = get(&r->cur[f]) + v;
-    set(&r->cur[f], c);
+    int64_t c = cur_get(r->cur, f) + v;
+    cur_set(r->cur, f, c);
     r->total[f] += v;
     if (__builtin_expect(c > r->room[f], 0)) *past = true;
-    if (__builtin_expect(c + get(&o->cur[f]) > room_all[f], 0)) *past = true;
+    if (__builtin_expect(c + cur_get(o->cur, f) > room_all[f], 0)) *past = true;
 }
 
 static inline void fall_quiet(fs_stat_row *r, int f, int64_t v)
 {
-    set(&r->cur[f], get(&r->cur[f]) - v);
+    cur_set(r->cur, f, cur_get(r->cur, f) - v);
 }
 
 static inline void bump_quiet(fs_stat_row *r, const fs_stat_row *o, const int64_t *room_all, int f,
@@ -264,10 +282,11 @@ void fs_stats_putback(fs_pool *p, const fs_delta *dl)
     fall_quiet(r, FS_ST_ALLOCATED_BYTES, -allocated);
     fall_quiet(r, FS_ST_REQUESTED_BYTES, -requested);
     fall_quiet(r, FS_ST_ACTIVE, 1);
-    int64_t c = get(&r->cur[FS_ST_ACTIVE_BYTES]) + active_bytes;
-    set(&r->cur[FS_ST_ACTIVE_BYTES], c);
+    int64_t c = cur_get(r->cur, FS_ST_ACTIVE_BYTES) + active_bytes;
+    cur_set(r->cur, FS_ST_ACTIVE_BYTES, c);
     if (__builtin_expect(c < r->low[FS_ST_ACTIVE_BYTES], 0)) s->give = FS_ALL_COUNTERS;
-    if (__builtin_expect(c + get(&o->cur[FS_ST_ACTIVE_BYTES]) < s->low_all[FS_ST_ACTIVE_BYTES], 0))
+    if (__builtin_expect(c + cur_get(o->cur, FS_ST_ACTIVE_BYTES) < s->low_all[FS_ST_ACTIVE_BYTES],
+                         0))
         s->give = FS_ALL_COUNTERS;
     bump_quiet(r, o, s->room_all, FS_ST_INACTIVE_SPLIT, split, &past);
     bump_quiet(r, o, s->room_all, FS_ST_INACTIVE_SPLIT_BYTES, split_bytes, &past);
@@ -563,7 +582,7 @@ void fs_stats_read_stopped(fs_dev *d, fs_alloc_stats *out)
         for (int k = 0; k < FS_KINDS; k++) {
             total[k] = d->gone_total[k][f];
             for (int i = 0; i < d->npools; i++) {
-                cur[k] += get(&d->pools[i]->st.row[k].cur[f]);
+                cur[k] += cur_get(d->pools[i]->st.row[k].cur, f);
                 total[k] += d->pools[i]->st.row[k].total[f];
             }
         }
@@ -697,7 +716,7 @@ void fs_stats_pools_keep(fs_dev *d, bool (*keep)(fs_pool *p), void (*drop)(fs_po
         /* nothing left in it; its totals stay the device's, its room is free */
         for (int f = 0; f < NF; f++) {
             for (int k = 0; k < FS_KINDS; k++) {
-                assert(get(&p->st.row[k].cur[f]) == 0);
+                assert(cur_get(p->st.row[k].cur, f) == 0);
                 d->gone_total[k][f] += p->st.row[k].total[f];
             }
             for (int slot = 0; slot < FS_POOL_KINDS; slot++) {
