@@ -1,24 +1,25 @@
 /* arena.c - the backing of device memory: one sparse memfd per device.
  *
- * Every device allocation (cudaMalloc, cuMemAlloc, a pool block) is a
- * MAP_SHARED mapping of a range of its device's memfd, so that another
- * process can map the very same pages (cudaIpcOpenMemHandle opens
- * /proc/<pid>/fd/<fd>, sim/ipc.c). One file per device, not one per
- * allocation, keeps the process's file descriptors few. Ranges come from a
- * bump pointer and are never handed out again, so (inode, offset) names one
- * allocation for the life of the process; a freed range gives its pages back
- * at once by punching a hole. The file's size is set once, far beyond any
- * capacity: it is sparse, and a memfd is not charged to the commit limit,
- * so nothing costs until it is touched. Capacity is accounted elsewhere
- * (devmem.c), exactly as before.
+ * Every mapping of device memory (a page or a large allocation of vram.c,
+ * a pool's chunk of chunks.c) is a MAP_SHARED mapping of a range of its
+ * device's memfd, aligned to the device's page (SIM_PAGE_SIZE) as a GPU's
+ * addresses are, so that another process can map the very same pages
+ * (cudaIpcOpenMemHandle opens /proc/<pid>/fd/<fd>, sim/ipc.c). One file per
+ * device, not one per mapping, keeps the process's file descriptors few.
+ * Ranges come from a bump pointer and are never handed out again, so
+ * (inode, offset) names one piece of memory for the life of the process; an
+ * unmapped range gives its pages back at once by punching a hole. The
+ * file's size is set once, far beyond any capacity: it is sparse, and a
+ * memfd is not charged to the commit limit, so nothing costs until it is
+ * touched. Capacity is accounted elsewhere (devmem.c).
  *
- * In a dry run (FSDPSHIM_SIM_DATA=0) there is no file: an allocation is a
- * PROT_NONE anonymous mapping, as before, and its offset only a number.
+ * In a dry run (FSDPSHIM_SIM_DATA=0) there is no file: a mapping is
+ * PROT_NONE anonymous memory, and its offset only a number.
  *
  * fork: a child gets its own copy of the memory (docs/sim.md), so it remaps
- * every inherited allocation MAP_PRIVATE from the parent's file: its writes
- * stay its own, for one mmap per allocation and no copying. It then closes
- * the parent's files and starts files of its own on its next allocation. */
+ * every inherited mapping MAP_PRIVATE from the parent's file: its writes
+ * stay its own, for one mmap per mapping and no copying. It then closes
+ * the parent's files and starts files of its own on its next mapping. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -41,9 +42,12 @@ struct arena {
     uint64_t next; /* the next offset to hand out (under mu) */
 };
 
-/* One per live allocation, keyed by its base address. */
+/* One per live mapping, keyed by its base address, and in a list for the
+ * fork handler. */
 struct record {
+    struct record *prev, *next; /* under mu */
     struct arena *arena;
+    void *base;
     uint64_t offset;
     size_t len; /* the mapped length, whole pages */
 };
@@ -51,6 +55,7 @@ struct record {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct arena *arenas[MAX_DEVICES]; /* made on first use (under mu) */
 static struct fs_handle_set *records;
+static struct record *all; /* every live mapping (under mu) */
 static size_t page_size;
 
 static void arena_init(void)
@@ -91,6 +96,20 @@ static struct arena *arena_of(int device)
     return a;
 }
 
+/* `len` bytes of address space aligned to SIM_PAGE_SIZE, PROT_NONE and
+ * committing nothing; MAP_FAILED when the host refuses. */
+static void *reserve_aligned(size_t len)
+{
+    size_t slack = SIM_PAGE_SIZE;
+    char *p =
+        mmap(NULL, len + slack, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return MAP_FAILED;
+    char *at = (char *)sim_round_up((uintptr_t)p, SIM_PAGE_SIZE);
+    if (at > p) munmap(p, (size_t)(at - p));
+    if (at + len < p + len + slack) munmap(at + len, (size_t)(p + len + slack - (at + len)));
+    return at;
+}
+
 void *sim_arena_map(struct fs_device *dev, size_t size)
 {
     arena_once();
@@ -105,17 +124,22 @@ void *sim_arena_map(struct fs_device *dev, size_t size)
         a->next += len;
     }
     pthread_mutex_unlock(&mu);
-    void *p = MAP_FAILED;
-    if (a && a->fd >= 0)
-        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, a->fd,
-                 (off_t)offset);
-    else if (a)
-        p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *p = a ? reserve_aligned(len) : MAP_FAILED;
+    if (p != MAP_FAILED && a->fd >= 0 &&
+        mmap(p, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, a->fd,
+             (off_t)offset) == MAP_FAILED) {
+        munmap(p, len);
+        p = MAP_FAILED;
+    }
     if (p == MAP_FAILED) {
         free(rec);
         return NULL;
     }
-    *rec = (struct record){a, offset, len};
+    pthread_mutex_lock(&mu);
+    *rec = (struct record){NULL, all, a, p, offset, len};
+    if (all) all->prev = rec;
+    all = rec;
+    pthread_mutex_unlock(&mu);
     fs_handles_add(records, p, rec);
     return p;
 }
@@ -124,9 +148,22 @@ void sim_arena_unmap(void *base, size_t size)
 {
     arena_once();
     struct record *rec = fs_handles_remove(records, base);
-    size_t len = rec ? rec->len : size;
+    if (!rec) {
+        munmap(base, size);
+        return;
+    }
+    /* Out of the list before the pages go, so that a fork never remaps
+     * what another thread may map anew. */
+    pthread_mutex_lock(&mu);
+    if (rec->prev)
+        rec->prev->next = rec->next;
+    else
+        all = rec->next;
+    if (rec->next) rec->next->prev = rec->prev;
+    pthread_mutex_unlock(&mu);
+    size_t len = rec->len;
     munmap(base, len);
-    if (rec && rec->arena->fd >= 0 && rec->arena->owned &&
+    if (rec->arena->fd >= 0 && rec->arena->owned &&
         fallocate(rec->arena->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)rec->offset,
                   (off_t)len) != 0)
         /* Only costs host memory until exit; the allocation itself is gone. */
@@ -144,27 +181,19 @@ int sim_arena_backing(const void *base, struct sim_backing *out)
     return 1;
 }
 
-/* In a forked child: maps every allocation of arena a MAP_PRIVATE from its
+/* In a forked child: maps every mapping of arena a MAP_PRIVATE from its
  * file at the same address, so the child's writes no longer reach the
- * parent. Runs while the prepare handler's hold on `records` still stands:
- * the child has one thread, and taking no further lock keeps its lock order
+ * parent. Runs while the prepare handler's hold on mu still stands: the
+ * child has one thread, and taking no further lock keeps its lock order
  * that of the prepare handlers. */
-static void privatise(struct arena *a, int device)
+static void privatise(struct arena *a)
 {
-    static const enum fs_range_kind kinds[] = {FS_RANGE_MALLOC, FS_RANGE_POOL};
-    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
-        struct fs_range *list;
-        size_t n = fs_registry_collect(device, kinds[k], &list);
-        for (size_t i = 0; i < n; i++) {
-            struct record *rec = fs_handles_get_locked(records, (void *)list[i].base);
-            if (!rec || rec->arena != a) continue;
-            if (mmap((void *)list[i].base, rec->len, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, a->fd,
-                     (off_t)rec->offset) == MAP_FAILED)
-                fprintf(stderr, "fsdpshim-sim: forked child shares %zu bytes with its parent: %s\n",
-                        rec->len, strerror(errno));
-        }
-        free(list);
+    for (struct record *rec = all; rec; rec = rec->next) {
+        if (rec->arena != a) continue;
+        if (mmap(rec->base, rec->len, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, a->fd, (off_t)rec->offset) == MAP_FAILED)
+            fprintf(stderr, "fsdpshim-sim: forked child shares %zu bytes with its parent: %s\n",
+                    rec->len, strerror(errno));
     }
 }
 
@@ -180,7 +209,7 @@ void sim_arena_fork(enum fs_fork_phase phase)
         struct arena *a = arenas[d];
         if (!a) continue;
         if (a->fd >= 0) {
-            privatise(a, d);
+            privatise(a);
             close(a->fd);
             a->fd = -1;
         }

@@ -30,6 +30,7 @@ static void devices_init(void)
         pthread_mutex_init(&dev->mu, NULL);
         pthread_mutex_init(&dev->hostfn_mu, NULL);
         dev->pool = fs_pool_new(dev);
+        dev->graph_pool = sim_pool_new_graph(dev);
     }
 }
 
@@ -240,12 +241,8 @@ void fs_devices_fork(enum fs_fork_phase phase)
     if (phase == FS_FORK_PREPARE) {
         for (int d = 0; d < n; d++)
             pthread_mutex_lock(&devices[d].mu);
-        for (int d = 0; d < n; d++)
-            fs_pool_fork(devices[d].pool, phase);
         return;
     }
-    for (int d = n - 1; d >= 0; d--)
-        fs_pool_fork(devices[d].pool, phase);
     for (int d = n - 1; d >= 0; d--) {
         struct fs_device *dev = &devices[d];
         if (phase == FS_FORK_CHILD) {

@@ -1,17 +1,16 @@
 /* devmem.c - device memory: capacity accounting per device, cudaMalloc /
  * cudaFree (also of managed memory, managed.c) and cudaMemGetInfo.
  *
- * Device memory is host memory: each allocation is its own MAP_NORESERVE
- * mapping of a range of its device's memfd (sim/arena.c, which lets another
- * process map it for CUDA IPC), so capacity costs nothing until pages are
- * touched, and a freed allocation's pages go back to the kernel at once.
- * Sizes are rounded up to SIM_ALLOC_GRANULE: that is what is charged and
- * mapped; copies and sets may reach only the size asked for (the range's
- * extent), as on a GPU. In a dry run
- * (FSDPSHIM_SIM_DATA=0) the mapping is anonymous and PROT_NONE: nothing may
- * touch it, so a touch faults instead of quietly committing host memory,
- * and a PROT_NONE private mapping is not even counted against the host's
- * commit limit. */
+ * Device memory is host memory (sim/arena.c: MAP_NORESERVE mappings of a
+ * memfd per device, so capacity costs nothing until pages are touched). The
+ * device is charged what the driver takes for an allocation, whole 2 MiB
+ * pages (sim/vram.c says where each allocation lies), while the address
+ * registry holds the size asked for: copies and sets may reach no further,
+ * and cuMemGetAddressRange answers it, as on a GPU. In a dry run
+ * (FSDPSHIM_SIM_DATA=0) the mappings are anonymous and PROT_NONE: nothing
+ * may touch them, so a touch faults instead of quietly committing host
+ * memory, and a PROT_NONE private mapping is not even counted against the
+ * host's commit limit. */
 #include <stdlib.h>
 
 #include "api_callback.h"
@@ -28,11 +27,21 @@ cudaError_t fs_capacity_take(struct fs_device *dev, size_t size)
     } else {
         dev->used += size;
         if (dev->used > dev->peak) dev->peak = dev->used;
-        dev->allocs++;
         dev->touched = 1;
     }
     pthread_mutex_unlock(&dev->mu);
     return err;
+}
+
+void sim_capacity_count(struct fs_device *dev, int freed)
+{
+    pthread_mutex_lock(&dev->mu);
+    if (freed)
+        dev->frees++;
+    else
+        dev->allocs++;
+    dev->touched = 1;
+    pthread_mutex_unlock(&dev->mu);
 }
 
 cudaError_t fs_capacity_refused(struct fs_device *dev, size_t size, cudaError_t err)
@@ -50,35 +59,38 @@ void fs_capacity_give(struct fs_device *dev, size_t size)
 {
     pthread_mutex_lock(&dev->mu);
     dev->used -= size;
-    dev->frees++;
     pthread_mutex_unlock(&dev->mu);
 }
 
-cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind,
-                            struct fs_pool *pool, void **out)
+cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind, void **out)
 {
     if (size > fs_cfg.capacity)
         return cudaErrorMemoryAllocation; /* also catches sizes near SIZE_MAX */
-    size_t asked = size;
-    size = (size + SIM_ALLOC_GRANULE - 1) & ~(size_t)(SIM_ALLOC_GRANULE - 1);
-    cudaError_t err = fs_capacity_take(dev, size);
+    void *p;
+    cudaError_t err = sim_vram_alloc(dev, size, kind == FS_RANGE_MANAGED, &p);
     if (err) return err;
-    void *p = sim_arena_map(dev, size);
-    if (!p) {
-        fs_capacity_give(dev, size);
-        return cudaErrorMemoryAllocation;
-    }
-    struct fs_range r = {(uintptr_t)p, size, kind, dev->ordinal, 1, pool, asked};
+    sim_capacity_count(dev, 0);
+    struct fs_range r = {(uintptr_t)p, size, kind, dev->ordinal, 1, NULL, 0};
     fs_registry_add(&r);
     *out = p;
     return cudaSuccess;
 }
 
-void fs_devmem_release(const struct fs_range *r)
+static void release(const struct fs_range *r, int unmap)
 {
     fs_registry_remove(r->base);
-    sim_arena_unmap((void *)r->base, r->size);
-    fs_capacity_give(fs_dev(r->device), r->size);
+    sim_vram_free((void *)r->base, unmap);
+    sim_capacity_count(fs_dev(r->device), 1);
+}
+
+void fs_devmem_release(const struct fs_range *r)
+{
+    release(r, 1);
+}
+
+void fs_devmem_drop(const struct fs_range *r)
+{
+    release(r, 0);
 }
 
 void fs_devmem_forget_device(int device)
@@ -105,8 +117,7 @@ static cudaError_t device_malloc(void **ptr, size_t size)
     }
     struct fs_device *dev = fs_cur_dev();
     if (!dev) return fs_ret(cudaErrorNoDevice);
-    return fs_ret(
-        fs_capacity_refused(dev, size, fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, NULL, ptr)));
+    return fs_ret(fs_capacity_refused(dev, size, fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, ptr)));
 }
 
 /* The block `ptr` starts, claimed for freeing (so two racing frees cannot
@@ -130,7 +141,7 @@ cudaError_t fs_devmem_free(void *ptr)
     struct fs_device *dev = fs_dev(r.device);
     fs_device_sync(dev);
     if (r.kind == FS_RANGE_POOL)
-        fs_pool_free_now(r.pool, r.base);
+        fs_pool_cuda_free(r.pool, r.base);
     else
         fs_devmem_release(&r);
     return cudaSuccess;

@@ -10,8 +10,9 @@
  * handle.
  *
  * Every lock that guards that inherited state is taken before the fork (in
- * an order no other path contradicts: IPC events, IPC handles, arena, modules,
- * devices, pools, registry, streams, events) so the child never sees it
+ * an order no other path contradicts: IPC events, IPC handles, pools, the
+ * pages of cudaMalloc memory, arena, modules, devices, registry, streams,
+ * events) so the child never sees it
  * half-updated, and released in reverse after it. The simulated driver's VMM
  * lock comes before all of them: its handler is registered after this one
  * (sim/cuda/vmm.c), so it runs first. */
@@ -44,6 +45,8 @@ static void prepare(void)
 {
     sim_ipc_event_fork(FS_FORK_PREPARE);
     sim_ipc_fork(FS_FORK_PREPARE);
+    fs_pools_fork(FS_FORK_PREPARE);
+    sim_vram_fork(FS_FORK_PREPARE);
     sim_arena_fork(FS_FORK_PREPARE);
     sim_modules_fork(FS_FORK_PREPARE);
     fs_devices_fork(FS_FORK_PREPARE);
@@ -60,6 +63,8 @@ static void after(enum fs_fork_phase phase)
     fs_devices_fork(phase);
     sim_modules_fork(phase);
     sim_arena_fork(phase);
+    sim_vram_fork(phase);
+    fs_pools_fork(phase);
     sim_ipc_fork(phase);
     sim_ipc_event_fork(phase);
 }

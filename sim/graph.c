@@ -433,6 +433,15 @@ static cudaError_t launch(cudaGraphExec_t h, cudaStream_t sh, int pt)
         exec_unref(e);
         return fs_ret(err);
     }
+    /* Graph memory is charged to the device before the launch that first
+     * needs it (graphmem.c). */
+    for (size_t i = 0; i < e->n && !err; i++)
+        if (e->order[i]->w.type == cudaGraphNodeTypeMemAlloc && e->order[i]->w.arg)
+            err = sim_graph_alloc_map(e->order[i]->w.arg);
+    if (err) {
+        exec_unref(e);
+        return fs_ret(err);
+    }
     /* The reference lookup took is the launch's: its last op drops it. */
     pthread_mutex_lock(&e->mu);
     struct fs_dep after = e->last;

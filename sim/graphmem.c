@@ -1,11 +1,17 @@
-/* graphmem.c - the graph memory attributes of a device
- * (cudaDeviceGetGraphMemAttribute, cudaDeviceSetGraphMemAttribute): how much
- * memory graph allocation nodes hold and have held.
+/* graphmem.c - the graph memory of a device: the attributes
+ * (cudaDeviceGetGraphMemAttribute, cudaDeviceSetGraphMemAttribute) and
+ * cudaDeviceGraphMemTrim.
  *
- * The sim builds no graphs, so no graph allocation node ever holds memory:
- * all four amounts are 0, and resetting a high watermark (to 0, the only
- * value the runtime accepts) leaves it 0. Whoever adds graph memory nodes
- * must count them here. */
+ * What a stream capture allocates comes from the device's graph memory
+ * (mempool.c), in chunks of at least 32 MiB like a pool's. A chunk is
+ * charged to the device when a graph that needs it is first launched, and
+ * stays charged after the graph is gone until cudaDeviceGraphMemTrim (or an
+ * allocation for a launch that would otherwise fail) gives it back. So the
+ * amounts are whole chunks: "reserved" the chunks charged, "used" those of
+ * them that still hold a block of a live graph (or one a graph allocated
+ * and the program has not freed). An H100 (driver 580) answered reserved
+ * 32 MiB, used 32 MiB after a launch of a graph that allocates and frees
+ * 1 MiB (docs/sim.md, "Stream capture and graphs"). */
 #include <stdint.h>
 
 #include "internal.h"
@@ -13,26 +19,48 @@
 FS_API cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
                                                   void *value)
 {
-    if (!fs_dev(device)) return fs_ret(cudaErrorInvalidDevice);
+    struct fs_device *dev = fs_dev(device);
+    if (!dev) return fs_ret(cudaErrorInvalidDevice);
     if (!value) return fs_ret(cudaErrorInvalidValue);
+    uint64_t reserved, used, reserved_high, used_high;
+    sim_graph_pool_amounts(dev->graph_pool, &reserved, &used, &reserved_high, &used_high);
     switch (attr) {
     case cudaGraphMemAttrUsedMemCurrent:
+        *(uint64_t *)value = used;
+        return cudaSuccess;
     case cudaGraphMemAttrUsedMemHigh:
+        *(uint64_t *)value = used_high;
+        return cudaSuccess;
     case cudaGraphMemAttrReservedMemCurrent:
+        *(uint64_t *)value = reserved;
+        return cudaSuccess;
     case cudaGraphMemAttrReservedMemHigh:
-        *(uint64_t *)value = 0;
+        *(uint64_t *)value = reserved_high;
         return cudaSuccess;
     }
     return fs_ret(cudaErrorInvalidValue);
 }
 
+/* Only the high-water marks can be set, and only to 0, which resets each
+ * to the current amount. */
 FS_API cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
                                                   void *value)
 {
-    if (!fs_dev(device)) return fs_ret(cudaErrorInvalidDevice);
+    struct fs_device *dev = fs_dev(device);
+    if (!dev) return fs_ret(cudaErrorInvalidDevice);
     if (!value) return fs_ret(cudaErrorInvalidValue);
     if (attr != cudaGraphMemAttrUsedMemHigh && attr != cudaGraphMemAttrReservedMemHigh)
         return fs_ret(cudaErrorInvalidValue);
     if (*(const uint64_t *)value != 0) return fs_ret(cudaErrorInvalidValue);
+    sim_graph_pool_reset_high(dev->graph_pool, attr == cudaGraphMemAttrReservedMemHigh);
+    return cudaSuccess;
+}
+
+/* Gives back the chunks that hold no block of a live graph. */
+FS_API cudaError_t cudaDeviceGraphMemTrim(int device)
+{
+    struct fs_device *dev = fs_dev(device);
+    if (!dev) return fs_ret(cudaErrorInvalidDevice);
+    sim_graph_pool_trim(dev->graph_pool);
     return cudaSuccess;
 }

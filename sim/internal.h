@@ -80,6 +80,8 @@ struct fs_device {
     struct fs_pool *pool;   /* default memory pool */
     uint64_t reset_gen;     /* bumped by cudaDeviceReset (atomic) */
     int ctx_active;         /* primary context initialised, until a reset (atomic) */
+    /* Graph memory: what a stream capture's allocations take. */
+    struct fs_pool *graph_pool;
 };
 FS_SEAM struct fs_device *fs_dev(int ordinal); /* NULL when out of range */
 int fs_cur_device(void);
@@ -237,7 +239,7 @@ FS_SEAM void fs_handles_unlock(struct fs_handle_set *set);
 /* ---- registry.c: what every known address range is ---- */
 enum fs_range_kind {
     FS_RANGE_MALLOC,     /* cudaMalloc / cuMemAlloc */
-    FS_RANGE_POOL,       /* cudaMallocAsync block (live or cached in the pool) */
+    FS_RANGE_POOL,       /* a block of a device memory pool (or of graph memory) */
     FS_RANGE_VMM,        /* a cuMemMap mapping */
     FS_RANGE_PINNED,     /* cudaMallocHost / cudaHostAlloc */
     FS_RANGE_REGISTERED, /* cudaHostRegister */
@@ -250,10 +252,10 @@ struct fs_range {
     size_t size;
     enum fs_range_kind kind;
     int device;
-    int live;             /* 0 once freed (a pool block waiting in the pool) */
+    int live;             /* 0 once claimed for freeing (a block a graph still holds) */
     struct fs_pool *pool; /* FS_RANGE_POOL: the memory pool it belongs to */
-    size_t extent;        /* how far a copy or set may reach from base: the
-                             size asked for (0: size, the whole range) */
+    size_t extent;        /* how far a copy or set may reach from base
+                             (0: size, the whole range) */
 };
 /* Returns 0, or -1 when [base, base+size) overlaps a known range. */
 FS_SEAM int fs_registry_add(const struct fs_range *r);
@@ -279,24 +281,41 @@ static inline int fs_range_is_device(const struct fs_range *r)
 }
 
 /* ---- devmem.c: device memory and its capacity ---- */
-/* Every device allocation (cudaMalloc, cuMemAlloc, a pool block) is rounded
- * up to this granule, the textureAlignment the sim reports: it is charged
- * so, and copies and sets may run to the rounded end, as on a GPU
- * (docs/sim.md, "Allocation granule"). */
+/* The device's layout (docs/sim.md, "Device memory"): the device is charged
+ * in whole pages; cudaMalloc allocations of at most SIM_SMALL_MAX bytes are
+ * placed at SIM_ALLOC_GRANULE, the textureAlignment the sim reports, in pages
+ * they share (vram.c); memory pools reserve chunks of at least
+ * SIM_POOL_CHUNK and place their blocks in them at the granule (chunks.c). */
 #define SIM_ALLOC_GRANULE 512
+#define SIM_PAGE_SIZE     ((size_t)2 << 20)
+#define SIM_SMALL_MAX     ((size_t)1 << 20)
+#define SIM_POOL_CHUNK    ((size_t)32 << 20)
+static inline size_t sim_round_up(size_t size, size_t to)
+{
+    return (size + to - 1) / to * to;
+}
 /* Charges size bytes to dev; cudaErrorMemoryAllocation when over capacity. */
 FS_SEAM cudaError_t fs_capacity_take(struct fs_device *dev, size_t size);
 FS_SEAM void fs_capacity_give(struct fs_device *dev, size_t size);
+/* Counts an allocation (freed 0) or a free (freed 1) that reached the device,
+ * for FSDPSHIM_SIM_STATS: a cudaMalloc, cuMemAlloc, module load or managed
+ * allocation, a pool's chunk, a cuMemCreate. */
+FS_SEAM void sim_capacity_count(struct fs_device *dev, int freed);
 /* Counts an allocation of size bytes that the program (or the shim) was
  * refused for lack of capacity: after any retry, so once per refusal the
  * caller sees. Returns err. */
 FS_SEAM cudaError_t fs_capacity_refused(struct fs_device *dev, size_t size, cudaError_t err);
-/* Maps fresh device memory of `size` bytes (rounded to SIM_ALLOC_GRANULE), charges it and
- * registers it as `kind` (of memory pool `pool` for FS_RANGE_POOL, else NULL). */
+/* Allocates `size` bytes of dev as the driver does for cudaMalloc (vram.c),
+ * charges and counts it, and registers it as `kind` (FS_RANGE_MALLOC,
+ * _MODULE, or _MANAGED, which gets pages of its own that the host may
+ * touch) with the size asked for as its range. */
 FS_SEAM cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind,
-                                    struct fs_pool *pool, void **out);
-/* Unmaps and uncharges a range made by fs_devmem_alloc. */
+                                    void **out);
+/* Unregisters, unmaps and uncharges a range made by fs_devmem_alloc. */
 void fs_devmem_release(const struct fs_range *r);
+/* As fs_devmem_release, but leaves the pages mapped (to the process's end:
+ * work still queued may touch them). */
+void fs_devmem_drop(const struct fs_range *r);
 /* Claims the live cudaMalloc/pool block starting at ptr for freeing;
  * cudaErrorInvalidValue for an unknown or interior pointer or a double free. */
 cudaError_t fs_claim_device_block(const void *ptr, struct fs_range *r);
@@ -320,14 +339,25 @@ struct sim_backing {
     uint64_t ino;
     uint64_t offset;
 };
-/* Maps `size` bytes (a multiple of SIM_ALLOC_GRANULE) of fresh device memory
- * of dev: read-write pages of the device's memfd, or PROT_NONE anonymous
- * pages in a dry run. NULL when the host refuses. */
+/* Maps `size` bytes (a multiple of SIM_PAGE_SIZE) of fresh device memory
+ * of dev, aligned to SIM_PAGE_SIZE: read-write pages of the device's memfd,
+ * or PROT_NONE anonymous pages in a dry run. NULL when the host refuses. */
 void *sim_arena_map(struct fs_device *dev, size_t size);
 /* Unmaps what sim_arena_map returned and gives its pages back. */
 void sim_arena_unmap(void *base, size_t size);
 /* The backing of the allocation that starts at base; 0 if there is none. */
 int sim_arena_backing(const void *base, struct sim_backing *out);
+
+/* ---- vram.c: where cudaMalloc memory lies in a device's pages ---- */
+/* Places `size` bytes on dev and charges the pages it needs: a small size
+ * in a page shared with other small allocations, a larger one (or any, when
+ * `own_pages`) in pages of its own. cudaErrorMemoryAllocation over capacity. */
+cudaError_t sim_vram_alloc(struct fs_device *dev, size_t size, int own_pages, void **out);
+/* Frees what sim_vram_alloc placed at p; a page left empty is uncharged,
+ * and unmapped if `unmap`. */
+void sim_vram_free(void *p, int unmap);
+/* The backing of the allocation at p (sim/arena.c), its offset p's own. */
+int sim_vram_backing(const void *p, struct sim_backing *out);
 
 /* ---- ipc.c, ipc_event.c: CUDA IPC handles ---- */
 /* What a cudaIpcMemHandle_t / cudaIpcEventHandle_t holds: where the
@@ -374,14 +404,66 @@ cudaError_t sim_event_ipc_wire(cudaEvent_t h, struct sim_ipc_wire *w);
  * flags of an opened event (cudaEventDisableTiming | cudaEventInterprocess). */
 cudaError_t sim_event_from_ipc(struct sim_ipc_event *e, cudaEvent_t *out);
 
+/* ---- chunks.c: the memory behind a memory pool ---- */
+/* A pool's chunks and the blocks placed in them (each chunk one mapping,
+ * a run of extents: blocks and free space). The owner (mempool.c) holds
+ * its pool's lock across every call but sim_chunks_unmap. */
+enum sim_chunk_memory {
+    SIM_CHUNK_DEVICE, /* device memory, charged when the chunk is made */
+    SIM_CHUNK_GRAPH,  /* device memory, charged by sim_chunks_charge (a graph's launch) */
+};
+struct sim_chunk;
+struct sim_chunks {
+    struct fs_device *dev;
+    enum sim_chunk_memory memory;
+    struct sim_chunk *list;
+    uint64_t reserved;   /* bytes of the chunks charged */
+    uint64_t used;       /* bytes of the blocks placed, each rounded to the granule */
+    uint64_t next_token; /* numbers the frees not yet reached */
+};
+/* Places a block of `need` bytes (a multiple of SIM_ALLOC_GRANULE) for
+ * stream s: in the smallest run of free space s may take (space s freed
+ * itself, or, if `opportunistic`, space whose free every stream has
+ * reached), at the run's lowest address. 0 when no run is large enough. */
+uintptr_t sim_chunks_place(struct sim_chunks *c, size_t need, struct fs_stream *s,
+                           int opportunistic);
+/* Adds a chunk able to hold `need` bytes: SIM_POOL_CHUNK, or `need` rounded
+ * up to whole pages when that is more (or when `fallback`: the most the
+ * device may still have room for). cudaErrorMemoryAllocation when the
+ * device refuses. */
+cudaError_t sim_chunks_grow(struct sim_chunks *c, size_t need, int fallback);
+/* Frees the block at base (returning its size, 0 for no such block): its
+ * space is free for stream s at once, and for every stream once reached;
+ * when `reached` is 0, *token names the free for sim_chunks_reach. */
+size_t sim_chunks_free(struct sim_chunks *c, uintptr_t base, struct fs_stream *s, int reached,
+                       uint64_t *token);
+/* The stream has reached the free `token`. */
+void sim_chunks_reach(struct sim_chunks *c, uint64_t token);
+/* Every free on a stream of dev (of any device, when NULL) is reached and
+ * belongs to no stream: those streams are gone. */
+void sim_chunks_forget_streams(struct sim_chunks *c, const struct fs_device *dev);
+/* Unlinks chunks that hold no block and no unreached free, newest first,
+ * while more than `keep` bytes are reserved (graph memory: every such
+ * chunk); returns them for sim_chunks_unmap. */
+struct sim_chunk *sim_chunks_trim(struct sim_chunks *c, uint64_t keep);
+/* Unmaps and uncharges chunks sim_chunks_trim unlinked (without the lock). */
+void sim_chunks_unmap(struct sim_chunks *c, struct sim_chunk *list);
+/* Graph memory: charges the chunk holding base if it is not yet;
+ * cudaErrorMemoryAllocation over capacity. */
+cudaError_t sim_chunks_charge(struct sim_chunks *c, uintptr_t base);
+/* Graph memory: bytes of charged chunks that hold a block. */
+uint64_t sim_chunks_charged_in_use(const struct sim_chunks *c);
+
 /* ---- mempool.c: the memory pools of each device ---- */
-/* The device's default pool; pools made by cudaMemPoolCreate hang off it. */
+/* The device's default pool (the pools cudaMemPoolCreate makes hang off
+ * it), and its graph memory. */
 struct fs_pool *fs_pool_new(struct fs_device *dev);
+struct fs_pool *sim_pool_new_graph(struct fs_device *dev);
 /* Trims every pool of the device whose default pool this is to its release
- * threshold (called after host synchronisation). */
+ * threshold (after host synchronisation). */
 void fs_pool_trim_threshold(struct fs_pool *pool);
-/* A cudaFree of a pool block (after the device was synchronised). */
-void fs_pool_free_now(struct fs_pool *pool, uintptr_t base);
+/* A cudaFree of a block of `pool` (after the device was synchronised). */
+void fs_pool_cuda_free(struct fs_pool *pool, uintptr_t base);
 /* cudaDeviceReset: the device is idle and its streams are gone, so every
  * cached block of its pools is free for any stream. The pools and their
  * allocations stay. */
@@ -391,6 +473,16 @@ void fs_pool_forget_streams(struct fs_pool *pool);
  * cuMemFreeAsync, which return their own codes. */
 FS_SEAM cudaError_t fs_pool_malloc_async(void **ptr, size_t size, cudaStream_t s, int pt);
 FS_SEAM cudaError_t fs_pool_free_async(void *ptr, cudaStream_t s, int pt);
+/* Graph memory (graphmem.c): what a launch of a graph holding the
+ * allocation node `arg` must have charged first; cudaErrorMemoryAllocation
+ * over capacity. */
+cudaError_t sim_graph_alloc_map(void *arg);
+/* The device's graph memory amounts and high-water marks; a reset of the
+ * marks; cudaDeviceGraphMemTrim's release of chunks no graph uses. */
+void sim_graph_pool_amounts(struct fs_pool *gp, uint64_t *reserved, uint64_t *used,
+                            uint64_t *reserved_high, uint64_t *used_high);
+void sim_graph_pool_reset_high(struct fs_pool *gp, int reserved);
+void sim_graph_pool_trim(struct fs_pool *gp);
 
 /* ---- fork.c: a forked child starts with no streams or events ---- */
 enum fs_fork_phase { FS_FORK_PREPARE, FS_FORK_PARENT, FS_FORK_CHILD };
@@ -402,7 +494,8 @@ void fs_fork_install(void);
 /* Each file's part: take its locks before fork, release them after it
  * and, in the child, forget what belonged to the parent's threads. */
 void fs_devices_fork(enum fs_fork_phase phase);
-void fs_pool_fork(struct fs_pool *pool, enum fs_fork_phase phase);
+void fs_pools_fork(enum fs_fork_phase phase);
+void sim_vram_fork(enum fs_fork_phase phase);
 void fs_registry_fork(enum fs_fork_phase phase);
 void fs_streams_fork(enum fs_fork_phase phase);
 void fs_events_fork(enum fs_fork_phase phase);

@@ -42,8 +42,9 @@ struct opened {
     struct opened *next;
     int32_t pid;
     uint64_t ino, offset; /* with pid: which allocation */
-    void *base;
-    size_t len; /* mapped length, whole pages */
+    void *base;           /* the allocation, as the importer sees it */
+    void *map;            /* the mapping that holds it */
+    size_t len;           /* mapped length, whole pages */
     int refs;
 };
 
@@ -70,7 +71,7 @@ FS_API cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr)
     struct fs_range r;
     struct sim_backing b;
     if (!handle || !devPtr || !fs_registry_find((uintptr_t)devPtr, &r) ||
-        r.kind != FS_RANGE_MALLOC || !r.live || !sim_arena_backing((void *)r.base, &b))
+        r.kind != FS_RANGE_MALLOC || !r.live || !sim_vram_backing((void *)r.base, &b))
         return fs_ret(cudaErrorInvalidValue);
     /* A forked child's inherited memory is its private copy. */
     if (!b.owned) return fs_ret(cudaErrorNotSupported);
@@ -85,15 +86,18 @@ static int peer_alive(int32_t pid)
     return kill(pid, 0) == 0 || errno == EPERM;
 }
 
-/* Maps the allocation a handle names (under mu). */
+/* Maps the allocation a handle names, `len` bytes from the host page that
+ * holds its start (small allocations share a device page, so the offset
+ * need not be page-aligned) (under mu). */
 static cudaError_t map_peer(const struct sim_ipc_wire *w, size_t len, void **out)
 {
     void *p;
     if (w->fd >= 0 && fs_cfg.moves_data) {
         int fd = sim_ipc_open_peer_fd(w);
         if (fd < 0) return cudaErrorInvalidResourceHandle;
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
         p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd,
-                 (off_t)w->offset);
+                 (off_t)(w->offset & ~(uint64_t)(page - 1)));
         close(fd);
     } else {
         /* A dry run on either side: there are no pages to share. */
@@ -122,7 +126,8 @@ FS_API cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle
     if (w.pid == (int32_t)getpid()) return fs_ret(cudaErrorDeviceUninitialized);
 
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t len = ((size_t)w.size + page - 1) & ~(page - 1);
+    size_t lead = (size_t)(w.offset & (page - 1));
+    size_t len = (lead + (size_t)w.size + page - 1) & ~(page - 1);
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&mu);
     struct opened *o = opened;
@@ -134,16 +139,17 @@ FS_API cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle
         pthread_mutex_unlock(&mu);
         return cudaSuccess;
     }
-    void *p = NULL;
+    void *map = NULL, *p = NULL;
     o = malloc(sizeof *o);
     if (!o) err = cudaErrorMemoryAllocation;
-    if (!err) err = map_peer(&w, len, &p);
+    if (!err) err = map_peer(&w, len, &map);
     if (!err) {
         /* The device it lives on, when this process sees it. */
         int device = fs_dev(w.device) ? w.device : dev->ordinal;
+        p = (char *)map + lead;
         struct fs_range r = {(uintptr_t)p, (size_t)w.size, FS_RANGE_IPC, device, 1, NULL, 0};
         if (fs_registry_add(&r) != 0) {
-            munmap(p, len);
+            munmap(map, len);
             err = cudaErrorMemoryAllocation;
         }
     }
@@ -152,7 +158,7 @@ FS_API cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle
         free(o);
         return fs_ret(err);
     }
-    *o = (struct opened){opened, w.pid, w.ino, w.offset, p, len, 1};
+    *o = (struct opened){opened, w.pid, w.ino, w.offset, p, map, len, 1};
     opened = o;
     pthread_mutex_unlock(&mu);
     *devPtr = p;
@@ -184,7 +190,7 @@ FS_API cudaError_t cudaIpcCloseMemHandle(void *devPtr)
         fs_device_sync(fs_dev(r.device));
         fs_registry_remove(r.base);
     }
-    munmap(o->base, o->len);
+    munmap(o->map, o->len);
     free(o);
     return cudaSuccess;
 }

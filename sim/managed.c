@@ -2,8 +2,9 @@
  * use.
  *
  * On the sim all device memory is host memory, so managed memory is a
- * device allocation (charged to the current device, rounded to the granule,
- * freed by cudaFree) that the registry knows as managed, which
+ * device allocation (charged to the current device, in pages of its own so
+ * that the host may touch them, freed by cudaFree) that the registry knows
+ * as managed, which
  * cudaPointerGetAttributes reports as cudaMemoryTypeManaged. It stays
  * readable and writable by the host even in a dry run (FSDPSHIM_SIM_DATA=0),
  * as the host may touch it directly; copies still move no bytes there. */
@@ -19,7 +20,7 @@ FS_API cudaError_t cudaMallocManaged(void **ptr, size_t size, unsigned int flags
     struct fs_device *dev = fs_cur_dev();
     if (!dev) return fs_ret(cudaErrorNoDevice);
     void *p;
-    cudaError_t err = fs_devmem_alloc(dev, size, FS_RANGE_MANAGED, NULL, &p);
+    cudaError_t err = fs_devmem_alloc(dev, size, FS_RANGE_MANAGED, &p);
     if (err) return fs_ret(err);
     struct fs_range r;
     if (!fs_cfg.moves_data && fs_registry_find((uintptr_t)p, &r) &&

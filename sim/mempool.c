@@ -1,16 +1,22 @@
-/* mempool.c - the memory pools of each device (its default pool and those
- * made by cudaMemPoolCreate): cudaMallocAsync, cudaMallocFromPoolAsync,
+/* mempool.c - the memory pools: each device's default pool, the pools
+ * cudaMemPoolCreate makes (of a device's memory), and each device's graph
+ * memory; cudaMallocAsync, cudaMallocFromPoolAsync,
  * cudaFreeAsync, the pool attributes and trimming.
  *
- * A pool block is one device allocation (rounded up to SIM_ALLOC_GRANULE). Freed
- * blocks stay reserved in the pool: a cudaFreeAsync block is reusable at
- * once by later allocations on the stream that freed it (stream order makes
- * that safe), and by any stream once the stream has reached the free, if
+ * A pool's memory is chunks of at least 32 MiB with its blocks placed in
+ * them (chunks.c). A freed block's space is reusable at once by later
+ * allocations on the stream that freed it (stream order makes that safe),
+ * and by any stream once the stream has reached the free, if
  * cudaMemPoolReuseAllowOpportunistic is set (the default). The other two
  * reuse attributes are stored and reported but change nothing: the sim has
- * no event dependencies to follow. Cached blocks are released at host
+ * no event dependencies to follow. Chunks that hold nothing go back at host
  * synchronisation down to the release threshold (default 0), by
- * cudaMemPoolTrimTo, and when an allocation would otherwise fail. */
+ * cudaMemPoolTrimTo, and when an allocation would otherwise fail.
+ *
+ * A stream capture's allocations come from the device's graph memory
+ * instead of the pool, whose chunks are charged when a graph that needs
+ * them is first launched and stay until cudaDeviceGraphMemTrim
+ * (graphmem.c). */
 #include <stdlib.h>
 
 #include "api_callback.h"
@@ -20,23 +26,18 @@
 
 #define POOL_PEERS 64 /* devices whose access a pool records */
 
-struct pool_block {
-    struct pool_block *next;
-    uintptr_t base;
-    size_t size;
-    struct fs_stream *stream; /* the stream that freed it */
-    int ready;                /* the stream has reached the free */
-    uint64_t token;
-};
-
 struct fs_pool {
-    struct fs_device *dev;
+    struct fs_device *dev; /* its device */
     pthread_mutex_t mu;
+    int graph; /* the device's graph memory: no handle, no threshold */
     uint64_t threshold;
     int reuse_follow, reuse_opportunistic, reuse_internal;
-    uint64_t reserved, reserved_high, used, used_high;
-    struct pool_block *cached;
-    uint64_t next_token;
+    struct sim_chunks mem;
+    uint64_t reserved_high, used_high;
+    /* Blocks cudaFree gave back that UsedMemCurrent still counts: an H100
+     * (driver 580) answered a cudaFree of a 1 MiB pool block with reserved
+     * 0, used 1 MiB, and still so after synchronising. */
+    uint64_t used_stale;
     /* On a default pool: the device's created pools, linked through their
      * own `created` (under created_mu). */
     struct fs_pool *created;
@@ -47,20 +48,29 @@ struct fs_pool {
 /* Guards every device's list of created pools. */
 static pthread_mutex_t created_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static struct fs_pool *pool_alloc_struct(struct fs_device *dev)
+static struct fs_pool *pool_alloc_struct(struct fs_device *dev, enum sim_chunk_memory memory)
 {
     struct fs_pool *pool = calloc(1, sizeof *pool);
     if (!pool) abort();
     pool->dev = dev;
     pthread_mutex_init(&pool->mu, NULL);
     pool->reuse_follow = pool->reuse_opportunistic = pool->reuse_internal = 1;
+    pool->mem.dev = dev;
+    pool->mem.memory = memory;
     if (dev->ordinal < POOL_PEERS) pool->access[dev->ordinal] = cudaMemAccessFlagsProtReadWrite;
     return pool;
 }
 
 struct fs_pool *fs_pool_new(struct fs_device *dev)
 {
-    return pool_alloc_struct(dev);
+    return pool_alloc_struct(dev, SIM_CHUNK_DEVICE);
+}
+
+struct fs_pool *sim_pool_new_graph(struct fs_device *dev)
+{
+    struct fs_pool *pool = pool_alloc_struct(dev, SIM_CHUNK_GRAPH);
+    pool->graph = 1;
+    return pool;
 }
 
 static struct fs_pool *pool_check(cudaMemPool_t h)
@@ -75,54 +85,61 @@ static struct fs_pool *pool_check(cudaMemPool_t h)
 }
 
 /* Calls fn on each pool of the device whose default pool is `def` (the
- * default pool first). The list is copied under created_mu and walked
- * without it, so fn may take a pool's mu (created_mu comes first, as in
- * fs_pool_fork). */
-static void each_device_pool(struct fs_pool *def, void (*fn)(struct fs_pool *))
+ * default pool first), or of every device when def is NULL; with
+ * `and_more`, also on the graph memory of those devices. The list is copied
+ * under created_mu and walked without it, so fn may take a pool's mu
+ * (created_mu comes first, as in fs_pools_fork). */
+static void each_pool(struct fs_pool *def, int and_more, void (*fn)(struct fs_pool *, void *),
+                      void *arg)
 {
     pthread_mutex_lock(&created_mu);
-    size_t n = 0;
-    for (struct fs_pool *p = def; p; p = p->created)
-        n++;
-    struct fs_pool **all = malloc(n * sizeof *all);
-    if (!all) abort();
-    n = 0;
-    for (struct fs_pool *p = def; p; p = p->created)
-        all[n++] = p;
+    size_t n = 0, cap = 16;
+    struct fs_pool **all = malloc(cap * sizeof *all);
+    for (int d = 0; all && d < fs_cfg.ndevices; d++) {
+        struct fs_device *dev = fs_dev(d);
+        if (def && dev->pool != def) continue;
+        for (struct fs_pool *p = dev->pool; all && p; p = p->created) {
+            if (n + 2 > cap) all = realloc(all, (cap *= 2) * sizeof *all);
+            if (all) all[n++] = p;
+        }
+        if (all && and_more) all[n++] = dev->graph_pool;
+    }
     pthread_mutex_unlock(&created_mu);
+    if (!all) abort();
     for (size_t i = 0; i < n; i++)
-        fn(all[i]);
+        fn(all[i], arg);
     free(all);
 }
 
-/* Releases cached blocks until the pool holds at most `keep` bytes. */
-static void pool_trim(struct fs_pool *pool, size_t keep)
+/* What UsedMemCurrent answers (graph memory: the charged chunks that hold
+ * a block, cudaGraphMemAttrUsedMemCurrent), under pool->mu. */
+static uint64_t used_now(const struct fs_pool *pool)
 {
-    struct pool_block *victims = NULL;
-    pthread_mutex_lock(&pool->mu);
-    for (struct pool_block **pp = &pool->cached; *pp && pool->reserved > keep;) {
-        struct pool_block *b = *pp;
-        if (!b->ready) {
-            pp = &b->next;
-            continue;
-        }
-        *pp = b->next;
-        pool->reserved -= b->size;
-        b->next = victims;
-        victims = b;
-    }
-    pthread_mutex_unlock(&pool->mu);
-    while (victims) {
-        struct pool_block *b = victims;
-        victims = b->next;
-        struct fs_range r = {b->base, b->size, FS_RANGE_POOL, pool->dev->ordinal, 0, pool, 0};
-        fs_devmem_release(&r);
-        free(b);
-    }
+    return pool->graph ? sim_chunks_charged_in_use(&pool->mem) : pool->mem.used + pool->used_stale;
 }
 
-static void trim_to_threshold(struct fs_pool *pool)
+/* Raises the high-water marks to the current amounts (under pool->mu). */
+static void note_highs(struct fs_pool *pool)
 {
+    uint64_t used = used_now(pool);
+    if (pool->mem.reserved > pool->reserved_high) pool->reserved_high = pool->mem.reserved;
+    if (used > pool->used_high) pool->used_high = used;
+}
+
+/* Gives back chunks that hold nothing until the pool holds at most `keep`
+ * bytes (graph memory: every such chunk). */
+static void pool_trim(struct fs_pool *pool, uint64_t keep)
+{
+    pthread_mutex_lock(&pool->mu);
+    struct sim_chunk *victims = sim_chunks_trim(&pool->mem, keep);
+    pthread_mutex_unlock(&pool->mu);
+    sim_chunks_unmap(&pool->mem, victims);
+}
+
+static void trim_to_threshold(struct fs_pool *pool, void *unused)
+{
+    (void)unused;
+    if (pool->graph) return; /* graph memory waits for cudaDeviceGraphMemTrim */
     pthread_mutex_lock(&pool->mu);
     uint64_t keep = pool->threshold;
     pthread_mutex_unlock(&pool->mu);
@@ -131,111 +148,81 @@ static void trim_to_threshold(struct fs_pool *pool)
 
 void fs_pool_trim_threshold(struct fs_pool *def)
 {
-    each_device_pool(def, trim_to_threshold);
+    each_pool(def, 1, trim_to_threshold, NULL);
 }
 
-/* Every cached block is reached and free for any stream: the streams that
- * freed them are gone (under pool->mu). */
-static void forget_streams_locked(struct fs_pool *pool)
-{
-    for (struct pool_block *b = pool->cached; b; b = b->next) {
-        b->ready = 1;
-        b->stream = NULL;
-    }
-}
-
-static void forget_streams(struct fs_pool *pool)
+/* Every free on a stream of `dev` (every stream, when NULL) is reached:
+ * those streams are gone. */
+static void forget_streams(struct fs_pool *pool, void *dev)
 {
     pthread_mutex_lock(&pool->mu);
-    forget_streams_locked(pool);
+    sim_chunks_forget_streams(&pool->mem, dev);
     pthread_mutex_unlock(&pool->mu);
 }
 
 void fs_pool_forget_streams(struct fs_pool *def)
 {
-    each_device_pool(def, forget_streams);
+    each_pool(NULL, 1, forget_streams, def->dev);
 }
 
-static void count_use(struct fs_pool *pool, size_t size)
-{
-    pool->used += size;
-    if (pool->used > pool->used_high) pool->used_high = pool->used;
-}
-
-/* A cached block for `need` bytes on stream s: the smallest that fits and
- * wastes at most half of itself. */
-static struct pool_block *take_cached(struct fs_pool *pool, size_t need, struct fs_stream *s)
-{
-    struct pool_block **best = NULL;
-    for (struct pool_block **pp = &pool->cached; *pp; pp = &(*pp)->next) {
-        struct pool_block *b = *pp;
-        int usable = b->stream == s || (b->ready && pool->reuse_opportunistic);
-        if (usable && b->size >= need && b->size / 2 <= need && (!best || b->size < (*best)->size))
-            best = pp;
-    }
-    if (!best) return NULL;
-    struct pool_block *b = *best;
-    *best = b->next;
-    return b;
-}
-
+/* The block at base, placed for `size` bytes on stream s (NULL: none) in
+ * pool, registered as a live block of the pool. */
 static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_stream *s, void **out)
 {
-    if (size > fs_cfg.capacity)
-        return fs_capacity_refused(pool->dev, size, cudaErrorMemoryAllocation);
-    size_t need = (size + SIM_ALLOC_GRANULE - 1) & ~(size_t)(SIM_ALLOC_GRANULE - 1);
+    struct fs_device *dev = pool->dev;
+    if (size > fs_cfg.capacity) return fs_capacity_refused(dev, size, cudaErrorMemoryAllocation);
+    size_t need = sim_round_up(size, SIM_ALLOC_GRANULE);
 
     pthread_mutex_lock(&pool->mu);
-    struct pool_block *b = take_cached(pool, need, s);
-    if (b) {
-        count_use(pool, b->size);
-        fs_registry_set_extent(b->base, size);
-        fs_registry_set_live(b->base, 0, 1);
-        pthread_mutex_unlock(&pool->mu);
-        *out = (void *)b->base;
-        free(b);
-        return cudaSuccess;
+    int opportunistic = pool->reuse_opportunistic;
+    uintptr_t base = sim_chunks_place(&pool->mem, need, s, opportunistic);
+    cudaError_t err = cudaSuccess;
+    if (!base) {
+        err = sim_chunks_grow(&pool->mem, need, 0);
+        if (err && pool->mem.memory == SIM_CHUNK_DEVICE) {
+            /* Give back what the pool caches, as the driver does, and
+             * retry; then with a chunk of the block's own size, where a
+             * whole chunk no longer fits (an assumption: docs/sim.md). */
+            pthread_mutex_unlock(&pool->mu);
+            pool_trim(pool, 0);
+            pthread_mutex_lock(&pool->mu);
+            base = sim_chunks_place(&pool->mem, need, s, opportunistic);
+            if (!base && (err = sim_chunks_grow(&pool->mem, need, 0)))
+                err = sim_chunks_grow(&pool->mem, need, 1);
+        }
+        if (!err && !base) base = sim_chunks_place(&pool->mem, need, s, opportunistic);
     }
+    if (base) note_highs(pool);
     pthread_mutex_unlock(&pool->mu);
+    if (!base) return fs_capacity_refused(dev, size, err ? err : cudaErrorMemoryAllocation);
 
-    void *p;
-    cudaError_t err = fs_devmem_alloc(pool->dev, need, FS_RANGE_POOL, pool, &p);
-    if (err == cudaErrorMemoryAllocation) {
-        /* Give back what the pool caches, as the driver does, and retry. */
-        pool_trim(pool, 0);
-        err = fs_devmem_alloc(pool->dev, need, FS_RANGE_POOL, pool, &p);
-    }
-    if (err) return fs_capacity_refused(pool->dev, size, err);
-    fs_registry_set_extent((uintptr_t)p, size);
-    pthread_mutex_lock(&pool->mu);
-    pool->reserved += need;
-    if (pool->reserved > pool->reserved_high) pool->reserved_high = pool->reserved;
-    count_use(pool, need);
-    pthread_mutex_unlock(&pool->mu);
-    *out = p;
+    struct fs_range r = {base, size, FS_RANGE_POOL, dev->ordinal, 1, pool, 0};
+    fs_registry_add(&r);
+    *out = (void *)base;
     return cudaSuccess;
 }
 
-/* Returns a freed block to the cache; ready says whether its stream has
- * already passed the free. */
-static uint64_t cache_block(struct fs_pool *pool, const struct fs_range *r, struct fs_stream *s,
-                            int ready)
+/* Gives the block at base back to its pool, reached by every stream (its
+ * registry entry already gone); returns its size. */
+static size_t unplace(struct fs_pool *pool, uintptr_t base)
 {
-    struct pool_block *b = malloc(sizeof *b);
-    if (!b) abort();
     pthread_mutex_lock(&pool->mu);
-    *b = (struct pool_block){pool->cached, r->base, r->size, s, ready, ++pool->next_token};
-    pool->cached = b;
-    pool->used -= r->size;
-    uint64_t token = b->token;
+    size_t size = sim_chunks_free(&pool->mem, base, NULL, 1, NULL);
     pthread_mutex_unlock(&pool->mu);
-    return token;
+    return size;
 }
 
-void fs_pool_free_now(struct fs_pool *pool, uintptr_t base)
+void fs_pool_cuda_free(struct fs_pool *pool, uintptr_t base)
 {
-    struct fs_range r;
-    if (fs_registry_find(base, &r)) cache_block(pool, &r, NULL, 1);
+    fs_registry_remove(base);
+    size_t size = unplace(pool, base);
+    if (pool->graph) return;
+    pthread_mutex_lock(&pool->mu);
+    pool->used_stale += size;
+    pthread_mutex_unlock(&pool->mu);
+    /* Its memory goes back at once, as after a synchronisation (the
+     * device was synchronised): with threshold 0, reserved drops to 0. */
+    trim_to_threshold(pool, NULL);
 }
 
 struct free_point {
@@ -243,14 +230,12 @@ struct free_point {
     uint64_t token;
 };
 
-/* Runs when the stream reaches a cudaFreeAsync. The block may already have
- * been reused by its own stream, in which case there is nothing to mark. */
+/* Runs when the stream reaches a cudaFreeAsync. */
 static void reach_free(void *p)
 {
     struct free_point *fp = p;
     pthread_mutex_lock(&fp->pool->mu);
-    for (struct pool_block *b = fp->pool->cached; b; b = b->next)
-        if (b->token == fp->token) b->ready = 1;
+    sim_chunks_reach(&fp->pool->mem, fp->token);
     pthread_mutex_unlock(&fp->pool->mu);
     free(fp);
 }
@@ -260,6 +245,59 @@ static void release_range(void *p)
 {
     fs_devmem_release(p);
     free(p);
+}
+
+/* What a graph's memory allocation node holds: the block, which a launch
+ * needs charged. */
+struct graph_alloc {
+    struct fs_pool *pool;
+    uintptr_t base;
+};
+
+cudaError_t sim_graph_alloc_map(void *arg)
+{
+    struct graph_alloc *ga = arg;
+    struct fs_pool *gp = ga->pool;
+    pthread_mutex_lock(&gp->mu);
+    cudaError_t err = sim_chunks_charge(&gp->mem, ga->base);
+    pthread_mutex_unlock(&gp->mu);
+    if (err) {
+        /* Chunks no graph uses go first, as cudaDeviceGraphMemTrim would. */
+        pool_trim(gp, 0);
+        pthread_mutex_lock(&gp->mu);
+        err = sim_chunks_charge(&gp->mem, ga->base);
+        pthread_mutex_unlock(&gp->mu);
+    }
+    pthread_mutex_lock(&gp->mu);
+    note_highs(gp);
+    pthread_mutex_unlock(&gp->mu);
+    return fs_capacity_refused(gp->dev, SIM_POOL_CHUNK, err);
+}
+
+void sim_graph_pool_amounts(struct fs_pool *gp, uint64_t *reserved, uint64_t *used,
+                            uint64_t *reserved_high, uint64_t *used_high)
+{
+    pthread_mutex_lock(&gp->mu);
+    *reserved = gp->mem.reserved;
+    *used = used_now(gp);
+    *reserved_high = gp->reserved_high;
+    *used_high = gp->used_high;
+    pthread_mutex_unlock(&gp->mu);
+}
+
+void sim_graph_pool_reset_high(struct fs_pool *gp, int reserved)
+{
+    pthread_mutex_lock(&gp->mu);
+    if (reserved)
+        gp->reserved_high = gp->mem.reserved;
+    else
+        gp->used_high = used_now(gp);
+    pthread_mutex_unlock(&gp->mu);
+}
+
+void sim_graph_pool_trim(struct fs_pool *gp)
+{
+    pool_trim(gp, 0);
 }
 
 /* The work of cudaMallocAsync without the last error, which the runtime's
@@ -277,13 +315,30 @@ static cudaError_t malloc_async(void **ptr, size_t size, struct fs_pool *pool, c
         return cudaSuccess;
     }
     if (!pool) pool = s->dev->pool;
-    err = pool_alloc(pool, size, s, ptr);
-    if (err || !fs_capture_active(s)) return err;
-    /* Captured: a memory allocation node. The block is the graph's memory
-     * at a fixed address from now on; a launch has nothing to do for it. */
+    if (!fs_capture_active(s)) return pool_alloc(pool, size, s, ptr);
+
+    /* Captured: graph memory, the graph's from now on (the runtime
+     * documents that the allocation is owned by the graph, not the pool), at
+     * a fixed address; a launch has nothing to do for it but have its
+     * memory charged. */
+    struct fs_pool *gp = pool->dev->graph_pool;
+    struct graph_alloc *ga = malloc(sizeof *ga);
+    if (!ga) return cudaErrorMemoryAllocation;
+    err = pool_alloc(gp, size, s, ptr);
+    if (err) {
+        free(ga);
+        return err;
+    }
+    *ga = (struct graph_alloc){gp, (uintptr_t)*ptr};
     uint64_t seq;
-    err = fs_stream_enqueue(s, &(struct fs_work){.type = cudaGraphNodeTypeMemAlloc}, NULL, &seq);
-    if (err) fs_pool_free_now(pool, (uintptr_t)*ptr);
+    err = fs_stream_enqueue(
+        s, &(struct fs_work){.type = cudaGraphNodeTypeMemAlloc, .drop = free, .arg = ga}, NULL,
+        &seq);
+    if (err) {
+        free(ga);
+        fs_registry_remove((uintptr_t)*ptr);
+        unplace(gp, (uintptr_t)*ptr);
+    }
     return err;
 }
 
@@ -291,10 +346,12 @@ static cudaError_t malloc_async(void **ptr, size_t size, struct fs_pool *pool, c
 static void release_graph_block(void *p)
 {
     struct fs_range *r = p;
-    if (r->kind == FS_RANGE_POOL)
-        fs_pool_free_now(r->pool, r->base);
-    else
+    if (r->kind == FS_RANGE_POOL) {
+        fs_registry_remove(r->base);
+        unplace(r->pool, r->base);
+    } else {
         fs_devmem_release(r);
+    }
     free(r);
 }
 
@@ -394,18 +451,22 @@ static cudaError_t free_async(void *ptr, cudaStream_t sh, int pt)
         }
         return err;
     }
-    if (r.kind == FS_RANGE_MALLOC) {
+    if (r.kind != FS_RANGE_POOL) {
         struct fs_range *copy = range_copy(&r);
         seq = fs_stream_submit(s, release_range, copy, 0, NULL);
         if (!seq) free(copy);
-    } else {
-        struct fs_pool *pool = r.pool;
-        struct free_point *fp = malloc(sizeof *fp);
-        if (!fp) abort();
-        *fp = (struct free_point){pool, cache_block(pool, &r, s, 0)};
-        seq = fs_stream_submit(s, reach_free, fp, 0, NULL);
-        if (!seq) free(fp);
+        return seq ? cudaSuccess : cudaErrorInvalidResourceHandle;
     }
+    struct fs_pool *pool = r.pool;
+    struct free_point *fp = malloc(sizeof *fp);
+    if (!fp) abort();
+    fs_registry_remove(r.base);
+    pthread_mutex_lock(&pool->mu);
+    sim_chunks_free(&pool->mem, r.base, s, 0, &fp->token);
+    pthread_mutex_unlock(&pool->mu);
+    fp->pool = pool;
+    seq = fs_stream_submit(s, reach_free, fp, 0, NULL);
+    if (!seq) reach_free(fp); /* the stream went: nothing will use the block */
     return seq ? cudaSuccess : cudaErrorInvalidResourceHandle;
 }
 
@@ -444,7 +505,7 @@ FS_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
     return cudaSuccess;
 }
 
-/* The sim has only default pools, so the current pool is always it. */
+/* The sim's current pool is always the default pool. */
 FS_API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device)
 {
     return cudaDeviceGetDefaultMemPool(pool, device);
@@ -467,7 +528,7 @@ FS_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *h, const struct cudaMemPoolP
         return fs_ret(cudaErrorInvalidValue);
     struct fs_device *dev = fs_dev(props->location.id);
     if (!dev) return fs_ret(cudaErrorInvalidValue);
-    struct fs_pool *pool = pool_alloc_struct(dev);
+    struct fs_pool *pool = fs_pool_new(dev);
     pthread_mutex_lock(&created_mu);
     pool->created = dev->pool->created;
     dev->pool->created = pool;
@@ -478,8 +539,8 @@ FS_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *h, const struct cudaMemPoolP
 
 /* The pool's cached memory goes back at once. Blocks still allocated from
  * it stay valid and freeable (the runtime releases the pool's resources
- * once they are freed): the pool then stays on its device's list, without
- * a handle, and gives their memory back at the next synchronisation. */
+ * once they are freed): the pool then stays on its list, without a handle,
+ * and gives their memory back at the next synchronisation. */
 FS_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
 {
     fs_init();
@@ -488,7 +549,7 @@ FS_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
     pool_trim(pool, 0);
     pthread_mutex_lock(&created_mu);
     pthread_mutex_lock(&pool->mu);
-    int idle = pool->used == 0 && !pool->cached;
+    int idle = pool->mem.used == 0 && !pool->mem.list;
     pool->destroyed = 1;
     pool->threshold = 0;
     pthread_mutex_unlock(&pool->mu);
@@ -585,13 +646,13 @@ FS_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr
         if (*(uint64_t *)value)
             err = cudaErrorInvalidValue;
         else
-            pool->reserved_high = pool->reserved;
+            pool->reserved_high = pool->mem.reserved;
         break;
     case cudaMemPoolAttrUsedMemHigh:
         if (*(uint64_t *)value)
             err = cudaErrorInvalidValue;
         else
-            pool->used_high = pool->used;
+            pool->used_high = used_now(pool);
         break;
     default:
         err = cudaErrorInvalidValue;
@@ -622,13 +683,13 @@ FS_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr
         *(uint64_t *)value = pool->threshold;
         break;
     case cudaMemPoolAttrReservedMemCurrent:
-        *(uint64_t *)value = pool->reserved;
+        *(uint64_t *)value = pool->mem.reserved;
         break;
     case cudaMemPoolAttrReservedMemHigh:
         *(uint64_t *)value = pool->reserved_high;
         break;
     case cudaMemPoolAttrUsedMemCurrent:
-        *(uint64_t *)value = pool->used;
+        *(uint64_t *)value = used_now(pool);
         break;
     case cudaMemPoolAttrUsedMemHigh:
         *(uint64_t *)value = pool->used_high;
@@ -641,27 +702,31 @@ FS_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr
     return fs_ret(err);
 }
 
-/* Called for each device's default pool, devices in order before the fork
- * and in reverse after it, so created_mu is held from device 0's PREPARE
- * call to its PARENT or CHILD call. */
-void fs_pool_fork(struct fs_pool *def, enum fs_fork_phase phase)
+/* Every pool is locked before a fork (after created_mu, and before the
+ * arena, the devices and the registry, which a pool's lock is held over),
+ * and unlocked after it; in the child, frees pending on the parent's
+ * streams can never be reached: they are reached as far as it knows. */
+static void pool_fork_one(struct fs_pool *p, enum fs_fork_phase phase)
 {
     if (phase == FS_FORK_PREPARE) {
-        if (def == fs_dev(0)->pool) pthread_mutex_lock(&created_mu);
-        for (struct fs_pool *p = def; p; p = p->created)
-            pthread_mutex_lock(&p->mu);
+        pthread_mutex_lock(&p->mu);
         return;
     }
-    for (struct fs_pool *p = def; p; p = p->created) {
-        /* Frees still pending on the parent's streams can never be reached
-         * in the child: they are complete as far as it knows. */
-        if (phase == FS_FORK_CHILD) forget_streams_locked(p);
-        pthread_mutex_unlock(&p->mu);
+    if (phase == FS_FORK_CHILD) sim_chunks_forget_streams(&p->mem, NULL);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void fs_pools_fork(enum fs_fork_phase phase)
+{
+    if (phase == FS_FORK_PREPARE) pthread_mutex_lock(&created_mu);
+    for (int d = 0; d < fs_cfg.ndevices; d++) {
+        struct fs_device *dev = fs_dev(d);
+        for (struct fs_pool *p = dev->pool; p; p = p->created)
+            pool_fork_one(p, phase);
+        pool_fork_one(dev->graph_pool, phase);
     }
-    if (def == fs_dev(0)->pool) {
-        if (phase == FS_FORK_CHILD)
-            pthread_mutex_init(&created_mu, NULL);
-        else
-            pthread_mutex_unlock(&created_mu);
-    }
+    if (phase == FS_FORK_CHILD)
+        pthread_mutex_init(&created_mu, NULL);
+    else if (phase == FS_FORK_PARENT)
+        pthread_mutex_unlock(&created_mu);
 }

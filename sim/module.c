@@ -163,12 +163,10 @@ static void unload(struct sim_module *m, int device, int unmap)
     struct fs_range r;
     if (!m->base || !m->base[device]) return;
     if (fs_registry_find((uintptr_t)m->base[device], &r)) {
-        if (unmap) {
+        if (unmap)
             fs_devmem_release(&r);
-        } else {
-            fs_registry_remove(r.base);
-            fs_capacity_give(fs_dev(device), r.size);
-        }
+        else
+            fs_devmem_drop(&r);
     }
     m->base[device] = NULL;
 }
@@ -242,10 +240,13 @@ cudaError_t sim_module_load(struct sim_module *m, int device)
         err = cudaErrorMemoryAllocation;
     } else if (!m->base[device]) {
         void *p;
-        err = fs_devmem_alloc(dev, m->storage, FS_RANGE_MODULE, NULL, &p);
+        err = fs_devmem_alloc(dev, m->storage, FS_RANGE_MODULE, &p);
         if (!err) {
             m->base[device] = p;
             m->loaded = 1;
+            /* Variables start zeroed, or from the image; the storage may lie
+             * where a freed allocation left its bytes (a shared page). */
+            if (fs_cfg.moves_data) memset(p, 0, m->storage);
             for (size_t i = 0; fs_cfg.moves_data && i < m->nvars; i++)
                 if (m->vars[i]->init)
                     memcpy(m->base[device] + m->vars[i]->offset, m->vars[i]->init,

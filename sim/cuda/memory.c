@@ -25,7 +25,7 @@ static CUresult cuMemAlloc_v2_impl(CUdeviceptr *dptr, size_t size)
     if (!dptr || size == 0) /* the driver, unlike cudaMalloc, refuses 0 */
         return CUDA_ERROR_INVALID_VALUE;
     void *p;
-    if (fs_capacity_refused(dev, size, fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, NULL, &p)))
+    if (fs_capacity_refused(dev, size, fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, &p)))
         return CUDA_ERROR_OUT_OF_MEMORY;
     *dptr = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;

@@ -159,6 +159,7 @@ static CUresult cuMemCreate_impl(CUmemGenericAllocationHandle *handle, size_t si
         fs_capacity_give(dev, size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    sim_capacity_count(dev, 0);
     return CUDA_SUCCESS;
 }
 
@@ -167,7 +168,10 @@ static void maybe_destroy(struct vmm_alloc *a)
 {
     if (a->refs || a->maps) return;
     close(a->fd);
-    if (a->charged) fs_capacity_give(fs_dev(a->device), a->size);
+    if (a->charged) {
+        fs_capacity_give(fs_dev(a->device), a->size);
+        sim_capacity_count(fs_dev(a->device), 1);
+    }
     free(a);
 }
 

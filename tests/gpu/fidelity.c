@@ -35,7 +35,7 @@
 
 /* docs/sim.md sections, as the table cites them. */
 #define SEC_MAPS     "How each CUDA concept maps"
-#define SEC_GRANULE  "Allocation granule"
+#define SEC_GRANULE  "Device memory"
 #define SEC_POOLS    "Memory pools"
 #define SEC_VMM      "Virtual memory management"
 #define SEC_DRIVER   "The driver API"
@@ -54,6 +54,7 @@ enum probe_id {
     PROBE_ZERO_SIZE,
     PROBE_DEFAULT_POOL,
     PROBE_CREATED_POOL,
+    PROBE_POOL_CHUNKS,
     PROBE_HIGH_MARKS,
     PROBE_POOL_CUDAFREE,
     PROBE_POOL_HANDLES,
@@ -74,9 +75,9 @@ struct documented {
 
 /* The pool sequence of probe_pool_sequence, for the default and for a created pool. */
 #define POOL_ROWS(probe, pool, alloc)                                                              \
-    {probe, pool ", " alloc " 4 KiB", "reserved 4 KiB, used 4 KiB, device free down 4 KiB",        \
+    {probe, pool ", " alloc " 4 KiB", "reserved 32 MiB, used 4 KiB, device free down 32 MiB",      \
      SEC_POOLS},                                                                                   \
-        {probe, pool ", " alloc " 1 MiB", "reserved 1 MiB, used 1 MiB, device free down 1 MiB",    \
+        {probe, pool ", " alloc " 1 MiB", "reserved 32 MiB, used 1 MiB, device free down 32 MiB",  \
          SEC_POOLS},                                                                               \
         {probe, pool ", 64 x " alloc " 1 MiB",                                                     \
          "reserved 64 MiB, used 64 MiB, device free down 64 MiB", SEC_POOLS},                      \
@@ -107,12 +108,22 @@ static const struct documented documented[] = {
     {PROBE_DEVICE, "multiProcessorCount", "132", SEC_MAPS},
     {PROBE_DEVICE, "textureAlignment", "512", SEC_GRANULE},
 
-    {PROBE_GRANULE, "8 x cudaMalloc 1 byte, smallest distance between two", "4 KiB", SEC_GRANULE},
-    {PROBE_GRANULE, "8 x cudaMalloc 1 byte, common alignment", "4 KiB", SEC_GRANULE},
-    {PROBE_GRANULE, "cuMemGetAddressRange of a cudaMalloc 1 byte", "512 B", SEC_GRANULE},
-    {PROBE_GRANULE, "cudaMalloc 1 byte, device free down", "512 B", SEC_GRANULE},
-    {PROBE_GRANULE, "cudaMalloc 1 MiB, device free down", "1 MiB", SEC_GRANULE},
-    {PROBE_GRANULE, "cudaMalloc 1 MiB + 1, device free down", "1049088 B", SEC_GRANULE},
+    {PROBE_GRANULE, "8 x cudaMalloc 1 byte, smallest distance between two", "512 B", SEC_GRANULE},
+    {PROBE_GRANULE, "8 x cudaMalloc 1 byte, common alignment", "512 B", SEC_GRANULE},
+    {PROBE_GRANULE, "cuMemGetAddressRange of a cudaMalloc 1 byte", "1 B", SEC_GRANULE},
+    {PROBE_GRANULE, "cudaMalloc 1 byte, device free down", "2 MiB", SEC_GRANULE},
+    {PROBE_GRANULE, "cudaMalloc 1 MiB, device free down", "2 MiB", SEC_GRANULE},
+    {PROBE_GRANULE, "cudaMalloc 1 MiB + 1, device free down", "2 MiB", SEC_GRANULE},
+    /* What the H100's answers above leave open (docs/sim.md, "Device memory", assumptions). */
+    {PROBE_GRANULE, "cudaMalloc 1 byte, then cudaFree, device free down", "0", SEC_GRANULE},
+    {PROBE_GRANULE, "2 x cudaMalloc 1 MiB, device free down", "2 MiB", SEC_GRANULE},
+    {PROBE_GRANULE, "2 x cudaMalloc 1 MiB, distance between them", "1 MiB", SEC_GRANULE},
+    {PROBE_GRANULE, "2 x cudaMalloc 1 MiB + 1, device free down", "4 MiB", SEC_GRANULE},
+    {PROBE_GRANULE, "cudaMalloc 2 MiB + 1, device free down", "4 MiB", SEC_GRANULE},
+    {PROBE_GRANULE, "100 x cudaMalloc 4 KiB, device free down", "2 MiB", SEC_GRANULE},
+    {PROBE_GRANULE, "1000 x cudaMalloc 4 KiB, device free down", "4 MiB", SEC_GRANULE},
+    {PROBE_GRANULE, "cuMemGetAddressRange of a cudaMalloc 1 MiB + 1", "1048577 B", SEC_GRANULE},
+    {PROBE_GRANULE, "4 x cudaMalloc 3 MiB, common alignment", "2 MiB or more", SEC_GRANULE},
 
     {PROBE_COPY_BOUNDS, "cudaMalloc 1000, cudaMemcpy of 1000, 1001, 1024 bytes",
      "cudaSuccess, cudaErrorInvalidValue, cudaErrorInvalidValue", SEC_GRANULE},
@@ -140,15 +151,31 @@ static const struct documented documented[] = {
      SEC_POOLS},
     POOL_ROWS(PROBE_CREATED_POOL, "created pool", "cudaMallocFromPoolAsync"),
 
+    /* How a pool lays out its chunks: what the H100's answers leave open. */
+    {PROBE_POOL_CHUNKS, "default pool, cudaMallocAsync 32 MiB: reserved", "32 MiB", SEC_POOLS},
+    {PROBE_POOL_CHUNKS, "default pool, cudaMallocAsync 33 MiB: reserved", "34 MiB", SEC_POOLS},
+    {PROBE_POOL_CHUNKS, "default pool, cudaMallocAsync 64 MiB + 1: reserved", "66 MiB", SEC_POOLS},
+    {PROBE_POOL_CHUNKS, "default pool, cudaMallocAsync 100 MiB: reserved", "100 MiB", SEC_POOLS},
+    {PROBE_POOL_CHUNKS, "default pool, 4 KiB then 32 MiB: reserved", "64 MiB", SEC_POOLS},
+    {PROBE_POOL_CHUNKS, "default pool, 31 x 1 MiB then 2 MiB: reserved", "64 MiB", SEC_POOLS},
+    {PROBE_POOL_CHUNKS, "default pool, 8 x cudaMallocAsync 1 byte, smallest distance between two",
+     "512 B", SEC_POOLS},
+    {PROBE_POOL_CHUNKS, "default pool, cudaMallocAsync 1000 bytes: used", "1 KiB", SEC_POOLS},
+    {PROBE_POOL_CHUNKS, "cuMemGetAddressRange of a cudaMallocAsync 1000 bytes", "1000 B",
+     SEC_POOLS},
+
     {PROBE_HIGH_MARKS, "ReservedMemHigh set to 0", "cudaSuccess, then high = current", SEC_POOLS},
     {PROBE_HIGH_MARKS, "ReservedMemHigh set to 1", "cudaErrorInvalidValue", SEC_POOLS},
     {PROBE_HIGH_MARKS, "UsedMemHigh set to 0", "cudaSuccess, then high = current", SEC_POOLS},
     {PROBE_HIGH_MARKS, "UsedMemHigh set to 1", "cudaErrorInvalidValue", SEC_POOLS},
 
     {PROBE_POOL_CUDAFREE, "cudaFree of a cudaMallocAsync 1 MiB block",
-     "cudaSuccess, then reserved 1 MiB, used 0", SEC_POOLS},
+     "cudaSuccess, then reserved 0, used 1 MiB", SEC_POOLS},
     {PROBE_POOL_CUDAFREE, "cudaFree of a pool block, then cudaStreamSynchronize",
-     "reserved 0, used 0", SEC_POOLS},
+     "reserved 0, used 1 MiB", SEC_POOLS},
+    {PROBE_POOL_CUDAFREE, "cudaFree of a second 1 MiB block, release threshold max",
+     "reserved 32 MiB, used 2 MiB", SEC_POOLS},
+    {PROBE_POOL_CUDAFREE, "then cudaMemPoolTrimTo 0", "reserved 0, used 2 MiB", SEC_POOLS},
 
     {PROBE_POOL_HANDLES, "cudaDeviceGetMemPool", "the default pool", SEC_POOLS},
     {PROBE_POOL_HANDLES, "cudaDeviceSetMemPool with a created pool",
@@ -169,11 +196,17 @@ static const struct documented documented[] = {
      "cudaSuccess, device free down 0", SEC_POOLS},
 
     {PROBE_GRAPH_MEMORY, "default pool after capturing cudaMallocAsync 1 MiB and cudaFreeAsync",
-     "reserved 1 MiB, used 1 MiB", SEC_GRAPHS},
-    {PROBE_GRAPH_MEMORY, "graph memory attributes after a launch of that graph",
      "reserved 0, used 0", SEC_GRAPHS},
+    {PROBE_GRAPH_MEMORY, "graph memory attributes after the capture, before a launch",
+     "reserved 0, used 0, device free down 0", SEC_GRAPHS},
+    {PROBE_GRAPH_MEMORY, "graph memory attributes after a launch of that graph",
+     "reserved 32 MiB, used 32 MiB", SEC_GRAPHS},
     {PROBE_GRAPH_MEMORY, "default pool after the graph is destroyed and cudaDeviceSynchronize",
      "reserved 0, used 0", SEC_GRAPHS},
+    {PROBE_GRAPH_MEMORY, "graph memory attributes after the graph is destroyed",
+     "reserved 32 MiB, used 0, device free down 32 MiB", SEC_GRAPHS},
+    {PROBE_GRAPH_MEMORY, "graph memory attributes after cudaDeviceGraphMemTrim",
+     "reserved 0, used 0, device free down 0", SEC_GRAPHS},
 
     {PROBE_ERRORS,
      "cudaGetErrorString of cudaErrorInvalidValue, MemoryAllocation, "
@@ -221,7 +254,7 @@ static const struct documented documented[] = {
      SEC_VMM},
 
     {PROBE_RESET, "cudaDeviceReset", "cudaSuccess", SEC_CANNOT},
-    {PROBE_RESET, "default pool after cudaDeviceReset", "reserved 4 KiB, used 4 KiB", SEC_CANNOT},
+    {PROBE_RESET, "default pool after cudaDeviceReset", "reserved 32 MiB, used 4 KiB", SEC_CANNOT},
     {PROBE_RESET, "cudaMalloc block after cudaDeviceReset, cuPointerGetAttribute MEMORY_TYPE",
      "CUDA_ERROR_INVALID_VALUE", SEC_CANNOT},
     {PROBE_RESET, "cudaMalloc block after cudaDeviceReset, cudaFree", "cudaErrorInvalidValue",
@@ -450,15 +483,90 @@ static int compare_addresses(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* How much the device's free memory drops for one cudaMalloc of `size`. */
-static void observe_malloc_charge(const char *check, size_t size)
+/* How much the device's free memory drops for `n` cudaMallocs of `size` (at most 1000). */
+static void observe_malloc_charge(const char *check, int n, size_t size)
+{
+    static void *ptrs[1000];
+    long long before = device_free();
+    for (int i = 0; i < n; i++) {
+        cudaError_t err = cudaMalloc(&ptrs[i], size);
+        if (err) {
+            while (i--)
+                cudaFree(ptrs[i]);
+            return observe(check, "%s", err_name(err));
+        }
+    }
+    observe(check, "%s", bytes(before - device_free()).s);
+    for (int i = 0; i < n; i++)
+        cudaFree(ptrs[i]);
+}
+
+/* What the H100's answers leave open about how cudaMalloc memory lies in the device's pages
+ * (docs/sim.md, "Device memory"): whether a freed page goes back, where the sub-allocated
+ * sizes end, how large allocations are aligned. */
+static void probe_granule_pages(void)
 {
     long long before = device_free();
-    void *p;
-    cudaError_t err = cudaMalloc(&p, size);
-    if (err) return observe(check, "%s", err_name(err));
-    observe(check, "%s", bytes(before - device_free()).s);
-    cudaFree(p);
+    void *p, *q;
+    cudaError_t err = cudaMalloc(&p, 1);
+    if (!err) err = cudaFree(p);
+    if (err)
+        observe("cudaMalloc 1 byte, then cudaFree, device free down", "%s", err_name(err));
+    else
+        observe("cudaMalloc 1 byte, then cudaFree, device free down", "%s",
+                bytes(before - device_free()).s);
+
+    before = device_free();
+    err = cudaMalloc(&p, MIB);
+    if (!err && (err = cudaMalloc(&q, MIB))) cudaFree(p);
+    if (err) {
+        observe("2 x cudaMalloc 1 MiB, device free down", "%s", err_name(err));
+        observe("2 x cudaMalloc 1 MiB, distance between them", "%s", err_name(err));
+    } else {
+        observe("2 x cudaMalloc 1 MiB, device free down", "%s", bytes(before - device_free()).s);
+        uintptr_t a = (uintptr_t)p, b = (uintptr_t)q;
+        observe("2 x cudaMalloc 1 MiB, distance between them", "%s",
+                bytes((long long)(a > b ? a - b : b - a)).s);
+        cudaFree(p);
+        cudaFree(q);
+    }
+    observe_malloc_charge("2 x cudaMalloc 1 MiB + 1, device free down", 2, MIB + 1);
+    observe_malloc_charge("cudaMalloc 2 MiB + 1, device free down", 1, 2 * MIB + 1);
+    observe_malloc_charge("100 x cudaMalloc 4 KiB, device free down", 100, 4 * KIB);
+    observe_malloc_charge("1000 x cudaMalloc 4 KiB, device free down", 1000, 4 * KIB);
+
+    CUresult (*get_range)(CUdeviceptr *, size_t *, CUdeviceptr) =
+        driver_entry("cuMemGetAddressRange");
+    const char *check = "cuMemGetAddressRange of a cudaMalloc 1 MiB + 1";
+    if (!get_range) {
+        observe(check, "no driver entry point");
+    } else if ((err = cudaMalloc(&p, MIB + 1))) {
+        observe(check, "%s", err_name(err));
+    } else {
+        CUdeviceptr base;
+        size_t extent = 0;
+        CUresult res = get_range(&base, &extent, (CUdeviceptr)p);
+        observe(check, "%s", res ? cu_name(res) : bytes((long long)extent).s);
+        cudaFree(p);
+    }
+
+    void *big[4];
+    uintptr_t all = 0;
+    check = "4 x cudaMalloc 3 MiB, common alignment";
+    for (int i = 0; i < 4; i++) {
+        if ((err = cudaMalloc(&big[i], 3 * MIB))) {
+            while (i--)
+                cudaFree(big[i]);
+            return observe(check, "%s", err_name(err));
+        }
+        all |= (uintptr_t)big[i];
+    }
+    if (alignment_of(all) >= 2 * MIB)
+        observe(check, "2 MiB or more");
+    else
+        observe(check, "%s", bytes((long long)alignment_of(all)).s);
+    for (int i = 0; i < 4; i++)
+        cudaFree(big[i]);
 }
 
 static void probe_granule(void)
@@ -499,9 +607,10 @@ static void probe_granule(void)
     for (int i = 0; i < N; i++)
         cudaFree(ptrs[i]);
 
-    observe_malloc_charge("cudaMalloc 1 byte, device free down", 1);
-    observe_malloc_charge("cudaMalloc 1 MiB, device free down", MIB);
-    observe_malloc_charge("cudaMalloc 1 MiB + 1, device free down", MIB + 1);
+    observe_malloc_charge("cudaMalloc 1 byte, device free down", 1, 1);
+    observe_malloc_charge("cudaMalloc 1 MiB, device free down", 1, MIB);
+    observe_malloc_charge("cudaMalloc 1 MiB + 1, device free down", 1, MIB + 1);
+    probe_granule_pages();
 }
 
 static unsigned char host_buffer[2 * MIB];
@@ -756,6 +865,102 @@ static void probe_created_pool(void)
     cudaStreamDestroy(t.stream);
 }
 
+/* The default pool's reserved memory while blocks of `sizes` (n of them, in order) are
+ * allocated on s; they are then freed and, with the release threshold 0, given back. */
+static void observe_chunks(const char *check, cudaMemPool_t pool, cudaStream_t s,
+                           const size_t *sizes, int n)
+{
+    void *blocks[32];
+    for (int i = 0; i < n; i++) {
+        cudaError_t err = cudaMallocAsync(&blocks[i], sizes[i], s);
+        if (err) {
+            while (i--)
+                cudaFreeAsync(blocks[i], s);
+            cudaStreamSynchronize(s);
+            return observe(check, "%s", err_name(err));
+        }
+    }
+    cudaStreamSynchronize(s);
+    observe(check, "%s",
+            bytes((long long)pool_attribute(pool, cudaMemPoolAttrReservedMemCurrent)).s);
+    for (int i = 0; i < n; i++)
+        cudaFreeAsync(blocks[i], s);
+    cudaStreamSynchronize(s);
+}
+
+/* How the default pool lays its blocks out in its chunks (docs/sim.md, "Memory pools",
+ * assumptions): blocks of more than a chunk, a block that does not fit what is left of a
+ * chunk, the distance between small blocks, what a 1000-byte block counts as used. */
+static void probe_pool_chunks(void)
+{
+    cudaMemPool_t pool;
+    cudaStream_t s;
+    cudaError_t err = cudaDeviceGetDefaultMemPool(&pool, 0);
+    if (!err) err = cudaStreamCreate(&s);
+    if (err) return stop_cuda("cudaDeviceGetDefaultMemPool, cudaStreamCreate", err);
+    set_release_threshold(pool, 0);
+    static const size_t one_32[] = {32 * MIB}, one_33[] = {33 * MIB}, one_64p[] = {64 * MIB + 1},
+                        one_100[] = {100 * MIB}, small_then_32[] = {4 * KIB, 32 * MIB};
+    observe_chunks("default pool, cudaMallocAsync 32 MiB: reserved", pool, s, one_32, 1);
+    observe_chunks("default pool, cudaMallocAsync 33 MiB: reserved", pool, s, one_33, 1);
+    observe_chunks("default pool, cudaMallocAsync 64 MiB + 1: reserved", pool, s, one_64p, 1);
+    observe_chunks("default pool, cudaMallocAsync 100 MiB: reserved", pool, s, one_100, 1);
+    observe_chunks("default pool, 4 KiB then 32 MiB: reserved", pool, s, small_then_32, 2);
+    size_t ones_then_2[32];
+    for (int i = 0; i < 31; i++)
+        ones_then_2[i] = MIB;
+    ones_then_2[31] = 2 * MIB;
+    observe_chunks("default pool, 31 x 1 MiB then 2 MiB: reserved", pool, s, ones_then_2, 32);
+
+    enum { N = 8 };
+    void *ptrs[N];
+    uintptr_t sorted[N];
+    const char *check = "default pool, 8 x cudaMallocAsync 1 byte, smallest distance between two";
+    for (int i = 0; i < N; i++) {
+        if ((err = cudaMallocAsync(&ptrs[i], 1, s))) {
+            while (i--)
+                cudaFreeAsync(ptrs[i], s);
+            break;
+        }
+        sorted[i] = (uintptr_t)ptrs[i];
+    }
+    if (err) {
+        observe(check, "%s", err_name(err));
+    } else {
+        qsort(sorted, N, sizeof sorted[0], compare_addresses);
+        uintptr_t smallest = UINTPTR_MAX;
+        for (int i = 1; i < N; i++)
+            if (sorted[i] - sorted[i - 1] < smallest) smallest = sorted[i] - sorted[i - 1];
+        observe(check, "%s", bytes((long long)smallest).s);
+        for (int i = 0; i < N; i++)
+            cudaFreeAsync(ptrs[i], s);
+    }
+    cudaStreamSynchronize(s);
+
+    void *p;
+    err = cudaMallocAsync(&p, 1000, s);
+    if (!err) err = cudaStreamSynchronize(s);
+    if (err) {
+        observe("default pool, cudaMallocAsync 1000 bytes: used", "%s", err_name(err));
+        observe("cuMemGetAddressRange of a cudaMallocAsync 1000 bytes", "%s", err_name(err));
+    } else {
+        observe("default pool, cudaMallocAsync 1000 bytes: used", "%s",
+                bytes((long long)pool_attribute(pool, cudaMemPoolAttrUsedMemCurrent)).s);
+        CUresult (*get_range)(CUdeviceptr *, size_t *, CUdeviceptr) =
+            driver_entry("cuMemGetAddressRange");
+        CUdeviceptr base;
+        size_t extent = 0;
+        CUresult res = get_range ? get_range(&base, &extent, (CUdeviceptr)p) : CUDA_SUCCESS;
+        observe("cuMemGetAddressRange of a cudaMallocAsync 1000 bytes", "%s",
+                !get_range ? "no driver entry point"
+                : res      ? cu_name(res)
+                           : bytes((long long)extent).s);
+        cudaFreeAsync(p, s);
+    }
+    cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+}
+
 /* Writes `value` to a high-water mark; with 0, also whether it then equals the current. */
 static void observe_high_reset(const char *check, cudaMemPool_t pool, enum cudaMemPoolAttr high,
                                enum cudaMemPoolAttr current, uint64_t value)
@@ -800,6 +1005,14 @@ static void probe_high_marks(void)
     cudaStreamDestroy(s);
 }
 
+/* "reserved R, used U" of a pool. */
+static void observe_reserved_used(const char *check, cudaMemPool_t pool)
+{
+    observe(check, "reserved %s, used %s",
+            bytes((long long)pool_attribute(pool, cudaMemPoolAttrReservedMemCurrent)).s,
+            bytes((long long)pool_attribute(pool, cudaMemPoolAttrUsedMemCurrent)).s);
+}
+
 static void probe_pool_cudafree(void)
 {
     cudaMemPool_t pool;
@@ -820,9 +1033,21 @@ static void probe_pool_cudafree(void)
             bytes((long long)pool_attribute(pool, cudaMemPoolAttrReservedMemCurrent)).s,
             bytes((long long)pool_attribute(pool, cudaMemPoolAttrUsedMemCurrent)).s);
     cudaStreamSynchronize(s);
-    observe("cudaFree of a pool block, then cudaStreamSynchronize", "reserved %s, used %s",
-            bytes((long long)pool_attribute(pool, cudaMemPoolAttrReservedMemCurrent)).s,
-            bytes((long long)pool_attribute(pool, cudaMemPoolAttrUsedMemCurrent)).s);
+    observe_reserved_used("cudaFree of a pool block, then cudaStreamSynchronize", pool);
+
+    /* Whether cudaFree gives the memory back whatever the threshold, and whether the used
+     * count it leaves behind adds up. */
+    set_release_threshold(pool, UINT64_MAX);
+    err = cudaMallocAsync(&p, MIB, s);
+    if (!err) err = cudaStreamSynchronize(s);
+    if (!err) err = cudaFree(p);
+    if (err)
+        observe("cudaFree of a second 1 MiB block, release threshold max", "%s", err_name(err));
+    else
+        observe_reserved_used("cudaFree of a second 1 MiB block, release threshold max", pool);
+    cudaMemPoolTrimTo(pool, 0);
+    observe_reserved_used("then cudaMemPoolTrimTo 0", pool);
+    set_release_threshold(pool, 0);
     cudaStreamDestroy(s);
 }
 
@@ -915,6 +1140,21 @@ static void observe_default_pool(const char *check)
             bytes((long long)pool_attribute(pool, cudaMemPoolAttrUsedMemCurrent)).s);
 }
 
+/* "reserved R, used U" of device 0's graph memory, and ", device free down D" against
+ * `baseline` unless it is negative. */
+static void observe_graph_memory(const char *check, long long baseline)
+{
+    uint64_t reserved = UINT64_MAX, used = UINT64_MAX;
+    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrReservedMemCurrent, &reserved);
+    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &used);
+    if (baseline < 0)
+        observe(check, "reserved %s, used %s", bytes((long long)reserved).s,
+                bytes((long long)used).s);
+    else
+        observe(check, "reserved %s, used %s, device free down %s", bytes((long long)reserved).s,
+                bytes((long long)used).s, bytes(baseline - device_free()).s);
+}
+
 static void probe_graph_memory(void)
 {
     cudaStream_t s;
@@ -923,6 +1163,7 @@ static void probe_graph_memory(void)
     void *p;
     cudaError_t err = cudaStreamCreate(&s);
     if (err) return stop_cuda("cudaStreamCreate", err);
+    long long baseline = device_free();
     err = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
     if (!err) err = cudaMallocAsync(&p, MIB, s);
     if (!err) err = cudaFreeAsync(p, s);
@@ -932,6 +1173,7 @@ static void probe_graph_memory(void)
         return stop_cuda("the capture of cudaMallocAsync and cudaFreeAsync", err ? err : end);
     }
     observe_default_pool("default pool after capturing cudaMallocAsync 1 MiB and cudaFreeAsync");
+    observe_graph_memory("graph memory attributes after the capture, before a launch", baseline);
 
     err = cudaGraphInstantiate(&exec, graph, 0);
     if (!err) err = cudaGraphLaunch(exec, s);
@@ -941,16 +1183,18 @@ static void probe_graph_memory(void)
         cudaStreamDestroy(s);
         return stop_cuda("cudaGraphInstantiate, cudaGraphLaunch", err);
     }
-    uint64_t reserved = UINT64_MAX, used = UINT64_MAX;
-    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrReservedMemCurrent, &reserved);
-    cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &used);
-    observe("graph memory attributes after a launch of that graph", "reserved %s, used %s",
-            bytes((long long)reserved).s, bytes((long long)used).s);
+    observe_graph_memory("graph memory attributes after a launch of that graph", -1);
 
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     cudaDeviceSynchronize();
     observe_default_pool("default pool after the graph is destroyed and cudaDeviceSynchronize");
+    observe_graph_memory("graph memory attributes after the graph is destroyed", baseline);
+    err = cudaDeviceGraphMemTrim(0);
+    if (err)
+        observe("graph memory attributes after cudaDeviceGraphMemTrim", "%s", err_name(err));
+    else
+        observe_graph_memory("graph memory attributes after cudaDeviceGraphMemTrim", baseline);
     cudaStreamDestroy(s);
 }
 
@@ -1290,6 +1534,7 @@ static const struct probe probes[] = {
     {PROBE_ZERO_SIZE, "zero-size", probe_zero_size},
     {PROBE_DEFAULT_POOL, "default-pool", probe_default_pool},
     {PROBE_CREATED_POOL, "created-pool", probe_created_pool},
+    {PROBE_POOL_CHUNKS, "pool-chunks", probe_pool_chunks},
     {PROBE_HIGH_MARKS, "high-marks", probe_high_marks},
     {PROBE_POOL_CUDAFREE, "pool-cudafree", probe_pool_cudafree},
     {PROBE_POOL_HANDLES, "pool-handles", probe_pool_handles},

@@ -86,6 +86,35 @@ static void test_pool_cache_counts_and_is_released_on_oom(void **state)
     cudaStreamDestroy(s);
 }
 
+/* A pool's chunk is 32 MiB; where that no longer fits, a chunk of the
+ * block's own size in pages is tried before the allocation fails (an
+ * assumption: docs/sim.md, "Memory pools"). */
+static void test_pool_chunk_smaller_when_the_device_is_full(void **state)
+{
+    (void)state;
+    cudaMemPool_t pool;
+    cudaStream_t s;
+    void *big, *a;
+    uint64_t reserved = 0;
+    size_t free_b, total;
+    assert_int_equal(cudaDeviceGetDefaultMemPool(&pool, 0), cudaSuccess);
+    assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+    assert_int_equal(cudaMalloc(&big, 40 * MiB), cudaSuccess);
+    assert_int_equal(cudaMallocAsync(&a, 4096, s), cudaSuccess);
+    assert_int_equal(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved),
+                     cudaSuccess);
+    assert_int_equal(reserved, 2 * MiB);
+    assert_int_equal(cudaMemGetInfo(&free_b, &total), cudaSuccess);
+    assert_int_equal(free_b, 22 * MiB);
+    assert_int_equal(cudaFreeAsync(a, s), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    /* Nothing fits at all: the refusal is the caller's. */
+    assert_int_equal(cudaMallocAsync(&a, 30 * MiB, s), cudaErrorMemoryAllocation);
+    (void)cudaGetLastError();
+    assert_int_equal(cudaFree(big), cudaSuccess);
+    cudaStreamDestroy(s);
+}
+
 static void test_vmm_counts_against_capacity(void **state)
 {
     (void)state;
@@ -143,6 +172,7 @@ int main(void)
         cmocka_unit_test(test_configuration),
         cmocka_unit_test(test_oom_and_recovery),
         cmocka_unit_test(test_pool_cache_counts_and_is_released_on_oom),
+        cmocka_unit_test(test_pool_chunk_smaller_when_the_device_is_full),
         cmocka_unit_test(test_vmm_counts_against_capacity),
         cmocka_unit_test(test_device_reset_frees_and_invalidates),
     };

@@ -216,6 +216,14 @@ static void test_exec_outlives_its_handles_while_launched(void **state)
     cudaStreamDestroy(s);
 }
 
+/* One of device 0's graph memory amounts. */
+static size_t graph_mem(enum cudaGraphMemAttributeType attr)
+{
+    uint64_t v = 0;
+    assert_int_equal(cudaDeviceGetGraphMemAttribute(0, attr, &v), cudaSuccess);
+    return (size_t)v;
+}
+
 static size_t pool_used(void)
 {
     cudaMemPool_t pool;
@@ -245,9 +253,11 @@ static void test_stream_ordered_allocation_becomes_graph_memory(void **state)
     cudaGraph_t g;
     assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
     /* Freed in the graph, the block still belongs to it: not to be freed
-     * again, not back in the pool. */
+     * again. It is graph memory, not the pool's, and nothing is charged
+     * before a launch needs it (docs/sim.md, "Graph memory"). */
     assert_int_equal(cudaFreeAsync(p, s), cudaErrorInvalidValue);
-    assert_true(pool_used() >= before + N);
+    assert_int_equal(pool_used(), before);
+    assert_int_equal(graph_mem(cudaGraphMemAttrReservedMemCurrent), 0);
 
     char path[] = "/tmp/fs_sim_graph_XXXXXX";
     int fd = mkstemp(path);
@@ -269,9 +279,20 @@ static void test_stream_ordered_allocation_becomes_graph_memory(void **state)
         for (int i = 0; i < N; i++)
             assert_int_equal(h[i], 7);
     }
+    /* Launched, its chunk is charged and in use, whole. */
+    size_t chunk = graph_mem(cudaGraphMemAttrReservedMemCurrent);
+    assert_true(chunk >= N);
+    assert_int_equal(graph_mem(cudaGraphMemAttrUsedMemCurrent), chunk);
     assert_int_equal(cudaGraphExecDestroy(exec), cudaSuccess);
-    assert_true(pool_used() >= before + N);
+    assert_int_equal(graph_mem(cudaGraphMemAttrUsedMemCurrent), chunk);
     assert_int_equal(cudaGraphDestroy(g), cudaSuccess);
+    assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
+    /* The graph gone, its memory stays reserved until trimmed. */
+    assert_int_equal(graph_mem(cudaGraphMemAttrUsedMemCurrent), 0);
+    assert_int_equal(graph_mem(cudaGraphMemAttrReservedMemCurrent), chunk);
+    assert_int_equal(cudaDeviceGraphMemTrim(0), cudaSuccess);
+    assert_int_equal(graph_mem(cudaGraphMemAttrReservedMemCurrent), 0);
+    assert_int_equal(graph_mem(cudaGraphMemAttrReservedMemHigh), chunk);
     assert_int_equal(pool_used(), before);
     cudaFreeHost(h);
     cudaStreamDestroy(s);

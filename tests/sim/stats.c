@@ -1,6 +1,7 @@
 /* stats.c - a fixed allocation pattern whose FSDPSHIM_SIM_STATS=1 line the
- * test matches: 3 allocations reach device 0 (cudaMalloc, cudaMallocAsync,
- * cuMemAlloc), 3 frees, and a peak of 3 MiB. */
+ * test matches: 3 allocations reach device 0 (cudaMalloc, the pool's chunk
+ * for cudaMallocAsync, cuMemAlloc), 3 frees, and a peak of 34 MiB: the two
+ * 1 MiB cudaMalloc/cuMemAlloc share a 2 MiB page, the pool reserves 32 MiB. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
