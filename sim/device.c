@@ -30,6 +30,7 @@ static void devices_init(void)
         pthread_mutex_init(&dev->mu, NULL);
         pthread_mutex_init(&dev->hostfn_mu, NULL);
         dev->pool = fs_pool_new(dev);
+        dev->current_pool = dev->pool;
         dev->graph_pool = sim_pool_new_graph(dev);
     }
 }

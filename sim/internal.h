@@ -80,6 +80,9 @@ struct fs_device {
     struct fs_pool *pool;   /* default memory pool */
     uint64_t reset_gen;     /* bumped by cudaDeviceReset (atomic) */
     int ctx_active;         /* primary context initialised, until a reset (atomic) */
+    /* The current pool (cudaDeviceSetMemPool): what cudaMallocAsync takes
+     * from; the default pool until set (atomic). */
+    struct fs_pool *current_pool;
     /* Graph memory: what a stream capture's allocations take. */
     struct fs_pool *graph_pool;
 };
@@ -468,7 +471,7 @@ void fs_pool_cuda_free(struct fs_pool *pool, uintptr_t base);
  * cached block of its pools is free for any stream. The pools and their
  * allocations stay. */
 void fs_pool_forget_streams(struct fs_pool *pool);
-/* cudaMallocAsync and cudaFreeAsync on the default pool (pt: the _ptsz
+/* cudaMallocAsync and cudaFreeAsync on the current pool (pt: the _ptsz
  * variant), leaving the last error alone: the driver's cuMemAllocAsync and
  * cuMemFreeAsync, which return their own codes. */
 FS_SEAM cudaError_t fs_pool_malloc_async(void **ptr, size_t size, cudaStream_t s, int pt);

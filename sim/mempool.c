@@ -1,7 +1,7 @@
 /* mempool.c - the memory pools: each device's default pool, the pools
  * cudaMemPoolCreate makes (of a device's memory), and each device's graph
  * memory; cudaMallocAsync, cudaMallocFromPoolAsync,
- * cudaFreeAsync, the pool attributes and trimming.
+ * cudaFreeAsync, the current pool, the pool attributes and trimming.
  *
  * A pool's memory is chunks of at least 32 MiB with its blocks placed in
  * them (chunks.c). A freed block's space is reusable at once by later
@@ -300,6 +300,12 @@ void sim_graph_pool_trim(struct fs_pool *gp)
     pool_trim(gp, 0);
 }
 
+/* The current pool of dev (cudaDeviceSetMemPool). */
+static struct fs_pool *current_pool(struct fs_device *dev)
+{
+    return __atomic_load_n(&dev->current_pool, __ATOMIC_ACQUIRE);
+}
+
 /* The work of cudaMallocAsync without the last error, which the runtime's
  * entry points record and the driver's (cuMemAllocAsync) leave alone. */
 static cudaError_t malloc_async(void **ptr, size_t size, struct fs_pool *pool, cudaStream_t sh,
@@ -314,7 +320,7 @@ static cudaError_t malloc_async(void **ptr, size_t size, struct fs_pool *pool, c
         *ptr = NULL;
         return cudaSuccess;
     }
-    if (!pool) pool = s->dev->pool;
+    if (!pool) pool = current_pool(s->dev);
     if (!fs_capture_active(s)) return pool_alloc(pool, size, s, ptr);
 
     /* Captured: graph memory, the graph's from now on (the runtime
@@ -505,17 +511,27 @@ FS_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
     return cudaSuccess;
 }
 
-/* The sim's current pool is always the default pool. */
+/* The pool cudaDeviceSetMemPool last made current, else the default pool. */
 FS_API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device)
 {
-    return cudaDeviceGetDefaultMemPool(pool, device);
-}
-
-FS_API cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t pool)
-{
+    if (!pool) return fs_ret(cudaErrorInvalidValue);
     struct fs_device *dev = fs_dev(device);
     if (!dev) return fs_ret(cudaErrorInvalidDevice);
-    if ((struct fs_pool *)pool != dev->pool) return fs_ret(cudaErrorInvalidValue);
+    *pool = (cudaMemPool_t)current_pool(dev);
+    return cudaSuccess;
+}
+
+/* The pool must be one of the device's own ("local to the specified
+ * device"): its default pool or one made on it. cudaMallocAsync and
+ * cuMemAllocAsync then allocate from it. */
+FS_API cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t h)
+{
+    fs_init();
+    struct fs_device *dev = fs_dev(device);
+    if (!dev) return fs_ret(cudaErrorInvalidDevice);
+    struct fs_pool *pool = pool_check(h);
+    if (!pool || pool->dev != dev) return fs_ret(cudaErrorInvalidValue);
+    __atomic_store_n(&dev->current_pool, pool, __ATOMIC_RELEASE);
     return cudaSuccess;
 }
 
@@ -540,12 +556,17 @@ FS_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *h, const struct cudaMemPoolP
 /* The pool's cached memory goes back at once. Blocks still allocated from
  * it stay valid and freeable (the runtime releases the pool's resources
  * once they are freed): the pool then stays on its list, without a handle,
- * and gives their memory back at the next synchronisation. */
+ * and gives their memory back at the next synchronisation. A destroyed
+ * current pool leaves its device with the default pool current, as
+ * cuMemPoolDestroy documents. */
 FS_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
 {
     fs_init();
     struct fs_pool *pool = pool_check(h);
     if (!pool || pool == pool->dev->pool) return fs_ret(cudaErrorInvalidValue);
+    struct fs_pool *expect = pool;
+    __atomic_compare_exchange_n(&pool->dev->current_pool, &expect, pool->dev->pool, 0,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     pool_trim(pool, 0);
     pthread_mutex_lock(&created_mu);
     pthread_mutex_lock(&pool->mu);

@@ -3,7 +3,7 @@
  * allocations cudaMalloc makes and cudaPointerGetAttributes sees).
  *
  * cuMemAllocAsync and cuMemFreeAsync are cudaMallocAsync and cudaFreeAsync
- * on the stream's device's default pool (../mempool.c), with the driver's
+ * on the stream's device's current pool (../mempool.c), with the driver's
  * codes and without the runtime's last error.
  *
  * cuMemsetD32Async and cuStreamWriteValue32 are device work on their

@@ -179,7 +179,11 @@ static const struct documented documented[] = {
 
     {PROBE_POOL_HANDLES, "cudaDeviceGetMemPool", "the default pool", SEC_POOLS},
     {PROBE_POOL_HANDLES, "cudaDeviceSetMemPool with a created pool",
-     "cudaErrorInvalidValue, then cudaDeviceGetMemPool gives the default pool", SEC_POOLS},
+     "cudaSuccess, then cudaDeviceGetMemPool gives the created pool", SEC_POOLS},
+    {PROBE_POOL_HANDLES, "cudaMallocAsync after cudaDeviceSetMemPool: a block of",
+     "the created pool", SEC_POOLS},
+    {PROBE_POOL_HANDLES, "cudaMemPoolDestroy of the current pool, then cudaDeviceGetMemPool",
+     "the default pool", SEC_POOLS},
     {PROBE_POOL_HANDLES, "cudaMemPoolCreate on the host", "cudaErrorInvalidValue", SEC_POOLS},
     {PROBE_POOL_HANDLES, "cudaMemPoolCreate on host NUMA node 0", "cudaErrorInvalidValue",
      SEC_POOLS},
@@ -1108,9 +1112,30 @@ static void probe_pool_handles(void)
             : current == created      ? "the created pool"
             : current == default_pool ? "the default pool"
                                       : "another pool");
+    /* cudaMallocAsync allocates from the current pool: whose used memory grows? */
+    void *p;
+    uint64_t used_before = pool_attribute(created, cudaMemPoolAttrUsedMemCurrent);
+    err = cudaMallocAsync(&p, MIB, 0);
+    if (!err) err = cudaStreamSynchronize(0);
+    if (err) {
+        observe("cudaMallocAsync after cudaDeviceSetMemPool: a block of", "%s", err_name(err));
+    } else {
+        observe("cudaMallocAsync after cudaDeviceSetMemPool: a block of", "%s",
+                pool_attribute(created, cudaMemPoolAttrUsedMemCurrent) > used_before
+                    ? "the created pool"
+                    : "another pool");
+        cudaFreeAsync(p, 0);
+        cudaStreamSynchronize(0);
+    }
+    err = cudaMemPoolDestroy(created);
+    cudaError_t get = err ? err : cudaDeviceGetMemPool(&current, 0);
+    observe("cudaMemPoolDestroy of the current pool, then cudaDeviceGetMemPool", "%s",
+            get                       ? err_name(get)
+            : current == default_pool ? "the default pool"
+            : current == created      ? "the destroyed pool"
+                                      : "another pool");
     cudaDeviceSetMemPool(0, default_pool);
     (void)cudaGetLastError();
-    cudaMemPoolDestroy(created);
 
     observe_pool_create("cudaMemPoolCreate on the host", cudaMemAllocationTypePinned,
                         cudaMemLocationTypeHost, 0);

@@ -271,7 +271,7 @@ static void test_memory_and_pointer_attributes(void **state)
     assert_int_equal(cudaSetDevice(0), cudaSuccess);
 }
 
-/* cuMemAllocAsync/cuMemFreeAsync are the runtime's default pool with the
+/* cuMemAllocAsync/cuMemFreeAsync are the runtime's current pool with the
  * driver's codes: a block freed on a stream is reused at once there, the
  * runtime's last error is left alone, and the _ptsz variants take stream 0
  * for the per-thread stream (cuda.h declares those only for per-thread

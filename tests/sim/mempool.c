@@ -188,6 +188,35 @@ static void test_created_pool(void **state)
     cudaStreamDestroy(s);
 }
 
+/* cudaDeviceSetMemPool makes a pool of the device current: cudaDeviceGetMemPool
+ * answers it and cudaMallocAsync takes from it (an H100, driver 580, answered
+ * the first; the runtime API reference documents the second). */
+static void test_current_pool_is_settable(void **state)
+{
+    (void)state;
+    struct cudaMemPoolProps props = {.allocType = cudaMemAllocationTypePinned,
+                                     .location = {cudaMemLocationTypeDevice, 0}};
+    cudaMemPool_t own, cur;
+    cudaStream_t s;
+    void *a;
+    uint64_t used = 0, default_used = attr64(cudaMemPoolAttrUsedMemCurrent);
+    assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+    assert_int_equal(cudaMemPoolCreate(&own, &props), cudaSuccess);
+    assert_int_equal(cudaDeviceSetMemPool(0, own), cudaSuccess);
+    assert_int_equal(cudaDeviceGetMemPool(&cur, 0), cudaSuccess);
+    assert_ptr_equal(cur, own);
+    assert_int_equal(cudaMallocAsync(&a, 1 << 20, s), cudaSuccess);
+    assert_int_equal(cudaMemPoolGetAttribute(own, cudaMemPoolAttrUsedMemCurrent, &used),
+                     cudaSuccess);
+    assert_true(used >= (1 << 20));
+    assert_int_equal(attr64(cudaMemPoolAttrUsedMemCurrent), default_used);
+    assert_int_equal(cudaFreeAsync(a, s), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    assert_int_equal(cudaDeviceSetMemPool(0, pool), cudaSuccess);
+    assert_int_equal(cudaMemPoolDestroy(own), cudaSuccess);
+    cudaStreamDestroy(s);
+}
+
 int main(void)
 {
     fs_test_require_device();
@@ -198,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_same_stream_reuse_in_stream_order),
         cmocka_unit_test(test_from_pool_and_cross_free),
         cmocka_unit_test(test_created_pool),
+        cmocka_unit_test(test_current_pool_is_settable),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -3,14 +3,16 @@
  * larger block's size in whole pages; blocks 512 bytes apart; freed space
  * reusable at once by the stream that freed it and by other streams once
  * reached; a chunk given back only when empty, down to the release
- * threshold; the used count a cudaFree leaves behind. Each test has a
- * device of its own. */
+ * threshold; the used count a cudaFree leaves behind; the current pool
+ * (cudaDeviceSetMemPool) that cudaMallocAsync and cuMemAllocAsync take
+ * from. Each test has a device of its own. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <cuda.h>
 
 #include "require_device.h"
 
@@ -214,6 +216,63 @@ static void test_cuda_free_of_a_pool_block(void **state)
     cudaStreamDestroy(s);
 }
 
+static cudaMemPool_t create_pool(int device)
+{
+    struct cudaMemPoolProps props = {.allocType = cudaMemAllocationTypePinned,
+                                     .location = {cudaMemLocationTypeDevice, device}};
+    cudaMemPool_t pool;
+    assert_int_equal(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+    return pool;
+}
+
+/* cudaMallocAsync and cuMemAllocAsync take from the current pool; only a
+ * pool of the device itself can be made current; destroying the current
+ * pool makes the default pool current again. */
+static void test_current_pool(void **state)
+{
+    (void)state;
+    cudaStream_t s;
+    cudaMemPool_t def = on_device(5, &s), mine = create_pool(5), other = create_pool(6), cur;
+    CUresult (*alloc_async)(CUdeviceptr *, size_t, CUstream);
+    CUresult (*free_async)(CUdeviceptr, CUstream);
+    assert_int_equal(cudaGetDriverEntryPointByVersion("cuMemAllocAsync", (void **)&alloc_async,
+                                                      12000, cudaEnableDefault, NULL),
+                     cudaSuccess);
+    assert_int_equal(cudaGetDriverEntryPointByVersion("cuMemFreeAsync", (void **)&free_async, 12000,
+                                                      cudaEnableDefault, NULL),
+                     cudaSuccess);
+    assert_int_equal(cudaDeviceSetMemPool(5, other), cudaErrorInvalidValue);
+    assert_int_equal(cudaDeviceSetMemPool(5, NULL), cudaErrorInvalidValue);
+    assert_int_equal(cudaDeviceSetMemPool(99, mine), cudaErrorInvalidDevice);
+    (void)cudaGetLastError();
+    assert_int_equal(cudaDeviceSetMemPool(5, mine), cudaSuccess);
+    assert_int_equal(cudaDeviceGetMemPool(&cur, 5), cudaSuccess);
+    assert_ptr_equal(cur, mine);
+    assert_int_equal(cudaDeviceGetMemPool(&cur, 6), cudaSuccess);
+    assert_ptr_not_equal(cur, other);
+
+    void *p;
+    CUdeviceptr d;
+    assert_int_equal(cudaMallocAsync(&p, MiB, s), cudaSuccess);
+    assert_int_equal(alloc_async(&d, MiB, (CUstream)s), CUDA_SUCCESS);
+    assert_int_equal(attr(mine, cudaMemPoolAttrUsedMemCurrent), 2 * MiB);
+    assert_int_equal(attr(def, cudaMemPoolAttrUsedMemCurrent), 0);
+    assert_int_equal(cudaFreeAsync(p, s), cudaSuccess);
+    assert_int_equal(free_async(d, (CUstream)s), CUDA_SUCCESS);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+
+    assert_int_equal(cudaMemPoolDestroy(mine), cudaSuccess);
+    assert_int_equal(cudaDeviceGetMemPool(&cur, 5), cudaSuccess);
+    assert_ptr_equal(cur, def);
+    assert_int_equal(cudaMallocAsync(&p, MiB, s), cudaSuccess);
+    assert_int_equal(attr(def, cudaMemPoolAttrUsedMemCurrent), MiB);
+    assert_int_equal(cudaFreeAsync(p, s), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    assert_int_equal(cudaMemPoolDestroy(other), cudaSuccess);
+    cudaStreamDestroy(s);
+    assert_int_equal(cudaSetDevice(0), cudaSuccess);
+}
+
 int main(void)
 {
     fs_test_require_device();
@@ -222,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_threshold_and_trim_keep_whole_chunks),
         cmocka_unit_test(test_stream_ordered_reuse),
         cmocka_unit_test(test_cuda_free_of_a_pool_block),
+        cmocka_unit_test(test_current_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
