@@ -20,8 +20,10 @@
  * its lowest address; the extent it ends in keeps its remainder, with that
  * extent's stream and state. Each chunk is one mapping: sim/arena.c for
  * device memory (charged when made, or, for graph memory, at the first
- * launch that needs it). */
+ * launch that needs it), anonymous read-write memory for a pinned host
+ * pool, real in a dry run too. */
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "internal.h"
 
@@ -124,7 +126,7 @@ uintptr_t sim_chunks_place(struct sim_chunks *c, size_t need, struct fs_stream *
  * cudaErrorMemoryAllocation. */
 static cudaError_t charge(struct sim_chunks *c, struct sim_chunk *k)
 {
-    if (k->charged) return cudaSuccess;
+    if (k->charged || c->memory == SIM_CHUNK_HOST) return cudaSuccess;
     cudaError_t err = fs_capacity_take(c->dev, k->size);
     if (err) return err;
     sim_capacity_count(c->dev, 0);
@@ -137,7 +139,7 @@ cudaError_t sim_chunks_grow(struct sim_chunks *c, size_t need, int fallback)
 {
     size_t size = sim_round_up(need, SIM_PAGE_SIZE);
     if (!fallback && size < SIM_POOL_CHUNK) size = SIM_POOL_CHUNK;
-    if (size > fs_cfg.capacity) return cudaErrorMemoryAllocation;
+    if (c->dev && size > fs_cfg.capacity) return cudaErrorMemoryAllocation;
     struct sim_chunk *k = calloc(1, sizeof *k);
     if (!k) return cudaErrorMemoryAllocation;
     k->size = size;
@@ -146,7 +148,15 @@ cudaError_t sim_chunks_grow(struct sim_chunks *c, size_t need, int fallback)
         free(k);
         return err;
     }
-    void *p = sim_arena_map(c->dev, size);
+    void *p;
+    if (c->memory == SIM_CHUNK_HOST) {
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+        p = p == MAP_FAILED ? NULL : p;
+        if (p) c->reserved += size; /* host memory: reserved as soon as mapped */
+    } else {
+        p = sim_arena_map(c->dev, size);
+    }
     if (!p) {
         if (k->charged) {
             fs_capacity_give(c->dev, size);
@@ -261,7 +271,7 @@ struct sim_chunk *sim_chunks_trim(struct sim_chunks *c, uint64_t keep)
         if (!newest) break;
         struct sim_chunk *k = *newest;
         *newest = k->next;
-        if (k->charged) c->reserved -= k->size;
+        if (k->charged || c->memory == SIM_CHUNK_HOST) c->reserved -= k->size;
         k->next = victims;
         victims = k;
     }
@@ -273,10 +283,14 @@ void sim_chunks_unmap(struct sim_chunks *c, struct sim_chunk *list)
     while (list) {
         struct sim_chunk *k = list;
         list = k->next;
-        sim_arena_unmap((void *)k->base, k->size);
-        if (k->charged) {
-            fs_capacity_give(c->dev, k->size);
-            sim_capacity_count(c->dev, 1);
+        if (c->memory == SIM_CHUNK_HOST) {
+            munmap((void *)k->base, k->size);
+        } else {
+            sim_arena_unmap((void *)k->base, k->size);
+            if (k->charged) {
+                fs_capacity_give(c->dev, k->size);
+                sim_capacity_count(c->dev, 1);
+            }
         }
         free(k->first);
         free(k);

@@ -46,7 +46,7 @@ void sim_capacity_count(struct fs_device *dev, int freed)
 
 cudaError_t fs_capacity_refused(struct fs_device *dev, size_t size, cudaError_t err)
 {
-    if (err != cudaErrorMemoryAllocation) return err;
+    if (err != cudaErrorMemoryAllocation || !dev) return err;
     pthread_mutex_lock(&dev->mu);
     dev->refused++;
     if (size > dev->largest_refused) dev->largest_refused = size;
@@ -125,7 +125,8 @@ static cudaError_t device_malloc(void **ptr, size_t size)
 cudaError_t fs_claim_device_block(const void *ptr, struct fs_range *r)
 {
     if (!fs_registry_find((uintptr_t)ptr, r) || r->base != (uintptr_t)ptr ||
-        (r->kind != FS_RANGE_MALLOC && r->kind != FS_RANGE_POOL && r->kind != FS_RANGE_MANAGED) ||
+        (r->kind != FS_RANGE_MALLOC && r->kind != FS_RANGE_POOL && r->kind != FS_RANGE_HOST_POOL &&
+         r->kind != FS_RANGE_MANAGED) ||
         !fs_registry_set_live(r->base, 1, 0))
         return cudaErrorInvalidValue;
     return cudaSuccess;
@@ -139,8 +140,8 @@ cudaError_t fs_devmem_free(void *ptr)
     cudaError_t err = fs_claim_device_block(ptr, &r);
     if (err) return err;
     struct fs_device *dev = fs_dev(r.device);
-    fs_device_sync(dev);
-    if (r.kind == FS_RANGE_POOL)
+    if (dev) fs_device_sync(dev);
+    if (r.kind == FS_RANGE_POOL || r.kind == FS_RANGE_HOST_POOL)
         fs_pool_cuda_free(r.pool, r.base);
     else
         fs_devmem_release(&r);

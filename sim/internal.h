@@ -243,6 +243,7 @@ FS_SEAM void fs_handles_unlock(struct fs_handle_set *set);
 enum fs_range_kind {
     FS_RANGE_MALLOC,     /* cudaMalloc / cuMemAlloc */
     FS_RANGE_POOL,       /* a block of a device memory pool (or of graph memory) */
+    FS_RANGE_HOST_POOL,  /* a block of a pinned host memory pool */
     FS_RANGE_VMM,        /* a cuMemMap mapping */
     FS_RANGE_PINNED,     /* cudaMallocHost / cudaHostAlloc */
     FS_RANGE_REGISTERED, /* cudaHostRegister */
@@ -256,7 +257,7 @@ struct fs_range {
     enum fs_range_kind kind;
     int device;
     int live;             /* 0 once claimed for freeing (a block a graph still holds) */
-    struct fs_pool *pool; /* FS_RANGE_POOL: the memory pool it belongs to */
+    struct fs_pool *pool; /* FS_RANGE_POOL, _HOST_POOL: the memory pool it belongs to */
     size_t extent;        /* how far a copy or set may reach from base
                              (0: size, the whole range) */
 };
@@ -414,13 +415,14 @@ cudaError_t sim_event_from_ipc(struct sim_ipc_event *e, cudaEvent_t *out);
 enum sim_chunk_memory {
     SIM_CHUNK_DEVICE, /* device memory, charged when the chunk is made */
     SIM_CHUNK_GRAPH,  /* device memory, charged by sim_chunks_charge (a graph's launch) */
+    SIM_CHUNK_HOST,   /* pinned host memory: real, host-accessible, charged to no device */
 };
 struct sim_chunk;
 struct sim_chunks {
-    struct fs_device *dev;
+    struct fs_device *dev; /* NULL for host memory */
     enum sim_chunk_memory memory;
     struct sim_chunk *list;
-    uint64_t reserved;   /* bytes of the chunks charged */
+    uint64_t reserved;   /* bytes of the chunks charged (host: of all chunks) */
     uint64_t used;       /* bytes of the blocks placed, each rounded to the granule */
     uint64_t next_token; /* numbers the frees not yet reached */
 };
@@ -433,7 +435,7 @@ uintptr_t sim_chunks_place(struct sim_chunks *c, size_t need, struct fs_stream *
 /* Adds a chunk able to hold `need` bytes: SIM_POOL_CHUNK, or `need` rounded
  * up to whole pages when that is more (or when `fallback`: the most the
  * device may still have room for). cudaErrorMemoryAllocation when the
- * device refuses. */
+ * device or the host refuses. */
 cudaError_t sim_chunks_grow(struct sim_chunks *c, size_t need, int fallback);
 /* Frees the block at base (returning its size, 0 for no such block): its
  * space is free for stream s at once, and for every stream once reached;
@@ -457,13 +459,13 @@ cudaError_t sim_chunks_charge(struct sim_chunks *c, uintptr_t base);
 /* Graph memory: bytes of charged chunks that hold a block. */
 uint64_t sim_chunks_charged_in_use(const struct sim_chunks *c);
 
-/* ---- mempool.c: the memory pools of each device ---- */
+/* ---- mempool.c: the memory pools of each device, and pinned host pools ---- */
 /* The device's default pool (the pools cudaMemPoolCreate makes hang off
  * it), and its graph memory. */
 struct fs_pool *fs_pool_new(struct fs_device *dev);
 struct fs_pool *sim_pool_new_graph(struct fs_device *dev);
-/* Trims every pool of the device whose default pool this is to its release
- * threshold (after host synchronisation). */
+/* Trims every pool of the device whose default pool this is, and every
+ * pinned host pool, to its release threshold (after host synchronisation). */
 void fs_pool_trim_threshold(struct fs_pool *pool);
 /* A cudaFree of a block of `pool` (after the device was synchronised). */
 void fs_pool_cuda_free(struct fs_pool *pool, uintptr_t base);

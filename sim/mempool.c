@@ -1,6 +1,6 @@
 /* mempool.c - the memory pools: each device's default pool, the pools
- * cudaMemPoolCreate makes (of a device's memory), and each device's graph
- * memory; cudaMallocAsync, cudaMallocFromPoolAsync,
+ * cudaMemPoolCreate makes (of a device's memory, or of pinned host memory),
+ * and each device's graph memory; cudaMallocAsync, cudaMallocFromPoolAsync,
  * cudaFreeAsync, the current pool, the pool attributes and trimming.
  *
  * A pool's memory is chunks of at least 32 MiB with its blocks placed in
@@ -13,11 +13,15 @@
  * synchronisation down to the release threshold (default 0), by
  * cudaMemPoolTrimTo, and when an allocation would otherwise fail.
  *
- * A stream capture's allocations come from the device's graph memory
- * instead of the pool, whose chunks are charged when a graph that needs
- * them is first launched and stay until cudaDeviceGraphMemTrim
- * (graphmem.c). */
+ * A pinned host memory pool (cudaMemLocationTypeHost, ...HostNuma) holds
+ * real host memory that the host may read and write, in a dry run too,
+ * charged to no device. A stream capture's allocations come from the
+ * device's graph memory instead of the pool, whose chunks are charged when
+ * a graph that needs them is first launched and stay until
+ * cudaDeviceGraphMemTrim (graphmem.c). */
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "api_callback.h"
 #include "internal.h"
@@ -27,7 +31,7 @@
 #define POOL_PEERS 64 /* devices whose access a pool records */
 
 struct fs_pool {
-    struct fs_device *dev; /* its device */
+    struct fs_device *dev; /* its device; NULL for pinned host memory */
     pthread_mutex_t mu;
     int graph; /* the device's graph memory: no handle, no threshold */
     uint64_t threshold;
@@ -38,15 +42,16 @@ struct fs_pool {
      * (driver 580) answered a cudaFree of a 1 MiB pool block with reserved
      * 0, used 1 MiB, and still so after synchronising. */
     uint64_t used_stale;
-    /* On a default pool: the device's created pools, linked through their
-     * own `created` (under created_mu). */
+    /* On a default pool: the device's created pools; on a host pool: the
+     * next host pool; linked through `created` (under created_mu). */
     struct fs_pool *created;
     int destroyed; /* by cudaMemPoolDestroy with blocks still out: no handle */
     enum cudaMemAccessFlags access[POOL_PEERS]; /* recorded, not enforced */
 };
 
-/* Guards every device's list of created pools. */
+/* Guards every device's list of created pools, and the host pools. */
 static pthread_mutex_t created_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct fs_pool *host_pools; /* under created_mu */
 
 static struct fs_pool *pool_alloc_struct(struct fs_device *dev, enum sim_chunk_memory memory)
 {
@@ -57,7 +62,10 @@ static struct fs_pool *pool_alloc_struct(struct fs_device *dev, enum sim_chunk_m
     pool->reuse_follow = pool->reuse_opportunistic = pool->reuse_internal = 1;
     pool->mem.dev = dev;
     pool->mem.memory = memory;
-    if (dev->ordinal < POOL_PEERS) pool->access[dev->ordinal] = cudaMemAccessFlagsProtReadWrite;
+    /* A device pool is its device's to read and write; a host pool the
+     * host's, and no device's until cudaMemPoolSetAccess grants it. */
+    if (dev && dev->ordinal < POOL_PEERS)
+        pool->access[dev->ordinal] = cudaMemAccessFlagsProtReadWrite;
     return pool;
 }
 
@@ -80,15 +88,17 @@ static struct fs_pool *pool_check(cudaMemPool_t h)
     for (int d = 0; d < fs_cfg.ndevices && !found; d++)
         for (struct fs_pool *p = fs_dev(d)->pool; p && !found; p = p->created)
             if ((struct fs_pool *)h == p && !p->destroyed) found = p;
+    for (struct fs_pool *p = host_pools; p && !found; p = p->created)
+        if ((struct fs_pool *)h == p && !p->destroyed) found = p;
     pthread_mutex_unlock(&created_mu);
     return found;
 }
 
 /* Calls fn on each pool of the device whose default pool is `def` (the
  * default pool first), or of every device when def is NULL; with
- * `and_more`, also on the graph memory of those devices. The list is copied
- * under created_mu and walked without it, so fn may take a pool's mu
- * (created_mu comes first, as in fs_pools_fork). */
+ * `and_more`, also on the graph memory of those devices and on every host
+ * pool. The list is copied under created_mu and walked without it, so fn
+ * may take a pool's mu (created_mu comes first, as in fs_pools_fork). */
 static void each_pool(struct fs_pool *def, int and_more, void (*fn)(struct fs_pool *, void *),
                       void *arg)
 {
@@ -103,6 +113,10 @@ static void each_pool(struct fs_pool *def, int and_more, void (*fn)(struct fs_po
             if (all) all[n++] = p;
         }
         if (all && and_more) all[n++] = dev->graph_pool;
+    }
+    for (struct fs_pool *p = and_more ? host_pools : NULL; all && p; p = p->created) {
+        if (n + 1 > cap) all = realloc(all, (cap *= 2) * sizeof *all);
+        if (all) all[n++] = p;
     }
     pthread_mutex_unlock(&created_mu);
     if (!all) abort();
@@ -170,7 +184,8 @@ void fs_pool_forget_streams(struct fs_pool *def)
 static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_stream *s, void **out)
 {
     struct fs_device *dev = pool->dev;
-    if (size > fs_cfg.capacity) return fs_capacity_refused(dev, size, cudaErrorMemoryAllocation);
+    if ((dev && size > fs_cfg.capacity) || size > SIZE_MAX / 2)
+        return fs_capacity_refused(dev, size, cudaErrorMemoryAllocation);
     size_t need = sim_round_up(size, SIM_ALLOC_GRANULE);
 
     pthread_mutex_lock(&pool->mu);
@@ -196,7 +211,13 @@ static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_strea
     pthread_mutex_unlock(&pool->mu);
     if (!base) return fs_capacity_refused(dev, size, err ? err : cudaErrorMemoryAllocation);
 
-    struct fs_range r = {base, size, FS_RANGE_POOL, dev->ordinal, 1, pool, 0};
+    struct fs_range r = {base,
+                         size,
+                         dev ? FS_RANGE_POOL : FS_RANGE_HOST_POOL,
+                         dev ? dev->ordinal : fs_cur_device(),
+                         1,
+                         pool,
+                         0};
     fs_registry_add(&r);
     *out = (void *)base;
     return cudaSuccess;
@@ -326,7 +347,8 @@ static cudaError_t malloc_async(void **ptr, size_t size, struct fs_pool *pool, c
     /* Captured: graph memory, the graph's from now on (the runtime
      * documents that the allocation is owned by the graph, not the pool), at
      * a fixed address; a launch has nothing to do for it but have its
-     * memory charged. */
+     * memory charged. Graph memory of the host is not simulated. */
+    if (!pool->dev) return cudaErrorNotSupported;
     struct fs_pool *gp = pool->dev->graph_pool;
     struct graph_alloc *ga = malloc(sizeof *ga);
     if (!ga) return cudaErrorMemoryAllocation;
@@ -352,7 +374,7 @@ static cudaError_t malloc_async(void **ptr, size_t size, struct fs_pool *pool, c
 static void release_graph_block(void *p)
 {
     struct fs_range *r = p;
-    if (r->kind == FS_RANGE_POOL) {
+    if (r->kind == FS_RANGE_POOL || r->kind == FS_RANGE_HOST_POOL) {
         fs_registry_remove(r->base);
         unplace(r->pool, r->base);
     } else {
@@ -457,7 +479,7 @@ static cudaError_t free_async(void *ptr, cudaStream_t sh, int pt)
         }
         return err;
     }
-    if (r.kind != FS_RANGE_POOL) {
+    if (r.kind != FS_RANGE_POOL && r.kind != FS_RANGE_HOST_POOL) {
         struct fs_range *copy = range_copy(&r);
         seq = fs_stream_submit(s, release_range, copy, 0, NULL);
         if (!seq) free(copy);
@@ -535,19 +557,43 @@ FS_API cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t h)
     return cudaSuccess;
 }
 
-/* Only what the sim can hold: pinned device memory of one device. */
+/* Whether host NUMA node `id` exists (node 0 always does). */
+static int host_numa_node(int id)
+{
+    char path[64];
+    if (id == 0) return 1;
+    if (id < 0) return 0;
+    snprintf(path, sizeof path, "/sys/devices/system/node/node%d", id);
+    return access(path, F_OK) == 0;
+}
+
+/* Pinned memory of one device, or pinned host memory (of any host NUMA
+ * node, or of one that exists; such a pool takes no IPC handle types, as
+ * cuMemPoolCreate documents). */
 FS_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *h, const struct cudaMemPoolProps *props)
 {
     fs_init();
-    if (!h || !props || props->allocType != cudaMemAllocationTypePinned ||
-        props->location.type != cudaMemLocationTypeDevice)
+    if (!h || !props || props->allocType != cudaMemAllocationTypePinned)
         return fs_ret(cudaErrorInvalidValue);
-    struct fs_device *dev = fs_dev(props->location.id);
-    if (!dev) return fs_ret(cudaErrorInvalidValue);
-    struct fs_pool *pool = fs_pool_new(dev);
+    struct fs_device *dev = NULL;
+    switch (props->location.type) {
+    case cudaMemLocationTypeDevice:
+        if (!(dev = fs_dev(props->location.id))) return fs_ret(cudaErrorInvalidValue);
+        break;
+    case cudaMemLocationTypeHostNuma:
+        if (!host_numa_node(props->location.id)) return fs_ret(cudaErrorInvalidValue);
+        /* fall through */
+    case cudaMemLocationTypeHost:
+        if (props->handleTypes != cudaMemHandleTypeNone) return fs_ret(cudaErrorInvalidValue);
+        break;
+    default:
+        return fs_ret(cudaErrorInvalidValue);
+    }
+    struct fs_pool *pool = pool_alloc_struct(dev, dev ? SIM_CHUNK_DEVICE : SIM_CHUNK_HOST);
     pthread_mutex_lock(&created_mu);
-    pool->created = dev->pool->created;
-    dev->pool->created = pool;
+    struct fs_pool **list = dev ? &dev->pool->created : &host_pools;
+    pool->created = *list;
+    *list = pool;
     pthread_mutex_unlock(&created_mu);
     *h = (cudaMemPool_t)pool;
     return cudaSuccess;
@@ -563,10 +609,12 @@ FS_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
 {
     fs_init();
     struct fs_pool *pool = pool_check(h);
-    if (!pool || pool == pool->dev->pool) return fs_ret(cudaErrorInvalidValue);
-    struct fs_pool *expect = pool;
-    __atomic_compare_exchange_n(&pool->dev->current_pool, &expect, pool->dev->pool, 0,
-                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    if (!pool || (pool->dev && pool == pool->dev->pool)) return fs_ret(cudaErrorInvalidValue);
+    if (pool->dev) {
+        struct fs_pool *expect = pool;
+        __atomic_compare_exchange_n(&pool->dev->current_pool, &expect, pool->dev->pool, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
     pool_trim(pool, 0);
     pthread_mutex_lock(&created_mu);
     pthread_mutex_lock(&pool->mu);
@@ -575,7 +623,7 @@ FS_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
     pool->threshold = 0;
     pthread_mutex_unlock(&pool->mu);
     if (idle) {
-        struct fs_pool **at = &pool->dev->pool->created;
+        struct fs_pool **at = pool->dev ? &pool->dev->pool->created : &host_pools;
         while (*at != pool)
             at = &(*at)->created;
         *at = pool->created;
@@ -595,14 +643,16 @@ static int peer_location(const struct cudaMemLocation *loc)
 }
 
 /* A device (the sim's peers can always reach each other's memory, so the
- * access is recorded only); the owning device keeps read-write access. */
+ * access is recorded only); a device pool's own device keeps read-write
+ * access. */
 static int access_valid(const struct fs_pool *pool, const struct cudaMemAccessDesc *d)
 {
     if (!peer_location(&d->location)) return 0;
     if (d->flags != cudaMemAccessFlagsProtNone && d->flags != cudaMemAccessFlagsProtRead &&
         d->flags != cudaMemAccessFlagsProtReadWrite)
         return 0;
-    return d->location.id != pool->dev->ordinal || d->flags == cudaMemAccessFlagsProtReadWrite;
+    return !pool->dev || d->location.id != pool->dev->ordinal ||
+           d->flags == cudaMemAccessFlagsProtReadWrite;
 }
 
 FS_API cudaError_t cudaMemPoolSetAccess(cudaMemPool_t h, const struct cudaMemAccessDesc *descs,
@@ -746,6 +796,8 @@ void fs_pools_fork(enum fs_fork_phase phase)
             pool_fork_one(p, phase);
         pool_fork_one(dev->graph_pool, phase);
     }
+    for (struct fs_pool *p = host_pools; p; p = p->created)
+        pool_fork_one(p, phase);
     if (phase == FS_FORK_CHILD)
         pthread_mutex_init(&created_mu, NULL);
     else if (phase == FS_FORK_PARENT)

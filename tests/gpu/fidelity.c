@@ -55,6 +55,7 @@ enum probe_id {
     PROBE_DEFAULT_POOL,
     PROBE_CREATED_POOL,
     PROBE_POOL_CHUNKS,
+    PROBE_HOST_POOL,
     PROBE_HIGH_MARKS,
     PROBE_POOL_CUDAFREE,
     PROBE_POOL_HANDLES,
@@ -164,6 +165,18 @@ static const struct documented documented[] = {
     {PROBE_POOL_CHUNKS, "cuMemGetAddressRange of a cudaMallocAsync 1000 bytes", "1000 B",
      SEC_POOLS},
 
+    {PROBE_HOST_POOL, "host pool, cudaMallocFromPoolAsync 4 KiB",
+     "reserved 32 MiB, used 4 KiB, device free down 0", SEC_POOLS},
+    {PROBE_HOST_POOL, "host pool block, written and read by the host", "data kept", SEC_POOLS},
+    {PROBE_HOST_POOL, "host pool block, cudaPointerGetAttributes type", "cudaMemoryTypeHost",
+     SEC_POOLS},
+    {PROBE_HOST_POOL, "host pool, cudaMemPoolSetAccess device 0 read-write", "cudaSuccess",
+     SEC_POOLS},
+    {PROBE_HOST_POOL, "host pool block, cudaMemcpy to device memory and back",
+     "cudaSuccess, data kept", SEC_POOLS},
+    {PROBE_HOST_POOL, "host pool, block freed and synchronised, release threshold 0",
+     "reserved 0, used 0", SEC_POOLS},
+
     {PROBE_HIGH_MARKS, "ReservedMemHigh set to 0", "cudaSuccess, then high = current", SEC_POOLS},
     {PROBE_HIGH_MARKS, "ReservedMemHigh set to 1", "cudaErrorInvalidValue", SEC_POOLS},
     {PROBE_HIGH_MARKS, "UsedMemHigh set to 0", "cudaSuccess, then high = current", SEC_POOLS},
@@ -184,8 +197,11 @@ static const struct documented documented[] = {
      "the created pool", SEC_POOLS},
     {PROBE_POOL_HANDLES, "cudaMemPoolDestroy of the current pool, then cudaDeviceGetMemPool",
      "the default pool", SEC_POOLS},
-    {PROBE_POOL_HANDLES, "cudaMemPoolCreate on the host", "cudaErrorInvalidValue", SEC_POOLS},
-    {PROBE_POOL_HANDLES, "cudaMemPoolCreate on host NUMA node 0", "cudaErrorInvalidValue",
+    {PROBE_POOL_HANDLES, "cudaMemPoolCreate on the host", "cudaSuccess", SEC_POOLS},
+    {PROBE_POOL_HANDLES, "cudaMemPoolCreate on host NUMA node 0", "cudaSuccess", SEC_POOLS},
+    {PROBE_POOL_HANDLES, "cudaMemPoolCreate on host NUMA node 9999", "cudaErrorInvalidValue",
+     SEC_POOLS},
+    {PROBE_POOL_HANDLES, "cudaDeviceSetMemPool with a host pool", "cudaErrorInvalidValue",
      SEC_POOLS},
     {PROBE_POOL_HANDLES, "cudaMemPoolCreate on device 9999", "cudaErrorInvalidValue", SEC_POOLS},
     {PROBE_POOL_HANDLES, "cudaMemPoolCreate of allocation type invalid", "cudaErrorInvalidValue",
@@ -965,6 +981,79 @@ static void probe_pool_chunks(void)
     cudaStreamDestroy(s);
 }
 
+static cudaError_t create_host_pool(cudaMemPool_t *pool, enum cudaMemLocationType where, int id)
+{
+    struct cudaMemPoolProps props = {.allocType = cudaMemAllocationTypePinned,
+                                     .location = {.type = where, .id = id}};
+    return cudaMemPoolCreate(pool, &props);
+}
+
+/* A pool of pinned host memory (CUDA 13): what it reserves, that the host reads and writes its
+ * blocks, and that a copy reaches them once the device was granted access. */
+static void probe_host_pool(void)
+{
+    cudaStream_t s;
+    cudaMemPool_t pool;
+    cudaError_t err = cudaStreamCreate(&s);
+    if (err) return stop_cuda("cudaStreamCreate", err);
+    long long baseline = device_free();
+    err = create_host_pool(&pool, cudaMemLocationTypeHost, 0);
+    if (err) {
+        cudaStreamDestroy(s);
+        return stop_cuda("cudaMemPoolCreate on the host", err);
+    }
+    set_release_threshold(pool, 0);
+    unsigned char *p;
+    err = cudaMallocFromPoolAsync((void **)&p, 4 * KIB, pool, s);
+    if (!err) err = cudaStreamSynchronize(s);
+    if (err) {
+        cudaMemPoolDestroy(pool);
+        cudaStreamDestroy(s);
+        return stop_cuda("cudaMallocFromPoolAsync 4 KiB from a host pool", err);
+    }
+    observe_pool("host pool, cudaMallocFromPoolAsync 4 KiB", pool, baseline);
+    for (int i = 0; i < 4096; i++)
+        p[i] = (unsigned char)(i * 5 + 3);
+    int kept = 1;
+    for (int i = 0; i < 4096; i++)
+        kept &= p[i] == (unsigned char)(i * 5 + 3);
+    observe("host pool block, written and read by the host", "%s",
+            kept ? "data kept" : "data lost");
+    struct cudaPointerAttributes attr;
+    err = cudaPointerGetAttributes(&attr, p);
+    observe("host pool block, cudaPointerGetAttributes type", "%s",
+            err                                  ? err_name(err)
+            : attr.type == cudaMemoryTypeHost    ? "cudaMemoryTypeHost"
+            : attr.type == cudaMemoryTypeDevice  ? "cudaMemoryTypeDevice"
+            : attr.type == cudaMemoryTypeManaged ? "cudaMemoryTypeManaged"
+                                                 : "cudaMemoryTypeUnregistered");
+    struct cudaMemAccessDesc access = {.location = {.type = cudaMemLocationTypeDevice, .id = 0},
+                                       .flags = cudaMemAccessFlagsProtReadWrite};
+    err = cudaMemPoolSetAccess(pool, &access, 1);
+    observe("host pool, cudaMemPoolSetAccess device 0 read-write", "%s", err_name(err));
+    void *dev;
+    unsigned char back[4096];
+    memset(back, 0, sizeof back);
+    if (!err) err = cudaMalloc(&dev, 4 * KIB);
+    if (!err) {
+        err = cudaMemcpy(dev, p, 4 * KIB, cudaMemcpyDefault);
+        if (!err) err = cudaMemcpy(back, dev, 4 * KIB, cudaMemcpyDefault);
+        cudaFree(dev);
+    }
+    if (err)
+        observe("host pool block, cudaMemcpy to device memory and back", "%s", err_name(err));
+    else
+        observe("host pool block, cudaMemcpy to device memory and back", "cudaSuccess, %s",
+                memcmp(back, p, sizeof back) ? "data lost" : "data kept");
+    cudaFreeAsync(p, s);
+    cudaStreamSynchronize(s);
+    observe("host pool, block freed and synchronised, release threshold 0", "reserved %s, used %s",
+            bytes((long long)pool_attribute(pool, cudaMemPoolAttrReservedMemCurrent)).s,
+            bytes((long long)pool_attribute(pool, cudaMemPoolAttrUsedMemCurrent)).s);
+    cudaMemPoolDestroy(pool);
+    cudaStreamDestroy(s);
+}
+
 /* Writes `value` to a high-water mark; with 0, also whether it then equals the current. */
 static void observe_high_reset(const char *check, cudaMemPool_t pool, enum cudaMemPoolAttr high,
                                enum cudaMemPoolAttr current, uint64_t value)
@@ -1141,6 +1230,18 @@ static void probe_pool_handles(void)
                         cudaMemLocationTypeHost, 0);
     observe_pool_create("cudaMemPoolCreate on host NUMA node 0", cudaMemAllocationTypePinned,
                         cudaMemLocationTypeHostNuma, 0);
+    observe_pool_create("cudaMemPoolCreate on host NUMA node 9999", cudaMemAllocationTypePinned,
+                        cudaMemLocationTypeHostNuma, 9999);
+    cudaMemPool_t host_pool;
+    err = create_host_pool(&host_pool, cudaMemLocationTypeHost, 0);
+    if (err) {
+        observe("cudaDeviceSetMemPool with a host pool", "cudaMemPoolCreate %s", err_name(err));
+    } else {
+        observe("cudaDeviceSetMemPool with a host pool", "%s",
+                err_name(cudaDeviceSetMemPool(0, host_pool)));
+        cudaDeviceSetMemPool(0, default_pool);
+        cudaMemPoolDestroy(host_pool);
+    }
     observe_pool_create("cudaMemPoolCreate on device 9999", cudaMemAllocationTypePinned,
                         cudaMemLocationTypeDevice, 9999);
     observe_pool_create("cudaMemPoolCreate of allocation type invalid",
@@ -1560,6 +1661,7 @@ static const struct probe probes[] = {
     {PROBE_DEFAULT_POOL, "default-pool", probe_default_pool},
     {PROBE_CREATED_POOL, "created-pool", probe_created_pool},
     {PROBE_POOL_CHUNKS, "pool-chunks", probe_pool_chunks},
+    {PROBE_HOST_POOL, "host-pool", probe_host_pool},
     {PROBE_HIGH_MARKS, "high-marks", probe_high_marks},
     {PROBE_POOL_CUDAFREE, "pool-cudafree", probe_pool_cudafree},
     {PROBE_POOL_HANDLES, "pool-handles", probe_pool_handles},

@@ -217,6 +217,34 @@ static void test_current_pool_is_settable(void **state)
     cudaStreamDestroy(s);
 }
 
+/* CUDA 13 makes pools of pinned host memory, which the host reads and writes
+ * (an H100, driver 580, answered cudaSuccess for both locations). */
+static void test_host_memory_pools(void **state)
+{
+    (void)state;
+    static const enum cudaMemLocationType where[] = {cudaMemLocationTypeHost,
+                                                     cudaMemLocationTypeHostNuma};
+    cudaStream_t s;
+    assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
+    for (int i = 0; i < 2; i++) {
+        struct cudaMemPoolProps props = {.allocType = cudaMemAllocationTypePinned,
+                                         .location = {where[i], 0}};
+        cudaMemPool_t host;
+        unsigned char *p;
+        assert_int_equal(cudaMemPoolCreate(&host, &props), cudaSuccess);
+        assert_int_equal(cudaMallocFromPoolAsync((void **)&p, 4096, host, s), cudaSuccess);
+        assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+        for (int j = 0; j < 4096; j++)
+            p[j] = (unsigned char)(j + i);
+        for (int j = 0; j < 4096; j++)
+            assert_int_equal(p[j], (unsigned char)(j + i));
+        assert_int_equal(cudaFreeAsync(p, s), cudaSuccess);
+        assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+        assert_int_equal(cudaMemPoolDestroy(host), cudaSuccess);
+    }
+    cudaStreamDestroy(s);
+}
+
 int main(void)
 {
     fs_test_require_device();
@@ -228,6 +256,7 @@ int main(void)
         cmocka_unit_test(test_from_pool_and_cross_free),
         cmocka_unit_test(test_created_pool),
         cmocka_unit_test(test_current_pool_is_settable),
+        cmocka_unit_test(test_host_memory_pools),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
