@@ -67,13 +67,13 @@ CUresult sim_cu_result(cudaError_t err)
     }
 }
 
-/* Size 0 is CUDA_ERROR_INVALID_VALUE, as for cuMemAlloc (cudaMallocAsync
- * answers it with a null pointer). */
+/* Size 0 succeeds with a null pointer, as cudaMallocAsync does (an H100,
+ * driver 580, answered CUDA_SUCCESS), unlike cuMemAlloc. */
 static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream, int per_thread)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
-    if (!dptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!dptr) return CUDA_ERROR_INVALID_VALUE;
     if ((res = sim_cu_stream_context(stream))) return res;
     void *p;
     res = sim_cu_result(fs_pool_malloc_async(&p, size, (cudaStream_t)stream, per_thread));

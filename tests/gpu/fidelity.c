@@ -145,7 +145,8 @@ static const struct documented documented[] = {
     {PROBE_ZERO_SIZE, "cudaMalloc 0 bytes", "cudaSuccess, NULL", SEC_BAD_ARGS},
     {PROBE_ZERO_SIZE, "cudaMallocAsync 0 bytes", "cudaSuccess, NULL", SEC_BAD_ARGS},
     {PROBE_ZERO_SIZE, "cuMemAlloc 0 bytes", "CUDA_ERROR_INVALID_VALUE", SEC_DRIVER},
-    {PROBE_ZERO_SIZE, "cuMemAllocAsync 0 bytes", "CUDA_ERROR_INVALID_VALUE", SEC_DRIVER},
+    {PROBE_ZERO_SIZE, "cuMemAllocAsync 0 bytes", "CUDA_SUCCESS", SEC_DRIVER},
+    {PROBE_ZERO_SIZE, "cuMemAllocAsync 0 bytes, the pointer", "NULL", SEC_DRIVER},
 
     POOL_ROWS(PROBE_DEFAULT_POOL, "default pool", "cudaMallocAsync"),
     {PROBE_CREATED_POOL, "created pool, cudaMemPoolCreate", "cudaSuccess, device free down 0",
@@ -733,10 +734,20 @@ static void probe_zero_size(void)
         observe("cuMemAlloc 0 bytes", "%s", cu_name(mem_alloc(&dp, 0)));
     else
         observe("cuMemAlloc 0 bytes", "no driver entry point");
-    if (mem_alloc_async)
-        observe("cuMemAllocAsync 0 bytes", "%s", cu_name(mem_alloc_async(&dp, 0, NULL)));
-    else
+    if (mem_alloc_async) {
+        const CUdeviceptr unwritten = 0x1230;
+        dp = unwritten;
+        CUresult res = mem_alloc_async(&dp, 0, NULL);
+        observe("cuMemAllocAsync 0 bytes", "%s", cu_name(res));
+        observe("cuMemAllocAsync 0 bytes, the pointer", "%s",
+                dp == 0           ? "NULL"
+                : dp == unwritten ? "not written"
+                                  : "not NULL");
+        if (!res && dp && dp != unwritten) cudaFree((void *)dp);
+    } else {
         observe("cuMemAllocAsync 0 bytes", "no driver entry point");
+        observe("cuMemAllocAsync 0 bytes, the pointer", "no driver entry point");
+    }
 }
 
 static uint64_t pool_attribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr)
