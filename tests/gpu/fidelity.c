@@ -246,9 +246,11 @@ static const struct documented documented[] = {
     {PROBE_DRIVER, "cuPointerGetAttribute MEMORY_TYPE of host memory", "CUDA_ERROR_INVALID_VALUE",
      SEC_DRIVER},
     {PROBE_DRIVER, "cuDeviceGetAttribute of driver-only attributes",
-     "multicast 0, fabric handles 0, win32 handles 0, GPUDirect RDMA 0, 64-bit stream mem ops 1, "
+     "multicast 0, fabric handles 1, win32 handles 0, GPUDirect RDMA 1, 64-bit stream mem ops 1, "
      "wait value NOR 1, host pointer for registered mem 1, read-only host register 1",
      SEC_DRIVER},
+    {PROBE_DRIVER, "cuDeviceGetAttribute of GPUDirect RDMA with CUDA VMM, win32 KMT handles",
+     "0, 0", SEC_DRIVER},
 
     {PROBE_IPC, "cudaIpcGetMemHandle of a cudaMalloc block", "cudaSuccess", SEC_IPC},
     {PROBE_IPC, "cudaIpcGetMemHandle of a pointer 4 KiB into that block", "the block's handle",
@@ -273,6 +275,7 @@ static const struct documented documented[] = {
      SEC_VMM},
     {PROBE_VMM, "cudaMemcpy reaching an unmapped part of a reservation", "cudaErrorInvalidValue",
      SEC_VMM},
+    {PROBE_VMM, "cuMemCreate 2 MiB asking for fabric handles", "CUDA_ERROR_NOT_SUPPORTED", SEC_VMM},
 
     {PROBE_RESET, "cudaDeviceReset", "cudaSuccess", SEC_CANNOT},
     {PROBE_RESET, "default pool after cudaDeviceReset", "reserved 32 MiB, used 4 KiB", SEC_CANNOT},
@@ -1402,7 +1405,11 @@ static void probe_driver_attributes(void)
     const char *check = "cuDeviceGetAttribute of driver-only attributes";
     CUresult (*get_attribute)(int *, CUdevice_attribute, CUdevice) =
         driver_entry("cuDeviceGetAttribute");
-    if (!get_attribute) return observe(check, "no driver entry point");
+    if (!get_attribute) {
+        observe("cuDeviceGetAttribute of GPUDirect RDMA with CUDA VMM, win32 KMT handles",
+                "no driver entry point");
+        return observe(check, "no driver entry point");
+    }
     char text[400] = "";
     for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
         int value = -1;
@@ -1416,6 +1423,18 @@ static void probe_driver_attributes(void)
                      value);
     }
     observe(check, "%s", text);
+
+    int rdma_vmm = -1, kmt = -1;
+    CUresult res =
+        get_attribute(&rdma_vmm, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, 0);
+    if (!res)
+        res = get_attribute(&kmt, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED, 0);
+    if (res)
+        observe("cuDeviceGetAttribute of GPUDirect RDMA with CUDA VMM, win32 KMT handles", "%s",
+                cu_name(res));
+    else
+        observe("cuDeviceGetAttribute of GPUDirect RDMA with CUDA VMM, win32 KMT handles", "%d, %d",
+                rdma_vmm, kmt);
 }
 
 static void probe_driver(void)
@@ -1622,6 +1641,15 @@ static void probe_vmm(void)
     free(page_buffer);
     v.unmap(base, 2 * page);
     v.address_free(base, 4 * page);
+
+    /* The device says it supports fabric handles (probe_driver); without IMEX, can one have
+     * them? */
+    CUmemAllocationProp fabric = device_memory;
+    fabric.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+    CUmemGenericAllocationHandle handle;
+    res = v.create(&handle, page, &fabric, 0);
+    observe("cuMemCreate 2 MiB asking for fabric handles", "%s", cu_name(res));
+    if (!res) v.release(handle);
 }
 
 static void probe_reset(void)

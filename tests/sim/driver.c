@@ -79,9 +79,14 @@ static void test_devices_match_runtime(void **state)
     assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, 0),
                      CUDA_SUCCESS);
     assert_int_equal(v, 0);
+    /* As an H100 answers without IMEX: the device supports fabric handles
+     * and GPUDirect RDMA (NVML says there is no fabric). */
     assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, 0),
                      CUDA_SUCCESS);
-    assert_int_equal(v, 0);
+    assert_int_equal(v, 1);
+    assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, 0),
+                     CUDA_SUCCESS);
+    assert_int_equal(v, 1);
     assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX, 0),
                      CUDA_ERROR_INVALID_VALUE);
     assert_int_equal(cuDeviceGetAttribute(NULL, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 0),
