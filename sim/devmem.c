@@ -88,7 +88,7 @@ void fs_devmem_release(const struct fs_range *r)
     release(r, 1);
 }
 
-void fs_devmem_drop(const struct fs_range *r)
+void sim_devmem_drop(const struct fs_range *r)
 {
     release(r, 0);
 }
@@ -142,7 +142,7 @@ cudaError_t fs_devmem_free(void *ptr)
     struct fs_device *dev = fs_dev(r.device);
     if (dev) fs_device_sync(dev);
     if (r.kind == FS_RANGE_POOL || r.kind == FS_RANGE_HOST_POOL)
-        fs_pool_cuda_free(r.pool, r.base);
+        sim_pool_cuda_free(r.pool, r.base);
     else
         fs_devmem_release(&r);
     return cudaSuccess;

@@ -45,7 +45,7 @@ static void prepare(void)
 {
     sim_ipc_event_fork(FS_FORK_PREPARE);
     sim_ipc_fork(FS_FORK_PREPARE);
-    fs_pools_fork(FS_FORK_PREPARE);
+    sim_pools_fork(FS_FORK_PREPARE);
     sim_vram_fork(FS_FORK_PREPARE);
     sim_arena_fork(FS_FORK_PREPARE);
     sim_modules_fork(FS_FORK_PREPARE);
@@ -64,7 +64,7 @@ static void after(enum fs_fork_phase phase)
     sim_modules_fork(phase);
     sim_arena_fork(phase);
     sim_vram_fork(phase);
-    fs_pools_fork(phase);
+    sim_pools_fork(phase);
     sim_ipc_fork(phase);
     sim_ipc_event_fork(phase);
 }

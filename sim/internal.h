@@ -319,7 +319,7 @@ FS_SEAM cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_
 void fs_devmem_release(const struct fs_range *r);
 /* As fs_devmem_release, but leaves the pages mapped (to the process's end:
  * work still queued may touch them). */
-void fs_devmem_drop(const struct fs_range *r);
+void sim_devmem_drop(const struct fs_range *r);
 /* Claims the live cudaMalloc/pool block starting at ptr for freeing;
  * cudaErrorInvalidValue for an unknown or interior pointer or a double free. */
 cudaError_t fs_claim_device_block(const void *ptr, struct fs_range *r);
@@ -468,7 +468,7 @@ struct fs_pool *sim_pool_new_graph(struct fs_device *dev);
  * pinned host pool, to its release threshold (after host synchronisation). */
 void fs_pool_trim_threshold(struct fs_pool *pool);
 /* A cudaFree of a block of `pool` (after the device was synchronised). */
-void fs_pool_cuda_free(struct fs_pool *pool, uintptr_t base);
+void sim_pool_cuda_free(struct fs_pool *pool, uintptr_t base);
 /* cudaDeviceReset: the device is idle and its streams are gone, so every
  * cached block of its pools is free for any stream. The pools and their
  * allocations stay. */
@@ -499,7 +499,7 @@ void fs_fork_install(void);
 /* Each file's part: take its locks before fork, release them after it
  * and, in the child, forget what belonged to the parent's threads. */
 void fs_devices_fork(enum fs_fork_phase phase);
-void fs_pools_fork(enum fs_fork_phase phase);
+void sim_pools_fork(enum fs_fork_phase phase);
 void sim_vram_fork(enum fs_fork_phase phase);
 void fs_registry_fork(enum fs_fork_phase phase);
 void fs_streams_fork(enum fs_fork_phase phase);

@@ -98,7 +98,7 @@ static struct fs_pool *pool_check(cudaMemPool_t h)
  * default pool first), or of every device when def is NULL; with
  * `and_more`, also on the graph memory of those devices and on every host
  * pool. The list is copied under created_mu and walked without it, so fn
- * may take a pool's mu (created_mu comes first, as in fs_pools_fork). */
+ * may take a pool's mu (created_mu comes first, as in sim_pools_fork). */
 static void each_pool(struct fs_pool *def, int and_more, void (*fn)(struct fs_pool *, void *),
                       void *arg)
 {
@@ -233,7 +233,7 @@ static size_t unplace(struct fs_pool *pool, uintptr_t base)
     return size;
 }
 
-void fs_pool_cuda_free(struct fs_pool *pool, uintptr_t base)
+void sim_pool_cuda_free(struct fs_pool *pool, uintptr_t base)
 {
     fs_registry_remove(base);
     size_t size = unplace(pool, base);
@@ -787,7 +787,7 @@ static void pool_fork_one(struct fs_pool *p, enum fs_fork_phase phase)
     pthread_mutex_unlock(&p->mu);
 }
 
-void fs_pools_fork(enum fs_fork_phase phase)
+void sim_pools_fork(enum fs_fork_phase phase)
 {
     if (phase == FS_FORK_PREPARE) pthread_mutex_lock(&created_mu);
     for (int d = 0; d < fs_cfg.ndevices; d++) {

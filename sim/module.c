@@ -166,7 +166,7 @@ static void unload(struct sim_module *m, int device, int unmap)
         if (unmap)
             fs_devmem_release(&r);
         else
-            fs_devmem_drop(&r);
+            sim_devmem_drop(&r);
     }
     m->base[device] = NULL;
 }
