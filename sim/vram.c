@@ -212,9 +212,12 @@ int sim_vram_backing(const void *ptr, struct sim_backing *out)
     return 1;
 }
 
+/* The heaps, then the map of what was placed (which a thread takes without
+ * a heap's lock held, never the other way round). */
 void sim_vram_fork(enum fs_fork_phase phase)
 {
     pthread_once(&once, vram_init);
+    if (phase != FS_FORK_PREPARE) fs_handles_unlock(placed);
     for (int d = 0; d < MAX_DEVICES; d++) {
         struct heap *h = &heaps[phase == FS_FORK_PREPARE ? d : MAX_DEVICES - 1 - d];
         if (phase == FS_FORK_PREPARE) {
@@ -225,4 +228,5 @@ void sim_vram_fork(enum fs_fork_phase phase)
             p->inherited = 1;
         pthread_mutex_unlock(&h->mu);
     }
+    if (phase == FS_FORK_PREPARE) fs_handles_lock(placed);
 }
