@@ -37,9 +37,8 @@ struct page {
     uint64_t taken[SLOTS_PER_PAGE / WORD_BITS]; /* a set bit: a slot in use */
 };
 
-/* A device's pages for small allocations, oldest first. */
+/* A device's pages for small allocations, oldest first (under mu). */
 struct heap {
-    pthread_mutex_t mu;
     struct page *pages;
 };
 
@@ -51,6 +50,10 @@ struct placed {
     int device;
 };
 
+/* One lock for every device's heap: small allocations are few (PyTorch's
+ * own cache asks for 2 MiB and more), and a fork takes one lock, not one
+ * per device. */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct heap heaps[MAX_DEVICES];
 static struct fs_handle_set *placed;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -58,8 +61,6 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void vram_init(void)
 {
     placed = fs_handles_new();
-    for (int d = 0; d < MAX_DEVICES; d++)
-        pthread_mutex_init(&heaps[d].mu, NULL);
 }
 
 static int slot_taken(const struct page *p, unsigned i)
@@ -110,7 +111,7 @@ static cudaError_t own_pages(struct fs_device *dev, size_t len, void **out)
     return cudaSuccess;
 }
 
-/* n slots in the oldest page of h with room, or in a new page (under h->mu). */
+/* n slots in the oldest page of h with room, or in a new page (under mu). */
 static cudaError_t share_page(struct fs_device *dev, struct heap *h, unsigned n, struct placed *at,
                               void **out)
 {
@@ -152,13 +153,13 @@ cudaError_t sim_vram_alloc(struct fs_device *dev, size_t size, int own, void **o
     } else {
         struct heap *h = &heaps[dev->ordinal];
         unsigned n = (unsigned)(sim_round_up(size, SIM_ALLOC_GRANULE) / SIM_ALLOC_GRANULE);
-        pthread_mutex_lock(&h->mu);
+        pthread_mutex_lock(&mu);
         err = share_page(dev, h, n, at, out);
         if (!err) {
             mark(at->page, at->slot, n, 1);
             at->page->free_slots -= n;
         }
-        pthread_mutex_unlock(&h->mu);
+        pthread_mutex_unlock(&mu);
     }
     if (err) {
         free(at);
@@ -182,7 +183,7 @@ void sim_vram_free(void *ptr, int unmap)
     }
     struct heap *h = &heaps[at->device];
     struct page *empty = NULL;
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&mu);
     struct page *p = at->page;
     mark(p, at->slot, at->nslots, 0);
     p->free_slots += at->nslots;
@@ -193,7 +194,7 @@ void sim_vram_free(void *ptr, int unmap)
         *pp = p->next;
         empty = p;
     }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&mu);
     free(at);
     if (!empty) return;
     if (unmap) sim_arena_unmap(empty->base, SIM_PAGE_SIZE);
@@ -212,21 +213,19 @@ int sim_vram_backing(const void *ptr, struct sim_backing *out)
     return 1;
 }
 
-/* The heaps, then the map of what was placed (which a thread takes without
- * a heap's lock held, never the other way round). */
+/* The heaps' lock, then the map of what was placed (which a thread takes
+ * without mu held, never the other way round). */
 void sim_vram_fork(enum fs_fork_phase phase)
 {
     pthread_once(&once, vram_init);
-    if (phase != FS_FORK_PREPARE) fs_handles_unlock(placed);
-    for (int d = 0; d < MAX_DEVICES; d++) {
-        struct heap *h = &heaps[phase == FS_FORK_PREPARE ? d : MAX_DEVICES - 1 - d];
-        if (phase == FS_FORK_PREPARE) {
-            pthread_mutex_lock(&h->mu);
-            continue;
-        }
-        for (struct page *p = h->pages; phase == FS_FORK_CHILD && p; p = p->next)
-            p->inherited = 1;
-        pthread_mutex_unlock(&h->mu);
+    if (phase == FS_FORK_PREPARE) {
+        pthread_mutex_lock(&mu);
+        fs_handles_lock(placed);
+        return;
     }
-    if (phase == FS_FORK_PREPARE) fs_handles_lock(placed);
+    fs_handles_unlock(placed);
+    for (int d = 0; phase == FS_FORK_CHILD && d < MAX_DEVICES; d++)
+        for (struct page *p = heaps[d].pages; p; p = p->next)
+            p->inherited = 1;
+    pthread_mutex_unlock(&mu);
 }
