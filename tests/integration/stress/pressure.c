@@ -10,7 +10,7 @@
  * Then the whole device is asked for, three times over: one allocation of
  * most of it with cudaMalloc and one with cudaMallocAsync (an allocator
  * must give its cache back for these), blocks of 16 MiB and of 24 MiB until
- * the device is full (the count must be what the device alone gives); and
+ * the device is full (at least as many as the device alone gives); and
  * at last one larger than the device, which fails with
  * cudaErrorMemoryAllocation.
  *
@@ -145,11 +145,19 @@ static void fill_device(struct st_log *log, size_t size, enum st_how how, cudaSt
         if (e != cudaSuccess) break;
         n++;
     }
-    st_logf(log, "%s of %zu MiB until the device is full: %d blocks", st_how_name(how), size / MiB,
-            n);
+    /* a GPU's memory pool reserves in steps of 32 MiB, so cudaMallocAsync
+     * of 24 MiB blocks fills the device with fewer than an allocator that
+     * takes only what it hands out: the shim may serve more, never fewer
+     * (compare.sh holds it to that) */
+    st_logf(log, "%s of %zu MiB until the device is full: %d blocks, at least", st_how_name(how),
+            size / MiB, n);
     st_rec(log, e, "the allocation that found it full");
-    while (n--)
-        st_rec(log, how == ST_MALLOC ? cudaFree(p[n]) : cudaFreeAsync(p[n], s), "free");
+    cudaError_t freed = cudaSuccess;
+    while (n--) {
+        cudaError_t f = how == ST_MALLOC ? cudaFree(p[n]) : cudaFreeAsync(p[n], s);
+        if (freed == cudaSuccess) freed = f;
+    }
+    st_rec(log, freed, "free of every block");
     st_ok(log, cudaStreamSynchronize(s), "cudaStreamSynchronize");
 }
 
