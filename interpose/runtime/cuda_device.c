@@ -1,6 +1,6 @@
 /* cuda_device.c - the allocator's device table over the program's own CUDA
- * runtime (plain segments from cudaMalloc, stream-ordered ones from a memory
- * pool of the shim's own and, for expandable segments, the driver's
+ * runtime (plain segments from cudaMalloc, stream-ordered ones from
+ * ordered_segments.c and, for expandable segments, the driver's
  * virtual-memory API).
  *
  * Every entry is an internal call: it must not re-enter the shim (the real
@@ -55,199 +55,33 @@ static fs_dev_status status_of(cudaError_t e)
 
 /* ---- segments ---- */
 
-/* Stream-ordered segments come from a memory pool of the shim's own on each
- * device: cudaDeviceReset keeps such memory, as it keeps the program's
- * cudaMallocAsync allocations, and the default pool's figures stay the
- * program's. They are allocated on a stream of the shim's own that nothing
- * else uses, and waited for there, so that every stream may use one as soon
- * as segment_alloc returns. A reset destroys that stream (not the pool). */
-#define MAX_ORDERED_DEVICES 64
-static struct {
-    cudaMemPool_t pool;
-    cudaStream_t stream;
-    /* what the program granted peers on the device's default pool */
-    enum cudaMemAccessFlags granted[MAX_ORDERED_DEVICES];
-    /* the most memory the pool held, read after each segment it gave */
-    uint64_t reserved_peak;
-} ordered[MAX_ORDERED_DEVICES];
-static pthread_mutex_t ordered_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Sets `pool`'s access for the peers in descs; ordered_lock held, inside
- * fs_internal_begin. */
-static void set_peers(int device, cudaMemPool_t pool, const struct cudaMemAccessDesc *descs,
-                      size_t n)
-{
-    __typeof__(&cudaMemPoolSetAccess) set = FS_REAL(cudaMemPoolSetAccess);
-
-    if (n && (!set || set(pool, descs, n) != cudaSuccess))
-        fs_log(FS_LOG_WARN,
-               "device %d: peer access to the shim's memory pool could not be "
-               "set as on the default pool",
-               device);
-}
-
-/* Grants a new pool what the program granted on the default pool. */
-static void grant_peers(int device, cudaMemPool_t pool)
-{
-    struct cudaMemAccessDesc descs[MAX_ORDERED_DEVICES];
-    size_t n = 0;
-
-    for (int peer = 0; peer < MAX_ORDERED_DEVICES; peer++)
-        if (peer != device && ordered[device].granted[peer] != cudaMemAccessFlagsProtNone)
-            descs[n++] = (struct cudaMemAccessDesc){.location = {cudaMemLocationTypeDevice, peer},
-                                                    .flags = ordered[device].granted[peer]};
-    set_peers(device, pool, descs, n);
-}
-
-void fs_cuda_ordered_access(int device, const struct cudaMemAccessDesc *descs, size_t count)
-{
-    struct cudaMemAccessDesc peers[MAX_ORDERED_DEVICES];
-    fs_internal_call c;
-    size_t n = 0;
-
-    if (device < 0 || device >= MAX_ORDERED_DEVICES) return;
-    pthread_mutex_lock(&ordered_lock);
-    /* the runtime accepted them all: only the peers' entries matter here */
-    for (size_t i = 0; i < count; i++) {
-        int peer = descs[i].location.id;
-        if (descs[i].location.type != cudaMemLocationTypeDevice || peer < 0 ||
-            peer >= MAX_ORDERED_DEVICES || peer == device)
-            continue;
-        ordered[device].granted[peer] = descs[i].flags;
-        if (n < MAX_ORDERED_DEVICES) peers[n++] = descs[i];
-    }
-    if (ordered[device].pool) {
-        fs_internal_begin(&c, device);
-        set_peers(device, ordered[device].pool, peers, n);
-        fs_internal_end(&c);
-    }
-    pthread_mutex_unlock(&ordered_lock);
-}
-
-/* The device's pool and stream, made on first use; false if they cannot
- * be. Inside fs_internal_begin with `device` current. */
-static bool ordered_get(int device, cudaMemPool_t *pool, cudaStream_t *stream)
-{
-    struct cudaMemPoolProps props = {.allocType = cudaMemAllocationTypePinned,
-                                     .location = {cudaMemLocationTypeDevice, device}};
-    __typeof__(&cudaMemPoolCreate) create = FS_REAL(cudaMemPoolCreate);
-    __typeof__(&cudaStreamCreateWithFlags) stream_create = FS_REAL(cudaStreamCreateWithFlags);
-    bool ok;
-
-    if (device < 0 || device >= MAX_ORDERED_DEVICES) return false;
-    pthread_mutex_lock(&ordered_lock);
-    if (!ordered[device].pool && create) {
-        if (create(&ordered[device].pool, &props) == cudaSuccess)
-            grant_peers(device, ordered[device].pool);
-        else
-            ordered[device].pool = NULL;
-    }
-    if (!ordered[device].stream && stream_create &&
-        stream_create(&ordered[device].stream, cudaStreamNonBlocking) != cudaSuccess)
-        ordered[device].stream = NULL;
-    *pool = ordered[device].pool;
-    *stream = ordered[device].stream;
-    ok = *pool && *stream;
-    pthread_mutex_unlock(&ordered_lock);
-    return ok;
-}
-
-void fs_cuda_device_reset(int device)
-{
-    if (device < 0) {
-        /* fork child: only this thread runs; the lock may be stale */
-        pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-        ordered_lock = fresh;
-    }
-    pthread_mutex_lock(&ordered_lock);
-    for (int d = 0; d < MAX_ORDERED_DEVICES; d++) {
-        if (device >= 0 && d != device) continue;
-        ordered[d].stream = NULL;
-        if (device < 0) memset(&ordered[d], 0, sizeof ordered[d]);
-    }
-    pthread_mutex_unlock(&ordered_lock);
-}
-
-static void note_pool_reserved(int device, cudaMemPool_t pool);
-
-static cudaError_t ordered_alloc(int device, size_t size, void **out)
-{
-    __typeof__(&cudaMallocFromPoolAsync) alloc = FS_REAL(cudaMallocFromPoolAsync);
-    __typeof__(&cudaStreamSynchronize) sync = FS_REAL(cudaStreamSynchronize);
-    __typeof__(&cudaFree) release = FS_REAL(cudaFree);
-    cudaMemPool_t pool;
-    cudaStream_t stream;
-    cudaError_t e;
-
-    if (!alloc || !sync || !ordered_get(device, &pool, &stream)) return cudaErrorNotSupported;
-    e = alloc(out, size, pool, stream);
-    if (e == cudaSuccess && (e = sync(stream)) != cudaSuccess) release(*out);
-    if (e == cudaSuccess) note_pool_reserved(device, pool);
-    return e;
-}
-
-/* The pool may hold more device memory than the segments it gave (its own
- * granules): what it holds is read after each segment, rarely enough to
- * cost nothing, and reported at exit (shim.c) beside the shim's reserve. */
-static void note_pool_reserved(int device, cudaMemPool_t pool)
-{
-    __typeof__(&cudaMemPoolGetAttribute) get = FS_REAL(cudaMemPoolGetAttribute);
-    cuuint64_t held = 0;
-
-    if (get && get(pool, cudaMemPoolAttrReservedMemCurrent, &held) == cudaSuccess) {
-        uint64_t peak = __atomic_load_n(&ordered[device].reserved_peak, __ATOMIC_RELAXED);
-        while (held > peak &&
-               !__atomic_compare_exchange_n(&ordered[device].reserved_peak, &peak, held, true,
-                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-        }
-    }
-}
-
-uint64_t fs_cuda_ordered_reserved_peak(int device)
-{
-    if (device < 0 || device >= MAX_ORDERED_DEVICES) return 0;
-    return __atomic_load_n(&ordered[device].reserved_peak, __ATOMIC_RELAXED);
-}
-
-/* cudaFree of pool memory first waits for the whole device, as it does
- * for cudaMalloc memory (a stream may still be using the segment's last
- * blocks); the trim then gives the memory back to the device. */
-static cudaError_t ordered_free(int device, void *ptr)
-{
-    __typeof__(&cudaMemPoolTrimTo) trim = FS_REAL(cudaMemPoolTrimTo);
-    cudaError_t e = FS_REAL(cudaFree)(ptr);
-    cudaMemPool_t pool;
-
-    pthread_mutex_lock(&ordered_lock);
-    pool = ordered[device].pool;
-    pthread_mutex_unlock(&ordered_lock);
-    if (e == cudaSuccess && trim && pool) trim(pool, 0);
-    return e;
-}
-
+/* Stream-ordered segments are ordered_segments.c's: mappings of their own
+ * through the driver's virtual-memory API, or a memory pool's blocks where
+ * that cannot be reached. */
 static fs_dev_status segment_alloc(void *ctx, int device, fs_seg_memory mem, size_t size,
                                    void **out)
 {
     fs_internal_call c;
-    cudaError_t e;
+    fs_dev_status st;
 
     (void)ctx;
     fs_internal_begin(&c, device);
-    e = mem == FS_SEG_ORDERED ? ordered_alloc(device, size, out) : FS_REAL(cudaMalloc)(out, size);
+    st = mem == FS_SEG_ORDERED ? fs_ordered_alloc(device, size, out)
+                               : status_of(FS_REAL(cudaMalloc)(out, size));
     fs_internal_end(&c);
-    return status_of(e);
+    return st;
 }
 
 static fs_dev_status segment_free(void *ctx, int device, fs_seg_memory mem, void *ptr)
 {
     fs_internal_call c;
-    cudaError_t e;
+    fs_dev_status st;
 
     (void)ctx;
     fs_internal_begin(&c, device);
-    e = mem == FS_SEG_ORDERED ? ordered_free(device, ptr) : FS_REAL(cudaFree)(ptr);
+    st = mem == FS_SEG_ORDERED ? fs_ordered_free(device, ptr) : status_of(FS_REAL(cudaFree)(ptr));
     fs_internal_end(&c);
-    return status_of(e);
+    return st;
 }
 
 static fs_dev_status event_create(void *ctx, int device, fs_event_t *out)
@@ -388,16 +222,25 @@ static bool driver_entry(const char *name, void **out)
     return e == cudaSuccess && q == cudaDriverEntryPointSuccess && *out;
 }
 
-static bool driver_vm_load(void)
+static bool drv_loaded;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+
+static void driver_vm_load(void)
 {
-    return driver_entry("cuMemGetAllocationGranularity", (void **)&drv.granularity) &&
-           driver_entry("cuMemAddressReserve", (void **)&drv.reserve) &&
-           driver_entry("cuMemAddressFree", (void **)&drv.release) &&
-           driver_entry("cuMemCreate", (void **)&drv.create) &&
-           driver_entry("cuMemMap", (void **)&drv.map) &&
-           driver_entry("cuMemSetAccess", (void **)&drv.set_access) &&
-           driver_entry("cuMemRelease", (void **)&drv.handle_release) &&
-           driver_entry("cuMemUnmap", (void **)&drv.unmap);
+    drv_loaded = driver_entry("cuMemGetAllocationGranularity", (void **)&drv.granularity) &&
+                 driver_entry("cuMemAddressReserve", (void **)&drv.reserve) &&
+                 driver_entry("cuMemAddressFree", (void **)&drv.release) &&
+                 driver_entry("cuMemCreate", (void **)&drv.create) &&
+                 driver_entry("cuMemMap", (void **)&drv.map) &&
+                 driver_entry("cuMemSetAccess", (void **)&drv.set_access) &&
+                 driver_entry("cuMemRelease", (void **)&drv.handle_release) &&
+                 driver_entry("cuMemUnmap", (void **)&drv.unmap);
+}
+
+const fs_vmm *fs_cuda_vmm(void)
+{
+    pthread_once(&drv_once, driver_vm_load);
+    return drv_loaded ? &drv : NULL;
 }
 
 static size_t vm_granularity(void *ctx, int device)
@@ -472,7 +315,7 @@ static fs_device_ops cuda_ops = {
 const fs_device_ops *fs_cuda_device_ops(bool want_vm)
 {
     if (want_vm && !cuda_ops.vm_map) {
-        if (driver_vm_load()) {
+        if (fs_cuda_vmm()) {
             cuda_ops.vm_granularity = vm_granularity;
             cuda_ops.vm_reserve = vm_reserve;
             cuda_ops.vm_release = vm_release;

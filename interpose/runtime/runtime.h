@@ -98,18 +98,29 @@ void fs_capture_reset(void);
 /* The allocator's device table over the program's runtime; expandable
  * segments only if asked and the driver's VMM entry points are reachable. */
 const fs_device_ops *fs_cuda_device_ops(bool want_vm);
+/* The device's free and total memory as the runtime reports them (the
+ * program's last error kept); false when it cannot say. */
+bool fs_cuda_mem_info(int device, size_t *free, size_t *total);
+/* The driver's virtual-memory API, found through the runtime once; NULL
+ * when it cannot be reached. */
+const struct fs_vmm *fs_cuda_vmm(void);
+
+/* ---- ordered_segments.c ---- */
+/* A stream-ordered segment's memory, and giving it back (inside
+ * fs_internal_begin, the device current): a mapping of its own through the
+ * driver's virtual-memory API, else a block of the shim's own pool. */
+fs_dev_status fs_ordered_alloc(int device, size_t size, void **out);
+fs_dev_status fs_ordered_free(int device, void *ptr);
 /* The runtime state behind the table that a cudaDeviceReset of `device`
  * destroyed is forgotten; with -1 (fork child) all of it. */
 void fs_cuda_device_reset(int device);
 /* The program granted peers access to `device`'s default pool: the shim's
- * pool there, which holds its cudaMallocAsync blocks, grants the same. */
+ * stream-ordered segments there, which hold its cudaMallocAsync blocks,
+ * grant the same. */
 void fs_cuda_ordered_access(int device, const struct cudaMemAccessDesc *descs, size_t count);
-/* The device's free and total memory as the runtime reports them (the
- * program's last error kept); false when it cannot say. */
-bool fs_cuda_mem_info(int device, size_t *free, size_t *total);
-/* The most device memory the shim's own CUDA pool (behind its
- * stream-ordered segments) held on `device`, read after each segment; 0
- * when it gave none. */
+/* The most device memory the shim's fallback pool (behind its
+ * stream-ordered segments where mappings cannot be made) held on `device`,
+ * read after each segment; 0 when it gave none. */
 uint64_t fs_cuda_ordered_reserved_peak(int device);
 
 /* Brackets a batch of internal runtime calls: the program's last error is

@@ -1,11 +1,12 @@
 /* pool_access.c - peers granted access to a device's default pool
  * (PyTorch's enablePeerAccess on the cudaMallocAsync route) reach the
- * program's cudaMallocAsync blocks, which the shim keeps in a pool of its
- * own: that pool must be granted the same, both when the grant comes before
- * the shim's first stream-ordered segment and after it (a failure is a
- * warning on stderr). The program prints every return code and what
- * cudaMemPoolGetAccess reports, for comparison with a run without the
- * shim. */
+ * program's cudaMallocAsync blocks, which the shim keeps in segments of its
+ * own (mappings, or a pool where those cannot be made): they must be
+ * granted the same, both when the grant comes before the shim's first
+ * stream-ordered segment and after it, and a revocation must leave the
+ * device's own access (a failure is a warning on stderr). The program
+ * prints every return code and what cudaMemPoolGetAccess reports, for
+ * comparison with a run without the shim. */
 #include "probe.h"
 
 #include <string.h>
