@@ -145,9 +145,10 @@ static int run_broken_peer(struct shared *sh, int rank, int nranks, enum broken 
         CHECK(sum == (nranks - 1) * (nranks - 2) / 2, "rank %d: after shrink got %d", rank, sum);
         CHECK_NCCL(ncclCommDestroy(alive));
     }
-    CHECK_NCCL(ncclCommAbort(comm));
+    /* err points into the communicator: print it before the abort frees it */
     printf("rank %d: %s noticed after %.3f s: %s\n", rank, stall ? "stalled peer" : "broken peer",
            waited, err);
+    CHECK_NCCL(ncclCommAbort(comm));
     return 0;
 }
 
