@@ -345,9 +345,8 @@ static fs_block *take_pending(fs_allocator *a, fs_pool *q, int set, size_t round
         if (best && (b->size > best->size || (b->size == best->size && b->addr > best->addr)))
             continue;
         bool own = b->has_ready && b->ready_stream == stream && !b->uses_fence;
-        if (!own && !(wait && !(exit_pending && b->dev_seq) && fs_fence_waitable(a, b->fence) &&
-                      fs_fence_waitable(a, b->uses_fence)))
-            continue;
+        /* an unfenced free (a capture deferred its fence) has nothing to wait on */
+        if (!own && !(wait && b->fence && !(exit_pending && b->dev_seq))) continue;
         best = b;
         best_wait = !own;
     }
@@ -386,19 +385,29 @@ static fs_block *take_adopted(fs_allocator *a, fs_pool *p, fs_segment *s, int se
     return b ? b : try_own(a, p, set, rounded, req, stream);
 }
 
-/* Other streams' memory, as cross_stream_reuse allows. Caller holds dev->lock. */
+/* Pending frees that would serve the request, and other streams' memory,
+ * as cross_stream_reuse allows. A stream-ordered request takes a block of
+ * its own pool whose free is still pending by making its stream wait for
+ * the free's events on the GPU, never the host: CUDA's stream-ordered
+ * pools do the same (internal dependencies), and a host wait here took
+ * away the host's run-ahead, which is what keeps a GPU busy (a thread
+ * that all-gathered into such blocks while the compute stream was held
+ * waited 200 ms per miss and issued 3 of its 6 all-gathers). Other pools'
+ * pending blocks are taken that way only under cross_stream_reuse:wait.
+ * Caller holds dev->lock. */
 static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int set, size_t rounded,
                             size_t req, fs_stream_t stream, unsigned flags)
 {
     const fs_device_ops *o = a->ops;
     bool completed = a->cfg.cross_stream_reuse != FS_REUSE_NONE;
-    bool wait = a->cfg.cross_stream_reuse == FS_REUSE_WAIT && (flags & FS_ALLOC_STREAM_ORDERED) &&
-                !(o->stream_is_capturing && o->stream_is_capturing(o->ctx, d->id, stream));
+    bool ordered = (flags & FS_ALLOC_STREAM_ORDERED) &&
+                   !(o->stream_is_capturing && o->stream_is_capturing(o->ctx, d->id, stream));
+    bool wait = a->cfg.cross_stream_reuse == FS_REUSE_WAIT && ordered;
     for (int i = 0; i < d->npools; i++) {
         fs_pool *q = d->pools[i];
         fs_segment *adopt = NULL;
         fs_pool_lock(q);
-        fs_block *b = take_pending(a, q, set, rounded, req, stream, wait);
+        fs_block *b = take_pending(a, q, set, rounded, req, stream, wait || (ordered && q == p));
         if (!b && completed && q != p) b = take_completed(a, q, set, rounded, req, stream, &adopt);
         fs_pool_unlock(q);
         if (!b && adopt && fs_segment_adopt(a, q, p, adopt))
@@ -408,9 +417,9 @@ static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int set, siz
     return NULL;
 }
 
-/* How long one miss may wait on the host for pending frees to complete
- * before it grows instead. */
-#define FS_FREE_WAIT_NS (100u * 1000 * 1000)
+/* How long one miss on a full device may wait on the host for pending
+ * frees to complete before it releases the cache and retries. */
+#define FS_FREE_WAIT_NS (100ull * 1000 * 1000)
 
 /* A pending block whose fences alone keep it from the request: in p's own
  * pool it retires into p's free bins, in another pool (cross_stream_reuse
@@ -458,24 +467,29 @@ static bool pending_would_serve(fs_allocator *a, fs_dev *d, fs_pool *p, int set,
  * moment later: the host runs ahead of the GPU, and every free it made
  * meanwhile waits for the work before it (a device-ordered cudaFree for
  * every stream, a stream-ordered free for the streams that used the
- * block). Growing then holds those bytes twice: PyTorch without caching
- * (every tensor a cudaMalloc and a cudaFree) reached twice its native
- * peak, FSDP2's all-gather buffers (used by NCCL on another stream) 1.17
- * times. So when pending frees would serve the request, the miss waits on
- * the host for their fences, one block's at a time, and grows only after
- * FS_FREE_WAIT_NS: still far less waiting than a GPU's cudaFree, which
- * waits for the whole device each time, and bounded, so that work the
- * program holds back until this thread goes on costs a delay, not a
- * deadlock. Caller holds dev->lock. */
+ * block). The miss waits on the host for their fences, one block's at a
+ * time, for at most `wait_ns`: bounded, so that work the program holds
+ * back until this thread goes on costs a delay, not a deadlock.
+ *
+ * When. A stream-ordered request never waits here before growing: its
+ * stream waits on the GPU instead (try_others). A cudaMalloc has no stream
+ * whose order would make the reuse safe, so it waits for malloc_wait_ms
+ * (100 ms by default; 0 grows at once): without the wait, PyTorch FSDP2
+ * with PYTORCH_NO_CUDA_MEMORY_CACHING=1 on the sim, whose host runs a
+ * whole step ahead of NCCL's stream, held every tensor of a step and
+ * peaked at 13.5 times PyTorch's own allocator (622.9 MB against 46.1;
+ * 0.864x with the wait). Every request waits, for FS_FREE_WAIT_NS, once
+ * growing has failed (the device is full), before the release-and-retry
+ * that synchronises the whole device. Caller holds dev->lock. */
 static fs_block *wait_for_frees(fs_allocator *a, fs_dev *d, fs_pool *p, int set, size_t rounded,
-                                size_t req, fs_stream_t stream, unsigned flags)
+                                size_t req, fs_stream_t stream, unsigned flags, uint64_t wait_ns)
 {
     fs_block *b = NULL;
     fs_fence *f = NULL, *u = NULL;
     uint64_t deadline = 0;
     while (!b && (!deadline || fs_now_ns() < deadline) &&
            pending_would_serve(a, d, p, set, rounded, &f, &u)) {
-        if (!deadline) deadline = fs_now_ns() + FS_FREE_WAIT_NS;
+        if (!deadline) deadline = fs_now_ns() + wait_ns;
         bool done = (!f || fs_fence_wait_until(a, f, deadline)) &&
                     (!u || fs_fence_wait_until(a, u, deadline));
         fs_fence_put(d, f);
@@ -500,18 +514,18 @@ static void collect_garbage(fs_allocator *a, fs_dev *d)
     if (reserved > limit) fs_segments_release(a, d, FS_RELEASE_OLDEST, (size_t)(reserved - limit));
 }
 
-/* Whether the work issued so far on every stream of d completes within
- * the miss's wait (FS_FREE_WAIT_NS), for a request on `stream`. Giving a
- * segment back synchronises the device, and work the program holds back
- * until this thread goes on (a stream gated on a host function) would
- * never let that return: such a miss grows instead. Blocking streams are
+/* Whether the work issued so far on every stream of d has completed, for
+ * a request on `stream`: asked once, never waited for. Giving a segment
+ * back synchronises the device (a GPU's cudaFree waits for all its work),
+ * which costs the host nothing only when the device is idle; a busy one
+ * keeps the host running ahead and the miss grows instead. Blocking streams are
  * covered by an event on the legacy stream, which every later piece of
  * work on a blocking stream then waits for: recorded for a request on
  * another stream, that would tie the requester's own work (a per-thread
  * stream's, say) to streams it never waited for, so only a request on the
  * legacy stream, whose work waits for them anyway, asks. Caller holds
  * dev->lock. */
-static bool device_drains(fs_allocator *a, fs_dev *d, fs_stream_t stream)
+static bool device_idle(fs_allocator *a, fs_dev *d, fs_stream_t stream)
 {
     if (stream != d->legacy) return false;
     fs_stream_t *streams = malloc(((size_t)d->npools + 1) * sizeof *streams);
@@ -526,7 +540,7 @@ static bool device_drains(fs_allocator *a, fs_dev *d, fs_stream_t stream)
     }
     fs_fence *f = fs_fence_make(d, streams, n);
     free(streams);
-    bool done = f && fs_fence_wait_until(a, f, fs_now_ns() + FS_FREE_WAIT_NS);
+    bool done = f && fs_fence_wait_until(a, f, 0); /* one query */
     fs_fence_put(d, f);
     return done;
 }
@@ -547,8 +561,8 @@ static void keep_peak(fs_allocator *a, fs_dev *d, size_t rounded, fs_stream_t st
     const fs_device_ops *o = a->ops;
     if (a->cfg.expandable_segments || (o->capture_underway && o->capture_underway(o->ctx))) return;
     size_t reserved = fs_stats_reserved(d);
-    size_t grown = reserved + fs_segment_size(&a->cfg, rounded);
-    if (grown > d->reserved_high && device_drains(a, d, stream))
+    size_t grown = reserved + fs_segment_size(&a->cfg, rounded, reserved);
+    if (grown > d->reserved_high && device_idle(a, d, stream))
         fs_segments_release(a, d, FS_RELEASE_FITTING, grown - d->reserved_high);
 }
 
@@ -602,7 +616,9 @@ FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int s
         fs_dev_retire_all(d, false);
         if ((b = try_own(a, p, set, rounded, req, stream))) break;
         if ((b = try_others(a, d, p, set, rounded, req, stream, flags))) break;
-        if ((b = wait_for_frees(a, d, p, set, rounded, req, stream, flags))) break;
+        if (attempt == 0 && !(flags & FS_ALLOC_STREAM_ORDERED) && a->cfg.malloc_wait_ns &&
+            (b = wait_for_frees(a, d, p, set, rounded, req, stream, flags, a->cfg.malloc_wait_ns)))
+            break;
         collect_garbage(a, d);
         if (attempt == 0) keep_peak(a, d, rounded, stream);
         for (int grow = 0; grow < 4 && !b; grow++) {
@@ -617,6 +633,9 @@ FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int s
             note_high(d);
             b = try_own(a, p, set, rounded, req, stream);
         }
+        /* the device is full: now the host may wait, for what is pending */
+        if (!b && attempt == 0)
+            b = wait_for_frees(a, d, p, set, rounded, req, stream, flags, FS_FREE_WAIT_NS);
     }
     pthread_mutex_unlock(&d->lock);
     if (!b) *st = FS_ERR_OOM;

@@ -43,6 +43,13 @@ typedef struct fs_alloc_config {
     double garbage_collection_threshold; /* 0 = off, else in (0, 1) */
     bool expandable_segments;
     size_t large_segment; /* bytes: the large pool's shared segment (requests of 1 to 10 MiB) */
+    /* segment_growth: false (small_first) sizes a large request's segment
+     * to the request until the cache holds large_segment; true (pytorch)
+     * shares large_segment segments from the first */
+    bool pytorch_growth;
+    /* malloc_wait_ms: how long a cudaMalloc miss waits on the host for a
+     * pending free that would serve it before growing; 0 never */
+    uint64_t malloc_wait_ns;
 } fs_alloc_config;
 
 /* Fills the SPEC's defaults. */
@@ -51,8 +58,8 @@ void fs_alloc_config_default(fs_alloc_config *cfg);
 /* Applies one FSDPSHIM_CONF key that belongs to the allocator
  * (free_semantics, cross_stream_reuse, max_split_size_mb,
  * roundup_power2_divisions, garbage_collection_threshold,
- * expandable_segments, large_segment_mb). Returns 1 when applied, 0 when the key is not an
- * allocator key, -1 when the value is bad: then `err` holds one line naming
+ * expandable_segments, large_segment_mb, segment_growth, malloc_wait_ms). Returns 1 when applied, 0
+ * when the key is not an allocator key, -1 when the value is bad: then `err` holds one line naming
  * the valid choices and `cfg` is unchanged. */
 int fs_alloc_config_set(fs_alloc_config *cfg, const char *key, const char *value, char *err,
                         size_t errlen);

@@ -17,6 +17,7 @@ void fs_alloc_config_default(fs_alloc_config *cfg)
     cfg->garbage_collection_threshold = 0.0;
     cfg->expandable_segments = false;
     cfg->large_segment = FS_LARGE_BUFFER;
+    cfg->malloc_wait_ns = 100ull * 1000 * 1000;
 }
 
 static int bad(char *err, size_t errlen, const char *fmt, const char *key, const char *value)
@@ -196,6 +197,22 @@ int fs_alloc_config_set(fs_alloc_config *cfg, const char *key, const char *value
         cfg->large_segment = (size_t)mb * FS_MiB;
         return 1;
     }
+    if (!strcmp(key, "segment_growth")) {
+        if (strcmp(value, "small_first") && strcmp(value, "pytorch"))
+            return bad(err, errlen, "%s: '%s' is not small_first or pytorch (default: small_first)",
+                       key, value);
+        cfg->pytorch_growth = !strcmp(value, "pytorch");
+        return 1;
+    }
+    if (!strcmp(key, "malloc_wait_ms")) {
+        unsigned long long ms;
+        if (!parse_u64(value, &ms) || ms > 10000)
+            return bad(err, errlen,
+                       "%s: '%s' is not a whole number of ms from 0 to 10000 (default: 100)", key,
+                       value);
+        cfg->malloc_wait_ns = ms * 1000 * 1000;
+        return 1;
+    }
     return 0;
 }
 
@@ -233,7 +250,9 @@ void fs_alloc_config_describe(const fs_alloc_config *cfg, char *buf, size_t len)
     snprintf(buf, len,
              "free_semantics:%s,cross_stream_reuse:%s,max_split_size_mb:%s,"
              "roundup_power2_divisions:%s,garbage_collection_threshold:%s,"
-             "expandable_segments:%s,large_segment_mb:%zu",
+             "expandable_segments:%s,large_segment_mb:%zu,segment_growth:%s,malloc_wait_ms:%llu",
              semantics[cfg->free_semantics], reuse[cfg->cross_stream_reuse], split, divisions, gc,
-             cfg->expandable_segments ? "true" : "false", cfg->large_segment / FS_MiB);
+             cfg->expandable_segments ? "true" : "false", cfg->large_segment / FS_MiB,
+             cfg->pytorch_growth ? "pytorch" : "small_first",
+             (unsigned long long)(cfg->malloc_wait_ns / 1000000));
 }

@@ -222,22 +222,43 @@ static void fence_sync(fs_allocator *a, fs_fence *f)
     atomic_store_explicit(&f->done, true, memory_order_release);
 }
 
-bool fs_fence_waitable(fs_allocator *a, fs_fence *f)
+/* The waits for one fence's events on stream s. */
+static fs_status gpu_wait_events(fs_allocator *a, fs_fence *f, fs_stream_t s)
 {
-    if (!f || atomic_load_explicit(&f->done, memory_order_acquire)) return true;
-    fs_dev *d = &a->devs[f->device];
-    uint64_t after = f->batch_seq ? f->batch_seq - 1
-                                  : atomic_load_explicit(&f->after_batch, memory_order_acquire);
-    return after == 0 || atomic_load_explicit(&d->batch_done, memory_order_acquire) >= after;
-}
-
-fs_status fs_fence_gpu_wait(fs_allocator *a, fs_fence *f, fs_stream_t s)
-{
-    if (!f || atomic_load_explicit(&f->done, memory_order_acquire)) return FS_OK;
     const fs_device_ops *o = a->ops;
     for (int i = 0; i < f->n; i++)
         if (o->stream_wait_event(o->ctx, f->device, s, f->ev[i]) != FS_DEV_OK) return FS_ERR_DEVICE;
     return FS_OK;
+}
+
+/* A batch fence holds events only for the streams that had work since the
+ * batch before it, so a GPU-side wait for it is a wait for every batch up
+ * to it still in the queue, oldest first, then for f's own events. Each
+ * batch is held by a reference while its waits are issued: the queue may
+ * drop it meanwhile. */
+fs_status fs_fence_gpu_wait(fs_allocator *a, fs_fence *f, fs_stream_t s)
+{
+    if (!f || atomic_load_explicit(&f->done, memory_order_acquire)) return FS_OK;
+    fs_dev *d = &a->devs[f->device];
+    uint64_t need =
+        f->batch_seq ? f->batch_seq : atomic_load_explicit(&f->after_batch, memory_order_acquire);
+    for (uint64_t seq = 0; need && !batch_reached(d, need);) {
+        fs_spin_lock(&d->batch_lock);
+        fs_fence *h = d->fifo_head;
+        while (h && h->batch_seq <= seq)
+            h = h->fifo_next;
+        if (h && h->batch_seq <= need)
+            fs_fence_get(h);
+        else
+            h = NULL;
+        fs_spin_unlock(&d->batch_lock);
+        if (!h) break;
+        seq = h->batch_seq;
+        fs_status st = h == f ? FS_OK : gpu_wait_events(a, h, s);
+        fs_fence_put(d, h);
+        if (st != FS_OK) return st;
+    }
+    return gpu_wait_events(a, f, s);
 }
 
 /* ---- the public fence calls -------------------------------------------------- */

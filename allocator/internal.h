@@ -396,11 +396,11 @@ size_t fs_stats_free_elsewhere(fs_dev *d, fs_stream_t stream);
 /* ---- "size.c" ---------------------------------------------------------- */
 size_t fs_round_size(const fs_alloc_config *cfg, size_t size); /* 0 when it would wrap */
 bool fs_rounding_is_plain(const fs_alloc_config *cfg);
-/* The segment that a miss grows for a block of `rounded` bytes
- * (docs/allocator.md, "Pools and segments"),
- * and the least segment that holds it, all a hot-path check needs; both 0
- * when the size would wrap. */
-size_t fs_segment_size(const fs_alloc_config *cfg, size_t rounded);
+/* The segment that a miss grows for a block of `rounded` bytes on a device
+ * whose cache reserves `reserved` bytes (docs/allocator.md, "Pools and
+ * segments"), and the least segment that holds it, all a hot-path check
+ * needs; both 0 when the size would wrap. */
+size_t fs_segment_size(const fs_alloc_config *cfg, size_t rounded, size_t reserved);
 size_t fs_segment_least(size_t rounded);
 int fs_size_kind(size_t rounded);
 bool fs_should_split(const fs_alloc_config *cfg, const fs_block *b, size_t size);
@@ -451,8 +451,8 @@ void fs_segment_unlink(fs_pool *p, fs_segment *s, fs_delta *dl);
 /* ---- "fence.c" --------------------------------------------------------- */
 fs_fence *fs_fence_make(fs_dev *d, const fs_stream_t *streams, int n); /* NULL: deferred */
 void fs_fence_get(fs_fence *f);
-void fs_fence_put(fs_dev *d, fs_fence *f);            /* f may be NULL */
-bool fs_fence_waitable(fs_allocator *a, fs_fence *f); /* only its own events may be pending */
+void fs_fence_put(fs_dev *d, fs_fence *f); /* f may be NULL */
+/* Makes stream s wait on the GPU for f and every batch before it. */
 fs_status fs_fence_gpu_wait(fs_allocator *a, fs_fence *f, fs_stream_t s);
 void fs_blist_push(fs_blist *l, fs_block *b);
 void fs_blist_del(fs_blist *l, fs_block *b);

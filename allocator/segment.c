@@ -502,13 +502,25 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
         fs_status st = grow_expandable(a, p, set, rounded, oom);
         if (st != FS_ERR_NOT_OWNED) return st;
     }
-    size_t size = fs_segment_size(&a->cfg, rounded);
+    size_t size = fs_segment_size(&a->cfg, rounded, fs_stats_reserved(d));
+    size_t least = fs_segment_least(rounded);
     if (size == 0) {
         *oom = true;
         return FS_ERR_OOM;
     }
     void *ptr = NULL;
-    fs_status st = dev_status(o->segment_alloc(o->ctx, d->id, mem, size, &ptr), oom);
+    fs_status st;
+    /* A device that cannot give the policy's segment may still hold the
+     * request: halve down to the least segment that does, so that no
+     * allocation fails that the device could serve (SPEC section 4). A
+     * 4 MiB request on a nearly full device got cudaErrorMemoryAllocation
+     * for want of 20 MiB while 12 MiB were free. */
+    for (;;) {
+        st = dev_status(o->segment_alloc(o->ctx, d->id, mem, size, &ptr), oom);
+        if (st != FS_ERR_OOM || size <= least) break;
+        size_t half = round_to(size / 2, FS_ROUND_LARGE);
+        size = half > least ? half : least;
+    }
     if (st != FS_OK) return st;
     fs_segment *s = fs_zalloc_lines(sizeof *s); /* its head moves with coalescing */
     fs_block *b = block_alloc();

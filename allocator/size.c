@@ -59,20 +59,31 @@ size_t fs_segment_least(size_t rounded)
 }
 
 /* The large pool's shared segment (for requests from 1 to 10 MiB) is
- * large_segment_mb, PyTorch's 20 MiB by default, whatever the device holds.
+ * large_segment_mb, PyTorch's 20 MiB by default, once the device's cache
+ * holds that much; until then each such request gets a segment of its own,
+ * rounded up to 2 MiB.
  *
- * Why. A segment is only given back whole, so one that serves requests of
- * several sizes is what lets a freed 4 MiB block and its neighbours serve a
- * later 16 MiB request. Segments sized to the device's use (2, 4, 8 MiB
- * while it held little) cost a small job less, but they were smaller than
- * the requests that came later: PyTorch FSDP2 on 4 ranks (train_fsdp.py
- * --size small) kept many such segments partly used and peaked at 1.21
- * times PyTorch's own allocator, 1.10 (median) with 20 MiB ones
- * (docs/allocator.md). The small pool keeps its 2 MiB. */
-size_t fs_segment_size(const fs_alloc_config *cfg, size_t rounded)
+ * Why shared. A segment is only given back whole, so one that serves
+ * requests of several sizes is what lets a freed 4 MiB block and its
+ * neighbours serve a later 16 MiB request. Segments sized to the device's
+ * use (2, 4, 8 MiB as it grew) were smaller than the requests that came
+ * later: PyTorch FSDP2 on 4 ranks (train_fsdp.py --size small) kept many
+ * such segments partly used and peaked at 1.21 times PyTorch's own
+ * allocator, 1.10 (median) with 20 MiB ones (docs/allocator.md).
+ *
+ * Why not at first. A job that never holds one shared segment's worth
+ * pays for sharing without using it: the bundled demo (minifsdp, 9.2 MiB
+ * allocated at its peak) reserved 28 MiB, where a GPU's cudaMalloc would
+ * have taken its blocks' 2 MiB pages. Below the threshold a segment of
+ * the request's own size costs what the device would charge anyway; the
+ * exact segments a larger job made on its way past it are at most one
+ * shared segment's worth. segment_growth:pytorch shares from the first,
+ * as PyTorch does. The small pool keeps its 2 MiB. */
+size_t fs_segment_size(const fs_alloc_config *cfg, size_t rounded, size_t reserved)
 {
     size_t least = fs_segment_least(rounded);
     if (rounded <= FS_SMALL_SIZE || rounded >= FS_MIN_LARGE_ALLOC || least == 0) return least;
+    if (!cfg->pytorch_growth && reserved < cfg->large_segment) return least;
     return cfg->large_segment > least ? cfg->large_segment : least;
 }
 

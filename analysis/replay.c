@@ -789,6 +789,8 @@ static void settle(run *o, fs_reader *t, const char *const *confs, size_t nconfs
         fs_alloc_config_default(&recorded);
     } else if (text) {
         out->config_in_trace = true;
+        /* a trace from before segment_growth was recorded under PyTorch's */
+        if (!strstr(text, "segment_growth:")) recorded.pytorch_growth = true;
     }
     fs_alloc_config_describe(&recorded, out->recorded_config, sizeof out->recorded_config);
     o->nrep = nconfs < FS_REPLAY_MAX_CONFIGS ? nconfs : FS_REPLAY_MAX_CONFIGS;

@@ -57,15 +57,29 @@ else
     echo "demo: RESULTS DIFFER with the shim" >&2
     exit 1
 fi
+# The shim's own lines: "device D: N allocations served by M device
+# allocations; ..." and "rate limiter: N waits, T ms waiting in total; ...".
+served() { sed -n 's/.*device [0-9]*: \([0-9]*\) allocations served by.*/\1/p' "$1" |
+    awk '{ s += $1 } END { print s + 0 }'; }
+waits() { sed -n 's/.*rate limiter: \([0-9]*\) waits, \([0-9.]*\) ms.*/\1 \2/p' "$1" |
+    awk '{ n += $1; t += $2 } END { printf "%d (%.0f ms in all)", n, t }'; }
 if grep -q fsdpshim-sim "$tmp/with"; then
-    echo "demo: device allocations (all ranks): $(sum device_allocs "$tmp/without") without the shim," \
-        "$(sum device_allocs "$tmp/with") with it"
-    echo "demo: peak device memory (highest device): $(peak "$tmp/without") without the shim," \
-        "$(peak "$tmp/with") with it"
+    echo
+    echo "demo: side by side, all $ranks ranks                 without the shim   with it"
+    printf '  %-48s %16s   %s\n' \
+        "device allocations (cudaMalloc reaching the GPU)" "$(sum device_allocs "$tmp/without")" \
+        "$(sum device_allocs "$tmp/with")" \
+        "device frees (a GPU's cudaFree waits for all work)" "$(sum device_frees "$tmp/without")" \
+        "$(sum device_frees "$tmp/with")" \
+        "peak device memory (highest device)" "$(peak "$tmp/without")" "$(peak "$tmp/with")" \
+        "allocations served from the shim's cache" "-" "$(served "$tmp/with")" \
+        "all-gathers the rate limiter held back" "-" "$(waits "$tmp/with")"
+    echo "demo: frees on other streams are reused without a host synchronisation: the shim orders"
+    echo "      them with events on the GPU (docs/allocator.md, \"Streams and deferred frees\")."
 fi
-echo "demo: the shim's peak is what it reserves, cached free blocks included: 2 MiB segments for" \
-    "blocks up to 1 MiB, and blocks under 10 MiB share PyTorch's 20 MiB segments (large_segment_mb);" \
-    "a job this small pays for them, as it does under PyTorch (docs/allocator.md)"
+echo "demo: the shim's peak is what it reserves, cached free blocks included; while a device's cache"
+echo "      is small, each block from 1 to 10 MiB gets a segment of its own size, and blocks share"
+echo "      PyTorch's 20 MiB segments only once the cache holds that much (docs/allocator.md)"
 echo
 echo "== build/bin/fsdpshim report -n 3 --html $demo/report.html $demo/minifsdp-*.fst =="
 build/bin/fsdpshim report -n 3 --html "$demo/report.html" "$demo"/minifsdp-*.fst

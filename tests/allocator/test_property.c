@@ -6,7 +6,10 @@
  *   - a freed block comes back before the events it waits for complete
  *     only on the one stream allowed to take it at once (the stream it
  *     was freed on; when other streams used it, only for a stream-ordered
- *     request, which the allocator makes wait for them on the GPU);
+ *     request, which the allocator makes wait for them on the GPU), or
+ *     to a stream-ordered request whose stream was made to wait on the
+ *     GPU since the free (the model sees that a wait was issued, not which
+ *     events it covers);
  *   - at quiescent points the allocator's own walk (fs_alloc_check) agrees
  *     with the model and the device: allocated + cached + pending ==
  *     reserved == what the fake device has handed out, and the statistics
@@ -37,11 +40,14 @@ typedef struct live {
 
 /* A freed range: until every stream in `need` has been completed since
  * `snap`, only `ok` (if any) may get it back, and with `ok_ordered` only
- * for a stream-ordered request. */
+ * for a stream-ordered request; or a stream-ordered request on a stream
+ * that the allocator made wait on the GPU after the free (the fake
+ * device's stream_wait_event calls from number `waits_at` on). */
 typedef struct guard {
     uintptr_t lo, hi;
     bool has_ok, ok_ordered;
     fs_stream_t ok;
+    long waits_at;
     unsigned need;
     long snap[NCOUNTERS];
 } guard;
@@ -112,6 +118,16 @@ static void guard_push(model *m, const guard *g)
     m->g[m->ng++] = *g;
 }
 
+/* Whether stream s was made to wait for an event on the GPU by the
+ * stream_wait_event call numbered `from` or a later one. */
+static bool waited_since(model *m, fs_stream_t s, long from)
+{
+    fs_stream_t waiter, on;
+    for (long n = from; fake_wait_log(m->fake, n, &waiter, &on); n++)
+        if (waiter == s) return true;
+    return false;
+}
+
 /* Model lock held. Checks a fresh block and adds it; NULL or why not. */
 static const char *model_alloc(model *m, const live *l)
 {
@@ -133,7 +149,8 @@ static const char *model_alloc(model *m, const live *l)
             continue;
         }
         if (g->lo < l->addr + l->size && l->addr < g->hi) {
-            if (!(g->has_ok && g->ok == l->stream && (l->ordered || !g->ok_ordered))) {
+            if (!(g->has_ok && g->ok == l->stream && (l->ordered || !g->ok_ordered)) &&
+                !(l->ordered && waited_since(m, l->stream, g->waits_at))) {
                 static char why[200];
                 snprintf(why, sizeof why,
                          "handed out before the events it waits for completed (freed range "
@@ -184,6 +201,9 @@ static void model_free(model *m, const live *l, bool async, fs_stream_t on,
     g->lo = l->addr;
     g->hi = l->addr + l->size;
     memcpy(g->snap, snap, sizeof g->snap);
+    fake_counts c;
+    fake_counts_get(m->fake, &c);
+    g->waits_at = c.stream_wait;
     if (async || !m->device_frees) {
         fs_stream_t s = async ? on : l->stream;
         g->need = l->uses | 1u << stream_index(s);

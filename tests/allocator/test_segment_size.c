@@ -1,7 +1,10 @@
-/* test_segment_size.c - segment sizes as PyTorch's: requests from 1 to
- * 10 MiB share large_segment_mb segments (20 MiB by default) whatever the
- * device holds, larger ones get a segment of their own rounded up to 2 MiB,
- * the small pool 2 MiB segments (docs/allocator.md, "Pools and segments"). */
+/* test_segment_size.c - segment sizes as PyTorch's once the device's cache
+ * holds a shared segment's worth: requests from 1 to 10 MiB share
+ * large_segment_mb segments (20 MiB by default), larger ones get a segment
+ * of their own rounded up to 2 MiB, the small pool 2 MiB segments; below
+ * that, each large request gets a segment of its own size; and a device
+ * that cannot give the policy's segment gets smaller ones down to the
+ * request's own (docs/allocator.md, "Pools and segments"). */
 #include "common.h"
 
 #define CAP ((size_t)64 << 30)
@@ -29,12 +32,12 @@ static size_t segment_at(const char *conf, size_t held, size_t size)
 #define SHARED (MiB + 512) /* the least request the large pool serves */
 
 /* Requests from 1 to 10 MiB share large_segment_mb segments (PyTorch's
- * 20 MiB), on an idle device as on a busy one, so that one segment serves
+ * 20 MiB) once the device holds that much, so that one segment serves
  * blocks of several sizes and a later larger request. */
 static void test_shared_segment(void **state)
 {
     (void)state;
-    static const size_t held[] = {0, 30 * MiB, 160 * MiB, 1024 * MiB};
+    static const size_t held[] = {20 * MiB, 30 * MiB, 160 * MiB, 1024 * MiB};
     for (size_t h = 0; h < sizeof held / sizeof held[0]; h++) {
         assert_int_equal(segment_at(NULL, held[h], SHARED), 20 * MiB);
         assert_int_equal(segment_at(NULL, held[h], 4 * MiB), 20 * MiB);
@@ -42,6 +45,7 @@ static void test_shared_segment(void **state)
     }
     /* blocks of three streams' sizes in one pool share one segment */
     env e = env_make(NULL, CAP);
+    must_alloc(&e, S3, 30 * MiB);
     void *a = must_alloc(&e, LEG, 1600000);
     void *b = must_alloc(&e, LEG, 5 * MiB);
     void *c = must_alloc(&e, LEG, 9 * MiB);
@@ -51,16 +55,70 @@ static void test_shared_segment(void **state)
     assert_ptr_equal(bi.segment, a);
     assert_int_equal(fs_alloc_block_info(e.a, c, &bi), FS_OK);
     assert_ptr_equal(bi.segment, a);
-    assert_int_equal(stats(&e).segment[FS_POOL_LARGE].current, 1);
+    assert_int_equal(stats(&e).segment[FS_POOL_LARGE].current, 2);
+    env_free(&e);
+}
+
+/* Until the device's cache holds one shared segment's worth, a request
+ * from 1 to 10 MiB gets a segment of its own size: a small job holds what
+ * the device would charge without the shim, not 20 MiB for a 2 MiB block. */
+static void test_small_cache(void **state)
+{
+    (void)state;
+    static const size_t held[] = {0, 2 * MiB, 12 * MiB, 18 * MiB};
+    for (size_t h = 0; h < sizeof held / sizeof held[0]; h++) {
+        assert_int_equal(segment_at(NULL, held[h], SHARED), 2 * MiB);
+        assert_int_equal(segment_at(NULL, held[h], 4 * MiB), 4 * MiB);
+        assert_int_equal(segment_at(NULL, held[h], 9 * MiB + 1), 10 * MiB);
+    }
+    assert_int_equal(segment_at("large_segment_mb:64", 30 * MiB, SHARED), 2 * MiB);
+    assert_int_equal(segment_at("large_segment_mb:64", 64 * MiB, SHARED), 64 * MiB);
+    /* the demo's shape: 1.6 MB blocks, 9 of them live, cost 9 x 2 MiB */
+    env e = env_make(NULL, CAP);
+    for (int i = 0; i < 9; i++)
+        must_alloc(&e, LEG, 1600000);
+    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 18 * MiB);
+    env_free(&e);
+}
+
+/* A device that cannot give the policy's segment gives a smaller one,
+ * down to the request's own rounded size; only a request that no segment
+ * the device can give would hold fails (SPEC section 4). A 32 MiB device
+ * holding 20 MiB in segments of their own: the next 4 MiB request gets a
+ * 10 MiB segment (20 MiB do not fit), the one after it is cut from that,
+ * and only then, with 2 MiB left on the device and 2 MiB in the cache, a
+ * 4 MiB request fails; a 2 MiB one is still served. */
+static void test_smaller_when_full(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, 32 * MiB);
+    void *w = must_alloc(&e, LEG, 8 * MiB);
+    assert_int_equal(segment_of(&e, w), 8 * MiB);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(segment_of(&e, must_alloc(&e, LEG, 4 * MiB)), 4 * MiB);
+    void *p = must_alloc(&e, LEG, 4 * MiB);
+    assert_int_equal(segment_of(&e, p), 10 * MiB);
+    fs_block_info bi;
+    void *q = must_alloc(&e, LEG, 4 * MiB);
+    assert_int_equal(fs_alloc_block_info(e.a, q, &bi), FS_OK);
+    assert_ptr_equal(bi.segment, p);
+    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 30 * MiB);
+    void *r = NULL;
+    assert_int_equal(fs_malloc(e.a, 0, LEG, 4 * MiB, 0, &r), FS_ERR_OOM);
+    assert_int_equal(stats(&e).num_ooms, 1);
+    /* 2 MiB are still there for a request that fits them */
+    void *t = must_alloc(&e, LEG, 2 * MiB);
+    assert_int_equal(fs_alloc_block_info(e.a, t, &bi), FS_OK);
+    assert_ptr_equal(bi.segment, p);
     env_free(&e);
 }
 
 static void test_large_segment_mb(void **state)
 {
     (void)state;
-    assert_int_equal(segment_at("large_segment_mb:64", 0, SHARED), 64 * MiB);
-    assert_int_equal(segment_at("large_segment_mb:6", 0, SHARED), 6 * MiB);
-    assert_int_equal(segment_at("large_segment_mb:6", 0, 9 * MiB),
+    assert_int_equal(segment_at("large_segment_mb:64", 64 * MiB, SHARED), 64 * MiB);
+    assert_int_equal(segment_at("large_segment_mb:6", 6 * MiB, SHARED), 6 * MiB);
+    assert_int_equal(segment_at("large_segment_mb:6", 6 * MiB, 9 * MiB),
                      10 * MiB); /* at least the block */
     /* 2: every large block has a segment of its own size */
     assert_int_equal(segment_at("large_segment_mb:2", 1024 * MiB, SHARED), 2 * MiB);
@@ -117,10 +175,9 @@ static void test_config_key(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_shared_segment),
-        cmocka_unit_test(test_large_segment_mb),
-        cmocka_unit_test(test_others_unchanged),
-        cmocka_unit_test(test_config_key),
+        cmocka_unit_test(test_shared_segment),    cmocka_unit_test(test_small_cache),
+        cmocka_unit_test(test_smaller_when_full), cmocka_unit_test(test_large_segment_mb),
+        cmocka_unit_test(test_others_unchanged),  cmocka_unit_test(test_config_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -73,37 +73,96 @@ static void test_device_ordered_batches(void **state)
     env_free(&e);
 }
 
-/* Work that never completes while the allocating thread waits (a host
- * function gated on that thread, a collective the other ranks have not
- * reached) costs a bounded delay: the miss grows after 100 ms. */
-static void test_pending_wait_is_bounded(void **state)
+/* A stream-ordered miss never waits on the host for device work while the
+ * device can grow (SPEC section 4): it takes its pool's pending block and
+ * its stream waits for the free on the GPU. A cudaMalloc miss, which has no
+ * stream to order the reuse after, waits on the host for at most
+ * malloc_wait_ms (100 ms; work held back until this thread goes on, such
+ * as a host function gated on it, costs a delay, never a deadlock), or
+ * with malloc_wait_ms:0 grows at once. Only on a full device does every
+ * miss wait on the host (below). */
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+static void test_miss_host_waits(void **state)
 {
     (void)state;
+    static const char *confs[] = {NULL, "malloc_wait_ms:0"};
+    for (int c = 0; c < 2; c++) {
+        env e = env_make(confs[c], CAP);
+        void *a = must_alloc(&e, S1, BIG);
+        fs_free(e.a, a, NULL);
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(10)); /* grown */
+        double ms = ms_since(&t0);
+        if (c == 0)
+            assert_true(ms >= 100.0 && ms < 5000.0);
+        else
+            assert_true(ms < 50.0);
+        assert_int_equal(counts(&e).event_sync, 0);
+        assert_int_equal(stats(&e).pending_frees, 1);
+        /* stream-ordered: freed device-ordered, taken back at once on its
+         * own pool's stream, which waits for the free's events on the GPU */
+        void *o = must_alloc_ordered(&e, S1, BIG);
+        fs_free(e.a, o, NULL);
+        long waits = counts(&e).stream_wait;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        assert_ptr_equal(must_alloc_ordered(&e, S1, BIG), o);
+        assert_true(ms_since(&t0) < 50.0);
+        assert_true(counts(&e).stream_wait > waits);
+        assert_int_equal(counts(&e).event_sync, 0);
+        /* a stream-ordered free on S1 of a block S2 used: S1 waits for S2 */
+        assert_int_equal(fs_record_stream(e.a, o, S2), FS_OK);
+        assert_int_equal(fs_free_async(e.a, o, S1, NULL), FS_OK);
+        waits = counts(&e).stream_wait;
+        assert_ptr_equal(must_alloc_ordered(&e, S1, BIG), o);
+        assert_true(counts(&e).stream_wait > waits);
+        env_free(&e);
+    }
+    /* once the GPU catches up while a cudaMalloc miss polls, it takes the
+     * block instead of growing */
     env e = env_make(NULL, CAP);
     void *a = must_alloc(&e, S1, BIG);
     fs_free(e.a, a, NULL);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(10));
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
-    assert_true(ms >= 100.0 && ms < 5000.0);
-    fake_counts n = counts(&e);
-    assert_int_equal(n.event_sync, 0);
-    assert_true(n.event_query > 2);
-    assert_int_equal(stats(&e).pending_frees, 1);
-    /* once the GPU catches up while it polls, the miss takes the block */
     fake_on_query(e.fake, catch_up, e.fake);
-    void *b = must_alloc(&e, S1, BIG);
-    assert_int_equal(U(b), SEG(0));
-    /* stream-ordered: a free on S1 of a block S2 used waits for S2's event
-     * (for S1's alone the block would be S1's again at once) */
-    assert_int_equal(fs_record_stream(e.a, b, S2), FS_OK);
-    assert_int_equal(fs_free_async(e.a, b, S1, NULL), FS_OK);
-    assert_int_equal(stats(&e).pending_frees, 1);
-    assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(0));
+    assert_ptr_equal(must_alloc(&e, S1, BIG), a);
     fake_on_query(e.fake, NULL, NULL);
-    assert_int_equal(counts(&e).segment_alloc, 2);
+    assert_int_equal(counts(&e).segment_alloc, 1);
+    env_free(&e);
+}
+
+static void test_full_device_waits_bounded(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, 40 * MiB); /* room for two segments, not three */
+    void *a = must_alloc(&e, S1, BIG);
+    void *keep = must_alloc(&e, S2, BIG);
+    fs_free(e.a, a, NULL);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* the device is full: the pending free would serve, the miss polls it
+     * for 100 ms, then synchronises every event, releases the cache and
+     * grows again */
+    void *b = must_alloc(&e, S1, BIG);
+    double ms = ms_since(&t0);
+    assert_true(ms >= 100.0 && ms < 5000.0);
+    assert_true(counts(&e).event_query > 2);
+    assert_int_equal(stats(&e).num_alloc_retries, 1);
+    /* once the GPU catches up while it polls, the miss takes the block
+     * without the release-and-retry */
+    fs_free(e.a, b, NULL);
+    fake_on_query(e.fake, catch_up, e.fake);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_ptr_equal(must_alloc(&e, S1, BIG), b);
+    assert_true(ms_since(&t0) < 100.0);
+    assert_int_equal(stats(&e).num_alloc_retries, 1);
+    fake_on_query(e.fake, NULL, NULL);
+    (void)keep;
     env_free(&e);
 }
 
@@ -593,7 +652,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_ordered_batches),
-        cmocka_unit_test(test_pending_wait_is_bounded),
+        cmocka_unit_test(test_miss_host_waits),
+        cmocka_unit_test(test_full_device_waits_bounded),
         cmocka_unit_test(test_fence_out_and_limit),
         cmocka_unit_test(test_fence_out_retired_at_once),
         cmocka_unit_test(test_sync_semantics),

@@ -109,7 +109,7 @@ memviz_check "$dir/flood.pickle"
 grep -qE "; (1[6-9]|[2-9][0-9])[0-9]{3} trace entries" "$dir/check" || fail "flood: $(cat "$dir/check")"
 
 # an OOM's snapshot file: the state it holds
-expect 0 env FSDPSHIM_SIM_MEM=64M "$cli" run --trace -o "$dir/oom.fst" -- "$prog" oom
+expect 0 env FSDPSHIM_SIM_MEM=62M "$cli" run --trace -o "$dir/oom.fst" -- "$prog" oom
 snap=$(ls "$dir"/fsdpshim-oom-*.fst)
 expect 0 "$cli" export --memviz -o "$dir/snap.pickle" "$snap"
 memviz_check "$dir/snap.pickle"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# oom_test.sh - `fsdpshim report` explains out-of-memory failures on a 64 MiB
+# oom_test.sh - `fsdpshim report` explains out-of-memory failures on a 62 MiB
 # simulated device: a soft OOM (trace_prog oom_streams under
 # cross_stream_reuse:none: stream B's request fails while stream A's pools
 # hold holes big enough), from the trace and from the OOM's snapshot, and
@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 line_of() { grep -n "SITE_$1" "$src" | cut -d: -f1; }
 
 mkdir "$dir/snap"
-FSDPSHIM_SIM_MEM=64M FSDPSHIM_OOM_DIR=$dir/snap expect 0 "$cli" run --trace \
+FSDPSHIM_SIM_MEM=62M FSDPSHIM_OOM_DIR=$dir/snap expect 0 "$cli" run --trace \
     --conf cross_stream_reuse:none -o "$dir/streams.fst" -- "$prog" oom_streams
 expect 0 "$cli" report "$dir/streams.fst"
 cp "$dir/out" "$dir/streams.txt"
@@ -22,7 +22,7 @@ grep -qE "^  why the 3.0 MiB request at [0-9.]+ s on device 0, stream 0x[0-9a-f]
 # A's nine 3 MiB holes and three 2 MiB tails; B's own pools are empty
 grep -q "^    of the free: 0 B in this stream's pools, 33.0 MiB in other streams' pools; 0 B in frees still pending$" \
     "$dir/streams.txt" || fail "the cache by stream: $(cat "$dir/streams.txt")"
-grep -q "^    the device: 4.0 MiB free of 64.0 MiB$" "$dir/streams.txt" || fail "the device: $(cat "$dir/streams.txt")"
+grep -q "^    the device: 2.0 MiB free of 62.0 MiB$" "$dir/streams.txt" || fail "the device: $(cat "$dir/streams.txt")"
 grep -q "^    why: the cache is tagged by stream (a soft OOM): 33.0 MiB lay free in other streams' pools" \
     "$dir/streams.txt" || fail "the cause: $(cat "$dir/streams.txt")"
 grep -q "^      27.0 MiB  fill$" "$dir/streams.txt" || fail "holders by annotation: $(cat "$dir/streams.txt")"
@@ -43,10 +43,10 @@ grep -q "^      27.0 MiB  oom_streams at .*trace_prog.c:$(line_of FILL)$" "$dir/
 grep -q "^    settings: not checked: a snapshot holds no history to replay" "$dir/out" ||
     fail "the snapshot's settings: $(cat "$dir/out")"
 
-# fragmentation: 2 MiB tails in every segment, the device 4 MiB short
-FSDPSHIM_SIM_MEM=64M FSDPSHIM_OOM_DIR=$dir expect 0 "$cli" run --trace -o "$dir/oom.fst" -- "$prog" oom
+# fragmentation: 2 MiB tails in every segment, the device 2 MiB short
+FSDPSHIM_SIM_MEM=62M FSDPSHIM_OOM_DIR=$dir expect 0 "$cli" run --trace -o "$dir/oom.fst" -- "$prog" oom
 expect 0 "$cli" report "$dir/oom.fst"
-grep -q "^    why: fragmentation: 6.0 MiB free in the cache and 4.0 MiB on the device, enough in total, but the largest free block was 2.0 MiB" \
+grep -q "^    why: fragmentation: 6.0 MiB free in the cache and 2.0 MiB on the device, enough in total, but the largest free block was 2.0 MiB" \
     "$dir/out" || fail "fragmentation: $(cat "$dir/out")"
 grep -qE "^      expandable_segments:true +avoids it: every request served" "$dir/out" ||
     fail "expandable segments: $(cat "$dir/out")"

@@ -26,11 +26,13 @@ trap stop_all EXIT
 
 page() { echo "/dev/shm/fsdpshim-$uid-$1"; }
 # start TAG [CONF] [fork]: live_prog under the shim (`run` execs it: $! is
-# its pid); its pid in $pid and its stream in $stream once it holds its memory
+# its pid); its pid in $pid and its stream in $stream once it holds its memory.
+# The figures below are PyTorch's segment sizes' (segment_growth:pytorch):
+# 4 MiB blocks sharing a 20 MiB segment leave cached free bytes to show.
 start() {
     local tag=$1 conf=${2:-} mode=${3:-}
     rm -f "$dir/ready.$tag" "$dir/ready.$tag.child"
-    FSDPSHIM_TRACE="$dir/$tag-%p.fst" "$cli" run ${conf:+--conf "$conf"} -- \
+    FSDPSHIM_TRACE="$dir/$tag-%p.fst" "$cli" run --conf "segment_growth:pytorch${conf:+,$conf}" -- \
         "$prog" hold "$dir/ready.$tag" $mode >"$dir/$tag.out" 2>"$dir/$tag.err" &
     pid=$!
     pids+=("$pid")

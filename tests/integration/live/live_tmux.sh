@@ -44,7 +44,8 @@ ended() {
 # the shell in the pane is back at its prompt, after COMMAND exited with STATUS
 prompt_after() { screen | grep -q "^EXIT=$1\$"; }
 
-"$cli" run -- "$prog" hold "$dir/ready" >"$dir/prog.out" 2>"$dir/prog.err" &
+# PyTorch's segment sizes, as live_test.sh's figures
+"$cli" run --conf segment_growth:pytorch -- "$prog" hold "$dir/ready" >"$dir/prog.out" 2>"$dir/prog.err" &
 progpid=$!
 until_ok 10 test -s "$dir/ready" || fail "live_prog never got ready: $(cat "$dir/prog.err")"
 

@@ -22,11 +22,19 @@
  * async and memcpy run on a GPU as well (the gpu suite); free needs the
  * simulated device, whose memory a host function can read.
  *
+ * The gate also opens by itself 300 ms after the new request began: an
+ * allocator may serve that request with the freed block by making its
+ * stream wait for the busy one on the GPU (as CUDA's stream-ordered pools
+ * do), and the test's synchronisation of that stream then returns once
+ * the gate opens, rather than never; the overwrite lands after the read
+ * either way, and only a block handed out without any wait is corrupted.
+ *
  * Exit 0 when the data is intact, 1 when corrupted (or on error). With
  * --expect-corruption the meaning is inverted: used to show that the test
  * detects reuse that is too early (free_semantics:stream). */
 #include "probe.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
@@ -53,6 +61,17 @@ static void CUDART_CB gate(void *arg)
     while (!atomic_load(&gate_open))
         nanosleep(&ts, NULL);
     if (w->read) memcpy(w->into, w->read, SIZE);
+}
+
+/* Opens the gate 300 ms after it starts. */
+static void *open_later(void *unused)
+{
+    struct timespec ms300 = {0, 300000000};
+
+    (void)unused;
+    nanosleep(&ms300, NULL);
+    atomic_store(&gate_open, 1);
+    return NULL;
 }
 
 static int run(const char *mode)
@@ -106,6 +125,8 @@ static int run(const char *mode)
      * the block's own stream, where stream order would make it reusable at
      * once, were it not for the use recorded on the busy stream. */
     again = record ? idle : other;
+    pthread_t opener;
+    if (pthread_create(&opener, NULL, open_later, NULL) != 0) return 2;
     if (!strcmp(mode, "free"))
         CHECK(cudaMalloc((void **)&y, SIZE));
     else
@@ -114,6 +135,7 @@ static int run(const char *mode)
     CHECK(cudaStreamSynchronize(again));
 
     atomic_store(&gate_open, 1);
+    pthread_join(opener, NULL);
     CHECK(cudaDeviceSynchronize());
     for (size_t i = 0; i < SIZE; i++)
         if (host[i] != 0xAA) {

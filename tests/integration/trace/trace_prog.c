@@ -11,14 +11,17 @@
  *   trace_prog snapshot           fsdpshim_snapshot / fsdpshim_trace_flush
  *                                 through the loader, around allocations
  *   trace_prog oom                3 MiB allocations until one fails (run it
- *                                 with a small FSDPSHIM_SIM_MEM)
+ *                                 with a small FSDPSHIM_SIM_MEM; with 62M
+ *                                 and segment_growth:pytorch, 18 fit in
+ *                                 three 20 MiB segments and the 19th fails)
  *   trace_prog leak [ODD]         ends with blocks it never freed (ODD bytes
  *                                 more than a round size in one of them)
  *   trace_prog fragment           7 MiB blocks, every other one freed, then
  *                                 12 MiB ones that no freed hole holds
  *   trace_prog oom_streams        stream A holds 18 blocks of 3 MiB and frees
  *                                 every other one, then stream B asks for
- *                                 3 MiB (run it with FSDPSHIM_SIM_MEM=64M and
+ *                                 3 MiB (run it with FSDPSHIM_SIM_MEM=62M,
+ *                                 segment_growth:pytorch and
  *                                 cross_stream_reuse:none: a soft OOM) */
 #include "../../../include/fsdpshim/fsdpshim_loader.h"
 
@@ -185,9 +188,10 @@ __attribute__((noinline)) static int oom(void)
     return 0;
 }
 
-/* Two streams: A fills 54 of the device's 64 MiB in 20 MiB segments and
+/* Two streams: A fills 54 of the device's 62 MiB in 20 MiB segments and
  * frees every other block, keeping the holes in its pools; then B asks for
- * a block as big as those holes. */
+ * a block as big as those holes, which the 2 MiB left on the device cannot
+ * hold in a segment of any size. */
 __attribute__((noinline)) static int oom_streams(void)
 {
     cudaStream_t a, b;

@@ -36,16 +36,16 @@ grep -q "trace: $trace" "$dir/err" || fail "the launcher did not name $trace: $(
 expect 0 "$cli" dump "$trace"
 cp "$dir/out" "$dir/sites.txt"
 [ "$(count ' alloc ' "$dir/sites.txt")" -eq 2 ] || fail "not 2 allocs: $(cat "$dir/sites.txt")"
-grep -q " alloc .*size=3145728 .*annot=step/forward$" "$dir/sites.txt" ||
+grep -q " alloc .*requested=3145728 .*annot=step/forward$" "$dir/sites.txt" ||
     fail "the forward allocation is not annotated step/forward"
-grep -q " alloc .*size=5242880 .*annot=step$" "$dir/sites.txt" ||
+grep -q " alloc .*requested=5242880 .*annot=step$" "$dir/sites.txt" ||
     fail "the backward allocation is not annotated step"
 grep -q " annotation_mark .*name=after-forward" "$dir/sites.txt" || fail "no NVTX mark"
 [ "$(count ' free_requested ' "$dir/sites.txt")" -eq 2 ] || fail "not 2 frees"
 # The first frame of each allocation resolves to its marked line.
 for site in forward:3145728 backward:5242880; do
     want=$(grep -n "SITE_$(echo "${site%%:*}" | tr a-z A-Z)" "$src" | cut -d: -f1)
-    frame=$(awk -v size="size=${site#*:}" '$2 == "alloc" && index($0, size) { getline; print $2; exit }' "$dir/sites.txt")
+    frame=$(awk -v size="requested=${site#*:}" '$2 == "alloc" && index($0, size) { getline; print $2; exit }' "$dir/sites.txt")
     case $frame in "$prog"+0x*) ;; *) fail "first frame of the ${site%%:*} allocation is '$frame'" ;; esac
     off=$((${frame##*+} - 1)) # a return address: the call is the byte before
     line=$(addr2line -e "$prog" "$(printf '0x%x' "$off")" | sed 's/.*://; s/ .*//')
@@ -73,7 +73,7 @@ grep -q "^# trace .*, snapshot," "$dir/snap.txt" || fail "the snapshot's header 
 # every block the shim served is live in it (after the shim's OOM the
 # runtime's own cudaMalloc is tried too, and may still find room: that one
 # is the runtime's, not the shim's)
-live=$(grep -c " snapshot_block .*size=3145728 .*state=live" "$dir/snap.txt" || true)
+live=$(grep -c " snapshot_block .*requested=3145728 .*state=live" "$dir/snap.txt" || true)
 expect 0 "$cli" dump --no-stacks "$dir/oom.fst"
 # what an explanation of the OOM needs: the configuration, the device's
 # memory, and at the failure its free memory and the cache's parts
@@ -101,7 +101,7 @@ for conf in oom_snapshot:stacks oom_snapshot:blocks; do
     snap=$(sed -n 's/.*out of memory on device 0: .*; snapshot: \(.*\)$/\1/p' "$dir/err" | head -1)
     [ -n "$snap" ] && [ -f "$snap" ] || fail "$conf: no snapshot named: $(cat "$dir/err")"
     expect 0 "$cli" dump "$snap"
-    live=$(grep -c " snapshot_block .*size=3145728 .*state=live" "$dir/out" || true)
+    live=$(grep -c " snapshot_block .*requested=3145728 .*state=live" "$dir/out" || true)
     [ "$live" -gt 10 ] || fail "$conf: $live live blocks in the snapshot"
     frame=$(awk '$2 == "snapshot_block" && /state=live/ { getline; print $1, $2; exit }' "$dir/out")
     if [ "$conf" = oom_snapshot:stacks ]; then
@@ -163,7 +163,7 @@ else
     child=$(sed -n 's/^fork: child //p' "$dir/out")
     [ -f "$dir/plain.fst" ] && [ -f "$dir/plain.fst.$child" ] || fail "fork files: $(ls "$dir")"
     expect 0 "$cli" dump "$dir/plain.fst.$child"
-    grep -q " alloc .*size=7340032" "$dir/out" || fail "the child's trace lacks its allocation"
+    grep -q " alloc .*requested=7340032" "$dir/out" || fail "the child's trace lacks its allocation"
     expect 0 "$cli" dump "$dir/plain.fst"
     grep -q "size=7340032" "$dir/out" && fail "the parent's trace has the child's allocation"
 fi
