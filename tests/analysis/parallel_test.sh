@@ -19,8 +19,8 @@ expect 0 "$cli" run --trace -o "$dir/mf-%r.fst" -- "$minifsdp"
 for mode in sites leak fragment; do
     expect 0 "$cli" run --trace -o "$dir/$mode.fst" -- "$prog" "$mode"
 done
-FSDPSHIM_SIM_MEM=64M FSDPSHIM_OOM_DIR=$dir expect 0 "$cli" run --trace -o "$dir/oom.fst" -- "$prog" oom
-FSDPSHIM_SIM_MEM=64M expect 0 "$cli" run --trace -o "$dir/oom_streams.fst" \
+FSDPSHIM_SIM_MEM=62M FSDPSHIM_OOM_DIR=$dir expect 0 "$cli" run --trace -o "$dir/oom.fst" -- "$prog" oom
+FSDPSHIM_SIM_MEM=62M expect 0 "$cli" run --trace -o "$dir/oom_streams.fst" \
     --conf cross_stream_reuse:none -- "$prog" oom_streams
 expect 0 "$cli" run --trace -o "$dir/flood.fst" -- "$prog" flood 3 20000
 traces=("$dir"/mf-0.fst "$dir"/sites.fst "$dir"/mf-1.fst "$dir"/oom.fst "$dir"/mf-2.fst
