@@ -229,7 +229,14 @@ static void note(cause *c, const char *fmt, ...)
     va_end(ap);
 }
 
-#define WHY(c, ...) snprintf((c)->why, sizeof(c)->why, __VA_ARGS__)
+static void why(cause *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void why(cause *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->why, sizeof c->why, fmt, ap);
+    va_end(ap);
+}
 
 /* The cause of failure f, from its figures (docs/cli.md lists the order):
  * the first that holds, then what else the figures show. */
@@ -238,7 +245,7 @@ static void diagnose(failure *f, bool detail, uint64_t capacity, const fs_alloc_
     const fs_fmt_event *ev = &f->ev;
     const fs_oom_where *w = &f->where;
     cause *c = &f->c;
-    char req[32], a[32], b[32], e[32], dev[32], grw[32], never[512];
+    char req[32], a[32], b[32], e[32], dev[32], grw[32], never[256];
     uint64_t free_cache = ev->reserved > ev->allocated ? ev->reserved - ev->allocated : 0;
     bool dev_known = detail && ev->aux2 != FS_FMT_UNKNOWN;
     uint64_t dev_free = dev_known ? ev->aux2 : 0;
@@ -259,7 +266,7 @@ static void diagnose(failure *f, bool detail, uint64_t capacity, const fs_alloc_
     if (capacity && ev->allocated + ev->size > capacity) {
         fs_human_bytes(ev->allocated, a, sizeof a);
         fs_human_bytes(capacity, b, sizeof b);
-        WHY(c,
+        why(c,
             "too much is live: %s in live blocks and the %s asked for exceed the device's %s; no "
             "allocator setting makes room, only freeing or shrinking what holds it (below)",
             a, req, b);
@@ -269,7 +276,7 @@ static void diagnose(failure *f, bool detail, uint64_t capacity, const fs_alloc_
     if (w->known && w->own_largest >= w->rounded && pending) {
         fs_human_bytes(w->own_largest, a, sizeof a);
         fs_human_bytes(pending, b, sizeof b);
-        WHY(c,
+        why(c,
             "frees still pending: this stream's own pools held a free piece of %s, which the "
             "request could not take until the streams that used its blocks passed their frees "
             "(%s of frees pending in all)",
@@ -280,7 +287,7 @@ static void diagnose(failure *f, bool detail, uint64_t capacity, const fs_alloc_
         fs_human_bytes(w->own_largest, a, sizeof a);
         if (rec->max_split_size != SIZE_MAX)
             snprintf(b, sizeof b, "%zu", rec->max_split_size / MiB);
-        WHY(c,
+        why(c,
             "this stream's own pools held a free piece of %s, which the allocator did not hand "
             "out for this request%s%s%s",
             a, rec->max_split_size != SIZE_MAX ? " (max_split_size_mb:" : "",
@@ -294,14 +301,14 @@ static void diagnose(failure *f, bool detail, uint64_t capacity, const fs_alloc_
         fs_human_bytes(w->other_largest, b, sizeof b);
         if (rec->cross_stream_reuse == FS_REUSE_NONE) {
             fs_human_bytes(w->own, e, sizeof e);
-            WHY(c,
+            why(c,
                 "the cache is tagged by stream (a soft OOM): %s lay free in other streams' pools, "
                 "in segments this request could take (a piece of %s among them), which "
                 "cross_stream_reuse:none kept from it, and %s in its own",
                 a, b, e);
             c->settings = BEARS(SET_REUSE_WAIT) | BEARS(SET_EXPANDABLE);
         } else {
-            WHY(c,
+            why(c,
                 "frees still pending in other streams' pools: they held a free piece of %s that "
                 "this request could take once those frees completed, which they had not when it "
                 "failed (under cross_stream_reuse:%s%s)",
@@ -311,7 +318,7 @@ static void diagnose(failure *f, bool detail, uint64_t capacity, const fs_alloc_
         }
     } else if (segment_short) {
         fs_human_bytes(least, a, sizeof a);
-        WHY(c,
+        why(c,
             "the segment size: the device had %s free, room for the %s asked (a segment of %s), "
             "but a miss of this size grows the cache by a whole %s segment (large_segment_mb), "
             "which did not fit",
@@ -321,7 +328,7 @@ static void diagnose(failure *f, bool detail, uint64_t capacity, const fs_alloc_
     } else if (!w->known && pending && mine + dev_free < ev->size &&
                mine + dev_free + pending >= ev->size) {
         fs_human_bytes(pending, a, sizeof a);
-        WHY(c,
+        why(c,
             "frees still pending: %s freed by the program waited for their streams to pass the "
             "frees, and would have served the request",
             a);
@@ -330,13 +337,13 @@ static void diagnose(failure *f, bool detail, uint64_t capacity, const fs_alloc_
         fs_human_bytes(other, a, sizeof a);
         fs_human_bytes(mine, b, sizeof b);
         if (rec->cross_stream_reuse == FS_REUSE_NONE) {
-            WHY(c,
+            why(c,
                 "the cache is tagged by stream (a soft OOM): %s lay free in other streams' pools, "
                 "which this stream's request did not take, and %s in its own",
                 a, b);
             c->settings = BEARS(SET_REUSE_WAIT) | BEARS(SET_EXPANDABLE);
         } else {
-            WHY(c,
+            why(c,
                 "%s lay free in other streams' pools (%s in its own) that this request could not "
                 "take: frees not yet complete there, or segments of another pool or memory (the "
                 "trace's segments do not add up to its figures, so which is not known)",
@@ -351,7 +358,7 @@ static void diagnose(failure *f, bool detail, uint64_t capacity, const fs_alloc_
                                                                : w->other_largest;
         fs_human_bytes(usable, a, sizeof a);
         fs_human_bytes(largest, b, sizeof b);
-        WHY(c,
+        why(c,
             "fragmentation: %s free in %s and %s on the device, enough in total, but the largest "
             "free piece was %s: no single piece of %s",
             a, w->known ? "segments this request could take" : "the cache", dev, b, req);
@@ -360,7 +367,7 @@ static void diagnose(failure *f, bool detail, uint64_t capacity, const fs_alloc_
     } else if (never_bytes && never_bytes + dev_free >= least) {
         fs_human_bytes(never_bytes, a, sizeof a);
         fs_human_bytes(least, b, sizeof b);
-        WHY(c,
+        why(c,
             "memory this request never takes: the device's %s free held no segment of %s, and "
             "%s of the cache's free lay in segments it cannot use, kept there by the live blocks "
             "beside it: %s",
@@ -373,7 +380,7 @@ static void diagnose(failure *f, bool detail, uint64_t capacity, const fs_alloc_
         fs_human_bytes(outside, a, sizeof a);
         fs_human_bytes(ev->reserved, b, sizeof b);
         fs_human_bytes(capacity, e, sizeof e);
-        WHY(c,
+        why(c,
             "memory outside the cache: of the device's %s, the cache held %s and %s was held "
             "outside it (NCCL's buffers, the CUDA context, other processes, allocations made "
             "without the shim)",
@@ -387,7 +394,7 @@ static void diagnose(failure *f, bool detail, uint64_t capacity, const fs_alloc_
         }
         c->none = "the memory is held outside the cache, which no allocator setting reaches";
     } else {
-        WHY(c, "the device had no %s to give and the cache no free block of it", req);
+        why(c, "the device had no %s to give and the cache no free block of it", req);
         c->settings = ALL_SETTINGS; /* nothing points anywhere: each is worth a try */
     }
     if (segment_short && !said_segment) {

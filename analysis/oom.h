@@ -13,7 +13,7 @@
 #define FS_OOM_EXPLAINED 4
 
 /* The longest cause, in one sentence (the line after "why: "). */
-#define FS_OOM_WHY_LEN 320
+#define FS_OOM_WHY_LEN 512
 
 typedef struct fs_oom_options {
     fs_symbols *sym; /* NULL: native frames as MODULE+0xOFFSET */

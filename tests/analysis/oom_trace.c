@@ -121,8 +121,10 @@ static int main_module(struct dl_phdr_info *info, size_t size, void *arg)
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) die("oom_trace: /proc/self/exe");
     exe[n] = '\0';
+    static const uint8_t no_build_id[1]; /* the encoder copies from it even when empty */
     uint32_t path = string(t, exe);
-    t->ndefs += fs_fmt_put_module(info->dlpi_addr + lo, hi - lo, path, NULL, 0, t->defs + t->ndefs);
+    t->ndefs +=
+        fs_fmt_put_module(info->dlpi_addr + lo, hi - lo, path, no_build_id, 0, t->defs + t->ndefs);
     return 1; /* the first object is the main program */
 }
 
