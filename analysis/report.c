@@ -45,14 +45,17 @@ void usage_report(FILE *out)
             "and then in total: per device the peaks of allocated and reserved memory and when,\n"
             "the cache's overhead at the peak, segments, out-of-memory events, streams,\n"
             "collectives, the all-gather rate limiter's waits, and the N sites [5] that held\n"
-            "the most at the peak (grouped --by, as for top).\n"
+            "the most at the peak (grouped --by, as for top). The first out-of-memory failures\n"
+            "are explained: the request's call site, where the cache's free memory lay, the\n"
+            "cause, what was live, and the settings that bear on the cause, checked by\n"
+            "replaying the trace (as fsdpshim replay does).\n"
             "\n"
             "  --html FILE  also write FILE, one self-contained HTML page (no network): an SVG\n"
             "             memory timeline of allocated and reserved bytes per rank, device and\n"
             "             stream on one clock, with NVTX ranges, rate-limiter waits, collectives\n"
             "             and out-of-memory events marked, then these figures as tables, with\n"
-            "             each stream's figures, the frees held back for their streams and the\n"
-            "             blocks live at exit by site\n"
+            "             each failure's cause, each stream's figures, the frees held back\n"
+            "             for their streams and the blocks live at exit by site\n"
             "  --by, -n N, --no-symbols  the sites, as for top; -n 0 leaves them out\n"
             "\n"
             "examples:\n"
@@ -61,12 +64,6 @@ void usage_report(FILE *out)
             "\n"
             "Exit status: 0 ok, 1 a file is not a readable trace or FILE cannot be written,\n"
             "2 usage.\n");
-}
-
-bool fs_report_oom_fragmented(const fs_fmt_event *ev)
-{
-    return ev->reserved - ev->allocated >= ev->size && ev->aux < ev->size &&
-           ev->reserved > ev->allocated;
 }
 
 static void oom_line(FILE *out, const fs_fmt_event *ev)
@@ -78,15 +75,13 @@ static void oom_line(FILE *out, const fs_fmt_event *ev)
     fs_human_bytes(ev->reserved > ev->allocated ? ev->reserved - ev->allocated : 0, spare,
                    sizeof spare);
     fs_human_bytes(ev->aux, largest, sizeof largest);
+    /* the cause is the explanation's (oom.c), under the figures: a verdict
+     * from these totals alone would blame fragmentation for free bytes the
+     * request could never take */
     fprintf(out,
             "  out of memory at %.3f s on device %d, stream 0x%" PRIx64 ": %s requested, %s "
             "allocated, %s reserved of which %s free in the cache, the largest free block %s\n",
             (double)ev->time_ns / 1e9, ev->device, ev->stream, req, alloc, res, spare, largest);
-    if (fs_report_oom_fragmented(ev))
-        fprintf(
-            out,
-            "    fragmentation: the cache held %s free, enough in total but in no block of %s\n",
-            spare, req);
 }
 
 static void wait_begins(fs_report_figures *r, uint32_t tid, uint64_t at)
@@ -379,7 +374,9 @@ static void read_trace(void *ctx, size_t i)
         fs_oom_options oo = {.sym = job->sym,
                              .holders = job->limit ? job->limit : 3,
                              .warn = fs_progress_warn,
-                             .warn_ctx = "report"};
+                             .warn_ctx = "report",
+                             .why = f->fig.oom_why,
+                             .nwhy = f->fig.nooms};
         fs_oom_explain(out, path, &oo);
     }
     if (job->limit) print_sites(out, &f->sites, job->limit);

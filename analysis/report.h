@@ -7,6 +7,7 @@
 #ifndef FS_REPORT_H
 #define FS_REPORT_H
 
+#include "oom.h"
 #include "reader.h"
 #include "report_timeline.h"
 #include "sites.h"
@@ -43,6 +44,9 @@ typedef struct fs_report_figures {
     uint64_t first_ns, last_ns, events;
     fs_fmt_event ooms[FS_REPORT_MAX_OOMS]; /* the first ones */
     size_t nooms;
+    /* each one's cause, as the text's explanation says it (oom.c), for the
+     * page; "" when not known */
+    char oom_why[FS_REPORT_MAX_OOMS][FS_OOM_WHY_LEN];
 } fs_report_figures;
 
 /* One trace as report read it, for the page: copies of what the reader
@@ -54,10 +58,6 @@ typedef struct fs_report_trace {
     fs_reader_damage damage;
     const fs_report_figures *fig;
 } fs_report_trace;
-
-/* report.c: whether out-of-memory event ev came from fragmentation: the
- * cache held enough free bytes in total, but in no block large enough. */
-bool fs_report_oom_fragmented(const fs_fmt_event *ev);
 
 /* ---- the page (report_html.c) ----------------------------------------------------- */
 

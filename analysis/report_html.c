@@ -320,7 +320,6 @@ static void ooms_table(fs_report_html *h)
 {
     FILE *f = h->f;
     uint64_t counted = 0, listed = 0;
-    char b[32];
 
     fputs("<h2 id=\"ooms\">Out-of-memory events</h2>\n", f);
     for (size_t i = 0; i < h->ntraces; i++) {
@@ -333,7 +332,8 @@ static void ooms_table(fs_report_html *h)
         return;
     }
     fputs("<p class=\"note\">With the figures the allocator reported when the request failed "
-          "(seconds into the trace).</p>\n<table>\n<tr><th>trace</th><th>at (s)</th><th>device</th>"
+          "(seconds into the trace), and why, as the text explains it.</p>\n<table>\n"
+          "<tr><th>trace</th><th>at (s)</th><th>device</th>"
           "<th>stream</th><th>requested</th><th>allocated</th><th>reserved</th><th>free in the "
           "cache</th><th>largest free block</th><th>why</th></tr>\n",
           f);
@@ -351,13 +351,9 @@ static void ooms_table(fs_report_html *h)
             td_bytes(f, ev->reserved);
             td_bytes(f, spare);
             td_bytes(f, ev->aux);
-            if (fs_report_oom_fragmented(ev)) {
-                fs_human_bytes(ev->size, b, sizeof b);
-                fprintf(f, "<td>fragmentation: enough free in total but in no block of %s</td>", b);
-            } else {
-                fputs("<td></td>", f);
-            }
-            fputs("</tr>\n", f);
+            fputs("<td>", f);
+            fs_html_esc(f, h->traces[i].fig.oom_why[o], 0);
+            fputs("</td></tr>\n", f);
         }
     fputs("</table>\n", f);
     if (counted > listed)

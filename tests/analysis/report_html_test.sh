@@ -4,8 +4,9 @@
 # traces (report_html_check.py): minifsdp's two ranks (three streams each,
 # all-gathers and reduce-scatters, frees held back for their streams,
 # rate-limiter waits under ag_limit:1), trace_prog sites (NVTX ranges) with
-# trace_prog oom (two out-of-memory
-# events on a 62 MiB simulated device), trace_prog leak (the blocks live at
+# trace_prog oom (an out-of-memory
+# event on a 62 MiB simulated device, where no segment of any size fits
+# after the third, with its cause as the text explains it), trace_prog leak (the blocks live at
 # exit by site), report_html_prog (NVTX range names and a trace file name
 # that are markup and bytes that are not UTF-8; ranges nested deeper than
 # the lanes), and 400000 events whose page stays small. The text is the same
@@ -50,8 +51,11 @@ grep -q '<h3 id="chart-all">' "$dir/mf.html" || fail "two ranks but no chart of 
 
 page "$dir/so.html" --by frame "$dir/sites.fst" "$dir/oom.fst"
 page_check "$dir/so.html" "$dir/text" --charts 2 --stream-curves 1 --ranges step,forward --ooms 1
-grep -q '<td>fragmentation: enough free in total but in no block of 3.0 MiB</td>' "$dir/so.html" ||
-    fail "the OOMs' verdict is not the text's"
+# the why column: the cause the text's explanation gives, as HTML text
+why=$(grep -m1 '^    why: ' "$dir/text" | sed "s/^    why: //; s/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g; s/'/\&#39;/g; s/\"/\&quot;/g")
+[ -n "$why" ] || fail "the text explains no OOM: $(cat "$dir/text")"
+grep -qF "<td>$why</td></tr>" "$dir/so.html" ||
+    fail "the OOMs' why is not the text's ($why): $(grep -A6 'id="ooms"' "$dir/so.html")"
 
 page "$dir/leak.html" --by frame "$dir/leak.fst"
 page_check "$dir/leak.html" "$dir/text" --charts 1
