@@ -7,7 +7,7 @@
 /* Tracing started at trace:python, keeping `frames` Python frames per
  * stack: the hooks capture from now on, and where the interpreter's own
  * definitions come ahead of the shim's (a python executable linked with
- * libpython statically, as Debian's and conda's are, or a shim that was
+ * libpython statically, as Debian's /usr/bin/python3 is, or a shim that was
  * not preloaded), every loaded object's slots of them are pointed at the
  * shim's. Does nothing in a process without Python. */
 void fs_python_gil_start(unsigned frames);
