@@ -9,12 +9,14 @@
 # cudaMalloc was looked up on the runtime's own handle, one made in a
 # Python callback run from C with the GIL let go around it and the one that
 # C function makes after the callback (the outer call's frames), and a fork
-# child's; trace:stacks records no Python frames.
+# child's; trace:stacks records no Python frames. The first interpreter
+# again under the trace-only attach through CUPTI (CUDA_INJECTION64_PATH:
+# the shim is loaded after libpython, whose definitions then bind first).
 #
-#   python_test.sh FSDPSHIM SIM_DIR PY_NEST_LIB INTERPRETER...
+#   python_test.sh FSDPSHIM LIBFSDPSHIM SIM_DIR PY_NEST_LIB INTERPRETER...
 name=python_test
-cli=$1 sim=$2 nest=$3
-shift 3
+cli=$1 shim=$2 sim=$3 nest=$4
+shift 4
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../runtime/cli_common.sh"
 unset NVTX_INJECTION64_PATH FSDPSHIM_NVTX_CHAIN FSDPSHIM_TRACE FSDPSHIM_TRACE_LIST
@@ -70,4 +72,13 @@ for runner in "$@"; do
     grep -q "py#" "$dir/out" && fail "$runner: trace:stacks recorded Python frames"
     rm -f "$dir"/native.fst*
 done
+
+# the trace-only attach through CUPTI, from the driver's cuInit
+runner=$1
+CUDA_INJECTION64_PATH=$shim FSDPSHIM_CONF=trace:python FSDPSHIM_TRACE=$dir/cupti.fst \
+    expect 0 "$runner" "$script"
+expect 0 "$cli" dump "$dir/cupti.fst"
+has_frames "CUPTI, the GIL let go (CDLL)" 13631488 "0 $(site CALL alloc)" "1 $(site RELEASED released)"
+has_frames "CUPTI, in a callback from C" 17825792 "1 $(site INNER inner)" "2 $(site NESTED nested)"
+has_frames "CUPTI, in C after the callback" 19922944 "0 $(site NESTED nested)"
 echo "python_test: ok"
