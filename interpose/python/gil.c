@@ -8,23 +8,24 @@
  * With trace:python the thread letting the GIL go, which still holds it,
  * has its Python stack interned before the real call (trace/python.c says
  * why there), and the acquire after the real call hands the stack back.
- * Below trace:python each is a plain call of the interpreter's function:
- * one load of the trace level on the way.
+ * Below trace:python each is a plain call of the interpreter's function,
+ * with one check of the trace level on the way.
  *
  * The interpreter's functions are the first definitions in the loader's
  * order that are not the shim's, read from each object's symbol table
  * (driver/dlsym.c): libpython after a preloaded shim, the python
  * executable itself where it links libpython statically. There, and where
- * the shim was loaded after libpython (CUDA_INJECTION64_PATH, `fsdpshim
- * attach`), the global scope binds the interpreter's definitions ahead of
- * the shim's: the loaded objects' GOT slots of the four names (PyTorch's
- * libtorch_python, ctypes' _ctypes, ...) are pointed here instead
- * (../slots.h), when tracing starts and after each extension module the
- * interpreter loads (its PyInit_ lookup through the shim's dlsym). A
- * function pointer taken before that, and a call the interpreter makes to
- * itself without its PLT, still reach the interpreter directly; a thread
- * letting the GIL go that way gives no frames (python.c keeps the nesting
- * balanced whichever half goes unseen). */
+ * the shim was loaded after libpython (the trace-only attach through
+ * CUDA_INJECTION64_PATH), the global scope binds the interpreter's
+ * definitions ahead of the shim's: the loaded objects' GOT slots of the
+ * four names (PyTorch's libtorch_python, ctypes' _ctypes, ...) are pointed
+ * here instead (../slots.h), when tracing starts and after each extension
+ * module the interpreter loads (its PyInit_ lookup through the shim's
+ * dlsym). A function pointer taken before that, and a call the
+ * interpreter makes to itself without its PLT, still reach the interpreter
+ * directly; a thread letting the GIL go that way gives no frames
+ * (python.c's nesting stays balanced when both halves of a pair go unseen,
+ * and bounded when one does). */
 #include "gil.h"
 
 #include "../../trace/python.h"
