@@ -171,12 +171,11 @@ static int visit(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid
 {
     leaks_file *f = ctx;
     fs_live_block b;
-    (void)tid;
     /* the bytes asked for, as LeakSanitizer counts (a trace-only attach
      * may know only the block's) */
     if (rec->kind == FS_REC_ALLOC)
         fs_live_put(&f->live, rec->ev.addr, rec->ev.requested ? rec->ev.requested : rec->ev.size,
-                    fs_sites_of(&f->sites, t, &rec->ev), rec->ev.device);
+                    fs_sites_of(&f->sites, t, &rec->ev, tid), rec->ev.device);
     else if (rec->kind == FS_REC_FREE_REQUESTED)
         fs_live_take(&f->live, rec->ev.addr, &b);
     return 0;

@@ -124,10 +124,12 @@ static void take_holders(explain *e, failure *f)
     f->by_annot = rank(&e->live_annot, &e->annots, f->ev.device, e->opt->holders, &f->nannot);
 }
 
-static void block_live(explain *e, fs_reader *t, const fs_fmt_event *ev)
+static void block_live(explain *e, fs_reader *t, const fs_fmt_event *ev, uint32_t tid)
 {
-    fs_live_put(&e->live_stack, ev->addr, ev->size, fs_sites_of(&e->stacks, t, ev), ev->device);
-    fs_live_put(&e->live_annot, ev->addr, ev->size, fs_sites_of(&e->annots, t, ev), ev->device);
+    fs_live_put(&e->live_stack, ev->addr, ev->size, fs_sites_of(&e->stacks, t, ev, tid),
+                ev->device);
+    fs_live_put(&e->live_annot, ev->addr, ev->size, fs_sites_of(&e->annots, t, ev, tid),
+                ev->device);
 }
 
 static int visit(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
@@ -135,14 +137,13 @@ static int visit(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
     explain *e = ctx;
     const fs_fmt_event *ev = &r->ev;
     fs_live_block gone;
-    (void)tid;
     fs_oom_layout_see(e->layout, r, e->api_recorded);
     switch (r->kind) {
     case FS_REC_ALLOC:
-        block_live(e, t, ev);
+        block_live(e, t, ev, tid);
         break;
     case FS_REC_SNAP_BLOCK:
-        if (ev->aux == FS_BLOCK_LIVE) block_live(e, t, ev);
+        if (ev->aux == FS_BLOCK_LIVE) block_live(e, t, ev, tid);
         break;
     case FS_REC_FREE_REQUESTED:
         fs_live_take(&e->live_stack, ev->addr, &gone);

@@ -41,6 +41,11 @@ struct fs_reader {
     table strings, stacks, pystacks, annots;
     fs_reader_module *modules; /* sorted by base */
     size_t nmodules, capmodules;
+    struct fs_reader_thread {
+        uint32_t tid, name; /* name: a string id */
+        bool used;
+    } * threads; /* open addressing by tid */
+    size_t nthreads, capthreads;
     int rank;
     uint32_t config;                           /* string id, 0: not recorded */
     uint64_t device_total[FS_FMT_MAX_DEVICES]; /* 0: not recorded */
@@ -156,6 +161,7 @@ void fs_reader_close(fs_reader *t)
     table_free(&t->pystacks);
     table_free(&t->annots);
     free(t->modules);
+    free(t->threads);
     ZSTD_freeDCtx(t->dctx);
     free(t->raw);
     free(t->path);
@@ -253,6 +259,39 @@ static bool add_module(fs_reader *t, const fs_fmt_record *r)
     return true;
 }
 
+static size_t thread_home(uint32_t tid, size_t cap)
+{
+    return (size_t)((tid * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+}
+
+/* A thread's name (FS_REC_THREAD), in an open-addressing table by tid: a
+ * tid seen again is a thread that reused it, which the writer names when
+ * it first writes. */
+static bool add_thread(fs_reader *t, uint32_t tid, uint32_t name)
+{
+    if (2 * (t->nthreads + 1) > t->capthreads) {
+        size_t cap = t->capthreads ? 2 * t->capthreads : 64;
+        struct fs_reader_thread *more = calloc(cap, sizeof *more);
+        if (!more) return false;
+        for (size_t i = 0; i < t->capthreads; i++) {
+            if (!t->threads[i].used) continue;
+            size_t k = thread_home(t->threads[i].tid, cap);
+            while (more[k].used)
+                k = (k + 1) & (cap - 1);
+            more[k] = t->threads[i];
+        }
+        free(t->threads);
+        t->threads = more;
+        t->capthreads = cap;
+    }
+    size_t k = thread_home(tid, t->capthreads);
+    while (t->threads[k].used && t->threads[k].tid != tid)
+        k = (k + 1) & (t->capthreads - 1);
+    if (!t->threads[k].used) t->nthreads++;
+    t->threads[k] = (struct fs_reader_thread){.tid = tid, .name = name, .used = true};
+    return true;
+}
+
 /* Stores a definition or fact: NULL, or why it cannot be. */
 static const char *define(fs_reader *t, const fs_fmt_record *r)
 {
@@ -286,6 +325,10 @@ static const char *define(fs_reader *t, const fs_fmt_record *r)
     case FS_REC_MODULE:
         if (!add_module(t, r)) return "more module records than any process makes";
         break;
+    case FS_REC_THREAD:
+        if (!add_thread(t, r->u.thread.tid, r->u.thread.name))
+            return "more thread records than memory holds";
+        break;
     case FS_REC_DROPPED:
         t->damage.dropped_events += r->u.dropped.count;
         break;
@@ -313,6 +356,15 @@ const char *fs_reader_config(const fs_reader *t)
 uint64_t fs_reader_device_total(const fs_reader *t, int device)
 {
     return device >= 0 && device < FS_FMT_MAX_DEVICES ? t->device_total[device] : 0;
+}
+
+const char *fs_reader_thread_name(const fs_reader *t, uint32_t tid)
+{
+    if (!t->capthreads) return NULL;
+    for (size_t k = thread_home(tid, t->capthreads); t->threads[k].used;
+         k = (k + 1) & (t->capthreads - 1))
+        if (t->threads[k].tid == tid) return fs_reader_string(t, t->threads[k].name, NULL);
+    return NULL;
 }
 
 const char *fs_reader_string(const fs_reader *t, uint32_t id, uint32_t *len)

@@ -101,5 +101,9 @@ const char *fs_reader_config(const fs_reader *t);
 /* A device's total memory, once its FS_REC_DEVICE record is read; 0 when
  * not known. */
 uint64_t fs_reader_device_total(const fs_reader *t, int device);
+/* The name thread tid had when it first wrote an event (its FS_REC_THREAD
+ * record: the kernel's name, 15 bytes at most, "" when it had none); NULL
+ * for a thread not defined. */
+const char *fs_reader_thread_name(const fs_reader *t, uint32_t tid);
 
 #endif /* FS_READER_H */

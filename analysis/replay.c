@@ -513,7 +513,7 @@ static void keep_oom(run *o, size_t c, fs_reader *t, const fs_fmt_event *ev, siz
         fs_sites_next_file(&o->sites);
         o->sites_ready = true;
     }
-    uint32_t site = fs_sites_of(&o->sites, t, ev);
+    uint32_t site = fs_sites_of(&o->sites, t, ev, 0); /* by frame: no thread enters it */
     if (!(k->site = strdup(o->sites.all[site - 1].key))) fs_analysis_oom("replay");
 }
 

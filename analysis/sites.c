@@ -179,7 +179,20 @@ static void append(char *buf, size_t len, size_t *at, const char *s)
     buf[*at] = '\0';
 }
 
-static void key_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev, char *key, size_t len)
+/* The group of allocations without Python frames made by thread tid:
+ * autograd's backward threads (PyTorch names each pt_autograd_N) run no
+ * Python of their own, so theirs are told apart from a Python thread's
+ * allocations that lost their frames. */
+static const char *no_python_frames(const fs_reader *t, uint32_t tid)
+{
+    const char *name = fs_reader_thread_name(t, tid);
+    if (name && !strncmp(name, "pt_autograd_", 12))
+        return "(autograd backward thread: no Python frames)";
+    return "(no Python frames)";
+}
+
+static void key_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev, uint32_t tid, char *key,
+                   size_t len)
 {
     static _Thread_local char text[16384]; /* files are read side by side */
     size_t at = 0;
@@ -198,7 +211,7 @@ static void key_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev, char *key,
             if (i) append(key, len, &at, "\n");
             append(key, len, &at, text);
         }
-        if (!n) append(key, len, &at, "(no Python frames)");
+        if (!n) append(key, len, &at, no_python_frames(t, tid));
         return;
     }
     case FS_BY_FRAME:
@@ -303,7 +316,7 @@ static uint32_t counted(fs_sites *s, uint32_t site)
     return site;
 }
 
-uint32_t fs_sites_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev)
+uint32_t fs_sites_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev, uint32_t tid)
 {
     static _Thread_local char key[1 << 16];
     uint32_t id = id_of(s, ev);
@@ -317,7 +330,7 @@ uint32_t fs_sites_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev)
         if (slot->site) return counted(s, slot->site);
         if (fs_reader_pystack(t, ev->pystack, &py) &&
             (!ev->stack || fs_reader_stack(t, ev->stack, &frames))) {
-            key_of(s, t, ev, key, sizeof key);
+            key_of(s, t, ev, tid, key, sizeof key);
             slot->ids = ids;
             slot->site = site_by_text(s, key);
             s->npairs++;
@@ -326,10 +339,12 @@ uint32_t fs_sites_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev)
     }
 
     if (id && id >= s->by_id_cap && !defined(s, t, id)) id = 0;
+    /* no Python frames: the group depends on the thread, not on an id */
+    if (s->by == FS_BY_PYTHON && !id) return counted(s, site_by_text(s, no_python_frames(t, tid)));
 
     s->by_id = grow(s->by_id, &s->by_id_cap, (size_t)id + 1, sizeof *s->by_id);
     if (!s->by_id[id]) {
-        key_of(s, t, ev, key, sizeof key);
+        key_of(s, t, ev, tid, key, sizeof key);
         s->by_id[id] = site_by_text(s, key);
     }
     return counted(s, s->by_id[id]);
@@ -565,7 +580,7 @@ static int group_events(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint3
     r->ordinal++;
     thread_last *th = thread_of(r, tid);
     if (rec->kind == FS_REC_ALLOC) {
-        uint32_t si = fs_sites_of(r->sites, t, ev);
+        uint32_t si = fs_sites_of(r->sites, t, ev, tid);
         fs_site *site = &r->sites->all[si - 1];
         site->count++;
         site->total += ev->size;

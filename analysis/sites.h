@@ -73,8 +73,9 @@ void fs_sites_next_file(fs_sites *s);
 fs_site *fs_sites_find(fs_sites *s, const char *key);
 /* Adds src's figures to dst's site of the same text (made if needed). */
 void fs_sites_add(fs_sites *dst, const fs_site *src);
-/* The site of an allocation event of file t: its index + 1. */
-uint32_t fs_sites_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev);
+/* The site of an allocation event of file t, written by thread tid: its
+ * index + 1. */
+uint32_t fs_sites_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev, uint32_t tid);
 void fs_sites_free(fs_sites *s);
 
 /* One file's peaks, as fs_sites_read found them: for each device that

@@ -14,6 +14,7 @@
 #include "../trace/snapshot.h"
 #include "../trace/stack.h"
 #include "../trace/trace.h"
+#include "python/gil.h"
 #include "runtime/runtime.h"
 
 #include <libgen.h>
@@ -86,6 +87,7 @@ void fs_trace_glue_start(void)
     };
 
     if (!cfg->trace || !fs_trace_start(&s)) return;
+    if (cfg->trace >= FS_TRACE_PYTHON) fs_python_gil_start(cfg->trace_frames);
     fs_modules_define();
     define_config(&cfg->alloc);
     fs_log(FS_LOG_INFO, "tracing (%s) to %s",

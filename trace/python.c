@@ -4,16 +4,55 @@
  * time in whatever the process has loaded (the python executable exports
  * it; an embedding program may have dlopen'ed libpython RTLD_LOCAL, found
  * then among the loaded objects), and looked up again only when objects
- * have been loaded since. Frames are read only by a thread that holds the
- * GIL (PyGILState_Check, callable from any thread), so no Python call is
- * ever made without it and the GIL is never taken.
+ * have been loaded since. Python is only ever called by a thread that
+ * holds the GIL (PyGILState_Check, callable from any thread), and the GIL
+ * is never taken.
+ *
+ * A thread that holds the GIL as it allocates has its frames read then.
+ * Most allocations are made without it: PyTorch's operators release the
+ * GIL (pybind11's gil_scoped_release) before their C++ allocates, ctypes
+ * releases it around a CDLL call, autograd's threads run without it. Such
+ * a thread's own frames cannot change until it takes the GIL back, but the
+ * API cannot read them meanwhile: PyThreadState_GetFrame and
+ * PyFrame_GetBack take references, and from 3.11 make frame objects, which
+ * without the GIL races the thread that holds it. So they are read at the
+ * moment the GIL is let go: the shim defines PyEval_SaveThread and its kin
+ * (interpose/python/gil.c), and with trace:python the releasing thread,
+ * still holding the GIL, interns its stack here (fs_python_gil_release);
+ * the id stays the thread's until it takes the GIL back
+ * (fs_python_gil_acquired), and what it allocates meanwhile carries it. A
+ * repeated stack costs one walk and one probe of the table below.
+ *
+ * Releases nest: a thread that let the GIL go takes it again for a Python
+ * callback (PyGILState_Ensure, pybind11's gil_scoped_acquire) whose own
+ * operators release it again. Each release pushes the id it replaces and
+ * each acquire pops one, so once the inner pair is done the outer call's
+ * stack is the thread's again. The interpreter's calls to itself may
+ * bypass the shim (a libpython built with -fno-semantic-interposition,
+ * Debian's, calls its PyEval_RestoreThread directly from
+ * PyGILState_Ensure and its PyEval_SaveThread from PyGILState_Release);
+ * then both halves of that pair go unseen and the stack stays balanced.
+ * The depth is bounded (RELEASE_NESTING): deeper, the ids of outer calls
+ * are forgotten, never mixed up.
+ *
+ * Reading the frame structs without the GIL, as py-spy and memray's
+ * native mode do, was the other way: it would cost nothing per release,
+ * but PyThreadState, _PyInterpreterFrame, code and string objects change
+ * layout with every minor version (and the thread state within patch
+ * releases), each would be a table of offsets to keep for every version
+ * from 3.8 on, and a stale table reads garbage without a word; what the
+ * API reads under the GIL stays right on a version nobody has tried yet.
  *
  * 3.9 and later walk frames through PyThreadState_GetFrame, PyFrame_GetBack
  * and PyFrame_GetCode; 3.8, which lacks them, through PyEval_GetFrame and
  * the frames' attributes. A stack is interned by its chain of (code object,
  * line) pairs, so a repeated stack builds no string; the table keeps a
  * reference to every code object it names, so that an address is never
- * reused for another function while an entry names it. */
+ * reused for another function while an entry names it. A walk that makes
+ * a frame object can run the collector (3.11 collects on allocation) and
+ * with it Python finalizers, which may release the GIL in turn: the walk
+ * holds no lock, and the table's lock is held only for calls that make no
+ * container object. */
 #include "python.h"
 #include "trace_internal.h"
 
@@ -43,6 +82,9 @@ static struct {
     void (*incref)(PyObject *);
     void (*decref)(PyObject *);
     void (*err_clear)(void);
+    PyObject *(*err_occurred)(void); /* borrowed */
+    void (*err_fetch)(PyObject **, PyObject **, PyObject **);
+    void (*err_restore)(PyObject *, PyObject *, PyObject *);
     PyObject *none; /* Py_None, for 3.8's f_back */
 } py;
 
@@ -122,9 +164,12 @@ static bool resolve(void)
     *(void **)&py.incref = sym("Py_IncRef");
     *(void **)&py.decref = sym("Py_DecRef");
     *(void **)&py.err_clear = sym("PyErr_Clear");
+    *(void **)&py.err_occurred = sym("PyErr_Occurred");
+    *(void **)&py.err_fetch = sym("PyErr_Fetch"); /* deprecated from 3.12, still there */
+    *(void **)&py.err_restore = sym("PyErr_Restore");
     py.none = sym("_Py_NoneStruct");
     if (!py.is_initialized || !py.gil_check || !py.this_thread_state || !py.getattr || !py.utf8 ||
-        !py.incref || !py.decref || !py.err_clear || !py.frame_line)
+        !py.incref || !py.decref || !py.err_clear || !py.err_occurred || !py.frame_line)
         return false;
     if (minor >= 9 ? !py.thread_frame || !py.frame_back || !py.frame_code
                    : !py.eval_frame || !py.none)
@@ -306,30 +351,92 @@ static uint32_t intern(pair *pairs, unsigned n)
     return e.id;
 }
 
-uint32_t fs_python_stack(unsigned max_frames)
+/* ---- capturing ------------------------------------------------------------------- */
+
+/* Whether the API has been found; looks for it while it has not (never
+ * waiting for the loader's lock: see resolve_lock). */
+static bool ready(void)
+{
+    if (fs_likely(__atomic_load_n(&py.minor, __ATOMIC_ACQUIRE))) return true;
+    if (pthread_mutex_trylock(&resolve_lock) != 0) return false;
+    bool ok = resolve();
+    pthread_mutex_unlock(&resolve_lock);
+    return ok;
+}
+
+/* Whether the calling thread holds the GIL; both calls are safe without
+ * it. Py_IsInitialized turns false as finalisation begins. */
+static bool holds_gil(void)
+{
+    return py.is_initialized() && py.gil_check() && py.this_thread_state();
+}
+
+/* The stack of the calling thread, which holds the GIL, interned. An
+ * exception the program has pending is set aside meanwhile: the walk
+ * clears the errors it meets, which must not be the program's (a C
+ * function may release the GIL with its error set, to clean up). */
+static uint32_t capture(unsigned max_frames)
 {
     pair pairs[FS_FMT_MAX_FRAMES];
+    PyObject *type = NULL, *value = NULL, *traceback = NULL;
+    bool pending = py.err_occurred() != NULL;
     unsigned n;
-    uint32_t id;
+    uint32_t id = 0;
 
-    if (fs_trace_level() < FS_TRACE_PYTHON || !max_frames) return 0;
-    if (!__atomic_load_n(&py.minor, __ATOMIC_ACQUIRE)) {
-        if (pthread_mutex_trylock(&resolve_lock) != 0) return 0;
-        bool ok = resolve();
-        pthread_mutex_unlock(&resolve_lock);
-        if (!ok) return 0;
-    }
-    /* Both are safe without the GIL; only a thread holding it goes on. */
-    if (!py.is_initialized() || !py.gil_check() || !py.this_thread_state()) return 0;
+    if (pending && (!py.err_fetch || !py.err_restore)) return 0;
+    if (pending) py.err_fetch(&type, &value, &traceback);
     if (max_frames > FS_FMT_MAX_FRAMES) max_frames = FS_FMT_MAX_FRAMES;
     n = walk(pairs, max_frames);
-    if (!n) return 0;
-    pthread_mutex_lock(&lock);
-    id = intern(pairs, n);
-    pthread_mutex_unlock(&lock);
-    for (unsigned k = 0; k < n; k++)
-        py.decref(pairs[k].code);
+    if (n) {
+        pthread_mutex_lock(&lock);
+        id = intern(pairs, n);
+        pthread_mutex_unlock(&lock);
+        for (unsigned k = 0; k < n; k++)
+            py.decref(pairs[k].code);
+    }
+    if (pending) py.err_restore(type, value, traceback);
     return id;
+}
+
+/* The stack of a thread that let the GIL go through the shim, as it was at
+ * that moment (the file's first comment); a fork child's one thread keeps
+ * its parent thread's, which are its own frames too. */
+#define RELEASE_NESTING 16
+static __thread struct {
+    uint32_t stack;                  /* 0: none (then also depth 0, or an outer release had none) */
+    uint32_t depth;                  /* releases seen and not yet matched by an acquire */
+    uint32_t outer[RELEASE_NESTING]; /* the stack each pending release replaced */
+} released __attribute__((tls_model("initial-exec")));
+
+void fs_python_gil_release(unsigned max_frames)
+{
+    /* captured before the push: a collection the walk runs may release
+     * and take the GIL in pairs of its own, which leave the stack as they
+     * found it */
+    uint32_t id = max_frames && ready() && holds_gil() ? capture(max_frames) : 0;
+
+    if (released.depth < RELEASE_NESTING) released.outer[released.depth] = released.stack;
+    released.depth++;
+    released.stack = id;
+}
+
+void fs_python_gil_acquired(void)
+{
+    if (!released.depth) { /* an acquire whose release went unseen */
+        released.stack = 0;
+        return;
+    }
+    released.depth--;
+    released.stack = released.depth < RELEASE_NESTING ? released.outer[released.depth] : 0;
+}
+
+uint32_t fs_python_stack(unsigned max_frames)
+{
+    if (fs_trace_level() < FS_TRACE_PYTHON || !max_frames || !ready()) return 0;
+    /* A thread that holds the GIL has its frames read now; one that let it
+     * go through the shim has them from then (one with no Python state, or
+     * that let it go some other way, has none there). */
+    return holds_gil() ? capture(max_frames) : released.stack;
 }
 
 uint32_t fs_python_frames(uint32_t id, fs_fmt_pyframe *out, uint32_t max)
@@ -343,4 +450,23 @@ uint32_t fs_python_frames(uint32_t id, fs_fmt_pyframe *out, uint32_t max)
     }
     pthread_mutex_unlock(&lock);
     return n;
+}
+
+/* fork: no thread may be inside the table across it. Taken ahead of the
+ * strings' lock (session.c), which intern() takes under it. */
+void fs_python_fork_prepare(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+void fs_python_fork_parent(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+void fs_python_fork_child(void)
+{
+    pthread_mutex_init(&lock, NULL);
+    /* a thread of the parent's may have been looking the API up */
+    pthread_mutex_init(&resolve_lock, NULL);
 }

@@ -7,6 +7,7 @@
  * header names the pid) gets ".PID" appended, while a file left by an
  * earlier run is replaced. A forked child writes a file of its own, opened
  * only once it has an event to write, so that fork+exec leaves nothing. */
+#include "python.h"
 #include "trace_internal.h"
 
 #include <errno.h>
@@ -197,6 +198,7 @@ static void at_exit(void)
 
 static void before_fork(void)
 {
+    fs_python_fork_prepare();
     fs_trace_strings_lock();
     fs_trace_writer_lock_all();
 }
@@ -205,11 +207,13 @@ static void after_fork_parent(void)
 {
     fs_trace_writer_unlock_all();
     fs_trace_strings_unlock(false);
+    fs_python_fork_parent();
 }
 
 static void after_fork_child(void)
 {
     fs_trace_strings_unlock(true);
+    fs_python_fork_child();
     fs_trace_writer_after_fork();
     if (!fs_trace_level()) return;
     if (fs_trace_g.fd >= 0) close(fs_trace_g.fd);

@@ -10,7 +10,14 @@
 #     captured once, for the alloc) with trace:events (0 frames) and
 #     trace:stacks with trace_frames 32 and 64;
 #  2. the same from Python (trace_alloc.py through ctypes, 10 Python frames
-#     deep): trace:stacks against trace:python, the cost of the Python frames;
+#     deep): trace:stacks against trace:python, the cost of the Python
+#     frames, read as the thread allocates holding the GIL (ctypes.PyDLL) and
+#     as it lets the GIL go before allocating (ctypes.CDLL, as PyTorch's
+#     operators do); and what letting the GIL go and taking it back costs (a
+#     CDLL call of a C function that does nothing): without the shim, under
+#     it with tracing off (the shim's PyEval_SaveThread/RestoreThread only
+#     pass the call on), and with trace:python (the stack read at each
+#     release);
 #  3. the trace file's bytes per event for the 32-frame run.
 #
 #   trace_bench [--quick]
@@ -38,11 +45,12 @@ export LD_LIBRARY_PATH=$sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 unset FSDPSHIM_CONF FSDPSHIM_TRACE
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-# one run: CONF DEPTH CMD... -> ns per pair
+# one run: CONF DEPTH CMD... -> ns per pair; CONF "none": without the shim
 one() {
-    local conf=$1
+    local conf=$1 preload=$shim
     shift
-    FSDPSHIM_CONF=$conf FSDPSHIM_TRACE=$tmp/t.fst LD_PRELOAD=$shim "$@" | sed -n 's/.*ns_per_pair=//p'
+    [ "$conf" = none ] && preload=
+    FSDPSHIM_CONF=$conf FSDPSHIM_TRACE=$tmp/t.fst LD_PRELOAD=$preload "$@" | sed -n 's/.*ns_per_pair=//p'
 }
 # CONF_OFF CONF_ON CMD... -> "off on" medians over interleaved runs
 compare() {
@@ -78,13 +86,25 @@ for frames in 0 32 64; do
         bytes=$(awk -v s="$size" -v e="$events" 'BEGIN { printf "%.2f", s / e }')
     fi
 done
-if python3 -c 'import ctypes' 2>/dev/null; then
-    off='' on=''
-    read -r off on < <(compare "trace:stacks,trace_frames:32" "trace:python,trace_frames:32" \
-        python3 "$pyprog" 10 $((iters / 4))) || true
-    need "$on" "python3 $pyprog with trace:python"
-    printf '  %-34s %12s %12s %12s\n' "Python, 10 frames: stacks->python" "$off" "$on" \
-        "$(awk -v a="$off" -v b="$on" 'BEGIN { printf "%.0f", b - a }')"
+# PYTHON: the interpreter (one that links libpython statically has its
+# slots pointed at the shim's instead: python/gil.c)
+py=${PYTHON:-python3}
+if "$py" -c 'import ctypes' 2>/dev/null; then
+    # NAME CONF_OFF CONF_ON MODE ITERS
+    py_row() {
+        local off='' on=''
+        read -r off on < <(compare "$2" "$3" "$py" "$pyprog" 10 "$5" "$4") || true
+        need "$on" "$py $pyprog $4 with $3"
+        printf '  %-34s %12s %12s %12s\n' "$1" "$off" "$on" \
+            "$(awk -v a="$off" -v b="$on" 'BEGIN { printf "%.0f", b - a }')"
+    }
+    py_row "Python, GIL held: stacks->python" "trace:stacks,trace_frames:32" \
+        "trace:python,trace_frames:32" held $((iters / 4))
+    py_row "Python, GIL let go: stacks->python" "trace:stacks,trace_frames:32" \
+        "trace:python,trace_frames:32" released $((iters / 4))
+    printf '  %-34s %12s %12s %12s\n' "" "off ns/call" "on ns/call" "extra ns"
+    py_row "GIL let go+taken: no shim->shim" none trace:off gil "$iters"
+    py_row "GIL let go+taken: off->python" trace:off "trace:python,trace_frames:32" gil "$iters"
 fi
 echo "  file: $size bytes for $events events with 32-frame stacks: $bytes bytes per event"
 echo "summary: ns_per_event_32=${extra[32]} bytes_per_event=$bytes"

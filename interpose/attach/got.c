@@ -2,9 +2,9 @@
  * loaded object redirected, through its GOT/PLT slots, to trace-only
  * functions (docs/attach.md).
  *
- * Each object's dynamic section gives its symbol and string tables and its
- * relocations; every R_*_JUMP_SLOT and R_*_GLOB_DAT slot that names an
- * entry point of the hook table (hooks.h) with a traced function is written
+ * Every R_*_JUMP_SLOT and R_*_GLOB_DAT slot of each object (../slots.h)
+ * that names an entry point of the hook table (hooks.h) with a traced
+ * function is written
  * with that function's address, and its old value kept so that detach
  * writes it back (traced.c has the functions). That covers the CUDA
  * runtime's memory and stream calls, the driver's memory calls where an
@@ -27,6 +27,7 @@
 
 #include "../hooks.h"
 #include "../shim.h"
+#include "../slots.h"
 #include "passive.h"
 
 #include <link.h>
@@ -35,18 +36,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
-
-#if defined(__x86_64__)
-#define SLOT_JUMP R_X86_64_JUMP_SLOT
-#define SLOT_GLOB R_X86_64_GLOB_DAT
-#elif defined(__aarch64__)
-#define SLOT_JUMP R_AARCH64_JUMP_SLOT
-#define SLOT_GLOB R_AARCH64_GLOB_DAT
-#else
-#error "got.c: the slot relocation types of this architecture"
-#endif
 
 /* ---- the slots ------------------------------------------------------------------ */
 
@@ -98,22 +88,6 @@ static void *traced_for(const char *name, enum object_kind kind)
     return NULL;
 }
 
-/* A dynamic-section address: relocated in place by glibc on most targets,
- * not on some; an address below the load base is still relative. */
-static uintptr_t dyn_addr(uintptr_t base, ElfW(Addr) p)
-{
-    return p < base ? base + p : p;
-}
-
-static void write_slot(void **slot, void *value, bool relro)
-{
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    void *start = (void *)((uintptr_t)slot & ~(page - 1));
-    if (relro && mprotect(start, page, PROT_READ | PROT_WRITE) != 0) return;
-    __atomic_store_n(slot, value, __ATOMIC_RELEASE);
-    if (relro) mprotect(start, page, PROT_READ);
-}
-
 /* Under patch_lock. False when there is no room to remember it: then the
  * slot is not written. */
 static bool remember(patched p)
@@ -129,76 +103,30 @@ static bool remember(patched p)
     return true;
 }
 
-static void patch_relocations(uintptr_t base, const ElfW(Rela) * rel, size_t n,
-                              const ElfW(Sym) * symtab, const char *strtab, uintptr_t relro_lo,
-                              uintptr_t relro_hi, enum object_kind kind)
+/* The object whose slots are being patched. */
+typedef struct patching {
+    enum object_kind kind;
+    uintptr_t base;
+} patching;
+
+/* One slot of the object *ctx (a patching). Under patch_lock. */
+static void patch_slot(void *ctx, const char *name, void **slot, bool relro)
 {
-    for (size_t i = 0; i < n; i++) {
-        unsigned long type = ELF64_R_TYPE(rel[i].r_info);
-        if (type != SLOT_JUMP && type != SLOT_GLOB) continue;
-        const char *name = strtab + symtab[ELF64_R_SYM(rel[i].r_info)].st_name;
-        void *traced = traced_for(name, kind);
-        if (!traced) continue;
-        void **slot = (void **)(base + rel[i].r_offset);
-        void *old = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-        bool relro = (uintptr_t)slot >= relro_lo && (uintptr_t)slot < relro_hi;
-        if (old == traced) continue; /* patched already */
-        if (remember((patched){slot, old, base, relro})) write_slot(slot, traced, relro);
-    }
+    const patching *p = ctx;
+    void *traced = traced_for(name, p->kind);
+    if (!traced) return;
+    void *old = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (old == traced) return; /* patched already */
+    if (remember((patched){slot, old, p->base, relro})) fs_slot_write(slot, traced, relro);
 }
 
 static int patch_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    const ElfW(Dyn) *dyn = NULL;
-    uintptr_t base = info->dlpi_addr, relro_lo = 0, relro_hi = 0;
-    enum object_kind kind;
+    patching p = {.base = info->dlpi_addr};
     (void)size;
     (void)arg;
-    if (!info->dlpi_name || (kind = object_kind(info->dlpi_name)) == OBJECT_NONE) return 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
-        if (ph->p_type == PT_GNU_RELRO) {
-            relro_lo = base + ph->p_vaddr;
-            relro_hi = relro_lo + ph->p_memsz;
-        }
-    }
-    if (!dyn) return 0;
-    const ElfW(Sym) *symtab = NULL;
-    const char *strtab = NULL;
-    const ElfW(Rela) *jmprel = NULL, *rela = NULL;
-    size_t jmprel_size = 0, rela_size = 0;
-    for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
-        switch (d->d_tag) {
-        case DT_SYMTAB:
-            symtab = (const ElfW(Sym) *)dyn_addr(base, d->d_un.d_ptr);
-            break;
-        case DT_STRTAB:
-            strtab = (const char *)dyn_addr(base, d->d_un.d_ptr);
-            break;
-        case DT_JMPREL:
-            jmprel = (const ElfW(Rela) *)dyn_addr(base, d->d_un.d_ptr);
-            break;
-        case DT_PLTRELSZ:
-            jmprel_size = d->d_un.d_val;
-            break;
-        case DT_RELA:
-            rela = (const ElfW(Rela) *)dyn_addr(base, d->d_un.d_ptr);
-            break;
-        case DT_RELASZ:
-            rela_size = d->d_un.d_val;
-            break;
-        default:
-            break;
-        }
-    }
-    if (!symtab || !strtab) return 0;
-    if (jmprel)
-        patch_relocations(base, jmprel, jmprel_size / sizeof *jmprel, symtab, strtab, relro_lo,
-                          relro_hi, kind);
-    if (rela)
-        patch_relocations(base, rela, rela_size / sizeof *rela, symtab, strtab, relro_lo, relro_hi,
-                          kind);
+    if (!info->dlpi_name || (p.kind = object_kind(info->dlpi_name)) == OBJECT_NONE) return 0;
+    fs_slots_each(info, patch_slot, &p);
     return 0;
 }
 
@@ -283,7 +211,7 @@ bool fs_got_detach(void)
     pthread_mutex_lock(&patch_lock);
     for (size_t i = nslots; i-- > 0;)
         if (dl_iterate_phdr(still_loaded, &slots[i]))
-            write_slot(slots[i].slot, slots[i].old, slots[i].relro);
+            fs_slot_write(slots[i].slot, slots[i].old, slots[i].relro);
     nslots = 0;
     pthread_mutex_unlock(&patch_lock);
     fs_hooks_set_tracing(false);

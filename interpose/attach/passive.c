@@ -17,6 +17,7 @@
 #include "../../trace/python.h"
 #include "../../trace/stack.h"
 #include "../../trace/trace.h"
+#include "../python/gil.h"
 #include "../shim.h"
 
 #include <link.h>
@@ -140,6 +141,7 @@ bool fs_passive_start(int level, unsigned frames, const char *path, const char *
     frames_kept = frames;
     atomic_fetch_add(&traces, 1);
     if (!fs_trace_start(&s)) return false;
+    if (level >= FS_TRACE_PYTHON) fs_python_gil_start(frames);
     fs_modules_define();
     fs_log(FS_LOG_INFO, "trace-only attach (%s): tracing the program's own allocations to %s", how,
            fs_trace_path() ? fs_trace_path() : "?");

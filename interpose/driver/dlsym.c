@@ -34,6 +34,7 @@
  *   (TSan intercepts dl_iterate_phdr, which is why _r_debug is walked). */
 #include "driver.h"
 #include "../hooks.h"
+#include "../python/gil.h"
 #include "../shim.h"
 
 #include <dlfcn.h>
@@ -283,6 +284,14 @@ FS_LOOKUP_PATH static bool served_name(const char *name)
     return has_prefix(name, "cuda") || has_prefix(name, "nccl");
 }
 
+/* Whether `name` is an extension module's entry point: the interpreter
+ * looks it up right after loading the module, whose slots of the GIL
+ * functions may then need pointing at the shim's (python/gil.h). */
+FS_LOOKUP_PATH static bool python_module_name(const char *name)
+{
+    return has_prefix(name, "PyInit_");
+}
+
 /* A lookup relative to the caller (RTLD_NEXT) is always the real one's: it
  * asks for the definition after the caller's own, which an interposer of
  * the driver wants and no hook is (the shim exports no driver names).
@@ -296,6 +305,12 @@ FS_TAIL_CALLER void *fs_dlsym(void *handle, const char *name)
         return fs_driver_dlsym(handle, name, NULL, __builtin_return_address(0));
     if (fs_unlikely(served_name(name)) && handle != RTLD_NEXT && handle != RTLD_DEFAULT)
         return fs_served_dlsym(handle, name, NULL, __builtin_return_address(0));
+    if (fs_unlikely(python_module_name(name)) && handle != RTLD_NEXT && handle != RTLD_DEFAULT) {
+        /* on a module's own handle the answer does not depend on the caller */
+        void *fn = real(handle, name);
+        fs_python_gil_loaded();
+        return fn;
+    }
     FS_TAIL return real(handle, name);
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # top_test.sh - `fsdpshim top` on traces of a program with known call sites
 # (tests/integration/trace/trace_prog.c) on the simulated device: groups by
-# annotation, frame and stack with the right peak, count and total; the
+# annotation, Python stack (a thread without Python frames named by what it
+# is), frame and stack with the right peak, count and total; the
 # temporaries of a many-thread flood; two traces merged as two ranks; bad
 # input.
 #
@@ -23,6 +24,16 @@ grep -q "^2 allocations in 1 trace, 2 groups by annotation, sorted by peak" "$di
 table=$(grep -A1 -E '^ +[0-9.]+ [KMG]?i?B' "$dir/out" | grep -v '^--$' | paste -d' ' - - | tr -s ' ')
 [ "$(sed -n 1p <<<"$table")" = " 5.0 MiB 5.0 MiB 1 0 (0%) 1 step" ] || fail "first row: $table"
 [ "$(sed -n 2p <<<"$table")" = " 3.0 MiB 3.0 MiB 1 0 (0%) 1 step/forward" ] || fail "second row: $table"
+
+# by python: allocations without Python frames are grouped by the thread
+# that made them, autograd's backward threads (pt_autograd_N) apart
+expect 0 "$cli" run --trace --conf trace:python -o "$dir/backward.fst" -- "$prog" backward_thread
+expect 0 "$cli" top --by python --sort count "$dir/backward.fst"
+table=$(grep -A1 -E '^ +[0-9.]+ [KMG]?i?B' "$dir/out" | grep -v '^--$' | paste -d' ' - - | tr -s ' ')
+[ "$(sed -n 1p <<<"$table")" = " 4.0 MiB 4.0 MiB 2 0 (0%) 1 (autograd backward thread: no Python frames)" ] ||
+    fail "by python, autograd's thread: $table"
+[ "$(sed -n 2p <<<"$table")" = " 1.0 MiB 1.0 MiB 1 0 (0%) 1 (no Python frames)" ] ||
+    fail "by python, the main thread: $table"
 
 # by frame: each group's frame is its call site, symbolised (libdw), and
 # unsymbolised the same line through addr2line

@@ -2,7 +2,11 @@
 # trace_run.sh - a torchrun FSDP job traced with Python frames: each rank
 # writes its own trace, renamed by its rank once the first NCCL
 # communicator names it, holding PyTorch's allocations with the Python
-# frames of train_fsdp.py and the all-gathers of FSDP.
+# frames of train_fsdp.py and the all-gathers of FSDP. PyTorch's operators
+# let the GIL go before they allocate: at least 95% of the allocations made
+# on each rank's main thread carry Python frames all the same, and those of
+# autograd's backward threads (pt_autograd_N) that carry none (the backward
+# pass's own, in C++) are grouped by `top --by python` as such.
 #
 #   trace_run.sh FSDPSHIM PYTHON TRAIN_FSDP_PY
 set -uo pipefail
@@ -28,5 +32,38 @@ for r in 0 1; do
     grep -q "^    #0 .*libc10_cuda.so+0x" "$dir/dump" ||
         fail "rank $r: no native frame in PyTorch's allocator"
     echo "rank $r: $allocs allocations, $(grep -c ' collective ' "$dir/dump") collectives traced"
+
+    # per thread: allocations, and how many carry Python frames; the main
+    # thread's id is the process's
+    "$cli" dump --all "$f" >"$dir/all" || fail "dump --all $f"
+    pid=$(sed -n 's/^# trace .*: format [0-9]*, pid \([0-9]*\),.*/\1/p' "$dir/all")
+    awk -v pid="$pid" '
+        function done_alloc() { if (tid != "") { n[tid]++; if (py) with[tid]++ } tid = "" }
+        $1 == "#" && $2 == "thread" { name[$3] = $4; next }
+        $2 == "alloc" { done_alloc(); split($3, kv, "="); tid = kv[2]; py = 0; next }
+        /^    py#/ { py = 1; next }
+        /^    #/ { next }
+        { done_alloc() }
+        END {
+            done_alloc()
+            for (t in n) {
+                role = t == pid ? "main" : name[t] ~ /^pt_autograd_/ ? "autograd" : "other"
+                total[role] += n[t]; framed[role] += with[t]
+            }
+            for (role in total) print role, total[role], framed[role] + 0
+        }' "$dir/all" >"$dir/threads"
+    read -r _ main main_framed < <(grep "^main " "$dir/threads")
+    read -r _ autograd autograd_framed < <(grep "^autograd " "$dir/threads")
+    [ "${main:-0}" -ge 100 ] || fail "rank $r: ${main:-no} allocations on the main thread: $(cat "$dir/threads")"
+    [ "$((main_framed * 100))" -ge "$((main * 95))" ] ||
+        fail "rank $r: $main_framed of $main allocations on the main thread carry Python frames (< 95%)"
+    [ "${autograd:-0}" -gt 0 ] || fail "rank $r: no allocation on autograd's threads: $(cat "$dir/threads")"
+    "$cli" top --by python --sort count -n 1000 --no-symbols "$f" >"$dir/top" 2>"$dir/top.err" ||
+        fail "top --by python $f: $(cat "$dir/top.err")"
+    grouped=$(grep -B1 -x "    (autograd backward thread: no Python frames)" "$dir/top" | awk 'NR == 1 { print $5 }')
+    [ "${grouped:-0}" -eq "$((autograd - autograd_framed))" ] ||
+        fail "rank $r: autograd's threads made $((autograd - autograd_framed)) allocations without Python frames, top groups ${grouped:-none} as such: $(head -8 "$dir/top")"
+    echo "rank $r: main thread: $main_framed of $main allocations with Python frames;" \
+        "autograd's threads: $autograd_framed of $autograd ($((autograd - autograd_framed)) grouped as autograd's)"
 done
 echo "trace_run: ok"

@@ -22,7 +22,10 @@
  *                                 every other one, then stream B asks for
  *                                 3 MiB (run it with FSDPSHIM_SIM_MEM=62M,
  *                                 segment_growth:pytorch and
- *                                 cross_stream_reuse:none: a soft OOM) */
+ *                                 cross_stream_reuse:none: a soft OOM)
+ *   trace_prog backward_thread    the main thread allocates 1 MiB, then a
+ *                                 thread named as PyTorch names autograd's
+ *                                 (pt_autograd_0) 2 MiB twice */
 #include "../../../include/fsdpshim/fsdpshim_loader.h"
 
 #include <cuda_runtime_api.h>
@@ -274,6 +277,28 @@ static int fragment(void)
     return 0;
 }
 
+static void *autograd_thread(void *arg)
+{
+    void **blocks = arg;
+    pthread_setname_np(pthread_self(), "pt_autograd_0"); /* before its first allocation */
+    CHECK(cudaMalloc(&blocks[0], 2 << 20));
+    CHECK(cudaMalloc(&blocks[1], 2 << 20));
+    return NULL;
+}
+
+static int backward_thread(void)
+{
+    void *mine, *theirs[2];
+    pthread_t t;
+    CHECK(cudaMalloc(&mine, 1 << 20));
+    if (pthread_create(&t, NULL, autograd_thread, theirs) != 0) return 1;
+    pthread_join(t, NULL);
+    CHECK(cudaFree(theirs[1]));
+    CHECK(cudaFree(theirs[0]));
+    CHECK(cudaFree(mine));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "sites";
@@ -287,7 +312,8 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "leak")) return leak(argc > 2 ? (size_t)atol(argv[2]) : 0);
     if (!strcmp(mode, "fragment")) return fragment();
     if (!strcmp(mode, "oom_streams")) return oom_streams();
+    if (!strcmp(mode, "backward_thread")) return backward_thread();
     fprintf(stderr, "usage: trace_prog sites|loop FILE|abort N|fork|flood T N|snapshot|oom|leak|"
-                    "fragment|oom_streams\n");
+                    "fragment|oom_streams|backward_thread\n");
     return 2;
 }
