@@ -161,7 +161,7 @@ static int visit(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
         failure *f = &e->f[e->n++];
         f->ev = *ev;
         if (e->n <= FS_OOM_EXPLAINED && (ev->stack || ev->pystack))
-            f->site = e->stacks.all[fs_sites_of(&e->stacks, t, ev) - 1].key;
+            f->site = e->stacks.all[fs_sites_of(&e->stacks, t, ev, tid) - 1].key;
         /* a snapshot's segments and blocks may follow its failure: both
          * are taken at the end */
         if (e->snapshot) break;
