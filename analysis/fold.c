@@ -207,18 +207,21 @@ static void append(fs_fold *f, const char *s)
     f->text[f->at] = '\0';
 }
 
-/* The run ends: two frames or more become one line */
+/* The run ends: its frames become one line */
 static void end_run(fs_fold *f)
 {
     char line[256];
     size_t at = 0;
-    if (f->run >= FS_FOLD_MIN_RUN && f->run_at <= f->at) {
-        at += (size_t)snprintf(line, sizeof line, "... %u frames folded: ", f->run);
+    if (f->run && f->run_at <= f->at) {
+        at += (size_t)snprintf(line, sizeof line, "... %u frame%s folded: ", f->run,
+                               f->run == 1 ? "" : "s");
         for (int g = 0, n = 0; g < FS_FOLD_GROUPS && at < sizeof line; g++)
             if (f->groups & (1u << g))
                 at += (size_t)snprintf(line + at, sizeof line - at, "%s%s", n++ ? ", " : "",
                                        group_names[g]);
-        if (at < sizeof line) snprintf(line + at, sizeof line - at, " (--full-stacks shows them)");
+        if (at < sizeof line)
+            snprintf(line + at, sizeof line - at, " (--full-stacks shows %s)",
+                     f->run == 1 ? "it" : "them");
         f->at = f->run_at;
         if (f->len) f->text[f->at] = '\0';
         if (f->at) append(f, "\n");

@@ -7,8 +7,9 @@
  * the Python interpreter's eval loop and PyTorch's dispatcher (boxing
  * wrappers, at::_ops redispatch, generated registration wrappers), which
  * are the same for every allocation and say nothing of where it came from.
- * A run of two or more such frames prints as one line saying how many were
- * folded and what they were; the allocator's entry, PyTorch's own
+ * A run of such frames prints as one line saying how many were folded and
+ * what they were (one frame too: a dispatcher frame is a line of hundreds
+ * of characters of template arguments); the allocator's entry, PyTorch's own
  * functions (at::native, autograd's nodes) and the Python frames stay.
  * PyTorch's memory_viz omits the same kind of frames (_frame_filter in
  * torch/cuda/_memory_viz.py); `--full-stacks` prints every frame. */
@@ -28,9 +29,6 @@ enum fs_fold_group {
     FS_FOLD_START,      /* thread and program start */
     FS_FOLD_GROUPS
 };
-
-/* A run shorter than this prints as it is: a fold line saves nothing */
-#define FS_FOLD_MIN_RUN 2
 
 /* The group of one source frame: `module` the path of the module it lies
  * in (NULL: none known), `function` its demangled name (NULL: unknown),

@@ -6,8 +6,8 @@
  * functions and the allocator's entry stay; its dispatcher, the
  * interpreter, pybind11, std::function and thread start fold; a pattern in
  * a template argument or an operator's brackets does not count. Then the
- * folding of runs: two or more frames become one line naming their groups,
- * one stays, --full-stacks keeps all, a small buffer is never overrun. */
+ * folding of runs: each run becomes one line naming its groups, a run of
+ * one frame too, --full-stacks keeps all, a small buffer is never overrun. */
 #include "fold.h"
 
 #include <setjmp.h>
@@ -181,11 +181,12 @@ static void test_runs(void **state)
     char buf[1024];
     (void)state;
 
-    /* two frames fold, one stays, the last run folds at the end with both
-     * of its groups named */
+    /* each run is one line, one frame's too, the last run folds at the end
+     * with both of its groups named */
     assert_string_equal(fold_lines(groups, lines, 8, false, buf, sizeof buf),
                         "site\n... 2 frames folded: PyTorch's dispatcher (--full-stacks shows "
-                        "them)\nwhere\nc\nmain\n... 2 frames folded: the Python interpreter, "
+                        "them)\nwhere\n... 1 frame folded: PyTorch's dispatcher (--full-stacks "
+                        "shows it)\nmain\n... 2 frames folded: the Python interpreter, "
                         "thread and program start (--full-stacks shows them)");
     /* --full-stacks: every line */
     assert_string_equal(fold_lines(groups, lines, 8, true, buf, sizeof buf),
