@@ -637,6 +637,7 @@ static const char style_sheet[] =
     ".chart text{font:11px system-ui,sans-serif;fill:#57606a}"
     ".chart text.range{font-size:10px;fill:#1f2328;pointer-events:none}"
     ".chart text.lane{font-size:10px}"
+    ".chart text.caption{font-size:10px}"
     ".grid{stroke:#eceff2}.axis{stroke:#8c959f}.tick{stroke:#8c959f}"
     ".reserved{fill:#b9d3ee;stroke:#6f9fd3;stroke-width:1}"
     ".allocated{fill:#3e7cc0;fill-opacity:.75;stroke:#1c4f8c;stroke-width:1}"

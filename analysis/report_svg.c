@@ -22,7 +22,7 @@
 #define PLOT_H  220
 #define LANE_H  16
 #define COLL_H  14
-#define AXIS_H  26
+#define AXIS_H  42  /* the ticks' labels, then the axis' caption */
 #define CHAR_W  6.2 /* the lanes' 10px labels: an average character's width */
 
 const char *const fs_html_palette[FS_HTML_MAX_STREAMS] = {
@@ -205,6 +205,14 @@ static void x_axis(FILE *f, const fs_report_html *h, const chart *c)
                 "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%.*f s</text>\n",
                 x, base, x, base + 4, x, base + 16, decimals, t);
     }
+    /* where time 0 is, and why the axis does not start there */
+    fprintf(f,
+            "<text class=\"caption\" x=\"%d\" y=\"%d\">seconds since %s began (0 s: the first "
+            "CUDA call traced, as in the tables)",
+            PLOT_X, base + 33, h->ntraces > 1 ? "the first trace" : "the trace");
+    if (h->t0 > h->zero)
+        fprintf(f, "; the chart starts at the first allocation or free, %.3f s", from);
+    fputs("</text>\n", f);
 }
 
 /* The bytes axis: gridlines at a power of two, the plot's top one step
@@ -599,8 +607,16 @@ void fs_html_timeline(fs_report_html *h)
         return;
     }
     h->span = t1 > h->t0 ? t1 - h->t0 : 1;
-    fputs("<p class=\"note\">Time in seconds since the first trace began, the ranks on one "
-          "clock (their wall clocks). Filled: the device's reserved and allocated bytes, the "
+    fprintf(h->f,
+            "<p class=\"note\">Time in seconds since %s began: 0 s is the first CUDA call traced "
+            "in %s process, when the shim started tracing it, the clock of the tables below and of "
+            "<code>fsdpshim report</code> and <code>timeline</code>%s. The charts start at the "
+            "first allocation or free, %.3f s: what came before it (CUDA's initialisation, "
+            "imports) held no memory. ",
+            h->ntraces > 1 ? "the first trace" : "the trace", h->ntraces > 1 ? "its" : "the",
+            h->ntraces > 1 ? ", the ranks on one clock (their wall clocks)" : "",
+            (double)(h->t0 - h->zero) / 1e9);
+    fputs("Filled: the device's reserved and allocated bytes, the "
           "allocator's own totals (docs/cli.md says when a freed block stops counting); lines: "
           "each stream's blocks, allocated on it and not yet freed by the program, and, dashed, "
           "the segments of its pool. Each pixel column shows the lowest and highest values "

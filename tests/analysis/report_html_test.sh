@@ -8,7 +8,9 @@
 # events on a 64 MiB simulated device), trace_prog leak (the blocks live at
 # exit by site), report_html_prog (NVTX range names and a trace file name
 # that are markup and bytes that are not UTF-8; ranges nested deeper than
-# the lanes), and 400000 events whose page stays small. The text is the same
+# the lanes; with `late`, a chart that starts at its first allocation, not
+# at the stream it created 300 ms before), and 400000 events whose page
+# stays small. The text is the same
 # with and without --html.
 #
 #   report_html_test.sh FSDPSHIM TRACE_PROG SIM_DIR MINIFSDP REPORT_HTML_PROG
@@ -71,6 +73,16 @@ page_check "$dir/hostile.html" "$dir/text" --charts 1 --ranges step,layer,block,
 
 page "$dir/flood.html" -n 2 "$dir/flood.fst"
 page_check "$dir/flood.html" "$dir/text" --charts 1 --stream-curves 1 --max-bytes 100000
+
+# a job that creates a stream 300 ms before its first allocation: the
+# chart starts at the first allocation, at the time dump gives it, not at
+# the trace's start (the first CUDA call), and its axis says both
+expect 0 "$cli" run --trace -o "$dir/late.fst" -- "$ranges_prog" late
+expect 0 "$cli" dump --no-stacks "$dir/late.fst"
+first=$(awk '$2 == "segment_alloc" || $2 == "alloc" {printf "%.3f", $1; exit}' "$dir/out")
+awk -v f="$first" 'BEGIN {exit !(f >= 0.3)}' || fail "the first allocation at $first s, not 0.3 s in"
+page "$dir/late.html" "$dir/late.fst"
+page_check "$dir/late.html" "$dir/text" --charts 1 --starts-at "$first"
 
 # without sites (-n 0) the tables of sites say so
 page "$dir/nosites.html" -n 0 "$dir/sites.fst"
