@@ -59,9 +59,12 @@ full_stack diff
 expect 0 "$cli" top --by frame "$dir/keep.fst"
 ! grep -q "frames folded" "$dir/out" || fail "top --by frame folded: $(cat "$dir/out")"
 
-# the page's site tables hold the same text
+# the page's site tables hold the same text (and its one leaked block is
+# one block, item 14's singular)
 expect 0 "$cli" report --html "$dir/page.html" "$dir/keep.fst"
 grep -qF "$folded" "$dir/page.html" || fail "the page has no fold line"
+grep -q '^<p>1 block, 1.0 MiB, still allocated when the trace ended; the site that held the most:</p>$' \
+    "$dir/page.html" || fail "one leaked block: $(grep 'still allocated when' "$dir/page.html")"
 ! grep -qE ">($plumbing) at " "$dir/page.html" || fail "the page prints an interpreter frame"
 
 # the help says what the option does
