@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fold_test.sh - the plumbing frames of a stack folded into one line by
 # every command that prints allocation stacks (analysis/fold.c), and printed
-# whole with --full-stacks: fold_prog allocates under four frames named as
+# whole with --full-stacks and by export --folded: fold_prog allocates under four frames named as
 # CPython's eval loop names its own, between user_site (the call site) and
 # main, which must stay.
 #
@@ -58,6 +58,13 @@ full_stack diff
 # --by frame and --by python are one frame and Python frames: nothing to fold
 expect 0 "$cli" top --by frame "$dir/keep.fst"
 ! grep -q "frames folded" "$dir/out" || fail "top --by frame folded: $(cat "$dir/out")"
+
+# flame graphs keep every frame (a viewer filters by itself)
+expect 0 "$cli" export --folded "$dir/keep.fst"
+sed 's/ at [^; ]*//g' "$dir/out" |
+    grep -q ";main;PyEval_EvalCode;_PyEval_EvalFrameDefault;_PyObject_MakeTpCall;cfunction_call;user_site [0-9]*$" ||
+    fail "export --folded: $(cat "$dir/out")"
+! grep -q "frames folded" "$dir/out" || fail "export --folded folded: $(cat "$dir/out")"
 
 # the page's site tables hold the same text (and its one leaked block is
 # one block, item 14's singular)
