@@ -32,7 +32,7 @@ void usage_diff(FILE *out)
 {
     fprintf(out,
             "usage: fsdpshim diff [--by stack|frame|annotation|python] [--sort peak|total|count]\n"
-            "                     [-n N] [--no-symbols] A B\n"
+            "                     [-n N] [--no-symbols] [--full-stacks] A B\n"
             "\n"
             "Which allocation sites grew from trace A to trace B (two runs of a job, or two\n"
             "ranks of one run), the largest growth first: bytes live at the peak (default),\n"
@@ -46,6 +46,8 @@ void usage_diff(FILE *out)
             "            the peak; total, all bytes allocated; count, the allocations\n"
             "  -n N      print the first N sites that changed [10]; 0 prints all\n"
             "  --no-symbols  native frames as MODULE+0xOFFSET, matched by module and offset\n"
+            "  --full-stacks  every frame, none folded (as for top); sites are matched by\n"
+            "            the text shown, folded or not\n"
             "\n"
             "examples:\n"
             "  fsdpshim diff before.fst after.fst\n"
@@ -175,11 +177,9 @@ static void signed_amount(int64_t v, bool bytes, char *buf, size_t len)
 int command_diff(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"by", required_argument, NULL, 'b'},
-        {"sort", required_argument, NULL, 's'},
-        {"no-symbols", no_argument, NULL, 'N'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"by", required_argument, NULL, 'b'},   {"sort", required_argument, NULL, 's'},
+        {"no-symbols", no_argument, NULL, 'N'}, {"full-stacks", no_argument, NULL, 'W'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
     };
     static const char *const measures[] = {"peak", "total", "count"};
     fs_sites a = {.by = FS_BY_STACK}, b = {.by = FS_BY_STACK};
@@ -190,7 +190,7 @@ int command_diff(int argc, char **argv)
 
     measure_by = BY_PEAK;
     optind = 1;
-    while ((c = fs_site_getopt(argc, argv, longopts, &a.by, &limit, &symbols)) != -1) {
+    while ((c = fs_site_getopt(argc, argv, longopts, &a.by, &limit, &symbols, &a.full)) != -1) {
         switch (c) {
         case 's':
             if ((sort = fs_site_choice(optarg, measures, 3)) < 0)
@@ -207,6 +207,7 @@ int command_diff(int argc, char **argv)
     if (argc - optind != 2)
         return fs_usage_error(argv[0], "two traces to compare, A and B; %d given", argc - optind);
     b.by = a.by;
+    b.full = a.full;
     if (symbols && !(sym = fs_symbols_create(fs_progress_warn, "diff"))) fs_analysis_oom("diff");
     a.sym = b.sym = sym;
     sides d = {.paths = argv + optind, .sites = {&a, &b}};

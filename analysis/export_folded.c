@@ -80,7 +80,9 @@ static int by_text(const void *a, const void *b)
 
 int fs_export_folded(const fs_export_opts *o, int ntraces, char **traces)
 {
-    fs_sites s = {.by = o->by};
+    /* every frame: a flame graph viewer zooms and filters by itself, and a
+     * fold line would be a frame of its own (fold.h) */
+    fs_sites s = {.by = o->by, .full = true};
     int status = 0;
     char **lines;
     size_t n = 0;

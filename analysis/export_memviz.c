@@ -792,10 +792,13 @@ static bool write_snapshot(memviz *m, const fs_reader *t, FILE *f)
 /* ---- one trace, one pickle ---------------------------------------------------------- */
 
 /* One line per device on stderr: the moment taken and what the pickle
- * holds of it */
+ * holds of it. Allocated bytes are the blocks' (what report, top and
+ * PyTorch's memory_allocated count); memory_viz's stats sum the blocks'
+ * requested_size instead and count the rest as "internal" free, so both
+ * are given, with the difference, the allocator's rounding. */
 static void summary(const memviz *m, const char *path, const fs_reader *t, const char *out)
 {
-    char name[64], alloc[32], resv[32], when[64];
+    char name[64], alloc[32], req[32], round[32], resv[32], when[64];
     int rank = fs_reader_rank(t);
 
     if (rank >= 0)
@@ -804,23 +807,28 @@ static void summary(const memviz *m, const char *path, const fs_reader *t, const
         snprintf(name, sizeof name, "pid %u", fs_reader_header(t)->pid);
     for (int dn = 0; dn < MAX_DEVICES; dn++) {
         const device *d = &m->dev[dn];
-        uint64_t allocated = 0, reserved = 0;
+        uint64_t allocated = 0, requested = 0, reserved = 0;
         if (!d->used) continue;
         for (size_t i = 0; i < d->nsegs; i++)
             reserved += d->segs[i].size;
         for (size_t i = 0; i < m->live.cap; i++) {
             const fs_live_block *l = &m->live.slots[i];
-            if (l->site && l->device == dn && !m->blocks[l->site - 1].pending) allocated += l->size;
+            if (!l->site || l->device != dn || m->blocks[l->site - 1].pending) continue;
+            allocated += l->size;
+            requested += m->blocks[l->site - 1].requested;
         }
         fs_human_bytes(allocated, alloc, sizeof alloc);
+        fs_human_bytes(requested, req, sizeof req);
+        fs_human_bytes(allocated > requested ? allocated - requested : 0, round, sizeof round);
         fs_human_bytes(reserved, resv, sizeof resv);
         snprintf(when, sizeof when, "%s", m->o->at == FS_AT_END ? "at the end" : "at its peak");
         if (m->o->at == FS_AT_TIME)
             snprintf(when, sizeof when, "at %.6f s", (double)m->o->at_ns / 1e9);
         fs_progress_printf(
-            "fsdpshim export: %s: %s: device %d %s (%.6f s in): %s allocated, %s reserved "
-            "in %zu segment%s; %zu trace entr%s of %" PRIu64 "\n",
-            path, name, dn, when, (double)d->time_ns / 1e9, alloc, resv, d->nsegs,
+            "fsdpshim export: %s: %s: device %d %s (%.6f s in): %s allocated in blocks (%s "
+            "requested, memory_viz's total_allocated, and %s of rounding), %s reserved in %zu "
+            "segment%s; %zu trace entr%s of %" PRIu64 "\n",
+            path, name, dn, when, (double)d->time_ns / 1e9, alloc, req, round, resv, d->nsegs,
             fs_plural(d->nsegs), kept(m, d), kept(m, d) == 1 ? "y" : "ies", d->count);
     }
     if (m->unknown_frees)

@@ -46,7 +46,7 @@ void usage_leaks(FILE *out)
 {
     fprintf(out,
             "usage: fsdpshim leaks [--by stack|frame|annotation|python] [--suppressions FILE]\n"
-            "                      [-n N] [--no-symbols] [--fail] TRACE...\n"
+            "                      [-n N] [--no-symbols] [--full-stacks] [--fail] TRACE...\n"
             "\n"
             "Blocks still allocated when each trace ends, grouped by site (ranks of one job\n"
             "merged), most bytes first.\n"
@@ -57,6 +57,7 @@ void usage_leaks(FILE *out)
             "                  anything, ^ and $ anchor at a line's start and end\n"
             "  -n N            print the first N sites [20]; 0 prints all\n"
             "  --no-symbols    native frames as MODULE+0xOFFSET\n"
+            "  --full-stacks   every frame, none folded (as for top)\n"
             "  --fail          exit 4 when a block no suppression covers is left\n"
             "\n"
             "Sizes are given as 3.0 MiB and in exact bytes, as LeakSanitizer gives them. A\n"
@@ -199,7 +200,8 @@ static void read_trace(void *ctx, size_t i)
         return;
     }
     fs_progress_watch(t);
-    f->sites = (fs_sites){.by = job->run->sites.by, .sym = job->run->sites.sym};
+    f->sites = (fs_sites){
+        .by = job->run->sites.by, .sym = job->run->sites.sym, .full = job->run->sites.full};
     fs_sites_next_file(&f->sites);
     fs_reader_read_ordered(t, visit, warn, f);
     for (size_t k = 0; k < f->live.cap; k++) {
@@ -319,9 +321,13 @@ static uint64_t report(leaks_run *r)
 int command_leaks(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"by", required_argument, NULL, 'b'},   {"suppressions", required_argument, NULL, 'S'},
-        {"no-symbols", no_argument, NULL, 'N'}, {"fail", no_argument, NULL, 'F'},
-        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
+        {"by", required_argument, NULL, 'b'},
+        {"suppressions", required_argument, NULL, 'S'},
+        {"no-symbols", no_argument, NULL, 'N'},
+        {"fail", no_argument, NULL, 'F'},
+        {"full-stacks", no_argument, NULL, 'W'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     leaks_run r = {.sites.by = FS_BY_STACK, .limit = 20};
     const char *suppressions = NULL;
@@ -329,7 +335,8 @@ int command_leaks(int argc, char **argv)
     int c, status = 0;
 
     optind = 1;
-    while ((c = fs_site_getopt(argc, argv, longopts, &r.sites.by, &r.limit, &symbols)) != -1) {
+    while ((c = fs_site_getopt(argc, argv, longopts, &r.sites.by, &r.limit, &symbols,
+                               &r.sites.full)) != -1) {
         switch (c) {
         case 'S':
             suppressions = optarg;

@@ -1,6 +1,8 @@
 /* render.c - definitions as text (render.h). */
 #include "render.h"
 
+#include "fold.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,43 +57,65 @@ size_t fs_render_pyframe(const fs_reader *t, const fs_fmt_pyframe *f, char *buf,
                   len);
 }
 
-size_t fs_render_frame_sym(const fs_reader *t, fs_symbols *sym, uint64_t pc, char *buf, size_t len)
+size_t fs_render_frame_sources(const fs_reader *t, fs_symbols *sym, uint64_t pc,
+                               void (*each)(void *ctx, const char *line,
+                                            const fs_render_source *src),
+                               void *ctx)
 {
     uint64_t off;
-    const fs_reader_module *m = sym ? fs_reader_module_of(t, pc, &off) : NULL;
+    const fs_reader_module *m = fs_reader_module_of(t, pc, &off);
+    const char *path = m ? fs_render_str(t, m->path) : NULL;
     const fs_symbol_frame *f;
-    size_t n = m ? fs_symbols_resolve(sym, fs_render_str(t, m->path), m->build_id, m->build_id_len,
-                                      off, &f)
-                 : 0;
-    size_t at = 0;
+    size_t n = m && sym ? fs_symbols_resolve(sym, path, m->build_id, m->build_id_len, off, &f) : 0;
+    char line[8192];
 
-    if (!n) return fs_render_frame(t, pc, buf, len);
-    if (len) buf[0] = '\0';
-    for (size_t i = 0; i < n && at < len; i++) {
-        const char *fn = f[i].function ? f[i].function : "??";
-        const char *sep = i + 1 < n ? "\n" : "";
-        if (f[i].file)
-            at += fitted(snprintf(buf + at, len - at, "%s at %s:%u%s%s", fn, f[i].file, f[i].line,
-                                  f[i].inlined ? " (inlined)" : "", sep),
-                         len - at);
-        else
-            at += fitted(snprintf(buf + at, len - at, "%s (%s+0x%" PRIx64 ")%s", fn,
-                                  fs_render_str(t, m->path), off, sep),
-                         len - at);
+    if (!n) {
+        fs_render_frame(t, pc, line, sizeof line);
+        each(ctx, line, &(fs_render_source){path, NULL, NULL});
+        return 1;
     }
-    return at;
+    for (size_t i = 0; i < n; i++) {
+        const char *fn = f[i].function ? f[i].function : "??";
+        if (f[i].file)
+            snprintf(line, sizeof line, "%s at %s:%u%s", fn, f[i].file, f[i].line,
+                     f[i].inlined ? " (inlined)" : "");
+        else
+            snprintf(line, sizeof line, "%s (%s+0x%" PRIx64 ")", fn, path, off);
+        each(ctx, line, &(fs_render_source){path, f[i].function, f[i].file});
+    }
+    return n;
 }
 
-/* Whether pc lies in the Python interpreter: libpython, or a python
- * executable that links it statically. */
+/* fs_render_frame_sym's text being built */
+typedef struct joined {
+    char *buf;
+    size_t len, at;
+} joined;
+
+static void join_line(void *ctx, const char *line, const fs_render_source *src)
+{
+    joined *j = ctx;
+    (void)src;
+    if (j->at && j->at < j->len)
+        j->at += fitted(snprintf(j->buf + j->at, j->len - j->at, "\n"), j->len - j->at);
+    if (j->at < j->len)
+        j->at += fitted(snprintf(j->buf + j->at, j->len - j->at, "%s", line), j->len - j->at);
+}
+
+size_t fs_render_frame_sym(const fs_reader *t, fs_symbols *sym, uint64_t pc, char *buf, size_t len)
+{
+    joined j = {buf, len, 0};
+    if (len) buf[0] = '\0';
+    fs_render_frame_sources(t, sym, pc, join_line, &j);
+    return j.at;
+}
+
+/* Whether pc lies in the Python interpreter (fold.h) */
 static bool in_interpreter(const fs_reader *t, uint64_t pc)
 {
     uint64_t off;
     const fs_reader_module *mod = fs_reader_module_of(t, pc, &off);
-    if (!mod) return false;
-    const char *path = fs_render_str(t, mod->path), *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    return !strncmp(base, "libpython", 9) || !strncmp(base, "python", 6);
+    return mod && fs_fold_interpreter(fs_render_str(t, mod->path));
 }
 
 uint32_t fs_render_python_at(const fs_reader *t, const uint64_t *pcs, uint32_t n)

@@ -26,6 +26,22 @@ size_t fs_render_frame(const fs_reader *t, uint64_t pc, char *buf, size_t len);
  * without line information; MODULE+0xOFFSET when nothing is known. */
 size_t fs_render_frame_sym(const fs_reader *t, fs_symbols *sym, uint64_t pc, char *buf, size_t len);
 
+/* What one source frame's line was made of, for a caller that sorts the
+ * lines (fold.h): the module's path (NULL: in none), the function
+ * (demangled; NULL: unknown), the source file (NULL: no line
+ * information). */
+typedef struct fs_render_source {
+    const char *module, *function, *file;
+} fs_render_source;
+
+/* Native frame pc's lines, as fs_render_frame_sym writes them, handed one
+ * source frame at a time to each(ctx, line, its parts), innermost first.
+ * How many (at least one). */
+size_t fs_render_frame_sources(const fs_reader *t, fs_symbols *sym, uint64_t pc,
+                               void (*each)(void *ctx, const char *line,
+                                            const fs_render_source *src),
+                               void *ctx);
+
 /* The "s" of a count's noun, "" for one: "%" PRIu64 " block%s", n,
  * fs_plural(n). */
 const char *fs_plural(uint64_t n);

@@ -39,7 +39,7 @@ void usage_report(FILE *out)
 {
     fprintf(out,
             "usage: fsdpshim report [--by stack|frame|annotation|python] [-n N] [--no-symbols]\n"
-            "                       [--html FILE] TRACE...\n"
+            "                       [--full-stacks] [--html FILE] TRACE...\n"
             "\n"
             "A text summary of one or more traces (the ranks of one job), each rank on its own\n"
             "and then in total: per device the peaks of allocated and reserved memory and when,\n"
@@ -56,7 +56,8 @@ void usage_report(FILE *out)
             "             and out-of-memory events marked, then these figures as tables, with\n"
             "             each failure's cause, each stream's figures, the frees held back\n"
             "             for their streams and the blocks live at exit by site\n"
-            "  --by, -n N, --no-symbols  the sites, as for top; -n 0 leaves them out\n"
+            "  --by, -n N, --no-symbols, --full-stacks  the sites, as for top; -n 0 leaves\n"
+            "             them out\n"
             "\n"
             "examples:\n"
             "  fsdpshim report train-4242.fst\n"
@@ -322,6 +323,7 @@ typedef struct report_job {
     report_file *files;
     fs_symbols *sym;
     enum fs_site_by by;
+    bool full; /* --full-stacks */
     size_t limit;
     fs_report_html *html;
     fs_report_figures total;
@@ -346,7 +348,7 @@ static void read_trace(void *ctx, size_t i)
     fs_progress_watch(t);
     const fs_fmt_header *h = fs_reader_header(t);
     fprintf(out, "%s: pid %u on %s, %s\n", path, h->pid, h->host, h->exe);
-    f->sites = (fs_sites){.by = job->by, .sym = job->sym};
+    f->sites = (fs_sites){.by = job->by, .sym = job->sym, .full = job->full};
     reading rd = {&f->fig, job->html ? &f->tl : NULL};
     if (rd.tl) fs_tl_begin(rd.tl, t);
     fs_file_peaks peaks;
@@ -404,11 +406,9 @@ static void merge_trace(void *ctx, size_t i)
 int command_report(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"by", required_argument, NULL, 'b'},
-        {"no-symbols", no_argument, NULL, 'N'},
-        {"html", required_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"by", required_argument, NULL, 'b'},    {"no-symbols", no_argument, NULL, 'N'},
+        {"full-stacks", no_argument, NULL, 'W'}, {"html", required_argument, NULL, 'H'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
     };
     report_job job = {.by = FS_BY_STACK, .limit = 5};
     bool symbols = true;
@@ -416,7 +416,8 @@ int command_report(int argc, char **argv)
     const char *html_path = NULL;
 
     optind = 1;
-    while ((c = fs_site_getopt(argc, argv, longopts, &job.by, &job.limit, &symbols)) != -1) {
+    while ((c = fs_site_getopt(argc, argv, longopts, &job.by, &job.limit, &symbols, &job.full)) !=
+           -1) {
         switch (c) {
         case 'h':
             usage_report(stdout);
@@ -435,7 +436,7 @@ int command_report(int argc, char **argv)
         fs_analysis_oom("report");
     size_t n = (size_t)(argc - optind);
     job.paths = argv + optind;
-    job.all = (fs_sites){.by = job.by, .sym = job.sym};
+    job.all = (fs_sites){.by = job.by, .sym = job.sym, .full = job.full};
     if (!(job.files = calloc(n, sizeof *job.files))) fs_analysis_oom("report");
     fs_par_read("report", n, job.paths, read_trace, merge_trace, &job);
     if ((size_t)job.readable < n) status = FS_EXIT_BAD_INPUT;

@@ -15,6 +15,7 @@
 #include "report_html.h"
 
 #include "export.h"
+#include "render.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -161,9 +162,9 @@ void fs_html_trace_name(const fs_html_trace *p, char *buf, size_t len)
 void fs_html_stream_name(uint64_t stream, char *buf, size_t len)
 {
     if (stream == 0)
-        snprintf(buf, len, "legacy stream");
+        snprintf(buf, len, "default stream");
     else if ((stream & 1) && stream < 0x10000) /* docs/trace-format.md */
-        snprintf(buf, len, "per-thread stream 0x%" PRIx64, stream);
+        snprintf(buf, len, "per-thread default stream 0x%" PRIx64, stream);
     else
         snprintf(buf, len, "stream 0x%" PRIx64, stream);
 }
@@ -240,9 +241,13 @@ static void tr_begin(FILE *f, bool total)
 static void traces_table(fs_report_html *h)
 {
     FILE *f = h->f;
-    fputs("<h2 id=\"traces\">Traces</h2>\n<table>\n<tr><th>trace</th><th>file</th><th>pid</th>"
-          "<th>host</th><th>program</th><th>events</th><th>over (s)</th><th>dropped by the "
-          "writer</th><th>damaged blocks skipped</th></tr>\n",
+    fputs("<h2 id=\"traces\">Traces</h2>\n<p class=\"note\">One trace file per process (a "
+          "rank). Events: the allocator's and the program's records in it; dropped: events the "
+          "shim could not write in time (the disk was behind), counted but lost; damaged parts: "
+          "pieces of the file that could not be read (a torn end, a bad checksum), "
+          "skipped.</p>\n<table>\n<tr><th>trace</th><th>file</th><th>pid</th><th>host</th>"
+          "<th>program</th><th>events</th><th>time span (s)</th><th>events dropped</th>"
+          "<th>damaged parts skipped</th></tr>\n",
           f);
     for (size_t i = 0; i < h->ntraces; i++) {
         const fs_html_trace *p = &h->traces[i];
@@ -293,17 +298,21 @@ static void peaks_table(fs_report_html *h, const fs_report_figures *total)
 {
     FILE *f = h->f;
     char name[32], all[64];
-    fputs("<h2 id=\"peaks\">Peaks</h2>\n<p class=\"note\">Per rank and device: the peak of "
-          "allocated bytes and when (seconds into the trace), what was reserved then and how much "
-          "of it the cache held free (fragmentation at the peak: the cache's overhead), the peak "
-          "of reserved bytes, allocations and segments.",
+    fputs("<h2 id=\"peaks\">Peaks</h2>\n<p class=\"note\">Per rank and device. Allocated: "
+          "the bytes of the blocks the program holds (allocated and not yet freed); reserved: "
+          "what the cache holds from CUDA, in segments (one <code>cudaMalloc</code> or mapping "
+          "each), allocated blocks and free ones. The peak of allocated bytes and when (seconds "
+          "into the trace), what was reserved then and how much of it the cache held free "
+          "(the cache's overhead at the peak, fragmentation included), the peak of reserved "
+          "bytes, the allocations and the segments.",
           f);
     if (total) fputs(" The totals sum the ranks' devices; each rank's peak is its own moment.", f);
     fputs("</p>\n<table>\n<tr><th>trace</th><th>device</th><th>peak allocated</th><th>at "
           "(s)</th><th>reserved then</th><th>free in the cache then</th><th>the cache's "
-          "overhead</th><th>peak reserved</th><th>at (s)</th><th>allocations</th><th>their "
-          "bytes</th><th>segments reserved</th><th>their bytes</th><th>released</th><th>allocated "
-          "at the last event</th><th>out-of-memory events</th></tr>\n",
+          "overhead (% of allocated)</th><th>peak reserved</th><th>at (s)</th><th>allocations"
+          "</th><th>their bytes</th><th>segments reserved</th><th>their bytes</th><th>segments "
+          "released</th><th>allocated when the trace ended</th><th>out-of-memory events</th>"
+          "</tr>\n",
           f);
     for (size_t i = 0; i < h->ntraces; i++) {
         fs_html_trace_name(&h->traces[i], name, sizeof name);
@@ -366,8 +375,8 @@ static void ooms_table(fs_report_html *h)
 static void streams_tables(fs_report_html *h)
 {
     FILE *f = h->f;
-    fputs("<h2 id=\"streams\">Streams</h2>\n<table>\n<tr><th>trace</th><th>created</th><th>handed "
-          "out again from a pool</th><th>destroyed</th></tr>\n",
+    fputs("<h2 id=\"streams\">Streams</h2>\n<table>\n<tr><th>trace</th><th>created</th><th>reused "
+          "from the shim's stream pool</th><th>destroyed</th></tr>\n",
           f);
     for (size_t i = 0; i < h->ntraces; i++) {
         const fs_report_figures *x = &h->traces[i].fig;
@@ -379,19 +388,29 @@ static void streams_tables(fs_report_html *h)
         fputs("</tr>\n", f);
     }
     fputs("</table>\n<p class=\"note\">Each stream's memory: its allocations, the most it held "
-          "in live blocks and the most its pool reserved, and the frees held back until its "
-          "streams had passed them (deferred frees), from the program's free to the allocator's "
-          "release. The colour is its curve's in the chart.</p>\n<table>\n<tr><th></th>"
-          "<th>trace</th><th>device</th><th>stream</th><th>seen created</th><th>allocations</th>"
-          "<th>their bytes</th><th>peak allocated</th><th>peak reserved by its pool</th><th>frees "
-          "held back</th><th>their bytes</th><th>mean wait</th><th>longest wait</th></tr>\n",
+          "in blocks not yet freed, the most the cache reserved for it (the segments of its "
+          "pool: the cache keeps free blocks per stream), and its frees that were held back "
+          "until every stream that used the block had finished the work queued before the free "
+          "(deferred frees), with how long they waited, from the program's free to the "
+          "allocator's release. The colour is its curve's in the chart.</p>\n<table>\n<tr>"
+          "<th></th><th>trace</th><th>device</th><th>stream</th><th>created in the trace</th>"
+          "<th>allocations</th><th>their bytes</th><th>peak allocated</th><th>peak reserved for "
+          "it</th><th>frees held back</th><th>their bytes</th><th>mean wait</th><th>longest "
+          "wait</th></tr>\n",
           f);
+    uint64_t idle = 0;
     for (size_t i = 0; i < h->ntraces; i++) {
         const fs_tl_rank *r = &h->tl.ranks[i];
         for (size_t s = 0; s < r->nseries; s++) {
             const fs_tl_series *x = &r->series[s], *drawn[FS_HTML_MAX_STREAMS];
             size_t n = x->is_stream ? fs_html_drawn_streams(r, x->device, drawn) : 0, colour = n;
             if (!x->is_stream) continue;
+            /* a stream pool creates dozens of streams that never allocate:
+             * counted below, not listed */
+            if (!x->allocs && !x->peak_reserved && !x->held_back) {
+                idle++;
+                continue;
+            }
             for (size_t k = 0; k < n; k++)
                 if (drawn[k] == x) colour = k;
             if (colour < n)
@@ -418,16 +437,22 @@ static void streams_tables(fs_report_html *h)
         }
     }
     fputs("</table>\n", f);
+    if (idle)
+        fprintf(f,
+                "<p class=\"note\">%" PRIu64 " more stream%s (created, or seen, but never "
+                "allocated on and never reserved for) not listed.</p>\n",
+                idle, fs_plural(idle));
 }
 
 static void deferred_table(fs_report_html *h)
 {
     FILE *f = h->f;
     fputs("<h2 id=\"deferred\">Deferred frees</h2>\n<p class=\"note\">Frees the allocator held "
-          "back until every stream that used the block had passed them (a <code>cudaFree</code>, "
-          "or a <code>cudaFreeAsync</code> of a block used on other streams): their bytes stay "
-          "allocated meanwhile. The wait runs from the program's free to the allocator's "
-          "release.</p>\n<table>\n<tr><th>trace</th><th>frees held back</th><th>their bytes</th>"
+          "back until every stream that used the block had finished the work queued before the "
+          "free (a <code>cudaFree</code>, or a <code>cudaFreeAsync</code> of a block used on "
+          "other streams): their bytes cannot be reused meanwhile. The wait runs from the "
+          "program's free to the allocator's release.</p>\n<table>\n<tr><th>trace</th><th>frees "
+          "held back</th><th>their bytes</th>"
           "<th>mean wait</th><th>longest wait</th></tr>\n",
           f);
     for (size_t i = 0; i < h->ntraces; i++) {
@@ -465,9 +490,11 @@ static void rate_limiter_table(fs_report_html *h, const fs_report_figures *total
     FILE *f = h->f;
     char name[64];
     fputs("<h2 id=\"ratelimiter\">Rate limiter</h2>\n<p class=\"note\">All-gathers that waited "
-          "for the rate limiter (too many gathered bytes in flight).</p>\n<table>\n<tr><th>trace"
-          "</th><th>all-gathers that waited</th><th>in all (ms)</th><th>the longest (ms)</th>"
-          "</tr>\n",
+          "for the rate limiter: it holds a new all-gather back while too many are in flight "
+          "(<code>ag_limit</code>) or too many bytes (<code>ag_limit_mb</code>), until the "
+          "oldest one's output buffer is freed and done with, as FSDP's "
+          "<code>limit_all_gathers</code> does.</p>\n<table>\n<tr><th>trace</th><th>all-gathers "
+          "that waited</th><th>total wait (ms)</th><th>longest wait (ms)</th></tr>\n",
           f);
     for (size_t i = 0; i < h->ntraces; i++) {
         fs_html_trace_name(&h->traces[i], name, sizeof name);
@@ -505,7 +532,9 @@ static void collectives_table(fs_report_html *h, const fs_report_figures *total)
         fputs("<p class=\"note\">None.</p>\n", f);
         return;
     }
-    fputs("<table>\n<tr><th>trace</th><th>operation</th><th>calls</th><th>bytes</th></tr>\n", f);
+    fputs("<p class=\"note\">NCCL calls by operation, and the bytes of their buffers.</p>\n<table>"
+          "\n<tr><th>trace</th><th>operation</th><th>calls</th><th>bytes</th></tr>\n",
+          f);
     for (size_t i = 0; i < h->ntraces; i++) {
         fs_html_trace_name(&h->traces[i], name, sizeof name);
         collective_rows(f, name, &h->traces[i].fig, false);
@@ -522,10 +551,26 @@ static void site_key(FILE *f, const char *key)
     fputs("</pre></td>", f);
 }
 
+/* A table of sites' heading, as the text words it: "the site" for one,
+ * none said in words */
+static void top_heading(FILE *f, const char *who, const fs_html_sites *s)
+{
+    fputs("<h3>", f);
+    fs_html_esc(f, who, 0);
+    if (!s->ntop)
+        fputs(": no allocation, so no site held memory at the peak</h3>\n", f);
+    else if (s->ntop == 1)
+        fprintf(f, ": the site (by %s) that held the most at the peak</h3>\n",
+                fs_site_by_name(s->by));
+    else
+        fprintf(f, ": the %zu sites (by %s) that held the most at the peak</h3>\n", s->ntop,
+                fs_site_by_name(s->by));
+}
+
 static void top_rows(FILE *f, const fs_html_sites *s, bool ranks)
 {
     fprintf(f,
-            "<table>\n<tr><th>at the peak</th><th>allocations</th><th>their bytes</th>%s"
+            "<table>\n<tr><th>held at the peak</th><th>allocations</th><th>their bytes</th>%s"
             "<th>site</th></tr>\n",
             ranks ? "<th>ranks</th>" : "");
     for (size_t i = 0; i < s->ntop; i++) {
@@ -544,16 +589,20 @@ static void leak_rows(FILE *f, const fs_html_sites *s, bool ranks)
 {
     char b[32];
     fs_human_bytes(s->live_bytes, b, sizeof b);
-    fprintf(f, "<p>%" PRIu64 " blocks, %s, still allocated when the trace%s ended", s->live, b,
-            ranks ? "s" : "");
+    fprintf(f, "<p>%" PRIu64 " block%s, %s, still allocated when the trace%s ended", s->live,
+            fs_plural(s->live), b, ranks ? "s" : "");
     if (!s->nleaks) {
         fputs(".</p>\n", f);
         return;
     }
+    if (s->nleaks == 1)
+        fputs("; the site that held the most:</p>\n", f);
+    else
+        fprintf(f, "; the %zu sites that held the most:</p>\n", s->nleaks);
     fprintf(f,
-            "; the %zu sites that held the most:</p>\n<table>\n<tr><th>live at the end</th>"
-            "<th>blocks</th>%s<th>site</th></tr>\n",
-            s->nleaks, ranks ? "<th>ranks</th>" : "");
+            "<table>\n<tr><th>still allocated at the end</th><th>blocks</th>%s<th>site</th>"
+            "</tr>\n",
+            ranks ? "<th>ranks</th>" : "");
     for (size_t i = 0; i < s->nleaks; i++) {
         fputs("<tr>", f);
         td_bytes(f, s->leaks[i].live_bytes);
@@ -568,12 +617,20 @@ static void leak_rows(FILE *f, const fs_html_sites *s, bool ranks)
 static void sites_tables(fs_report_html *h, const fs_html_sites *all)
 {
     FILE *f = h->f;
-    char name[32];
+    char name[64];
     bool any = all != NULL;
 
     for (size_t i = 0; i < h->ntraces; i++)
         any |= h->traces[i].sites.read;
     fputs("<h2 id=\"sites\">Top sites</h2>\n", f);
+    if (any)
+        fputs("<p class=\"note\">Where the memory held at the peak was allocated: a site is the "
+              "allocating stack (<code>--by stack</code>, the Python frames among the native "
+              "ones, the Python interpreter's and PyTorch's dispatcher's frames folded unless "
+              "<code>--full-stacks</code>), its "
+              "first frame, its NVTX ranges or its Python stack; its bytes held at the peak "
+              "(the moment its rank's allocated total was highest), and all it allocated.</p>\n",
+              f);
     if (!any) {
         fputs("<p class=\"note\">Not read (-n 0).</p>\n<h2 id=\"leaks\">Leaks at exit</h2>\n"
               "<p class=\"note\">Not read (-n 0).</p>\n",
@@ -584,16 +641,13 @@ static void sites_tables(fs_report_html *h, const fs_html_sites *all)
         const fs_html_sites *s = &h->traces[i].sites;
         if (!s->read) continue;
         fs_html_trace_name(&h->traces[i], name, sizeof name);
-        fprintf(f, "<h3>%s: the %zu sites (by %s) that held the most at the peak</h3>\n", name,
-                s->ntop, fs_site_by_name(s->by));
-        top_rows(f, s, false);
+        top_heading(f, name, s);
+        if (s->ntop) top_rows(f, s, false);
     }
     if (all) {
-        fprintf(f,
-                "<h3>all %zu traces: the %zu sites (by %s) that held the most at the "
-                "peak</h3>\n",
-                h->ntraces, all->ntop, fs_site_by_name(all->by));
-        top_rows(f, all, true);
+        snprintf(name, sizeof name, "all %zu traces", h->ntraces);
+        top_heading(f, name, all);
+        if (all->ntop) top_rows(f, all, true);
     }
     fputs("<h2 id=\"leaks\">Leaks at exit</h2>\n<p class=\"note\">Blocks allocated and never "
           "freed by the end of the trace, by site (<code>fsdpshim leaks</code> adds "
@@ -633,6 +687,7 @@ static const char style_sheet[] =
     ".chart text{font:11px system-ui,sans-serif;fill:#57606a}"
     ".chart text.range{font-size:10px;fill:#1f2328;pointer-events:none}"
     ".chart text.lane{font-size:10px}"
+    ".chart text.caption{font-size:10px}"
     ".grid{stroke:#eceff2}.axis{stroke:#8c959f}.tick{stroke:#8c959f}"
     ".reserved{fill:#b9d3ee;stroke:#6f9fd3;stroke-width:1}"
     ".allocated{fill:#3e7cc0;fill-opacity:.75;stroke:#1c4f8c;stroke-width:1}"

@@ -22,7 +22,7 @@
 #define PLOT_H  220
 #define LANE_H  16
 #define COLL_H  14
-#define AXIS_H  26
+#define AXIS_H  42  /* the ticks' labels, then the axis' caption */
 #define CHAR_W  6.2 /* the lanes' 10px labels: an average character's width */
 
 const char *const fs_html_palette[FS_HTML_MAX_STREAMS] = {
@@ -205,6 +205,14 @@ static void x_axis(FILE *f, const fs_report_html *h, const chart *c)
                 "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%.*f s</text>\n",
                 x, base, x, base + 4, x, base + 16, decimals, t);
     }
+    /* where time 0 is, and why the axis does not start there */
+    fprintf(f,
+            "<text class=\"caption\" x=\"%d\" y=\"%d\">seconds since %s began (0 s: the first "
+            "CUDA call traced, as in the tables)",
+            PLOT_X, base + 33, h->ntraces > 1 ? "the first trace" : "the trace");
+    if (h->t0 > h->zero)
+        fprintf(f, "; the chart starts at the first allocation or free, %.3f s", from);
+    fputs("</text>\n", f);
 }
 
 /* The bytes axis: gridlines at a power of two, the plot's top one step
@@ -458,11 +466,11 @@ static void rank_chart(fs_report_html *h, size_t i, int d)
         fs_html_stream_name(streams[s]->stream, sn, sizeof sn);
         series_columns(h, r, streams[s], cols);
         fs_human_bytes(streams[s]->peak_reserved, a, sizeof a);
-        snprintf(text, sizeof text, "%s: reserved by its pool (peak %s)", sn, a);
+        snprintf(text, sizeof text, "%s: reserved for it (peak %s)", sn, a);
         snprintf(style, sizeof style, "stroke:%s;stroke-dasharray:5 3", fs_html_palette[s]);
         band_line(f, &c, cols, true, style, text);
         fs_human_bytes(streams[s]->peak_allocated, a, sizeof a);
-        snprintf(text, sizeof text, "%s: allocated, live blocks (peak %s)", sn, a);
+        snprintf(text, sizeof text, "%s: allocated, blocks not yet freed (peak %s)", sn, a);
         snprintf(style, sizeof style, "stroke:%s", fs_html_palette[s]);
         band_line(f, &c, cols, false, style, text);
     }
@@ -498,13 +506,14 @@ static void rank_chart(fs_report_html *h, size_t i, int d)
         fs_html_stream_name(streams[s]->stream, sn, sizeof sn);
         fs_human_bytes(streams[s]->peak_allocated, a, sizeof a);
         fs_human_bytes(streams[s]->peak_reserved, b, sizeof b);
-        snprintf(text, sizeof text,
-                 "%s: allocated (peak %s), dashed: its pool's reserved (peak %s)", sn, a, b);
+        snprintf(text, sizeof text, "%s: allocated (peak %s), dashed: reserved for it (peak %s)",
+                 sn, a, b);
         snprintf(style, sizeof style, "background:%s", fs_html_palette[s]);
         swatch(f, style, text);
     }
     if (shown > nstreams)
-        fprintf(f, "<span>%zu more streams, not drawn (see Streams)</span>", shown - nstreams);
+        fprintf(f, "<span>%zu more stream%s, not drawn (see Streams)</span>", shown - nstreams,
+                shown - nstreams == 1 ? "" : "s");
     if (fd->ooms) swatch(f, "background:#d00", "out of memory");
     for (int op = 0; r->colls && op < FS_TL_OPS; op++)
         if (p->fig.coll_count[op]) {
@@ -599,11 +608,21 @@ void fs_html_timeline(fs_report_html *h)
         return;
     }
     h->span = t1 > h->t0 ? t1 - h->t0 : 1;
-    fputs("<p class=\"note\">Time in seconds since the first trace began, the ranks on one "
-          "clock (their wall clocks). Filled: the device's reserved and allocated bytes, the "
-          "allocator's own totals (docs/cli.md says when a freed block stops counting); lines: "
-          "each stream's blocks, allocated on it and not yet freed by the program, and, dashed, "
-          "the segments of its pool. Each pixel column shows the lowest and highest values "
+    fprintf(h->f,
+            "<p class=\"note\">Time in seconds since %s began: 0 s is the first CUDA call traced "
+            "in %s process, when the shim started tracing it, the clock of the tables below and of "
+            "<code>fsdpshim report</code> and <code>timeline</code>%s. The charts start at the "
+            "first allocation or free, %.3f s: what came before it (CUDA's initialisation, "
+            "imports) held no memory. ",
+            h->ntraces > 1 ? "the first trace" : "the trace", h->ntraces > 1 ? "its" : "the",
+            h->ntraces > 1 ? ", the ranks on one clock (their wall clocks)" : "",
+            (double)(h->t0 - h->zero) / 1e9);
+    fputs("Filled: the device's reserved bytes (what the cache holds from CUDA) and allocated "
+          "bytes (the blocks the program holds), the allocator's own totals (a block stops "
+          "counting as allocated when the program frees it: docs/cli.md); lines: the bytes of "
+          "each stream's blocks (allocated on it and not yet freed), and, dashed, the memory the "
+          "cache reserved for that stream (the segments of its pool). Each pixel column shows the "
+          "lowest and highest values "
           "reached in it, so no peak is lost. Above the plot: NVTX ranges (the one covering "
           "most of a column at each depth), the rate limiter's waits, collectives. Hover over "
           "a curve, a range or a mark for its figures.</p>\n",

@@ -431,7 +431,7 @@ static void ranges_to(fs_timeline *tl, const fs_reader *t, thread_ranges *th, ui
     while (same < n && same < th->depth && th->node[same] == chain[same])
         same++;
     for (int i = th->depth - 1; i >= same; i--)
-        if (i < FS_TL_LANES) paint(r, i, th->name[i], th->since[i], ns);
+        if (i < FS_TL_LANES && r->used) paint(r, i, th->name[i], th->since[i], ns);
     for (int i = same; i < n; i++) {
         th->node[i] = chain[i];
         th->name[i] = name_of(tl, t, th->node[i]);
@@ -459,11 +459,17 @@ void fs_tl_record(fs_timeline *tl, fs_reader *t, const fs_fmt_record *rec, uint3
     const fs_fmt_event *ev = &rec->ev;
 
     if (rec->kind < FS_REC_ALLOC || rec->kind > FS_REC_EVENT_LAST) return;
-    size_t k = fit(r, ev->time_ns);
+    bool memory = rec->kind <= FS_REC_OOM && ev->device >= 0 && ev->device < FS_SITES_MAX_DEVICES;
+    /* the buckets begin at the first memory event, as the chart does: the
+     * CUDA initialisation before it (a stream pool's streams, seconds of
+     * imports) would otherwise take most of the chart and of the buckets'
+     * resolution. Before it only the threads' ranges and waits are
+     * followed, so that one still open is drawn from the chart's start. */
+    size_t k = r->used || memory ? fit(r, ev->time_ns) : 0;
     thread_ranges *th = thread_of(tl->reading, tid);
     if (ev->annot != th->annot) ranges_to(tl, t, th, ev->annot, ev->time_ns);
     if (rec->kind <= FS_REC_OOM) {
-        if (ev->device >= 0 && ev->device < FS_SITES_MAX_DEVICES) memory_event(tl, rec, k);
+        if (memory) memory_event(tl, rec, k);
         return;
     }
     switch (rec->kind) {
@@ -476,6 +482,7 @@ void fs_tl_record(fs_timeline *tl, fs_reader *t, const fs_fmt_record *rec, uint3
         }
         break;
     case FS_REC_COLLECTIVE:
+        if (!r->used) break; /* before the chart */
         if (!r->colls) r->colls = alloc_or_die(FS_TL_BUCKETS, sizeof *r->colls);
         r->colls[k].count[ev->aux < FS_TL_OPS ? ev->aux : FS_COLL_OTHER]++;
         r->colls[k].bytes += ev->size;
@@ -485,7 +492,7 @@ void fs_tl_record(fs_timeline *tl, fs_reader *t, const fs_fmt_record *rec, uint3
         th->wait_since = ev->time_ns;
         break;
     case FS_REC_RL_WAIT_END:
-        if (th->waiting)
+        if (th->waiting && r->used)
             paint(r, FS_TL_WAIT_LANE, tl->reading->wait_name, th->wait_since, ev->time_ns);
         th->waiting = false;
         break;
@@ -499,7 +506,7 @@ void fs_tl_end(fs_timeline *tl)
     fs_tl_reading *rd = tl->reading;
     fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
 
-    for (size_t i = 0; i < rd->nthreads; i++) {
+    for (size_t i = 0; i < rd->nthreads && r->used; i++) {
         thread_ranges *th = &rd->threads[i];
         for (int d = th->depth - 1; d >= 0; d--)
             if (d < FS_TL_LANES) paint(r, d, th->name[d], th->since[d], r->last_ns);

@@ -9,7 +9,9 @@
  * keeps, per series, the lowest, highest and last values reached in it, so
  * that a peak is never lost whatever the resolution; per annotation depth,
  * the range that covers most of it; and the collectives enqueued in it. The
- * page maps the buckets onto its pixel columns. */
+ * buckets begin at the trace's first memory event, not at its first event
+ * (CUDA's initialisation can take most of a short job's trace). The page
+ * maps the buckets onto its pixel columns. */
 #ifndef FS_REPORT_TIMELINE_H
 #define FS_REPORT_TIMELINE_H
 
@@ -68,7 +70,10 @@ typedef struct fs_tl_colls {
 typedef struct fs_tl_rank {
     uint64_t base;          /* wall-clock ns at the trace's time 0: ranks share one clock */
     uint64_t origin, width; /* bucket k: ns [origin + k width, origin + (k + 1) width) */
-    size_t used;            /* the latest event's bucket + 1; 0: no event */
+    size_t used;            /* the latest event's bucket + 1; 0: no memory event yet */
+    /* ns into the trace: the first memory event (an allocation, a free, a
+     * segment, an out-of-memory), where the buckets begin, and the last
+     * event of any kind after it */
     uint64_t first_ns, last_ns;
     fs_tl_series *series; /* the devices' totals and the streams, as first seen */
     size_t nseries;

@@ -6,6 +6,7 @@
 
 #include "../cli/cli.h"
 #include "cmdline.h"
+#include "fold.h"
 #include "render.h"
 
 #include <inttypes.h>
@@ -30,7 +31,7 @@ bool fs_site_by_parse(const char *arg, enum fs_site_by *out)
 }
 
 int fs_site_getopt(int argc, char *const *argv, const struct option *longopts, enum fs_site_by *by,
-                   size_t *limit, bool *symbols)
+                   size_t *limit, bool *symbols, bool *full)
 {
     uint64_t n;
     int c;
@@ -51,6 +52,9 @@ int fs_site_getopt(int argc, char *const *argv, const struct option *longopts, e
             break;
         case 'N':
             *symbols = false;
+            break;
+        case 'W':
+            *full = true;
             break;
         default:
             return c;
@@ -191,6 +195,12 @@ static const char *no_python_frames(const fs_reader *t, uint32_t tid)
     return "(no Python frames)";
 }
 
+/* One source frame of a native frame into the stack's text (fold.h) */
+static void fold_source(void *ctx, const char *line, const fs_render_source *src)
+{
+    fs_fold_line(ctx, line, fs_fold_group_of(src->module, src->function, src->file));
+}
+
 static void key_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev, uint32_t tid, char *key,
                    size_t len)
 {
@@ -217,9 +227,11 @@ static void key_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev, uint32_t t
     case FS_BY_FRAME:
     case FS_BY_STACK: {
         /* a stack: its Python frames merged in where the interpreter runs
-         * them (render.h), as PyTorch's mixed stacks */
+         * them (render.h), as PyTorch's mixed stacks, its plumbing folded
+         * (fold.h) unless --full-stacks */
         const uint64_t *frames;
         const fs_fmt_pyframe *py;
+        fs_fold fold = {.text = key, .len = len, .full = s->full};
         n = ev->stack ? fs_reader_stack(t, ev->stack, &frames) : 0;
         uint32_t npy =
             s->by == FS_BY_STACK && ev->pystack ? fs_reader_pystack(t, ev->pystack, &py) : 0;
@@ -228,15 +240,13 @@ static void key_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev, uint32_t t
         for (uint32_t i = 0; i <= n; i++) {
             for (uint32_t k = 0; i == python_at && k < npy; k++) {
                 fs_render_pyframe(t, &py[k], text, sizeof text);
-                if (at) append(key, len, &at, "\n");
-                append(key, len, &at, text);
+                fs_fold_line(&fold, text, -1);
             }
             if (i == n) break;
-            fs_render_frame_sym(t, s->sym, frames[i], text, sizeof text);
-            if (at) append(key, len, &at, "\n");
-            append(key, len, &at, text);
+            fs_render_frame_sources(t, s->sym, frames[i], fold_source, &fold);
         }
-        if (!at) append(key, len, &at, "(no stack)");
+        fs_fold_end(&fold);
+        if (!fold.at) append(key, len, &at, "(no stack)");
         return;
     }
     }
@@ -673,7 +683,7 @@ static void read_sites(void *ctx, size_t i)
 {
     sites_job *job = ctx;
     struct sites_file *f = &job->files[i];
-    f->sites = (fs_sites){.by = job->dst->by, .sym = job->dst->sym};
+    f->sites = (fs_sites){.by = job->dst->by, .sym = job->dst->sym, .full = job->dst->full};
     f->read = fs_sites_read(&f->sites, job->paths[i], job->command, &f->peaks);
 }
 

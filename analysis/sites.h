@@ -26,12 +26,12 @@ int fs_site_choice(const char *arg, const char *const *names, int n);
 bool fs_site_by_parse(const char *arg, enum fs_site_by *out);
 
 /* fs_getopt (cmdline.h) over a grouping command's arguments (short
- * options -h and -n N; longopts with --by as 'b' and --no-symbols as 'N'
- * among them), applying --by, -n and --no-symbols itself: the next of the
- * command's own options, FS_GETOPT_BAD after a line naming a bad option or
- * value, -1 at the end. */
+ * options -h and -n N; longopts with --by as 'b', --no-symbols as 'N' and
+ * --full-stacks as 'W' among them), applying --by, -n, --no-symbols and
+ * --full-stacks itself: the next of the command's own options,
+ * FS_GETOPT_BAD after a line naming a bad option or value, -1 at the end. */
 int fs_site_getopt(int argc, char *const *argv, const struct option *longopts, enum fs_site_by *by,
-                   size_t *limit, bool *symbols);
+                   size_t *limit, bool *symbols, bool *full);
 /* For a value of `option` that is none of the n names: one line naming it
  * and the choices ("--sort 'x': not peak, count or total"); the usage
  * status. */
@@ -51,6 +51,7 @@ typedef struct fs_site {
 typedef struct fs_sites {
     enum fs_site_by by;
     fs_symbols *sym; /* NULL: frames as MODULE+0xOFFSET */
+    bool full;       /* --full-stacks: every frame; else plumbing folded (fold.h) */
     fs_site *all;
     size_t n, cap;
     uint32_t *slots; /* by text: index + 1, 0 empty */

@@ -41,7 +41,7 @@ void usage_top(FILE *out)
 {
     fprintf(out, "usage: fsdpshim top [--by stack|frame|annotation|python]\n"
                  "                    [--sort peak|count|total|temporary] [-n N] [--no-symbols]\n"
-                 "                    TRACE...\n"
+                 "                    [--full-stacks] TRACE...\n"
                  "       fsdpshim top --live [PID...] [-d SECONDS] [--once]\n"
                  "\n"
                  "Allocation sites of one or more traces (ranks of one job are merged), largest\n"
@@ -54,6 +54,9 @@ void usage_top(FILE *out)
                  "  --sort    peak (default), count, total or temporary\n"
                  "  -n N      print the first N groups [10]; 0 prints all\n"
                  "  --no-symbols  native frames as MODULE+0xOFFSET, not FUNCTION at FILE:LINE\n"
+                 "  --full-stacks  every frame of a stack; by default a run of the Python\n"
+                 "            interpreter's, PyTorch dispatcher's and other plumbing frames is\n"
+                 "            one line saying how many were folded (docs/cli.md lists them)\n"
                  "\n"
                  "Native frames are symbolised from the modules on this machine (libdw; separate\n"
                  "debug files by build id); a module that is missing or was rebuilt since the\n"
@@ -133,11 +136,9 @@ static void print_table(top_run *r)
 int command_top(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"by", required_argument, NULL, 'b'},
-        {"sort", required_argument, NULL, 's'},
-        {"no-symbols", no_argument, NULL, 'N'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"by", required_argument, NULL, 'b'},   {"sort", required_argument, NULL, 's'},
+        {"no-symbols", no_argument, NULL, 'N'}, {"full-stacks", no_argument, NULL, 'W'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
     };
     top_run r = {.sites.by = FS_BY_STACK, .sort = SORT_PEAK, .limit = 10};
     bool symbols = true;
@@ -146,7 +147,8 @@ int command_top(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--live")) return command_top_live(argc, argv);
     optind = 1;
-    while ((c = fs_site_getopt(argc, argv, longopts, &r.sites.by, &r.limit, &symbols)) != -1) {
+    while ((c = fs_site_getopt(argc, argv, longopts, &r.sites.by, &r.limit, &symbols,
+                               &r.sites.full)) != -1) {
         switch (c) {
         case 's':
             if ((sort = fs_site_choice(optarg, sort_names, 4)) < 0)

@@ -57,6 +57,21 @@ int fs_parse_options(int argc, char **argv, const fs_option *opts, size_t n, voi
 int fs_shim_environment(const char *who, const char *lib_opt, const char *conf_opt,
                         char *const *argv);
 
+/* run.c - the trace files of a run. Whether CONF (FSDPSHIM_CONF's syntax)
+ * turns tracing on: its trace key is events, stacks or python. */
+bool fs_conf_traces(const char *conf);
+/* Makes the list a traced run's processes name their trace files in (in
+ * TMPDIR, else /tmp) and sets FSDPSHIM_TRACE_LIST to it, its path in list;
+ * 0, or an exit status after one line naming `who`. */
+int fs_trace_list_begin(const char *who, char *list, size_t len);
+/* Once the run is over: names each trace file in the list, once, in the
+ * order they were opened (a file renamed when its rank became known is
+ * listed again by its new name; the old one no longer exists), each one a
+ * process could not create (a line "!WHY" from trace/session.c), or says
+ * that none was written; then removes the list. Lines start as the
+ * library's (fs_cli_note) when who is NULL, else "fsdpshim WHO: ". */
+void fs_trace_list_name(const char *list, const char *who);
+
 /* Whether `file` is installed with this binary: in install_dir, else
  * build_dir, each relative to the binary's directory; its path in out. */
 bool fs_cli_installed(const char *install_dir, const char *build_dir, const char *file, char *out,

@@ -347,9 +347,8 @@ static int trace_environment(const char *who, const launch_options *o, char **co
                              size_t len)
 {
     const char *base = o->conf ? o->conf : getenv("FSDPSHIM_CONF");
-    const char *tmp = getenv("TMPDIR");
     char pattern[PATH_MAX * 3];
-    int fd, rc;
+    int rc;
 
     if ((rc = trace_pattern(who, o->output ? o->output : DEFAULT_TRACE_NAME, pattern,
                             sizeof pattern)))
@@ -360,6 +359,32 @@ static int trace_environment(const char *who, const launch_options *o, char **co
         snprintf(*conf, n, "%s%strace:stacks", base && *base ? base : "", base && *base ? "," : "");
     }
     if (fs_cli_setenv(who, "FSDPSHIM_TRACE", pattern)) return FS_EXIT_BAD_INPUT;
+    return fs_trace_list_begin(who, list, len);
+}
+
+bool fs_conf_traces(const char *conf)
+{
+    char *copy = conf ? strdup(conf) : NULL, *cur = copy, *key, *value;
+    bool on = false;
+
+    /* as the shim reads it (interpose/config.c): the last good trace key
+     * wins; a bad value is reported there and changes nothing */
+    while (cur && fs_conf_next(&cur, &key, &value)) {
+        if (strcmp(key, "trace")) continue;
+        if (!strcmp(value, "off"))
+            on = false;
+        else if (!strcmp(value, "events") || !strcmp(value, "stacks") || !strcmp(value, "python"))
+            on = true;
+    }
+    free(copy);
+    return on;
+}
+
+int fs_trace_list_begin(const char *who, char *list, size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+    int fd;
+
     snprintf(list, len, "%s/fsdpshim-traces-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if ((fd = mkstemp(list)) < 0) {
         fprintf(stderr, "fsdpshim %s: cannot make the list of trace files: %s\n", who,
@@ -367,14 +392,31 @@ static int trace_environment(const char *who, const launch_options *o, char **co
         return FS_EXIT_BAD_INPUT;
     }
     close(fd);
-    return fs_cli_setenv(who, "FSDPSHIM_TRACE_LIST", list) ? FS_EXIT_BAD_INPUT : 0;
+    if (fs_cli_setenv(who, "FSDPSHIM_TRACE_LIST", list)) {
+        unlink(list);
+        return FS_EXIT_BAD_INPUT;
+    }
+    return 0;
 }
 
-/* Names each trace file the run wrote, once, in the order they were opened
- * (a file renamed when its rank became known is listed again by its new
- * name; the old one no longer exists), and each one a process could not
- * create (a line "!WHY" from trace/session.c). */
-static void name_traces(const char *list)
+/* One line about the run's traces: `fsdpshim sim: ...` for who, else as
+ * the library's own lines start (fs_cli_note) */
+static void say(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const char *who, const char *fmt, ...)
+{
+    char line[PATH_MAX + 600];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (who)
+        fprintf(stderr, "fsdpshim %s: %s\n", who, line);
+    else
+        fs_cli_note("%s", line);
+}
+
+void fs_trace_list_name(const char *list, const char *who)
 {
     FILE *f = fopen(list, "r");
     char line[PATH_MAX + 512], **seen = NULL;
@@ -385,7 +427,7 @@ static void name_traces(const char *list)
         bool dup = false;
         line[strcspn(line, "\n")] = 0;
         if (line[0] == '!') {
-            fs_cli_note("the trace could not be written: %s", line + 1);
+            say(who, "the trace could not be written: %s", line + 1);
             failed++;
             continue;
         }
@@ -398,9 +440,9 @@ static void name_traces(const char *list)
         if (!(seen[n] = strdup(line))) break;
         n++;
         found++;
-        fs_cli_note("trace: %s (%lld bytes)", line, (long long)st.st_size);
+        say(who, "trace: %s (%lld bytes)", line, (long long)st.st_size);
     }
-    if (!found && !failed) fs_cli_note("no trace was written: no process of the run used the GPU");
+    if (!found && !failed) say(who, "no trace was written: no process of the run used the GPU");
     if (f) fclose(f);
     for (size_t i = 0; i < n; i++)
         free(seen[i]);
@@ -440,7 +482,7 @@ static int launch(int argc, char **argv, bool record)
     }
     if (pid == 0) _exit(fs_exec_program(who, argv + o.first));
     rc = fs_wait_program(pid);
-    name_traces(list);
+    fs_trace_list_name(list, NULL);
     return rc;
 }
 

@@ -9,8 +9,10 @@
  * exit into a directory of this run's own (FSDPSHIM_SIM_REPORT,
  * sim/stats.c); once the program has exited the launcher reads them and
  * prints one line per process and device, the job's peak, and the devices
- * that refused memory. So unlike `run`, which becomes the program, this
- * command forks, waits, and exits with the program's status. */
+ * that refused memory, and, when the run was traced, the trace files its
+ * processes wrote (the list `fsdpshim record` uses, run.c). So unlike
+ * `run`, which becomes the program, this command forks, waits, and exits
+ * with the program's status. */
 #include "cli.h"
 
 #include "size_parse.h"
@@ -62,11 +64,17 @@ void usage_sim(FILE *out)
                  "The sim's libraries are taken from FSDPSHIM_SIM_DIR, else from the ones\n"
                  "installed with this program. Under the shim a Python command is routed as\n"
                  "by `fsdpshim run`. A process's rank is its RANK variable (torchrun sets it).\n"
+                 "With tracing on (--conf trace:events, trace:stacks or trace:python, or the\n"
+                 "same in FSDPSHIM_CONF) each process writes a trace, named by FSDPSHIM_TRACE\n"
+                 "[fsdpshim-%%h-%%p.fst, %%r the rank], and the files written are named at the\n"
+                 "end, as `fsdpshim record` names them.\n"
                  "\n"
                  "examples:\n"
                  "  fsdpshim sim -- ./my_cuda_program\n"
                  "  fsdpshim sim --devices 8 --mem 80G --no-data -- \\\n"
                  "      torchrun --nproc-per-node 8 train.py\n"
+                 "  FSDPSHIM_TRACE='rank%%r.fst' fsdpshim sim --conf trace:python -- \\\n"
+                 "      torchrun --nproc-per-node 2 train.py\n"
                  "\n"
                  "Exit status: that of CMD (128+N when killed by signal N); 1 a library is not\n"
                  "found; 2 usage error; 126 CMD cannot be run; 127 CMD not found.\n");
@@ -306,7 +314,7 @@ static void print_report(job_report *r, bool native)
 int command_sim(int argc, char **argv)
 {
     sim_options o = {0};
-    char dir[PATH_MAX], reports[PATH_MAX];
+    char dir[PATH_MAX], reports[PATH_MAX], list[PATH_MAX];
     const char *tmp = getenv("TMPDIR");
     job_report r = {0};
     pid_t pid;
@@ -316,27 +324,39 @@ int command_sim(int argc, char **argv)
     if (!find_sim_dir(dir)) return FS_EXIT_BAD_INPUT;
     if ((rc = sim_environment(dir, &o))) return rc;
     if (!o.native && (rc = fs_shim_environment("sim", o.lib, o.conf, argv + o.first))) return rc;
+    /* traced: the processes name their files in a list, as under `fsdpshim
+     * record`, unless a launcher around this one keeps the list already */
+    const char *outer = getenv("FSDPSHIM_TRACE_LIST");
+    bool traced = !o.native && fs_conf_traces(getenv("FSDPSHIM_CONF")) && !(outer && *outer);
+    if (traced && (rc = fs_trace_list_begin("sim", list, sizeof list))) return rc;
     snprintf(reports, sizeof reports, "%s/fsdpshim-sim-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(reports)) {
         fprintf(stderr, "fsdpshim sim: cannot make a directory for the reports: %s\n",
                 strerror(errno));
-        return FS_EXIT_BAD_INPUT;
+        rc = FS_EXIT_BAD_INPUT;
+        goto out;
     }
     if (fs_cli_setenv("sim", "FSDPSHIM_SIM_REPORT", reports)) {
         rmdir(reports);
-        return FS_EXIT_BAD_INPUT;
+        rc = FS_EXIT_BAD_INPUT;
+        goto out;
     }
     fflush(NULL);
     pid = fork();
     if (pid < 0) {
         fprintf(stderr, "fsdpshim sim: cannot start the program: %s\n", strerror(errno));
         rmdir(reports);
-        return FS_EXIT_CANNOT_RUN;
+        rc = FS_EXIT_CANNOT_RUN;
+        goto out;
     }
     if (pid == 0) _exit(fs_exec_program("sim", argv + o.first));
     rc = fs_wait_program(pid);
     read_reports(reports, &r);
     print_report(&r, o.native);
     free(r.rows);
+    if (traced) fs_trace_list_name(list, "sim");
+    return rc;
+out:
+    if (traced) unlink(list);
     return rc;
 }

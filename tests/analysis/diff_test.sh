@@ -37,15 +37,18 @@ grep -q "^2 sites by stack: 0 grew, 0 shrank in peak, 0 only in A, 0 only in B$"
     fail "a trace against a twin: $(cat "$dir/out")"
 
 # two builds of the program (here a copy under another name, whose _start
-# frame has no line information: "_start (MODULE+0xOFFSET)"): stacks match
+# frame has no line information: "_start (MODULE+0xOFFSET)", printed with
+# --full-stacks, folded with the program's start otherwise): stacks match
 # by their symbolised frames, not by the module's path; without symbols by
 # module and offset, which differ
 cp "$prog" "$dir/app2"
 expect 0 "$cli" run --trace -o "$dir/app2.fst" -- "$dir/app2" sites
-expect 0 "$cli" diff "$dir/sites.fst" "$dir/app2.fst"
-grep -q "^2 sites by stack: 0 grew, 0 shrank in peak, 0 only in A, 0 only in B$" "$dir/out" ||
-    fail "two builds by stack: $(cat "$dir/out")"
-expect 0 "$cli" top "$dir/app2.fst"
+for full in "" --full-stacks; do
+    expect 0 "$cli" diff $full "$dir/sites.fst" "$dir/app2.fst"
+    grep -q "^2 sites by stack: 0 grew, 0 shrank in peak, 0 only in A, 0 only in B$" "$dir/out" ||
+        fail "two builds by stack $full: $(cat "$dir/out")"
+done
+expect 0 "$cli" top --full-stacks "$dir/app2.fst"
 grep -qE "^    _start \($dir/app2\+0x[0-9a-f]+\)$" "$dir/out" ||
     fail "no _start frame without line information: $(cat "$dir/out")"
 expect 0 "$cli" diff --no-symbols "$dir/sites.fst" "$dir/app2.fst"

@@ -103,6 +103,23 @@ small = [g for g in segs if g['segment_type'] == 'small']
 want(len(small) == 1 and small[0]['total_size'] == 2 * $MiB, 'one small segment')
 "
 
+# requested and block bytes: trace_prog leak 1000 keeps a block of 2 MiB +
+# 1000 bytes, 2 MiB + 1024 in the allocator's blocks. The summary gives the
+# blocks' bytes, the requested ones (what memory_viz's stats print as
+# total_allocated: the requested_size of the active_allocated blocks) and
+# the difference; the pickle's blocks carry both
+expect 0 "$cli" run --trace -o "$dir/odd.fst" -- "$prog" leak 1000
+expect 0 "$cli" export --memviz --at end -o "$dir/odd.pickle" "$dir/odd.fst"
+memviz_check "$dir/odd.pickle"
+grep -q "device 0 at the end (.* s in): 7.0 MiB allocated in blocks (7.0 MiB requested, memory_viz's total_allocated, and 24 B of rounding), " \
+    "$dir/err" || fail "the summary's requested and block bytes: $(cat "$dir/err")"
+grep -q "; requested $((7 * MiB + 1000)) of active_allocated $((7 * MiB + 1024));" "$dir/check" ||
+    fail "the pickle's requested and block bytes: $(cat "$dir/check")"
+py "$dir/odd.pickle" "
+odd = [b for b in blocks if b['state'] == 'active_allocated' and b['size'] == 2 * $MiB + 1024]
+want(len(odd) == 1 and odd[0]['requested_size'] == 2 * $MiB + 1000, 'the odd block')
+"
+
 # threads allocating and freeing at once, every entry kept
 expect 0 "$cli" export --memviz --at end --max-entries 0 -o "$dir/flood.pickle" "$dir/flood.fst"
 memviz_check "$dir/flood.pickle"

@@ -19,8 +19,10 @@ segment and every free to find its block. This script checks exactly that:
   each free_requested finds its block, each segment_alloc its segment, and
   at every step every live block lies in a live segment.
 
-It prints one line per device (the figures the analyzer's test compares) and
-exits 1 with the first problem found.
+It prints one line per device (the figures the analyzer's test compares: the
+bytes of the blocks in each state, and the requested bytes of the allocated
+ones, which memory_viz's stats call total_allocated) and exits 1 with the first
+problem found.
 """
 import pickle
 import pickletools
@@ -194,8 +196,12 @@ def main():
         segs = [s for s in snap["segments"] if s["device"] == device]
         states = {st: sum(b["size"] for s in segs for b in s["blocks"] if b["state"] == st)
                   for st in sorted(STATES)}
+        # what torch.cuda._memory_viz stats prints as total_allocated (segsum)
+        requested = sum(b["requested_size"] for s in segs for b in s["blocks"]
+                        if b["state"] == "active_allocated")
         print(f"device {device}: {len(segs)} segments, {sum(s['total_size'] for s in segs)} bytes; "
               + ", ".join(f"{st} {n}" for st, n in states.items())
+              + f"; requested {requested} of active_allocated {states['active_allocated']}"
               + f"; {len(trace)} trace entries")
 
 

@@ -33,6 +33,7 @@ from html.parser import HTMLParser
 
 SVG = "{http://www.w3.org/2000/svg}"
 COLUMNS = 1072  # report_svg.c: one column per pixel
+PLOT_X = 104  # report_svg.c: the plot's left edge
 
 
 def fail(what):
@@ -106,6 +107,7 @@ def main():
     ap.add_argument("--waits", action="store_true")
     ap.add_argument("--title-has", action="append", default=[])
     ap.add_argument("--max-bytes", type=int)
+    ap.add_argument("--starts-at", help="seconds (3 decimals): where every chart must start")
     a = ap.parse_args()
 
     raw = open(a.page, "rb").read()
@@ -172,6 +174,20 @@ def main():
         for p in paths:
             if p.find(SVG + "title") is None:
                 fail(f"{name}: a curve without a tooltip")
+        if a.starts_at:
+            # the chart starts at the first allocation: the device's reserved
+            # area begins at the plot's left edge, and the axis says where
+            # time 0 is and where the chart starts
+            reserved = [p for p in paths if p.get("class") == "reserved"][0]
+            first_x = int(re.match(r"M(-?\d+) ", reserved.get("d")).group(1))
+            if first_x > PLOT_X + 1:
+                fail(f"{name}: the reserved area begins at x {first_x}, not at the plot's left "
+                     f"edge {PLOT_X}")
+            captions = [text_of(t) for t in svg.iter(SVG + "text") if t.get("class") == "caption"]
+            if not captions or "0 s: the first CUDA call traced" not in captions[0] or \
+                    not captions[0].endswith(f"the chart starts at the first allocation or free, "
+                                             f"{a.starts_at} s"):
+                fail(f"{name}: the axis' caption: {captions}")
         peak = [c for c in svg.iter(SVG + "circle") if c.get("class") == "peak"]
         area = [p for p in paths if p.get("class") == "allocated"][0]
         top = min(int(y) for y in re.findall(r"[ML]-?\d+ (-?\d+)", area.get("d")))

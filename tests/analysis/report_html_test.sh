@@ -9,7 +9,9 @@
 # after the third, with its cause as the text explains it), trace_prog leak (the blocks live at
 # exit by site), report_html_prog (NVTX range names and a trace file name
 # that are markup and bytes that are not UTF-8; ranges nested deeper than
-# the lanes), and 400000 events whose page stays small. The text is the same
+# the lanes; with `late`, a chart that starts at its first allocation, not
+# at the stream it created 300 ms before), and 400000 events whose page
+# stays small. The text is the same
 # with and without --html.
 #
 #   report_html_test.sh FSDPSHIM TRACE_PROG SIM_DIR MINIFSDP REPORT_HTML_PROG
@@ -75,6 +77,36 @@ page_check "$dir/hostile.html" "$dir/text" --charts 1 --ranges step,layer,block,
 
 page "$dir/flood.html" -n 2 "$dir/flood.fst"
 page_check "$dir/flood.html" "$dir/text" --charts 1 --stream-curves 1 --max-bytes 100000
+
+# a job that creates a stream 300 ms before its first allocation: the
+# chart starts at the first allocation, at the time dump gives it, not at
+# the trace's start (the first CUDA call), and its axis says both
+expect 0 "$cli" run --trace -o "$dir/late.fst" -- "$ranges_prog" late
+expect 0 "$cli" dump --no-stacks "$dir/late.fst"
+first=$(awk '$2 == "segment_alloc" || $2 == "alloc" {printf "%.3f", $1; exit}' "$dir/out")
+awk -v f="$first" 'BEGIN {exit !(f >= 0.3)}' || fail "the first allocation at $first s, not 0.3 s in"
+page "$dir/late.html" "$dir/late.fst"
+page_check "$dir/late.html" "$dir/text" --charts 1 --starts-at "$first"
+# its stream never allocated: counted under the table of streams, not a row
+grep -q '^<p class="note">1 more stream (created, or seen, but never allocated on and never reserved for) not listed.</p>$' \
+    "$dir/late.html" || fail "the idle stream: $(grep -A3 'never allocated' "$dir/late.html")"
+
+# the words (issue 31, item 14): one site and one leaking site in the
+# singular, as the text has them; figures with their units in the headers;
+# no allocator jargon left unexplained
+page "$dir/one.html" -n 1 --by frame "$dir/leak.fst"
+grep -q '^<h3>pid [0-9]*: the site (by frame) that held the most at the peak</h3>$' "$dir/one.html" ||
+    fail "one site: $(grep '<h3>' "$dir/one.html")"
+grep -q '^<p>3 blocks, 7.0 MiB, still allocated when the trace ended; the site that held the most:</p>$' \
+    "$dir/one.html" || fail "one leaking site: $(grep 'still allocated when' "$dir/one.html")"
+for header in "the cache's overhead (% of allocated)" "time span (s)" "total wait (ms)" \
+    "longest wait (ms)" "allocated when the trace ended" "segments released"; do
+    grep -qF "<th>$header</th>" "$dir/one.html" || fail "no header '$header'"
+done
+for jargon in "legacy stream" "its pool's reserved" "handed out again" "had passed them" \
+    "seen created" "dropped by the writer" "the 1 sites"; do
+    ! grep -qF "$jargon" "$dir/one.html" "$dir/mf.html" || fail "the page says '$jargon'"
+done
 
 # without sites (-n 0) the tables of sites say so
 page "$dir/nosites.html" -n 0 "$dir/sites.fst"

@@ -6,7 +6,9 @@
 # let the GIL go before they allocate: at least 95% of the allocations made
 # on each rank's main thread carry Python frames all the same, and those of
 # autograd's backward threads (pt_autograd_N) that carry none (the backward
-# pass's own, in C++) are grouped by `top --by python` as such.
+# pass's own, in C++) are grouped by `top --by python` as such. `fsdpshim
+# sim` names both files at the end; `report` folds the dispatcher's and the
+# interpreter's frames of their stacks, and prints them with --full-stacks.
 #
 #   trace_run.sh FSDPSHIM PYTHON TRAIN_FSDP_PY
 set -uo pipefail
@@ -31,6 +33,8 @@ for r in 0 1; do
         fail "rank $r: no Python frame of train_fsdp.py"
     grep -q "^    #0 .*libc10_cuda.so+0x" "$dir/dump" ||
         fail "rank $r: no native frame in PyTorch's allocator"
+    grep -q "^fsdpshim sim: trace: $f ([0-9]* bytes)$" "$dir/run.out" ||
+        fail "sim did not name $f: $(grep 'fsdpshim sim' "$dir/run.out")"
     echo "rank $r: $allocs allocations, $(grep -c ' collective ' "$dir/dump") collectives traced"
 
     # per thread: allocations, and how many carry Python frames; the main
@@ -66,4 +70,24 @@ for r in 0 1; do
     echo "rank $r: main thread: $main_framed of $main allocations with Python frames;" \
         "autograd's threads: $autograd_framed of $autograd ($((autograd - autograd_framed)) grouped as autograd's)"
 done
+
+# the five sites by stack of rank 0: folded, the dispatcher's and the
+# interpreter's runs are one line each, the allocator's entry and the Python
+# frames stay, in under half the lines of the whole stacks
+"$cli" report "$dir/trace-0.fst" >"$dir/folded" 2>"$dir/report.err" || fail "report: $(cat "$dir/report.err")"
+"$cli" report --full-stacks "$dir/trace-0.fst" >"$dir/full" 2>>"$dir/report.err" ||
+    fail "report --full-stacks: $(cat "$dir/report.err")"
+for want in "frames folded: PyTorch's dispatcher" "frames folded: the Python interpreter" \
+    "CUDACachingAllocator" "train_fsdp.py:[0-9]*:"; do
+    grep -q "$want" "$dir/folded" || fail "folded: no '$want': $(cat "$dir/folded")"
+done
+for gone in "at::_ops::" "c10::impl::" "_PyEval_EvalFrameDefault"; do
+    ! grep -q "^    $gone" "$dir/folded" || fail "folded: a frame of $gone: $(cat "$dir/folded")"
+    grep -q "^    $gone" "$dir/full" || fail "--full-stacks: no frame of $gone"
+done
+! grep -q "frames folded" "$dir/full" || fail "--full-stacks folded"
+lines() { sed -n '/sites (by stack) that held the most/,$p' "$1" | wc -l; }
+[ $((2 * $(lines "$dir/folded"))) -lt "$(lines "$dir/full")" ] ||
+    fail "folded: $(lines "$dir/folded") lines, whole: $(lines "$dir/full")"
+echo "report: the sites by stack in $(lines "$dir/folded") lines, $(lines "$dir/full") whole"
 echo "trace_run: ok"

@@ -2,7 +2,8 @@
 # cli_sim.sh - `fsdpshim sim`: the program runs on the simulated device with
 # the options it was given, its exit status comes back, and the report gives
 # each process's peak per device (the peak, not the sum of allocations), its
-# rank, a dry run of more memory than the machine has, refusals, usage errors.
+# rank, a dry run of more memory than the machine has, refusals, the trace
+# files of a traced run named at the end, usage errors.
 #   cli_sim.sh FSDPSHIM SIM_PEAK
 cli=$(readlink -f "$1") prog=$(readlink -f "$2")
 name=cli_sim
@@ -49,6 +50,28 @@ expect 0 env RANK=0 "$cli" sim --mem 1G -- "$prog" 0 $((8 * mib)) 0
 grep -q "under the shim" "$dir/err" || fail "the shim's route is not named"
 peak=$(report_peak 0 0)
 [ -n "$peak" ] && [ "$peak" -ge $((8 * mib)) ] || fail "under the shim the peak is '$peak'"
+
+# ---- traced: each process's trace named at the end, as `record` names them --
+expect 0 env FSDPSHIM_TRACE="$dir/t-%p.fst" "$cli" sim --conf trace:events -- sh -c \
+    "RANK=0 '$prog' 0 $mib 0 & RANK=1 '$prog' 1 $mib 0 & wait"
+sed -n "s|^fsdpshim sim: trace: \($dir/t-[0-9]*\.fst\) ([0-9]* bytes)\$|\1|p" "$dir/err" >"$dir/named"
+[ "$(wc -l <"$dir/named")" -eq 2 ] || fail "not two traces named: $(cat "$dir/err")"
+[ "$(ls "$dir"/t-*.fst | sort)" = "$(sort "$dir/named")" ] || fail "named: $(cat "$dir/named")"
+tail -1 "$dir/err" | grep -q "^fsdpshim sim: trace: " || fail "the traces are not named last"
+rm -f "$dir"/t-*.fst
+# from FSDPSHIM_CONF too; a run with tracing off names none, nor does one
+# without the shim
+expect 0 env RANK=0 FSDPSHIM_TRACE="$dir/t-%p.fst" FSDPSHIM_CONF=trace:stacks "$cli" sim -- \
+    "$prog" 0 $mib 0
+grep -q "^fsdpshim sim: trace: $dir/t-[0-9]*\.fst" "$dir/err" || fail "FSDPSHIM_CONF: $(cat "$dir/err")"
+expect 0 env RANK=0 "$cli" sim --conf trace:off -- "$prog" 0 $mib 0
+! grep -q "trace" "$dir/err" || fail "an untraced run names traces: $(cat "$dir/err")"
+expect 0 env RANK=0 "$cli" sim --native --conf trace:events -- "$prog" 0 $mib 0
+! grep -q "trace" "$dir/err" || fail "a native run names traces: $(cat "$dir/err")"
+# inside `fsdpshim record` the outer launcher names the file, once
+expect 0 env RANK=0 "$cli" record -o "$dir/r-%p.fst" -- "$cli" sim -- "$prog" 0 $mib 0
+[ "$(grep -c "trace: $dir/r-[0-9]*\.fst" "$dir/err")" -eq 1 ] || fail "under record: $(cat "$dir/err")"
+! grep -q "^fsdpshim sim: trace" "$dir/err" || fail "under record, sim named it: $(cat "$dir/err")"
 
 # ---- refusals: the device says how much it was asked for --------------------
 expect 10 env RANK=0 "$cli" sim --native --mem 4M -- "$prog" 0 $((6 * mib)) 0
