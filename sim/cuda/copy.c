@@ -148,11 +148,12 @@ static CUresult side_start(const struct side *sd, char **start, bool *device)
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }
-    size_t off, slice;
+    size_t off, slice, rows;
     if (__builtin_mul_overflow(sd->pitch, sd->height, &slice) ||
         __builtin_mul_overflow(slice, sd->z, &off) ||
-        __builtin_add_overflow(off, sd->y * sd->pitch, &off) ||
-        __builtin_add_overflow(off, sd->x, &off) || __builtin_add_overflow(base, off, &base))
+        __builtin_mul_overflow(sd->y, sd->pitch, &rows) ||
+        __builtin_add_overflow(off, rows, &off) || __builtin_add_overflow(off, sd->x, &off) ||
+        __builtin_add_overflow(base, off, &base))
         return CUDA_ERROR_INVALID_VALUE;
     *start = (char *)base;
     return CUDA_SUCCESS;
