@@ -688,8 +688,9 @@ FS_API CUresult cuCtxSetCacheConfig(CUfunc_cache config)
     return CUDA_SUCCESS;
 }
 
-/* Deprecated since CUDA 12.x: devices of compute capability 5.0 and later,
- * the sim's among them, have 4-byte banks and ignore the setting. */
+/* Deprecated; on a device without configurable banks the get answers the
+ * hardware's fixed size and the set does nothing (cuda.h). The sim's
+ * device, like every one since compute capability 5.0, has 4-byte banks. */
 FS_API CUresult cuCtxGetSharedMemConfig(CUsharedconfig *config)
 {
     struct fs_device *d;
