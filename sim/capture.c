@@ -172,11 +172,13 @@ FS_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCa
 {
     return fs_ret(begin(stream, 0, NULL, NULL, NULL, 0, mode));
 }
+SIM_RT_ALIAS(cudaStreamBeginCapture);
 
 FS_API cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
     return fs_ret(begin(stream, 1, NULL, NULL, NULL, 0, mode));
 }
+SIM_RT_ALIAS(cudaStreamBeginCapture_ptsz);
 
 FS_API cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
                                                  const cudaGraphNode_t *dependencies,
@@ -187,6 +189,7 @@ FS_API cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_
     if (!graph) return fs_ret(cudaErrorInvalidValue);
     return fs_ret(begin(stream, 0, graph, dependencies, dependencyData, numDependencies, mode));
 }
+SIM_RT_ALIAS(cudaStreamBeginCaptureToGraph);
 
 FS_API cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
                                                       const cudaGraphNode_t *dependencies,
@@ -197,6 +200,7 @@ FS_API cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaG
     if (!graph) return fs_ret(cudaErrorInvalidValue);
     return fs_ret(begin(stream, 1, graph, dependencies, dependencyData, numDependencies, mode));
 }
+SIM_RT_ALIAS(cudaStreamBeginCaptureToGraph_ptsz);
 
 /* Whether every joined stream of c has been joined back into the origin;
  * under mu. */
@@ -252,11 +256,13 @@ FS_API cudaError_t cudaStreamEndCapture(cudaStream_t h, cudaGraph_t *graph_out)
 {
     return fs_ret(end_capture(h, 0, graph_out));
 }
+SIM_RT_ALIAS(cudaStreamEndCapture);
 
 FS_API cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t h, cudaGraph_t *graph_out)
 {
     return fs_ret(end_capture(h, 1, graph_out));
 }
+SIM_RT_ALIAS(cudaStreamEndCapture_ptsz);
 
 cudaError_t fs_capture_add(struct fs_stream *s, const struct fs_work *w)
 {
@@ -450,6 +456,7 @@ FS_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t h, enum cudaStreamCaptu
 {
     return fs_ret(capture_info(h, 0, status, id, graph, deps, edges, ndeps));
 }
+SIM_RT_ALIAS(cudaStreamGetCaptureInfo);
 
 FS_API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t h,
                                                  enum cudaStreamCaptureStatus *status,
@@ -459,6 +466,7 @@ FS_API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t h,
 {
     return fs_ret(capture_info(h, 1, status, id, graph, deps, edges, ndeps));
 }
+SIM_RT_ALIAS(cudaStreamGetCaptureInfo_ptsz);
 
 static cudaError_t update_deps(cudaStream_t h, int pt, cudaGraphNode_t *deps,
                                const cudaGraphEdgeData *edges, size_t n, unsigned flags)
@@ -505,6 +513,7 @@ FS_API cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t h, cudaGraph
 {
     return fs_ret(update_deps(h, 0, deps, edges, n, flags));
 }
+SIM_RT_ALIAS(cudaStreamUpdateCaptureDependencies);
 
 FS_API cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t h, cudaGraphNode_t *deps,
                                                             const cudaGraphEdgeData *edges,
@@ -512,6 +521,7 @@ FS_API cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t h, cuda
 {
     return fs_ret(update_deps(h, 1, deps, edges, n, flags));
 }
+SIM_RT_ALIAS(cudaStreamUpdateCaptureDependencies_ptsz);
 
 FS_API cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
 {

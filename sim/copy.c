@@ -1,4 +1,5 @@
-/* copy.c - cudaMemcpy*, cudaMemset*: stream-ordered byte moves.
+/* copy.c - cudaMemcpy*, cudaMemset*, and the driver's cuMemcpy* and
+ * cuMemset*: stream-ordered byte moves.
  *
  * Every copy and set is an op on its stream (legacy or per-thread for the
  * synchronous forms). When the caller waits follows the runtime's documented
@@ -18,7 +19,12 @@
  * its next allocation) is the same on every run and every rank instead of
  * whatever the host buffer held. Host-to-host copies, sets of pinned host
  * memory and managed memory (host memory in a dry run too) move their
- * bytes. */
+ * bytes.
+ *
+ * A move is up to three-dimensional (slices of rows, each with its pitch)
+ * and a set writes 1-, 2- or 4-byte values: the runtime's calls use a row
+ * or rows of bytes, the driver's (sim/cuda/copy.c, through sim_drv_copy)
+ * the rest, with the same checks and waits. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,24 +36,44 @@ enum move_bytes { MOVE_BYTES, MOVE_ZEROS, MOVE_NOTHING };
 
 struct move {
     char *dst;
-    const char *src; /* NULL for a memset */
-    size_t width, height, dpitch, spitch;
-    int value;
+    const char *src;             /* NULL for a memset */
+    size_t width, height, depth; /* bytes of a row, rows of a slice, slices */
+    size_t dpitch, spitch;       /* bytes from one row to the next */
+    size_t dslice, sslice;       /* bytes from one slice to the next */
+    uint32_t value;              /* a set's value, of `elem` bytes */
+    unsigned elem;               /* 1, 2 or 4; width is a multiple of it */
     enum move_bytes bytes;
 };
+
+/* One row of a set: the value, elem bytes at a time. */
+static void set_row(char *d, const struct move *m)
+{
+    if (m->elem == 1) {
+        memset(d, (int)(m->value & 0xff), m->width);
+    } else if (m->elem == 2) {
+        uint16_t v = (uint16_t)m->value;
+        for (size_t i = 0; i < m->width; i += 2)
+            memcpy(d + i, &v, 2);
+    } else {
+        for (size_t i = 0; i < m->width; i += 4)
+            memcpy(d + i, &m->value, 4);
+    }
+}
 
 /* Leaves m alone: a graph may replay it (fs_stream_enqueue frees it). */
 static void run_move(void *p)
 {
     struct move *m = p;
-    for (size_t row = 0; m->bytes != MOVE_NOTHING && row < m->height; row++) {
-        char *d = m->dst + row * m->dpitch;
-        if (m->bytes == MOVE_ZEROS)
-            memset(d, 0, m->width);
-        else if (m->src)
-            memmove(d, m->src + row * m->spitch, m->width);
-        else
-            memset(d, m->value, m->width);
+    for (size_t z = 0; m->bytes != MOVE_NOTHING && z < m->depth; z++) {
+        for (size_t row = 0; row < m->height; row++) {
+            char *d = m->dst + z * m->dslice + row * m->dpitch;
+            if (m->bytes == MOVE_ZEROS)
+                memset(d, 0, m->width);
+            else if (m->src)
+                memmove(d, m->src + z * m->sslice + row * m->spitch, m->width);
+            else
+                set_row(d, m);
+        }
     }
 }
 
@@ -86,8 +112,9 @@ enum side { SIDE_PAGEABLE, SIDE_PINNED, SIDE_DEVICE };
 
 /* What the span [p, p+n) is; cudaErrorInvalidValue for NULL or a span that
  * starts in device memory and runs past its allocation (or, in a VMM
- * reservation, past the mappings that follow it without a hole). */
-static cudaError_t classify(const void *p, size_t n, enum side *side)
+ * reservation, past the mappings that follow it without a hole). *sync:
+ * the range asks synchronous calls to wait (FS_RANGE_SYNC_MEMOPS). */
+static cudaError_t classify(const void *p, size_t n, enum side *side, bool *sync)
 {
     struct fs_range r;
     if (!p) return cudaErrorInvalidValue;
@@ -97,6 +124,7 @@ static cudaError_t classify(const void *p, size_t n, enum side *side)
     }
     if (!fs_registry_covers((uintptr_t)p, n)) return cudaErrorInvalidValue;
     *side = fs_range_is_device(&r) ? SIDE_DEVICE : SIDE_PINNED;
+    *sync = *sync || (r.flags & FS_RANGE_SYNC_MEMOPS);
     return cudaSuccess;
 }
 
@@ -108,43 +136,69 @@ static bool kind_names_device(enum cudaMemcpyKind kind, bool dst_side)
     return dst_side ? kind == cudaMemcpyHostToDevice : kind == cudaMemcpyDeviceToHost;
 }
 
-static size_t span(size_t pitch, size_t width, size_t height)
+/* The bytes from the first to one past the last a move touches on one
+ * side; SIZE_MAX when that overflows (no range can cover it). */
+static size_t span(size_t pitch, size_t slice, const struct move *m)
 {
-    return height ? pitch * (height - 1) + width : 0;
+    size_t rows, slices, sum;
+    if (!m->width || !m->height || !m->depth) return 0;
+    if (__builtin_mul_overflow(pitch, m->height - 1, &rows) ||
+        __builtin_mul_overflow(slice, m->depth - 1, &slices) ||
+        __builtin_add_overflow(rows, slices, &sum) || __builtin_add_overflow(sum, m->width, &sum))
+        return SIZE_MAX;
+    return sum;
 }
 
 enum mode { MODE_SYNC, MODE_ASYNC };
+
+/* A copy (m.src set) or set of up to three dimensions on stream sh, with
+ * the runtime's checks, waits and last-error rules. A set writes memory the
+ * device reaches (device or pinned host memory); a copy names the sides it
+ * takes for device memory with its kind. */
+static cudaError_t move_3d(struct move m, enum cudaMemcpyKind kind, cudaStream_t sh, int pt,
+                           enum mode mode)
+{
+    fs_init();
+    if (m.src && (unsigned)kind > cudaMemcpyDefault) return fs_ret(cudaErrorInvalidMemcpyDirection);
+    if ((m.height > 1 || m.depth > 1) && (m.width > m.dpitch || (m.src && m.width > m.spitch)))
+        return fs_ret(cudaErrorInvalidPitchValue);
+    struct fs_stream *s;
+    cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    if (err) return fs_ret(err);
+    if (m.width == 0 || m.height == 0 || m.depth == 0) return cudaSuccess;
+    enum side ds, ss = SIDE_DEVICE;
+    bool sync_memops = false;
+    err = classify(m.dst, span(m.dpitch, m.dslice, &m), &ds, &sync_memops);
+    if (!err && m.src) err = classify(m.src, span(m.spitch, m.sslice, &m), &ss, &sync_memops);
+    if (!err && !m.src && ds == SIDE_PAGEABLE)
+        err = cudaErrorInvalidValue; /* memset needs memory the device can reach */
+    if (!err && m.src &&
+        ((ds == SIDE_PAGEABLE && kind_names_device(kind, true)) ||
+         (ss == SIDE_PAGEABLE && kind_names_device(kind, false))))
+        err = cudaErrorInvalidValue;
+    if (err) return fs_ret(err);
+
+    uint64_t seq;
+    m.bytes = move_bytes(m.dst, m.src);
+    err = submit_move(s, m, &seq);
+    if (err) return fs_ret(err);
+    int wait;
+    if (!m.src) /* a set waits only when it is synchronous and on pinned memory */
+        wait = mode == MODE_SYNC && ds == SIDE_PINNED;
+    else if (mode == MODE_SYNC)
+        wait = !(ds == SIDE_DEVICE && ss == SIDE_DEVICE);
+    else
+        wait = ds == SIDE_PAGEABLE || ss == SIDE_PAGEABLE;
+    if (wait || (mode == MODE_SYNC && sync_memops)) fs_stream_wait(s, seq);
+    return cudaSuccess;
+}
 
 static cudaError_t copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                            size_t height, enum cudaMemcpyKind kind, cudaStream_t sh, int pt,
                            enum mode mode)
 {
-    fs_init();
-    if ((unsigned)kind > cudaMemcpyDefault) return fs_ret(cudaErrorInvalidMemcpyDirection);
-    if (height > 1 && (width > dpitch || width > spitch)) return fs_ret(cudaErrorInvalidPitchValue);
-    struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(sh, pt, &s);
-    if (err) return fs_ret(err);
-    if (width == 0 || height == 0) return cudaSuccess;
-    enum side ds, ss;
-    err = classify(dst, span(dpitch, width, height), &ds);
-    if (!err) err = classify(src, span(spitch, width, height), &ss);
-    if (!err && ((ds == SIDE_PAGEABLE && kind_names_device(kind, true)) ||
-                 (ss == SIDE_PAGEABLE && kind_names_device(kind, false))))
-        err = cudaErrorInvalidValue;
-    if (err) return fs_ret(err);
-
-    uint64_t seq;
-    err = submit_move(
-        s, (struct move){dst, src, width, height, dpitch, spitch, 0, move_bytes(dst, src)}, &seq);
-    if (err) return fs_ret(err);
-    int wait;
-    if (mode == MODE_SYNC)
-        wait = !(ds == SIDE_DEVICE && ss == SIDE_DEVICE);
-    else
-        wait = ds == SIDE_PAGEABLE || ss == SIDE_PAGEABLE;
-    if (wait) fs_stream_wait(s, seq);
-    return cudaSuccess;
+    struct move m = {dst, src, width, height, 1, dpitch, spitch, 0, 0, 0, 1, MOVE_BYTES};
+    return move_3d(m, kind, sh, pt, mode);
 }
 
 cudaError_t fs_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
@@ -153,12 +207,25 @@ cudaError_t fs_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind 
     return copy_2d(dst, n, src, n, n, 1, kind, s, per_thread, async ? MODE_ASYNC : MODE_SYNC);
 }
 
-/* The simulated driver's cuMemcpy* (sim/cuda/stream.c), leaving the
- * runtime's last error as it was. */
-FS_SEAM cudaError_t sim_drv_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
-                                   cudaStream_t s, int per_thread, int async)
+/* The driver's copies and sets (sim/cuda/copy.c), leaving the runtime's
+ * last error as it was. */
+FS_SEAM cudaError_t sim_drv_copy(const struct sim_copy *c, cudaStream_t s, int per_thread,
+                                 int async)
 {
-    return SIM_QUIETLY(fs_memcpy(dst, src, n, kind, s, per_thread, async));
+    if (!c->src && c->elem != 1 && c->elem != 2 && c->elem != 4) return cudaErrorInvalidValue;
+    struct move m = {c->dst,
+                     c->src,
+                     c->width,
+                     c->height,
+                     c->depth,
+                     c->dpitch,
+                     c->spitch,
+                     c->dpitch * c->dheight,
+                     c->spitch * c->sheight,
+                     c->value,
+                     c->src ? 1 : c->elem,
+                     MOVE_BYTES};
+    return SIM_QUIETLY(move_3d(m, c->kind, s, per_thread, async ? MODE_ASYNC : MODE_SYNC));
 }
 
 FS_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
@@ -233,23 +300,8 @@ FS_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_dev, const void *src, 
 static cudaError_t set_2d(void *dst, size_t pitch, int value, size_t width, size_t height,
                           cudaStream_t sh, int pt, enum mode mode)
 {
-    fs_init();
-    if (height > 1 && width > pitch) return fs_ret(cudaErrorInvalidPitchValue);
-    struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(sh, pt, &s);
-    if (err) return fs_ret(err);
-    if (width == 0 || height == 0) return cudaSuccess;
-    enum side side;
-    err = classify(dst, span(pitch, width, height), &side);
-    if (!err && side == SIDE_PAGEABLE)
-        err = cudaErrorInvalidValue; /* memset needs memory the device can reach */
-    if (err) return fs_ret(err);
-    uint64_t seq;
-    err = submit_move(
-        s, (struct move){dst, NULL, width, height, pitch, 0, value, move_bytes(dst, NULL)}, &seq);
-    if (err) return fs_ret(err);
-    if (mode == MODE_SYNC && side == SIDE_PINNED) fs_stream_wait(s, seq);
-    return cudaSuccess;
+    struct move m = {dst, NULL, width, height, 1, pitch, 0, 0, 0, (uint32_t)value, 1, MOVE_BYTES};
+    return move_3d(m, cudaMemcpyDefault, sh, pt, mode);
 }
 
 FS_API cudaError_t cudaMemset(void *dst, int value, size_t n)

@@ -217,6 +217,7 @@ FS_API cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
     if (greatest) *greatest = -5;
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaDeviceGetStreamPriorityRange);
 
 FS_API cudaError_t cudaDeviceGetPCIBusId(char *bus_id, int len, int device)
 {

@@ -70,7 +70,7 @@ cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_ki
     cudaError_t err = sim_vram_alloc(dev, size, kind == FS_RANGE_MANAGED, &p);
     if (err) return err;
     sim_capacity_count(dev, 0);
-    struct fs_range r = {(uintptr_t)p, size, kind, dev->ordinal, 1, NULL, 0};
+    struct fs_range r = {(uintptr_t)p, size, kind, dev->ordinal, 1, NULL, 0, 0};
     fs_registry_add(&r);
     *out = p;
     return cudaSuccess;

@@ -469,6 +469,7 @@ FS_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_
     *ms = (float)((double)(tb - ta) / 1e6);
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaEventElapsedTime);
 
 void fs_events_fork(enum fs_fork_phase phase)
 {

@@ -143,17 +143,17 @@ static cudaError_t set(struct sim_kernel *k, int device, enum cudaFuncAttribute 
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
+/* A kernel's attributes as a launch on `device` sees them. */
+static cudaError_t get_attributes(struct cudaFuncAttributes *attr, const void *func, int device)
 {
     fs_init();
-    if (!attr) return fs_ret(cudaErrorInvalidValue);
-    int device = fs_cur_device();
-    if (!fs_dev(device)) return fs_ret(cudaErrorNoDevice);
+    if (!attr) return cudaErrorInvalidValue;
+    if (!fs_dev(device)) return fs_cfg.ndevices ? cudaErrorInvalidDevice : cudaErrorNoDevice;
     sim_modules_rdlock();
     struct sim_kernel *k = sim_kernel_find(func);
     struct sim_kernel_attrs a = k ? get(k, device) : defaults;
     sim_modules_unlock();
-    if (!k) return fs_ret(cudaErrorInvalidDeviceFunction);
+    if (!k) return cudaErrorInvalidDeviceFunction;
     *attr = (struct cudaFuncAttributes){
         .maxThreadsPerBlock = MAX_THREADS,
         .numRegs = SIM_KERNEL_REGS,
@@ -168,6 +168,22 @@ FS_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const 
         .nonPortableClusterSizeAllowed = a.nonportable_cluster,
     };
     return cudaSuccess;
+}
+
+FS_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
+{
+    fs_init();
+    int device = fs_cur_device();
+    if (!fs_dev(device)) return fs_ret(cudaErrorNoDevice);
+    return fs_ret(get_attributes(attr, func, device));
+}
+
+/* The driver's cuFuncGetAttribute and cuKernelGetAttribute, which name the
+ * device (sim/cuda/launch.c). */
+FS_SEAM cudaError_t sim_drv_func_attributes(struct cudaFuncAttributes *attr, const void *func,
+                                            int device)
+{
+    return get_attributes(attr, func, device);
 }
 
 static cudaError_t set_attribute(const void *func, enum cudaFuncAttribute attr, int value,
@@ -190,12 +206,14 @@ FS_API cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute
     fs_init();
     return set_attribute(func, attr, value, fs_cur_device());
 }
+SIM_RT_ALIAS(cudaFuncSetAttribute);
 
 FS_API cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr,
                                                    int value, int device)
 {
     return set_attribute(kernel, attr, value, device);
 }
+SIM_RT_ALIAS(cudaKernelSetAttributeForDevice);
 
 static cudaError_t occupancy(int *num_blocks, const void *func, int block_size, size_t dyn_smem,
                              unsigned flags)
@@ -223,3 +241,4 @@ FS_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 {
     return occupancy(num_blocks, func, block_size, dyn_smem, flags);
 }
+SIM_RT_ALIAS(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags);

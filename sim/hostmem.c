@@ -1,9 +1,13 @@
 /* hostmem.c - page-locked ("pinned") host memory: cudaMallocHost,
- * cudaHostAlloc, cudaFreeHost, cudaHostRegister, cudaHostUnregister.
+ * cudaHostAlloc, cudaFreeHost, cudaHostRegister, cudaHostUnregister, and
+ * the driver's cuMemAllocHost, cuMemHostAlloc, cuMemFreeHost,
+ * cuMemHostRegister and cuMemHostUnregister on them.
  *
  * Nothing is actually locked; what matters is the registry entry, which
  * makes copies to and from this memory asynchronous, as with real pinned
- * memory, while copies from pageable memory block the caller. */
+ * memory, while copies from pageable memory block the caller. The entry
+ * keeps the flags the memory was made with (cuMemHostGetFlags reads them;
+ * the runtime's and the driver's flags have the same values). */
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -30,7 +34,7 @@ static cudaError_t host_alloc(void **out, size_t size, unsigned flags)
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     if (p == MAP_FAILED) return fs_ret(cudaErrorMemoryAllocation);
-    struct fs_range r = {(uintptr_t)p, size, FS_RANGE_PINNED, fs_cur_device(), 1, NULL, 0};
+    struct fs_range r = {(uintptr_t)p, size, FS_RANGE_PINNED, fs_cur_device(), 1, NULL, 0, flags};
     fs_registry_add(&r);
     *out = p;
     return cudaSuccess;
@@ -67,10 +71,11 @@ FS_API cudaError_t cudaFreeHost(void *ptr)
     return free_host(ptr);
 }
 
-/* The simulated driver's cuMemAllocHost and cuMemFreeHost (sim/cuda/). */
-FS_SEAM cudaError_t sim_drv_host_alloc(void **ptr, size_t size)
+/* The simulated driver's cuMemAllocHost, cuMemHostAlloc and cuMemFreeHost
+ * (sim/cuda/). */
+FS_SEAM cudaError_t sim_drv_host_alloc(void **ptr, size_t size, unsigned flags)
 {
-    return SIM_QUIETLY(host_alloc(ptr, size, cudaHostAllocDefault));
+    return SIM_QUIETLY(host_alloc(ptr, size, flags));
 }
 
 FS_SEAM cudaError_t sim_drv_host_free(void *ptr)
@@ -84,7 +89,8 @@ FS_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
     unsigned known = cudaHostRegisterPortable | cudaHostRegisterMapped | cudaHostRegisterIoMemory |
                      cudaHostRegisterReadOnly;
     if (!ptr || size == 0 || (flags & ~known)) return fs_ret(cudaErrorInvalidValue);
-    struct fs_range r = {(uintptr_t)ptr, size, FS_RANGE_REGISTERED, fs_cur_device(), 1, NULL, 0};
+    struct fs_range r = {(uintptr_t)ptr, size, FS_RANGE_REGISTERED, fs_cur_device(), 1, NULL, 0,
+                         flags};
     if (fs_registry_add(&r)) return fs_ret(cudaErrorHostMemoryAlreadyRegistered);
     return cudaSuccess;
 }
@@ -100,6 +106,8 @@ FS_API cudaError_t cudaHostUnregister(void *ptr)
     fs_registry_remove(r.base);
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaHostRegister);
+SIM_RT_ALIAS(cudaHostUnregister);
 
 FS_API cudaError_t cudaHostGetDevicePointer(void **dev_ptr, void *host, unsigned int flags)
 {
@@ -107,3 +115,4 @@ FS_API cudaError_t cudaHostGetDevicePointer(void **dev_ptr, void *host, unsigned
     *dev_ptr = host; /* unified addressing: the same address */
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaHostGetDevicePointer);

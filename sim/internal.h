@@ -23,6 +23,16 @@
 /* The part of the model the simulated driver (sim/cuda/) works on: visible,
  * and exported under FSDPSHIM_SIM_PRIVATE by libcudart.map. */
 #define FS_SEAM __attribute__((visibility("default")))
+/* Exports the runtime entry point `name` a second time, as sim_rt_<name>
+ * under FSDPSHIM_SIM_PRIVATE, for the simulated driver, whose call that is
+ * the runtime call's own work (cuMemPoolCreate is cudaMemPoolCreate): a
+ * call by the public name from libcuda.so.1 would bind to whatever the
+ * process interposes on that name (libfsdpshim.so interposes on many), and
+ * the driver must reach the model itself. Written after the definition (an
+ * alias needs its target in the same file); sim/cuda/driver.h declares the
+ * aliases the driver uses. */
+#define SIM_RT_ALIAS(name)                                                                         \
+    extern __typeof__(name) sim_rt_##name __attribute__((alias(#name), visibility("default")))
 
 /* ---- init.c: process-wide configuration, set once on first use ---- */
 struct fs_config {
@@ -49,8 +59,8 @@ cudaError_t fs_ret(cudaError_t err);
 /* The simulated driver's calls into the model leave the runtime's last error
  * as it was (a driver call never touches it): SIM_QUIETLY(call) makes the
  * call between a hold and a put of the thread's last error. */
-cudaError_t sim_err_hold(void);
-void sim_err_put(cudaError_t held);
+FS_SEAM cudaError_t sim_err_hold(void);
+FS_SEAM void sim_err_put(cudaError_t held);
 #define SIM_QUIETLY(call)                                                                          \
     __extension__({                                                                                \
         cudaError_t held_ = sim_err_hold(), err_ = (call);                                         \
@@ -260,7 +270,14 @@ struct fs_range {
     struct fs_pool *pool; /* FS_RANGE_POOL, _HOST_POOL: the memory pool it belongs to */
     size_t extent;        /* how far a copy or set may reach from base
                              (0: size, the whole range) */
+    /* FS_RANGE_PINNED, _REGISTERED: the flags it was made with (the
+     * runtime's and the driver's have the same values); and
+     * FS_RANGE_SYNC_MEMOPS on any range */
+    unsigned flags;
 };
+/* cuPointerSetAttribute(CU_POINTER_ATTRIBUTE_SYNC_MEMOPS): every synchronous
+ * copy or set that touches the range waits for its completion. */
+#define FS_RANGE_SYNC_MEMOPS (1u << 31)
 /* Returns 0, or -1 when [base, base+size) overlaps a known range. */
 FS_SEAM int fs_registry_add(const struct fs_range *r);
 FS_SEAM void fs_registry_remove(uintptr_t base);
@@ -276,6 +293,9 @@ int fs_registry_set_live(uintptr_t base, int expect, int live);
 /* Sets the extent of the range starting exactly at base (a pool block
  * handed out again for another size). */
 void fs_registry_set_extent(uintptr_t base, size_t extent);
+/* Sets and clears bits of the flags of the range containing addr; 0 when
+ * no range contains it. */
+FS_SEAM int fs_registry_set_flags(uintptr_t addr, unsigned set, unsigned clear);
 /* A malloc'd copy of every range of `kind` on `device`; returns the count. */
 size_t fs_registry_collect(int device, enum fs_range_kind kind, struct fs_range **out);
 static inline int fs_range_is_device(const struct fs_range *r)
@@ -478,6 +498,10 @@ void fs_pool_forget_streams(struct fs_pool *pool);
  * cuMemFreeAsync, which return their own codes. */
 FS_SEAM cudaError_t fs_pool_malloc_async(void **ptr, size_t size, cudaStream_t s, int pt);
 FS_SEAM cudaError_t fs_pool_free_async(void *ptr, cudaStream_t s, int pt);
+/* cudaMallocFromPoolAsync, leaving the last error alone: the driver's
+ * cuMemAllocFromPoolAsync. */
+FS_SEAM cudaError_t fs_pool_malloc_from_pool_async(void **ptr, size_t size, cudaMemPool_t pool,
+                                                   cudaStream_t s, int pt);
 /* Graph memory (graphmem.c): what a launch of a graph holding the
  * allocation node `arg` must have charged first; cudaErrorMemoryAllocation
  * over capacity. */
@@ -517,6 +541,27 @@ void fs_stats_install(void);
  * last-error rules. */
 cudaError_t fs_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
                       cudaStream_t s, int per_thread, int async);
+/* A copy (src set) or set (src NULL) of `depth` slices of `height` rows of
+ * `width` bytes, as the driver describes its copies and sets: rows `dpitch`
+ * (`spitch`) bytes apart, slices `dheight` (`sheight`) rows apart. A set
+ * writes `value`, `elem` bytes (1, 2 or 4) at a time; width is a multiple
+ * of elem. `kind` names the sides of a copy that must be device memory, as
+ * cudaMemcpy's kind does. */
+struct sim_copy {
+    void *dst;
+    const void *src;
+    size_t width, height, depth;
+    size_t dpitch, spitch, dheight, sheight;
+    uint32_t value;
+    unsigned elem;
+    enum cudaMemcpyKind kind;
+};
+/* The copy or set on stream s (0: legacy, or per-thread when per_thread),
+ * asynchronous or not, with cudaMemcpy*'s and cudaMemset*'s checks and
+ * waits, leaving the runtime's last error as it was (the driver's cuMemcpy*
+ * and cuMemset*). */
+FS_SEAM cudaError_t sim_drv_copy(const struct sim_copy *c, cudaStream_t s, int per_thread,
+                                 int async);
 
 /* ---- module.c: modules (fat binaries, libraries), their kernels and variables ---- */
 struct sim_module;
@@ -595,5 +640,9 @@ dim3 sim_kernel_required_cluster(struct sim_kernel *k, int device);
 /* How many blocks of k fit on one SM (0 when none does). */
 int sim_occupancy(struct sim_kernel *k, int device, int block, size_t dyn_smem);
 void sim_kernel_attrs_free(struct sim_kernel *k);
+/* cudaFuncGetAttributes of a kernel (by stub or handle) on `device`,
+ * leaving the last error alone: the driver's cuFuncGetAttribute. */
+FS_SEAM cudaError_t sim_drv_func_attributes(struct cudaFuncAttributes *attr, const void *func,
+                                            int device);
 
 #endif /* FS_SIM_INTERNAL_H */

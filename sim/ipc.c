@@ -147,7 +147,7 @@ FS_API cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle
         /* The device it lives on, when this process sees it. */
         int device = fs_dev(w.device) ? w.device : dev->ordinal;
         p = (char *)map + lead;
-        struct fs_range r = {(uintptr_t)p, (size_t)w.size, FS_RANGE_IPC, device, 1, NULL, 0};
+        struct fs_range r = {(uintptr_t)p, (size_t)w.size, FS_RANGE_IPC, device, 1, NULL, 0, 0};
         if (fs_registry_add(&r) != 0) {
             munmap(map, len);
             err = cudaErrorMemoryAllocation;

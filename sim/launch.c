@@ -213,6 +213,7 @@ FS_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const v
     (void)args;
     return launch_ex(config, func, 0);
 }
+SIM_RT_ALIAS(cudaLaunchKernelExC);
 
 FS_API cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
                                             void **args)
@@ -220,6 +221,7 @@ FS_API cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, co
     (void)args;
     return launch_ex(config, func, 1);
 }
+SIM_RT_ALIAS(cudaLaunchKernelExC_ptsz);
 
 /* ---- what nvcc's generated host code calls (crt/host_runtime.h) ---- */
 

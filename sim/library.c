@@ -325,6 +325,7 @@ FS_API cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code,
     return fs_ret(load(library, code, SIZE_MAX, njit, jit_values, jit_options, nlib, lib_values,
                        lib_options));
 }
+SIM_RT_ALIAS(cudaLibraryLoadData);
 
 FS_API cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *library, const char *file_name,
                                            enum cudaJitOption *jit_options, void **jit_values,
@@ -357,6 +358,7 @@ FS_API cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *library, const char *f
     free(buf);
     return fs_ret(err);
 }
+SIM_RT_ALIAS(cudaLibraryLoadFromFile);
 
 static struct library *find(cudaLibrary_t h)
 {
@@ -373,6 +375,7 @@ FS_API cudaError_t cudaLibraryUnload(cudaLibrary_t library)
     free(lib);
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaLibraryUnload);
 
 FS_API cudaError_t cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t library,
                                         const char *name)
@@ -386,6 +389,7 @@ FS_API cudaError_t cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t libr
     sim_modules_unlock();
     return k ? cudaSuccess : fs_ret(cudaErrorSymbolNotFound);
 }
+SIM_RT_ALIAS(cudaLibraryGetKernel);
 
 FS_API cudaError_t cudaLibraryGetKernelCount(unsigned int *count, cudaLibrary_t library)
 {
@@ -395,6 +399,7 @@ FS_API cudaError_t cudaLibraryGetKernelCount(unsigned int *count, cudaLibrary_t 
     *count = (unsigned)sim_module_kernel_count(lib->mod);
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaLibraryGetKernelCount);
 
 FS_API cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t *kernels, unsigned int n,
                                                cudaLibrary_t library)
@@ -409,6 +414,7 @@ FS_API cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t *kernels, unsigned i
     sim_modules_unlock();
     return ok ? cudaSuccess : fs_ret(cudaErrorInvalidValue);
 }
+SIM_RT_ALIAS(cudaLibraryEnumerateKernels);
 
 /* A variable of the library on the current device; managed: whether a
  * managed one is asked for. */
@@ -437,12 +443,14 @@ FS_API cudaError_t cudaLibraryGetGlobal(void **dptr, size_t *bytes, cudaLibrary_
 {
     return fs_ret(get_var(dptr, bytes, library, name, 0));
 }
+SIM_RT_ALIAS(cudaLibraryGetGlobal);
 
 FS_API cudaError_t cudaLibraryGetManaged(void **dptr, size_t *bytes, cudaLibrary_t library,
                                          const char *name)
 {
     return fs_ret(get_var(dptr, bytes, library, name, 1));
 }
+SIM_RT_ALIAS(cudaLibraryGetManaged);
 
 FS_API cudaError_t cudaLibraryGetUnifiedFunction(void **fptr, cudaLibrary_t library,
                                                  const char *symbol)
@@ -451,3 +459,4 @@ FS_API cudaError_t cudaLibraryGetUnifiedFunction(void **fptr, cudaLibrary_t libr
     if (!find(library)) return fs_ret(cudaErrorInvalidResourceHandle);
     return fs_ret(cudaErrorSymbolNotFound);
 }
+SIM_RT_ALIAS(cudaLibraryGetUnifiedFunction);

@@ -31,3 +31,4 @@ FS_API cudaError_t cudaMallocManaged(void **ptr, size_t size, unsigned int flags
     *ptr = p;
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaMallocManaged);

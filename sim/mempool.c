@@ -217,6 +217,7 @@ static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_strea
                          dev ? dev->ordinal : fs_cur_device(),
                          1,
                          pool,
+                         0,
                          0};
     fs_registry_add(&r);
     *out = (void *)base;
@@ -420,6 +421,12 @@ static cudaError_t from_pool(void **ptr, size_t size, cudaMemPool_t h, cudaStrea
     return pool ? fs_ret(malloc_async(ptr, size, pool, s, pt)) : fs_ret(cudaErrorInvalidValue);
 }
 
+FS_SEAM cudaError_t fs_pool_malloc_from_pool_async(void **ptr, size_t size, cudaMemPool_t h,
+                                                   cudaStream_t s, int pt)
+{
+    return SIM_QUIETLY(from_pool(ptr, size, h, s, pt));
+}
+
 static cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_t h, cudaStream_t s,
                                     int pt, unsigned cbid, const char *name)
 {
@@ -532,6 +539,7 @@ FS_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
     *pool = (cudaMemPool_t)dev->pool;
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaDeviceGetDefaultMemPool);
 
 /* The pool cudaDeviceSetMemPool last made current, else the default pool. */
 FS_API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device)
@@ -542,6 +550,7 @@ FS_API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device)
     *pool = (cudaMemPool_t)current_pool(dev);
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaDeviceGetMemPool);
 
 /* The pool must be one of the device's own ("local to the specified
  * device"): its default pool or one made on it. cudaMallocAsync and
@@ -556,6 +565,7 @@ FS_API cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t h)
     __atomic_store_n(&dev->current_pool, pool, __ATOMIC_RELEASE);
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaDeviceSetMemPool);
 
 /* Whether host NUMA node `id` exists (node 0 always does). */
 static int host_numa_node(int id)
@@ -598,6 +608,7 @@ FS_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *h, const struct cudaMemPoolP
     *h = (cudaMemPool_t)pool;
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaMemPoolCreate);
 
 /* The pool's cached memory goes back at once. Blocks still allocated from
  * it stay valid and freeable (the runtime releases the pool's resources
@@ -635,6 +646,7 @@ FS_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
     }
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaMemPoolDestroy);
 
 /* A device whose access a pool records. */
 static int peer_location(const struct cudaMemLocation *loc)
@@ -669,6 +681,7 @@ FS_API cudaError_t cudaMemPoolSetAccess(cudaMemPool_t h, const struct cudaMemAcc
     pthread_mutex_unlock(&pool->mu);
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaMemPoolSetAccess);
 
 FS_API cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t h,
                                         struct cudaMemLocation *location)
@@ -682,6 +695,7 @@ FS_API cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemP
     pthread_mutex_unlock(&pool->mu);
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaMemPoolGetAccess);
 
 FS_API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t h, size_t keep)
 {
@@ -691,6 +705,7 @@ FS_API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t h, size_t keep)
     pool_trim(pool, keep);
     return cudaSuccess;
 }
+SIM_RT_ALIAS(cudaMemPoolTrimTo);
 
 FS_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr attr, void *value)
 {
@@ -732,6 +747,7 @@ FS_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr
     pthread_mutex_unlock(&pool->mu);
     return fs_ret(err);
 }
+SIM_RT_ALIAS(cudaMemPoolSetAttribute);
 
 FS_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr attr, void *value)
 {
@@ -772,6 +788,7 @@ FS_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr
     pthread_mutex_unlock(&pool->mu);
     return fs_ret(err);
 }
+SIM_RT_ALIAS(cudaMemPoolGetAttribute);
 
 /* Every pool is locked before a fork (after created_mu, and before the
  * arena, the devices and the registry, which a pool's lock is held over),

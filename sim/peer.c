@@ -51,6 +51,7 @@ FS_API cudaError_t cudaDeviceEnablePeerAccess(int peer_device, unsigned int flag
     pthread_mutex_unlock(&peer_mu);
     return err == cudaSuccess ? cudaSuccess : fs_ret(err);
 }
+SIM_RT_ALIAS(cudaDeviceEnablePeerAccess);
 
 FS_API cudaError_t cudaDeviceDisablePeerAccess(int peer_device)
 {
@@ -67,3 +68,4 @@ FS_API cudaError_t cudaDeviceDisablePeerAccess(int peer_device)
     pthread_mutex_unlock(&peer_mu);
     return err == cudaSuccess ? cudaSuccess : fs_ret(err);
 }
+SIM_RT_ALIAS(cudaDeviceDisablePeerAccess);

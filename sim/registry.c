@@ -105,6 +105,16 @@ void fs_registry_set_extent(uintptr_t base, size_t extent)
     pthread_rwlock_unlock(&lock);
 }
 
+int fs_registry_set_flags(uintptr_t addr, unsigned set, unsigned clear)
+{
+    pthread_rwlock_wrlock(&lock);
+    size_t i = upper(addr);
+    int ok = i > 0 && addr - ranges[i - 1].base < ranges[i - 1].size;
+    if (ok) ranges[i - 1].flags = (ranges[i - 1].flags & ~clear) | set;
+    pthread_rwlock_unlock(&lock);
+    return ok;
+}
+
 int fs_registry_set_live(uintptr_t base, int expect, int live)
 {
     pthread_rwlock_wrlock(&lock);

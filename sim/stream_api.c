@@ -89,11 +89,13 @@ FS_API cudaError_t cudaStreamQuery(cudaStream_t h)
 {
     return stream_query(h, 0);
 }
+SIM_RT_ALIAS(cudaStreamQuery);
 
 FS_API cudaError_t cudaStreamQuery_ptsz(cudaStream_t h)
 {
     return stream_query(h, 1);
 }
+SIM_RT_ALIAS(cudaStreamQuery_ptsz);
 
 static cudaError_t stream_synchronize(cudaStream_t h, int pt)
 {
@@ -150,11 +152,13 @@ FS_API cudaError_t cudaStreamGetPriority(cudaStream_t h, int *priority)
 {
     return stream_get_priority(h, priority, 0);
 }
+SIM_RT_ALIAS(cudaStreamGetPriority);
 
 FS_API cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t h, int *priority)
 {
     return stream_get_priority(h, priority, 1);
 }
+SIM_RT_ALIAS(cudaStreamGetPriority_ptsz);
 
 static cudaError_t stream_get_device(cudaStream_t h, int *device, int pt)
 {
@@ -190,11 +194,13 @@ FS_API cudaError_t cudaStreamGetId(cudaStream_t h, unsigned long long *id)
 {
     return stream_get_id(h, id, 0);
 }
+SIM_RT_ALIAS(cudaStreamGetId);
 
 FS_API cudaError_t cudaStreamGetId_ptsz(cudaStream_t h, unsigned long long *id)
 {
     return stream_get_id(h, id, 1);
 }
+SIM_RT_ALIAS(cudaStreamGetId_ptsz);
 
 static cudaError_t launch_host_func(cudaStream_t h, cudaHostFn_t fn, void *user, int pt);
 
@@ -292,12 +298,14 @@ FS_API cudaError_t cudaStreamAddCallback(cudaStream_t h, cudaStreamCallback_t fn
 {
     return add_callback(h, fn, user, flags, 0);
 }
+SIM_RT_ALIAS(cudaStreamAddCallback);
 
 FS_API cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t h, cudaStreamCallback_t fn, void *user,
                                               unsigned int flags)
 {
     return add_callback(h, fn, user, flags, 1);
 }
+SIM_RT_ALIAS(cudaStreamAddCallback_ptsz);
 
 /* ---- the seam used by the simulated NCCL (sim_private.h) ---- */
 

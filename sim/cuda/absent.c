@@ -1,19 +1,26 @@
 /* absent.c - driver families the sim does not offer, each answering what a
  * GPU without the feature answers, so that a caller takes its fallback:
  *
- *   green contexts        CUDA_ERROR_NOT_SUPPORTED (cuDeviceGetDevResource
- *                         and the rest): the sim does not partition SMs;
- *                         PyTorch's torch.cuda.green_contexts raises
+ *   green contexts        CUDA_ERROR_NOT_SUPPORTED (cuDeviceGetDevResource,
+ *                         cuCtxGetDevResource and the rest): the sim does
+ *                         not partition SMs; PyTorch's
+ *                         torch.cuda.green_contexts raises
  *   multicast objects     CUDA_ERROR_NOT_SUPPORTED, with
  *                         CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED = 0, as on
  *                         an H100 without a multicast-capable NVSwitch;
  *                         PyTorch's symmetric memory checks the attribute
- *   the module loader     CUDA_ERROR_NOT_SUPPORTED for loading an image or
- *   and the linker        starting a link (the sim runs no device code), so
- *                         no CUmodule or CUlinkState ever exists and every
- *                         call taking one is CUDA_ERROR_INVALID_HANDLE;
- *                         PyTorch reaches them only for kernels it compiles
- *                         at run time (jiterator, torch.compile)
+ *   dma-buf export        CUDA_ERROR_NOT_SUPPORTED from
+ *                         cuMemGetHandleForAddressRange, with
+ *                         CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = 0
+ *   decompression         CUDA_ERROR_NOT_SUPPORTED from
+ *                         cuMemBatchDecompressAsync, with
+ *                         CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK
+ *                         = 0, as on an H100 (the engine is Blackwell's)
+ *   the linker            CUDA_ERROR_NOT_SUPPORTED for starting a link (the
+ *                         sim compiles nothing), so no CUlinkState ever
+ *                         exists and every call taking one is
+ *                         CUDA_ERROR_INVALID_HANDLE; the module loader,
+ *                         which needs no compiler, is module.c
  *
  * and the two families the sim can honour without device code:
  *
@@ -103,37 +110,27 @@ FS_API CUresult cuMulticastUnbind(CUmemGenericAllocationHandle handle, CUdevice 
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuModuleLoad(CUmodule *module, const char *path)
+FS_API CUresult cuCtxGetDevResource(CUcontext ctx, CUdevResource *resource, CUdevResourceType type)
 {
-    (void)module, (void)path;
+    (void)ctx, (void)resource, (void)type;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuModuleLoadData(CUmodule *module, const void *image)
+FS_API CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr ptr, size_t size,
+                                              CUmemRangeHandleType type, unsigned long long flags)
 {
-    (void)module, (void)image;
+    (void)handle, (void)ptr, (void)size, (void)type, (void)flags;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int count,
-                                   CUjit_option *options, void **values)
+FS_API CUresult cuMemBatchDecompressAsync(CUmemDecompressParams *params, size_t count,
+                                          unsigned int flags, size_t *error_index, CUstream stream)
 {
-    (void)module, (void)image, (void)count, (void)options, (void)values;
+    (void)params, (void)count, (void)flags, (void)stream;
+    if (error_index) *error_index = SIZE_MAX; /* no single operation failed */
     return CUDA_ERROR_NOT_SUPPORTED;
 }
-
-FS_API CUresult cuModuleUnload(CUmodule module)
-{
-    (void)module;
-    return CUDA_ERROR_INVALID_HANDLE;
-}
-
-FS_API CUresult cuModuleGetFunction(CUfunction *func, CUmodule module, const char *name)
-{
-    if (!func || !name) return CUDA_ERROR_INVALID_VALUE;
-    (void)module;
-    return CUDA_ERROR_INVALID_HANDLE;
-}
+SIM_CU_ALIAS(cuMemBatchDecompressAsync_ptsz, cuMemBatchDecompressAsync);
 
 FS_API CUresult cuLinkCreate_v2(unsigned int count, CUjit_option *options, void **values,
                                 CUlinkState *state)

@@ -29,6 +29,7 @@ struct CUctx_st {
     int retains; /* cuDevicePrimaryCtxRetain minus Release; a created one: 1 while it lives
                     (under mu) */
     int device;  /* a created context's device; -1 once destroyed */
+    unsigned long long id; /* cuCtxGetId: a created one's, set at creation (under mu) */
 };
 
 #define MAX_DEVICES 64 /* FSDPSHIM_SIM_DEVICES is at most 64 */
@@ -228,7 +229,10 @@ FS_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 }
 
 /* Driver-only attributes: what an H100 SXM (driver 580) in a node without
- * a multicast-capable NVSwitch fabric or IMEX answers. Fabric handles are
+ * a multicast-capable NVSwitch fabric or IMEX answers; dma-buf export,
+ * decompression and remote write flushes are features the sim's driver
+ * does not offer (absent.c, memop.c), said here so that callers that check
+ * first take their fallback. Fabric handles are
  * supported by the device (1) even so: whether a fabric is there is NVML's
  * answer (sim/nvml/, NVML_GPU_FABRIC_STATE_NOT_SUPPORTED), and a
  * cuMemCreate asking for fabric handles still fails (vmm.c). */
@@ -239,6 +243,9 @@ static int driver_attribute(CUdevice_attribute attr, int *value)
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK:
+    case CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES:
         *value = 0;
         return 1;
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED:
@@ -405,7 +412,9 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
     for (int i = 0; i < MAX_CREATED && !ctx; i++)
         if (!created[i].retains) ctx = &created[i];
     if (ctx) {
-        ctx->retains = 1; /* the slot is taken */
+        static unsigned long long next_id = MAX_DEVICES + 1; /* after the primaries' */
+        ctx->retains = 1;                                    /* the slot is taken */
+        ctx->id = next_id++;
         __atomic_store_n(&ctx->device, dev, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&mu);
@@ -426,6 +435,16 @@ FS_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsig
                                CUdevice dev)
 {
     if (params) return CUDA_ERROR_NOT_SUPPORTED;
+    return ctx_create(pctx, flags, dev);
+}
+
+/* The CUDA 11.4 ABI: an SM count affinity needs MPS, which the sim's
+ * devices, like a GPU without it, do not offer. */
+FS_API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int nparams,
+                               unsigned int flags, CUdevice dev)
+{
+    if (nparams < 0 || (nparams && !params)) return CUDA_ERROR_INVALID_VALUE;
+    if (nparams) return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
     return ctx_create(pctx, flags, dev);
 }
 
@@ -486,6 +505,268 @@ FS_API CUresult cuCtxSynchronize(void)
     return CUDA_SUCCESS;
 }
 
+/* The device of ctx, the current context's for NULL (the CUDA 13 ABIs that
+ * name a context). */
+static CUresult device_of_ctx(CUcontext ctx, struct fs_device **out)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!ctx) return sim_cu_current_device(out);
+    int d = sim_ctx_device(ctx);
+    if (d < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    *out = fs_dev(d);
+    return CUDA_SUCCESS;
+}
+
+FS_API CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    struct fs_device *d;
+    CUresult res = device_of_ctx(ctx, &d);
+    if (res) return res;
+    fs_device_sync(d);
+    return CUDA_SUCCESS;
+}
+
+FS_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+    struct fs_device *d;
+    CUresult res = device_of_ctx(ctx, &d);
+    if (res) return res;
+    if (!device) return CUDA_ERROR_INVALID_VALUE;
+    *device = d->ordinal;
+    return CUDA_SUCCESS;
+}
+
+/* Primary contexts are numbered 1 to the device count, created ones after
+ * them, never again the same: unique in the process, as documented. */
+FS_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!id) return CUDA_ERROR_INVALID_VALUE;
+    if (!ctx && !(ctx = current_ctx())) return CUDA_ERROR_INVALID_CONTEXT;
+    int d = sim_ctx_device(ctx);
+    if (d < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (!is_created(ctx)) {
+        *id = (unsigned long long)d + 1;
+        return CUDA_SUCCESS;
+    }
+    pthread_mutex_lock(&mu);
+    *id = ctx->id;
+    pthread_mutex_unlock(&mu);
+    return CUDA_SUCCESS;
+}
+
+/* Every context the sim makes is made with the CUDA 3.2 ABI
+ * (cuCtxCreate_v2 and later, and the primary contexts), whose version the
+ * call documents as 3020. */
+FS_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!version) return CUDA_ERROR_INVALID_VALUE;
+    if (!ctx && !current_ctx()) return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx && sim_ctx_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    *version = 3020;
+    return CUDA_SUCCESS;
+}
+
+/* The current context's flags: its device's, as cuDevicePrimaryCtxSetFlags
+ * sets them (one value seen from both APIs and every context of the
+ * device). */
+FS_API CUresult cuCtxSetFlags(unsigned int flags)
+{
+    struct fs_device *d;
+    CUresult res = sim_cu_ready_in_context(&d);
+    return res ? res : cuDevicePrimaryCtxSetFlags_v2(d->ordinal, flags);
+}
+
+FS_API CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
+{
+    struct fs_device *d;
+    CUresult res = sim_cu_ready_in_context(&d);
+    return res ? res : SIM_RT(sim_rt_cudaDeviceGetStreamPriorityRange(least, greatest));
+}
+
+/* The sim has no L2 cache to reset. */
+FS_API CUresult cuCtxResetPersistingL2Cache(void)
+{
+    struct fs_device *d;
+    return sim_cu_ready_in_context(&d);
+}
+
+/* Without MPS, a context may use every SM of its device. */
+FS_API CUresult cuCtxGetExecAffinity(CUexecAffinityParam *param, CUexecAffinityType type)
+{
+    struct fs_device *d;
+    CUresult res = sim_cu_ready_in_context(&d);
+    if (res) return res;
+    if (!param) return CUDA_ERROR_INVALID_VALUE;
+    if (type != CU_EXEC_AFFINITY_TYPE_SM_COUNT) return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
+    int sms;
+    if (fs_device_attribute(cudaDevAttrMultiProcessorCount, d->ordinal, &sms))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    param->type = type;
+    param->param.smCount.val = (unsigned)sms;
+    return CUDA_SUCCESS;
+}
+
+/* Peer access from the current context's device to the peer context's
+ * (../peer.c keeps it per pair of devices). */
+FS_API CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)
+{
+    struct fs_device *d;
+    CUresult res = sim_cu_ready_in_context(&d);
+    if (res) return res;
+    int p = sim_ctx_device(peer);
+    if (p < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    return SIM_RT(sim_rt_cudaDeviceEnablePeerAccess(p, flags));
+}
+
+FS_API CUresult cuCtxDisablePeerAccess(CUcontext peer)
+{
+    struct fs_device *d;
+    CUresult res = sim_cu_ready_in_context(&d);
+    if (res) return res;
+    int p = sim_ctx_device(peer);
+    if (p < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    return SIM_RT(sim_rt_cudaDeviceDisablePeerAccess(p));
+}
+
+/* ---- a context's settings: per device here, as the runtime keeps them
+ * (a created context shares its device's) ---- */
+
+struct ctx_settings {
+    CUfunc_cache cache;
+    size_t limits[CU_LIMIT_MAX];
+};
+
+/* Until set: no cache preference, and the defaults cuda.h and the CUDA
+ * programming guide give (a 1 KiB stack per thread, a 1 MiB printf FIFO,
+ * an 8 MiB device heap, 2048 pending device-runtime launches), no
+ * persisting L2 lines, and a 64-byte L2 fetch granularity (a hint; not
+ * read from a GPU). */
+static struct ctx_settings settings[MAX_DEVICES];
+static bool settings_set[MAX_DEVICES];
+
+static struct ctx_settings *settings_of(int device) /* under mu */
+{
+    if (!settings_set[device]) {
+        settings[device] = (struct ctx_settings){CU_FUNC_CACHE_PREFER_NONE, {0}};
+        settings[device].limits[CU_LIMIT_STACK_SIZE] = 1024;
+        settings[device].limits[CU_LIMIT_PRINTF_FIFO_SIZE] = (size_t)1 << 20;
+        settings[device].limits[CU_LIMIT_MALLOC_HEAP_SIZE] = (size_t)8 << 20;
+        settings[device].limits[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
+        settings[device].limits[CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 64;
+        settings_set[device] = true;
+    }
+    return &settings[device];
+}
+
+FS_API CUresult cuCtxGetCacheConfig(CUfunc_cache *config)
+{
+    struct fs_device *d;
+    CUresult res = sim_cu_ready_in_context(&d);
+    if (res) return res;
+    if (!config) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mu);
+    *config = settings_of(d->ordinal)->cache;
+    pthread_mutex_unlock(&mu);
+    return CUDA_SUCCESS;
+}
+
+/* A preference, kept and answered; the sim has no L1 to split. */
+FS_API CUresult cuCtxSetCacheConfig(CUfunc_cache config)
+{
+    struct fs_device *d;
+    CUresult res = sim_cu_ready_in_context(&d);
+    if (res) return res;
+    if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&mu);
+    settings_of(d->ordinal)->cache = config;
+    pthread_mutex_unlock(&mu);
+    return CUDA_SUCCESS;
+}
+
+/* Deprecated; on a device without configurable banks the get answers the
+ * hardware's fixed size and the set does nothing (cuda.h). The sim's
+ * device, like every one since compute capability 5.0, has 4-byte banks. */
+FS_API CUresult cuCtxGetSharedMemConfig(CUsharedconfig *config)
+{
+    struct fs_device *d;
+    CUresult res = sim_cu_ready_in_context(&d);
+    if (res) return res;
+    if (!config) return CUDA_ERROR_INVALID_VALUE;
+    *config = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
+    return CUDA_SUCCESS;
+}
+
+FS_API CUresult cuCtxSetSharedMemConfig(CUsharedconfig config)
+{
+    struct fs_device *d;
+    CUresult res = sim_cu_ready_in_context(&d);
+    if (res) return res;
+    return (unsigned)config > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE ? CUDA_ERROR_INVALID_VALUE
+                                                                        : CUDA_SUCCESS;
+}
+
+/* The limits a context of compute capability 9.0 has: the device runtime's
+ * sync depth is only for older devices, and the shared memory limits only
+ * for CIG contexts, which the sim never makes (CU_LIMIT_CIG_ENABLED: 0). */
+static CUresult limit_known(CUlimit limit)
+{
+    switch (limit) {
+    case CU_LIMIT_STACK_SIZE:
+    case CU_LIMIT_PRINTF_FIFO_SIZE:
+    case CU_LIMIT_MALLOC_HEAP_SIZE:
+    case CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT:
+    case CU_LIMIT_MAX_L2_FETCH_GRANULARITY:
+    case CU_LIMIT_PERSISTING_L2_CACHE_SIZE:
+    case CU_LIMIT_CIG_ENABLED:
+        return CUDA_SUCCESS;
+    case CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH:
+    case CU_LIMIT_SHMEM_SIZE:
+    case CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED:
+        return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+FS_API CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
+{
+    struct fs_device *d;
+    CUresult res = sim_cu_ready_in_context(&d);
+    if (res) return res;
+    if (!value) return CUDA_ERROR_INVALID_VALUE;
+    if ((res = limit_known(limit))) return res;
+    pthread_mutex_lock(&mu);
+    *value = settings_of(d->ordinal)->limits[limit];
+    pthread_mutex_unlock(&mu);
+    return CUDA_SUCCESS;
+}
+
+/* The two L2 limits are hints, clamped as documented: the fetch granularity
+ * to 128 bytes, the persisting lines to the device's maximum. */
+FS_API CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    struct fs_device *d;
+    CUresult res = sim_cu_ready_in_context(&d);
+    if (res) return res;
+    if ((res = limit_known(limit))) return res;
+    if (limit == CU_LIMIT_CIG_ENABLED) return CUDA_ERROR_INVALID_VALUE; /* query only */
+    int max_persisting = 0;
+    if (limit == CU_LIMIT_PERSISTING_L2_CACHE_SIZE &&
+        !fs_device_attribute(cudaDevAttrMaxPersistingL2CacheSize, d->ordinal, &max_persisting) &&
+        value > (size_t)max_persisting)
+        value = (size_t)max_persisting;
+    if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value > 128) value = 128;
+    pthread_mutex_lock(&mu);
+    settings_of(d->ordinal)->limits[limit] = value;
+    pthread_mutex_unlock(&mu);
+    return CUDA_SUCCESS;
+}
+
 /* A stream's context: its device's primary context; the default streams'
  * is the current one. */
 FS_API CUresult cuStreamGetCtx(CUstream stream, CUcontext *pctx)
@@ -513,3 +794,7 @@ FS_API CUresult cuStreamGetCtx_v2(CUstream stream, CUcontext *pctx, CUgreenCtx *
     if (res == CUDA_SUCCESS) *pgreen = NULL;
     return res;
 }
+/* Stream 0 names the current context's device either way, so the _ptsz
+ * variants are the same functions. */
+SIM_CU_ALIAS(cuStreamGetCtx_ptsz, cuStreamGetCtx);
+SIM_CU_ALIAS(cuStreamGetCtx_v2_ptsz, cuStreamGetCtx_v2);

@@ -1,15 +1,12 @@
-/* memory.c - the driver's device memory, pointer queries and stream memory
- * operations, on the device model's memory and address registry (the same
- * allocations cudaMalloc makes and cudaPointerGetAttributes sees).
+/* memory.c - the driver's device, managed and page-locked host memory, and
+ * pointer queries, on the device model's memory and address registry (the
+ * same allocations cudaMalloc makes and cudaPointerGetAttributes sees).
  *
  * cuMemAllocAsync and cuMemFreeAsync are cudaMallocAsync and cudaFreeAsync
  * on the stream's device's current pool (../mempool.c), with the driver's
- * codes and without the runtime's last error.
- *
- * cuMemsetD32Async and cuStreamWriteValue32 are device work on their
- * stream, ordered like a copy (fs_sim_stream_enqueue); in a dry run
- * (FSDPSHIM_SIM_DATA=0) they keep their order and checks and write
- * nothing. */
+ * codes and without the runtime's last error; the pools themselves are
+ * pool.c's. cuMemAllocManaged, cuMemHostAlloc, cuMemHostRegister and the
+ * rest are the runtime calls' own work (SIM_RT). */
 #include <stdlib.h>
 
 #include "../api_callback.h"
@@ -49,21 +46,29 @@ FS_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
     return fs_devmem_info(free_bytes, total) ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
 }
 
+/* Since CUDA 10.1 most runtime codes have the driver's numbers
+ * (cudaErrorInvalidResourceHandle is CUDA_ERROR_INVALID_HANDLE, 400;
+ * cudaErrorStreamCaptureUnsupported is CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+ * 900); those are passed on. The runtime's own codes below 100, which the
+ * driver has not, become what the driver answers for the same mistake. */
 CUresult sim_cu_result(cudaError_t err)
 {
+    const char *known;
     switch (err) {
     case cudaSuccess:
         return CUDA_SUCCESS;
-    case cudaErrorInvalidResourceHandle:
-        return CUDA_ERROR_INVALID_HANDLE;
-    case cudaErrorNotReady:
-        return CUDA_ERROR_NOT_READY;
-    case cudaErrorNoDevice:
-        return CUDA_ERROR_NO_DEVICE;
     case cudaErrorMemoryAllocation:
         return CUDA_ERROR_OUT_OF_MEMORY;
+    case cudaErrorInitializationError:
+        return CUDA_ERROR_NOT_INITIALIZED;
+    case cudaErrorInvalidDeviceFunction: /* a function the driver does not know */
+        return CUDA_ERROR_INVALID_HANDLE;
+    case cudaErrorInvalidSymbol: /* a global a module does not have */
+        return CUDA_ERROR_NOT_FOUND;
     default:
-        return CUDA_ERROR_INVALID_VALUE;
+        if (err >= 100 && fs_cu_get_error_name((CUresult)err, &known) == CUDA_SUCCESS)
+            return (CUresult)err;
+        return CUDA_ERROR_INVALID_VALUE; /* configuration, pitch, direction, value */
     }
 }
 
@@ -87,6 +92,35 @@ static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream, int per_thread
     if (res || (res = sim_cu_stream_context(stream))) return res;
     return sim_cu_result(
         fs_pool_free_async((void *)(uintptr_t)dptr, (cudaStream_t)stream, per_thread));
+}
+
+/* Rows of widthInBytes at a pitch the device chooses: a multiple of the
+ * 512-byte texture alignment the sim reports (../vram.c's granule), which
+ * every element size divides. The element size must be 4, 8 or 16, as
+ * documented. */
+FS_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
+                                   unsigned int element_size)
+{
+    struct fs_device *dev;
+    CUresult res = sim_cu_ready_in_context(&dev);
+    if (res) return res;
+    if (!dptr || !pitch || !width || !height ||
+        (element_size != 4 && element_size != 8 && element_size != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t row = sim_round_up(width, SIM_ALLOC_GRANULE), bytes;
+    if (row < width || __builtin_mul_overflow(row, height, &bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
+    if ((res = cuMemAlloc_v2(dptr, bytes))) return res;
+    *pitch = row;
+    return CUDA_SUCCESS;
+}
+
+/* cudaMallocManaged on the current context's device (../managed.c). */
+FS_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned int flags)
+{
+    struct fs_device *dev;
+    CUresult res = sim_cu_ready_in_context(&dev);
+    if (res) return res;
+    return SIM_RT(sim_rt_cudaMallocManaged((void **)dptr, size, flags));
 }
 
 /* The enclosing allocation (or VMM mapping) of dptr. */
@@ -124,7 +158,7 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attr, CUdevice
         *(void **)data = known ? (void *)(uintptr_t)ptr : NULL;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-        *(unsigned *)data = 0; /* the sim has no managed memory of its own */
+        *(unsigned *)data = known && r->kind == FS_RANGE_MANAGED;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         *(int *)data = known ? r->device : -2; /* -2: CU_DEVICE_INVALID */
@@ -141,6 +175,19 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attr, CUdevice
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
         *(int *)data = known && r->kind == FS_RANGE_MALLOC;
         return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+        *(int *)data = known && (r->flags & FS_RANGE_SYNC_MEMOPS);
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        /* A pool block's pool (../mempool.c hands out its pools' addresses). */
+        *(CUmemoryPool *)data = known && r->kind == FS_RANGE_POOL ? (CUmemoryPool)r->pool : NULL;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+        *(void **)data = device ? (void *)r->base : NULL;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+        *(size_t *)data = device ? r->size : 0;
+        return CUDA_SUCCESS;
     default:
         return CUDA_ERROR_INVALID_VALUE; /* an attribute the sim does not track */
     }
@@ -154,6 +201,21 @@ FS_API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
     struct fs_range r;
     if (!data || !ptr || !fs_registry_find((uintptr_t)ptr, &r)) return CUDA_ERROR_INVALID_VALUE;
     return pointer_attribute(data, attribute, ptr, 1, &r);
+}
+
+/* Only CU_POINTER_ATTRIBUTE_SYNC_MEMOPS can be set, as documented, on
+ * memory the sim knows; copies and sets then honour it (../copy.c). */
+FS_API CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attribute,
+                                      CUdeviceptr ptr)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!value || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) return CUDA_ERROR_INVALID_VALUE;
+    int on = *(const int *)value != 0;
+    if (!ptr || !fs_registry_set_flags((uintptr_t)ptr, on ? FS_RANGE_SYNC_MEMOPS : 0,
+                                       on ? 0 : FS_RANGE_SYNC_MEMOPS))
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
 }
 
 /* Unlike cuPointerGetAttribute, unknown memory is not an error: each
@@ -172,74 +234,6 @@ FS_API CUresult cuPointerGetAttributes(unsigned int count, CUpointer_attribute *
     }
     return CUDA_SUCCESS;
 }
-
-struct fill32 {
-    uint32_t *dst;
-    uint32_t value;
-    size_t count;
-};
-
-static void run_fill32(void *arg)
-{
-    struct fill32 *f = arg;
-    if (fs_sim_moves_data())
-        for (size_t i = 0; i < f->count; i++)
-            __atomic_store_n(&f->dst[i], f->value, __ATOMIC_RELAXED);
-    free(f);
-}
-
-/* Writes count 32-bit values at dst in the stream's order. The range must
- * be memory the device reaches (device or pinned host memory), 4-byte
- * aligned. */
-static CUresult fill32(CUstream stream, int per_thread, CUdeviceptr dst, uint32_t value,
-                       size_t count)
-{
-    CUresult res = sim_cu_ready();
-    if (res || (res = sim_cu_stream_context(stream))) return res;
-    if (dst % 4 || count > SIZE_MAX / 4 ||
-        (count && !fs_registry_covers((uintptr_t)dst, count * 4)))
-        return CUDA_ERROR_INVALID_VALUE;
-    struct fill32 *f = malloc(sizeof *f);
-    if (!f) return CUDA_ERROR_OUT_OF_MEMORY;
-    *f = (struct fill32){(uint32_t *)(uintptr_t)dst, value, count};
-    cudaError_t err = fs_sim_stream_enqueue((cudaStream_t)stream, per_thread, run_fill32, f);
-    if (err) free(f);
-    return sim_cu_result(err);
-}
-
-FS_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream)
-{
-    return fill32(stream, 0, dst, value, count);
-}
-
-FS_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int value, size_t count,
-                                      CUstream stream)
-{
-    return fill32(stream, 1, dst, value, count);
-}
-
-static CUresult write_value32(CUstream stream, int per_thread, CUdeviceptr addr, cuuint32_t value,
-                              unsigned flags)
-{
-    /* Every write is ordered after the stream's earlier work: the barrier
-     * the default flag asks for is already there. */
-    if (flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) return CUDA_ERROR_INVALID_VALUE;
-    return fill32(stream, per_thread, addr, value, 1);
-}
-
-FS_API CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
-                                        unsigned int flags)
-{
-    return write_value32(stream, 0, addr, value, flags);
-}
-SIM_CU_ALIAS(cuStreamWriteValue32, cuStreamWriteValue32_v2);
-
-FS_API CUresult cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr, cuuint32_t value,
-                                             unsigned int flags)
-{
-    return write_value32(stream, 1, addr, value, flags);
-}
-SIM_CU_ALIAS(cuStreamWriteValue32_ptsz, cuStreamWriteValue32_v2_ptsz);
 
 /* ---- the entry points as CUPTI sees them (../api_callback.h) ---- */
 
@@ -303,4 +297,61 @@ FS_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
 {
     return mem_free_async_call(dptr, stream, 1, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
                                "cuMemFreeAsync_ptsz");
+}
+
+/* ---- page-locked host memory, which copies use asynchronously
+ * (../hostmem.c) ---- */
+
+FS_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : sim_cu_result(sim_drv_host_alloc(pp, bytesize, 0));
+}
+
+/* The driver's CU_MEMHOSTALLOC_* flags are the runtime's cudaHostAlloc*. */
+FS_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : sim_cu_result(sim_drv_host_alloc(pp, bytesize, flags));
+}
+
+FS_API CUresult cuMemFreeHost(void *p)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : sim_cu_result(sim_drv_host_free(p));
+}
+
+/* The flags given to cuMemHostAlloc (cuMemAllocHost's are 0) or to
+ * cuMemHostRegister, for any address in the memory. */
+FS_API CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    struct fs_range r;
+    if (!flags || !p || !fs_registry_find((uintptr_t)p, &r) ||
+        (r.kind != FS_RANGE_PINNED && r.kind != FS_RANGE_REGISTERED))
+        return CUDA_ERROR_INVALID_VALUE;
+    *flags = r.flags & ~FS_RANGE_SYNC_MEMOPS;
+    return CUDA_SUCCESS;
+}
+
+FS_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int flags)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : SIM_RT(sim_rt_cudaHostGetDevicePointer((void **)pdptr, p, flags));
+}
+
+FS_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags)
+{
+    struct fs_device *dev;
+    CUresult res = sim_cu_ready_in_context(&dev);
+    return res ? res : SIM_RT(sim_rt_cudaHostRegister(p, bytesize, flags));
+}
+/* The CUDA 4.0 ABI, whose signature did not change. */
+SIM_CU_ALIAS(cuMemHostRegister, cuMemHostRegister_v2);
+
+FS_API CUresult cuMemHostUnregister(void *p)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : SIM_RT(sim_rt_cudaHostUnregister(p));
 }

@@ -1,13 +1,14 @@
-/* stream.c - the driver's streams, events, host functions and copies, on the
- * device model's own (the runtime's streams and events: a CUstream is a
- * cudaStream_t, a CUevent a cudaEvent_t, as on a GPU).
+/* stream.c - the driver's streams, events, host functions and stream
+ * capture, on the device model's own (the runtime's streams and events: a
+ * CUstream is a cudaStream_t, a CUevent a cudaEvent_t, a CUgraph a
+ * cudaGraph_t, as on a GPU).
  *
  * Each call is the runtime call's implementation reached through a seam of
- * libcudart.so.13 (driver.h), with the driver's codes and without the
- * runtime's last error. A call on the legacy or per-thread stream works in
- * the current context, which the thread must have; an explicit stream or
- * event names its own device. The _ptsz/_ptds variants take stream 0 as the
- * per-thread stream. */
+ * libcudart.so.13 or its sim_rt_ name (driver.h), with the driver's codes
+ * and without the runtime's last error. A call on the legacy or per-thread
+ * stream works in the current context, which the thread must have; an
+ * explicit stream or event names its own device. The _ptsz variants take
+ * stream 0 as the per-thread stream. */
 #include "driver.h"
 
 /* Initialised, and, for the default streams, a current context. */
@@ -28,6 +29,20 @@ FS_API CUresult cuStreamCreate(CUstream *out, unsigned int flags)
     if (res) return res;
     if (!out) return CUDA_ERROR_INVALID_VALUE;
     res = sim_cu_result(sim_drv_stream_create(&s, flags, 0));
+    if (res == CUDA_SUCCESS) *out = (CUstream)s;
+    return res;
+}
+
+/* The priority is clamped to the device's range, as the runtime's is. */
+FS_API CUresult cuStreamCreateWithPriority(CUstream *out, unsigned int flags, int priority)
+{
+    struct fs_device *dev; /* the call's context, which must exist */
+    CUresult res = sim_cu_ready_in_context(&dev);
+    cudaStream_t s;
+
+    if (res) return res;
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    res = sim_cu_result(sim_drv_stream_create(&s, flags, priority));
     if (res == CUDA_SUCCESS) *out = (CUstream)s;
     return res;
 }
@@ -68,6 +83,85 @@ FS_API CUresult cuStreamGetFlags(CUstream s, unsigned int *flags)
 FS_API CUresult cuStreamGetFlags_ptsz(CUstream s, unsigned int *flags)
 {
     return stream_get_flags(s, flags, 1);
+}
+
+/* An entry point and its _ptsz variant, each the runtime call's work for
+ * the stream as the calling thread names it. */
+#define STREAM_PAIR(name, params, args, rt_call)                                                   \
+    FS_API CUresult name params                                                                    \
+    {                                                                                              \
+        CUresult res = ready_on(s);                                                                \
+        return res ? res : SIM_RT(sim_rt_##rt_call args);                                          \
+    }                                                                                              \
+    FS_API CUresult name##_ptsz params                                                             \
+    {                                                                                              \
+        CUresult res = ready_on(s);                                                                \
+        return res ? res : SIM_RT(sim_rt_##rt_call##_ptsz args);                                   \
+    }
+
+STREAM_PAIR(cuStreamQuery, (CUstream s), ((cudaStream_t)s), cudaStreamQuery)
+STREAM_PAIR(cuStreamGetPriority, (CUstream s, int *priority), ((cudaStream_t)s, priority),
+            cudaStreamGetPriority)
+STREAM_PAIR(cuStreamGetId, (CUstream s, unsigned long long *id), ((cudaStream_t)s, id),
+            cudaStreamGetId)
+/* The callback's status argument is a cudaError_t there, CUresult here: the
+ * sim only ever passes success, 0 in both. */
+STREAM_PAIR(cuStreamAddCallback, (CUstream s, CUstreamCallback fn, void *user, unsigned int flags),
+            ((cudaStream_t)s, (cudaStreamCallback_t)(void (*)(void))fn, user, flags),
+            cudaStreamAddCallback)
+
+/* ---- stream capture (../capture.c) ---- */
+
+_Static_assert(sizeof(CUgraphEdgeData) == sizeof(cudaGraphEdgeData), "edge data");
+_Static_assert((int)CU_STREAM_CAPTURE_MODE_RELAXED == (int)cudaStreamCaptureModeRelaxed, "mode");
+
+STREAM_PAIR(cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode mode),
+            ((cudaStream_t)s, (enum cudaStreamCaptureMode)mode), cudaStreamBeginCapture)
+STREAM_PAIR(cuStreamBeginCaptureToGraph,
+            (CUstream s, CUgraph graph, const CUgraphNode *deps, const CUgraphEdgeData *edges,
+             size_t n, CUstreamCaptureMode mode),
+            ((cudaStream_t)s, (cudaGraph_t)graph, (const cudaGraphNode_t *)deps,
+             (const cudaGraphEdgeData *)edges, n, (enum cudaStreamCaptureMode)mode),
+            cudaStreamBeginCaptureToGraph)
+STREAM_PAIR(cuStreamEndCapture, (CUstream s, CUgraph *graph),
+            ((cudaStream_t)s, (cudaGraph_t *)graph), cudaStreamEndCapture)
+STREAM_PAIR(cuStreamGetCaptureInfo_v3,
+            (CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph,
+             const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *n),
+            ((cudaStream_t)s, (enum cudaStreamCaptureStatus *)status, (unsigned long long *)id,
+             (cudaGraph_t *)graph, (const cudaGraphNode_t **)deps,
+             (const cudaGraphEdgeData **)edges, n),
+            cudaStreamGetCaptureInfo)
+STREAM_PAIR(cuStreamUpdateCaptureDependencies_v2,
+            (CUstream s, CUgraphNode *deps, const CUgraphEdgeData *edges, size_t n,
+             unsigned int flags),
+            ((cudaStream_t)s, (cudaGraphNode_t *)deps, (const cudaGraphEdgeData *)edges, n, flags),
+            cudaStreamUpdateCaptureDependencies)
+/* The CUDA 11.3 ABIs, without edge data: every edge the default one. */
+STREAM_PAIR(cuStreamGetCaptureInfo_v2,
+            (CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph,
+             const CUgraphNode **deps, size_t *n),
+            ((cudaStream_t)s, (enum cudaStreamCaptureStatus *)status, (unsigned long long *)id,
+             (cudaGraph_t *)graph, (const cudaGraphNode_t **)deps, NULL, n),
+            cudaStreamGetCaptureInfo)
+/* (cuda.h spells the CUDA 12.3 ABI with this one's name: sim_ names with
+ * the symbols given.) */
+STREAM_PAIR(sim_update_capture_deps_v1,
+            (CUstream s, CUgraphNode *deps, size_t n, unsigned int flags),
+            ((cudaStream_t)s, (cudaGraphNode_t *)deps, NULL, n, flags),
+            cudaStreamUpdateCaptureDependencies)
+
+/* No stream of the sim belongs to a green context (it makes none). */
+FS_API CUresult cuStreamGetGreenCtx(CUstream s, CUgreenCtx *green)
+{
+    CUresult res = ready_on(s);
+    if (res) return res;
+    if (!green) return CUDA_ERROR_INVALID_VALUE;
+    if (s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && s &&
+        fs_sim_stream_device((cudaStream_t)s) < 0)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *green = NULL;
+    return CUDA_SUCCESS;
 }
 
 static CUresult stream_get_device(CUstream s, CUdevice *device, int pt)
@@ -153,20 +247,32 @@ FS_API CUresult cuEventCreate(CUevent *out, unsigned int flags)
     return res;
 }
 
-static CUresult event_record(CUevent ev, CUstream s, int pt)
+/* CU_EVENT_RECORD_EXTERNAL is cudaEventRecordExternal. */
+static CUresult event_record(CUevent ev, CUstream s, unsigned flags, int pt)
 {
     CUresult res = ready_on(s);
-    return res ? res : sim_cu_result(sim_drv_event_record((cudaEvent_t)ev, (cudaStream_t)s, 0, pt));
+    if (res) return res;
+    return sim_cu_result(sim_drv_event_record((cudaEvent_t)ev, (cudaStream_t)s, flags, pt));
 }
 
 FS_API CUresult cuEventRecord(CUevent ev, CUstream s)
 {
-    return event_record(ev, s, 0);
+    return event_record(ev, s, 0, 0);
 }
 
 FS_API CUresult cuEventRecord_ptsz(CUevent ev, CUstream s)
 {
-    return event_record(ev, s, 1);
+    return event_record(ev, s, 0, 1);
+}
+
+FS_API CUresult cuEventRecordWithFlags(CUevent ev, CUstream s, unsigned int flags)
+{
+    return event_record(ev, s, flags, 0);
+}
+
+FS_API CUresult cuEventRecordWithFlags_ptsz(CUevent ev, CUstream s, unsigned int flags)
+{
+    return event_record(ev, s, flags, 1);
 }
 
 FS_API CUresult cuEventQuery(CUevent ev)
@@ -187,68 +293,12 @@ FS_API CUresult cuEventDestroy_v2(CUevent ev)
     return res ? res : sim_cu_result(sim_drv_event_destroy((cudaEvent_t)ev));
 }
 
-/* ---- page-locked host memory, which copies use asynchronously ---- */
-
-FS_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+/* CUDA 12.8's ABI changed what may be timed, not the signature; both are
+ * cudaEventElapsedTime's answer. */
+FS_API CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
 {
     CUresult res = sim_cu_ready();
-    return res ? res : sim_cu_result(sim_drv_host_alloc(pp, bytesize));
-}
-
-FS_API CUresult cuMemFreeHost(void *p)
-{
-    CUresult res = sim_cu_ready();
-    return res ? res : sim_cu_result(sim_drv_host_free(p));
-}
-
-/* ---- copies between device and host memory ---- */
-
-static CUresult copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, CUstream s,
-                     int pt, int async)
-{
-    CUresult res = ready_on(s);
     if (res) return res;
-    return sim_cu_result(sim_drv_memcpy(dst, src, n, kind, (cudaStream_t)s, pt, async));
+    return SIM_RT(sim_rt_cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end));
 }
-
-#define DEVICE(p) ((void *)(uintptr_t)(p))
-
-FS_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
-{
-    return copy(DEVICE(dst), src, n, cudaMemcpyHostToDevice, NULL, 0, 0);
-}
-
-FS_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
-{
-    return copy(DEVICE(dst), src, n, cudaMemcpyHostToDevice, NULL, 1, 0);
-}
-
-FS_API CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
-{
-    return copy(dst, DEVICE(src), n, cudaMemcpyDeviceToHost, NULL, 0, 0);
-}
-
-FS_API CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
-{
-    return copy(dst, DEVICE(src), n, cudaMemcpyDeviceToHost, NULL, 1, 0);
-}
-
-FS_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream s)
-{
-    return copy(DEVICE(dst), src, n, cudaMemcpyHostToDevice, s, 0, 1);
-}
-
-FS_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s)
-{
-    return copy(DEVICE(dst), src, n, cudaMemcpyHostToDevice, s, 1, 1);
-}
-
-FS_API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream s)
-{
-    return copy(dst, DEVICE(src), n, cudaMemcpyDeviceToHost, s, 0, 1);
-}
-
-FS_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s)
-{
-    return copy(dst, DEVICE(src), n, cudaMemcpyDeviceToHost, s, 1, 1);
-}
+SIM_CU_ALIAS(cuEventElapsedTime, cuEventElapsedTime_v2);

@@ -6,7 +6,9 @@
  *   cuMemMap              the memfd mapped MAP_SHARED|MAP_FIXED into the
  *                         reservation (still PROT_NONE)
  *   cuMemSetAccess        mprotect (checked, but the mapping stays
- *                         PROT_NONE in a dry run, FSDPSHIM_SIM_DATA=0)
+ *                         PROT_NONE in a dry run, FSDPSHIM_SIM_DATA=0);
+ *                         each mapping keeps what each device was granted,
+ *                         which cuMemGetAccess answers
  *   cuMemUnmap            the range put back to PROT_NONE
  *   cuMemRelease          the memfd closed; its capacity returns once the
  *                         last mapping of it is gone, as with a GPU
@@ -49,11 +51,16 @@ struct vmm_alloc {
     CUmemGenericAllocationHandle handle; /* its key in allocs */
 };
 
+#define MAX_DEVICES 64 /* FSDPSHIM_SIM_DEVICES is at most 64 */
+
 struct vmm_span {
     struct vmm_span *next;
     uintptr_t base;
     size_t size;
     struct vmm_alloc *alloc; /* NULL for a reservation */
+    /* A mapping: the access cuMemSetAccess last granted each device
+     * (CUmemAccess_flags; none until granted). */
+    unsigned char access[MAX_DEVICES];
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -216,7 +223,7 @@ static CUresult cuMemAddressReserve_impl(CUdeviceptr *ptr, size_t size, size_t a
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     pthread_mutex_lock(&mu);
-    *r = (struct vmm_span){reservations, base, size, NULL};
+    *r = (struct vmm_span){reservations, base, size, NULL, {0}};
     reservations = r;
     pthread_mutex_unlock(&mu);
     *ptr = (CUdeviceptr)base;
@@ -286,10 +293,10 @@ static CUresult cuMemMap_impl(CUdeviceptr ptr, size_t size, size_t offset,
         free(m);
         return res;
     }
-    *m = (struct vmm_span){mappings, base, size, a};
+    *m = (struct vmm_span){mappings, base, size, a, {0}};
     mappings = m;
     a->maps++;
-    struct fs_range r = {base, size, FS_RANGE_VMM, a->device, 1, NULL, 0};
+    struct fs_range r = {base, size, FS_RANGE_VMM, a->device, 1, NULL, 0, 0};
     fs_registry_add(&r);
     pthread_mutex_unlock(&mu);
     return CUDA_SUCCESS;
@@ -359,6 +366,31 @@ FS_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDe
         res = CUDA_ERROR_INVALID_VALUE; /* every byte must be mapped */
     else if (mprotect((void *)base, size, prot) != 0)
         res = CUDA_ERROR_INVALID_VALUE;
+    for (struct vmm_span *m = mappings; !res && m; m = m->next)
+        if (m->base < end && base < m->base + m->size)
+            for (size_t i = 0; i < count; i++)
+                m->access[desc[i].location.id] = (unsigned char)desc[i].flags;
+    pthread_mutex_unlock(&mu);
+    return res;
+}
+
+/* What cuMemSetAccess granted the device `location` names on the mapping
+ * that holds ptr. */
+FS_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location,
+                               CUdeviceptr ptr)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!flags || !location) return CUDA_ERROR_INVALID_VALUE;
+    if (!device_location(location)) return CUDA_ERROR_INVALID_DEVICE;
+    res = CUDA_ERROR_INVALID_VALUE; /* not mapped */
+    pthread_mutex_lock(&mu);
+    for (struct vmm_span *m = mappings; m; m = m->next)
+        if ((uintptr_t)ptr - m->base < m->size) {
+            *flags = m->access[location->id];
+            res = CUDA_SUCCESS;
+            break;
+        }
     pthread_mutex_unlock(&mu);
     return res;
 }

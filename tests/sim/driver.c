@@ -3,7 +3,10 @@
  * devices, primary and current contexts agreeing with the runtime's current
  * device, memory and pointer attributes from the runtime's address registry,
  * stream memory operations ordered on runtime streams, VMM export/import,
- * cuGetProcAddress, and the families answered as unsupported. */
+ * cuGetProcAddress, context settings, streams, capture and events, pools,
+ * modules loaded from an image and their functions launched (ordered work
+ * that computes nothing), and the families answered as unsupported. Sets
+ * and copies have a program of their own, driver_memory.c. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -536,7 +539,13 @@ static void test_unsupported_families(void **state)
     assert_int_equal(cuDeviceGetDevResource(0, &res, CU_DEV_RESOURCE_TYPE_SM),
                      CUDA_ERROR_NOT_SUPPORTED);
     CUmodule mod;
-    assert_int_equal(cuModuleLoadData(&mod, "not an image"), CUDA_ERROR_NOT_SUPPORTED);
+    CUlinkState link;
+    assert_int_equal(cuLinkCreate(0, NULL, NULL, &link), CUDA_ERROR_NOT_SUPPORTED);
+    CUmemoryPool host_pool;
+    CUmemLocation host = {.type = CU_MEM_LOCATION_TYPE_HOST};
+    assert_int_equal(cuMemGetDefaultMemPool(&host_pool, &host, CU_MEM_ALLOCATION_TYPE_PINNED),
+                     CUDA_ERROR_NOT_SUPPORTED);
+    assert_int_equal(cuModuleLoadData(&mod, "not an image"), CUDA_ERROR_INVALID_IMAGE);
 
     /* Logs callbacks register for real. */
     CUlogsCallbackHandle h1, h2;
@@ -565,16 +574,335 @@ static void test_unsupported_families(void **state)
                                CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
         CUDA_ERROR_INVALID_VALUE);
     assert_int_equal(cudaFree(p), cudaSuccess);
+}
 
-    /* No CUfunction exists without a module loader; the configuration is
-     * checked first. */
-    int blocks;
-    assert_int_equal(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, NULL, 0, 0),
-                     CUDA_ERROR_INVALID_VALUE);
-    assert_int_equal(cuLaunchKernel(NULL, 1, 1, 1, 2048, 1, 1, 0, NULL, NULL, NULL),
-                     CUDA_ERROR_INVALID_VALUE);
-    assert_int_equal(cuLaunchKernel(NULL, 1, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL),
+/* A module from PTX text (what an image declares is all the sim reads):
+ * its function launches as ordered work on its stream, held behind earlier
+ * work, computing nothing; its global has device memory that sets reach;
+ * the driver's codes for what is wrong; unloading forgets both. */
+static const char ptx[] = ".version 8.0\n"
+                          ".target sm_90\n"
+                          ".address_size 64\n"
+                          ".visible .global .align 4 .b8 table[64];\n"
+                          ".visible .entry scale(.param .u64 p)\n"
+                          "{\n"
+                          "  ret;\n"
+                          "}\n";
+
+static void test_modules_and_launches(void **state)
+{
+    (void)state;
+    CUmodule mod;
+    CUfunction f, g;
+    assert_int_equal(cudaSetDevice(0), cudaSuccess);
+    char log[64] = "stale";
+    CUjit_option opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[2] = {log, (void *)(uintptr_t)sizeof log};
+    assert_int_equal(cuModuleLoadDataEx(&mod, ptx, 2, opts, values), CUDA_SUCCESS);
+    assert_string_equal(log, ""); /* nothing compiled, nothing logged */
+    assert_int_equal(cuModuleGetFunction(&f, mod, "scale"), CUDA_SUCCESS);
+    assert_int_equal(cuModuleGetFunction(&g, mod, "nope"), CUDA_ERROR_NOT_FOUND);
+    unsigned count = 0;
+    assert_int_equal(cuModuleGetFunctionCount(&count, mod), CUDA_SUCCESS);
+    assert_int_equal(count, 1);
+    assert_int_equal(cuModuleEnumerateFunctions(&g, 1, mod), CUDA_SUCCESS);
+    assert_ptr_equal(g, f);
+
+    CUdeviceptr table;
+    size_t bytes = 0;
+    assert_int_equal(cuModuleGetGlobal(&table, &bytes, mod, "table"), CUDA_SUCCESS);
+    assert_int_equal(bytes, 64);
+    uint32_t words[16];
+    assert_int_equal(cuMemcpyDtoH(words, table, 64), CUDA_SUCCESS);
+    for (int i = 0; i < 16; i++)
+        assert_int_equal(words[i], 0); /* PTX initialisers are zeros here */
+    assert_int_equal(cuMemsetD32(table + 4, 0x01020304, 14), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(words, table, 64), CUDA_SUCCESS);
+    assert_int_equal(words[0], 0);
+    assert_int_equal(words[1], 0x01020304u);
+    assert_int_equal(words[15], 0);
+    assert_int_equal(cuModuleGetGlobal(&table, &bytes, mod, "nope"), CUDA_ERROR_NOT_FOUND);
+
+    int v = 0;
+    assert_int_equal(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f),
+                     CUDA_SUCCESS);
+    assert_int_equal(v, 1024);
+    assert_int_equal(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 100000),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f),
+                     CUDA_SUCCESS);
+    assert_int_equal(v, 100000);
+    assert_int_equal(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NUM_REGS, 8),
+                     CUDA_ERROR_INVALID_VALUE); /* read-only */
+    int blocks = 0;
+    assert_int_equal(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, 256, 0), CUDA_SUCCESS);
+    assert_true(blocks > 0);
+
+    /* Ordered: held behind a host function, then done. */
+    CUstream s;
+    CUevent done;
+    assert_int_equal(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    assert_int_equal(cuEventCreate(&done, 0), CUDA_SUCCESS);
+    struct fs_gate gate = FS_GATE_INIT;
+    assert_int_equal(cuLaunchHostFunc(s, fs_gate_wait, &gate), CUDA_SUCCESS);
+    void *param = &table, *params[] = {param};
+    assert_int_equal(cuLaunchKernel(f, 4, 1, 1, 128, 1, 1, 60000, s, params, NULL), CUDA_SUCCESS);
+    CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_PRIORITY};
+    CUlaunchConfig config = {2, 1, 1, 64, 1, 1, 0, s, &attr, 1};
+    assert_int_equal(cuLaunchKernelEx(&config, f, params, NULL), CUDA_SUCCESS);
+    assert_int_equal(cuEventRecord(done, s), CUDA_SUCCESS);
+    fs_test_sleep_ms(20);
+    assert_int_equal(cuEventQuery(done), CUDA_ERROR_NOT_READY);
+    fs_gate_open(&gate);
+    assert_int_equal(cuEventSynchronize(done), CUDA_SUCCESS);
+
+    /* What a GPU refuses. */
+    assert_int_equal(cuLaunchKernel(f, 1, 1, 1, 2048, 1, 1, 0, s, NULL, NULL),
+                     CUDA_ERROR_INVALID_VALUE); /* over 1024 threads a block */
+    assert_int_equal(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 200000, s, NULL, NULL),
+                     CUDA_ERROR_INVALID_VALUE); /* over the function's shared memory */
+    void *extra[] = {CU_LAUNCH_PARAM_END};
+    assert_int_equal(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params, extra),
+                     CUDA_ERROR_INVALID_VALUE); /* both ways of passing parameters */
+    assert_int_equal(cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL),
                      CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(cuLaunchCooperativeKernel(f, 1u << 20, 1, 1, 1024, 1, 1, 0, s, NULL),
+                     CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+
+    assert_int_equal(cuModuleUnload(mod), CUDA_SUCCESS);
+    assert_int_equal(cuModuleGetFunction(&g, mod, "scale"), CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL),
+                     CUDA_ERROR_INVALID_HANDLE); /* its function is gone with it */
+    assert_int_equal(cuModuleUnload(mod), CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(cuModuleLoad(&mod, "/nonexistent/module.cubin"), CUDA_ERROR_FILE_NOT_FOUND);
+    CUmoduleLoadingMode mode;
+    assert_int_equal(cuModuleGetLoadingMode(&mode), CUDA_SUCCESS);
+    assert_int_equal(mode, CU_MODULE_LAZY_LOADING);
+    assert_int_equal(cuEventDestroy(done), CUDA_SUCCESS);
+    assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
+    assert_int_equal(cudaGetLastError(), cudaSuccess);
+}
+
+/* What a context keeps: limits, cache preference, its id; and the CUDA 13
+ * calls that name the context. */
+static void test_context_settings(void **state)
+{
+    (void)state;
+    CUcontext primary, created;
+    assert_int_equal(cudaSetDevice(1), cudaSuccess);
+    assert_int_equal(cuCtxGetCurrent(&primary), CUDA_SUCCESS);
+    size_t value = 0;
+    assert_int_equal(cuCtxGetLimit(&value, CU_LIMIT_MALLOC_HEAP_SIZE), CUDA_SUCCESS);
+    assert_int_equal(value, 8 << 20);
+    assert_int_equal(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 64 << 20), CUDA_SUCCESS);
+    assert_int_equal(cuCtxGetLimit(&value, CU_LIMIT_MALLOC_HEAP_SIZE), CUDA_SUCCESS);
+    assert_int_equal(value, 64 << 20);
+    assert_int_equal(cuCtxSetLimit(CU_LIMIT_MAX_L2_FETCH_GRANULARITY, 1000), CUDA_SUCCESS);
+    assert_int_equal(cuCtxGetLimit(&value, CU_LIMIT_MAX_L2_FETCH_GRANULARITY), CUDA_SUCCESS);
+    assert_int_equal(value, 128); /* clamped, as documented */
+    assert_int_equal(cuCtxSetLimit(CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH, 4),
+                     CUDA_ERROR_UNSUPPORTED_LIMIT); /* compute capability 9.0 */
+    assert_int_equal(cuCtxGetLimit(&value, CU_LIMIT_MAX), CUDA_ERROR_INVALID_VALUE);
+    CUfunc_cache cache;
+    assert_int_equal(cuCtxSetCacheConfig(CU_FUNC_CACHE_PREFER_L1), CUDA_SUCCESS);
+    assert_int_equal(cuCtxGetCacheConfig(&cache), CUDA_SUCCESS);
+    assert_int_equal(cache, CU_FUNC_CACHE_PREFER_L1);
+    int least = 0, greatest = 0;
+    assert_int_equal(cuCtxGetStreamPriorityRange(&least, &greatest), CUDA_SUCCESS);
+    int rt_least, rt_greatest;
+    assert_int_equal(cudaDeviceGetStreamPriorityRange(&rt_least, &rt_greatest), cudaSuccess);
+    assert_int_equal(least, rt_least);
+    assert_int_equal(greatest, rt_greatest);
+    unsigned version = 0;
+    assert_int_equal(cuCtxGetApiVersion(NULL, &version), CUDA_SUCCESS);
+    assert_int_equal(version, 3020);
+
+    unsigned long long id_primary = 0, id_created = 0, id_again = 0;
+    assert_int_equal(cuCtxCreate_v4(&created, NULL, 0, 1), CUDA_SUCCESS); /* now current */
+    assert_int_equal(cuCtxGetId(primary, &id_primary), CUDA_SUCCESS);
+    assert_int_equal(cuCtxGetId(NULL, &id_created), CUDA_SUCCESS);
+    assert_int_equal(cuCtxGetId(created, &id_again), CUDA_SUCCESS);
+    assert_true(id_primary != id_created);
+    assert_int_equal(id_created, id_again);
+    CUdevice dev = -1;
+    assert_int_equal(cuCtxGetDevice_v2(&dev, primary), CUDA_SUCCESS);
+    assert_int_equal(dev, 1);
+    assert_int_equal(cuCtxSynchronize_v2(created), CUDA_SUCCESS);
+    assert_int_equal(cuCtxDestroy(created), CUDA_SUCCESS);
+    assert_int_equal(cuCtxGetId(created, &id_again), CUDA_ERROR_INVALID_CONTEXT);
+    assert_int_equal(cuCtxSynchronize_v2(created), CUDA_ERROR_INVALID_CONTEXT);
+
+    CUexecAffinityParam affinity;
+    int sms = 0;
+    assert_int_equal(cuCtxGetExecAffinity(&affinity, CU_EXEC_AFFINITY_TYPE_SM_COUNT), CUDA_SUCCESS);
+    assert_int_equal(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 1), cudaSuccess);
+    assert_int_equal(affinity.param.smCount.val, sms);
+
+    CUcontext peer;
+    assert_int_equal(cuDevicePrimaryCtxRetain(&peer, 2), CUDA_SUCCESS);
+    assert_int_equal(cuCtxEnablePeerAccess(peer, 0), CUDA_SUCCESS);
+    assert_int_equal(cuCtxEnablePeerAccess(peer, 0), CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+    assert_int_equal(cuCtxDisablePeerAccess(peer), CUDA_SUCCESS);
+    assert_int_equal(cuCtxDisablePeerAccess(peer), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+    assert_int_equal(cuDevicePrimaryCtxRelease(2), CUDA_SUCCESS);
+    assert_int_equal(cudaGetLastError(), cudaSuccess);
+    assert_int_equal(cudaSetDevice(0), cudaSuccess);
+}
+
+static void CUDA_CB fs_test_sleep_ms_host(void *data)
+{
+    (void)data;
+    fs_test_sleep_ms(10);
+}
+
+static void CUDA_CB on_stream_done(CUstream s, CUresult status, void *data)
+{
+    (void)s;
+    *(int *)data = status == CUDA_SUCCESS ? 1 : -1;
+}
+
+/* Streams, their capture into a graph and events, as the runtime's. */
+static void test_streams_capture_events(void **state)
+{
+    (void)state;
+    CUstream s;
+    int least, greatest, priority = 0;
+    assert_int_equal(cuCtxGetStreamPriorityRange(&least, &greatest), CUDA_SUCCESS);
+    assert_int_equal(cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, greatest - 5),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuStreamGetPriority(s, &priority), CUDA_SUCCESS);
+    assert_int_equal(priority, greatest); /* clamped to the range */
+    unsigned long long id = 0, rt_id = 0;
+    assert_int_equal(cuStreamGetId(s, &id), CUDA_SUCCESS);
+    assert_int_equal(cudaStreamGetId((cudaStream_t)s, &rt_id), cudaSuccess);
+    assert_int_equal(id, rt_id);
+    CUgreenCtx green = (CUgreenCtx)1;
+    assert_int_equal(cuStreamGetGreenCtx(s, &green), CUDA_SUCCESS);
+    assert_null(green);
+
+    int called = 0;
+    assert_int_equal(cuStreamAddCallback(s, on_stream_done, &called, 0), CUDA_SUCCESS);
+    assert_int_equal(cuStreamSynchronize(s), CUDA_SUCCESS);
+    assert_int_equal(called, 1);
+    assert_int_equal(cuStreamQuery(s), CUDA_SUCCESS);
+
+    /* A set captured, not run, then run by launching the graph. */
+    CUdeviceptr d;
+    uint32_t word = 0;
+    assert_int_equal(cuMemAlloc(&d, 4), CUDA_SUCCESS);
+    assert_int_equal(cuMemsetD32(d, 0, 1), CUDA_SUCCESS);
+    assert_int_equal(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_SUCCESS);
+    CUstreamCaptureStatus capturing;
+    assert_int_equal(cuStreamGetCaptureInfo(s, &capturing, NULL, NULL, NULL, NULL, NULL),
+                     CUDA_SUCCESS);
+    assert_int_equal(capturing, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    assert_int_equal(cuMemsetD32Async(d, 77, 1, s), CUDA_SUCCESS);
+    CUgraph graph = NULL;
+    assert_int_equal(cuStreamEndCapture(s, &graph), CUDA_SUCCESS);
+    assert_non_null(graph);
+    assert_int_equal(cuMemcpyDtoH(&word, d, 4), CUDA_SUCCESS);
+    assert_int_equal(word, 0); /* captured, not run */
+    cudaGraphExec_t exec;
+    assert_int_equal(cudaGraphInstantiate(&exec, (cudaGraph_t)graph, 0), cudaSuccess);
+    assert_int_equal(cudaGraphLaunch(exec, (cudaStream_t)s), cudaSuccess);
+    assert_int_equal(cuStreamSynchronize(s), CUDA_SUCCESS);
+    assert_int_equal(cuMemcpyDtoH(&word, d, 4), CUDA_SUCCESS);
+    assert_int_equal(word, 77);
+    assert_int_equal(cudaGraphExecDestroy(exec), cudaSuccess);
+    assert_int_equal(cudaGraphDestroy((cudaGraph_t)graph), cudaSuccess);
+
+    CUevent a, b;
+    float ms = -1;
+    assert_int_equal(cuEventCreate(&a, 0), CUDA_SUCCESS);
+    assert_int_equal(cuEventCreate(&b, 0), CUDA_SUCCESS);
+    assert_int_equal(cuEventRecordWithFlags(a, s, CU_EVENT_RECORD_DEFAULT), CUDA_SUCCESS);
+    assert_int_equal(cuLaunchHostFunc(s, (CUhostFn)fs_test_sleep_ms_host, NULL), CUDA_SUCCESS);
+    assert_int_equal(cuEventRecord(b, s), CUDA_SUCCESS);
+    assert_int_equal(cuEventSynchronize(b), CUDA_SUCCESS);
+    assert_int_equal(cuEventElapsedTime(&ms, a, b), CUDA_SUCCESS);
+    assert_true(ms >= 5.0f);
+    assert_int_equal(cuEventRecordWithFlags(a, s, 0x40), CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuEventDestroy(a), CUDA_SUCCESS);
+    assert_int_equal(cuEventDestroy(b), CUDA_SUCCESS);
+    assert_int_equal(cuMemFree(d), CUDA_SUCCESS);
+    assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
+    assert_int_equal(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
+    assert_int_equal(cudaGetLastError(), cudaSuccess);
+}
+
+/* Pools through the driver are the runtime's; a pointer's pool, managed
+ * and host memory, and the one settable pointer attribute. */
+static void test_pools_and_pointers(void **state)
+{
+    (void)state;
+    CUmemoryPool pool, def = NULL, rt_def = NULL;
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    assert_int_equal(cuMemPoolCreate(&pool, &props), CUDA_SUCCESS);
+    CUstream s;
+    CUdeviceptr p;
+    assert_int_equal(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    assert_int_equal(cuMemAllocFromPoolAsync(&p, 1 << 20, pool, s), CUDA_SUCCESS);
+    CUmemoryPool of = NULL;
+    assert_int_equal(cuPointerGetAttribute(&of, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, p),
+                     CUDA_SUCCESS);
+    assert_ptr_equal(of, pool);
+    cuuint64_t used = 0;
+    assert_int_equal(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used),
+                     CUDA_SUCCESS);
+    assert_int_equal(used, 1 << 20);
+    assert_int_equal(cuMemFreeAsync(p, s), CUDA_SUCCESS);
+    assert_int_equal(cuStreamSynchronize(s), CUDA_SUCCESS);
+    assert_int_equal(cuMemPoolTrimTo(pool, 0), CUDA_SUCCESS);
+    assert_int_equal(cuMemPoolDestroy(pool), CUDA_SUCCESS);
+    CUmemLocation dev0 = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    assert_int_equal(cuMemGetDefaultMemPool(&def, &dev0, CU_MEM_ALLOCATION_TYPE_PINNED),
+                     CUDA_SUCCESS);
+    assert_int_equal(cudaDeviceGetDefaultMemPool((cudaMemPool_t *)&rt_def, 0), cudaSuccess);
+    assert_ptr_equal(def, rt_def);
+    assert_int_equal(cuMemGetDefaultMemPool(&def, &dev0, (CUmemAllocationType)7),
+                     CUDA_ERROR_INVALID_VALUE);
+
+    CUdeviceptr managed;
+    unsigned is_managed = 0;
+    assert_int_equal(cuMemAllocManaged(&managed, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+    assert_int_equal(cuPointerGetAttribute(&is_managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, managed),
+                     CUDA_SUCCESS);
+    assert_int_equal(is_managed, 1);
+    ((volatile char *)(uintptr_t)managed)[0] = 1; /* the host may touch it */
+    assert_int_equal(cuMemFree(managed), CUDA_SUCCESS);
+
+    void *pinned = NULL;
+    unsigned flags = 0;
+    assert_int_equal(cuMemHostAlloc(&pinned, 4096, CU_MEMHOSTALLOC_PORTABLE), CUDA_SUCCESS);
+    assert_int_equal(cuMemHostGetFlags(&flags, (char *)pinned + 100), CUDA_SUCCESS);
+    assert_int_equal(flags, CU_MEMHOSTALLOC_PORTABLE);
+    CUdeviceptr mapped = 0;
+    assert_int_equal(cuMemHostGetDevicePointer(&mapped, pinned, 0), CUDA_SUCCESS);
+    assert_int_equal(mapped, (CUdeviceptr)(uintptr_t)pinned);
+    assert_int_equal(cuMemFreeHost(pinned), CUDA_SUCCESS);
+    static char plain[8192];
+    assert_int_equal(cuMemHostRegister(plain, sizeof plain, CU_MEMHOSTREGISTER_READ_ONLY),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuMemHostGetFlags(&flags, plain), CUDA_SUCCESS);
+    assert_int_equal(flags, CU_MEMHOSTREGISTER_READ_ONLY);
+    assert_int_equal(cuMemHostUnregister(plain), CUDA_SUCCESS);
+    assert_int_equal(cuMemHostGetFlags(&flags, plain), CUDA_ERROR_INVALID_VALUE);
+
+    /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: set, read back; the others are
+     * read-only. */
+    int sync = 1, got = 0;
+    assert_int_equal(cuMemAlloc(&p, 4096), CUDA_SUCCESS);
+    assert_int_equal(cuPointerSetAttribute(&sync, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p),
+                     CUDA_SUCCESS);
+    assert_int_equal(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p + 8),
+                     CUDA_SUCCESS);
+    assert_int_equal(got, 1);
+    assert_int_equal(cuPointerSetAttribute(&sync, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p),
+                     CUDA_ERROR_INVALID_VALUE);
+    assert_int_equal(cuMemFree(p), CUDA_SUCCESS);
+    assert_int_equal(cuStreamDestroy(s), CUDA_SUCCESS);
+    assert_int_equal(cudaGetLastError(), cudaSuccess);
 }
 
 int main(void)
@@ -591,6 +919,10 @@ int main(void)
         cmocka_unit_test(test_vmm_export_import_retain),
         cmocka_unit_test(test_get_proc_address),
         cmocka_unit_test(test_unsupported_families),
+        cmocka_unit_test(test_modules_and_launches),
+        cmocka_unit_test(test_context_settings),
+        cmocka_unit_test(test_streams_capture_events),
+        cmocka_unit_test(test_pools_and_pointers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * dlopens libcuda.so.1 with RTLD_LOCAL and takes its functions by dlsym on
  * that handle and through cuGetProcAddress (both ABIs, with versions and
  * flags). Under the shim (--expect-shim) the memory calls got every way are
- * its hooks and are served by its allocator (driver_test.h); the
+ * its hooks and are served by its allocator (driver_test.h), and the
+ * driver's sets work on that memory; the
  * virtual-memory calls are its hooks and work as the driver's; anything else
  * (other entry points, unknown and future names, too old a version, bad
  * flags) gets exactly the driver's answer.
@@ -179,6 +180,29 @@ int main(int argc, char **argv)
                                      proc_v1("cuMemFree"), proc_v1("cuMemAllocAsync"),
                                      proc_v1("cuMemFreeAsync"), proc_v1("cuMemGetInfo")},
              expect_shim, CU_STREAM_PER_THREAD, device);
+    /* Sets on the allocator's memory, the driver's own functions: the sim's
+     * libcuda.so.1 brings its runtime in as a dependency, so the shim hands
+     * out no hook for stream work (static_runtime.c is the process without
+     * one). */
+    struct driver_memory route = {"cuGetProcAddress_v2 sets",
+                                  proc("cuMemAlloc", 12000, 0),
+                                  proc("cuMemFree", 12000, 0),
+                                  NULL,
+                                  NULL,
+                                  NULL};
+    set_and_read_back(&route,
+                      &(struct driver_sets){
+                          proc("cuMemsetD32", 12000, 0), proc("cuMemsetD32Async", 12000, 0),
+                          proc("cuMemcpyDtoH", 12000, 0), proc("cuStreamSynchronize", 12000, 0)},
+                      expect_shim, false, CU_STREAM_LEGACY, device);
+    set_and_read_back(
+        &route,
+        &(struct driver_sets){
+            proc("cuMemsetD32", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+            proc("cuMemsetD32Async", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+            proc("cuMemcpyDtoH", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+            proc("cuStreamSynchronize", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)},
+        expect_shim, false, NULL, device);
     vmm_roundtrip(expect_shim, device);
     unknown_names(expect_shim);
     CU_CHECK(sync());

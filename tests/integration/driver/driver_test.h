@@ -97,4 +97,42 @@ static inline void exercise(const struct driver_memory *m, bool expect_shim, CUs
     printf("%s: ok\n", m->route);
 }
 
+/* The driver's sets and a copy, as one route found them. */
+struct driver_sets {
+    CUresult (*set32)(CUdeviceptr, unsigned int, size_t);
+    CUresult (*set32_async)(CUdeviceptr, unsigned int, size_t, CUstream);
+    CUresult (*dtoh)(void *, CUdeviceptr, size_t);
+    CUresult (*stream_sync)(CUstream);
+};
+
+/* Sets memory a route's cuMemAlloc gave (the shim's allocator's under the
+ * shim) with cuMemsetD32 and cuMemsetD32Async on `stream`, and reads every
+ * byte back. The Async set is the shim's hook where `expect_hook` (a process
+ * without the runtime, whose stream work the shim notes: driver_work.c). */
+static inline void set_and_read_back(const struct driver_memory *m, const struct driver_sets *d,
+                                     bool expect_shim, bool expect_hook, CUstream stream,
+                                     int device)
+{
+    enum { WORDS = 1 << 16 };
+    static uint32_t host[WORDS];
+    int64_t served = stat_or_zero("allocation.all.allocated", device);
+    CUdeviceptr p = 0;
+
+    EXPECT(in_shim((void *)d->set32_async) == expect_hook);
+    CU_CHECK(m->alloc(&p, WORDS * 4));
+    if (expect_shim) EXPECT(shim_stat("allocation.all.allocated", device) == served + 1);
+    CU_CHECK(d->set32(p, 0xdeadbeef, WORDS));
+    /* A set of device memory returns before it is done, as on a GPU: the
+     * default stream it went to (legacy, or the thread's own for a
+     * per-thread route) must finish before another stream's set. */
+    CU_CHECK(d->stream_sync(NULL));
+    CU_CHECK(d->set32_async(p + 4096, 0x0badf00d, 1024, stream));
+    CU_CHECK(d->stream_sync(stream));
+    CU_CHECK(d->dtoh(host, p, WORDS * 4));
+    for (int i = 0; i < WORDS; i++)
+        EXPECT(host[i] == (i >= 1024 && i < 2048 ? 0x0badf00du : 0xdeadbeefu));
+    CU_CHECK(m->free(p));
+    printf("%s: sets ok\n", m->route);
+}
+
 #endif /* FS_DRIVER_TEST_H */

@@ -3,8 +3,8 @@
  * (the _ptsz forms when built for the per-thread default stream, whose
  * default flags select the driver's per-thread variants). Under the shim
  * (--expect-shim) the memory calls are its hooks, served by its allocator
- * (driver_test.h); an unknown name and too old a version get the runtime's
- * own answers.
+ * (driver_test.h), and the driver's sets work on that memory; an unknown
+ * name and too old a version get the runtime's own answers.
  *
  *   entry_points [--expect-shim] */
 #include "driver_test.h"
@@ -54,6 +54,14 @@ int main(int argc, char **argv)
                                      entry_by_version("cuMemFreeAsync"),
                                      entry_by_version("cuMemGetInfo")},
              expect_shim, NULL, device);
+    /* the driver's sets work on the allocator's memory; with the runtime
+     * loaded the Async set is the driver's own (the runtime's calls tell
+     * the shim of stream work) */
+    set_and_read_back(&(struct driver_memory){"cudaGetDriverEntryPoint sets", entry("cuMemAlloc"),
+                                              entry("cuMemFree"), NULL, NULL, NULL},
+                      &(struct driver_sets){entry("cuMemsetD32"), entry("cuMemsetD32Async"),
+                                            entry("cuMemcpyDtoH"), entry("cuStreamSynchronize")},
+                      expect_shim, false, (CUstream)s, device);
     /* the virtual-memory calls are hooked (and passed through), others not */
     EXPECT(in_shim(entry_by_version("cuMemCreate")) == expect_shim);
     EXPECT(!in_shim(entry_by_version("cuMemSetAccess")));

@@ -9,7 +9,8 @@
  * cuMemAllocAsync/cuMemFreeAsync, writes and reads back every block, frees
  * blocks that another stream still reads (the three ways the integrity test
  * of the runtime does, tests/integration/runtime/integrity.c), and allocates
- * in a context of its own (cuCtxCreate), whose memory is never the shim's.
+ * in a context of its own (cuCtxCreate), whose memory is never the shim's,
+ * and sets memory with cuMemsetD32 and cuMemsetD32Async and reads it back.
  * With --expect-shim the shim's statistics must show the primary context's
  * allocations served and the other context's not; the counts are printed
  * for static_runtime_test.sh to compare with the simulated device's.
@@ -270,6 +271,14 @@ int main(int argc, char **argv)
     if (expect_shim) integrity(busy, other, false);
     /* CUDA's pool hands the block out again on the same stream at once */
     if (expect_shim) integrity_copy(busy, other);
+    /* The driver's sets on the allocator's memory; the Async one is the
+     * shim's hook here, which notes the stream's work (no runtime to). */
+    set_and_read_back(
+        &(struct driver_memory){"cuGetProcAddress sets", cu.alloc, cu.free, NULL, NULL, NULL},
+        &(struct driver_sets){proc("cuMemsetD32"), proc("cuMemsetD32Async"), cu.dtoh,
+                              cu.stream_sync},
+        expect_shim, expect_shim, busy, DEVICE);
+    allocations++;
     other_context(expect_shim);
     if (expect_shim) {
         EXPECT(shim_stat("allocation.all.allocated", DEVICE) == allocations);

@@ -1,0 +1,234 @@
+/* module.c - the driver's module loader and libraries: cuModuleLoad*,
+ * cuModuleUnload, cuModuleGetFunction, cuModuleGetGlobal and the rest of
+ * cuModule*, and cuLibrary* with cuKernelGetFunction.
+ *
+ * The sim runs no device code, but it reads what an image declares
+ * (../library.c: the kernels and variables of a cubin, of PTX text, or of
+ * the first uncompressed one in a fat binary), which is all a module needs
+ * to be: functions to launch, ordered on their stream and computing nothing
+ * (launch.c), and globals with device memory of their own, starting from a
+ * cubin's initialised data. So a module is a library of the runtime's
+ * (cudaLibraryLoadData, whose work each call here is, through SIM_RT): a
+ * CUmodule and a CUlibrary are both a cudaLibrary_t, a CUfunction and a
+ * CUkernel both a cudaKernel_t, and a function launches on any device, its
+ * module loaded there on first use, as lazy loading does. Options to the
+ * JIT compiler are accepted and have nothing to compile: the log buffers
+ * they name are left empty. An image the sim cannot read is
+ * CUDA_ERROR_INVALID_IMAGE, one whose every entry is compressed (the
+ * toolkit's default for large fat binaries) CUDA_ERROR_NOT_SUPPORTED. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+#define LIB(m) ((cudaLibrary_t)(m))
+
+/* What the JIT options given ask to be written back: nothing was compiled,
+ * so every log is empty and took no time. */
+static CUresult jit_options(unsigned n, CUjit_option *options, void **values)
+{
+    if (n && (!options || !values)) return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < n; i++) {
+        switch (options[i]) {
+        case CU_JIT_INFO_LOG_BUFFER:
+        case CU_JIT_ERROR_LOG_BUFFER:
+            if (values[i]) *(char *)values[i] = '\0';
+            break;
+        case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
+        case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
+            values[i] = (void *)(uintptr_t)0; /* bytes written */
+            break;
+        case CU_JIT_WALL_TIME: {
+            float ms = 0;
+            memcpy(&values[i], &ms, sizeof ms);
+            break;
+        }
+        default:
+            if ((unsigned)options[i] >= CU_JIT_NUM_OPTIONS) return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Loads an image in the current context. */
+static CUresult load_data(CUmodule *module, const void *image)
+{
+    struct fs_device *dev;
+    CUresult res = sim_cu_ready_in_context(&dev);
+    if (res) return res;
+    if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
+    return SIM_RT(
+        sim_rt_cudaLibraryLoadData((cudaLibrary_t *)module, image, NULL, NULL, 0, NULL, NULL, 0));
+}
+
+FS_API CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    return load_data(module, image);
+}
+
+FS_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
+                                   CUjit_option *options, void **values)
+{
+    CUresult res = jit_options(n, options, values);
+    return res ? res : load_data(module, image);
+}
+
+FS_API CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatbin)
+{
+    return load_data(module, fatbin);
+}
+
+FS_API CUresult cuModuleLoad(CUmodule *module, const char *path)
+{
+    struct fs_device *dev;
+    CUresult res = sim_cu_ready_in_context(&dev);
+    if (res) return res;
+    if (!module || !path) return CUDA_ERROR_INVALID_VALUE;
+    return SIM_RT(sim_rt_cudaLibraryLoadFromFile((cudaLibrary_t *)module, path, NULL, NULL, 0, NULL,
+                                                 NULL, 0));
+}
+
+/* Waits for the devices the module was loaded on (its globals may still be
+ * in use there), as the runtime's unload does. */
+FS_API CUresult cuModuleUnload(CUmodule module)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : SIM_RT(sim_rt_cudaLibraryUnload(LIB(module)));
+}
+
+FS_API CUresult cuModuleGetFunction(CUfunction *func, CUmodule module, const char *name)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    return SIM_RT(sim_rt_cudaLibraryGetKernel((cudaKernel_t *)func, LIB(module), name));
+}
+
+FS_API CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule module)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : SIM_RT(sim_rt_cudaLibraryGetKernelCount(count, LIB(module)));
+}
+
+FS_API CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int n, CUmodule module)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    return SIM_RT(sim_rt_cudaLibraryEnumerateKernels((cudaKernel_t *)functions, n, LIB(module)));
+}
+
+/* A global's address in the current context (its module's storage on that
+ * device, made on first use). */
+FS_API CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule module,
+                                     const char *name)
+{
+    struct fs_device *dev;
+    CUresult res = sim_cu_ready_in_context(&dev);
+    if (res) return res;
+    return SIM_RT(sim_rt_cudaLibraryGetGlobal((void **)dptr, bytes, LIB(module), name));
+}
+
+/* Lazy unless CUDA_MODULE_LOADING=EAGER, the default since CUDA 12.2; the
+ * sim loads a module's globals on first use either way. */
+FS_API CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (!mode) return CUDA_ERROR_INVALID_VALUE;
+    const char *env = getenv("CUDA_MODULE_LOADING");
+    *mode = env && strcmp(env, "EAGER") == 0 ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
+    return CUDA_SUCCESS;
+}
+
+/* ---- libraries: the runtime's, context-independent ---- */
+
+static CUresult library_options(unsigned njit, CUjit_option *jit, void **jit_values, unsigned nlib,
+                                CUlibraryOption *lib, void **lib_values)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    if (nlib && (!lib || !lib_values)) return CUDA_ERROR_INVALID_VALUE;
+    return jit_options(njit, jit, jit_values);
+}
+
+FS_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jit,
+                                  void **jit_values, unsigned int njit, CUlibraryOption *lib,
+                                  void **lib_values, unsigned int nlib)
+{
+    CUresult res = library_options(njit, jit, jit_values, nlib, lib, lib_values);
+    if (res) return res;
+    return SIM_RT(
+        sim_rt_cudaLibraryLoadData((cudaLibrary_t *)library, code, NULL, NULL, 0, NULL, NULL, 0));
+}
+
+FS_API CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *path, CUjit_option *jit,
+                                      void **jit_values, unsigned int njit, CUlibraryOption *lib,
+                                      void **lib_values, unsigned int nlib)
+{
+    CUresult res = library_options(njit, jit, jit_values, nlib, lib, lib_values);
+    if (res) return res;
+    return SIM_RT(sim_rt_cudaLibraryLoadFromFile((cudaLibrary_t *)library, path, NULL, NULL, 0,
+                                                 NULL, NULL, 0));
+}
+
+FS_API CUresult cuLibraryUnload(CUlibrary library)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : SIM_RT(sim_rt_cudaLibraryUnload(LIB(library)));
+}
+
+FS_API CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *name)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    return SIM_RT(sim_rt_cudaLibraryGetKernel((cudaKernel_t *)kernel, LIB(library), name));
+}
+
+FS_API CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary library)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : SIM_RT(sim_rt_cudaLibraryGetKernelCount(count, LIB(library)));
+}
+
+FS_API CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int n, CUlibrary library)
+{
+    CUresult res = sim_cu_ready();
+    if (res) return res;
+    return SIM_RT(sim_rt_cudaLibraryEnumerateKernels((cudaKernel_t *)kernels, n, LIB(library)));
+}
+
+FS_API CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                                   const char *name)
+{
+    struct fs_device *dev;
+    CUresult res = sim_cu_ready_in_context(&dev);
+    if (res) return res;
+    return SIM_RT(sim_rt_cudaLibraryGetGlobal((void **)dptr, bytes, LIB(library), name));
+}
+
+FS_API CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                                    const char *name)
+{
+    struct fs_device *dev;
+    CUresult res = sim_cu_ready_in_context(&dev);
+    if (res) return res;
+    return SIM_RT(sim_rt_cudaLibraryGetManaged((void **)dptr, bytes, LIB(library), name));
+}
+
+FS_API CUresult cuLibraryGetUnifiedFunction(void **fptr, CUlibrary library, const char *symbol)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : SIM_RT(sim_rt_cudaLibraryGetUnifiedFunction(fptr, LIB(library), symbol));
+}
+
+/* A kernel's function in the current context: the same handle here. */
+FS_API CUresult cuKernelGetFunction(CUfunction *func, CUkernel kernel)
+{
+    struct fs_device *dev;
+    CUresult res = sim_cu_ready_in_context(&dev);
+    if (res) return res;
+    if (!func) return CUDA_ERROR_INVALID_VALUE;
+    struct cudaFuncAttributes attr;
+    if ((res = sim_cu_result(sim_drv_func_attributes(&attr, kernel, dev->ordinal)))) return res;
+    *func = (CUfunction)kernel;
+    return CUDA_SUCCESS;
+}
