@@ -19,6 +19,7 @@
 #include "driver_test.h"
 
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -110,6 +111,22 @@ static void round_trips(CUstream s)
 /* The busy stream's work: wait for the gate, then read the block as a
  * kernel would (the simulated device's memory is the host's). */
 static atomic_int gate_open;
+
+/* The gate also opens by itself 300 ms after the new request began: the
+ * shim may serve that request with the freed block by making its stream
+ * wait for `busy` on the GPU (as CUDA's stream-ordered pools do), and the
+ * test's synchronisation of that stream then returns once the gate opens,
+ * rather than never; only a block handed out without any wait is
+ * overwritten before the read. */
+static void *open_later(void *unused)
+{
+    struct timespec ms300 = {0, 300000000};
+
+    (void)unused;
+    nanosleep(&ms300, NULL);
+    atomic_store(&gate_open, 1);
+    return NULL;
+}
 static struct {
     CUdeviceptr block;
     bool read_ok;
@@ -149,10 +166,13 @@ static void integrity(CUstream busy, CUstream other, bool ordered)
     else
         CU_CHECK(cu.free(x));
     fill(host, SIZE, 2);
+    pthread_t opener;
+    if (pthread_create(&opener, NULL, open_later, NULL) != 0) exit(1);
     CU_CHECK(cu.alloc_async(&y, SIZE, other));
     CU_CHECK(cu.htod_async(y, host, SIZE, other));
     CU_CHECK(cu.stream_sync(other));
     atomic_store(&gate_open, 1);
+    pthread_join(opener, NULL);
     CU_CHECK(cu.stream_sync(busy));
     EXPECT(gate_work.read_ok);
     CU_CHECK(cu.free_async(y, other));
@@ -184,10 +204,13 @@ static void integrity_copy(CUstream busy, CUstream other)
     CU_CHECK(cu.dtoh_async(pinned, x, SIZE, busy));
     CU_CHECK(cu.free_async(x, other));
     fill(host, SIZE, 2);
+    pthread_t opener;
+    if (pthread_create(&opener, NULL, open_later, NULL) != 0) exit(1);
     CU_CHECK(cu.alloc_async(&y, SIZE, other));
     CU_CHECK(cu.htod_async(y, host, SIZE, other));
     CU_CHECK(cu.stream_sync(other));
     atomic_store(&gate_open, 1);
+    pthread_join(opener, NULL);
     CU_CHECK(cu.stream_sync(busy));
     EXPECT(intact(pinned, SIZE, 1));
     CU_CHECK(((__typeof__(&cuMemFreeHost))proc("cuMemFreeHost"))(pinned));
