@@ -1,9 +1,12 @@
 # attach_gdb.py - what gdb runs in `fsdpshim attach` and `fsdpshim detach`
 # (cli/attach.c, which puts the settings PID, LIB, MODE, FN, TYPE,
-# CALL_ARGS and WAIT_S ahead of this file and embeds the whole in the command): stop
-# the process where a call into it is safe, then dlopen(LIB, MODE) there and
-# call FN, of C type TYPE, with CALL_ARGS. It prints FSDPSHIM_RESULT N: FN's
-# value, -1 no library, -2 no FN, -3 no safe place found.
+# CALL_ARGS, NOTE_FN and WAIT_S ahead of this file and embeds the whole in the
+# command): stop the process where a call into it is safe, then dlopen(LIB,
+# MODE) there and call FN, of C type TYPE, with CALL_ARGS. It prints
+# FSDPSHIM_RESULT N: FN's value, -1 no library, -2 no FN, -3 no safe place
+# found; then, when FN answered 0 and NOTE_FN is set, FSDPSHIM_NOTE and the
+# string that NOTE_FN (const char *(void), looked up in LIB) returns, where LIB
+# has it.
 #
 # gdb calls on the thread it stopped, and dlopen and gdb's own copies of the
 # strings take the C library's allocator and loader locks: a thread stopped
@@ -135,12 +138,28 @@ def call():
     args = ", ".join(c_string(a) if isinstance(a, str) else str(a) for a in CALL_ARGS)
     return int(gdb.parse_and_eval("((%s)$f)(%s)" % (TYPE, args)))
 
+def note():
+    """NOTE_FN's string, or None (no NOTE_FN, or a LIB without it)."""
+    if not NOTE_FN:
+        return None
+    g = gdb.parse_and_eval("((void *(*)(void *, const char *))dlsym)($h, %s)" % c_string(NOTE_FN))
+    if int(g) == 0:
+        return None
+    gdb.set_convenience_variable("g", g)
+    text = gdb.parse_and_eval("((const char *(*)(void))$g)()")
+    return text.string() if int(text) else None
+
 gdb.execute("set breakpoint pending off")
 gdb.execute("set unwindonsignal on")
 if not stop_safely():
     result(-3)
 else:
     try:
-        result(call())
+        r = call()
+        result(r)
+        if r == 0:
+            text = note()
+            if text:
+                print("FSDPSHIM_NOTE " + " ".join(text.split()))
     finally:
         free_strings()

@@ -23,6 +23,13 @@ enum fs_cupti_status {
 enum fs_cupti_status fs_cupti_attach(int level, unsigned frames, const char *path, const char *how,
                                      bool say_why);
 
+/* The libcupti loaded (its real path), NULL before one was; and why the
+ * last fs_cupti_attach could not trace, NULL when it could. Both stay valid
+ * until the next fs_cupti_attach; read them under the caller's own
+ * serialisation of attaches (attach.c). */
+const char *fs_cupti_library(void);
+const char *fs_cupti_failure(void);
+
 /* Unsubscribes and closes the trace; false when not attached. */
 bool fs_cupti_detach(void);
 
