@@ -40,8 +40,9 @@ void usage_attach(FILE *out)
             "CUPTI cannot be had it redirects the loaded objects' GOT slots instead, which\n"
             "see less; the line printed names the way taken (and CUPTI's path).\n"
             "  --duration S  detach after S seconds (else `fsdpshim detach PID` does)\n"
-            "  -o FILE       the trace [fsdpshim-%%h-%%p.fst in this directory; %%h host,\n"
-            "                %%p the process's pid]\n"
+            "  -o FILE       the trace [fsdpshim-%%h-%%p.fst in this directory]: %%h the host,\n"
+            "                %%p the process's pid, %%r its rank, %%q{VAR} its environment\n"
+            "                variable VAR, %%%% a %%\n"
             "Needs gdb (or NVIDIA's cuda-gdb) and the right to ptrace the process (its owner,\n"
             "or CAP_SYS_PTRACE).\n"
             "\n"
@@ -287,7 +288,8 @@ static bool find_shim(const char *who, char *out, size_t len)
 }
 
 /* The trace's path as the process will open it: absolute (its working
- * directory is not ours), %p and %h already its own. */
+ * directory is not ours), %p and %h already its own. %r, %q{VAR} and %% are
+ * left to the process, which has the rank and the environment. */
 static void trace_path(const char *pattern, pid_t pid, char *out, size_t len)
 {
     char cwd[PATH_MAX] = ".", host[256] = "localhost";
@@ -296,7 +298,10 @@ static void trace_path(const char *pattern, pid_t pid, char *out, size_t len)
     gethostname(host, sizeof host - 1);
     if (pattern[0] != '/') n = (size_t)snprintf(out, len, "%s/", cwd);
     for (const char *p = pattern; *p && n + 1 < len; p++) {
-        if (p[0] == '%' && (p[1] == 'p' || p[1] == 'h')) {
+        if (p[0] == '%' && p[1] == '%') { /* a %, and never the start of another */
+            out[n++] = *p++;
+            if (n + 1 < len) out[n++] = *p;
+        } else if (p[0] == '%' && (p[1] == 'p' || p[1] == 'h')) {
             if (p[1] == 'p')
                 n += (size_t)snprintf(out + n, len - n, "%d", (int)pid);
             else
@@ -355,6 +360,7 @@ int command_attach(int argc, char **argv)
         }
     }
     if (!pid_text) return fs_usage_error("attach", "no process id");
+    if ((rc = fs_cli_trace_name_check("attach", output))) return rc;
     if (duration) {
         char *end;
         seconds = strtod(duration, &end);

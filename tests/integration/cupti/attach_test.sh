@@ -101,6 +101,9 @@ grep -qE "^    loop at .*/cupti_first.c:$line( \(inlined\))?\$" "$dir/out" ||
 grep -qE "^ +8.0 KiB +[0-9.]+ [KM]iB +[0-9]{3,} " "$dir/out" || fail "GOT allocations: $(cat "$dir/out")"
 
 # what cannot be attached to
+expect 2 "$cli" attach "$prog_pid" -o "$dir/x-%x.fst"
+grep -q "%x is not %h (host), %p (pid), %r (rank), %q{VAR}" "$dir/err" ||
+    fail "a bad escape in -o: $(cat "$dir/err")"
 expect 1 "$cli" attach 999999999
 grep -q "no process 999999999" "$dir/err" || fail "a missing process: $(cat "$dir/err")"
 sleep 30 &
