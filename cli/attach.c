@@ -140,6 +140,23 @@ static bool has_cuda(pid_t pid)
     return found;
 }
 
+/* Whether pid still runs: neither gone nor a zombie. */
+static bool alive(pid_t pid)
+{
+    char path[64], state = 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    /* "PID (COMM) STATE ...": COMM may hold spaces and parentheses */
+    char line[1024];
+    if (fgets(line, sizeof line, f)) {
+        char *close = strrchr(line, ')');
+        if (close && close[1] == ' ') state = close[2];
+    }
+    fclose(f);
+    return state && state != 'Z' && state != 'X';
+}
+
 /* Runs gdb on pid with the Python script `script`; the number it printed
  * after "FSDPSHIM_RESULT", or INT_MIN with gdb's output on stderr. What it
  * printed after "FSDPSHIM_NOTE" goes into note (empty without one). */
@@ -188,7 +205,11 @@ static int run_gdb(const char *who, pid_t pid, const char *script, char *note, s
             note[strcspn(note, "\n")] = 0;
         }
     }
-    if (result == INT_MIN && out) {
+    if (result == INT_MIN && !alive(pid)) {
+        /* a signal gdb passed on (attach_gdb.py), or its own end */
+        fprintf(stderr, "fsdpshim %s: process %d ended while gdb was attached to it\n", who,
+                (int)pid);
+    } else if (result == INT_MIN && out) {
         rewind(out);
         fprintf(stderr, "fsdpshim %s: gdb could not call into process %d:\n", who, (int)pid);
         while (fgets(line, sizeof line, out))

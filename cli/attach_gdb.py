@@ -39,6 +39,19 @@ ENTRIES = ("cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cudaMemcpyAsync",
 UNSAFE = ("malloc", "free", "calloc", "realloc", "memalign", "aligned_alloc", "valloc",
           "dlopen", "dlclose", "dlsym", "dlvsym", "dladdr", "dl_iterate_phdr", "_dl_",
           "fork", "pthread_create", "pthread_exit", "_IO_", "exit")
+# Signals that others send the process (a launcher's SIGTERM, a terminal's
+# SIGHUP or SIGTSTP, a user's SIGUSR1, the real-time signals of MPI and
+# profilers): gdb would stop for each of them and, when it came to a thread
+# other than the one a call is being made on, abandon the call there. That
+# thread then goes on with the call once gdb has gone, and returns from it
+# into gdb's dummy frame at the program's entry point: SIGSEGV, or worse;
+# and the signal itself was at best passed on at the detach (seen: SIGTERM
+# during `fsdpshim detach` killed the program with SIGSEGV). They are passed
+# on at once instead, as if gdb were not there. Faults (SIGSEGV, SIGBUS,
+# SIGFPE, SIGILL, SIGABRT) still stop: one raised by the call itself is
+# unwound (unwindonsignal), not passed to the program.
+PASSED = ("SIGHUP SIGQUIT SIGTERM SIGPIPE SIGUSR1 SIGUSR2 SIGTSTP SIGCONT SIGTTIN SIGTTOU "
+          "SIGXCPU SIGXFSZ SIGPWR " + " ".join("SIG%d" % n for n in range(34, 65)))
 # WAIT_S (a setting): seconds for a breakpoint, before the threads' stacks are looked at
 RETRIES = 50  # of those looks, 20 ms of running apart
 
@@ -151,9 +164,13 @@ def note():
 
 gdb.execute("set breakpoint pending off")
 gdb.execute("set unwindonsignal on")
+gdb.execute("handle %s nostop noprint pass" % PASSED, to_string=True)
 if not stop_safely():
     result(-3)
 else:
+    # run_for's own SIGINT is never sent after it returns: from now on a
+    # SIGINT is someone else's, for the program, like the signals above
+    gdb.execute("handle SIGINT nostop noprint pass", to_string=True)
     try:
         r = call()
         result(r)
