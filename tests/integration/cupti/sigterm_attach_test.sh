@@ -76,14 +76,15 @@ term() {
         fi
         sleep 0.02
     done
+    waited=$((($(date +%s%N) - t0) / 1000000))
     if ! gone; then
-        local tasks
+        local status tasks
+        status=$(tr '\n\t' '  ' <"/proc/$pid/status" 2>/dev/null)
         tasks=$(for t in /proc/"$pid"/task/*; do
             echo "$(cat "$t/comm" 2>/dev/null) $(awk '{print $3}' "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null);"
         done)
-        fail "$where: the program still runs after SIGTERM: $(grep -E 'SigPnd|ShdPnd|SigBlk|TracerPid' "/proc/$pid/status" | tr '\n\t' '  ') threads: $tasks"
+        fail "$where: the program still runs $waited ms after SIGTERM: $status threads: $tasks"
     fi
-    waited=$((($(date +%s%N) - t0) / 1000000))
     wait "$pid"
     st=$?
     pid=
