@@ -416,10 +416,16 @@ int command_attach(int argc, char **argv)
                 "FSDPSHIM_CONF=trace:stacks (fsdpshim run --trace)\n",
                 (int)pid);
         return FS_EXIT_BAD_INPUT;
+    case 2: /* FSDPSHIM_ERR_INVALID: the level is ours, so the file */
+        fprintf(stderr,
+                "fsdpshim attach: process %d could not create the trace file %s (its stderr "
+                "says why): nothing is traced\n",
+                (int)pid, path);
+        return FS_EXIT_BAD_INPUT;
     default:
         fprintf(stderr,
-                "fsdpshim attach: process %d cannot be traced through CUPTI (another CUPTI "
-                "client holds it, or no libcupti: the process's stderr says which)\n",
+                "fsdpshim attach: process %d can be traced neither through CUPTI nor through "
+                "its GOT slots (no CUDA entry point found there: its stderr says more)\n",
                 (int)pid);
         return FS_EXIT_BAD_INPUT;
     }

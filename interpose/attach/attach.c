@@ -36,6 +36,8 @@ static int start(const char *trace_path, int level)
                  fs_cupti_library() ? fs_cupti_library() : "libcupti");
         return FSDPSHIM_OK;
     }
+    /* the GOT slots would write to the same file: not a reason to use them */
+    if (st == FS_CUPTI_NO_TRACE) return FSDPSHIM_ERR_INVALID;
     const char *reason = fs_cupti_failure();
     if (!reason) reason = st < sizeof why / sizeof why[0] && why[st] ? why[st] : "?";
     fs_log(FS_LOG_WARN,
@@ -43,7 +45,14 @@ static int start(const char *trace_path, int level)
            "entry points of every loaded object through their GOT slots instead",
            reason);
     snprintf(way_text, sizeof way_text, "the GOT slots, without CUPTI (%s)", reason);
-    if (!fs_got_attach(level, frames, trace_path)) return FSDPSHIM_ERR_DEVICE;
+    switch (fs_got_attach(level, frames, trace_path)) {
+    case FS_GOT_TRACING:
+        break;
+    case FS_GOT_NO_TRACE:
+        return FSDPSHIM_ERR_INVALID;
+    default:
+        return FSDPSHIM_ERR_DEVICE;
+    }
     way = BY_GOT;
     return FSDPSHIM_OK;
 }

@@ -394,7 +394,7 @@ static enum fs_cupti_status attach_locked(int level, unsigned frames, const char
     if (!fs_passive_start(level, frames, path, how)) {
         cupti.unsubscribe(subscriber);
         snprintf(failure, sizeof failure, "the trace could not be started");
-        return FS_CUPTI_FAILED;
+        return FS_CUPTI_NO_TRACE;
     }
     atomic_fetch_add(&subscription, 1); /* before any callback is enabled */
     for (size_t i = 0; i < sizeof runtime_ids / sizeof runtime_ids[0]; i++)

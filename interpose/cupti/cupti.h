@@ -10,7 +10,8 @@ enum fs_cupti_status {
     FS_CUPTI_TRACING,  /* subscribed, the trace is open */
     FS_CUPTI_NO_CUPTI, /* no libcupti could be loaded */
     FS_CUPTI_TAKEN,    /* another CUPTI client holds the subscriber slot */
-    FS_CUPTI_FAILED,   /* CUPTI refused otherwise, or the trace could not be made */
+    FS_CUPTI_FAILED,   /* CUPTI refused otherwise */
+    FS_CUPTI_NO_TRACE, /* CUPTI was had, but the trace could not be started (its file) */
     FS_CUPTI_ALREADY,  /* this process is being traced already */
 };
 

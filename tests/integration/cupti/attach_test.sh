@@ -100,6 +100,12 @@ grep -qE "^    loop at .*/cupti_first.c:$line( \(inlined\))?\$" "$dir/out" ||
     fail "not at SITE_HELD (line $line): $(cat "$dir/out")"
 grep -qE "^ +8.0 KiB +[0-9.]+ [KM]iB +[0-9]{3,} " "$dir/out" || fail "GOT allocations: $(cat "$dir/out")"
 
+# a trace the process cannot create: said, and no fallback to the GOT slots
+expect 1 "$cli" attach "$prog_pid" -o /nonexistent_dir/t.fst
+grep -q "process $prog_pid could not create the trace file /nonexistent_dir/t.fst" "$dir/err" ||
+    fail "an impossible trace file: $(cat "$dir/err")"
+grep -q "GOT slots instead" "$dir/prog.err" && fail "a trace file that cannot be made led to the GOT slots"
+
 # what cannot be attached to
 expect 2 "$cli" attach "$prog_pid" -o "$dir/x-%x.fst"
 grep -q "%x is not %h (host), %p (pid), %r (rank), %q{VAR}" "$dir/err" ||

@@ -56,20 +56,22 @@ traced() {
     fail "gdb never attached to $pid"
 }
 
-# gone: whether the program has ended (a zombie until waited for)
+# gone: whether the program has ended: a zombie, or already reaped (bash
+# reaps its children as they end). The state is read first: a zombie reaped
+# between the two reads is then gone by the second, never taken for alive.
 gone() {
-    ! kill -0 "$pid" 2>/dev/null || [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ]
+    [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] || ! kill -0 "$pid" 2>/dev/null
 }
 
 # term WHERE [COMMAND_PID]: SIGTERM now; the program ends by it within
 # BOUND_S, or BOUND_S after COMMAND_PID (the attach or detach under way) ends
 term() {
-    local where=$1 c=$2 st t0 waited deadline
+    local where=$1 c=$2 st t0 waited deadline ended=
     t0=$(date +%s%N)
     kill -TERM "$pid" 2>/dev/null
     deadline=$((BOUND_S * 50))
     for ((i = 0; i < deadline; i++)); do
-        gone && break
+        gone && { ended=1; break; }
         # while gdb holds the process, the bound starts when it lets go
         if [ -n "$c" ] && kill -0 "$c" 2>/dev/null && [ "$i" -lt $((GDB_S * 50)) ]; then
             deadline=$((i + BOUND_S * 50 + 1))
@@ -77,7 +79,7 @@ term() {
         sleep 0.02
     done
     waited=$((($(date +%s%N) - t0) / 1000000))
-    if ! gone; then
+    if [ -z "$ended" ] && ! gone; then
         local status tasks
         status=$(tr '\n\t' '  ' <"/proc/$pid/status" 2>/dev/null)
         tasks=$(for t in /proc/"$pid"/task/*; do
