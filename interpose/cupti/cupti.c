@@ -365,6 +365,7 @@ static enum fs_cupti_status attach_locked(int level, unsigned frames, const char
         lib = open_cupti();
         if (lib) note_path(lib);
         if (!lib || !resolve(lib)) {
+            cupti.subscribe = NULL; /* not half of a table: the next attach looks again */
             if (lib)
                 snprintf(failure, sizeof failure, "%s lacks CUPTI's callback API", cupti_path);
             else
