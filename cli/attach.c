@@ -36,10 +36,13 @@ void usage_attach(FILE *out)
             "usage: fsdpshim attach PID [--duration S] [-o FILE]\n"
             "Traces the allocations of a running CUDA process from now on, without restarting\n"
             "it: gdb loads libfsdpshim.so into it, which subscribes to CUPTI and writes the\n"
-            "process's own allocations (its behaviour unchanged) with their stacks.\n"
+            "process's own allocations (its behaviour unchanged) with their stacks. Where\n"
+            "CUPTI cannot be had it redirects the loaded objects' GOT slots instead, which\n"
+            "see less; the line printed names the way taken (and CUPTI's path).\n"
             "  --duration S  detach after S seconds (else `fsdpshim detach PID` does)\n"
-            "  -o FILE       the trace [fsdpshim-%%h-%%p.fst in this directory; %%h host,\n"
-            "                %%p the process's pid]\n"
+            "  -o FILE       the trace [fsdpshim-%%h-%%p.fst in this directory]: %%h the host,\n"
+            "                %%p the process's pid, %%r its rank, %%q{VAR} its environment\n"
+            "                variable VAR, %%%% a %%\n"
             "Needs gdb (or NVIDIA's cuda-gdb) and the right to ptrace the process (its owner,\n"
             "or CAP_SYS_PTRACE).\n"
             "\n"
@@ -137,15 +140,35 @@ static bool has_cuda(pid_t pid)
     return found;
 }
 
+/* Whether pid still runs: neither gone nor a zombie. */
+static bool alive(pid_t pid)
+{
+    char path[64], state = 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    /* "PID (COMM) STATE ...": COMM may hold spaces and parentheses */
+    char line[1024];
+    if (fgets(line, sizeof line, f)) {
+        char *close = strrchr(line, ')');
+        if (close && close[1] == ' ') state = close[2];
+    }
+    fclose(f);
+    return state && state != 'Z' && state != 'X';
+}
+
 /* Runs gdb on pid with the Python script `script`; the number it printed
- * after "FSDPSHIM_RESULT", or INT_MIN with gdb's output on stderr. */
-static int run_gdb(const char *who, pid_t pid, const char *script)
+ * after "FSDPSHIM_RESULT", or INT_MIN with gdb's output on stderr. What it
+ * printed after "FSDPSHIM_NOTE" goes into note (empty without one). */
+static int run_gdb(const char *who, pid_t pid, const char *script, char *note, size_t note_len)
 {
     char script_path[] = "/tmp/fsdpshim-gdb-XXXXXX.py", out_path[] = "/tmp/fsdpshim-out-XXXXXX";
-    char pid_text[32], line[1024];
+    char pid_text[32], line[8192];
     int sfd = mkstemps(script_path, 3), ofd = mkstemp(out_path), result = INT_MIN, status;
     FILE *out = NULL;
     pid_t child;
+
+    if (note_len) note[0] = 0;
 
     if (sfd < 0 || ofd < 0 || write(sfd, script, strlen(script)) != (ssize_t)strlen(script)) {
         fprintf(stderr, "fsdpshim %s: cannot write gdb's commands in /tmp\n", who);
@@ -175,9 +198,18 @@ static int run_gdb(const char *who, pid_t pid, const char *script)
         goto done;
     }
     out = fopen(out_path, "r");
-    while (out && fgets(line, sizeof line, out))
+    while (out && fgets(line, sizeof line, out)) {
         if (!strncmp(line, "FSDPSHIM_RESULT ", 16)) result = atoi(line + 16);
-    if (result == INT_MIN && out) {
+        if (!strncmp(line, "FSDPSHIM_NOTE ", 14) && note_len) {
+            snprintf(note, note_len, "%s", line + 14);
+            note[strcspn(note, "\n")] = 0;
+        }
+    }
+    if (result == INT_MIN && !alive(pid)) {
+        /* a signal gdb passed on (attach_gdb.py), or its own end */
+        fprintf(stderr, "fsdpshim %s: process %d ended while gdb was attached to it\n", who,
+                (int)pid);
+    } else if (result == INT_MIN && out) {
         rewind(out);
         fprintf(stderr, "fsdpshim %s: gdb could not call into process %d:\n", who, (int)pid);
         while (fgets(line, sizeof line, out))
@@ -219,9 +251,10 @@ static size_t python_string(char *out, size_t len, const char *s)
 /* gdb's script (attach_gdb.py, after its settings): in process pid, once
  * stopped where that is safe, dlopen lib with `mode` (2: RTLD_NOW; 6:
  * RTLD_NOW | RTLD_NOLOAD, only if it is there) and call fn, of C type
- * `type`, with the trace's path (NULL: no argument) and `level`. */
+ * `type`, with the trace's path (NULL: no argument) and `level`; then, when
+ * fn answered 0, note_fn (NULL: none), whose string run_gdb returns. */
 static void gdb_script(char *out, size_t len, pid_t pid, const char *lib, int mode, const char *fn,
-                       const char *type, const char *path, int level)
+                       const char *type, const char *path, int level, const char *note_fn)
 {
     char lib_text[2 * PATH_MAX], path_text[2 * PATH_MAX + 64] = "";
     python_string(lib_text, sizeof lib_text, lib);
@@ -231,8 +264,9 @@ static void gdb_script(char *out, size_t len, pid_t pid, const char *lib, int mo
     }
     snprintf(out, len,
              "PID = %d\nLIB = %s\nMODE = %d\nFN = '%s'\nTYPE = '%s'\nCALL_ARGS = [%s]\n"
-             "WAIT_S = %d\n%s",
-             (int)pid, lib_text, mode, fn, type, path_text, GDB_WAIT_S, attach_gdb_py);
+             "NOTE_FN = '%s'\nWAIT_S = %d\n%s",
+             (int)pid, lib_text, mode, fn, type, path_text, note_fn ? note_fn : "", GDB_WAIT_S,
+             attach_gdb_py);
 }
 
 /* 0 with *pid set; a word that is no process id is a usage error (2), a
@@ -275,7 +309,8 @@ static bool find_shim(const char *who, char *out, size_t len)
 }
 
 /* The trace's path as the process will open it: absolute (its working
- * directory is not ours), %p and %h already its own. */
+ * directory is not ours), %p and %h already its own. %r, %q{VAR} and %% are
+ * left to the process, which has the rank and the environment. */
 static void trace_path(const char *pattern, pid_t pid, char *out, size_t len)
 {
     char cwd[PATH_MAX] = ".", host[256] = "localhost";
@@ -284,7 +319,10 @@ static void trace_path(const char *pattern, pid_t pid, char *out, size_t len)
     gethostname(host, sizeof host - 1);
     if (pattern[0] != '/') n = (size_t)snprintf(out, len, "%s/", cwd);
     for (const char *p = pattern; *p && n + 1 < len; p++) {
-        if (p[0] == '%' && (p[1] == 'p' || p[1] == 'h')) {
+        if (p[0] == '%' && p[1] == '%') { /* a %, and never the start of another */
+            out[n++] = *p++;
+            if (n + 1 < len) out[n++] = *p;
+        } else if (p[0] == '%' && (p[1] == 'p' || p[1] == 'h')) {
             if (p[1] == 'p')
                 n += (size_t)snprintf(out + n, len - n, "%d", (int)pid);
             else
@@ -301,9 +339,9 @@ static void trace_path(const char *pattern, pid_t pid, char *out, size_t len)
 static int detach_pid(const char *who, pid_t pid, const char *lib)
 {
     static char script[sizeof attach_gdb_py + 4 * PATH_MAX];
-    gdb_script(script, sizeof script, pid, lib, 6, "fsdpshim_attach_stop", "int (*)(void)", NULL,
-               0);
-    int r = run_gdb(who, pid, script);
+    gdb_script(script, sizeof script, pid, lib, 6, "fsdpshim_attach_stop", "int (*)(void)", NULL, 0,
+               NULL);
+    int r = run_gdb(who, pid, script, NULL, 0);
     if (r == INT_MIN) return FS_EXIT_BAD_INPUT;
     if (r != 0) {
         fprintf(stderr, "fsdpshim %s: process %d is not being traced by fsdpshim attach\n", who,
@@ -317,7 +355,7 @@ int command_attach(int argc, char **argv)
 {
     const char *duration = NULL, *output = "fsdpshim-%h-%p.fst", *pid_text = NULL;
     static char script[sizeof attach_gdb_py + 4 * PATH_MAX];
-    char lib[PATH_MAX], path[PATH_MAX + 64];
+    char lib[PATH_MAX], path[PATH_MAX + 64], way[8192];
     double seconds = 0;
     pid_t pid;
     int rc;
@@ -343,6 +381,7 @@ int command_attach(int argc, char **argv)
         }
     }
     if (!pid_text) return fs_usage_error("attach", "no process id");
+    if ((rc = fs_cli_trace_name_check("attach", output))) return rc;
     if (duration) {
         char *end;
         seconds = strtod(duration, &end);
@@ -361,8 +400,8 @@ int command_attach(int argc, char **argv)
     if (!find_shim("attach", lib, sizeof lib)) return FS_EXIT_BAD_INPUT;
     trace_path(output, pid, path, sizeof path);
     gdb_script(script, sizeof script, pid, lib, 2, "fsdpshim_attach_start",
-               "int (*)(const char *, int)", path, 2 /* trace:stacks */);
-    switch (run_gdb("attach", pid, script)) {
+               "int (*)(const char *, int)", path, 2 /* trace:stacks */, "fsdpshim_attach_way");
+    switch (run_gdb("attach", pid, script, way, sizeof way)) {
     case INT_MIN:
         return FS_EXIT_BAD_INPUT;
     case 0:
@@ -377,19 +416,36 @@ int command_attach(int argc, char **argv)
                 "FSDPSHIM_CONF=trace:stacks (fsdpshim run --trace)\n",
                 (int)pid);
         return FS_EXIT_BAD_INPUT;
+    case 2: /* FSDPSHIM_ERR_INVALID: the level is ours, so the file */
+        fprintf(stderr,
+                "fsdpshim attach: process %d could not create the trace file %s (its stderr "
+                "says why): nothing is traced\n",
+                (int)pid, path);
+        return FS_EXIT_BAD_INPUT;
     default:
         fprintf(stderr,
-                "fsdpshim attach: process %d cannot be traced through CUPTI (another CUPTI "
-                "client holds it, or no libcupti: the process's stderr says which)\n",
+                "fsdpshim attach: process %d can be traced neither through CUPTI nor through "
+                "its GOT slots (no CUDA entry point found there: its stderr says more)\n",
                 (int)pid);
         return FS_EXIT_BAD_INPUT;
     }
+    /* A fallback to the GOT slots is said here too: the process's stderr,
+     * where its shim says it, may be a log no one reads, and the slots miss
+     * calls through pointers taken before the attach (docs/attach.md). */
+    if (!strncmp(way, "the GOT slots", 13))
+        fprintf(stderr,
+                "fsdpshim attach: process %d is traced through %s: calls made through driver "
+                "functions it looked up before the attach are not seen (docs/attach.md)\n",
+                (int)pid, way);
+    if (!*way) snprintf(way, sizeof way, "an older libfsdpshim.so that does not say how");
     if (!duration) {
-        printf("fsdpshim attach: tracing process %d to %s; `fsdpshim detach %d` stops\n", (int)pid,
-               path, (int)pid);
+        printf("fsdpshim attach: tracing process %d through %s to %s; `fsdpshim detach %d` "
+               "stops\n",
+               (int)pid, way, path, (int)pid);
         return 0;
     }
-    printf("fsdpshim attach: tracing process %d to %s for %s s\n", (int)pid, path, duration);
+    printf("fsdpshim attach: tracing process %d through %s to %s for %s s\n", (int)pid, way, path,
+           duration);
     fflush(stdout);
     struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)

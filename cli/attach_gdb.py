@@ -1,9 +1,12 @@
 # attach_gdb.py - what gdb runs in `fsdpshim attach` and `fsdpshim detach`
 # (cli/attach.c, which puts the settings PID, LIB, MODE, FN, TYPE,
-# CALL_ARGS and WAIT_S ahead of this file and embeds the whole in the command): stop
-# the process where a call into it is safe, then dlopen(LIB, MODE) there and
-# call FN, of C type TYPE, with CALL_ARGS. It prints FSDPSHIM_RESULT N: FN's
-# value, -1 no library, -2 no FN, -3 no safe place found.
+# CALL_ARGS, NOTE_FN and WAIT_S ahead of this file and embeds the whole in the
+# command): stop the process where a call into it is safe, then dlopen(LIB,
+# MODE) there and call FN, of C type TYPE, with CALL_ARGS. It prints
+# FSDPSHIM_RESULT N: FN's value, -1 no library, -2 no FN, -3 no safe place
+# found; then, when FN answered 0 and NOTE_FN is set, FSDPSHIM_NOTE and the
+# string that NOTE_FN (const char *(void), looked up in LIB) returns, where LIB
+# has it.
 #
 # gdb calls on the thread it stopped, and dlopen and gdb's own copies of the
 # strings take the C library's allocator and loader locks: a thread stopped
@@ -36,6 +39,19 @@ ENTRIES = ("cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cudaMemcpyAsync",
 UNSAFE = ("malloc", "free", "calloc", "realloc", "memalign", "aligned_alloc", "valloc",
           "dlopen", "dlclose", "dlsym", "dlvsym", "dladdr", "dl_iterate_phdr", "_dl_",
           "fork", "pthread_create", "pthread_exit", "_IO_", "exit")
+# Signals that others send the process (a launcher's SIGTERM, a terminal's
+# SIGHUP or SIGTSTP, a user's SIGUSR1, the real-time signals of MPI and
+# profilers): gdb would stop for each of them and, when it came to a thread
+# other than the one a call is being made on, abandon the call there. That
+# thread then goes on with the call once gdb has gone, and returns from it
+# into gdb's dummy frame at the program's entry point: SIGSEGV, or worse;
+# and the signal itself was at best passed on at the detach (seen: SIGTERM
+# during `fsdpshim detach` killed the program with SIGSEGV). They are passed
+# on at once instead, as if gdb were not there. Faults (SIGSEGV, SIGBUS,
+# SIGFPE, SIGILL, SIGABRT) still stop: one raised by the call itself is
+# unwound (unwindonsignal), not passed to the program.
+PASSED = ("SIGHUP SIGQUIT SIGTERM SIGPIPE SIGUSR1 SIGUSR2 SIGTSTP SIGCONT SIGTTIN SIGTTOU "
+          "SIGXCPU SIGXFSZ SIGPWR " + " ".join("SIG%d" % n for n in range(34, 65)))
 # WAIT_S (a setting): seconds for a breakpoint, before the threads' stacks are looked at
 RETRIES = 50  # of those looks, 20 ms of running apart
 
@@ -135,12 +151,32 @@ def call():
     args = ", ".join(c_string(a) if isinstance(a, str) else str(a) for a in CALL_ARGS)
     return int(gdb.parse_and_eval("((%s)$f)(%s)" % (TYPE, args)))
 
+def note():
+    """NOTE_FN's string, or None (no NOTE_FN, or a LIB without it)."""
+    if not NOTE_FN:
+        return None
+    g = gdb.parse_and_eval("((void *(*)(void *, const char *))dlsym)($h, %s)" % c_string(NOTE_FN))
+    if int(g) == 0:
+        return None
+    gdb.set_convenience_variable("g", g)
+    text = gdb.parse_and_eval("((const char *(*)(void))$g)()")
+    return text.string() if int(text) else None
+
 gdb.execute("set breakpoint pending off")
 gdb.execute("set unwindonsignal on")
+gdb.execute("handle %s nostop noprint pass" % PASSED, to_string=True)
 if not stop_safely():
     result(-3)
 else:
+    # run_for's own SIGINT is never sent after it returns: from now on a
+    # SIGINT is someone else's, for the program, like the signals above
+    gdb.execute("handle SIGINT nostop noprint pass", to_string=True)
     try:
-        result(call())
+        r = call()
+        result(r)
+        if r == 0:
+            text = note()
+            if text:
+                print("FSDPSHIM_NOTE " + " ".join(text.split()))
     finally:
         free_strings()

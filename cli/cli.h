@@ -77,6 +77,13 @@ void fs_trace_list_name(const char *list, const char *who);
 bool fs_cli_installed(const char *install_dir, const char *build_dir, const char *file, char *out,
                       size_t len);
 
+/* Checks a trace-name pattern (`record -o`, `attach -o`; docs/cli.md): each
+ * % starts %h (host), %p (pid), %r (rank), %q{VAR} (the environment variable
+ * VAR of the process that writes the file) or %% (a %), which the shim
+ * expands in each process (trace/session.c). 0, or FS_EXIT_USAGE after one
+ * line naming the escape that is none of those. */
+int fs_cli_trace_name_check(const char *who, const char *given);
+
 /* setenv, and value:old for a path list; -1 after a message naming `who`. */
 int fs_cli_setenv(const char *who, const char *name, const char *value);
 int fs_cli_prepend(const char *who, const char *name, const char *value);

@@ -73,10 +73,15 @@ void usage_record(FILE *out)
             "`fsdpshim run --trace`: runs CMD under the shim with an allocation trace per\n"
             "process that uses the GPU, then names the trace files written, or says why none\n"
             "was. `fsdpshim dump FILE` prints one, `fsdpshim report FILE...` sums them up.\n"
-            "  -o, --output PATTERN  the trace files [fsdpshim-%%h-%%p.fst]: %%h the host, %%p\n"
-            "                 the pid, %%r the rank, %%%% a %%; an existing directory (or a name\n"
-            "                 ending in /) gets fsdpshim-%%h-%%p.fst in it. A directory that\n"
-            "                 does not exist or cannot be written stops the run before CMD\n"
+            "  -o, --output PATTERN  the trace files [fsdpshim-%%h-%%p.fst], valgrind's way:\n"
+            "                 %%p the pid, %%q{VAR} the environment variable VAR, %%%% a %%, and\n"
+            "                 %%h the host, %%r the rank; each process expands them itself\n"
+            "                 (a VAR it lacks is empty, and said). Another %% is a usage\n"
+            "                 error. Without %%p, a name another process of the run\n"
+            "                 writes, or wrote, gets .PID appended. An existing directory\n"
+            "                 (or a name ending in /) gets fsdpshim-%%h-%%p.fst in it. A\n"
+            "                 directory that does not exist or cannot be written stops the\n"
+            "                 run before CMD\n"
             "  --conf CONF    FSDPSHIM_CONF for the program; trace:stacks is added unless\n"
             "                 it sets trace (trace:python adds Python frames, trace:events\n"
             "                 leaves stacks out)\n"
@@ -85,6 +90,8 @@ void usage_record(FILE *out)
             "\n"
             "examples:\n"
             "  fsdpshim record -o 'train-%%p.fst' -- python train.py\n"
+            "  fsdpshim record -o 'job%%q{SLURM_JOB_ID}-rank%%q{RANK}.fst' -- \\\n"
+            "      torchrun --nproc-per-node 2 train.py\n"
             "  fsdpshim record -o traces/ --conf trace:python -- \\\n"
             "      torchrun --nproc-per-node 2 train.py\n"
             "\n"
@@ -288,6 +295,42 @@ static bool conf_sets_trace(const char *conf)
 
 #define DEFAULT_TRACE_NAME "fsdpshim-%h-%p.fst"
 
+int fs_cli_trace_name_check(const char *who, const char *given)
+{
+    for (const char *c = strchr(given, '%'); c; c = strchr(c + 1, '%')) {
+        if (c[1] && strchr("hpr%", c[1])) {
+            c++; /* %% is one piece: its second % starts nothing */
+            continue;
+        }
+        if (!c[1]) {
+            fprintf(stderr, "fsdpshim %s: -o '%s': a lone %% at the end (%%%% writes a %%)\n", who,
+                    given);
+            return FS_EXIT_USAGE;
+        }
+        if (c[1] != 'q') {
+            fprintf(stderr,
+                    "fsdpshim %s: -o '%s': %%%.1s is not %%h (host), %%p (pid), %%r (rank), "
+                    "%%q{VAR} (an environment variable) or %%%% (a %%)\n",
+                    who, given, c + 1);
+            return FS_EXIT_USAGE;
+        }
+        /* %q{VAR}: a name as the shell takes one, expanded in each process */
+        const char *name = c + 3, *end = name;
+        while (*end == '_' || (*end >= 'A' && *end <= 'Z') || (*end >= 'a' && *end <= 'z') ||
+               (end > name && *end >= '0' && *end <= '9'))
+            end++;
+        if (c[2] != '{' || end == name || *end != '}') {
+            fprintf(stderr,
+                    "fsdpshim %s: -o '%s': %%q takes an environment variable's name in braces, "
+                    "as %%q{SLURM_JOB_ID}%s\n",
+                    who, given, c[2] == '{' && !strchr(c, '}') ? " (no closing brace)" : "");
+            return FS_EXIT_USAGE;
+        }
+        c = end;
+    }
+    return 0;
+}
+
 /* The trace files' pattern from -o, checked before anything runs, so that
  * a name the shim cannot create never makes a run untraced: each % is one
  * the shim expands, and the directory exists and may be written. It is
@@ -301,19 +344,7 @@ static int trace_pattern(const char *who, const char *given, char *pattern, size
     size_t n;
     int err = 0;
 
-    for (const char *c = strchr(given, '%'); c; c = strchr(c + 2, '%')) {
-        if (c[1] && strchr("hpr%", c[1])) continue;
-        if (!c[1]) {
-            fprintf(stderr, "fsdpshim %s: -o '%s': a lone %% at the end (%%%% writes a %%)\n", who,
-                    given);
-            return FS_EXIT_USAGE;
-        }
-        fprintf(stderr,
-                "fsdpshim %s: -o '%s': %%%.1s is not %%h (host), %%p (pid), %%r (rank) or %%%% "
-                "(a %%)\n",
-                who, given, c + 1);
-        return FS_EXIT_USAGE;
-    }
+    if ((err = fs_cli_trace_name_check(who, given))) return err;
     if (given[0] != '/' && !getcwd(cwd, sizeof cwd)) {
         fprintf(stderr, "fsdpshim %s: the working directory: %s\n", who, strerror(errno));
         return FS_EXIT_BAD_INPUT;
@@ -323,7 +354,8 @@ static int trace_pattern(const char *who, const char *given, char *pattern, size
     if (pattern[n - 1] == '/' || (stat(pattern, &st) == 0 && S_ISDIR(st.st_mode)))
         snprintf(pattern + n, len - n, "%s%s", pattern[n - 1] == '/' ? "" : "/",
                  DEFAULT_TRACE_NAME);
-    /* the directory, unless a % makes it one per host, pid or rank */
+    /* the directory, unless a % makes it one per host, pid, rank or
+     * variable: each process's own */
     snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(pattern, '/') - pattern), pattern);
     if (strchr(dir, '%')) return 0;
     if (!dir[0]) snprintf(dir, sizeof dir, "/");

@@ -1,6 +1,8 @@
 # Helpers shared by every tests/ and examples/ CMakeLists.
 #
-# Labels in use: unit, sim, integration, allocator, gpu, bench, torch, fuzz.
+# Labels in use: unit, sim, integration, allocator, gpu, bench, torch, fuzz,
+# stress (minutes of repeated races; scripts/test.sh runs them only with
+# FSDPSHIM_TEST_STRESS=1).
 # A test exits 77 to say "skipped" (ctest SKIP_RETURN_CODE): gpu tests do so
 # when no GPU is present, which ctest reports as skipped, never as passed.
 

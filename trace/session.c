@@ -1,12 +1,15 @@
 /* session.c - one process's trace file: its name, its header, starting and
  * stopping the writer, the rank, and fork.
  *
- * Names come from FSDPSHIM_TRACE with %h (host), %p (pid) and %r (rank;
+ * Names come from FSDPSHIM_TRACE with %h (host), %p (pid), %r (rank;
  * "x" until known; the file is renamed when the first communicator names
- * it). Two processes never share a file: a name taken by a live process (its
- * header names the pid) gets ".PID" appended, while a file left by an
- * earlier run is replaced. A forked child writes a file of its own, opened
- * only once it has an event to write, so that fork+exec leaves nothing. */
+ * it), %q{VAR} (the process's environment variable VAR, as valgrind's
+ * --log-file has it) and %% (a %). Two processes never share a file: a name
+ * taken by a live process (its header names the pid), or by an earlier
+ * process of the same `fsdpshim record` run, gets ".PID" appended, as %p
+ * would have named it, while a file left by an earlier run is replaced. A
+ * forked child writes a file of its own, opened only once it has an event to
+ * write, so that fork+exec leaves nothing. */
 #include "python.h"
 #include "trace_internal.h"
 
@@ -37,17 +40,46 @@ void fs_trace_log(const char *fmt, ...)
         fprintf(stderr, "fsdpshim: %s\n", line);
 }
 
-/* The pattern with %h, %p, %r and %% replaced. */
+/* The length of VAR in a pattern's "%q{VAR}" that starts at q (the 'q'),
+ * 0 when it is not one: a name as the shell takes one, in braces. */
+static size_t env_escape(const char *q)
+{
+    size_t n = 0;
+    if (q[1] != '{') return 0;
+    for (const char *c = q + 2; *c == '_' || (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+                                (n && *c >= '0' && *c <= '9');
+         c++)
+        n++;
+    return n && q[2 + n] == '}' ? n : 0;
+}
+
+/* The pattern with %h, %p, %r, %q{VAR} and %% replaced; another % is kept
+ * as it is (`fsdpshim record` refuses those before the program starts). A
+ * variable the process does not have is empty, and said, once per name
+ * made. */
 static void expand(const char *pattern, char *out, size_t cap)
 {
     char host[256] = "localhost";
-    size_t n = 0;
+    size_t n = 0, var;
 
     gethostname(host, sizeof host - 1);
     for (const char *p = pattern; *p && n + 1 < cap; p++) {
-        char piece[300];
+        char piece[300], name[256];
+        const char *value;
         if (p[0] != '%' || !p[1]) {
             out[n++] = *p;
+            continue;
+        }
+        if (p[1] == 'q' && (var = env_escape(p + 1)) && var < sizeof name) {
+            snprintf(name, sizeof name, "%.*s", (int)var, p + 3);
+            p += 3 + var; /* at the '}' */
+            value = getenv(name);
+            if (!value)
+                fs_trace_log("the trace's name %s has %%q{%s}, but %s is not set in this process: "
+                             "it is left empty",
+                             pattern, name, name);
+            n += (size_t)snprintf(out + n, cap - n, "%s", value ? value : "");
+            if (n >= cap) n = cap - 1;
             continue;
         }
         switch (*++p) {
@@ -118,6 +150,26 @@ static void list_file(const char *path, const char *failure)
     close(fd);
 }
 
+/* Whether another process of this `fsdpshim record` run has written
+ * `path` (its line is in FSDPSHIM_TRACE_LIST): a name without %p that two
+ * processes of one run make in turn gets .PID the second time, as one made
+ * while the first still runs does, rather than replacing the first trace. */
+static bool listed_in_this_run(const char *path)
+{
+    const char *list = getenv("FSDPSHIM_TRACE_LIST");
+    char line[sizeof fs_trace_g.path + 256];
+    bool found = false;
+    FILE *f;
+
+    if (!list || !*list || !(f = fopen(list, "re"))) return false;
+    while (!found && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        found = !strcmp(line, path);
+    }
+    fclose(f);
+    return found;
+}
+
 static int create(const char *path)
 {
     return open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -170,7 +222,7 @@ bool fs_trace_open_file(void)
     expand(fs_trace_g.pattern, path, sizeof path);
     fd = create(path);
     if (fd < 0 && errno == EEXIST) {
-        if (held_by_live_process(path)) {
+        if (held_by_live_process(path) || listed_in_this_run(path)) {
             size_t n = strlen(path);
             snprintf(path + n, sizeof path - n, ".%d", (int)getpid());
         }

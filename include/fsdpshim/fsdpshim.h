@@ -98,16 +98,21 @@ int fsdpshim_trace_flush(void);
 
 /* What `fsdpshim attach` and `fsdpshim detach` call, through gdb, in a
  * process the shim was not preloaded into (docs/cli.md, "attach"):
- * fsdpshim_attach_start traces the process's own allocations through CUPTI
- * at `level` (1 events, 2 stacks, 3 python) to `trace_path` (an
- * FSDPSHIM_TRACE pattern), changing nothing else; it answers FSDPSHIM_OK,
- * FSDPSHIM_ERR_INVALID for a bad level, FSDPSHIM_ERR_INACTIVE when the shim is
- * preloaded (it traces through FSDPSHIM_CONF then), or
- * FSDPSHIM_ERR_DEVICE when CUPTI cannot be had (not found, or held by
- * another client: the reason is on the process's stderr).
+ * fsdpshim_attach_start traces the process's own allocations through CUPTI,
+ * or, where CUPTI cannot be had, through the loaded objects' GOT slots, at
+ * `level` (1 events, 2 stacks, 3 python) to `trace_path` (an FSDPSHIM_TRACE
+ * pattern), changing nothing else; it answers FSDPSHIM_OK,
+ * FSDPSHIM_ERR_INVALID for a bad level or a trace file that cannot be
+ * created (the process's stderr says why), FSDPSHIM_ERR_INACTIVE when the shim is
+ * preloaded (it traces through FSDPSHIM_CONF then), or FSDPSHIM_ERR_DEVICE
+ * when neither way can be had, no CUDA runtime or driver being loaded (the
+ * reason is on the process's stderr).
+ * fsdpshim_attach_way then names the way taken, for the command to print:
+ * "CUPTI (PATH)" or "the GOT slots, without CUPTI (WHY)".
  * fsdpshim_attach_stop unsubscribes and writes out and closes the trace;
  * FSDPSHIM_ERR_INACTIVE when not attached. */
 int fsdpshim_attach_start(const char *trace_path, int level);
+const char *fsdpshim_attach_way(void);
 int fsdpshim_attach_stop(void);
 
 #ifdef __cplusplus

@@ -170,19 +170,19 @@ static void *watch_loads(void *arg)
     return NULL;
 }
 
-bool fs_got_attach(int level, unsigned frames, const char *path)
+enum fs_got_status fs_got_attach(int level, unsigned frames, const char *path)
 {
     sigset_t all, old;
     int found;
 
-    if (atomic_load(&attached)) return true;
+    if (atomic_load(&attached)) return FS_GOT_TRACING;
     found = resolve_all();
     if (!fs_hook_real(FS_HOOK_CUDA_MALLOC) && !fs_hook_real(FS_HOOK_CU_MEM_ALLOC)) {
         fs_log(FS_LOG_WARN, "fsdpshim attach: no CUDA runtime (libcudart.so) or driver "
                             "(libcuda.so) in this process");
-        return false;
+        return FS_GOT_NO_CUDA;
     }
-    if (!fs_passive_start(level, frames, path, "fsdpshim attach, GOT")) return false;
+    if (!fs_passive_start(level, frames, path, "fsdpshim attach, GOT")) return FS_GOT_NO_TRACE;
     atomic_store(&attached, true);
     fs_hooks_set_tracing(true); /* before a slot can lead a lookup to the shim */
     patch_all();
@@ -193,7 +193,7 @@ bool fs_got_attach(int level, unsigned frames, const char *path)
     if (!watching)
         fs_log(FS_LOG_WARN, "fsdpshim attach: objects loaded from now on are not traced");
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return true;
+    return FS_GOT_TRACING;
 }
 
 static int still_loaded(struct dl_phdr_info *info, size_t size, void *arg)

@@ -44,6 +44,11 @@ static struct {
 static CUpti_SubscriberHandle subscriber;
 static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool attached;
+/* Which libcupti was loaded, and why the last attach could not use it: for
+ * the log, and for `fsdpshim attach` to say (attach.c), since the process's
+ * stderr may be nowhere its user looks. Under attach_lock. */
+static char cupti_path[4096];
+static char failure[4096 + 256];
 
 static const CUpti_CallbackId runtime_ids[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
@@ -332,6 +337,22 @@ static const char *result_text(CUptiResult r)
     return cupti.result_string(r, &s) == CUPTI_SUCCESS && s ? s : "unknown CUPTI error";
 }
 
+/* The file a loaded libcupti was loaded from, into cupti_path. */
+static void note_path(void *lib)
+{
+    Dl_info info;
+    void *sym = dlsym(lib, "cuptiSubscribe");
+    char *real;
+
+    if (!sym || !dladdr(sym, &info) || !info.dli_fname) {
+        snprintf(cupti_path, sizeof cupti_path, "libcupti");
+        return;
+    }
+    real = realpath(info.dli_fname, NULL);
+    snprintf(cupti_path, sizeof cupti_path, "%s", real ? real : info.dli_fname);
+    free(real);
+}
+
 static enum fs_cupti_status attach_locked(int level, unsigned frames, const char *path,
                                           const char *how, bool say_why)
 {
@@ -339,36 +360,42 @@ static enum fs_cupti_status attach_locked(int level, unsigned frames, const char
     CUptiResult r;
 
     if (attached) return FS_CUPTI_ALREADY;
+    failure[0] = 0;
     if (!cupti.subscribe) {
         lib = open_cupti();
+        if (lib) note_path(lib);
         if (!lib || !resolve(lib)) {
+            cupti.subscribe = NULL; /* not half of a table: the next attach looks again */
+            if (lib)
+                snprintf(failure, sizeof failure, "%s lacks CUPTI's callback API", cupti_path);
+            else
+                snprintf(failure, sizeof failure,
+                         "no CUPTI (libcupti.so.13) beside the CUDA runtime, on the loader's path "
+                         "or in /usr/local/cuda");
             if (say_why)
-                fs_log(FS_LOG_WARN,
-                       "%s: no CUPTI (libcupti.so.13) beside the CUDA runtime, on the loader's "
-                       "path or "
-                       "in /usr/local/cuda: no trace. Add its directory to LD_LIBRARY_PATH",
-                       how);
+                fs_log(FS_LOG_WARN, "%s: %s: no trace. Add its directory to LD_LIBRARY_PATH", how,
+                       failure);
             return FS_CUPTI_NO_CUPTI;
         }
     }
     r = cupti.subscribe(&subscriber, on_callback, NULL);
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-        if (say_why)
-            fs_log(
-                FS_LOG_WARN,
-                "%s: another CUPTI client (a profiler such as Nsight Systems, or "
-                "compute-sanitizer) holds CUPTI's only subscriber slot; no trace, the program runs "
-                "on",
-                how);
+        snprintf(failure, sizeof failure,
+                 "another CUPTI client (a profiler such as Nsight Systems, or compute-sanitizer) "
+                 "holds CUPTI's only subscriber slot");
+        if (say_why) fs_log(FS_LOG_WARN, "%s: %s; no trace, the program runs on", how, failure);
         return FS_CUPTI_TAKEN;
     }
     if (r != CUPTI_SUCCESS) {
-        if (say_why) fs_log(FS_LOG_WARN, "%s: cuptiSubscribe: %s; no trace", how, result_text(r));
+        /* NVIDIA's CUPTI in a process on the simulated device, say */
+        snprintf(failure, sizeof failure, "cuptiSubscribe of %s: %s", cupti_path, result_text(r));
+        if (say_why) fs_log(FS_LOG_WARN, "%s: %s; no trace", how, failure);
         return FS_CUPTI_FAILED;
     }
     if (!fs_passive_start(level, frames, path, how)) {
         cupti.unsubscribe(subscriber);
-        return FS_CUPTI_FAILED;
+        snprintf(failure, sizeof failure, "the trace could not be started");
+        return FS_CUPTI_NO_TRACE;
     }
     atomic_fetch_add(&subscription, 1); /* before any callback is enabled */
     for (size_t i = 0; i < sizeof runtime_ids / sizeof runtime_ids[0]; i++)
@@ -386,6 +413,16 @@ enum fs_cupti_status fs_cupti_attach(int level, unsigned frames, const char *pat
     enum fs_cupti_status st = attach_locked(level, frames, path, how, say_why);
     pthread_mutex_unlock(&attach_lock);
     return st;
+}
+
+const char *fs_cupti_library(void)
+{
+    return cupti_path[0] ? cupti_path : NULL;
+}
+
+const char *fs_cupti_failure(void)
+{
+    return failure[0] ? failure : NULL;
 }
 
 bool fs_cupti_detach(void)

@@ -10,7 +10,8 @@ enum fs_cupti_status {
     FS_CUPTI_TRACING,  /* subscribed, the trace is open */
     FS_CUPTI_NO_CUPTI, /* no libcupti could be loaded */
     FS_CUPTI_TAKEN,    /* another CUPTI client holds the subscriber slot */
-    FS_CUPTI_FAILED,   /* CUPTI refused otherwise, or the trace could not be made */
+    FS_CUPTI_FAILED,   /* CUPTI refused otherwise */
+    FS_CUPTI_NO_TRACE, /* CUPTI was had, but the trace could not be started (its file) */
     FS_CUPTI_ALREADY,  /* this process is being traced already */
 };
 
@@ -22,6 +23,13 @@ enum fs_cupti_status {
  * has another way in, does). `how` names the way in, for the log. */
 enum fs_cupti_status fs_cupti_attach(int level, unsigned frames, const char *path, const char *how,
                                      bool say_why);
+
+/* The libcupti loaded (its real path), NULL before one was; and why the
+ * last fs_cupti_attach could not trace, NULL when it could. Both stay valid
+ * until the next fs_cupti_attach; read them under the caller's own
+ * serialisation of attaches (attach.c). */
+const char *fs_cupti_library(void);
+const char *fs_cupti_failure(void);
 
 /* Unsubscribes and closes the trace; false when not attached. */
 bool fs_cupti_detach(void);

@@ -2,7 +2,8 @@
 # attach_test.sh - `fsdpshim attach` and `fsdpshim detach` on the simulated
 # device: trace_prog loop, started without the shim, is attached to for 2 s;
 # the trace has its allocations made meanwhile at SITE_LOOP, the program runs
-# on, and nothing is written after the detach. A process that does not exist,
+# on, and nothing is written after the detach; the command names the way it
+# took (CUPTI, or the GOT slots and why). A process that does not exist,
 # one without CUDA, a detach with nothing attached, and (as root) a process
 # of another user each get one clear line and exit 1.
 #
@@ -34,6 +35,9 @@ for _ in $(seq 50); do [ -s "$dir/loop" ] && break; sleep 0.1; done
 expect 0 "$cli" attach "$prog_pid" --duration 2 -o "$dir/att-%p.fst"
 trace=$dir/att-$prog_pid.fst
 grep -q "detached from process $prog_pid; trace: $trace" "$dir/out" || fail "attach: $(cat "$dir/out")"
+# the way taken is named, with the CUPTI found beside the runtime
+grep -qF "tracing process $prog_pid through CUPTI ($(readlink -f "$sim/libcupti.so.13")) to $trace" \
+    "$dir/out" || fail "the way in is not named: $(cat "$dir/out")"
 kill -0 "$prog_pid" 2>/dev/null || fail "the program died: $(cat "$dir/prog.err")"
 size=$(stat -c %s "$trace")
 before=$(stamp)
@@ -81,6 +85,10 @@ for _ in $(seq 50); do [ -s "$dir/held" ] && break; sleep 0.1; done
 expect 0 "$cli" attach "$held_pid" --duration 1 -o "$dir/held.fst"
 grep -q "no CUPTI (another CUPTI client .*GOT slots instead" "$dir/held.err" ||
     fail "the GOT fallback is not named: $(cat "$dir/held.err")"
+# and by the command itself, whose user may never see the process's stderr
+grep -q "tracing process $held_pid through the GOT slots, without CUPTI (another CUPTI client" \
+    "$dir/out" && grep -q "process $held_pid is traced through the GOT slots" "$dir/err" ||
+    fail "the command does not name the GOT fallback: $(cat "$dir/out" "$dir/err")"
 size=$(stat -c %s "$dir/held.fst")
 before=$(tr -d ' \n' <"$dir/held")
 sleep 0.5
@@ -92,7 +100,16 @@ grep -qE "^    loop at .*/cupti_first.c:$line( \(inlined\))?\$" "$dir/out" ||
     fail "not at SITE_HELD (line $line): $(cat "$dir/out")"
 grep -qE "^ +8.0 KiB +[0-9.]+ [KM]iB +[0-9]{3,} " "$dir/out" || fail "GOT allocations: $(cat "$dir/out")"
 
+# a trace the process cannot create: said, and no fallback to the GOT slots
+expect 1 "$cli" attach "$prog_pid" -o /nonexistent_dir/t.fst
+grep -q "process $prog_pid could not create the trace file /nonexistent_dir/t.fst" "$dir/err" ||
+    fail "an impossible trace file: $(cat "$dir/err")"
+grep -q "GOT slots instead" "$dir/prog.err" && fail "a trace file that cannot be made led to the GOT slots"
+
 # what cannot be attached to
+expect 2 "$cli" attach "$prog_pid" -o "$dir/x-%x.fst"
+grep -q "%x is not %h (host), %p (pid), %r (rank), %q{VAR}" "$dir/err" ||
+    fail "a bad escape in -o: $(cat "$dir/err")"
 expect 1 "$cli" attach 999999999
 grep -q "no process 999999999" "$dir/err" || fail "a missing process: $(cat "$dir/err")"
 sleep 30 &

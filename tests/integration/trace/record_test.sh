@@ -2,8 +2,9 @@
 # record_test.sh - `fsdpshim record` (and run -o) as a new user meets it: an
 # output that cannot be written stops the run before the program starts (a
 # directory that does not exist, a file where a directory should be, a %
-# the shim does not expand); an existing directory gets the default name in
-# it; a name the shim itself cannot create is said as such, not as "no
+# the shim does not expand); valgrind's escapes (%p, %q{VAR}, %%) expanded
+# in each process, and no process's trace replaced by another's of the same
+# run; an existing directory gets the default name in it; a name the shim itself cannot create is said as such, not as "no
 # process used the GPU"; a library that is no shared object is refused
 # before the loader would ignore it; a program killed by a signal is named.
 #
@@ -34,10 +35,47 @@ refused 1 "the trace could not be written in $dir/missing: No such file or direc
 touch plain
 refused 1 "the trace could not be written in $dir/plain: Not a directory" \
     record -o plain/t.fst -- "$prog" sites
-refused 2 "-o 'r-%q.fst': %q is not %h (host), %p (pid), %r (rank) or %% (a %)" \
+refused 2 "-o 'r-%x.fst': %x is not %h (host), %p (pid), %r (rank), %q{VAR} (an environment variable) or %% (a %)" \
+    record -o 'r-%x.fst' -- "$prog" sites
+refused 2 "-o 'r-%q.fst': %q takes an environment variable's name in braces" \
     record -o 'r-%q.fst' -- "$prog" sites
+refused 2 "-o 'r-%q{RANK.fst': %q takes an environment variable's name in braces, as %q{SLURM_JOB_ID} (no closing brace)" \
+    record -o 'r-%q{RANK.fst' -- "$prog" sites
+refused 2 "%q takes an environment variable's name" record -o 'r-%q{}.fst' -- "$prog" sites
+refused 2 "%q takes an environment variable's name" record -o 'r-%q{1X}.fst' -- "$prog" sites
 refused 2 "-o 'r-%': a lone % at the end" run --trace -o 'r-%' -- "$prog" sites
+# %% is one piece: the % it writes starts no escape
+refused 2 "%y is not %h" record -o 'r-%%%y.fst' -- "$prog" sites
 [ -z "$(ls r-* 2>/dev/null)" ] || fail "a file of a refused pattern: $(ls r-*)"
+
+# ---- valgrind's escapes: %p, %q{VAR}, %% -------------------------------------
+# traces_named NAME...: the launcher named exactly these files, each there
+traces_named() {
+    local named want
+    named=$(sed -n "s|^fsdpshim\[[0-9]*\]: trace: $dir/\(.*\) ([0-9]* bytes)$|\1|p" "$dir/err" | sort)
+    want=$(printf '%s\n' "$@" | sort)
+    [ "$named" = "$want" ] || fail "traces named: '$named', not '$want': $(cat "$dir/err")"
+    for f in "$@"; do [ -s "$dir/$f" ] || fail "$f was not written"; done
+}
+# each process expands %q{VAR} from its own environment, %p its own pid, and
+# %% is a %, never the start of %p
+TAG=launcher expect 0 "$cli" record -o 'q-%q{TAG}-%%p.fst' -- \
+    sh -c "TAG=one '$prog' sites & TAG=two '$prog' sites; wait"
+traces_named q-one-%p.fst q-two-%p.fst
+expect 0 "$cli" record -o 'p-%p.fst' -- sh -c "'$prog' sites & echo \$! >pid1; wait; '$prog' sites & echo \$! >pid2; wait"
+traces_named "p-$(cat pid1).fst" "p-$(cat pid2).fst"
+# a variable the process lacks is empty, and said
+expect 0 "$cli" record -o 'u-%q{FSDPSHIM_TEST_UNSET}.fst' -- env -u FSDPSHIM_TEST_UNSET "$prog" sites
+traces_named u-.fst
+grep -q "has %q{FSDPSHIM_TEST_UNSET}, but FSDPSHIM_TEST_UNSET is not set in this process" "$dir/err" ||
+    fail "an unset variable is not said: $(cat "$dir/err")"
+# without %p, two processes of one run in turn keep both traces: the second
+# gets .PID (as %p names it), as one that runs beside the first does
+expect 0 "$cli" record -o 'same.fst' -- sh -c "'$prog' sites; '$prog' sites & echo \$! >pid2; wait"
+traces_named same.fst "same.fst.$(cat pid2)"
+# while a later run replaces what an earlier run left
+expect 0 "$cli" record -o 'same.fst' -- "$prog" sites
+traces_named same.fst
 
 # an existing directory, with or without its slash: the default name in it
 mkdir traces
