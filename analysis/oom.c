@@ -160,8 +160,12 @@ static int visit(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
         if (e->n == e->keep) break;
         failure *f = &e->f[e->n++];
         f->ev = *ev;
-        if (e->n <= FS_OOM_EXPLAINED && (ev->stack || ev->pystack))
-            f->site = e->stacks.all[fs_sites_of(&e->stacks, t, ev, tid) - 1].key;
+        if (e->n <= FS_OOM_EXPLAINED && (ev->stack || ev->pystack)) {
+            /* first: it may grow stacks.all, which an index expression
+             * around the call could read before the call (unsequenced) */
+            uint32_t id = fs_sites_of(&e->stacks, t, ev, tid);
+            f->site = e->stacks.all[id - 1].key;
+        }
         /* a snapshot's segments and blocks may follow its failure: both
          * are taken at the end */
         if (e->snapshot) break;

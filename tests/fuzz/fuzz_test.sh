@@ -2,7 +2,9 @@
 # fuzz_test.sh - the reader's fuzz target for a bounded time (README.md):
 # seeds recorded from trace_prog on the simulated device (a program's
 # sites, an OOM with its snapshot, leaks, several threads) and written by
-# fuzz_seeds, then libFuzzer from them for FSDPSHIM_FUZZ_SECONDS (60). Any
+# fuzz_seeds, with the inputs of crashes found before (regressions/, which
+# libFuzzer runs first, as every seed), then libFuzzer from them for
+# FSDPSHIM_FUZZ_SECONDS (60). Any
 # crash, leak, sanitizer report or input slower than 10 s fails the test;
 # its input is kept in ARTIFACTS for `reader_fuzz FILE` to replay.
 #
@@ -23,6 +25,7 @@ done
 FSDPSHIM_SIM_MEM=64M FSDPSHIM_OOM_DIR=$dir/oom expect 0 "$cli" run --trace -o "$dir/seeds/oom.fst" -- "$prog" oom
 cp "$dir"/oom/*.fst "$dir/seeds/" || fail "the OOM wrote no snapshot"
 expect 0 "$seeds" "$dir/seeds"
+cp "$here"/regressions/*.fst "$dir/seeds/"
 echo "fuzz_test: $(ls "$dir/seeds" | wc -l) seeds, fuzzing for $seconds s"
 
 mkdir -p "$artifacts"
