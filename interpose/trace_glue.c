@@ -17,6 +17,9 @@
 #include "python/gil.h"
 #include "runtime/runtime.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -25,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* The stacks of the allocation this thread is making, captured before the
  * allocator was entered. */
@@ -331,12 +336,69 @@ static bool walk_device(fs_allocator *a, int d, fs_fmt_event **ev, size_t *n, si
     return true;
 }
 
-/* Where snapshots go: FSDPSHIM_OOM_DIR, else beside the trace, else the
- * working directory. */
+/* At most this many snapshot files stay in the default directory: a
+ * program that keeps running out of memory, run again and again, left 36
+ * in the working directory after an hour of plain runs. */
+#define DEFAULT_DIR_KEEP 32
+
+typedef struct snapshot_file {
+    struct timespec mtime;
+    char name[256];
+} snapshot_file;
+
+static int by_mtime(const void *x, const void *y)
+{
+    const struct timespec *a = &((const snapshot_file *)x)->mtime,
+                          *b = &((const snapshot_file *)y)->mtime;
+    if (a->tv_sec != b->tv_sec) return a->tv_sec < b->tv_sec ? -1 : 1;
+    return a->tv_nsec < b->tv_nsec ? -1 : a->tv_nsec > b->tv_nsec;
+}
+
+/* Removes the oldest snapshot files (fsdpshim-*.fst) of dir so that, with
+ * the one about to be written, at most DEFAULT_DIR_KEEP remain. */
+static void prune(const char *dir)
+{
+    DIR *d = opendir(dir);
+    snapshot_file *all = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+
+    if (!d) return;
+    while ((e = readdir(d))) {
+        struct stat st;
+        if (strncmp(e->d_name, "fsdpshim-", 9) || !strstr(e->d_name, ".fst")) continue;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+            continue;
+        if (n == cap) {
+            snapshot_file *more = realloc(all, (cap ? cap * 2 : 64) * sizeof *all);
+            if (!more) break;
+            all = more;
+            cap = cap ? cap * 2 : 64;
+        }
+        all[n].mtime = st.st_mtim;
+        snprintf(all[n].name, sizeof all[n].name, "%s", e->d_name);
+        n++;
+    }
+    if (n >= DEFAULT_DIR_KEEP) {
+        qsort(all, n, sizeof *all, by_mtime);
+        for (size_t i = 0; i + DEFAULT_DIR_KEEP <= n; i++)
+            unlinkat(dirfd(d), all[i].name, 0);
+    }
+    closedir(d);
+    free(all);
+}
+
+/* Where snapshots go: FSDPSHIM_OOM_DIR, else beside the trace, else (a
+ * plain run, which asked for no files) a directory of the user's own,
+ * $TMPDIR/fsdpshim-UID (/tmp without TMPDIR), mode 0700, which keeps the
+ * newest DEFAULT_DIR_KEEP; the working directory only if that cannot be
+ * made or is not the user's. */
 static void snapshot_dir(char *dir, size_t len)
 {
     const char *env = getenv("FSDPSHIM_OOM_DIR"), *trace = fs_trace_path();
+    const char *tmp = getenv("TMPDIR");
     char copy[4096];
+    struct stat st;
 
     if (env && *env) {
         snprintf(dir, len, "%s", env);
@@ -344,7 +406,14 @@ static void snapshot_dir(char *dir, size_t len)
         snprintf(copy, sizeof copy, "%s", trace);
         snprintf(dir, len, "%s", dirname(copy));
     } else {
-        snprintf(dir, len, ".");
+        snprintf(dir, len, "%s/fsdpshim-%u", tmp && *tmp ? tmp : "/tmp", (unsigned)getuid());
+        if (mkdir(dir, 0700) && errno != EEXIST) {
+            snprintf(dir, len, ".");
+        } else if (lstat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) {
+            snprintf(dir, len, "."); /* another user's, or a link: not ours to write */
+        } else {
+            prune(dir);
+        }
     }
 }
 
