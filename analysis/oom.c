@@ -763,7 +763,7 @@ bool fs_oom_explain(FILE *out, const char *path, const fs_oom_options *opt)
     e->opt = opt;
     e->keep = opt->why && opt->nwhy > FS_OOM_EXPLAINED ? opt->nwhy : FS_OOM_EXPLAINED;
     if (!(e->f = calloc(e->keep, sizeof *e->f))) fs_analysis_oom("report");
-    e->stacks = (fs_sites){.by = FS_BY_STACK, .sym = opt->sym};
+    e->stacks = (fs_sites){.by = FS_BY_STACK, .sym = opt->sym, .full = opt->full};
     e->annots = (fs_sites){.by = FS_BY_ANNOT};
     e->layout = fs_oom_layout_create();
     fs_reader *t = fs_reader_open(path, err, sizeof err);

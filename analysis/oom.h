@@ -18,6 +18,7 @@
 typedef struct fs_oom_options {
     fs_symbols *sym; /* NULL: native frames as MODULE+0xOFFSET */
     size_t holders;  /* the top live holders listed, by stack and by annotation */
+    bool full;       /* --full-stacks: stacks with their plumbing frames (fold.h) */
     void (*warn)(void *ctx, const char *line); /* lines for stderr; NULL: none */
     void *warn_ctx;
     /* The cause of each of the trace's first `nwhy` failures, in time

@@ -375,6 +375,7 @@ static void read_trace(void *ctx, size_t i)
     if (f->fig.nooms) {
         fs_oom_options oo = {.sym = job->sym,
                              .holders = job->limit ? job->limit : 3,
+                             .full = job->full,
                              .warn = fs_progress_warn,
                              .warn_ctx = "report",
                              .why = f->fig.oom_why,
