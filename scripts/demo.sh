@@ -65,8 +65,8 @@ waits() { sed -n 's/.*rate limiter: \([0-9]*\) waits, \([0-9.]*\) ms.*/\1 \2/p' 
     awk '{ n += $1; t += $2 } END { printf "%d (%.0f ms in all)", n, t }'; }
 if grep -q fsdpshim-sim "$tmp/with"; then
     echo
-    echo "demo: side by side, all $ranks ranks                 without the shim   with it"
-    printf '  %-48s %16s   %s\n' \
+    echo "demo: side by side, all $ranks ranks"
+    printf '  %-52s %16s   %s\n' "" "without the shim" "with it" \
         "device allocations (cudaMalloc reaching the GPU)" "$(sum device_allocs "$tmp/without")" \
         "$(sum device_allocs "$tmp/with")" \
         "device frees (a GPU's cudaFree waits for all work)" "$(sum device_frees "$tmp/without")" \
