@@ -103,6 +103,7 @@ refused 1 "--lib $(type -P true): not a shared library" run --lib "$(type -P tru
 # ---- a program killed by a signal ------------------------------------------------
 # (in a sanitizer build its preloaded runtime would catch the SIGSEGV)
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0 \
+    TSAN_OPTIONS=${TSAN_OPTIONS:+$TSAN_OPTIONS:}handle_segv=0 \
     expect 139 "$cli" record -- sh -c 'kill -SEGV $$'
 grep -qE "^fsdpshim\[[0-9]+\]: the program was killed by signal 11 \(SIGSEGV, Segmentation fault\)(, core dumped)?; exit status 139$" \
     "$dir/err" || fail "SIGSEGV is not named: $(cat "$dir/err")"
