@@ -69,7 +69,7 @@ same "$cli" export --folded -o - "${traces[@]}"
 if command -v script >/dev/null; then
     expect 0 "$cli" run --trace -o "$dir/big.fst" -- "$prog" flood 4 500000
     copies=6
-    ldd "$cli" | grep -Eq 'lib(a|t)san' && copies=1
+    ldd "$real_cli" | grep -Eq 'lib(a|t)san' && copies=1 # the CLI itself, not the wrapper
     big=()
     for _ in $(seq "$copies"); do big+=("$dir/big.fst"); done
     FSDPSHIM_ANALYSIS_THREADS=1 script -qfec "'$cli' top ${big[*]} >'$dir/top.txt'" \
