@@ -40,6 +40,24 @@ function(fs_add_test name)
     set(T_TIMEOUT 120)
   endif()
   add_test(NAME ${name} COMMAND ${T_COMMAND})
+  # TSan reads tests/tsan.supp in every test, added to the test's own
+  # TSAN_OPTIONS where it has some
+  if("thread" IN_LIST FSDPSHIM_SANITIZE)
+    set(supp "suppressions=${PROJECT_SOURCE_DIR}/tests/tsan.supp")
+    set(env "")
+    set(found FALSE)
+    foreach(e IN LISTS T_ENVIRONMENT)
+      if(e MATCHES "^TSAN_OPTIONS=(.*)$")
+        set(e "TSAN_OPTIONS=${CMAKE_MATCH_1}:${supp}")
+        set(found TRUE)
+      endif()
+      list(APPEND env "${e}")
+    endforeach()
+    if(NOT found)
+      list(APPEND env "TSAN_OPTIONS=${supp}")
+    endif()
+    set(T_ENVIRONMENT "${env}")
+  endif()
   set_tests_properties(${name} PROPERTIES
     LABELS "${T_LABELS}"
     TIMEOUT ${T_TIMEOUT}
