@@ -330,29 +330,49 @@ static void use_pending_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t r
     fs_stats_apply(q, &dl);
 }
 
+/* What a request may do about a pending block that its stream's order
+ * alone does not make safe. */
+enum pending_wait {
+    WAIT_NONE,   /* nothing: only blocks reusable at once on the stream */
+    WAIT_STREAM, /* the requesting stream waits for the block's fences on the GPU */
+    WAIT_ALL,    /* every stream waits for the block's batch (a cudaMalloc) */
+};
+
+/* Whether b's fences allow the wait: an unfenced free (a capture deferred
+ * its fence) has nothing to wait on, a device-ordered free nothing while a
+ * thread's exit left work no fence covers (see fs_alloc_stream_exit), and
+ * every stream waits only for a device-ordered free's batch (and uses). */
+static bool waitable(const fs_block *b, enum pending_wait wait, bool exit_pending)
+{
+    if (wait == WAIT_NONE || !b->fence || (exit_pending && b->dev_seq)) return false;
+    return wait == WAIT_STREAM || b->fence->batch_seq;
+}
+
 /* Best-fitting pending block of q that `stream` may take: one freed
- * stream-ordered on `stream` itself, or (wait) any whose fences need only
- * a GPU-side wait, unless the block is device-ordered and a thread's exit
- * left work that no fence can cover (see fs_alloc_stream_exit). q->lock held. */
+ * stream-ordered on `stream` itself, or any whose fences `wait` allows
+ * waiting for on the GPU. q->lock held, and dev->lock for WAIT_ALL. */
 static fs_block *take_pending(fs_allocator *a, fs_pool *q, int set, size_t rounded, size_t req,
-                              fs_stream_t stream, bool wait)
+                              fs_stream_t stream, enum pending_wait wait)
 {
     fs_block *best = NULL;
     bool best_wait = false;
-    bool exit_pending = wait && fs_dev_exit_pending(q->dev);
+    bool exit_pending = wait != WAIT_NONE && fs_dev_exit_pending(q->dev);
     for (fs_block *b = q->pending.head; b; b = b->lnext) {
         if (fs_seg_set(b->seg) != set || b->size < rounded || !fits(&a->cfg, b, rounded)) continue;
         if (best && (b->size > best->size || (b->size == best->size && b->addr > best->addr)))
             continue;
         bool own = b->has_ready && b->ready_stream == stream && !b->uses_fence;
-        /* an unfenced free (a capture deferred its fence) has nothing to wait on */
-        if (!own && !(wait && b->fence && !(exit_pending && b->dev_seq))) continue;
+        if (!own && !waitable(b, wait, exit_pending)) continue;
         best = b;
         best_wait = !own;
     }
     if (!best) return NULL;
-    if (best_wait && (fs_fence_gpu_wait(a, best->fence, stream) != FS_OK ||
-                      fs_fence_gpu_wait(a, best->uses_fence, stream) != FS_OK))
+    if (best_wait && wait == WAIT_ALL &&
+        fs_fence_gpu_wait_all(a, q->dev, best->fence, best->uses_fence) != FS_OK)
+        return NULL;
+    if (best_wait && wait == WAIT_STREAM &&
+        (fs_fence_gpu_wait(a, best->fence, stream) != FS_OK ||
+         fs_fence_gpu_wait(a, best->uses_fence, stream) != FS_OK))
         return NULL;
     use_pending_block(a, q, best, rounded, req, stream);
     return best;
@@ -394,7 +414,11 @@ static fs_block *take_adopted(fs_allocator *a, fs_pool *p, fs_segment *s, int se
  * that all-gathered into such blocks while the compute stream was held
  * waited 200 ms per miss and issued 3 of its 6 all-gathers). Other pools'
  * pending blocks are taken that way only under cross_stream_reuse:wait.
- * Caller holds dev->lock. */
+ * A cudaMalloc has no stream to order the reuse after: under
+ * malloc_reuse:wait it takes its pool's block whose device-ordered free
+ * is pending by making every stream wait for the free's batch on the GPU
+ * (fs_fence_gpu_wait_all), outside a graph capture, which such waits
+ * would join. Caller holds dev->lock. */
 static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int set, size_t rounded,
                             size_t req, fs_stream_t stream, unsigned flags)
 {
@@ -402,12 +426,18 @@ static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int set, siz
     bool completed = a->cfg.cross_stream_reuse != FS_REUSE_NONE;
     bool ordered = (flags & FS_ALLOC_STREAM_ORDERED) &&
                    !(o->stream_is_capturing && o->stream_is_capturing(o->ctx, d->id, stream));
-    bool wait = a->cfg.cross_stream_reuse == FS_REUSE_WAIT && ordered;
+    enum pending_wait own = WAIT_NONE, others = WAIT_NONE;
+    if (ordered)
+        own = WAIT_STREAM;
+    else if (!(flags & FS_ALLOC_STREAM_ORDERED) && !a->cfg.malloc_grow &&
+             !(o->capture_underway && o->capture_underway(o->ctx)))
+        own = WAIT_ALL;
+    if (ordered && a->cfg.cross_stream_reuse == FS_REUSE_WAIT) others = WAIT_STREAM;
     for (int i = 0; i < d->npools; i++) {
         fs_pool *q = d->pools[i];
         fs_segment *adopt = NULL;
         fs_pool_lock(q);
-        fs_block *b = take_pending(a, q, set, rounded, req, stream, wait || (ordered && q == p));
+        fs_block *b = take_pending(a, q, set, rounded, req, stream, q == p ? own : others);
         if (!b && completed && q != p) b = take_completed(a, q, set, rounded, req, stream, &adopt);
         fs_pool_unlock(q);
         if (!b && adopt && fs_segment_adopt(a, q, p, adopt))
@@ -467,20 +497,13 @@ static bool pending_would_serve(fs_allocator *a, fs_dev *d, fs_pool *p, int set,
  * moment later: the host runs ahead of the GPU, and every free it made
  * meanwhile waits for the work before it (a device-ordered cudaFree for
  * every stream, a stream-ordered free for the streams that used the
- * block). The miss waits on the host for their fences, one block's at a
- * time, for at most `wait_ns`: bounded, so that work the program holds
- * back until this thread goes on costs a delay, not a deadlock.
- *
- * When. A stream-ordered request never waits here before growing: its
- * stream waits on the GPU instead (try_others). A cudaMalloc has no stream
- * whose order would make the reuse safe, so it waits for malloc_wait_ms
- * (100 ms by default; 0 grows at once): without the wait, PyTorch FSDP2
- * with PYTORCH_NO_CUDA_MEMORY_CACHING=1 on the sim, whose host runs a
- * whole step ahead of NCCL's stream, held every tensor of a step and
- * peaked at 13.5 times PyTorch's own allocator (622.9 MB against 46.1;
- * 0.864x with the wait). Every request waits, for FS_FREE_WAIT_NS, once
- * growing has failed (the device is full), before the release-and-retry
- * that synchronises the whole device. Caller holds dev->lock. */
+ * block). Once growing has failed (the device is full), and only then,
+ * the miss waits on the host for their fences, one block's at a time, for
+ * at most `wait_ns`, before the release-and-retry that synchronises the
+ * whole device: bounded, so that work the program holds back until this
+ * thread goes on costs a delay, not a deadlock. Before that, pending frees
+ * are taken with GPU-side waits (try_others), never host ones. Caller
+ * holds dev->lock. */
 static fs_block *wait_for_frees(fs_allocator *a, fs_dev *d, fs_pool *p, int set, size_t rounded,
                                 size_t req, fs_stream_t stream, unsigned flags, uint64_t wait_ns)
 {
@@ -616,9 +639,6 @@ FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int s
         fs_dev_retire_all(d, false);
         if ((b = try_own(a, p, set, rounded, req, stream))) break;
         if ((b = try_others(a, d, p, set, rounded, req, stream, flags))) break;
-        if (attempt == 0 && !(flags & FS_ALLOC_STREAM_ORDERED) && a->cfg.malloc_wait_ns &&
-            (b = wait_for_frees(a, d, p, set, rounded, req, stream, flags, a->cfg.malloc_wait_ns)))
-            break;
         collect_garbage(a, d);
         if (attempt == 0) keep_peak(a, d, rounded, stream);
         for (int grow = 0; grow < 4 && !b; grow++) {

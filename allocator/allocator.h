@@ -47,9 +47,10 @@ typedef struct fs_alloc_config {
      * to the request until the cache holds large_segment; true (pytorch)
      * shares large_segment segments from the first */
     bool pytorch_growth;
-    /* malloc_wait_ms: how long a cudaMalloc miss waits on the host for a
-     * pending free that would serve it before growing; 0 never */
-    uint64_t malloc_wait_ns;
+    /* malloc_reuse: false (wait) lets a cudaMalloc miss take a block whose
+     * device-ordered free is pending, every stream waiting for the free on
+     * the GPU; true (grow) grows instead, as PyTorch's allocator does */
+    bool malloc_grow;
 } fs_alloc_config;
 
 /* Fills the SPEC's defaults. */
@@ -58,7 +59,7 @@ void fs_alloc_config_default(fs_alloc_config *cfg);
 /* Applies one FSDPSHIM_CONF key that belongs to the allocator
  * (free_semantics, cross_stream_reuse, max_split_size_mb,
  * roundup_power2_divisions, garbage_collection_threshold,
- * expandable_segments, large_segment_mb, segment_growth, malloc_wait_ms). Returns 1 when applied, 0
+ * expandable_segments, large_segment_mb, segment_growth, malloc_reuse). Returns 1 when applied, 0
  * when the key is not an allocator key, -1 when the value is bad: then `err` holds one line naming
  * the valid choices and `cfg` is unchanged. */
 int fs_alloc_config_set(fs_alloc_config *cfg, const char *key, const char *value, char *err,

@@ -17,7 +17,6 @@ void fs_alloc_config_default(fs_alloc_config *cfg)
     cfg->garbage_collection_threshold = 0.0;
     cfg->expandable_segments = false;
     cfg->large_segment = FS_LARGE_BUFFER;
-    cfg->malloc_wait_ns = 100ull * 1000 * 1000;
 }
 
 static int bad(char *err, size_t errlen, const char *fmt, const char *key, const char *value)
@@ -204,13 +203,10 @@ int fs_alloc_config_set(fs_alloc_config *cfg, const char *key, const char *value
         cfg->pytorch_growth = !strcmp(value, "pytorch");
         return 1;
     }
-    if (!strcmp(key, "malloc_wait_ms")) {
-        unsigned long long ms;
-        if (!parse_u64(value, &ms) || ms > 10000)
-            return bad(err, errlen,
-                       "%s: '%s' is not a whole number of ms from 0 to 10000 (default: 100)", key,
-                       value);
-        cfg->malloc_wait_ns = ms * 1000 * 1000;
+    if (!strcmp(key, "malloc_reuse")) {
+        if (strcmp(value, "wait") && strcmp(value, "grow"))
+            return bad(err, errlen, "%s: '%s' is not wait or grow (default: wait)", key, value);
+        cfg->malloc_grow = !strcmp(value, "grow");
         return 1;
     }
     return 0;
@@ -250,9 +246,8 @@ void fs_alloc_config_describe(const fs_alloc_config *cfg, char *buf, size_t len)
     snprintf(buf, len,
              "free_semantics:%s,cross_stream_reuse:%s,max_split_size_mb:%s,"
              "roundup_power2_divisions:%s,garbage_collection_threshold:%s,"
-             "expandable_segments:%s,large_segment_mb:%zu,segment_growth:%s,malloc_wait_ms:%llu",
+             "expandable_segments:%s,large_segment_mb:%zu,segment_growth:%s,malloc_reuse:%s",
              semantics[cfg->free_semantics], reuse[cfg->cross_stream_reuse], split, divisions, gc,
              cfg->expandable_segments ? "true" : "false", cfg->large_segment / FS_MiB,
-             cfg->pytorch_growth ? "pytorch" : "small_first",
-             (unsigned long long)(cfg->malloc_wait_ns / 1000000));
+             cfg->pytorch_growth ? "pytorch" : "small_first", cfg->malloc_grow ? "grow" : "wait");
 }

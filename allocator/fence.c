@@ -261,6 +261,88 @@ fs_status fs_fence_gpu_wait(fs_allocator *a, fs_fence *f, fs_stream_t s)
     return gpu_wait_events(a, f, s);
 }
 
+/* Where no stream orders a reuse (a cudaMalloc takes a block whose
+ * device-ordered free is still pending), every stream that may use the
+ * block waits for the free's batch on the GPU instead of the host waiting:
+ * the legacy stream, whose later work every blocking stream's later work
+ * follows (per-thread streams included), and every live non-blocking
+ * stream. A stream already made to wait for this batch or a later one
+ * is skipped (batches complete in order), so the misses of one step pay
+ * for the waits once. The block's recorded-use fence, where it has one,
+ * is waited for by every stream too. Streams the device learns of
+ * afterwards wait when it does (fs_fence_wait_all_new): a new stream has
+ * no order with the others. */
+static fs_status wait_one_stream(fs_allocator *a, fs_pool *p, fs_fence *f, fs_fence *uses)
+{
+    if (p->all_waited < f->batch_seq) {
+        fs_status st = fs_fence_gpu_wait(a, f, p->stream);
+        if (st != FS_OK) return st;
+        p->all_waited = f->batch_seq;
+    }
+    return fs_fence_gpu_wait(a, uses, p->stream);
+}
+
+/* Remembers uses for the streams to come, dropping the ones complete. */
+static void keep_uses(fs_allocator *a, fs_dev *d, fs_fence *uses)
+{
+    int n = 0;
+    for (int i = 0; i < d->nall_uses; i++) {
+        fs_fence *u = d->all_uses[i];
+        if (fence_done(a, u))
+            fs_fence_put(d, u);
+        else
+            d->all_uses[n++] = u;
+    }
+    d->nall_uses = n;
+    if (!uses || fence_done(a, uses)) return;
+    if (d->nall_uses == d->capall_uses) {
+        int cap = d->capall_uses ? 2 * d->capall_uses : 8;
+        fs_fence **grown = realloc(d->all_uses, (size_t)cap * sizeof *grown);
+        if (!grown) return; /* the caller's waits stand; a later stream may miss this one */
+        d->all_uses = grown;
+        d->capall_uses = cap;
+    }
+    fs_fence_get(uses);
+    d->all_uses[d->nall_uses++] = uses;
+}
+
+fs_status fs_fence_gpu_wait_all(fs_allocator *a, fs_dev *d, fs_fence *f, fs_fence *uses)
+{
+    if (!f || !f->batch_seq) return FS_ERR_INVALID;
+    bool legacy_seen = false;
+    for (int i = 0; i < d->npools; i++) {
+        fs_pool *p = d->pools[i];
+        bool legacy = p->kind == FS_STREAM_LEGACY && p->stream == d->legacy;
+        legacy_seen |= legacy;
+        if (atomic_load_explicit(&p->retired, memory_order_acquire) ||
+            (!legacy && p->kind != FS_STREAM_NONBLOCKING))
+            continue;
+        fs_status st = wait_one_stream(a, p, f, uses);
+        if (st != FS_OK) return st;
+    }
+    /* a legacy stream that never allocated has no pool to remember it by */
+    if (!legacy_seen) {
+        fs_status st = fs_fence_gpu_wait(a, f, d->legacy);
+        if (st == FS_OK) st = fs_fence_gpu_wait(a, uses, d->legacy);
+        if (st != FS_OK) return st;
+    }
+    if (!d->all_wait || d->all_wait->batch_seq < f->batch_seq) {
+        fs_fence_get(f);
+        fs_fence_put(d, d->all_wait);
+        d->all_wait = f;
+    }
+    keep_uses(a, d, uses);
+    return FS_OK;
+}
+
+void fs_fence_wait_all_new(fs_allocator *a, fs_dev *d, fs_pool *p)
+{
+    if (capturing(d, p->stream)) return;
+    if (d->all_wait && !fence_done(a, d->all_wait)) (void)wait_one_stream(a, p, d->all_wait, NULL);
+    for (int i = 0; i < d->nall_uses; i++)
+        (void)fs_fence_gpu_wait(a, d->all_uses[i], p->stream);
+}
+
 /* ---- the public fence calls -------------------------------------------------- */
 
 fs_dev_status fs_fence_query(fs_allocator *a, fs_fence *f)
@@ -391,6 +473,13 @@ void fs_batches_drop(fs_dev *d)
     d->fifo_tail = NULL;
     fs_fence_put(d, d->last_batch);
     d->last_batch = NULL;
+    fs_fence_put(d, d->all_wait);
+    d->all_wait = NULL;
+    for (int i = 0; i < d->nall_uses; i++)
+        fs_fence_put(d, d->all_uses[i]);
+    free(d->all_uses);
+    d->all_uses = NULL;
+    d->nall_uses = d->capall_uses = 0;
 }
 
 void fs_marks_record(fs_dev *d)

@@ -229,6 +229,10 @@ typedef struct fs_pool {
      * host has synchronised with the whole device at or past this token
      * (see fs_alloc_stream_exit); 0 otherwise. */
     uint64_t exit_token;
+    /* The newest batch its stream waits for on the GPU on behalf of every
+     * stream (fs_fence_gpu_wait_all): later batches only need a wait of
+     * their own. Under dev->lock. */
+    uint64_t all_waited;
     fs_block *spare; /* recycled block metadata */
     size_t nspare;
     struct fs_pool *hash_next; /* registry chain (live pools only) */
@@ -284,7 +288,16 @@ typedef struct fs_dev {
     fs_pool *hash[64]; /* live pools by stream handle */
     fs_stream_t legacy;
     fs_fence *last_batch; /* the newest batch fence (a reference) */
-    fs_spin batch_lock;   /* the queue of batches not known complete */
+    /* The newest batch fence every stream of the device was made to wait
+     * for on the GPU, so that a cudaMalloc could take a block whose
+     * device-ordered free is still pending (a reference; see
+     * fs_fence_gpu_wait_all): a stream the device learns of later waits
+     * for it as well. Beside it, the recorded-use fences of such blocks
+     * not known complete (references; streams waited for each). */
+    fs_fence *all_wait;
+    fs_fence **all_uses;
+    int nall_uses, capall_uses;
+    fs_spin batch_lock; /* the queue of batches not known complete */
     fs_fence *fifo_head, *fifo_tail;
     uint64_t batch_seq;
     size_t reserved_high;        /* the most ever reserved; under `lock`, see keep_peak */
@@ -454,6 +467,13 @@ void fs_fence_get(fs_fence *f);
 void fs_fence_put(fs_dev *d, fs_fence *f); /* f may be NULL */
 /* Makes stream s wait on the GPU for f and every batch before it. */
 fs_status fs_fence_gpu_wait(fs_allocator *a, fs_fence *f, fs_stream_t s);
+/* Makes every stream of d wait on the GPU for batch fence f and for uses
+ * (a block's recorded-use fence, or NULL), and the streams d learns of
+ * later too. Caller holds dev->lock. */
+fs_status fs_fence_gpu_wait_all(fs_allocator *a, fs_dev *d, fs_fence *f, fs_fence *uses);
+/* A stream d has just learnt of (pool p) waits for what every stream was
+ * made to wait for. Caller holds dev->lock. */
+void fs_fence_wait_all_new(fs_allocator *a, fs_dev *d, fs_pool *p);
 void fs_blist_push(fs_blist *l, fs_block *b);
 void fs_blist_del(fs_blist *l, fs_block *b);
 /* Caller holds dev->lock and no pool lock. */

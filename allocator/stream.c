@@ -36,6 +36,10 @@ static fs_pool *pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind)
     size_t h = bucket(s);
     p->hash_next = d->hash[h];
     d->hash[h] = p;
+    /* a stream new to the device is ordered after none of the others: it
+     * waits for what they were made to wait for (a cudaMalloc that took a
+     * block whose free was pending) */
+    fs_fence_wait_all_new(d->a, d, p);
     return p;
 }
 

@@ -24,7 +24,7 @@ static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static const char valid_keys[] =
     "free_semantics, cross_stream_reuse, max_split_size_mb, roundup_power2_divisions, "
     "garbage_collection_threshold, expandable_segments, large_segment_mb, segment_growth, "
-    "malloc_wait_ms, ag_limit, ag_limit_mb, "
+    "malloc_reuse, ag_limit, ag_limit_mb, "
     "stream_pool, stream_pool_size, trace, trace_frames, snapshot_signal, oom_snapshot, live";
 
 static bool parse_uint(const char *s, unsigned long long max, unsigned long long *out)

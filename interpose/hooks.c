@@ -98,6 +98,9 @@ struct fs_hook fs_hooks[FS_HOOK_COUNT] = {
     WORK_PAIR(STREAM_SYNCHRONIZE, "cuStreamSynchronize", fs_drv_stream_synchronize),
     [FS_HOOK_CU_EVENT_SYNCHRONIZE] = WORK("cuEventSynchronize", fs_drv_event_synchronize),
     [FS_HOOK_CU_CTX_SYNCHRONIZE] = WORK("cuCtxSynchronize", fs_drv_ctx_synchronize),
+    [FS_HOOK_CU_STREAM_CREATE] = WORK("cuStreamCreate", fs_drv_stream_create),
+    [FS_HOOK_CU_STREAM_CREATE_WITH_PRIORITY] =
+        WORK("cuStreamCreateWithPriority", fs_drv_stream_create_with_priority),
 
     /* runtime: served by the loader's binding when preloaded, traced here */
     [FS_HOOK_CUDA_MALLOC] = RUNTIME("cudaMalloc", NULL, fs_traced_cuda_malloc),

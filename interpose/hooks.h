@@ -79,6 +79,8 @@ enum fs_hook_id {
     FS_HOOK_CU_STREAM_SYNCHRONIZE_PTSZ,
     FS_HOOK_CU_EVENT_SYNCHRONIZE,
     FS_HOOK_CU_CTX_SYNCHRONIZE,
+    FS_HOOK_CU_STREAM_CREATE,
+    FS_HOOK_CU_STREAM_CREATE_WITH_PRIORITY,
     FS_HOOK_DRIVER_END, /* one past the driver's */
     FS_HOOK_CUDA_MALLOC = FS_HOOK_DRIVER_END,
     FS_HOOK_CUDA_FREE,
@@ -220,6 +222,8 @@ FS_DRV_PAIR(stream_synchronize, (CUstream s))
 #undef FS_DRV_PAIR
 CUresult fs_drv_event_synchronize(CUevent event);
 CUresult fs_drv_ctx_synchronize(void);
+CUresult fs_drv_stream_create(CUstream *s, unsigned flags);
+CUresult fs_drv_stream_create_with_priority(CUstream *s, unsigned flags, int priority);
 
 /* ---- driver/dlsym.c ---- */
 /* The shim's dlsym and dlvsym (exported under those names). */

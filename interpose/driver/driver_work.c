@@ -15,7 +15,10 @@
  *   stream (record-stream), and mark the stream busy;
  * - kernel launches, host functions, graph launches and event waits mark
  *   the stream busy for the frees' fences (their memory is not known);
- * - host synchronisation lets the allocator retire deferred frees.
+ * - host synchronisation lets the allocator retire deferred frees;
+ * - a new stream is made known at once, before any work is put on it: it
+ *   must wait for what every stream was made to wait for (a cuMemAlloc
+ *   that took a block whose free was still pending).
  * Each is the real call, then the note; a call that failed is not noted.
  *
  * The lookups hand these out only while no CUDA runtime is loaded (hooks.c,
@@ -180,4 +183,27 @@ CUresult fs_drv_event_synchronize(CUevent event)
 CUresult fs_drv_ctx_synchronize(void)
 {
     return synced(REAL(FS_HOOK_CU_CTX_SYNCHRONIZE, CUresult(*)(void))());
+}
+
+/* ---- new streams ---- */
+
+static CUresult created(CUresult r, CUstream *s)
+{
+    if (r == CUDA_SUCCESS && fs_shim_enter()) {
+        fs_stream_learn((cudaStream_t)*s);
+        fs_shim_leave();
+    }
+    return r;
+}
+
+CUresult fs_drv_stream_create(CUstream *s, unsigned flags)
+{
+    return created(REAL(FS_HOOK_CU_STREAM_CREATE, CUresult(*)(CUstream *, unsigned))(s, flags), s);
+}
+
+CUresult fs_drv_stream_create_with_priority(CUstream *s, unsigned flags, int priority)
+{
+    return created(REAL(FS_HOOK_CU_STREAM_CREATE_WITH_PRIORITY,
+                        CUresult(*)(CUstream *, unsigned, int))(s, flags, priority),
+                   s);
 }

@@ -39,6 +39,13 @@ void fs_stream_note_work(cudaStream_t s, bool pt)
     fs_shim_leave();
 }
 
+void fs_stream_learn(cudaStream_t s)
+{
+    int dev;
+
+    if (fs_shim_allocator_peek()) (void)fs_shim_stream_key(s, false, &dev);
+}
+
 /* `s` works on the memory at `p`, `q`: record the use on the blocks the
  * shim owns (others are not its business). */
 void fs_stream_record_uses(const void *p, const void *q, cudaStream_t s, bool pt)

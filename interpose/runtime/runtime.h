@@ -60,6 +60,10 @@ void fs_current_device_set(int device);
 /* Work was issued on `s` (pt: stream 0 is the per-thread stream): frees
  * must fence it. Call after the real call has put the work there. */
 void fs_stream_note_work(cudaStream_t s, bool pt);
+/* A stream just created: the allocator learns of it now, before any work
+ * is put on it (fs_alloc_stream_register), so that the work follows what
+ * every stream was made to wait for. Inside the shim (fs_shim_enter). */
+void fs_stream_learn(cudaStream_t s);
 /* The same, and `s` works on the memory at `p` and `q` (either may be NULL
  * or not the shim's): a use of those blocks is recorded. */
 void fs_stream_record_uses(const void *p, const void *q, cudaStream_t s, bool pt);

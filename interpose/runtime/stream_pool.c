@@ -115,6 +115,7 @@ static cudaError_t pool_create(cudaStream_t *out, unsigned flags, int priority)
         if (e != cudaSuccess) return e;
     }
     fs_stream_adopt(s, device, flags, priority, cfg->stream_pool && cfg->stream_pool_size);
+    fs_stream_learn(s);
     fs_trace_stream(true, device, s, flags, priority, reused);
     *out = s;
     return cudaSuccess;

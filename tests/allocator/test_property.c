@@ -42,7 +42,9 @@ typedef struct live {
  * `snap`, only `ok` (if any) may get it back, and with `ok_ordered` only
  * for a stream-ordered request; or a stream-ordered request on a stream
  * that the allocator made wait on the GPU after the free (the fake
- * device's stream_wait_event calls from number `waits_at` on). */
+ * device's stream_wait_event calls from number `waits_at` on); or any
+ * request once every stream was made to wait so (a cudaMalloc's reuse of
+ * a pending device-ordered free, which no stream orders). */
 typedef struct guard {
     uintptr_t lo, hi;
     bool has_ok, ok_ordered;
@@ -128,6 +130,15 @@ static bool waited_since(model *m, fs_stream_t s, long from)
     return false;
 }
 
+/* Whether every stream of the model (all non-blocking, and the legacy
+ * one) was made to wait on the GPU since call number `from`. */
+static bool all_waited_since(model *m, long from)
+{
+    for (int i = 0; i < NCOUNTERS; i++)
+        if (!waited_since(m, streams[i], from)) return false;
+    return true;
+}
+
 /* Model lock held. Checks a fresh block and adds it; NULL or why not. */
 static const char *model_alloc(model *m, const live *l)
 {
@@ -150,7 +161,8 @@ static const char *model_alloc(model *m, const live *l)
         }
         if (g->lo < l->addr + l->size && l->addr < g->hi) {
             if (!(g->has_ok && g->ok == l->stream && (l->ordered || !g->ok_ordered)) &&
-                !(l->ordered && waited_since(m, l->stream, g->waits_at))) {
+                !(l->ordered && waited_since(m, l->stream, g->waits_at)) &&
+                !(!l->ordered && all_waited_since(m, g->waits_at))) {
                 static char why[200];
                 snprintf(why, sizeof why,
                          "handed out before the events it waits for completed (freed range "

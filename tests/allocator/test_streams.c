@@ -73,14 +73,13 @@ static void test_device_ordered_batches(void **state)
     env_free(&e);
 }
 
-/* A stream-ordered miss never waits on the host for device work while the
- * device can grow (SPEC section 4): it takes its pool's pending block and
- * its stream waits for the free on the GPU. A cudaMalloc miss, which has no
- * stream to order the reuse after, waits on the host for at most
- * malloc_wait_ms (100 ms; work held back until this thread goes on, such
- * as a host function gated on it, costs a delay, never a deadlock), or
- * with malloc_wait_ms:0 grows at once. Only on a full device does every
- * miss wait on the host (below). */
+/* A miss never waits on the host for device work while the device can
+ * grow (SPEC section 4). A stream-ordered one takes its pool's pending
+ * block and its stream waits for the free on the GPU. A cudaMalloc has no
+ * stream to order the reuse after: under malloc_reuse:wait (the default)
+ * every stream waits for the free's batch on the GPU, streams made later
+ * included; under malloc_reuse:grow it grows, as PyTorch's allocator does.
+ * Only on a full device does a miss wait on the host (below). */
 static double ms_since(const struct timespec *t0)
 {
     struct timespec t1;
@@ -88,24 +87,79 @@ static double ms_since(const struct timespec *t0)
     return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-static void test_miss_host_waits(void **state)
+/* Whether stream `who` made a GPU-side wait among stream_wait calls
+ * from..to (exclusive). */
+static bool waited(env *e, long from, long to, fs_stream_t who)
+{
+    for (long n = from; n < to; n++) {
+        fs_stream_t waiter, on;
+        if (fake_wait_log(e->fake, n, &waiter, &on) && waiter == who) return true;
+    }
+    return false;
+}
+
+#define S3 ((fs_stream_t)0x1003)
+#define S4 ((fs_stream_t)0x1004)
+
+static void test_miss_no_host_wait(void **state)
 {
     (void)state;
-    static const char *confs[] = {NULL, "malloc_wait_ms:0"};
+    static const char *confs[] = {NULL, "malloc_reuse:grow"};
     for (int c = 0; c < 2; c++) {
         env e = env_make(confs[c], CAP);
+        fs_alloc_stream_register(e.a, 0, S2, FS_STREAM_NONBLOCKING);
+        fs_alloc_stream_register(e.a, 0, S3, FS_STREAM_BLOCKING);
         void *a = must_alloc(&e, S1, BIG);
         fs_free(e.a, a, NULL);
+        long w0 = counts(&e).stream_wait;
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        assert_int_equal(U(must_alloc(&e, S1, BIG)), SEG(10)); /* grown */
-        double ms = ms_since(&t0);
-        if (c == 0)
-            assert_true(ms >= 100.0 && ms < 5000.0);
-        else
-            assert_true(ms < 50.0);
+        void *again = must_alloc(&e, S1, BIG);
+        assert_true(ms_since(&t0) < 50.0);
         assert_int_equal(counts(&e).event_sync, 0);
-        assert_int_equal(stats(&e).pending_frees, 1);
+        long w1 = counts(&e).stream_wait;
+        if (c == 0) {
+            /* taken back; the legacy stream (for the blocking streams, S3
+             * among them) and every non-blocking stream wait on the GPU */
+            assert_ptr_equal(again, a);
+            assert_int_equal(stats(&e).pending_frees, 0);
+            assert_true(waited(&e, w0, w1, LEG));
+            assert_true(waited(&e, w0, w1, S1));
+            assert_true(waited(&e, w0, w1, S2));
+            assert_false(waited(&e, w0, w1, S3));
+            /* a stream learnt of later waits too, before its first work */
+            fs_alloc_stream_register(e.a, 0, S4, FS_STREAM_NONBLOCKING);
+            assert_true(waited(&e, w1, counts(&e).stream_wait, S4));
+            /* two blocks freed in one batch (small enough not to fence at
+             * once): the first reuse makes every stream wait for the
+             * batch, the second asks no stream again */
+            const size_t mid = 1536 * 1024;
+            void *x = must_alloc(&e, S1, mid), *y = must_alloc(&e, S1, mid);
+            void *z = must_alloc(&e, S1, 17 * MiB); /* the rest of their 20 MiB segment */
+            assert_int_equal(U(z), U(y) + mid);
+            fs_free(e.a, x, NULL);
+            fs_free(e.a, y, NULL);
+            long w2 = counts(&e).stream_wait;
+            void *r1 = must_alloc(&e, S1, mid);
+            long w3 = counts(&e).stream_wait;
+            void *r2 = must_alloc(&e, S1, mid);
+            assert_true((r1 == x && r2 == y) || (r1 == y && r2 == x));
+            assert_true(waited(&e, w2, w3, S2));
+            assert_int_equal(counts(&e).stream_wait, w3);
+            fs_free(e.a, r1, NULL);
+            fs_free(e.a, r2, NULL);
+            fs_free(e.a, z, NULL);
+            fs_free(e.a, again, NULL);
+            /* once the work is done, new streams have nothing to wait for */
+            fake_complete_all(e.fake);
+            long w4 = counts(&e).stream_wait;
+            fs_alloc_stream_register(e.a, 0, (fs_stream_t)0x1005, FS_STREAM_NONBLOCKING);
+            assert_int_equal(counts(&e).stream_wait, w4);
+        } else {
+            assert_int_equal(U(again), SEG(10)); /* grown */
+            assert_int_equal(stats(&e).pending_frees, 1);
+            assert_int_equal(w1, w0);
+        }
         /* stream-ordered: freed device-ordered, taken back at once on its
          * own pool's stream, which waits for the free's events on the GPU */
         void *o = must_alloc_ordered(&e, S1, BIG);
@@ -124,22 +178,29 @@ static void test_miss_host_waits(void **state)
         assert_true(counts(&e).stream_wait > waits);
         env_free(&e);
     }
-    /* once the GPU catches up while a cudaMalloc miss polls, it takes the
-     * block instead of growing */
+    /* with a recorded use, every stream waits for the use's events too */
     env e = env_make(NULL, CAP);
+    fs_alloc_stream_register(e.a, 0, S2, FS_STREAM_NONBLOCKING);
     void *a = must_alloc(&e, S1, BIG);
+    assert_int_equal(fs_record_stream(e.a, a, S2), FS_OK);
     fs_free(e.a, a, NULL);
-    fake_on_query(e.fake, catch_up, e.fake);
+    long w0 = counts(&e).stream_wait;
     assert_ptr_equal(must_alloc(&e, S1, BIG), a);
-    fake_on_query(e.fake, NULL, NULL);
-    assert_int_equal(counts(&e).segment_alloc, 1);
+    long on_s2 = 0;
+    for (long n = w0; n < counts(&e).stream_wait; n++) {
+        fs_stream_t waiter, on;
+        if (fake_wait_log(e.fake, n, &waiter, &on) && waiter == S1 && on == S2) on_s2++;
+    }
+    assert_true(on_s2 >= 1);
     env_free(&e);
 }
 
 static void test_full_device_waits_bounded(void **state)
 {
     (void)state;
-    env e = env_make(NULL, 40 * MiB); /* room for two segments, not three */
+    /* malloc_reuse:grow: no GPU-side reuse, so the full device is what
+     * makes the miss wait */
+    env e = env_make("malloc_reuse:grow", 40 * MiB); /* room for two segments, not three */
     void *a = must_alloc(&e, S1, BIG);
     void *keep = must_alloc(&e, S2, BIG);
     fs_free(e.a, a, NULL);
@@ -652,7 +713,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_ordered_batches),
-        cmocka_unit_test(test_miss_host_waits),
+        cmocka_unit_test(test_miss_no_host_wait),
         cmocka_unit_test(test_full_device_waits_bounded),
         cmocka_unit_test(test_fence_out_and_limit),
         cmocka_unit_test(test_fence_out_retired_at_once),

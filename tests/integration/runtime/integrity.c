@@ -12,6 +12,10 @@
  *   integrity free      cudaFree of a cudaMalloc block a busy non-blocking
  *                       stream still reads (device-ordered free), then
  *                       cudaMalloc again
+ *   integrity free_new  the same, the block overwritten on a stream created
+ *                       after the second cudaMalloc (which the shim may
+ *                       serve with the pending block, every stream waiting
+ *                       for its free: a new stream must wait too)
  *   integrity async     cudaFreeAsync on the busy stream itself, then
  *                       cudaMallocAsync on another stream
  *   integrity memcpy    cudaFreeAsync on an idle stream of a block that a
@@ -77,7 +81,8 @@ static void *open_later(void *unused)
 static int run(const char *mode)
 {
     bool legacy = !strcmp(mode, "legacy"), record = legacy || !strcmp(mode, "memcpy");
-    cudaStream_t busy, idle = NULL, other, again;
+    bool fresh = !strcmp(mode, "free_new"), device_ordered = fresh || !strcmp(mode, "free");
+    cudaStream_t busy, idle = NULL, other, again, late = NULL;
     unsigned char *x = NULL, *y = NULL, *host;
     struct gate_work work = {NULL, NULL};
     int corrupted = 0;
@@ -88,7 +93,7 @@ static int run(const char *mode)
     CHECK(cudaMallocHost((void **)&host, SIZE));
     memset(host, 0, SIZE);
 
-    if (!strcmp(mode, "free")) {
+    if (device_ordered) {
         CHECK(cudaMalloc((void **)&x, SIZE));
         CHECK(cudaMemset(x, 0xAA, SIZE));
         work = (struct gate_work){x, host};
@@ -127,10 +132,14 @@ static int run(const char *mode)
     again = record ? idle : other;
     pthread_t opener;
     if (pthread_create(&opener, NULL, open_later, NULL) != 0) return 2;
-    if (!strcmp(mode, "free"))
+    if (device_ordered)
         CHECK(cudaMalloc((void **)&y, SIZE));
     else
         CHECK(cudaMallocAsync((void **)&y, SIZE, again));
+    if (fresh) {
+        CHECK(cudaStreamCreateWithFlags(&late, cudaStreamNonBlocking));
+        again = late;
+    }
     CHECK(cudaMemsetAsync(y, 0xBB, SIZE, again));
     CHECK(cudaStreamSynchronize(again));
 
@@ -146,11 +155,12 @@ static int run(const char *mode)
                     mode, i, host[i], (void *)x, (void *)y);
             break;
         }
-    CHECK(!strcmp(mode, "free") ? cudaFree(y) : cudaFreeAsync(y, again));
+    CHECK(device_ordered ? cudaFree(y) : cudaFreeAsync(y, again));
     CHECK(cudaFreeHost(host));
     CHECK(cudaStreamDestroy(busy));
     if (idle) CHECK(cudaStreamDestroy(idle));
     CHECK(cudaStreamDestroy(other));
+    if (late) CHECK(cudaStreamDestroy(late));
     CHECK(cudaDeviceSynchronize());
     if (!corrupted) printf("integrity %s: intact (x=%p y=%p)\n", mode, (void *)x, (void *)y);
     return corrupted;
@@ -162,7 +172,8 @@ int main(int argc, char **argv)
     int r;
 
     if (argc < 2) {
-        fprintf(stderr, "usage: integrity free|async|memcpy|legacy [--expect-corruption]\n");
+        fprintf(stderr,
+                "usage: integrity free|free_new|async|memcpy|legacy [--expect-corruption]\n");
         return 2;
     }
     watchdog(30);

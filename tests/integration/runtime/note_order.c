@@ -9,7 +9,8 @@
  * hands a host function on to the runtime. The host function holds its
  * non-blocking stream (blocking streams are always covered through the
  * legacy stream) until released; the block freed after it was issued must
- * not come back from cudaMalloc meanwhile. Sizes are large enough that
+ * not come back from cudaMalloc meanwhile (run under malloc_reuse:grow,
+ * where a cudaMalloc waits for a pending free's fence to complete). Sizes are large enough that
  * every block has a segment of its own. */
 #include "probe.h"
 
