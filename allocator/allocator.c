@@ -427,12 +427,15 @@ static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int set, siz
     bool ordered = (flags & FS_ALLOC_STREAM_ORDERED) &&
                    !(o->stream_is_capturing && o->stream_is_capturing(o->ctx, d->id, stream));
     enum pending_wait own = WAIT_NONE, others = WAIT_NONE;
-    if (ordered)
+    if (flags & FS_ALLOC_NO_GPU_WAIT)
+        own = WAIT_NONE;
+    else if (ordered)
         own = WAIT_STREAM;
     else if (!(flags & FS_ALLOC_STREAM_ORDERED) && !a->cfg.malloc_grow &&
              !(o->capture_underway && o->capture_underway(o->ctx)))
         own = WAIT_ALL;
-    if (ordered && a->cfg.cross_stream_reuse == FS_REUSE_WAIT) others = WAIT_STREAM;
+    if (ordered && a->cfg.cross_stream_reuse == FS_REUSE_WAIT && !(flags & FS_ALLOC_NO_GPU_WAIT))
+        others = WAIT_STREAM;
     for (int i = 0; i < d->npools; i++) {
         fs_pool *q = d->pools[i];
         fs_segment *adopt = NULL;

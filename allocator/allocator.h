@@ -121,6 +121,10 @@ void fs_alloc_stream_exit(fs_allocator *a, int device, fs_stream_t s);
 
 enum fs_alloc_flags {
     FS_ALLOC_STREAM_ORDERED = 1u << 0, /* cudaMallocAsync: cross_stream_reuse:wait allowed */
+    /* Never a pending block behind a GPU-side wait: a block whose free waits
+     * for other streams is taken once that work has completed (PyTorch's
+     * own allocator's semantics, which its adapter keeps) */
+    FS_ALLOC_NO_GPU_WAIT = 1u << 1,
 };
 
 /* Allocates `size` (> 0) bytes on `device` for `stream`. On FS_ERR_OOM the
@@ -245,6 +249,11 @@ typedef struct fs_stream_free {
 size_t fs_alloc_stream_free(fs_allocator *a, int device, fs_stream_free *out, size_t max,
                             size_t *total);
 
+/* Restarts PyTorch's `allocated` and `freed` figures and the event counters
+ * (num_alloc_retries and the like) from 0, the current values kept
+ * (torch.cuda.reset_accumulated_memory_stats). */
+void fs_alloc_reset_accumulated(fs_allocator *a, int device);
+
 /* Resets peaks to current values (torch.cuda.reset_peak_memory_stats). */
 void fs_alloc_reset_peak(fs_allocator *a, int device);
 
@@ -283,6 +292,7 @@ typedef struct fs_walk_entry {
     uintptr_t addr;
     size_t size, requested; /* requested: live and pending blocks */
     bool expandable;
+    bool large; /* of the large pool (blocks over 1 MiB), not the small one */
 } fs_walk_entry;
 
 /* Copies every segment of `device`, each followed by its mapped blocks in

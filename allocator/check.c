@@ -134,7 +134,8 @@ static size_t walk_segments(fs_pool *p, fs_walk_entry *out, size_t max, size_t n
                                      .stream = p->stream,
                                      .addr = s->base,
                                      .size = s->size,
-                                     .expandable = s->expandable};
+                                     .expandable = s->expandable,
+                                     .large = s->kind == FS_KIND_LARGE};
         n++;
         for (fs_block *b = s->head; b; b = b->next) {
             fs_walk_state st = b->state == FS_BLOCK_LIVE   ? FS_WALK_LIVE
@@ -146,7 +147,8 @@ static size_t walk_segments(fs_pool *p, fs_walk_entry *out, size_t max, size_t n
                                          .stream = p->stream,
                                          .addr = b->addr,
                                          .size = b->size,
-                                         .requested = st == FS_WALK_CACHED ? 0 : b->requested};
+                                         .requested = st == FS_WALK_CACHED ? 0 : b->requested,
+                                         .large = s->kind == FS_KIND_LARGE};
             n++;
         }
     }

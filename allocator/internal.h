@@ -263,6 +263,10 @@ typedef struct fs_dev_stats {
     int64_t total[FS_KINDS][FS_ST_DEV_FIELDS];
     int64_t peak[FS_POOL_KINDS][FS_ST_DEV_FIELDS]; /* indexed FS_POOL_ALL, _SMALL, _LARGE */
     int64_t num_alloc_retries, num_ooms, num_sync_all_streams, num_device_alloc, num_device_free;
+    /* Where PyTorch's `allocated` and `freed` count from since the last
+     * reset_accumulated: the totals and current values then, by kind and
+     * field (pool fields and the device's own). */
+    int64_t acc_total[FS_KINDS][FS_ST_FIELDS], acc_cur[FS_KINDS][FS_ST_FIELDS];
 } fs_dev_stats;
 
 /* The device's pools as a reader without a lock sees them: immutable once

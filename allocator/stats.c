@@ -534,14 +534,16 @@ void fs_stats_resume(fs_dev *d)
 /* One field of the public form from per-kind current and total values and
  * the three peaks. */
 static void export_field(const int64_t cur[FS_KINDS], const int64_t total[FS_KINDS],
-                         const int64_t peak[FS_POOL_KINDS], fs_stat out[FS_POOL_KINDS])
+                         const int64_t peak[FS_POOL_KINDS], const fs_dev_stats *s, int f,
+                         fs_stat out[FS_POOL_KINDS])
 {
     memset(out, 0, FS_POOL_KINDS * sizeof *out);
     for (int k = 0; k < FS_KINDS; k++) {
         fs_stat *o = &out[k + 1];
         o->current = cur[k];
-        o->allocated = total[k];
-        o->freed = o->allocated - o->current;
+        /* since the last reset_accumulated: what rose, and what fell */
+        o->allocated = total[k] - s->acc_total[k][f];
+        o->freed = o->allocated - (o->current - s->acc_cur[k][f]);
         o->peak = peak[k + 1];
         out[FS_POOL_ALL].current += o->current;
         out[FS_POOL_ALL].allocated += o->allocated;
@@ -588,7 +590,7 @@ void fs_stats_read_stopped(fs_dev *d, fs_alloc_stats *out)
         }
         for (int slot = 0; slot < FS_POOL_KINDS; slot++)
             peak[slot] = d->peak[slot][f];
-        export_field(cur, total, peak, public_field(out, f));
+        export_field(cur, total, peak, &d->st, f, public_field(out, f));
     }
     for (int i = 0; i < d->npools; i++) {
         out->pending_frees += d->pools[i]->st.pending_frees;
@@ -604,7 +606,8 @@ void fs_stats_read_stopped(fs_dev *d, fs_alloc_stats *out)
         }
         for (int slot = 0; slot < FS_POOL_KINDS; slot++)
             peak[slot] = s->peak[slot][f];
-        export_field(cur, total, peak, public_field(out, FS_ST_POOL_FIELDS + f));
+        export_field(cur, total, peak, s, FS_ST_POOL_FIELDS + f,
+                     public_field(out, FS_ST_POOL_FIELDS + f));
     }
     out->num_alloc_retries = s->num_alloc_retries;
     out->num_ooms = s->num_ooms;
@@ -860,6 +863,44 @@ void fs_alloc_get_stats(fs_allocator *a, int device, fs_alloc_stats *out)
 
 /* Peaks become the current sums, and every pool's room its current value:
  * the next rise anywhere is a new peak and settles. */
+/* PyTorch's reset_accumulated_memory_stats: `allocated` and `freed` count
+ * from now on, and the event counters restart at 0. The totals are kept
+ * (the trace and the peaks need them); a baseline is taken instead. */
+void fs_alloc_reset_accumulated(fs_allocator *a, int device)
+{
+    for (int i = 0; i < a->ndev; i++) {
+        if (device >= 0 && i != device) continue;
+        fs_dev *d = &a->devs[i];
+        fs_stats_stop(d);
+        int64_t total[FS_KINDS][FS_ST_POOL_FIELDS] = {{0}},
+                cur[FS_KINDS][FS_ST_POOL_FIELDS] = {{0}};
+        for (int k = 0; k < FS_KINDS; k++)
+            for (int f = 0; f < NF; f++) {
+                total[k][f] = d->gone_total[k][f];
+                for (int j = 0; j < d->npools; j++) {
+                    total[k][f] += d->pools[j]->st.row[k].total[f];
+                    cur[k][f] += cur_get(d->pools[j]->st.row[k].cur, f);
+                }
+            }
+        fs_spin_lock(&d->stats_lock);
+        fs_dev_stats *s = &d->st;
+        for (int k = 0; k < FS_KINDS; k++) {
+            for (int f = 0; f < NF; f++) {
+                s->acc_total[k][f] = total[k][f];
+                s->acc_cur[k][f] = cur[k][f];
+            }
+            for (int f = 0; f < FS_ST_DEV_FIELDS; f++) {
+                s->acc_total[k][NF + f] = s->total[k][f];
+                s->acc_cur[k][NF + f] = get(&s->cur[k][f]);
+            }
+        }
+        s->num_alloc_retries = s->num_ooms = s->num_sync_all_streams = 0;
+        s->num_device_alloc = s->num_device_free = 0;
+        fs_spin_unlock(&d->stats_lock);
+        fs_stats_resume(d);
+    }
+}
+
 void fs_alloc_reset_peak(fs_allocator *a, int device)
 {
     for (int i = 0; i < a->ndev; i++) {

@@ -18,8 +18,12 @@
 #               TORCH_DIST_USE_NCCL2=0)
 #   nocache     FSDP2 with PYTORCH_NO_CUDA_MEMORY_CACHING=1 under the shim:
 #               PyTorch hands every tensor to cudaMalloc/cudaFree
+#   adapter     the shim behind fsdpshim's PyTorch adapter
+#               (--conf torch_route:adapter, docs/pytorch.md); left out,
+#               said, when this build has no adapter for that PyTorch
 # Prints the medians with their ranges and, last, exactly
 #   summary: peak_ratio_fsdp2=<r> peak_ratio_fsdp1=<r> peak_ratio_nocache=<r>
+#            [peak_ratio_adapter_fsdp2=<r> peak_ratio_adapter_fsdp1=<r>]
 # (median under the shim / median native, FSDP2's native for nocache).
 #
 # Environment: PYTHON (the interpreter with torch; default python3 on PATH,
@@ -62,10 +66,16 @@ run() {
         case $route in
         native) sim+=(--native) ;;
         nocache) export PYTORCH_NO_CUDA_MEMORY_CACHING=1 ;;
+        adapter) sim+=(--conf torch_route:adapter) ;;
         esac
         "${sim[@]}" -- "$torchrun" --standalone --nproc-per-node "$ranks" "$script" \
             --fsdp "$fsdp" "$@"
     ) >"$out" 2>&1 || { echo "torch_peak: $route fsdp$fsdp failed:" >&2; tail -20 "$out" >&2; exit 1; }
+    if [ "$route" = adapter ] && ! grep -q "PyTorch's allocator: fsdpshim's adapter" "$out"; then
+        echo "torch_peak: no adapter for this PyTorch in this build: $(grep -m1 'torch_route:adapter' "$out")" >&2
+        echo none
+        return
+    fi
     local p
     p=$(sed -nE 's/^fsdpshim sim: peak .* \(([0-9]+) bytes\) on device.*/\1/p' "$out")
     [ -n "$p" ] || { echo "torch_peak: $route fsdp$fsdp: no peak in fsdpshim sim's report" >&2; exit 1; }
@@ -76,10 +86,15 @@ run() {
 stats() { sort -n "$1" | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m, v[1], v[NR] }'; }
 
 echo "torch_peak: $(basename "$script") on $ranks simulated devices, $runs runs each, interleaved"
-configs="native:2 shim:2 native:1 shim:1 nocache:2"
+configs="native:2 shim:2 native:1 shim:1 nocache:2 adapter:2 adapter:1"
 for i in $(seq "$runs"); do
     for c in $configs; do
-        run "${c%:*}" "${c#*:}" "$@" >>"$tmp/${c%:*}${c#*:}"
+        p=$(run "${c%:*}" "${c#*:}" "$@")
+        if [ "$p" = none ]; then
+            configs=${configs/ adapter:2 adapter:1/}
+            continue
+        fi
+        echo "$p" >>"$tmp/${c%:*}${c#*:}"
     done
 done
 printf '  %-22s %12s %25s\n' "" "median MB" "range MB"
@@ -89,5 +104,9 @@ for c in $configs; do
         "$(echo "$lo / 1000000" | bc -l)" "$(echo "$hi / 1000000" | bc -l)"
 done
 ratio() { echo "$(stats "$tmp/$1" | cut -d' ' -f1) $(stats "$tmp/$2" | cut -d' ' -f1)" | awk '{ printf "%.3f", $1 / $2 }'; }
+adapter=
+if [ -s "$tmp/adapter2" ]; then
+    adapter=" peak_ratio_adapter_fsdp2=$(ratio adapter2 native2) peak_ratio_adapter_fsdp1=$(ratio adapter1 native1)"
+fi
 echo "summary: peak_ratio_fsdp2=$(ratio shim2 native2) peak_ratio_fsdp1=$(ratio shim1 native1)" \
-    "peak_ratio_nocache=$(ratio nocache2 native2)"
+    "peak_ratio_nocache=$(ratio nocache2 native2)$adapter"

@@ -124,7 +124,8 @@ bool fs_torch_python(char *const *argv, char *interp);
  * (malloc'ed, or NULL when unchanged) the FSDPSHIM_CONF value, and says in
  * one line on stderr what it changed of a user's setting. Returns -1 after a
  * message when the environment cannot be set. */
-int fs_torch_route(const char *python, const char *shim_conf_in, char **shim_conf);
+int fs_torch_route(const char *python, const char *shim_lib, const char *shim_conf_in,
+                   char **shim_conf);
 
 /* One line on stderr, "fsdpshim[PID]: " (or "fsdpshim[PID rank R]: ") first,
  * as the library's own lines start: the program keeps the pid. Quiet under

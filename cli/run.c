@@ -273,7 +273,7 @@ int fs_shim_environment(const char *who, const char *lib_opt, const char *conf_o
     /* the shim first, then whatever else is preloaded */
     if (fs_cli_prepend(who, "LD_PRELOAD", lib)) return FS_EXIT_BAD_INPUT;
     if (nvtx_environment(who, lib)) return FS_EXIT_BAD_INPUT;
-    if (fs_torch_python(argv, interp) && fs_torch_route(interp, conf, &routed))
+    if (fs_torch_python(argv, interp) && fs_torch_route(interp, lib, conf, &routed))
         return FS_EXIT_BAD_INPUT;
     if (routed) conf = routed;
     if (conf && fs_cli_setenv(who, "FSDPSHIM_CONF", conf)) rc = FS_EXIT_BAD_INPUT;

@@ -199,11 +199,15 @@ bool fs_torch_python(char *const *argv, char *interp)
     return false;
 }
 
-int fs_torch_route(const char *python, const char *shim_conf_in, char **shim_conf)
+int fs_torch_route(const char *python, const char *shim_lib, const char *shim_conf_in,
+                   char **shim_conf)
 {
-    char note[4096];
+    char note[4096], lib_dir[PATH_MAX];
+    char *slash;
 
-    if (fs_route_torch(python, shim_conf_in, shim_conf, note, sizeof note)) {
+    snprintf(lib_dir, sizeof lib_dir, "%s", shim_lib);
+    if ((slash = strrchr(lib_dir, '/'))) *slash = '\0';
+    if (fs_route_torch(python, lib_dir, shim_conf_in, shim_conf, note, sizeof note)) {
         fprintf(stderr, "fsdpshim run: %s\n", note);
         return -1;
     }

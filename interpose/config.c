@@ -25,7 +25,8 @@ static const char valid_keys[] =
     "free_semantics, cross_stream_reuse, max_split_size_mb, roundup_power2_divisions, "
     "garbage_collection_threshold, expandable_segments, large_segment_mb, segment_growth, "
     "malloc_reuse, ag_limit, ag_limit_mb, "
-    "stream_pool, stream_pool_size, trace, trace_frames, snapshot_signal, oom_snapshot, live";
+    "stream_pool, stream_pool_size, trace, trace_frames, snapshot_signal, oom_snapshot, live, "
+    "torch_route";
 
 static bool parse_uint(const char *s, unsigned long long max, unsigned long long *out)
 {
@@ -92,6 +93,9 @@ static int shim_key_set(fs_shim_config *c, const char *key, const char *value, c
         c->oom_snapshot_stacks = !strcmp(value, "stacks");
     } else if (!strcmp(key, "live")) {
         if (!parse_bool(value, &c->live)) goto bad;
+    } else if (!strcmp(key, "torch_route")) {
+        /* read by the route at the process's start (route/torch_route.c) */
+        if (strcmp(value, "adapter") && strcmp(value, "async")) goto bad;
     } else {
         return 0;
     }
@@ -109,6 +113,8 @@ bad:
         snprintf(err, errlen, "%s: '%s' is not true or false (default: false)", key, value);
     else if (!strcmp(key, "live"))
         snprintf(err, errlen, "%s: '%s' is not true or false (default: true)", key, value);
+    else if (!strcmp(key, "torch_route"))
+        snprintf(err, errlen, "%s: '%s' is not async (default) or adapter", key, value);
     else if (!strcmp(key, "oom_snapshot"))
         snprintf(err, errlen, "%s: '%s' is not blocks (default) or stacks", key, value);
     else if (!strcmp(key, "stream_pool_size"))

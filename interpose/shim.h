@@ -93,6 +93,11 @@ fs_stream_t fs_shim_stream_key(cudaStream_t stream, bool per_thread, int *device
  * interposed cudaSetDevice. -1 when the runtime cannot say. */
 int fs_shim_current_device(void);
 
+/* Installs the PyTorch adapter the route chose once PyTorch is loaded
+ * (pytorch/install.c); cheap after its one attempt. Called from the
+ * runtime calls PyTorch makes before it initialises its allocator. */
+void fs_torch_adapter_check(void);
+
 /* True while `stream` is being captured into a CUDA graph (as far as the
  * interposed capture calls tell): nothing may be recorded on it then, and
  * allocations on it go straight to the real runtime. */

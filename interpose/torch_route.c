@@ -9,6 +9,7 @@
 #include "shim.h"
 #include "torch_route.h"
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,11 +55,24 @@ static void started_as(const char *exe, char *out, size_t len)
     }
 }
 
+/* The directory of this library (libfsdpshim.so), where the adapters built
+ * with it are. */
+static void own_dir(char *dir, size_t len)
+{
+    Dl_info info;
+    char *slash;
+
+    dir[0] = '\0';
+    if (!dladdr((void *)own_dir, &info) || !info.dli_fname) return;
+    snprintf(dir, len, "%s", info.dli_fname);
+    if ((slash = strrchr(dir, '/'))) *slash = '\0';
+}
+
 /* Priority 101: before the library's other constructors, so that nothing
  * of the shim reads FSDPSHIM_CONF before the route has set it. */
 __attribute__((constructor(101))) static void route_torch(void)
 {
-    char exe[PATH_MAX], python[PATH_MAX], note[4096], *conf = NULL;
+    char exe[PATH_MAX], python[PATH_MAX], lib_dir[PATH_MAX], note[4096], *conf = NULL;
     ssize_t n;
 
     if (getenv(FS_ROUTE_MARK)) return;
@@ -69,7 +83,8 @@ __attribute__((constructor(101))) static void route_torch(void)
     /* loaded by the driver or by `fsdpshim attach`: the process is left as it is */
     if (!fs_shim_preloaded()) return;
     started_as(exe, python, sizeof python);
-    if (fs_route_torch(python, getenv("FSDPSHIM_CONF"), &conf, note, sizeof note)) {
+    own_dir(lib_dir, sizeof lib_dir);
+    if (fs_route_torch(python, lib_dir, getenv("FSDPSHIM_CONF"), &conf, note, sizeof note)) {
         fs_log(FS_LOG_WARN, "cannot route PyTorch through the shim: %s", note);
         return;
     }

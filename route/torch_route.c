@@ -71,6 +71,43 @@ static bool read_version(const char *file, char *text, size_t len, int *major, i
     return found;
 }
 
+/* The quoted value of `name = '...'` in a version.py line, in place. */
+static const char *quoted_value(char *line, const char *name)
+{
+    size_t n = strlen(name);
+    char *q, *end;
+
+    if (strncmp(line, name, n) || !strchr(" =:", line[n]) || !(q = strpbrk(line + n, "'\"")))
+        return NULL;
+    if (!(end = strchr(q + 1, *q))) return NULL;
+    *end = '\0';
+    return q + 1;
+}
+
+bool fs_route_torch_key(const char *torch_dir, char *key, size_t len)
+{
+    char file[PATH_MAX + 16], line[256], version[128] = "", git[128] = "";
+    const char *v;
+    FILE *f;
+
+    snprintf(file, sizeof file, "%s/version.py", torch_dir);
+    if (!(f = fopen(file, "r"))) return false;
+    while (fgets(line, sizeof line, f)) {
+        if ((v = quoted_value(line, "__version__")))
+            snprintf(version, sizeof version, "%s", v);
+        else if ((v = quoted_value(line, "git_version")))
+            snprintf(git, sizeof git, "%s", v);
+    }
+    fclose(f);
+    if (!*version || !*git) return false;
+    snprintf(key, len, "%s@%s", version, git);
+    return true;
+}
+
+/* The torch package directory of the last version_in that found one: the
+ * lookups below run in one thread, at the process's start. */
+static char found_dir[PATH_MAX + 8];
+
 /* torch/version.py in the first directory matching `pattern` that has one */
 static bool version_in(const char *pattern, char *text, size_t len, int *major, int *minor)
 {
@@ -82,6 +119,7 @@ static bool version_in(const char *pattern, char *text, size_t len, int *major, 
     for (size_t i = 0; i < g.gl_pathc && !found; i++) {
         snprintf(file, sizeof file, "%s/torch/version.py", g.gl_pathv[i]);
         found = read_version(file, text, len, major, minor);
+        if (found) snprintf(found_dir, sizeof found_dir, "%s/torch", g.gl_pathv[i]);
     }
     globfree(&g);
     return found;
@@ -203,6 +241,45 @@ static bool selects_nccl2(int major, int minor, const char *value)
     return major == 2 && minor == 14 && value && !strcmp(value, "1");
 }
 
+/* Whether FSDPSHIM_CONF asks for the adapter: torch_route:adapter, the
+ * last setting winning as the shim reads it. */
+static bool wants_adapter(const char *shim_conf)
+{
+    char *copy, *cur, *key, *value;
+    bool yes = false;
+
+    if (!shim_conf || !(copy = strdup(shim_conf))) return false;
+    fs_conf_squeeze(copy);
+    for (cur = copy; fs_conf_next(&cur, &key, &value);)
+        if (value && !strcmp(key, "torch_route")) yes = !strcmp(value, "adapter");
+    free(copy);
+    return yes;
+}
+
+/* The adapter for the PyTorch in found_dir, into path: the user's
+ * FS_ROUTE_ADAPTER_VAR, else the one built beside libfsdpshim.so. False,
+ * with why, when there is none. */
+static bool find_adapter(const char *lib_dir, char *path, size_t len, char *why, size_t why_len)
+{
+    const char *own = getenv(FS_ROUTE_ADAPTER_VAR);
+    char key[320];
+
+    if (own && *own) {
+        snprintf(path, len, "%s", own);
+        if (access(path, R_OK) == 0) return true;
+        snprintf(why, why_len, "%s=%s: %s", FS_ROUTE_ADAPTER_VAR, own, strerror(errno));
+        return false;
+    }
+    if (!*found_dir || !fs_route_torch_key(found_dir, key, sizeof key)) {
+        snprintf(why, why_len, "no PyTorch with a version.py found for the interpreter");
+        return false;
+    }
+    snprintf(path, len, "%s/torch/%s/libfsdpshim_torch.so", lib_dir ? lib_dir : ".", key);
+    if (access(path, R_OK) == 0) return true;
+    snprintf(why, why_len, "no adapter built for PyTorch %s (%s: %s)", key, path, strerror(errno));
+    return false;
+}
+
 /* PYTORCH_NO_CUDA_MEMORY_CACHING as PyTorch reads it (c10::utils::check_env):
  * on only when exactly "1". */
 static bool no_caching(void)
@@ -211,8 +288,8 @@ static bool no_caching(void)
     return v && !strcmp(v, "1");
 }
 
-int fs_route_torch(const char *python, const char *shim_conf_in, char **shim_conf, char *note,
-                   size_t note_len)
+int fs_route_torch(const char *python, const char *lib_dir, const char *shim_conf_in,
+                   char **shim_conf, char *note, size_t note_len)
 {
     /* PyTorch (2.9 and later) reads PYTORCH_ALLOC_CONF only when
      * PYTORCH_CUDA_ALLOC_CONF is unset: the route sets the latter, so the
@@ -220,8 +297,9 @@ int fs_route_torch(const char *python, const char *shim_conf_in, char **shim_con
     const char *user_var = "PYTORCH_CUDA_ALLOC_CONF", *user = getenv(user_var);
     const char *nccl2 = getenv(NCCL2_VAR);
     char *copy, *torch, *taken, *kept, *ignored, *cur, *key, *value, backend[64] = "";
-    char version[64] = "";
+    char version[64] = "", adapter[PATH_MAX + 384] = "", no_adapter[PATH_MAX + 512] = "";
     bool any = false, routed = false; /* routed: the user's setting names the backend */
+    bool use_adapter = false;
     int major = 0, minor = 0, rc = -1;
     size_t len;
 
@@ -234,8 +312,11 @@ int fs_route_torch(const char *python, const char *shim_conf_in, char **shim_con
                  "it hands every tensor to cudaMalloc/cudaFree, which the shim serves");
         return 0;
     }
-    if (fs_route_torch_version(python, version, sizeof version, &major, &minor) &&
-        selects_nccl2(major, minor, nccl2)) {
+    found_dir[0] = '\0';
+    bool have_version = fs_route_torch_version(python, version, sizeof version, &major, &minor);
+    if (wants_adapter(shim_conf_in))
+        use_adapter = find_adapter(lib_dir, adapter, sizeof adapter, no_adapter, sizeof no_adapter);
+    if (have_version && selects_nccl2(major, minor, nccl2)) {
         if (nccl2) {
             /* the user's explicit choice of nccl2 stands; the cudaMallocAsync
              * backend would abort it, so PyTorch keeps its allocator */
@@ -251,10 +332,12 @@ int fs_route_torch(const char *python, const char *shim_conf_in, char **shim_con
         if (set(NCCL2_VAR, "0", note, note_len)) return -1;
         snprintf(note, note_len,
                  "%s=0 for PyTorch %s: its default NCCL process group (nccl2) aborts at "
-                 "init_process_group under " ROUTE_BACKEND
-                 ", the previous ProcessGroupNCCL does not",
-                 NCCL2_VAR, version);
+                 "init_process_group under %s, the previous ProcessGroupNCCL does not",
+                 NCCL2_VAR, version,
+                 use_adapter ? "fsdpshim's adapter (no snapshot() or trace tracker yet)"
+                             : ROUTE_BACKEND);
     }
+    if (use_adapter && set(FS_ROUTE_ADAPTER_VAR, adapter, note, note_len)) return -1;
 
     if (!user && (user = getenv("PYTORCH_ALLOC_CONF"))) user_var = "PYTORCH_ALLOC_CONF";
     if (!user) user = "";
@@ -269,10 +352,12 @@ int fs_route_torch(const char *python, const char *shim_conf_in, char **shim_con
         goto out;
     }
     fs_conf_squeeze(copy);
-    append(torch, len, ROUTE_BACKEND, NULL);
+    if (!use_adapter) append(torch, len, ROUTE_BACKEND, NULL);
     for (cur = copy; fs_conf_next(&cur, &key, &value);) {
         any = true;
-        if (value && !strcmp(key, "backend")) {
+        if (value && !strcmp(key, "backend") && use_adapter) {
+            append(torch, len, key, value); /* the user's backend: the adapter steps aside */
+        } else if (value && !strcmp(key, "backend")) {
             routed = !strcmp(value, "cudaMallocAsync");
             if (!routed) snprintf(backend, sizeof backend, "%s", value);
         } else if (value && is_shim_key(key)) {
@@ -296,7 +381,13 @@ int fs_route_torch(const char *python, const char *shim_conf_in, char **shim_con
         snprintf(*shim_conf, n, "%s%s%s", taken, shim_conf_in && *shim_conf_in ? "," : "",
                  shim_conf_in && *shim_conf_in ? shim_conf_in : "");
     }
-    if (any && (!routed || *taken || *kept)) {
+    if (use_adapter) {
+        char line[PATH_MAX + 512];
+        snprintf(line, sizeof line, "PyTorch's allocator: fsdpshim's adapter (%s)%s%s%s%s", adapter,
+                 *taken ? "; the shim takes " : "", taken,
+                 *kept ? "; FSDPSHIM_CONF's own value kept for " : "", kept);
+        add_note(note, note_len, line);
+    } else if (any && (!routed || *taken || *kept)) {
         char line[2048];
         snprintf(line, sizeof line,
                  "%s '%s' is now %s'%s' so that PyTorch hands its allocations to the "
@@ -307,6 +398,12 @@ int fs_route_torch(const char *python, const char *shim_conf_in, char **shim_con
                  *taken ? "; the shim takes " : "", taken,
                  *kept ? "; FSDPSHIM_CONF's own value kept for " : "", kept,
                  *ignored ? "; ignored by the shim, left to PyTorch: " : "", ignored);
+        add_note(note, note_len, line);
+    }
+    if (*no_adapter) {
+        char line[PATH_MAX + 600];
+        snprintf(line, sizeof line, "torch_route:adapter: %s; PyTorch goes by " ROUTE_BACKEND,
+                 no_adapter);
         add_note(note, note_len, line);
     }
     rc = 0;

@@ -15,6 +15,11 @@
  * route instead of deciding, and saying, it again. */
 #define FS_ROUTE_MARK "FSDPSHIM_TORCH_ROUTED"
 
+/* The PyTorch adapter's library the route chose (torch_route:adapter), for
+ * the shim to install when PyTorch is loaded (interpose/pytorch/install.c);
+ * a user may set it to an adapter of their own build. */
+#define FS_ROUTE_ADAPTER_VAR "FSDPSHIM_TORCH_ADAPTER"
+
 /* python, python3, python3.12 (an interpreter's file name) */
 bool fs_route_python_name(const char *base);
 
@@ -26,8 +31,20 @@ bool fs_route_python_name(const char *base);
  * false when none is found. */
 bool fs_route_torch_version(const char *python, char *text, size_t len, int *major, int *minor);
 
+/* The PyTorch build in `torch_dir` (the package's directory), read from its
+ * version.py: "<__version__>@<git_version>", e.g.
+ * "2.15.0+cu132@d0f2af8b66b20da4baa50644c0cd3f887a2eae2e". An adapter is
+ * compiled for exactly one. False when version.py says neither. */
+bool fs_route_torch_key(const char *torch_dir, char *key, size_t len);
+
 /* Routes PyTorch for a process about to run `python` (NULL or "" when not
- * known): PYTORCH_CUDA_ALLOC_CONF gets backend:cudaMallocAsync plus the
+ * known). With torch_route:adapter in FSDPSHIM_CONF (`shim_conf_in`) and an
+ * adapter built for the PyTorch that `python` imports, at
+ * `<lib_dir>/torch/<key>/libfsdpshim_torch.so` (`lib_dir`: where
+ * libfsdpshim.so is; key: fs_route_torch_key), FS_ROUTE_ADAPTER_VAR names
+ * it and PyTorch's backend is left alone: the shim swaps the adapter in
+ * when PyTorch loads. Otherwise PYTORCH_CUDA_ALLOC_CONF gets
+ * backend:cudaMallocAsync plus the
  * user's keys the shim does not take; the user's keys that the shim takes go
  * into *shim_conf (malloc'ed, NULL when FSDPSHIM_CONF is unchanged) before
  * `shim_conf_in`, which wins; on a PyTorch whose default NCCL process group
@@ -39,7 +56,7 @@ bool fs_route_torch_version(const char *python, char *text, size_t len, int *maj
  * gets the one line to say (empty when nothing of the user's setting
  * changed). Returns -1 with the reason in `note` when the environment cannot
  * be set. */
-int fs_route_torch(const char *python, const char *shim_conf_in, char **shim_conf, char *note,
-                   size_t note_len);
+int fs_route_torch(const char *python, const char *lib_dir, const char *shim_conf_in,
+                   char **shim_conf, char *note, size_t note_len);
 
 #endif

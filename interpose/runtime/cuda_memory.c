@@ -117,11 +117,18 @@ static bool stream_rejected(cudaStream_t s, cudaError_t *err)
 fs_status fs_mem_alloc_async(fs_allocator *a, cudaStream_t s, bool pt, size_t size, void **out,
                              int *dev)
 {
+    return fs_mem_alloc_ordered(a, s, pt, size, 0, out, dev);
+}
+
+fs_status fs_mem_alloc_ordered(fs_allocator *a, cudaStream_t s, bool pt, size_t size,
+                               unsigned flags, void **out, int *dev)
+{
     fs_stream_t key = fs_shim_stream_key(s, pt, dev);
     fs_status st;
 
     fs_trace_alloc_begin();
-    st = *dev >= 0 ? fs_malloc(a, *dev, key, size, FS_ALLOC_STREAM_ORDERED, out) : FS_ERR_NOT_OWNED;
+    st = *dev >= 0 ? fs_malloc(a, *dev, key, size, FS_ALLOC_STREAM_ORDERED | flags, out)
+                   : FS_ERR_NOT_OWNED;
     fs_trace_alloc_end();
     return st;
 }
@@ -422,12 +429,24 @@ FS_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total)
 
 /* ---- device lifetime ---- */
 
+/* PyTorch asks how many devices there are just before it initialises its
+ * allocator: the moment to put the adapter in place (pytorch/install.c). */
+FS_EXPORT cudaError_t cudaGetDeviceCount(int *count)
+{
+    __typeof__(&cudaGetDeviceCount) real = FS_REAL(cudaGetDeviceCount);
+
+    if (!real) return cudaErrorInitializationError;
+    fs_torch_adapter_check();
+    return real(count);
+}
+
 FS_EXPORT cudaError_t cudaSetDevice(int device)
 {
     __typeof__(&cudaSetDevice) real = FS_REAL(cudaSetDevice);
     cudaError_t e;
 
     if (!real) return cudaErrorInitializationError;
+    fs_torch_adapter_check();
     e = real(device);
     if (e == cudaSuccess) fs_current_device_set(device);
     return e;

@@ -82,6 +82,9 @@ fs_status fs_mem_alloc(fs_allocator *a, int dev, size_t size, void **out);
  * *dev receives the stream's device, -1 for a bad or destroyed handle. */
 fs_status fs_mem_alloc_async(fs_allocator *a, cudaStream_t s, bool pt, size_t size, void **out,
                              int *dev);
+/* The same with more of fs_malloc's flags (FS_ALLOC_NO_GPU_WAIT). */
+fs_status fs_mem_alloc_ordered(fs_allocator *a, cudaStream_t s, bool pt, size_t size,
+                               unsigned flags, void **out, int *dev);
 /* Frees a block the allocator may own: ordered on `key`'s stream, or, not
  * ordered, as cudaFree. */
 fs_status fs_mem_free(fs_allocator *a, void *ptr, bool ordered, fs_stream_t key);

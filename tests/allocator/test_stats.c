@@ -228,6 +228,39 @@ static void *round_worker(void *arg)
     return NULL;
 }
 
+/* reset_accumulated: PyTorch's `allocated` and `freed` count from the reset,
+ * `current` and the peaks stay, and the event counters restart at 0; pool
+ * figures (allocations) and the device's own (segments) alike. */
+static void test_reset_accumulated(void **state)
+{
+    (void)state;
+    env e = env_make(NULL, (size_t)64 << 30);
+    void *a = must_alloc(&e, S1, 4096), *b = must_alloc(&e, S1, 4096);
+    fs_free_async(e.a, b, S1, NULL);
+    fs_alloc_reset_accumulated(e.a, 0);
+    fs_alloc_stats st = stats(&e);
+    assert_int_equal(st.allocation[FS_POOL_ALL].current, 1);
+    assert_int_equal(st.allocation[FS_POOL_ALL].allocated, 0);
+    assert_int_equal(st.allocation[FS_POOL_ALL].freed, 0);
+    assert_int_equal(st.allocation[FS_POOL_ALL].peak, 2);
+    assert_int_equal(st.segment[FS_POOL_ALL].allocated, 0);
+    assert_int_equal(st.segment[FS_POOL_ALL].current, 1);
+    assert_int_equal(st.num_device_alloc, 0);
+    void *c = must_alloc(&e, S1, 4096), *d = must_alloc(&e, S1, (size_t)4 << 20);
+    fs_free_async(e.a, a, S1, NULL);
+    st = stats(&e);
+    assert_int_equal(st.allocation[FS_POOL_ALL].allocated, 2);
+    assert_int_equal(st.allocation[FS_POOL_ALL].freed, 1);
+    assert_int_equal(st.allocation[FS_POOL_ALL].current, 2);
+    assert_int_equal(st.allocation[FS_POOL_SMALL].allocated, 1);
+    assert_int_equal(st.segment[FS_POOL_ALL].allocated, 1); /* d's segment */
+    assert_int_equal(st.segment[FS_POOL_ALL].freed, 0);
+    assert_int_equal(st.num_device_alloc, 1);
+    fs_free_async(e.a, c, S1, NULL);
+    fs_free_async(e.a, d, S1, NULL);
+    env_free(&e);
+}
+
 static void test_threads_exact_peaks(void **state)
 {
     (void)state;
@@ -339,9 +372,8 @@ static void test_threads_readers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_model_own_stream),
-        cmocka_unit_test(test_model_borrowing),
-        cmocka_unit_test(test_threads_exact_peaks),
+        cmocka_unit_test(test_model_own_stream),  cmocka_unit_test(test_model_borrowing),
+        cmocka_unit_test(test_reset_accumulated), cmocka_unit_test(test_threads_exact_peaks),
         cmocka_unit_test(test_threads_readers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -195,6 +195,35 @@ static void test_miss_no_host_wait(void **state)
     env_free(&e);
 }
 
+/* PyTorch's semantics (FS_ALLOC_NO_GPU_WAIT, as its adapter asks): a block
+ * freed on its stream with another stream recorded on it comes back only
+ * once that stream's work has completed, never behind a GPU-side wait;
+ * one freed with nothing else recorded comes back at once on its stream. */
+static void test_no_gpu_wait(void **state)
+{
+    (void)state;
+    const unsigned pytorch = FS_ALLOC_STREAM_ORDERED | FS_ALLOC_NO_GPU_WAIT;
+    env e = env_make(NULL, CAP);
+    void *o = NULL, *p = NULL, *q = NULL;
+    assert_int_equal(fs_malloc(e.a, 0, S1, BIG, pytorch, &o), FS_OK);
+    assert_int_equal(fs_free_async(e.a, o, S1, NULL), FS_OK);
+    assert_int_equal(fs_malloc(e.a, 0, S1, BIG, pytorch, &p), FS_OK);
+    assert_ptr_equal(p, o); /* its own stream, nothing recorded: at once */
+    assert_int_equal(fs_record_stream(e.a, p, S2), FS_OK);
+    assert_int_equal(fs_free_async(e.a, p, S1, NULL), FS_OK);
+    long waits = counts(&e).stream_wait;
+    assert_int_equal(fs_malloc(e.a, 0, S1, BIG, pytorch, &q), FS_OK);
+    assert_ptr_not_equal(q, p); /* S2 not done: grown, no wait added */
+    assert_int_equal(counts(&e).stream_wait, waits);
+    assert_int_equal(fs_free_async(e.a, q, S1, NULL), FS_OK);
+    fake_complete_all(e.fake);
+    void *r = NULL, *t = NULL;
+    assert_int_equal(fs_malloc(e.a, 0, S1, BIG, pytorch, &r), FS_OK);
+    assert_int_equal(fs_malloc(e.a, 0, S1, BIG, pytorch, &t), FS_OK);
+    assert_true((r == p && t == q) || (r == q && t == p)); /* both back once S2 is done */
+    env_free(&e);
+}
+
 static void test_full_device_waits_bounded(void **state)
 {
     (void)state;
@@ -689,6 +718,7 @@ static void test_walk(void **state)
     size_t n = fs_alloc_walk(e.a, 0, w, 16);
     assert_true(n >= 3 && n <= 16);
     assert_int_equal(w[0].state, FS_WALK_SEGMENT);
+    assert_false(w[0].large); /* 4000 and 8192 bytes: the small pool's segment */
     size_t live = 0, cached = 0, seg_bytes = w[0].size, block_bytes = 0;
     for (size_t i = 1; i < n; i++) {
         assert_int_not_equal(w[i].state, FS_WALK_SEGMENT); /* one segment */
@@ -706,6 +736,13 @@ static void test_walk(void **state)
     assert_int_equal(block_bytes, seg_bytes); /* the blocks tile the segment */
     assert_int_equal(fs_alloc_walk(e.a, 0, cut, 2), n);
     assert_int_equal(fs_alloc_walk(e.a, 7, w, 16), 0); /* no such device */
+    void *big = must_alloc(&e, S1, 3 << 20);
+    n = fs_alloc_walk(e.a, 0, w, 16);
+    bool seen = false;
+    for (size_t i = 0; i < n && i < 16; i++)
+        if (w[i].addr == (uintptr_t)big && w[i].state == FS_WALK_LIVE) seen = w[i].large;
+    assert_true(seen);
+    fs_free(e.a, big, NULL);
     env_free(&e);
 }
 
@@ -714,6 +751,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_ordered_batches),
         cmocka_unit_test(test_miss_no_host_wait),
+        cmocka_unit_test(test_no_gpu_wait),
         cmocka_unit_test(test_full_device_waits_bounded),
         cmocka_unit_test(test_fence_out_and_limit),
         cmocka_unit_test(test_fence_out_retired_at_once),

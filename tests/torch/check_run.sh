@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check_run.sh - runs one job of the torch tests and checks what it printed.
 #
-#   check_run.sh --ranks N [--train] [--shim MIN] [--over-host] -- CMD...
+#   check_run.sh --ranks N [--train] [--shim MIN] [--adapter] [--over-host] -- CMD...
 #
 # CMD (the runner and its program) must exit 0; its output is passed through.
 #   --train       each rank 0..N-1 printed train_fsdp's memory line, and
@@ -10,6 +10,8 @@
 #                 line of each rank r (its device r) says it served at least
 #                 MIN allocations: PyTorch's tensors, not only the dozen
 #                 segments PyTorch's own allocator would ask for
+#   --adapter     each rank's PyTorch took fsdpshim's adapter as its allocator
+#                 (the shim's line at install, FSDPSHIM_LOG=info)
 #   --over-host   the devices' peaks (the peak_bytes column of `fsdpshim sim`'s
 #                 report) add up to
 #                 more than this machine's memory: a dry run of a job that
@@ -22,19 +24,20 @@
 #                 touches another rank's device
 set -uo pipefail
 
-ranks=1 train=0 shim_min=0 over_host=0 probe=
+ranks=1 train=0 shim_min=0 over_host=0 probe= adapter=0
 while [ $# -gt 0 ]; do
     case $1 in
         --ranks) ranks=$2; shift 2 ;;
         --train) train=1; shift ;;
         --shim) shim_min=$2; shift 2 ;;
         --over-host) over_host=1; shift ;;
+        --adapter) adapter=1; shift ;;
         --own-device) probe=$2; shift 2 ;;
         --) shift; break ;;
         *) echo "check_run.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
-[ "$shim_min" -gt 0 ] && export FSDPSHIM_LOG=info
+[ "$shim_min" -gt 0 ] || [ "$adapter" = 1 ] && export FSDPSHIM_LOG=info
 [ -n "$probe" ] && export LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$probe"
 
 out=$(mktemp)
@@ -50,6 +53,10 @@ if [ "$train" = 1 ]; then
     grep -Eq '^train_fsdp: step [0-9]+ loss ' "$out" || fail "rank 0 printed no step"
 fi
 for ((r = 0; r < ranks; r++)); do
+    if [ "$adapter" = 1 ]; then
+        grep -Eq "^fsdpshim\[[0-9]+ rank $r\]: PyTorch's allocator: fsdpshim's adapter, built for " "$out" ||
+            fail "rank $r: PyTorch did not take fsdpshim's adapter"
+    fi
     if [ "$train" = 1 ]; then
         grep -Eq "^train_fsdp: rank $r: max_memory_allocated=[0-9]+ max_memory_reserved=[0-9]+ peak_device_used=[1-9][0-9]*\$" "$out" ||
             fail "rank $r printed no memory line"

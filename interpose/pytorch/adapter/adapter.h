@@ -1,0 +1,108 @@
+// adapter.h - the PyTorch adapter: PyTorch's CUDA allocator interface
+// (c10::cuda::CUDACachingAllocator::CUDAAllocator, as declared by the
+// headers of the PyTorch it is compiled against) over the shim's allocator,
+// reached only through the C table of ../torch_api.h.
+//
+// The product's one C++ part (STYLE): each method translates to a call of
+// that table, no policy of its own; one file per concern: alloc.cpp
+// (allocation, streams, the cache), stats.cpp (memory_stats), snapshot.cpp
+// (snapshot()), pending.cpp
+// (what is not served yet, each saying so), install.cpp (the version check
+// and the swap). PyTorch's interface differs between releases; the build
+// passes FS_TORCH_MINOR (the PyTorch 2.x it compiles against) and
+// FS_TORCH_KEY (its version and git hash, which install.cpp checks).
+#pragma once
+
+#include "../torch_api.h"
+
+#include <c10/cuda/CUDACachingAllocator.h>
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#ifndef FS_TORCH_MINOR
+#error "FS_TORCH_MINOR (the PyTorch 2.x minor version) must be defined by the build"
+#endif
+
+namespace fsdpshim
+{
+
+namespace cca = c10::cuda::CUDACachingAllocator;
+
+// The table, set once by fsdpshim_torch_install before the adapter is used.
+extern const fs_torch_api *api;
+
+class Adapter final : public cca::CUDAAllocator
+{
+  public:
+    // ---- alloc.cpp: allocation, streams, the cache
+    c10::DataPtr allocate(size_t size) override;
+    c10::DeleterFnPtr raw_deleter() const override;
+    void copy_data(void *dest, const void *src, std::size_t count) const override;
+    void *raw_alloc(size_t nbytes) override;
+    void *raw_alloc_with_stream(size_t nbytes, cudaStream_t stream) override;
+    void raw_delete(void *ptr) override;
+    void init(int device_count) override;
+    bool initialized() override;
+    double getMemoryFraction(c10::DeviceIndex device) override;
+    void setMemoryFraction(double fraction, c10::DeviceIndex device) override;
+    void emptyCache(c10::MempoolId_t mempool_id) override;
+    void enable(bool value) override;
+    bool isEnabled() const override;
+    void cacheInfo(c10::DeviceIndex device, size_t *largestBlock) override;
+    void *getBaseAllocation(void *ptr, size_t *size) override;
+    void recordStream(const c10::DataPtr &ptr, c10::cuda::CUDAStream stream) override;
+    std::vector<cca::StreamSegmentSize> getExpandableSegmentSizes(c10::DeviceIndex device) override;
+    void enablePeerAccess(c10::DeviceIndex dev, c10::DeviceIndex dev_to_access) override;
+    cudaError_t memcpyAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count,
+                            cudaStream_t stream, bool p2p_enabled) override;
+    void attachOutOfMemoryObserver(cca::OutOfMemoryObserver observer) override;
+#if FS_TORCH_MINOR >= 15
+    void attachOomRejectionObserver(cca::OomRejectionObserver observer) override;
+#endif
+    std::string name() override;
+
+    // ---- stats.cpp
+    c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override;
+    void resetAccumulatedStats(c10::DeviceIndex device) override;
+    void resetPeakStats(c10::DeviceIndex device) override;
+
+    // ---- snapshot.cpp
+    cca::SnapshotInfo snapshot(c10::MempoolId_t mempool_id, bool include_traces) override;
+
+    // ---- pending.cpp: not served yet
+    void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
+                             std::function<bool(cudaStream_t)> filter) override;
+    void endAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id) override;
+    void releasePool(c10::DeviceIndex device, c10::MempoolId_t mempool_id) override;
+    cca::ShareableHandle shareIpcHandle(void *ptr) override;
+    std::shared_ptr<void> getIpcDevPtr(std::string handle) override;
+    bool isHistoryEnabled() override;
+    void recordHistory(bool enabled, cca::CreateContextFn context_recorder,
+                       size_t alloc_trace_max_entries, cca::RecordContext when, bool clearHistory,
+                       const std::vector<std::string> &skip_actions) override;
+    void attachAllocatorTraceTracker(cca::AllocatorTraceTracker tracker) override;
+    std::shared_ptr<cca::AllocatorState> getCheckpointState(c10::DeviceIndex device,
+                                                            c10::MempoolId_t id) override;
+    cca::CheckpointDelta setCheckpointPoolState(c10::DeviceIndex device,
+                                                std::shared_ptr<cca::AllocatorState> pps) override;
+
+  private:
+    void *alloc_on(c10::DeviceIndex device, size_t size, cudaStream_t stream);
+
+    std::atomic<bool> initialized_{false};
+    std::atomic<bool> enabled_{true};
+    int device_count_ = 0;
+    std::mutex observers_lock_;
+    std::vector<cca::OutOfMemoryObserver> oom_observers_;
+#if FS_TORCH_MINOR >= 15
+    std::vector<cca::OomRejectionObserver> rejection_observers_;
+#endif
+    std::vector<double> fractions_; // per device; 1.0 = no limit of PyTorch's
+};
+
+// The one instance PyTorch's allocator pointer is set to.
+Adapter &adapter();
+
+} // namespace fsdpshim

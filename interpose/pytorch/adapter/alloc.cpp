@@ -1,0 +1,225 @@
+// alloc.cpp - the adapter's allocation, streams and cache: each method is
+// one call of the shim's table (../torch_api.h), with PyTorch's semantics
+// carried by the shim's allocator itself (a block freed on the stream it was
+// allocated for, reusable there at once; recorded streams; statistics).
+#include "adapter.h"
+
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <c10/util/Exception.h>
+
+#include <cuda_runtime_api.h>
+
+namespace fsdpshim
+{
+
+const fs_torch_api *api = nullptr;
+
+namespace
+{
+
+// The deleter of every DataPtr the adapter hands out: PyTorch frees a
+// tensor's memory on the stream it was allocated for.
+void raw_free(void *ptr)
+{
+    if (!ptr) return;
+    int st = api->free(ptr);
+    TORCH_INTERNAL_ASSERT(st == FS_TORCH_OK, "fsdpshim: free of ", ptr,
+                          " that is not a live block of the shim's (", st, ")");
+}
+
+std::string bytes(size_t n)
+{
+    char buf[64];
+    if (n >= (size_t(1) << 30))
+        snprintf(buf, sizeof buf, "%.2f GiB", double(n) / double(size_t(1) << 30));
+    else
+        snprintf(buf, sizeof buf, "%.2f MiB", double(n) / double(size_t(1) << 20));
+    return buf;
+}
+
+} // namespace
+
+void *Adapter::alloc_on(c10::DeviceIndex device, size_t size, cudaStream_t stream)
+{
+    if (size == 0) return nullptr;
+    fs_torch_oom oom{};
+    void *p = nullptr;
+    int st = api->malloc(device, stream, size, &p, &oom);
+    if (st == FS_TORCH_OK) return p;
+    TORCH_CHECK(st == FS_TORCH_OOM, "fsdpshim: the shim could not allocate ", size,
+                " bytes on device ", int(device),
+                " (is the shim active, and the stream capturing?)");
+    {
+        // observers first, as PyTorch's allocator calls them before it throws
+        std::lock_guard<std::mutex> g(observers_lock_);
+        for (auto &obs : oom_observers_)
+            obs(device, oom.allocated, oom.device_total, oom.device_free);
+    }
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "CUDA out of memory. Tried to allocate ", bytes(size),
+                     ". GPU ", int(device), " has a total capacity of ", bytes(oom.device_total),
+                     " of which ", bytes(oom.device_free), " is free. Of the allocated memory ",
+                     bytes(oom.allocated), " is allocated by PyTorch, and ",
+                     bytes(oom.reserved > oom.allocated ? oom.reserved - oom.allocated : 0),
+                     " is reserved by the shim but unallocated. ", oom.why);
+}
+
+c10::DataPtr Adapter::allocate(size_t size)
+{
+    c10::DeviceIndex device = c10::cuda::current_device();
+    cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device).stream();
+    void *p = alloc_on(device, size, stream);
+    return {p, p, &raw_free, c10::Device(c10::DeviceType::CUDA, device)};
+}
+
+c10::DeleterFnPtr Adapter::raw_deleter() const
+{
+    return &raw_free;
+}
+
+void Adapter::copy_data(void *dest, const void *src, std::size_t count) const
+{
+    C10_CUDA_CHECK(cudaMemcpy(dest, src, count, cudaMemcpyDeviceToDevice));
+}
+
+void *Adapter::raw_alloc(size_t nbytes)
+{
+    c10::DeviceIndex device = c10::cuda::current_device();
+    return alloc_on(device, nbytes, c10::cuda::getCurrentCUDAStream(device).stream());
+}
+
+void *Adapter::raw_alloc_with_stream(size_t nbytes, cudaStream_t stream)
+{
+    return alloc_on(c10::cuda::current_device(), nbytes, stream);
+}
+
+void Adapter::raw_delete(void *ptr)
+{
+    raw_free(ptr);
+}
+
+void Adapter::init(int device_count)
+{
+    device_count_ = device_count;
+    fractions_.assign(size_t(device_count > 0 ? device_count : 0), 1.0);
+    initialized_.store(true);
+}
+
+bool Adapter::initialized()
+{
+    return initialized_.load();
+}
+
+double Adapter::getMemoryFraction(c10::DeviceIndex device)
+{
+    return size_t(device) < fractions_.size() ? fractions_[size_t(device)] : 1.0;
+}
+
+void Adapter::setMemoryFraction(double fraction, c10::DeviceIndex /*device*/)
+{
+    TORCH_CHECK(fraction >= 0 && fraction <= 1, "invalid fraction: ", fraction,
+                ". Please set within [0, 1].");
+    TORCH_CHECK(fraction == 1.0, name(),
+                " (fsdpshim's adapter) does not serve setMemoryFraction yet: the shim's allocator "
+                "has no per-process limit (docs/pytorch.md)");
+}
+
+void Adapter::emptyCache(c10::MempoolId_t mempool_id)
+{
+    TORCH_CHECK(mempool_id.first == 0 && mempool_id.second == 0, name(),
+                " (fsdpshim's adapter) has no private pools yet");
+    for (int d = 0; d < device_count_; d++)
+        api->empty_cache(d);
+}
+
+void Adapter::enable(bool value)
+{
+    enabled_.store(value);
+}
+
+bool Adapter::isEnabled() const
+{
+    return enabled_.load();
+}
+
+void Adapter::cacheInfo(c10::DeviceIndex device, size_t *largestBlock)
+{
+    fs_torch_stats st{};
+    api->stats(device, &st);
+    *largestBlock = size_t(st.largest_free_block);
+}
+
+void *Adapter::getBaseAllocation(void *ptr, size_t *size)
+{
+    void *base = nullptr;
+    size_t n = 0;
+    TORCH_CHECK(api->base_allocation(ptr, &base, &n) == FS_TORCH_OK, "fsdpshim: ", ptr,
+                " is not a live block of the shim's");
+    if (size) *size = n;
+    return base;
+}
+
+void Adapter::recordStream(const c10::DataPtr &ptr, c10::cuda::CUDAStream stream)
+{
+    // PyTorch records only memory of its own allocator's: a DataPtr with
+    // another deleter (from_blob) is left alone, as natively
+    if (!ptr.get() || ptr.get_deleter() != &raw_free) return;
+    api->record_stream(ptr.get(), stream.stream());
+}
+
+std::vector<cca::StreamSegmentSize> Adapter::getExpandableSegmentSizes(c10::DeviceIndex /*device*/)
+{
+    return {};
+}
+
+void Adapter::enablePeerAccess(c10::DeviceIndex dev, c10::DeviceIndex dev_to_access)
+{
+    c10::cuda::CUDAGuard g(dev);
+    cudaError_t err = cudaDeviceEnablePeerAccess(dev_to_access, 0);
+    if (err == cudaErrorPeerAccessAlreadyEnabled) {
+        (void)cudaGetLastError(); // clear the error
+    } else {
+        C10_CUDA_CHECK(err);
+    }
+}
+
+cudaError_t Adapter::memcpyAsync(void *dst, int dstDevice, const void *src, int srcDevice,
+                                 size_t count, cudaStream_t stream, bool p2p_enabled)
+{
+    // the shim's blocks come from cudaMalloc'd or stream-ordered segments;
+    // across devices without peer access only the peer copy works for both
+    if (p2p_enabled || dstDevice == srcDevice)
+        return cudaMemcpyAsync(dst, src, count, cudaMemcpyDeviceToDevice, stream);
+    return cudaMemcpyPeerAsync(dst, dstDevice, src, srcDevice, count, stream);
+}
+
+void Adapter::attachOutOfMemoryObserver(cca::OutOfMemoryObserver observer)
+{
+    std::lock_guard<std::mutex> g(observers_lock_);
+    oom_observers_.push_back(std::move(observer));
+}
+
+#if FS_TORCH_MINOR >= 15
+// Called by PyTorch's allocator when a request is refused before the device
+// is asked (a memory fraction); the shim refuses none that way.
+void Adapter::attachOomRejectionObserver(cca::OomRejectionObserver observer)
+{
+    std::lock_guard<std::mutex> g(observers_lock_);
+    rejection_observers_.push_back(std::move(observer));
+}
+#endif
+
+std::string Adapter::name()
+{
+    return "fsdpshim";
+}
+
+Adapter &adapter()
+{
+    static Adapter *the = new Adapter(); // never destroyed: PyTorch may free at exit
+    return *the;
+}
+
+} // namespace fsdpshim

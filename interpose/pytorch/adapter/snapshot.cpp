@@ -1,0 +1,78 @@
+// snapshot.cpp - PyTorch's snapshot() from a walk of the shim's segments:
+// each segment with its blocks, in PyTorch's structure
+// (torch.cuda.memory_snapshot(), _snapshot()["segments"], and what PyTorch
+// 2.15's NCCL process group reads at init). A block is `allocated` while
+// handed out and `active` while handed out or freed but still waiting for
+// its streams' work, as PyTorch counts them. No history yet: the per-device
+// traces are empty and blocks carry no frames (recordHistory is not served).
+#include "adapter.h"
+
+#include <c10/util/Exception.h>
+
+#include <limits>
+
+namespace fsdpshim
+{
+
+namespace
+{
+
+// The walk of one device, sized by asking twice when the first guess was short.
+std::vector<fs_torch_walk_entry> walk(int device)
+{
+    std::vector<fs_torch_walk_entry> w(256);
+    for (;;) {
+        size_t n = api->walk(device, w.data(), w.size());
+        if (n <= w.size()) {
+            w.resize(n);
+            return w;
+        }
+        w.resize(n + n / 4 + 16); // what was freed or grown meanwhile
+    }
+}
+
+} // namespace
+
+cca::SnapshotInfo Adapter::snapshot(c10::MempoolId_t mempool_id, bool /*include_traces*/)
+{
+    TORCH_CHECK(mempool_id.first == 0 && mempool_id.second == 0,
+                "fsdpshim's PyTorch adapter has no private pools yet to take a snapshot of");
+    cca::SnapshotInfo out{}; // value-initialised: config_metadata's scalars are 0
+    for (int d = 0; d < device_count_; d++) {
+        c10::CachingDeviceAllocator::SegmentInfo *seg = nullptr;
+        for (const fs_torch_walk_entry &e : walk(d)) {
+            if (e.state == FS_TORCH_SEGMENT) {
+                out.segments.emplace_back();
+                seg = &out.segments.back();
+                seg->device = c10::DeviceIndex(d);
+                seg->address = size_t(e.addr);
+                seg->total_size = e.size;
+                seg->stream = e.stream;
+                seg->is_large = e.large != 0;
+                seg->is_expandable = e.expandable != 0;
+                continue;
+            }
+            if (!seg) continue;
+            c10::CachingDeviceAllocator::BlockInfo b;
+            b.size = e.size;
+            b.requested_size = e.requested;
+            b.allocated = e.state == FS_TORCH_LIVE;
+            b.active = e.state == FS_TORCH_LIVE || e.state == FS_TORCH_PENDING;
+            if (b.allocated) {
+                seg->allocated_size += b.size;
+                seg->requested_size += b.requested_size;
+            }
+            if (b.active) seg->active_size += b.size;
+            seg->blocks.push_back(std::move(b));
+        }
+    }
+    out.device_traces.resize(size_t(device_count_));
+    fs_torch_stats st{};
+    api->stats(0, &st);
+    out.config_metadata.max_split_size =
+        st.max_split_size ? size_t(st.max_split_size) : std::numeric_limits<size_t>::max();
+    out.config_metadata.last_allocator_settings = "fsdpshim";
+    return out;
+}
+
+} // namespace fsdpshim

@@ -1,0 +1,233 @@
+/* torch_api.c - the table of C calls the PyTorch adapter makes
+ * (torch_api.h): each one enters the shim, asks the allocator as the
+ * runtime's entry points do (runtime/cuda_memory.c), and leaves. No policy
+ * here: what PyTorch's allocator does on its own (stream-ordered reuse,
+ * recorded streams, statistics with its names) the allocator already does. */
+#include "torch_api.h"
+
+#include "../runtime/runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Enters the shim if it is active; the caller leaves. */
+static fs_allocator *enter(void)
+{
+    fs_allocator *a;
+
+    if (!fs_shim_enter()) return NULL;
+    a = fs_shim_allocator();
+    if (!a) fs_shim_leave();
+    return a;
+}
+
+static void fill_oom(fs_allocator *a, int device, size_t size, fs_torch_oom *oom)
+{
+    fs_alloc_stats st;
+    size_t free = 0, total = 0;
+
+    memset(oom, 0, sizeof *oom);
+    fs_alloc_get_stats(a, device, &st);
+    fs_cuda_mem_info(device, &free, &total);
+    oom->requested = size;
+    oom->allocated = (size_t)st.allocated_bytes[FS_POOL_ALL].current;
+    oom->reserved = (size_t)st.reserved_bytes[FS_POOL_ALL].current;
+    oom->device_free = free;
+    oom->device_total = total;
+    snprintf(oom->why, sizeof oom->why,
+             "fsdpshim: %zu bytes reserved by the shim's cache, of which %zu allocated, "
+             "%lld bytes in %lld frees still pending on the GPU, largest free block %lld bytes",
+             oom->reserved, oom->allocated, (long long)st.pending_free_bytes,
+             (long long)st.pending_frees, (long long)st.largest_free_block);
+}
+
+static int api_malloc(int device, void *stream, size_t size, void **out, fs_torch_oom *oom)
+{
+    fs_allocator *a = enter();
+    fs_status st;
+    int dev = -1;
+
+    if (!a) return FS_TORCH_ERROR;
+    if (fs_shim_stream_capturing((cudaStream_t)stream, false)) {
+        /* a capture's allocations go to its private pool (not served yet) */
+        fs_shim_leave();
+        return FS_TORCH_ERROR;
+    }
+    /* PyTorch's semantics: a block freed with streams recorded on it comes
+     * back once their work has completed, never behind a wait of the
+     * requesting stream on theirs, which PyTorch never adds */
+    st =
+        fs_mem_alloc_ordered(a, (cudaStream_t)stream, false, size, FS_ALLOC_NO_GPU_WAIT, out, &dev);
+    if (st == FS_ERR_OOM && oom) fill_oom(a, dev >= 0 ? dev : device, size, oom);
+    fs_shim_leave();
+    return st == FS_OK ? FS_TORCH_OK : st == FS_ERR_OOM ? FS_TORCH_OOM : FS_TORCH_ERROR;
+}
+
+/* PyTorch frees a block on the stream it was allocated for. */
+static int api_free(void *ptr)
+{
+    fs_allocator *a = enter();
+    fs_block_info info;
+    fs_status st;
+
+    if (!a) return FS_TORCH_ERROR;
+    st = fs_alloc_block_info(a, ptr, &info);
+    if (st == FS_OK) st = fs_mem_free(a, ptr, true, info.stream);
+    fs_shim_leave();
+    return st == FS_OK ? FS_TORCH_OK : st == FS_ERR_NOT_OWNED ? FS_TORCH_NOT_OWNED : FS_TORCH_ERROR;
+}
+
+static int api_record_stream(void *ptr, void *stream)
+{
+    fs_allocator *a = enter();
+    fs_stream_t key;
+    fs_status st;
+    int dev;
+
+    if (!a) return FS_TORCH_ERROR;
+    key = fs_shim_stream_key((cudaStream_t)stream, false, &dev);
+    st = dev < 0 ? FS_ERR_INVALID : fs_record_stream(a, ptr, key);
+    if (st == FS_OK) fs_alloc_stream_note_work(a, dev, key);
+    fs_shim_leave();
+    return st == FS_OK ? FS_TORCH_OK : st == FS_ERR_NOT_OWNED ? FS_TORCH_NOT_OWNED : FS_TORCH_ERROR;
+}
+
+static int api_empty_cache(int device)
+{
+    fs_allocator *a = enter();
+    fs_status st;
+
+    if (!a) return FS_TORCH_ERROR;
+    st = fs_alloc_empty_cache(a, device);
+    fs_shim_leave();
+    return st == FS_OK ? FS_TORCH_OK : FS_TORCH_ERROR;
+}
+
+static void copy_stats(fs_torch_stat out[3], const fs_stat in[FS_POOL_KINDS])
+{
+    for (int i = 0; i < 3; i++)
+        out[i] = (fs_torch_stat){in[i].current, in[i].peak, in[i].allocated, in[i].freed};
+}
+
+static void api_stats(int device, fs_torch_stats *out)
+{
+    fs_allocator *a = enter();
+    const fs_alloc_config *cfg = &fs_shim_config_get()->alloc;
+    fs_alloc_stats st;
+
+    memset(out, 0, sizeof *out);
+    if (!a) return;
+    fs_alloc_get_stats(a, device, &st);
+    fs_shim_leave();
+    copy_stats(out->allocation, st.allocation);
+    copy_stats(out->segment, st.segment);
+    copy_stats(out->active, st.active);
+    copy_stats(out->inactive_split, st.inactive_split);
+    copy_stats(out->allocated_bytes, st.allocated_bytes);
+    copy_stats(out->reserved_bytes, st.reserved_bytes);
+    copy_stats(out->active_bytes, st.active_bytes);
+    copy_stats(out->inactive_split_bytes, st.inactive_split_bytes);
+    copy_stats(out->requested_bytes, st.requested_bytes);
+    out->num_alloc_retries = st.num_alloc_retries;
+    out->num_ooms = st.num_ooms;
+    out->num_sync_all_streams = st.num_sync_all_streams;
+    out->num_device_alloc = st.num_device_alloc;
+    out->num_device_free = st.num_device_free;
+    out->largest_free_block = st.largest_free_block;
+    out->max_split_size = cfg->max_split_size == SIZE_MAX ? 0 : (int64_t)cfg->max_split_size;
+}
+
+static void api_reset_peak(int device)
+{
+    fs_allocator *a = enter();
+
+    if (!a) return;
+    fs_alloc_reset_peak(a, device);
+    fs_shim_leave();
+}
+
+static void api_reset_accumulated(int device)
+{
+    fs_allocator *a = enter();
+
+    if (!a) return;
+    fs_alloc_reset_accumulated(a, device);
+    fs_shim_leave();
+}
+
+static int api_base_allocation(const void *ptr, void **base, size_t *size)
+{
+    fs_allocator *a = enter();
+    fs_block_info info;
+    fs_status st;
+
+    if (!a) return FS_TORCH_ERROR;
+    st = fs_alloc_block_info(a, ptr, &info);
+    fs_shim_leave();
+    if (st != FS_OK) return FS_TORCH_NOT_OWNED;
+    *base = info.segment;
+    *size = info.segment_size;
+    return FS_TORCH_OK;
+}
+
+static int api_device_of(const void *ptr)
+{
+    fs_allocator *a = enter();
+    fs_block_info info;
+    fs_status st;
+
+    if (!a) return -1;
+    st = fs_alloc_block_info(a, ptr, &info);
+    fs_shim_leave();
+    return st == FS_OK ? info.device : -1;
+}
+
+/* The cudaStream_t behind an allocator key, as PyTorch names it: its
+ * default stream is the legacy stream, which it calls NULL. */
+static void *stream_of_key(fs_stream_t key)
+{
+    cudaStream_t s = fs_stream_handle(key);
+    return s == cudaStreamLegacy ? NULL : (void *)s;
+}
+
+static size_t api_walk(int device, fs_torch_walk_entry *out, size_t max)
+{
+    fs_allocator *a = enter();
+    fs_walk_entry *w = NULL;
+    size_t n;
+
+    if (!a) return 0;
+    if (max && !(w = malloc(max * sizeof *w))) max = 0;
+    n = fs_alloc_walk(a, device, w, max);
+    fs_shim_leave();
+    for (size_t i = 0; i < n && i < max; i++)
+        out[i] = (fs_torch_walk_entry){
+            .state = w[i].state == FS_WALK_SEGMENT  ? FS_TORCH_SEGMENT
+                     : w[i].state == FS_WALK_LIVE   ? FS_TORCH_LIVE
+                     : w[i].state == FS_WALK_CACHED ? FS_TORCH_CACHED
+                                                    : FS_TORCH_PENDING,
+            .stream = stream_of_key(w[i].stream),
+            .addr = w[i].addr,
+            .size = w[i].size,
+            .requested = w[i].requested,
+            .large = w[i].large,
+            .expandable = w[i].expandable,
+        };
+    free(w);
+    return n;
+}
+
+const fs_torch_api fs_torch_api_table = {
+    .version = FS_TORCH_API_VERSION,
+    .malloc = api_malloc,
+    .free = api_free,
+    .record_stream = api_record_stream,
+    .empty_cache = api_empty_cache,
+    .stats = api_stats,
+    .reset_peak = api_reset_peak,
+    .reset_accumulated = api_reset_accumulated,
+    .base_allocation = api_base_allocation,
+    .device_of = api_device_of,
+    .walk = api_walk,
+};

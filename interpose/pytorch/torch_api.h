@@ -1,0 +1,114 @@
+/* torch_api.h - what libfsdpshim.so hands the PyTorch adapter: a table of
+ * plain C functions over the shim's allocator, passed to the adapter's
+ * fsdpshim_torch_install() when the shim loads it (pytorch/install.c).
+ *
+ * The adapter (pytorch/adapter/, the product's one C++ part) implements
+ * PyTorch's c10::cuda::CUDACachingAllocator::CUDAAllocator by calling these
+ * and nothing else of the shim's; this header is C, included from C++ as
+ * well, so it uses no C11-only types. The table is versioned: an adapter
+ * built for another version of it refuses to install (a different layout
+ * would call the wrong function), and so does the shim's side for an
+ * adapter built from another tree (FS_TORCH_API_VERSION below). */
+#ifndef FS_TORCH_API_H
+#define FS_TORCH_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever the table or a struct below changes. */
+#define FS_TORCH_API_VERSION 2
+
+/* Results of the table's calls. */
+enum fs_torch_status {
+    FS_TORCH_OK = 0,
+    FS_TORCH_OOM,       /* out of memory after the allocator's release-and-retry */
+    FS_TORCH_NOT_OWNED, /* not a block of the shim's */
+    FS_TORCH_ERROR,     /* the device failed a call, or the shim is not active */
+};
+
+/* One statistic as PyTorch counts it. */
+typedef struct fs_torch_stat {
+    int64_t current, peak, allocated, freed;
+} fs_torch_stat;
+
+/* PyTorch's DeviceStats, from the allocator's own figures; arrays are
+ * indexed all, small pool, large pool, as PyTorch's StatType. */
+typedef struct fs_torch_stats {
+    fs_torch_stat allocation[3], segment[3], active[3], inactive_split[3];
+    fs_torch_stat allocated_bytes[3], reserved_bytes[3], active_bytes[3];
+    fs_torch_stat inactive_split_bytes[3], requested_bytes[3];
+    int64_t num_alloc_retries, num_ooms, num_sync_all_streams;
+    int64_t num_device_alloc, num_device_free;
+    int64_t largest_free_block;
+    int64_t max_split_size; /* bytes; 0 when unlimited, as PyTorch reports it */
+} fs_torch_stats;
+
+/* What an out-of-memory left behind, for PyTorch's message and observers. */
+typedef struct fs_torch_oom {
+    size_t requested, allocated, reserved, device_free, device_total;
+    char why[512]; /* the shim's explanation, one line */
+} fs_torch_oom;
+
+/* One segment, or one of its blocks, for snapshot(): each segment is
+ * followed by its blocks in address order. */
+enum fs_torch_walk_state {
+    FS_TORCH_SEGMENT,
+    FS_TORCH_LIVE,    /* handed out */
+    FS_TORCH_CACHED,  /* free in the cache */
+    FS_TORCH_PENDING, /* freed, waiting for its streams' work */
+};
+
+typedef struct fs_torch_walk_entry {
+    int state;    /* enum fs_torch_walk_state */
+    void *stream; /* the cudaStream_t the segment's pool serves (NULL: the default stream) */
+    uintptr_t addr;
+    size_t size, requested; /* requested: live and pending blocks */
+    int large, expandable;
+} fs_torch_walk_entry;
+
+typedef struct fs_torch_api {
+    int version; /* FS_TORCH_API_VERSION */
+    /* size > 0 bytes on device for stream (a cudaStream_t), stream-ordered
+     * as PyTorch's allocator hands memory out: reusable on that stream at
+     * once after the free. On FS_TORCH_OOM, *oom (if given) is filled. */
+    int (*malloc)(int device, void *stream, size_t size, void **out, fs_torch_oom *oom);
+    /* PyTorch's free: stream-ordered on the stream the block was allocated
+     * for, after the work of the streams recorded on it. */
+    int (*free)(void *ptr);
+    int (*record_stream)(void *ptr, void *stream);
+    /* Every completed free block of the device back to the driver. */
+    int (*empty_cache)(int device);
+    void (*stats)(int device, fs_torch_stats *out);
+    void (*reset_peak)(int device);
+    void (*reset_accumulated)(int device);
+    /* The segment around a live block: its base and size. */
+    int (*base_allocation)(const void *ptr, void **base, size_t *size);
+    /* The device a live block belongs to, or -1. */
+    int (*device_of)(const void *ptr);
+    /* Every segment of the device with its blocks, one consistent picture,
+     * into out (at most max); returns how many there are (more than max:
+     * call again with room for them). */
+    size_t (*walk)(int device, fs_torch_walk_entry *out, size_t max);
+} fs_torch_api;
+
+/* The adapter's one entry point (looked up by name in the adapter's
+ * library). `torch_key` names the PyTorch the process has loaded
+ * ("2.15.0+cu132@<git hash>", from its torch/version.py): an adapter
+ * compiled against another one refuses, since a different class layout
+ * would corrupt memory. Installs the adapter as PyTorch's allocator unless
+ * PyTorch's allocator is already in use or is not PyTorch's own (a
+ * program's change_current_allocator). Returns 1 when installed, 0 when it
+ * stepped aside, -1 on a mismatch; `why` says which, in one line. */
+typedef int (*fs_torch_install_fn)(const fs_torch_api *api, const char *torch_key, char *why,
+                                   size_t len);
+#define FS_TORCH_INSTALL_SYMBOL "fsdpshim_torch_install"
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FS_TORCH_API_H */
