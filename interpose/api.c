@@ -17,17 +17,6 @@
 
 #define API FS_EXPORT
 
-/* Enters the shim if it is active; the caller leaves. */
-static fs_allocator *api_enter(void)
-{
-    fs_allocator *a;
-
-    if (!fs_shim_enter()) return NULL;
-    a = fs_shim_allocator();
-    if (!a) fs_shim_leave();
-    return a;
-}
-
 static bool device_ok(int device, bool any)
 {
     return (any && device == -1) || (device >= 0 && device < fs_shim_device_count());
@@ -35,14 +24,14 @@ static bool device_ok(int device, bool any)
 
 API int fsdpshim_active(void)
 {
-    if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
+    if (!fs_shim_enter_active()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
     return FSDPSHIM_OK;
 }
 
 API int fsdpshim_record_stream(void *ptr, void *stream)
 {
-    fs_allocator *a = api_enter();
+    fs_allocator *a = fs_shim_enter_active();
     fs_stream_t key;
     fs_status st;
     int dev;
@@ -62,7 +51,7 @@ API int fsdpshim_record_stream(void *ptr, void *stream)
  * of the current device. */
 API int fsdpshim_set_stream(void *stream)
 {
-    fs_allocator *a = api_enter();
+    fs_allocator *a = fs_shim_enter_active();
     int dev;
 
     if (!a) return FSDPSHIM_ERR_INACTIVE;
@@ -76,7 +65,7 @@ API int fsdpshim_get_stream(void **stream)
 {
     int dev;
 
-    if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
+    if (!fs_shim_enter_active()) return FSDPSHIM_ERR_INACTIVE;
     dev = fs_shim_current_device();
     fs_shim_leave();
     if (!stream) return FSDPSHIM_ERR_INVALID;
@@ -87,7 +76,7 @@ API int fsdpshim_get_stream(void **stream)
 
 API int fsdpshim_empty_cache(int device)
 {
-    fs_allocator *a = api_enter();
+    fs_allocator *a = fs_shim_enter_active();
     fs_status st;
 
     if (!a) return FSDPSHIM_ERR_INACTIVE;
@@ -158,7 +147,7 @@ API int fsdpshim_stat(const char *name, int device, int64_t *value)
     fs_alloc_stats s;
     bool found;
 
-    if (!(a = api_enter())) return FSDPSHIM_ERR_INACTIVE;
+    if (!(a = fs_shim_enter_active())) return FSDPSHIM_ERR_INACTIVE;
     if (!name || !value || !device_ok(device, true)) {
         fs_shim_leave();
         return FSDPSHIM_ERR_INVALID;
@@ -171,7 +160,7 @@ API int fsdpshim_stat(const char *name, int device, int64_t *value)
 
 API int fsdpshim_reset_peak_stats(int device)
 {
-    fs_allocator *a = api_enter();
+    fs_allocator *a = fs_shim_enter_active();
 
     if (!a) return FSDPSHIM_ERR_INACTIVE;
     if (device_ok(device, true)) fs_alloc_reset_peak(a, device);
@@ -184,7 +173,7 @@ API int fsdpshim_memory_summary(int device, char *buf, size_t len, size_t *neede
     fs_allocator *a;
     size_t n;
 
-    if (!(a = api_enter())) return FSDPSHIM_ERR_INACTIVE;
+    if (!(a = fs_shim_enter_active())) return FSDPSHIM_ERR_INACTIVE;
     if ((!buf && len) || !device_ok(device, true)) {
         fs_shim_leave();
         return FSDPSHIM_ERR_INVALID;
@@ -199,7 +188,7 @@ API int fsdpshim_memory_summary(int device, char *buf, size_t len, size_t *neede
  * name pushed here is a range of NVTX's default domain. */
 API int fsdpshim_annotation_push(const char *name)
 {
-    if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
+    if (!fs_shim_enter_active()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
     if (!name) return FSDPSHIM_ERR_INVALID;
     /* -1 only when the name cannot be copied */
@@ -208,7 +197,7 @@ API int fsdpshim_annotation_push(const char *name)
 
 API int fsdpshim_annotation_pop(void)
 {
-    if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
+    if (!fs_shim_enter_active()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
     return fs_annot_pop(NULL) < 0 ? FSDPSHIM_ERR_EMPTY : FSDPSHIM_OK;
 }
@@ -217,7 +206,7 @@ API int fsdpshim_snapshot(const char *label)
 {
     char path[4096];
 
-    if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
+    if (!fs_shim_enter_active()) return FSDPSHIM_ERR_INACTIVE;
     if (fs_trace_glue_snapshot("fsdpshim-snapshot", NULL, path, sizeof path))
         fs_log(FS_LOG_INFO, "snapshot%s%s: %s", label ? " " : "", label ? label : "", path);
     else
@@ -233,7 +222,7 @@ API int fsdpshim_snapshot(const char *label)
 
 API int fsdpshim_trace_flush(void)
 {
-    if (!api_enter()) return FSDPSHIM_ERR_INACTIVE;
+    if (!fs_shim_enter_active()) return FSDPSHIM_ERR_INACTIVE;
     fs_shim_leave();
     fs_trace_flush();
     return FSDPSHIM_OK;

@@ -333,6 +333,16 @@ fs_allocator *fs_shim_allocator(void)
     return create_once(n, false);
 }
 
+fs_allocator *fs_shim_enter_active(void)
+{
+    fs_allocator *a;
+
+    if (!fs_shim_enter()) return NULL;
+    a = fs_shim_allocator();
+    if (!a) fs_shim_leave();
+    return a;
+}
+
 fs_allocator *fs_shim_driver_allocator(void)
 {
     fs_allocator *a = __atomic_load_n(&allocator, __ATOMIC_ACQUIRE);

@@ -98,6 +98,11 @@ int fs_shim_current_device(void);
  * runtime calls PyTorch makes before it initialises its allocator. */
 void fs_torch_adapter_check(void);
 
+/* Enters the shim if it is active and returns its allocator; the caller
+ * leaves (fs_shim_leave). NULL, not entered, otherwise. For the calls the
+ * program makes to the shim itself (the public API, the PyTorch adapter). */
+fs_allocator *fs_shim_enter_active(void);
+
 /* True while `stream` is being captured into a CUDA graph (as far as the
  * interposed capture calls tell): nothing may be recorded on it then, and
  * allocations on it go straight to the real runtime. */

@@ -5,22 +5,12 @@
  * recorded streams, statistics with its names) the allocator already does. */
 #include "torch_api.h"
 
+#include "../../include/fsdpshim/fsdpshim.h"
 #include "../runtime/runtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Enters the shim if it is active; the caller leaves. */
-static fs_allocator *enter(void)
-{
-    fs_allocator *a;
-
-    if (!fs_shim_enter()) return NULL;
-    a = fs_shim_allocator();
-    if (!a) fs_shim_leave();
-    return a;
-}
 
 static void fill_oom(fs_allocator *a, int device, size_t size, fs_torch_oom *oom)
 {
@@ -44,7 +34,7 @@ static void fill_oom(fs_allocator *a, int device, size_t size, fs_torch_oom *oom
 
 static int api_malloc(int device, void *stream, size_t size, void **out, fs_torch_oom *oom)
 {
-    fs_allocator *a = enter();
+    fs_allocator *a = fs_shim_enter_active();
     fs_status st;
     int dev = -1;
 
@@ -67,7 +57,7 @@ static int api_malloc(int device, void *stream, size_t size, void **out, fs_torc
 /* PyTorch frees a block on the stream it was allocated for. */
 static int api_free(void *ptr)
 {
-    fs_allocator *a = enter();
+    fs_allocator *a = fs_shim_enter_active();
     fs_block_info info;
     fs_status st;
 
@@ -78,30 +68,22 @@ static int api_free(void *ptr)
     return st == FS_OK ? FS_TORCH_OK : st == FS_ERR_NOT_OWNED ? FS_TORCH_NOT_OWNED : FS_TORCH_ERROR;
 }
 
+/* The public API's (api.c), in this table's terms. */
+static int from_public(int rc)
+{
+    return rc == FSDPSHIM_OK              ? FS_TORCH_OK
+           : rc == FSDPSHIM_ERR_NOT_OWNED ? FS_TORCH_NOT_OWNED
+                                          : FS_TORCH_ERROR;
+}
+
 static int api_record_stream(void *ptr, void *stream)
 {
-    fs_allocator *a = enter();
-    fs_stream_t key;
-    fs_status st;
-    int dev;
-
-    if (!a) return FS_TORCH_ERROR;
-    key = fs_shim_stream_key((cudaStream_t)stream, false, &dev);
-    st = dev < 0 ? FS_ERR_INVALID : fs_record_stream(a, ptr, key);
-    if (st == FS_OK) fs_alloc_stream_note_work(a, dev, key);
-    fs_shim_leave();
-    return st == FS_OK ? FS_TORCH_OK : st == FS_ERR_NOT_OWNED ? FS_TORCH_NOT_OWNED : FS_TORCH_ERROR;
+    return from_public(fsdpshim_record_stream(ptr, stream));
 }
 
 static int api_empty_cache(int device)
 {
-    fs_allocator *a = enter();
-    fs_status st;
-
-    if (!a) return FS_TORCH_ERROR;
-    st = fs_alloc_empty_cache(a, device);
-    fs_shim_leave();
-    return st == FS_OK ? FS_TORCH_OK : FS_TORCH_ERROR;
+    return from_public(fsdpshim_empty_cache(device));
 }
 
 static void copy_stats(fs_torch_stat out[3], const fs_stat in[FS_POOL_KINDS])
@@ -112,7 +94,7 @@ static void copy_stats(fs_torch_stat out[3], const fs_stat in[FS_POOL_KINDS])
 
 static void api_stats(int device, fs_torch_stats *out)
 {
-    fs_allocator *a = enter();
+    fs_allocator *a = fs_shim_enter_active();
     const fs_alloc_config *cfg = &fs_shim_config_get()->alloc;
     fs_alloc_stats st;
 
@@ -140,7 +122,7 @@ static void api_stats(int device, fs_torch_stats *out)
 
 static void api_reset_peak(int device)
 {
-    fs_allocator *a = enter();
+    fs_allocator *a = fs_shim_enter_active();
 
     if (!a) return;
     fs_alloc_reset_peak(a, device);
@@ -149,7 +131,7 @@ static void api_reset_peak(int device)
 
 static void api_reset_accumulated(int device)
 {
-    fs_allocator *a = enter();
+    fs_allocator *a = fs_shim_enter_active();
 
     if (!a) return;
     fs_alloc_reset_accumulated(a, device);
@@ -158,7 +140,7 @@ static void api_reset_accumulated(int device)
 
 static int api_base_allocation(const void *ptr, void **base, size_t *size)
 {
-    fs_allocator *a = enter();
+    fs_allocator *a = fs_shim_enter_active();
     fs_block_info info;
     fs_status st;
 
@@ -173,7 +155,7 @@ static int api_base_allocation(const void *ptr, void **base, size_t *size)
 
 static int api_device_of(const void *ptr)
 {
-    fs_allocator *a = enter();
+    fs_allocator *a = fs_shim_enter_active();
     fs_block_info info;
     fs_status st;
 
@@ -193,7 +175,7 @@ static void *stream_of_key(fs_stream_t key)
 
 static size_t api_walk(int device, fs_torch_walk_entry *out, size_t max)
 {
-    fs_allocator *a = enter();
+    fs_allocator *a = fs_shim_enter_active();
     fs_walk_entry *w = NULL;
     size_t n;
 
