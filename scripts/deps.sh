@@ -5,6 +5,8 @@ set -euo pipefail
 
 packages=(cmake make gcc pkg-config python3 libcmocka-dev libjemalloc-dev libmimalloc-dev
           libzstd-dev zlib1g-dev libunwind-dev libdw-dev python3-dev clang libclang-rt-dev)
+# g++: the PyTorch adapter (interpose/pytorch/adapter), the product's one C++ part
+packages+=(g++)
 # headless Chromium renders the page of `fsdpshim report --html` in the tests
 packages+=(chromium)
 # tmux: a real terminal for the test of `fsdpshim top --live` (tests/integration/live)
