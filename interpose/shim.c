@@ -158,6 +158,43 @@ static void on_oom(void *ctx, const fs_oom_info *info)
 
 static fs_alloc_observer observer = {.on_oom = on_oom};
 
+/* The observer in force serves the trace (observer.on_event, set by the
+ * trace glue when something is traced) and, once the PyTorch adapter asks,
+ * the segment hook: through dispatch, so that an untraced process without
+ * the hook keeps paying nothing per event. */
+static void (*segment_hook)(const fs_alloc_event *ev);
+static pthread_mutex_t observer_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void dispatch(void *ctx, const fs_alloc_event *ev)
+{
+    void (*hook)(const fs_alloc_event *) = __atomic_load_n(&segment_hook, __ATOMIC_ACQUIRE);
+
+    if (observer.on_event) observer.on_event(ctx, ev);
+    if (hook && (ev->kind == FS_EV_SEGMENT_ALLOC || ev->kind == FS_EV_SEGMENT_FREE ||
+                 ev->kind == FS_EV_SEGMENT_MAP || ev->kind == FS_EV_SEGMENT_UNMAP))
+        hook(ev);
+}
+
+static void install_observer(fs_allocator *a)
+{
+    fs_alloc_observer o = observer;
+
+    pthread_mutex_lock(&observer_lock);
+    if (__atomic_load_n(&segment_hook, __ATOMIC_ACQUIRE)) o.on_event = dispatch;
+    fs_alloc_set_observer(a, &o);
+    pthread_mutex_unlock(&observer_lock);
+}
+
+void fs_shim_segment_hook(void (*hook)(const fs_alloc_event *ev))
+{
+    fs_allocator *a;
+
+    if (!hook) return;
+    if (!__atomic_exchange_n(&segment_hook, hook, __ATOMIC_ACQ_REL))
+        fs_log(FS_LOG_INFO, "segment events go to PyTorch's allocator trace trackers too");
+    if ((a = __atomic_load_n(&allocator, __ATOMIC_ACQUIRE))) install_observer(a);
+}
+
 /* The shim manages memory only when the program's references to the
  * runtime bind to its definitions, that is when the program's global scope
  * (dlopen(NULL): what the executable and the libraries it loads resolve
@@ -235,10 +272,12 @@ static void create_allocator(int n, bool driver)
     fs_trace_glue_start();
     fs_trace_glue_observe(&observer);
     fs_trace_glue_snapshot_signal();
-    fs_alloc_set_observer(a, &observer);
+    install_observer(a);
     device_count = n;
     __atomic_store_n(&over_driver, driver, __ATOMIC_RELEASE);
     __atomic_store_n(&allocator, a, __ATOMIC_RELEASE);
+    /* a hook set while the allocator was being made found none to serve */
+    if (__atomic_load_n(&segment_hook, __ATOMIC_ACQUIRE)) install_observer(a);
     fs_log(FS_LOG_INFO, "active on %d device(s)%s", n,
            driver ? ", over the driver (no CUDA runtime is loaded)" : "");
 }

@@ -103,6 +103,12 @@ void fs_torch_adapter_check(void);
  * program makes to the shim itself (the public API, the PyTorch adapter). */
 fs_allocator *fs_shim_enter_active(void);
 
+/* Every segment event of the allocator (alloc, free, map, unmap) also goes
+ * to `hook`, beside the trace: for the PyTorch adapter's trace trackers
+ * (pytorch/torch_api.c). Called under the allocator's locks: the hook must
+ * only note the event. Set once; NULL is ignored. */
+void fs_shim_segment_hook(void (*hook)(const fs_alloc_event *ev));
+
 /* True while `stream` is being captured into a CUDA graph (as far as the
  * interposed capture calls tell): nothing may be recorded on it then, and
  * allocations on it go straight to the real runtime. */

@@ -22,6 +22,15 @@
  * TORCH_DIST_USE_NCCL2=0 unless the user set it; a user's explicit choice of
  * nccl2 is kept, and then PyTorch's own allocator stays in charge, said.
  *
+ * torch_route:adapter (FSDPSHIM_CONF) asks for the other route, where an
+ * adapter built for the PyTorch found exists (docs/pytorch.md): PyTorch's
+ * own allocator interface served by the shim through fsdpshim's adapter,
+ * which the shim installs when PyTorch loads. PyTorch's backend and process
+ * group are then left as the user has them (the adapter serves what nccl2
+ * asks), the user's shim keys are carried as on the other route, and the
+ * line names the adapter; without one, the line says why and the
+ * cudaMallocAsync route is taken.
+ *
  * PYTORCH_NO_CUDA_MEMORY_CACHING=1 is a route of its own: PyTorch's native
  * allocator then hands every tensor to cudaMalloc and cudaFree (no stream),
  * which the shim serves, while under backend:cudaMallocAsync that variable
@@ -307,6 +316,7 @@ int fs_route_torch(const char *python, const char *lib_dir, const char *shim_con
     note[0] = '\0';
     if (set(FS_ROUTE_MARK, "1", note, note_len)) return -1;
     if (no_caching()) {
+        unsetenv(FS_ROUTE_ADAPTER_VAR); /* no route: nothing for the shim to install */
         snprintf(note, note_len,
                  "PYTORCH_NO_CUDA_MEMORY_CACHING=1: PyTorch's allocator backend left as it is; "
                  "it hands every tensor to cudaMalloc/cudaFree, which the shim serves");
@@ -316,7 +326,11 @@ int fs_route_torch(const char *python, const char *lib_dir, const char *shim_con
     bool have_version = fs_route_torch_version(python, version, sizeof version, &major, &minor);
     if (wants_adapter(shim_conf_in))
         use_adapter = find_adapter(lib_dir, adapter, sizeof adapter, no_adapter, sizeof no_adapter);
-    if (have_version && selects_nccl2(major, minor, nccl2)) {
+    /* the shim installs whatever FS_ROUTE_ADAPTER_VAR names: only on this route */
+    if (!use_adapter) unsetenv(FS_ROUTE_ADAPTER_VAR);
+    /* the adapter serves what nccl2's allocator hook asks (snapshot, trace
+     * trackers): PyTorch's process group is left as the user has it */
+    if (have_version && !use_adapter && selects_nccl2(major, minor, nccl2)) {
         if (nccl2) {
             /* the user's explicit choice of nccl2 stands; the cudaMallocAsync
              * backend would abort it, so PyTorch keeps its allocator */
@@ -332,10 +346,9 @@ int fs_route_torch(const char *python, const char *lib_dir, const char *shim_con
         if (set(NCCL2_VAR, "0", note, note_len)) return -1;
         snprintf(note, note_len,
                  "%s=0 for PyTorch %s: its default NCCL process group (nccl2) aborts at "
-                 "init_process_group under %s, the previous ProcessGroupNCCL does not",
-                 NCCL2_VAR, version,
-                 use_adapter ? "fsdpshim's adapter (no snapshot() or trace tracker yet)"
-                             : ROUTE_BACKEND);
+                 "init_process_group under " ROUTE_BACKEND
+                 ", the previous ProcessGroupNCCL does not",
+                 NCCL2_VAR, version);
     }
     if (use_adapter && set(FS_ROUTE_ADAPTER_VAR, adapter, note, note_len)) return -1;
 

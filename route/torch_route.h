@@ -17,7 +17,8 @@
 
 /* The PyTorch adapter's library the route chose (torch_route:adapter), for
  * the shim to install when PyTorch is loaded (interpose/pytorch/install.c);
- * a user may set it to an adapter of their own build. */
+ * a user may set it to an adapter of their own build. Unset by any other
+ * route. */
 #define FS_ROUTE_ADAPTER_VAR "FSDPSHIM_TORCH_ADAPTER"
 
 /* python, python3, python3.12 (an interpreter's file name) */

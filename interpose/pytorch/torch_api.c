@@ -2,7 +2,14 @@
  * (torch_api.h): each one enters the shim, asks the allocator as the
  * runtime's entry points do (runtime/cuda_memory.c), and leaves. No policy
  * here: what PyTorch's allocator does on its own (stream-ordered reuse,
- * recorded streams, statistics with its names) the allocator already does. */
+ * recorded streams, statistics with its names) the allocator already does.
+ *
+ * Segment events for PyTorch's trace trackers (NCCL's buffer registration)
+ * happen under the allocator's locks, where nothing may call back into
+ * CUDA: the hook only queues them for the calling thread, and the table's
+ * call hands them to the adapter once it has left the allocator. Only
+ * events of the table's own calls are queued: the segments PyTorch's
+ * allocations made, as PyTorch's own allocator reports its own. */
 #include "torch_api.h"
 
 #include "../../include/fsdpshim/fsdpshim.h"
@@ -11,6 +18,76 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- segment events ---- */
+
+typedef struct seg_event {
+    int action, device;
+    uintptr_t addr;
+    size_t size;
+    void *stream;
+} seg_event;
+
+static fs_torch_segment_fn segment_fn;
+static void *segment_ctx;
+
+/* The calling thread's queue, while one of the table's calls runs. */
+static _Thread_local struct {
+    bool in_call;
+    seg_event *ev;
+    int n, cap;
+} queue;
+
+static void *stream_of_key(fs_stream_t key);
+
+static void on_segment(const fs_alloc_event *ev)
+{
+    if (!queue.in_call) return;
+    if (queue.n == queue.cap) {
+        int cap = queue.cap ? 2 * queue.cap : 16;
+        seg_event *grown = realloc(queue.ev, (size_t)cap * sizeof *grown);
+        if (!grown) return; /* the tracker misses one; the memory is fine */
+        queue.ev = grown;
+        queue.cap = cap;
+    }
+    queue.ev[queue.n++] = (seg_event){
+        .action = ev->kind == FS_EV_SEGMENT_ALLOC  ? FS_TORCH_SEGMENT_ALLOC
+                  : ev->kind == FS_EV_SEGMENT_FREE ? FS_TORCH_SEGMENT_FREE
+                  : ev->kind == FS_EV_SEGMENT_MAP  ? FS_TORCH_SEGMENT_MAP
+                                                   : FS_TORCH_SEGMENT_UNMAP,
+        .device = ev->device,
+        .addr = ev->addr,
+        .size = ev->size,
+        .stream = stream_of_key(ev->stream),
+    };
+}
+
+/* Around a call into the allocator: queue its segment events, then hand
+ * them on, outside the shim. */
+static void call_begin(void)
+{
+    queue.in_call = true;
+}
+
+static void call_end(void)
+{
+    fs_torch_segment_fn fn = __atomic_load_n(&segment_fn, __ATOMIC_ACQUIRE);
+
+    queue.in_call = false;
+    for (int i = 0; fn && i < queue.n; i++)
+        fn(segment_ctx, queue.ev[i].action, queue.ev[i].device, queue.ev[i].addr, queue.ev[i].size,
+           queue.ev[i].stream);
+    queue.n = 0;
+}
+
+static void api_segment_hook(fs_torch_segment_fn fn, void *ctx)
+{
+    segment_ctx = ctx;
+    __atomic_store_n(&segment_fn, fn, __ATOMIC_RELEASE);
+    fs_shim_segment_hook(on_segment);
+}
+
+/* ---- the calls ---- */
 
 static void fill_oom(fs_allocator *a, int device, size_t size, fs_torch_oom *oom)
 {
@@ -47,10 +124,12 @@ static int api_malloc(int device, void *stream, size_t size, void **out, fs_torc
     /* PyTorch's semantics: a block freed with streams recorded on it comes
      * back once their work has completed, never behind a wait of the
      * requesting stream on theirs, which PyTorch never adds */
+    call_begin();
     st =
         fs_mem_alloc_ordered(a, (cudaStream_t)stream, false, size, FS_ALLOC_NO_GPU_WAIT, out, &dev);
     if (st == FS_ERR_OOM && oom) fill_oom(a, dev >= 0 ? dev : device, size, oom);
     fs_shim_leave();
+    call_end();
     return st == FS_OK ? FS_TORCH_OK : st == FS_ERR_OOM ? FS_TORCH_OOM : FS_TORCH_ERROR;
 }
 
@@ -62,9 +141,11 @@ static int api_free(void *ptr)
     fs_status st;
 
     if (!a) return FS_TORCH_ERROR;
+    call_begin();
     st = fs_alloc_block_info(a, ptr, &info);
     if (st == FS_OK) st = fs_mem_free(a, ptr, true, info.stream);
     fs_shim_leave();
+    call_end();
     return st == FS_OK ? FS_TORCH_OK : st == FS_ERR_NOT_OWNED ? FS_TORCH_NOT_OWNED : FS_TORCH_ERROR;
 }
 
@@ -83,7 +164,12 @@ static int api_record_stream(void *ptr, void *stream)
 
 static int api_empty_cache(int device)
 {
-    return from_public(fsdpshim_empty_cache(device));
+    int rc;
+
+    call_begin();
+    rc = from_public(fsdpshim_empty_cache(device));
+    call_end();
+    return rc;
 }
 
 static void copy_stats(fs_torch_stat out[3], const fs_stat in[FS_POOL_KINDS])
@@ -212,4 +298,5 @@ const fs_torch_api fs_torch_api_table = {
     .base_allocation = api_base_allocation,
     .device_of = api_device_of,
     .walk = api_walk,
+    .segment_hook = api_segment_hook,
 };

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the table or a struct below changes. */
-#define FS_TORCH_API_VERSION 2
+#define FS_TORCH_API_VERSION 3
 
 /* Results of the table's calls. */
 enum fs_torch_status {
@@ -70,6 +70,16 @@ typedef struct fs_torch_walk_entry {
     int large, expandable;
 } fs_torch_walk_entry;
 
+/* A segment event, for PyTorch's allocator trace trackers. */
+enum fs_torch_segment_action {
+    FS_TORCH_SEGMENT_ALLOC,
+    FS_TORCH_SEGMENT_FREE,
+    FS_TORCH_SEGMENT_MAP,
+    FS_TORCH_SEGMENT_UNMAP,
+};
+typedef void (*fs_torch_segment_fn)(void *ctx, int action, int device, uintptr_t addr, size_t size,
+                                    void *stream);
+
 typedef struct fs_torch_api {
     int version; /* FS_TORCH_API_VERSION */
     /* size > 0 bytes on device for stream (a cudaStream_t), stream-ordered
@@ -93,6 +103,11 @@ typedef struct fs_torch_api {
      * into out (at most max); returns how many there are (more than max:
      * call again with room for them). */
     size_t (*walk)(int device, fs_torch_walk_entry *out, size_t max);
+    /* From now on, fn hears of every segment the table's own calls (malloc,
+     * free, empty_cache) allocate, free, map or unmap, on the calling
+     * thread, after the call has left the allocator (no lock of the shim's
+     * held), in the order they happened. Set once. */
+    void (*segment_hook)(fs_torch_segment_fn fn, void *ctx);
 } fs_torch_api;
 
 /* The adapter's one entry point (looked up by name in the adapter's

@@ -12,6 +12,9 @@
 #                 segments PyTorch's own allocator would ask for
 #   --adapter     each rank's PyTorch took fsdpshim's adapter as its allocator
 #                 (the shim's line at install, FSDPSHIM_LOG=info)
+#   --tracker     with --adapter: each rank's segment events go to PyTorch's
+#                 allocator trace trackers (PyTorch 2.15's default NCCL process
+#                 group attaches one, for its buffer registration)
 #   --over-host   the devices' peaks (the peak_bytes column of `fsdpshim sim`'s
 #                 report) add up to
 #                 more than this machine's memory: a dry run of a job that
@@ -24,7 +27,7 @@
 #                 touches another rank's device
 set -uo pipefail
 
-ranks=1 train=0 shim_min=0 over_host=0 probe= adapter=0
+ranks=1 train=0 shim_min=0 over_host=0 probe= adapter=0 tracker=0
 while [ $# -gt 0 ]; do
     case $1 in
         --ranks) ranks=$2; shift 2 ;;
@@ -32,6 +35,7 @@ while [ $# -gt 0 ]; do
         --shim) shim_min=$2; shift 2 ;;
         --over-host) over_host=1; shift ;;
         --adapter) adapter=1; shift ;;
+        --tracker) tracker=1; shift ;;
         --own-device) probe=$2; shift 2 ;;
         --) shift; break ;;
         *) echo "check_run.sh: unknown option $1" >&2; exit 2 ;;
@@ -56,6 +60,10 @@ for ((r = 0; r < ranks; r++)); do
     if [ "$adapter" = 1 ]; then
         grep -Eq "^fsdpshim\[[0-9]+ rank $r\]: PyTorch's allocator: fsdpshim's adapter, built for " "$out" ||
             fail "rank $r: PyTorch did not take fsdpshim's adapter"
+        if [ "$tracker" = 1 ]; then
+            grep -Eq "^fsdpshim\[[0-9]+ rank $r\]: segment events go to PyTorch's allocator trace trackers" "$out" ||
+                fail "rank $r: no allocator trace tracker attached"
+        fi
     fi
     if [ "$train" = 1 ]; then
         grep -Eq "^train_fsdp: rank $r: max_memory_allocated=[0-9]+ max_memory_reserved=[0-9]+ peak_device_used=[1-9][0-9]*\$" "$out" ||

@@ -68,8 +68,11 @@ class Adapter final : public cca::CUDAAllocator
     void resetAccumulatedStats(c10::DeviceIndex device) override;
     void resetPeakStats(c10::DeviceIndex device) override;
 
-    // ---- snapshot.cpp
+    // ---- snapshot.cpp: snapshot and the trace trackers
     cca::SnapshotInfo snapshot(c10::MempoolId_t mempool_id, bool include_traces) override;
+    void attachAllocatorTraceTracker(cca::AllocatorTraceTracker tracker) override;
+    // a segment event from the shim's table, to every tracker
+    void segment_event(int action, int device, uintptr_t addr, size_t size, void *stream);
 
     // ---- pending.cpp: not served yet
     void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
@@ -82,7 +85,6 @@ class Adapter final : public cca::CUDAAllocator
     void recordHistory(bool enabled, cca::CreateContextFn context_recorder,
                        size_t alloc_trace_max_entries, cca::RecordContext when, bool clearHistory,
                        const std::vector<std::string> &skip_actions) override;
-    void attachAllocatorTraceTracker(cca::AllocatorTraceTracker tracker) override;
     std::shared_ptr<cca::AllocatorState> getCheckpointState(c10::DeviceIndex device,
                                                             c10::MempoolId_t id) override;
     cca::CheckpointDelta setCheckpointPoolState(c10::DeviceIndex device,
@@ -100,6 +102,8 @@ class Adapter final : public cca::CUDAAllocator
     std::vector<cca::OomRejectionObserver> rejection_observers_;
 #endif
     std::vector<double> fractions_; // per device; 1.0 = no limit of PyTorch's
+    std::mutex trackers_lock_;
+    std::vector<cca::AllocatorTraceTracker> trackers_;
 };
 
 // The one instance PyTorch's allocator pointer is set to.

@@ -1,6 +1,6 @@
 // pending.cpp - the methods of PyTorch's allocator interface the adapter
 // does not serve yet (issue: memory history, private pools
-// and CUDA graphs, IPC, the allocator trace tracker, checkpoint state).
+// and CUDA graphs, IPC, checkpoint state).
 // Each refuses with PyTorch's own kind of error, naming what is missing,
 // rather than pretending: a caller that relies on one of them learns it at
 // the call, as under PyTorch's cudaMallocAsync backend (the route the
@@ -60,11 +60,6 @@ void Adapter::recordHistory(bool enabled, cca::CreateContextFn, size_t, cca::Rec
                             const std::vector<std::string> &)
 {
     if (enabled) not_yet("memory history (_record_memory_history)");
-}
-
-void Adapter::attachAllocatorTraceTracker(cca::AllocatorTraceTracker)
-{
-    not_yet("the allocator trace tracker (NCCL buffer registration)");
 }
 
 std::shared_ptr<cca::AllocatorState> Adapter::getCheckpointState(c10::DeviceIndex, c10::MempoolId_t)

@@ -5,6 +5,15 @@
 // handed out and `active` while handed out or freed but still waiting for
 // its streams' work, as PyTorch counts them. No history yet: the per-device
 // traces are empty and blocks carry no frames (recordHistory is not served).
+//
+// The trace trackers (attachAllocatorTraceTracker: NCCL's buffer
+// registration, which PyTorch 2.15's default process group sets up at init
+// right after reading a snapshot) hear of every segment PyTorch's
+// allocations make or give back: alloc, free, map, unmap. They are called
+// after the shim's call has returned, holding no lock of the shim's (its
+// table queues the events), so a tracker may call NCCL and CUDA; PyTorch's
+// own allocator calls them under its lock. The other actions (alloc, free of
+// blocks) are not passed on yet.
 #include "adapter.h"
 
 #include <c10/util/Exception.h>
@@ -73,6 +82,41 @@ cca::SnapshotInfo Adapter::snapshot(c10::MempoolId_t mempool_id, bool /*include_
         st.max_split_size ? size_t(st.max_split_size) : std::numeric_limits<size_t>::max();
     out.config_metadata.last_allocator_settings = "fsdpshim";
     return out;
+}
+
+namespace
+{
+
+void on_segment(void *ctx, int action, int device, uintptr_t addr, size_t size, void *stream)
+{
+    static_cast<Adapter *>(ctx)->segment_event(action, device, addr, size, stream);
+}
+
+} // namespace
+
+void Adapter::attachAllocatorTraceTracker(cca::AllocatorTraceTracker tracker)
+{
+    std::lock_guard<std::mutex> g(trackers_lock_);
+    if (trackers_.empty()) api->segment_hook(&on_segment, this);
+    trackers_.push_back(std::move(tracker));
+}
+
+void Adapter::segment_event(int action, int device, uintptr_t addr, size_t size, void *stream)
+{
+    using TE = c10::CachingDeviceAllocator::TraceEntry;
+    TE::Action a = action == FS_TORCH_SEGMENT_ALLOC  ? TE::SEGMENT_ALLOC
+                   : action == FS_TORCH_SEGMENT_FREE ? TE::SEGMENT_FREE
+                   : action == FS_TORCH_SEGMENT_MAP  ? TE::SEGMENT_MAP
+                                                     : TE::SEGMENT_UNMAP;
+    TE entry(a, c10::DeviceIndex(device), size_t(addr), size, stream, {0, 0},
+             c10::getApproximateTime());
+    std::vector<cca::AllocatorTraceTracker> trackers;
+    {
+        std::lock_guard<std::mutex> g(trackers_lock_);
+        trackers = trackers_;
+    }
+    for (auto &t : trackers)
+        t(entry);
 }
 
 } // namespace fsdpshim

@@ -97,6 +97,27 @@ PATH="$dir/venv-2.15.0+cu132/bin:$PATH" sees "backend:cudaMallocAsync 0" train.p
 PYTHONPATH="$dir/nothing:$dir/venv-2.15.0+cu132/lib/python3.99/site-packages" \
     sees "backend:cudaMallocAsync 0" python3 -c "$py"
 
+# ---- torch_route:adapter ----------------------------------------------
+# with no adapter for that PyTorch: the cudaMallocAsync route, said with
+# where the adapter was looked for; with one (FSDPSHIM_TORCH_ADAPTER, or
+# build/lib/torch/<version@git>/ beside the library): PyTorch's backend and
+# process group left alone, the user's shim keys still carried, said
+printf "git_version = 'abc123'\n" >>"$dir/venv-2.15.0+cu132/lib/python3.99/site-packages/torch/version.py"
+py_adapter='import os; print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"), os.environ.get("TORCH_DIST_USE_NCCL2"), os.environ.get("FSDPSHIM_TORCH_ADAPTER"))'
+out=$("$cli" run --conf torch_route:adapter -- "$dir/venv-2.15.0+cu132/bin/python" -c "$py_adapter" 2>"$dir/err")
+[ "$out" = "backend:cudaMallocAsync 0 None" ] || { cat "$dir/err" >&2; fail "no adapter: '$out'"; }
+said 1 "torch_route:adapter: no adapter built for PyTorch 2.15.0+cu132@abc123 (.*/torch/2.15.0+cu132@abc123/libfsdpshim_torch.so: No such file or directory); PyTorch goes by backend:cudaMallocAsync"
+touch "$dir/own_adapter.so"
+out=$(FSDPSHIM_TORCH_ADAPTER=$dir/own_adapter.so PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,pinned_num_register_threads:4 \
+    "$cli" run --conf torch_route:adapter -- "$dir/venv-2.15.0+cu132/bin/python" -c "$py_adapter" 2>"$dir/err")
+[ "$out" = "pinned_num_register_threads:4 None $dir/own_adapter.so" ] || { cat "$dir/err" >&2; fail "adapter: '$out'"; }
+said 1 "PyTorch's allocator: fsdpshim's adapter ($dir/own_adapter.so); the shim takes expandable_segments:True"
+said 0 "TORCH_DIST_USE_NCCL2"
+out=$(FSDPSHIM_TORCH_ADAPTER=$dir/missing.so "$cli" run --conf torch_route:adapter -- \
+    "$dir/venv-2.15.0+cu132/bin/python" -c "$py_adapter" 2>"$dir/err")
+[ "$out" = "backend:cudaMallocAsync 0 None" ] || { cat "$dir/err" >&2; fail "missing adapter: '$out'"; }
+said 1 "torch_route:adapter: FSDPSHIM_TORCH_ADAPTER=$dir/missing.so: No such file or directory"
+
 # ---- the preloaded library alone --------------------------------------
 # what a worker sees, and the line said once by the parent, not the child
 child="import subprocess, sys; sys.exit(subprocess.run([sys.executable, '-c', '''$py''']).returncode)"
