@@ -71,9 +71,11 @@ gone() {
 # often when that is slow: a later update has every allocation the program
 # made before it said it was ready)
 top_until() {
-    local p=$1
+    local p=$1 end=$((SECONDS + 20))
     shift
-    for _ in $(seq 60); do
+    # up to 20 s: a sanitized build on a loaded machine (ctest -j) updates
+    # a page slowly (3 s were once not enough for a fork child's under ASan)
+    while [ "$SECONDS" -lt "$end" ]; do
         expect 0 "$cli" top --live "$p" --once
         "$@" && return
         sleep 0.05

@@ -61,7 +61,7 @@ for runner in "$@"; do
         "2 $(site NESTED nested)"
     has_frames "in C after the callback" 19922944 "0 $(site NESTED nested)" \
         "1 $script:$(line_of '^nested()'):<module>"
-    if [ "${PY_ALLOC_NO_FORK:-}" != 1 ]; then # (a TSan build leaves the fork out)
+    if [ "${PY_ALLOC_NO_FORK:-}" != 1 ]; then # (the sanitizer builds leave the fork out)
         [ -n "$child" ] && [ -f "$dir/py.fst.$child" ] || fail "$runner: no fork child's trace: $(ls "$dir")"
         expect 0 "$cli" dump "$dir/py.fst.$child"
         has_frames "in a fork child" 22020096 "0 $(site CALL alloc)" "1 $(site CHILD in_child)"
