@@ -6,13 +6,15 @@
 #            and cudaMalloc routes), CUDA's default pool, cudaMalloc/cudaFree
 #   torch    the same through PyTorch's allocator interface from Python
 #            (torch_pair.py): PyTorch's caching allocator, CUDA's pool
-#            (backend:cudaMallocAsync), the shim (fsdpshim run); through
+#            (backend:cudaMallocAsync), the shim (fsdpshim run) and the shim
+#            through fsdpshim's PyTorch adapter (torch_route:adapter); through
 #            torch.cuda.caching_allocator_alloc (torch.*), through the
 #            binding under it (torch_binding.*) and from C++ with no Python
 #            (torch_cpp.*, the allocator's own pair)
 #   train    examples/train_fsdp.py (FSDP2) under torchrun, one rank: native,
 #            natively on CUDA's pool (backend:cudaMallocAsync), under
-#            `fsdpshim run`, with PYTORCH_NO_CUDA_MEMORY_CACHING=1 without
+#            `fsdpshim run`, under it through the adapter (adapter), with
+#            PYTORCH_NO_CUDA_MEMORY_CACHING=1 without
 #            and with the shim, and traced (trace:python): median step
 #            time, peak device memory from NVML, losses
 #   fsdp1    the same job with FSDP1, native and under the shim
@@ -38,7 +40,7 @@
 #                [--routes LIST] [SECTION...]
 #
 # --routes limits the training sections to the routes in LIST (commas:
-# native,native_async,shim,nocache,nocache_shim,trace), for a run with little
+# native,native_async,shim,adapter,nocache,nocache_shim,trace), for a run with little
 # time. native_async is PyTorch with CUDA's own pool (backend:cudaMallocAsync,
 # the route the shim serves): what the route costs without the shim.
 #
@@ -64,7 +66,7 @@ src=${FSDPSHIM_SRC:-@PROJECT_SOURCE_DIR@}
 cli=$build/bin/fsdpshim
 shim=$build/lib/libfsdpshim.so
 python=${PYTHON:-python3}
-runs=5 out=$PWD/gpu-bench raw= deadline=0 sim=0 predict=0 sections=() routes=native,native_async,shim,nocache,nocache_shim,trace
+runs=5 out=$PWD/gpu-bench raw= deadline=0 sim=0 predict=0 sections=() routes=native,native_async,shim,adapter,nocache,nocache_shim,trace
 while [ $# -gt 0 ]; do
     case $1 in
         --runs) runs=$2; shift ;;
@@ -89,7 +91,7 @@ small_args=(--fsdp 2 --size small --batch 4 --seq 256 --steps 20)
 tiny_args=(--fsdp 2 --size tiny --batch 4 --seq 128 --steps 20)
 if [ $sim = 1 ]; then
     pair_bench=$here/pair_bench_sim rl_gap=$here/rl_gap alloc_quick=(--quick)
-    native=("$cli" sim --native --) shimmed=("$cli" sim --)
+    native=("$cli" sim --native --) shimmed=("$cli" sim --) adapted=("$cli" sim --conf torch_route:adapter --)
     if [ $predict = 1 ]; then
         # the GPU's jobs, fewer steps; every argument but the last is theirs
         for a in train_args small_args tiny_args; do
@@ -104,7 +106,7 @@ if [ $sim = 1 ]; then
     fi
 else
     pair_bench=$here/pair_bench_gpu rl_gap=$here/rl_gap_gpu alloc_quick=()
-    native=() shimmed=("$cli" run --)
+    native=() shimmed=("$cli" run --) adapted=("$cli" run --conf torch_route:adapter --)
 fi
 torchrun=("$python" -m torch.distributed.run --standalone --nproc-per-node 1)
 
@@ -120,6 +122,19 @@ run() {
     local rc=$?
     [ $rc -eq 0 ] || say "FAILED ($rc): $* (log: $log): $(tail -3 "$log" | tr '\n' ' ')"
     return $rc
+}
+
+# run_adapted LOG CMD...: CMD under the shim through fsdpshim's PyTorch
+# adapter, as run; a run whose PyTorch did not take the adapter (none built
+# for this PyTorch) fails, with the shim's reason, instead of giving the
+# other route's figures under the adapter's name
+run_adapted() {
+    local log=$1
+    shift
+    FSDPSHIM_LOG=info run "$log" "${adapted[@]}" "$@" || return
+    grep -q "PyTorch's allocator: fsdpshim's adapter, built for " "$log" && return
+    say "FAILED: the adapter was not taken (log: $log): $(grep -m1 "PyTorch's allocator" "$log")"
+    return 1
 }
 
 section_pair() {
@@ -144,13 +159,14 @@ section_torch() {
     local r v log
     for r in $(seq "$runs"); do
         time_left 20 || { say "torch: stopped after $((r - 1)) rounds (deadline)"; break; }
-        for v in torch_caching cuda_pool shim; do
+        for v in torch_caching cuda_pool shim adapter; do
             log=$out/logs/torch.$v.$r
             case $v in
                 torch_caching) run "$log" "${native[@]}" "$python" "$src/bench/gpu/torch_pair.py" ;;
                 cuda_pool) PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync \
                     run "$log" "${native[@]}" "$python" "$src/bench/gpu/torch_pair.py" ;;
                 shim) run "$log" "${shimmed[@]}" "$python" "$src/bench/gpu/torch_pair.py" ;;
+                adapter) run_adapted "$log" "$python" "$src/bench/gpu/torch_pair.py" ;;
             esac || continue
             sed -n 's/^torch_pair: backend=[a-zA-Z_]* size=\([0-9]*\) pairs=[0-9]* ns_per_pair=\([0-9.]*\).*/\1 \2/p' "$log" |
                 while read -r size ns; do record "torch.$v.$size" "$ns"; done
@@ -183,6 +199,7 @@ train_once() {
             run "$log" "${native[@]}" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
         shim) FSDPSHIM_LOG=info \
             run "$log" "${shimmed[@]}" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
+        adapter) run_adapted "$log" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
         nocache) PYTORCH_NO_CUDA_MEMORY_CACHING=1 \
             run "$log" "${native[@]}" "${torchrun[@]}" "$src/examples/train_fsdp.py" "${args[@]}" ;;
         nocache_shim) PYTORCH_NO_CUDA_MEMORY_CACHING=1 \
@@ -230,7 +247,7 @@ section_train() {
     local r route
     for r in $(seq "$runs"); do
         time_left 45 || { say "train: stopped after $((r - 1)) rounds (deadline)"; break; }
-        for route in native native_async shim nocache nocache_shim trace; do
+        for route in native native_async shim adapter nocache nocache_shim trace; do
             wanted $route && train_once $route 2 "$r"
         done
     done
@@ -252,12 +269,12 @@ sized() {
 }
 
 section_small() { sized small native nocache nocache_shim; }
-section_tiny() { sized tiny native shim nocache nocache_shim; }
+section_tiny() { sized tiny native shim adapter nocache nocache_shim; }
 
 section_fsdp1() {
     local r route
     for r in 1 2; do
-        for route in native shim; do
+        for route in native shim adapter; do
             wanted $route && train_once $route 1 "$r"
         done
     done
@@ -297,11 +314,11 @@ wanted_count() {
 need() {
     case $1 in
         pair) echo $((runs * 8)) ;;
-        torch) echo $((runs * 20)) ;;
-        train) echo $((runs * 8 * $(wanted_count native native_async shim nocache nocache_shim trace))) ;;
+        torch) echo $((runs * 27)) ;;
+        train) echo $((runs * 8 * $(wanted_count native native_async shim adapter nocache nocache_shim trace))) ;;
         fsdp1) echo 40 ;;
         small) echo $((runs * 7 * $(wanted_count native nocache nocache_shim))) ;;
-        tiny) echo $((runs * 7 * $(wanted_count native shim nocache nocache_shim))) ;;
+        tiny) echo $((runs * 7 * $(wanted_count native shim adapter nocache nocache_shim))) ;;
         gap) echo $((runs * 4)) ;;
         threads) echo 90 ;;
     esac
@@ -343,11 +360,12 @@ verdicts() {
                 if (has(s) && has("torch_cpp.torch_caching." z))
                     line("pair " z ": the shim from C / PyTorch cache from C++", sprintf("%.2f", m[s] / m["torch_cpp.torch_caching." z]), "(<= 1)",
                          m[s] <= m["torch_cpp.torch_caching." z])
-                for (v = 1; v <= 3; v++) {
+                for (v = 1; v <= 3; v++) for (w = 1; w <= 2; w++) {
                     via = v == 1 ? "torch_cpp" : v == 2 ? "torch_binding" : "torch"
-                    a = via ".shim." z; b = via ".torch_caching." z
+                    rt = w == 1 ? "shim" : "adapter"
+                    a = via "." rt "." z; b = via ".torch_caching." z
                     if (has(a) && has(b))
-                        line(via " " z ": shim route / PyTorch cache", sprintf("%.2f", m[a] / m[b]), "(<= 1)", m[a] <= m[b])
+                        line(via " " z ": " rt " route / PyTorch cache", sprintf("%.2f", m[a] / m[b]), "(<= 1)", m[a] <= m[b])
                 }
             }
             split("fsdp_pair fsdp_churn", mixes, " ")
@@ -360,12 +378,15 @@ verdicts() {
             split("2 2small 2tiny 1", jobs, " ")
             for (i = 1; i <= 4; i++) {
                 t = "train" jobs[i]
-                if (has(t ".native.step_ms") && has(t ".shim.step_ms"))
-                    line(t ": step time, shim against native", sprintf("%+.1f%%", 100 * (m[t ".shim.step_ms"] / m[t ".native.step_ms"] - 1)), "(<= +3%)",
-                         m[t ".shim.step_ms"] <= 1.03 * m[t ".native.step_ms"])
-                if (has(t ".native.peak_device_MiB") && has(t ".shim.peak_device_MiB"))
-                    line(t ": peak device memory, shim - native", sprintf("%+.1f MiB", m[t ".shim.peak_device_MiB"] - m[t ".native.peak_device_MiB"]), "(<= 0)",
-                         m[t ".shim.peak_device_MiB"] <= m[t ".native.peak_device_MiB"])
+                for (w = 1; w <= 2; w++) {
+                    rt = w == 1 ? "shim" : "adapter"
+                    if (has(t ".native.step_ms") && has(t "." rt ".step_ms"))
+                        line(t ": step time, " rt " against native", sprintf("%+.1f%%", 100 * (m[t "." rt ".step_ms"] / m[t ".native.step_ms"] - 1)), "(<= +3%)",
+                             m[t "." rt ".step_ms"] <= 1.03 * m[t ".native.step_ms"])
+                    if (has(t ".native.peak_device_MiB") && has(t "." rt ".peak_device_MiB"))
+                        line(t ": peak device memory, " rt " - native", sprintf("%+.1f MiB", m[t "." rt ".peak_device_MiB"] - m[t ".native.peak_device_MiB"]), "(<= 0)",
+                             m[t "." rt ".peak_device_MiB"] <= m[t ".native.peak_device_MiB"])
+                }
                 if (has(t ".native.peak_device_MiB") && has(t ".native_async.peak_device_MiB"))
                     printf "  %-58s %+.1f MiB (the route without the shim)\n", t ": peak device memory, native_async - native",
                         m[t ".native_async.peak_device_MiB"] - m[t ".native.peak_device_MiB"]
@@ -381,7 +402,7 @@ verdicts() {
     medians | awk '{ printf "  %-44s %12.2f  [%.2f - %.2f]  n=%d\n", $1, $2, $3, $4, $5 }'
     for f in 2 2small 2tiny 1; do
         [ -s "$out/logs/losses$f.native.1" ] || continue
-        for route in native_async shim nocache nocache_shim trace; do
+        for route in native_async shim adapter nocache nocache_shim trace; do
             ls "$out/logs/losses$f.$route".* >/dev/null 2>&1 || continue
             echo "  train$f losses, $route against native: $(same_losses $f $route)"
         done

@@ -19,16 +19,19 @@ dest=${2:-.gpu}
 [ -f "$build/CTestTestfile.cmake" ] || { echo "stage: $build is not a configured build tree" >&2; exit 1; }
 rm -rf "$dest"
 mkdir -p "$dest/deps"
-# the build tree without CMake's object directories
-(cd "$build" && find . -path '*/CMakeFiles' -prune -o -type f -print) |
+# the build tree without CMake's object directories, static libraries (linked
+# already) and the fuzzers (built for the sanitizer runs, not the GPU's)
+(cd "$build" && find . \( -path '*/CMakeFiles' -o -path ./tests/fuzz \) -prune -o -type f ! -name '*.a' -print) |
     while read -r f; do
         mkdir -p "$dest/build/$(dirname "$f")"
         cp -p "$build/$f" "$dest/build/$f"
     done
-# libraries from outside the build, glibc and CUDA, for every program
+# libraries from outside the build, glibc, CUDA and PyTorch's, for every
+# program (the PyTorch adapter's libc10 is the machine's own PyTorch's, already
+# loaded in the process that loads the adapter)
 find "$dest/build" -type f -perm -u+x -exec sh -c 'ldd "$@" 2>/dev/null || true' ldd {} + |
     awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |
-    grep -Ev '/(libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+|libcudart|libnccl|libpython[0-9.]*)\.so|/build/|ld-linux' |
+    grep -Ev '/(libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+|libcudart|libnccl|libpython[0-9.]*|libc10|libc10_cuda|libtorch[a-z_]*)\.so|/build/|ld-linux' |
     while read -r lib; do cp -L "$lib" "$dest/deps/"; done
 # loaded at run time with dlopen by alloc_bench
 for lib in libmimalloc.so.2; do

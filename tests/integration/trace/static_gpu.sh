@@ -42,8 +42,8 @@ expect 0 "$cli" dump "$dir/sites.fst"
 grep ' alloc ' "$dir/out" | head -4
 n=$(grep -c ' alloc ' "$dir/out")
 [ "$n" -eq 2 ] || fail "$n allocations in the trace of the static-runtime program, not 2: $(head -40 "$dir/out")"
-grep -q " alloc .*size=3145728 " "$dir/out" || fail "no 3 MiB allocation in the trace"
-grep -q " alloc .*size=5242880 " "$dir/out" || fail "no 5 MiB allocation in the trace"
+grep -q " alloc .*requested=3145728 " "$dir/out" || fail "no 3 MiB allocation in the trace"
+grep -q " alloc .*requested=5242880 " "$dir/out" || fail "no 5 MiB allocation in the trace"
 
 # which driver entry points the static runtime looked up, and which of them
 # the shim hooked (FSDPSHIM_LOG=debug): printed when the data was corrupted,
@@ -53,8 +53,13 @@ lookups() {
     echo "$name: the static runtime's lookups of copies, launches and waits under the shim:"
     grep -E 'lookup cu(Memcpy|Memset|Launch|Stream|Event|Ctx|Graph)' "$dir/debug" | sed 's/^/    /'
 }
+# Without the shim: async is intact; memcpy is corrupted, CUDA's pool handing
+# the block freed on the idle stream out again at once while the busy stream's
+# copy still reads it (seen on the H100 and the H200, runs 5 and 7): the hazard
+# that the shim's cross-stream frees remove, and the proof that the check sees it
+expect 0 "$integrity" async
+expect 0 "$integrity" memcpy --expect-corruption
 for mode in async memcpy; do
-    expect 0 "$integrity" "$mode"
     FSDPSHIM_LOG=info "$cli" run -- "$integrity" "$mode" >"$dir/out" 2>"$dir/err" || {
         cat "$dir/err" >&2
         lookups "$mode" >&2

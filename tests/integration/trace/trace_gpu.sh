@@ -22,9 +22,9 @@ trace=$1
 expect 0 "$cli" dump "$trace"
 cp "$dir/out" "$dir/sites.txt"
 [ "$(grep -c ' alloc ' "$dir/sites.txt")" -eq 2 ] || fail "not 2 allocs: $(cat "$dir/sites.txt")"
-grep -q " alloc .*size=3145728 .*annot=step/forward$" "$dir/sites.txt" ||
+grep -q " alloc .*requested=3145728 .*annot=step/forward$" "$dir/sites.txt" ||
     fail "the forward allocation is not annotated step/forward"
-grep -q " alloc .*size=5242880 .*annot=step$" "$dir/sites.txt" ||
+grep -q " alloc .*requested=5242880 .*annot=step$" "$dir/sites.txt" ||
     fail "the backward allocation is not annotated step"
 grep -q " annotation_mark .*name=after-forward" "$dir/sites.txt" || fail "no NVTX mark"
 [ "$(grep -c ' free_requested ' "$dir/sites.txt")" -eq 2 ] || fail "not 2 frees"
