@@ -249,6 +249,22 @@ static fs_block *take_own(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
     return b;
 }
 
+/* Whether lending `rounded` bytes of q's free block b would cut it: leave a
+ * rest larger than both the request and PyTorch's kLargeBuffer. Such a block
+ * is one q's own stream freed whole and will ask for whole again (FSDP2's
+ * 500 MiB logits, freed and requested once a step on the default stream):
+ * lent to the all-gather stream, whose own 50 MiB buffers were still
+ * pending, it came back in pieces, and the default stream grew a 500 MiB
+ * segment in each step (examples/train_fsdp.py --size medium --batch 8
+ * --seq 512, one rank: 9436 MiB reserved on the sim against PyTorch's 8826,
+ * 9190 against 8826 on an H200). The borrower grows a segment of its own
+ * instead, once, as it would natively; close fits are still lent. */
+static bool lend_would_cut(const fs_block *b, size_t rounded)
+{
+    size_t rest = b->size - rounded;
+    return rest > rounded && rest > FS_LARGE_BUFFER;
+}
+
 /* Best fit among q's free blocks that every stream may use: not freed
  * stream-ordered after q's last completed mark. q->lock held. When that
  * block is a whole segment that the request fills at least half of, it is
@@ -271,6 +287,7 @@ static fs_block *take_completed(fs_allocator *a, fs_pool *q, int set, size_t rou
             return NULL;
         }
         if (b->free_seq <= q->so_done) {
+            if (lend_would_cut(b, rounded)) return NULL; /* larger ones would too */
             fs_delta dl = {.kind = fs_set_kind(set)};
             b = lend_free_block(a, q, b, rounded, req, stream, &dl);
             fs_stats_handout(q, &dl);
