@@ -254,6 +254,17 @@ size_t fs_alloc_stream_free(fs_allocator *a, int device, fs_stream_free *out, si
  * (torch.cuda.reset_accumulated_memory_stats). */
 void fs_alloc_reset_accumulated(fs_allocator *a, int device);
 
+/* Caps what the allocator reserves on `device` at `bytes` (0: no cap but the
+ * device's own size), as PyTorch's per-process memory fraction caps its
+ * cache (torch.cuda.set_per_process_memory_fraction): a miss that would
+ * grow past it gives back cached segments and tries again, as when the
+ * device is full, then fails as out of memory. Memory already reserved
+ * stays; a lower cap only stops growth. */
+void fs_alloc_set_limit(fs_allocator *a, int device, size_t bytes);
+
+/* The cap fs_alloc_set_limit set on `device`, 0 when none. */
+size_t fs_alloc_limit(fs_allocator *a, int device);
+
 /* Resets peaks to current values (torch.cuda.reset_peak_memory_stats). */
 void fs_alloc_reset_peak(fs_allocator *a, int device);
 

@@ -305,6 +305,7 @@ typedef struct fs_dev {
     fs_fence *fifo_head, *fifo_tail;
     uint64_t batch_seq;
     size_t reserved_high;        /* the most ever reserved; under `lock`, see keep_peak */
+    _Atomic size_t limit;        /* the most it may reserve, 0 for the device's size */
     _Atomic uint64_t batch_done; /* every batch up to this one has completed */
     /* Host-sync tokens (numbers from dev_frees), written under `lock`: the
      * latest a thread's exit took while its per-thread stream may still have

@@ -1,5 +1,6 @@
 /* maint.c - the calls that look after the cache rather than serve a
- * request: host-synchronisation notes, empty_cache and trim, cudaDeviceReset
+ * request: host-synchronisation notes, empty_cache and trim, the per-device
+ * cap on growth (PyTorch's memory fraction), cudaDeviceReset
  * (what survives it and what the shim forgets), segment pinning (NCCL
  * registration) and describing an address. */
 #include "internal.h"
@@ -59,6 +60,23 @@ fs_status fs_alloc_empty_cache(fs_allocator *a, int device)
     if (device >= a->ndev) return FS_ERR_INVALID;
     for_devices(a, device, empty, NULL);
     return FS_OK;
+}
+
+static void set_limit(fs_allocator *a, fs_dev *d, void *arg)
+{
+    (void)a;
+    atomic_store_explicit(&d->limit, *(size_t *)arg, memory_order_relaxed);
+}
+
+void fs_alloc_set_limit(fs_allocator *a, int device, size_t bytes)
+{
+    if (device < a->ndev) for_devices(a, device, set_limit, &bytes);
+}
+
+size_t fs_alloc_limit(fs_allocator *a, int device)
+{
+    if (device < 0 || device >= a->ndev) return 0;
+    return atomic_load_explicit(&a->devs[device].limit, memory_order_relaxed);
 }
 
 static void trim(fs_allocator *a, fs_dev *d, void *arg)

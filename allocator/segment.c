@@ -282,6 +282,16 @@ bool fs_segment_adopt(fs_allocator *a, fs_pool *from, fs_pool *to, fs_segment *s
 
 /* ---- growing --------------------------------------------------------------- */
 
+/* What the device's cap (fs_alloc_set_limit) leaves to grow by: SIZE_MAX
+ * without one. */
+static size_t room_under_limit(fs_dev *d)
+{
+    size_t limit = atomic_load_explicit(&d->limit, memory_order_relaxed);
+    if (!limit) return SIZE_MAX;
+    size_t reserved = fs_stats_reserved(d);
+    return reserved < limit ? limit - reserved : 0;
+}
+
 static fs_status dev_status(fs_dev_status st, bool *oom)
 {
     if (st == FS_DEV_OK) return FS_OK;
@@ -477,8 +487,16 @@ static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int set, size_t ro
         end = s->base + round_to(first->addr - s->base + rounded, s->page);
         u = first->state == FS_BLOCK_UNMAPPED ? first : first->next;
     }
+    size_t unmapped = 0; /* what mapping the run up to `end` adds */
+    for (fs_block *b = u; b && b->addr < end; b = b->next)
+        if (b->state == FS_BLOCK_UNMAPPED)
+            unmapped += (end < b->addr + b->size ? end : b->addr + b->size) - b->addr;
     fs_pool_unlock(p);
     if (!first) return FS_ERR_NOT_OWNED;
+    if (unmapped > room_under_limit(p->dev)) {
+        *oom = true;
+        return FS_ERR_OOM;
+    }
     while (u && st == FS_OK)
         st = map_unmapped(a, p, u, end, &u, oom);
     return st;
@@ -510,13 +528,20 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
     }
     void *ptr = NULL;
     fs_status st;
+    size_t room = room_under_limit(d);
     /* A device that cannot give the policy's segment may still hold the
      * request: halve down to the least segment that does, so that no
      * allocation fails that the device could serve (SPEC section 4). A
      * 4 MiB request on a nearly full device got cudaErrorMemoryAllocation
-     * for want of 20 MiB while 12 MiB were free. */
+     * for want of 20 MiB while 12 MiB were free. A segment past the cap
+     * is refused as the device would refuse it. */
     for (;;) {
-        st = dev_status(o->segment_alloc(o->ctx, d->id, mem, size, &ptr), oom);
+        if (size > room) {
+            *oom = true;
+            st = FS_ERR_OOM;
+        } else {
+            st = dev_status(o->segment_alloc(o->ctx, d->id, mem, size, &ptr), oom);
+        }
         if (st != FS_ERR_OOM || size <= least) break;
         size_t half = round_to(size / 2, FS_ROUND_LARGE);
         size = half > least ? half : least;

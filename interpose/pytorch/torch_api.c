@@ -224,6 +224,15 @@ static void api_reset_accumulated(int device)
     fs_shim_leave();
 }
 
+static void api_set_limit(int device, size_t bytes)
+{
+    fs_allocator *a = fs_shim_enter_active();
+
+    if (!a) return;
+    fs_alloc_set_limit(a, device, bytes);
+    fs_shim_leave();
+}
+
 static int api_base_allocation(const void *ptr, void **base, size_t *size)
 {
     fs_allocator *a = fs_shim_enter_active();
@@ -299,4 +308,5 @@ const fs_torch_api fs_torch_api_table = {
     .device_of = api_device_of,
     .walk = api_walk,
     .segment_hook = api_segment_hook,
+    .set_limit = api_set_limit,
 };

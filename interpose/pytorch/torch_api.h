@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the table or a struct below changes. */
-#define FS_TORCH_API_VERSION 3
+#define FS_TORCH_API_VERSION 4
 
 /* Results of the table's calls. */
 enum fs_torch_status {
@@ -108,6 +108,9 @@ typedef struct fs_torch_api {
      * thread, after the call has left the allocator (no lock of the shim's
      * held), in the order they happened. Set once. */
     void (*segment_hook)(fs_torch_segment_fn fn, void *ctx);
+    /* Caps what the shim reserves on the device at `bytes`, 0 for none
+     * (PyTorch's per-process memory fraction; fs_alloc_set_limit). */
+    void (*set_limit)(int device, size_t bytes);
 } fs_torch_api;
 
 /* The adapter's one entry point (looked up by name in the adapter's

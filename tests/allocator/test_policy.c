@@ -235,6 +235,56 @@ static void test_oom_and_retry(void **state)
     env_free(&e);
 }
 
+/* fs_alloc_set_limit, PyTorch's memory fraction: growth stops at the cap as
+ * at the device's size (cached segments given back first, then OOM with
+ * the figures), what is reserved stays when the cap drops below it, and
+ * 0 lifts it. */
+static void test_limit(void **state)
+{
+    (void)state;
+    env e = env_make(STREAM, (size_t)1 << 30);
+    fs_alloc_observer obs = {.on_oom = on_oom};
+    fs_alloc_set_observer(e.a, &obs);
+    ooms = 0;
+    assert_int_equal(fs_alloc_limit(e.a, 0), 0);
+    fs_alloc_set_limit(e.a, 0, 64 * MiB);
+    assert_int_equal(fs_alloc_limit(e.a, 0), 64 * MiB);
+    assert_int_equal(fs_alloc_limit(e.a, 1), 0); /* no such device */
+    void *a = must_alloc(&e, S1, 30 * MiB);
+    void *b = must_alloc(&e, S1, 30 * MiB);
+    void *p = NULL;
+    assert_int_equal(fs_malloc(e.a, 0, S1, 10 * MiB, 0, &p), FS_ERR_OOM);
+    assert_int_equal(ooms, 1);
+    assert_int_equal(last_oom.requested, 10 * MiB);
+    assert_int_equal(last_oom.reserved, 60 * MiB);
+    /* a small request still fits the 4 MiB left under the cap: a 2 MiB segment */
+    void *s = must_alloc(&e, S1, 4096);
+    /* 20 MiB shared segments do not fit under the cap; the request's own size does */
+    void *m = must_alloc(&e, S1, 2 * MiB);
+    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 64 * MiB);
+    /* the cached 30 MiB block is given back for a 32 MiB request under the cap */
+    fs_free(e.a, a, NULL);
+    fs_free(e.a, m, NULL);
+    void *c = must_alloc(&e, S1, 32 * MiB);
+    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 64 * MiB);
+    /* a cap below what is reserved keeps it, and stops growth */
+    fs_alloc_set_limit(e.a, 0, 16 * MiB);
+    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 64 * MiB);
+    assert_int_equal(fs_malloc(e.a, 0, S1, 12 * MiB, 0, &p), FS_ERR_OOM);
+    assert_int_equal(ooms, 2);
+    /* lifted: growth is bounded by the device again */
+    fs_alloc_set_limit(e.a, 0, 0);
+    void *d = must_alloc(&e, S1, 100 * MiB);
+    assert_true(stats(&e).reserved_bytes[FS_POOL_ALL].current > (int64_t)(64 * MiB));
+    fs_free(e.a, b, NULL);
+    fs_free(e.a, c, NULL);
+    fs_free(e.a, d, NULL);
+    fs_free(e.a, s, NULL);
+    fs_alloc_census census;
+    assert_null(fs_alloc_check(e.a, 0, &census));
+    env_free(&e);
+}
+
 static void test_expandable(void **state)
 {
     (void)state;
@@ -534,6 +584,7 @@ int main(void)
         cmocka_unit_test(test_stats_and_peaks),
         cmocka_unit_test(test_pin_info_and_bad_frees),
         cmocka_unit_test(test_trim),
+        cmocka_unit_test(test_limit),
         cmocka_unit_test(test_device_reset),
         cmocka_unit_test(test_device_reset_keeps_ordered),
         cmocka_unit_test(test_device_reset_expandable),

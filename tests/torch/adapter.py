@@ -180,6 +180,32 @@ class OutOfMemory(unittest.TestCase):
         self.assertEqual(x.numel(), 16)
 
 
+class MemoryFraction(unittest.TestCase):
+    def tearDown(self):
+        torch.cuda.set_per_process_memory_fraction(1.0)
+        torch.cuda.empty_cache()
+
+    def test_fraction_caps_the_cache(self):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        quarter = CAPACITY // 4
+        torch.cuda.set_per_process_memory_fraction(0.5)
+        x = torch.empty(quarter, dtype=torch.uint8, device="cuda")  # fits under half
+        with self.assertRaises(torch.cuda.OutOfMemoryError):
+            torch.empty(quarter + quarter // 2, dtype=torch.uint8, device="cuda")
+        del x
+        # the cached quarter is given back for a request under the cap
+        y = torch.empty(quarter + quarter // 2, dtype=torch.uint8, device="cuda")
+        with self.assertRaises(torch.cuda.OutOfMemoryError):
+            torch.empty(quarter, dtype=torch.uint8, device="cuda")
+        del y
+        torch.cuda.set_per_process_memory_fraction(1.0)
+        z = torch.empty(3 * quarter, dtype=torch.uint8, device="cuda")  # the whole device again
+        del z
+        with self.assertRaises(ValueError):
+            torch.cuda.set_per_process_memory_fraction(1.5)
+
+
 class Route(unittest.TestCase):
     def test_who_serves(self):
         x = torch.empty(5 * MiB, dtype=torch.uint8, device="cuda")

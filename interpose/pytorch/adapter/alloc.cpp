@@ -117,13 +117,23 @@ double Adapter::getMemoryFraction(c10::DeviceIndex device)
     return size_t(device) < fractions_.size() ? fractions_[size_t(device)] : 1.0;
 }
 
-void Adapter::setMemoryFraction(double fraction, c10::DeviceIndex /*device*/)
+// As PyTorch's: the cap is the fraction of the device's total memory, and
+// a miss that would grow past it gives back the cache and retries, then
+// raises OutOfMemoryError. The shim's cap covers everything it serves on
+// the device (NCCL's or a library's cudaMalloc too), not only PyTorch's.
+void Adapter::setMemoryFraction(double fraction, c10::DeviceIndex device)
 {
     TORCH_CHECK(fraction >= 0 && fraction <= 1, "invalid fraction: ", fraction,
                 ". Please set within [0, 1].");
-    TORCH_CHECK(fraction == 1.0, name(),
-                " (fsdpshim's adapter) does not serve setMemoryFraction yet: the shim's allocator "
-                "has no per-process limit (docs/pytorch.md)");
+    TORCH_CHECK(device >= 0 && device < device_count_, "invalid device ", int(device));
+    size_t free_bytes = 0, total = 0;
+    {
+        c10::cuda::CUDAGuard guard(device);
+        C10_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    }
+    size_t cap = static_cast<size_t>(fraction * static_cast<double>(total));
+    api->set_limit(device, fraction >= 1.0 ? 0 : (cap ? cap : 1));
+    fractions_[size_t(device)] = fraction;
 }
 
 void Adapter::emptyCache(c10::MempoolId_t mempool_id)
