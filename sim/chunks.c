@@ -1,14 +1,22 @@
 /* chunks.c - the memory behind a memory pool: the chunks it reserved and
  * the blocks placed in them.
  *
- * A pool reserves memory in chunks of SIM_POOL_CHUNK (32 MiB), or a block's
- * size rounded up to whole pages when that is more, and places its blocks
- * in them at SIM_ALLOC_GRANULE: so an H100 (driver 580) answered a first
- * 4 KiB or 1 MiB block with 32 MiB reserved and 64 blocks of 1 MiB with
- * exactly 64 MiB (docs/sim.md, "Memory pools"). A chunk goes back only
- * when it holds no block and every free in it has been reached, by a trim
- * (the release threshold at synchronisation, cudaMemPoolTrimTo, an
- * allocation that would otherwise fail).
+ * A pool reserves memory in chunks of SIM_POOL_CHUNK (32 MiB), and a block
+ * larger than that gets a chunk of its size rounded up to whole 32 MiB
+ * chunks; it places its blocks in them at SIM_ALLOC_GRANULE. So an H100
+ * (driver 580) answered a first 4 KiB or 1 MiB block with 32 MiB reserved
+ * and 64 blocks of 1 MiB with exactly 64 MiB, and an H200 (driver 580, run
+ * 7) a block of 33 MiB with 64 MiB, of 64 MiB + 1 with 96 MiB and of
+ * 100 MiB with 128 MiB (docs/sim.md, "Memory pools"). Only where whole
+ * chunks no longer fit on the device is a chunk of the block's own size in
+ * pages tried. A chunk goes back only when it holds no block and every
+ * free in it has been reached, by a trim (the release threshold at
+ * synchronisation, cudaMemPoolTrimTo, an allocation that would otherwise
+ * fail).
+ *
+ * The pool's used count is the bytes asked for, not the space the blocks
+ * take (an H200 counted a 1000-byte block as 1000 bytes used), so each
+ * block remembers its size as asked.
  *
  * A chunk is a list of extents in address order that covers it: blocks,
  * and free space, which remembers the stream that freed it and whether
@@ -30,6 +38,7 @@
 struct extent {
     struct extent *prev, *next;
     size_t off, size;
+    size_t asked;             /* a block: the size it was asked for (UsedMemCurrent) */
     int block;                /* a block placed here, else free space */
     struct fs_stream *stream; /* free space: the stream that freed it, NULL: none */
     int reached;              /* free space: every stream may take it */
@@ -65,9 +74,10 @@ static int takable(const struct extent *e, struct fs_stream *s, int opportunisti
     return e->stream == s || (e->reached && opportunistic);
 }
 
-uintptr_t sim_chunks_place(struct sim_chunks *c, size_t need, struct fs_stream *s,
+uintptr_t sim_chunks_place(struct sim_chunks *c, size_t size, struct fs_stream *s,
                            int opportunistic)
 {
+    size_t need = sim_round_up(size, SIM_ALLOC_GRANULE);
     struct sim_chunk *best_chunk = NULL;
     struct extent *best = NULL;
     size_t best_run = SIZE_MAX;
@@ -97,6 +107,7 @@ uintptr_t sim_chunks_place(struct sim_chunks *c, size_t need, struct fs_stream *
      * keeps what is left of it. */
     struct extent *b = extent_new(best->off, need);
     b->block = 1;
+    b->asked = size;
     b->prev = best->prev;
     b->next = best;
     if (best->prev)
@@ -118,7 +129,7 @@ uintptr_t sim_chunks_place(struct sim_chunks *c, size_t need, struct fs_stream *
         e = b->next;
     }
     best_chunk->in_blocks += need;
-    c->used += need;
+    c->used += size;
     return best_chunk->base + b->off;
 }
 
@@ -137,8 +148,7 @@ static cudaError_t charge(struct sim_chunks *c, struct sim_chunk *k)
 
 cudaError_t sim_chunks_grow(struct sim_chunks *c, size_t need, int fallback)
 {
-    size_t size = sim_round_up(need, SIM_PAGE_SIZE);
-    if (!fallback && size < SIM_POOL_CHUNK) size = SIM_POOL_CHUNK;
+    size_t size = sim_round_up(need, fallback ? SIM_PAGE_SIZE : SIM_POOL_CHUNK);
     if (c->dev && size > fs_cfg.capacity) return cudaErrorMemoryAllocation;
     struct sim_chunk *k = calloc(1, sizeof *k);
     if (!k) return cudaErrorMemoryAllocation;
@@ -217,16 +227,17 @@ size_t sim_chunks_free(struct sim_chunks *c, uintptr_t base, struct fs_stream *s
     while (e && e->off != base - k->base)
         e = e->next;
     if (!e || !e->block) return 0;
-    size_t size = e->size;
+    size_t size = e->size, asked = e->asked;
     e->block = 0;
+    e->asked = 0;
     e->stream = s;
     e->reached = reached;
     e->token = reached ? 0 : ++c->next_token;
     if (token) *token = e->token;
     k->in_blocks -= size;
-    c->used -= size;
+    c->used -= asked;
     merge(e);
-    return size;
+    return asked;
 }
 
 void sim_chunks_reach(struct sim_chunks *c, uint64_t token)
@@ -301,12 +312,4 @@ cudaError_t sim_chunks_charge(struct sim_chunks *c, uintptr_t base)
 {
     struct sim_chunk *k = chunk_of(c, base);
     return k ? charge(c, k) : cudaSuccess;
-}
-
-uint64_t sim_chunks_charged_in_use(const struct sim_chunks *c)
-{
-    uint64_t n = 0;
-    for (const struct sim_chunk *k = c->list; k; k = k->next)
-        if (k->charged && k->in_blocks) n += k->size;
-    return n;
 }

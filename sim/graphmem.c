@@ -3,15 +3,18 @@
  * cudaDeviceGraphMemTrim.
  *
  * What a stream capture allocates comes from the device's graph memory
- * (mempool.c), in chunks of at least 32 MiB like a pool's. A chunk is
- * charged to the device when a graph that needs it is first launched, and
- * stays charged after the graph is gone until cudaDeviceGraphMemTrim (or an
- * allocation for a launch that would otherwise fail) gives it back. So the
- * amounts are whole chunks: "reserved" the chunks charged, "used" those of
- * them that still hold a block of a live graph (or one a graph allocated
- * and the program has not freed). An H100 (driver 580) answered reserved
- * 32 MiB, used 32 MiB after a launch of a graph that allocates and frees
- * 1 MiB (docs/sim.md, "Stream capture and graphs"). */
+ * (mempool.c), in whole chunks of 32 MiB like a pool's. A chunk is charged
+ * to the device, and mapped for the graph, when a graph that needs it is
+ * first launched, and stays so after the graph is gone until
+ * cudaDeviceGraphMemTrim (or an allocation for a launch that would
+ * otherwise fail) gives back the chunks no block is in. So the amounts are
+ * whole chunks, and "used", the memory mapped by at least one graph (CUDA
+ * Programming Guide, "Physical Memory Footprint"), is every chunk charged,
+ * as "reserved" is: the graph's destruction unmaps nothing. An H100
+ * (driver 580) answered reserved 32 MiB, used 32 MiB after a launch of a
+ * graph that allocates and frees 1 MiB, and an H200 (driver 580, run 7)
+ * the same after that graph was destroyed, 0 and 0 after
+ * cudaDeviceGraphMemTrim (docs/sim.md, "Stream capture and graphs"). */
 #include <stdint.h>
 
 #include "internal.h"

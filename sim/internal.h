@@ -308,8 +308,8 @@ static inline int fs_range_is_device(const struct fs_range *r)
 /* The device's layout (docs/sim.md, "Device memory"): the device is charged
  * in whole pages; cudaMalloc allocations of at most SIM_SMALL_MAX bytes are
  * placed at SIM_ALLOC_GRANULE, the textureAlignment the sim reports, in pages
- * they share (vram.c); memory pools reserve chunks of at least
- * SIM_POOL_CHUNK and place their blocks in them at the granule (chunks.c). */
+ * they share (vram.c); memory pools reserve whole chunks of SIM_POOL_CHUNK
+ * and place their blocks in them at the granule (chunks.c). */
 #define SIM_ALLOC_GRANULE 512
 #define SIM_PAGE_SIZE     ((size_t)2 << 20)
 #define SIM_SMALL_MAX     ((size_t)1 << 20)
@@ -443,23 +443,25 @@ struct sim_chunks {
     enum sim_chunk_memory memory;
     struct sim_chunk *list;
     uint64_t reserved;   /* bytes of the chunks charged (host: of all chunks) */
-    uint64_t used;       /* bytes of the blocks placed, each rounded to the granule */
+    uint64_t used;       /* bytes of the blocks placed, each as asked (not rounded) */
     uint64_t next_token; /* numbers the frees not yet reached */
 };
-/* Places a block of `need` bytes (a multiple of SIM_ALLOC_GRANULE) for
- * stream s: in the smallest run of free space s may take (space s freed
- * itself, or, if `opportunistic`, space whose free every stream has
- * reached), at the run's lowest address. 0 when no run is large enough. */
-uintptr_t sim_chunks_place(struct sim_chunks *c, size_t need, struct fs_stream *s,
+/* Places a block asked for `size` bytes (taking them rounded up to
+ * SIM_ALLOC_GRANULE) for stream s: in the smallest run of free space s may
+ * take (space s freed itself, or, if `opportunistic`, space whose free
+ * every stream has reached), at the run's lowest address. 0 when no run is
+ * large enough. */
+uintptr_t sim_chunks_place(struct sim_chunks *c, size_t size, struct fs_stream *s,
                            int opportunistic);
-/* Adds a chunk able to hold `need` bytes: SIM_POOL_CHUNK, or `need` rounded
- * up to whole pages when that is more (or when `fallback`: the most the
- * device may still have room for). cudaErrorMemoryAllocation when the
- * device or the host refuses. */
+/* Adds a chunk able to hold `need` bytes: `need` rounded up to whole
+ * chunks of SIM_POOL_CHUNK, or, with `fallback` (where those no longer
+ * fit), to whole pages only. cudaErrorMemoryAllocation when the device or
+ * the host refuses. */
 cudaError_t sim_chunks_grow(struct sim_chunks *c, size_t need, int fallback);
-/* Frees the block at base (returning its size, 0 for no such block): its
- * space is free for stream s at once, and for every stream once reached;
- * when `reached` is 0, *token names the free for sim_chunks_reach. */
+/* Frees the block at base (returning the size it was asked for, 0 for no
+ * such block): its space is free for stream s at once, and for every
+ * stream once reached; when `reached` is 0, *token names the free for
+ * sim_chunks_reach. */
 size_t sim_chunks_free(struct sim_chunks *c, uintptr_t base, struct fs_stream *s, int reached,
                        uint64_t *token);
 /* The stream has reached the free `token`. */
@@ -476,8 +478,6 @@ void sim_chunks_unmap(struct sim_chunks *c, struct sim_chunk *list);
 /* Graph memory: charges the chunk holding base if it is not yet;
  * cudaErrorMemoryAllocation over capacity. */
 cudaError_t sim_chunks_charge(struct sim_chunks *c, uintptr_t base);
-/* Graph memory: bytes of charged chunks that hold a block. */
-uint64_t sim_chunks_charged_in_use(const struct sim_chunks *c);
 
 /* ---- mempool.c: the memory pools of each device, and pinned host pools ---- */
 /* The device's default pool (the pools cudaMemPoolCreate makes hang off

@@ -3,8 +3,8 @@
  * and each device's graph memory; cudaMallocAsync, cudaMallocFromPoolAsync,
  * cudaFreeAsync, the current pool, the pool attributes and trimming.
  *
- * A pool's memory is chunks of at least 32 MiB with its blocks placed in
- * them (chunks.c). A freed block's space is reusable at once by later
+ * A pool's memory is whole chunks of 32 MiB with its blocks placed in them
+ * (chunks.c). A freed block's space is reusable at once by later
  * allocations on the stream that freed it (stream order makes that safe),
  * and by any stream once the stream has reached the free, if
  * cudaMemPoolReuseAllowOpportunistic is set (the default). The other two
@@ -16,9 +16,9 @@
  * A pinned host memory pool (cudaMemLocationTypeHost, ...HostNuma) holds
  * real host memory that the host may read and write, in a dry run too,
  * charged to no device. A stream capture's allocations come from the
- * device's graph memory instead of the pool, whose chunks are charged when
- * a graph that needs them is first launched and stay until
- * cudaDeviceGraphMemTrim (graphmem.c). */
+ * device's graph memory instead of the pool, whose chunks are charged (and
+ * count as used, mapped by a graph) when a graph that needs them is first
+ * launched and stay until cudaDeviceGraphMemTrim (graphmem.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -125,11 +125,18 @@ static void each_pool(struct fs_pool *def, int and_more, void (*fn)(struct fs_po
     free(all);
 }
 
-/* What UsedMemCurrent answers (graph memory: the charged chunks that hold
- * a block, cudaGraphMemAttrUsedMemCurrent), under pool->mu. */
+/* What UsedMemCurrent answers, under pool->mu: the bytes of the blocks as
+ * asked, with those cudaFree left counted. Graph memory's
+ * (cudaGraphMemAttrUsedMemCurrent) is "the physical memory currently
+ * mapped by at least one graph" (CUDA Programming Guide, Graph Memory
+ * Nodes, "Physical Memory Footprint"): a launch maps the chunks its blocks
+ * are in when it charges them, and only a trim unmaps them, not the
+ * graph's destruction, so it is every charged chunk. An H200 (driver 580,
+ * run 7) answered used 32 MiB after the graph of a 1 MiB block was
+ * destroyed, and 0 after cudaDeviceGraphMemTrim. */
 static uint64_t used_now(const struct fs_pool *pool)
 {
-    return pool->graph ? sim_chunks_charged_in_use(&pool->mem) : pool->mem.used + pool->used_stale;
+    return pool->graph ? pool->mem.reserved : pool->mem.used + pool->used_stale;
 }
 
 /* Raises the high-water marks to the current amounts (under pool->mu). */
@@ -186,26 +193,30 @@ static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_strea
     struct fs_device *dev = pool->dev;
     if ((dev && size > fs_cfg.capacity) || size > SIZE_MAX / 2)
         return fs_capacity_refused(dev, size, cudaErrorMemoryAllocation);
-    size_t need = sim_round_up(size, SIM_ALLOC_GRANULE);
 
     pthread_mutex_lock(&pool->mu);
     int opportunistic = pool->reuse_opportunistic;
-    uintptr_t base = sim_chunks_place(&pool->mem, need, s, opportunistic);
+    uintptr_t base = sim_chunks_place(&pool->mem, size, s, opportunistic);
     cudaError_t err = cudaSuccess;
     if (!base) {
-        err = sim_chunks_grow(&pool->mem, need, 0);
+        err = sim_chunks_grow(&pool->mem, size, 0);
         if (err && pool->mem.memory == SIM_CHUNK_DEVICE) {
             /* Give back what the pool caches, as the driver does, and
-             * retry; then with a chunk of the block's own size, where a
-             * whole chunk no longer fits (an assumption: docs/sim.md). */
+             * retry; then with a chunk of the block's own size, where
+             * whole chunks no longer fit (an assumption: docs/sim.md). */
             pthread_mutex_unlock(&pool->mu);
             pool_trim(pool, 0);
             pthread_mutex_lock(&pool->mu);
-            base = sim_chunks_place(&pool->mem, need, s, opportunistic);
-            if (!base && (err = sim_chunks_grow(&pool->mem, need, 0)))
-                err = sim_chunks_grow(&pool->mem, need, 1);
+            base = sim_chunks_place(&pool->mem, size, s, opportunistic);
+            if (!base && (err = sim_chunks_grow(&pool->mem, size, 0)))
+                err = sim_chunks_grow(&pool->mem, size, 1);
+        } else if (err && pool->mem.memory == SIM_CHUNK_GRAPH) {
+            /* Graph memory is charged at a launch, so growing fails here
+             * only where whole chunks exceed the device: a chunk of the
+             * block's own size may still be charged then. */
+            err = sim_chunks_grow(&pool->mem, size, 1);
         }
-        if (!err && !base) base = sim_chunks_place(&pool->mem, need, s, opportunistic);
+        if (!err && !base) base = sim_chunks_place(&pool->mem, size, s, opportunistic);
     }
     if (base) note_highs(pool);
     pthread_mutex_unlock(&pool->mu);
@@ -225,7 +236,7 @@ static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_strea
 }
 
 /* Gives the block at base back to its pool, reached by every stream (its
- * registry entry already gone); returns its size. */
+ * registry entry already gone); returns the size it was asked for. */
 static size_t unplace(struct fs_pool *pool, uintptr_t base)
 {
     pthread_mutex_lock(&pool->mu);

@@ -228,21 +228,22 @@ FS_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-/* Driver-only attributes: what an H100 SXM (driver 580) in a node without
- * a multicast-capable NVSwitch fabric or IMEX answers; dma-buf export,
+/* Driver-only attributes: what an H100 SXM and an H200 (driver 580) in a
+ * node without a multicast-capable NVSwitch fabric or IMEX answer
+ * (GPUDirect RDMA with CUDA VMM: the H200's 1, run 7); dma-buf export,
  * decompression and remote write flushes are features the sim's driver
  * does not offer (absent.c, memop.c), said here so that callers that check
- * first take their fallback. Fabric handles are
- * supported by the device (1) even so: whether a fabric is there is NVML's
- * answer (sim/nvml/, NVML_GPU_FABRIC_STATE_NOT_SUPPORTED), and a
- * cuMemCreate asking for fabric handles still fails (vmm.c). */
+ * first take their fallback. Fabric handles are supported by the device
+ * (1) even so: whether a fabric is there is NVML's answer (sim/nvml/,
+ * NVML_GPU_FABRIC_STATE_NOT_SUPPORTED), and a cuMemCreate asking for
+ * fabric handles is refused, the process having no IMEX channel (vmm.c).
+ * cuMemCreate takes (and ignores) the GPUDirect RDMA flag. */
 static int driver_attribute(CUdevice_attribute attr, int *value)
 {
     switch (attr) {
     case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED:
-    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK:
     case CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES:
@@ -250,6 +251,7 @@ static int driver_attribute(CUdevice_attribute attr, int *value)
         return 1;
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
     case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:

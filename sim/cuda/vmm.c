@@ -20,9 +20,12 @@
  *                         dup of the memfd, which another process can
  *                         import (after pidfd_getfd or SCM_RIGHTS) and map;
  *                         the memory stays charged to the exporting device
- *                         and process. Fabric handles need IMEX, which an
- *                         H100 node without it refuses too
- *                         (CUDA_ERROR_NOT_SUPPORTED)
+ *                         and process. Fabric handles need an IMEX
+ *                         channel, which the process does not have: a
+ *                         cuMemCreate asking for them is
+ *                         CUDA_ERROR_NOT_PERMITTED, as an H200 answered
+ *                         (run 7); exporting or importing one
+ *                         CUDA_ERROR_NOT_SUPPORTED (not probed)
  *
  * Two mappings of one allocation therefore really alias, which is what
  * makes VMM-based allocators (expandable segments) testable here. */
@@ -119,12 +122,14 @@ FS_API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAl
     return CUDA_SUCCESS;
 }
 
-/* Handle types an allocation can be exported as: a POSIX file descriptor;
- * fabric handles need IMEX, which the sim's node (like an H100 node
- * without it) does not have. */
+/* Handle types an allocation can be exported as: a POSIX file descriptor.
+ * The device says it supports fabric handles, but they need an IMEX
+ * channel, which no process on the sim's node has: not permitted, as an
+ * H200 without one answered (driver 580, run 7), rather than not
+ * supported. */
 static CUresult check_handle_types(unsigned long long types)
 {
-    if (types & CU_MEM_HANDLE_TYPE_FABRIC) return CUDA_ERROR_NOT_SUPPORTED;
+    if (types & CU_MEM_HANDLE_TYPE_FABRIC) return CUDA_ERROR_NOT_PERMITTED;
     if (types & ~(unsigned long long)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
         return CUDA_ERROR_INVALID_VALUE;
     return CUDA_SUCCESS;

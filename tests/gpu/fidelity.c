@@ -115,7 +115,8 @@ static const struct documented documented[] = {
     {PROBE_GRANULE, "cudaMalloc 1 byte, device free down", "2 MiB", SEC_GRANULE},
     {PROBE_GRANULE, "cudaMalloc 1 MiB, device free down", "2 MiB", SEC_GRANULE},
     {PROBE_GRANULE, "cudaMalloc 1 MiB + 1, device free down", "2 MiB", SEC_GRANULE},
-    /* What the H100's answers above leave open (docs/sim.md, "Device memory", assumptions). */
+    /* What the H100's answers above left open; an H200 answered it all so (docs/sim.md,
+     * "Device memory", run 7). */
     {PROBE_GRANULE, "cudaMalloc 1 byte, then cudaFree, device free down", "0", SEC_GRANULE},
     {PROBE_GRANULE, "2 x cudaMalloc 1 MiB, device free down", "2 MiB", SEC_GRANULE},
     {PROBE_GRANULE, "2 x cudaMalloc 1 MiB, distance between them", "1 MiB", SEC_GRANULE},
@@ -153,16 +154,17 @@ static const struct documented documented[] = {
      SEC_POOLS},
     POOL_ROWS(PROBE_CREATED_POOL, "created pool", "cudaMallocFromPoolAsync"),
 
-    /* How a pool lays out its chunks: what the H100's answers leave open. */
+    /* How a pool lays out its chunks: what the H100's answers left open, as an H200 answered
+     * (run 7): a block larger than a chunk reserves whole chunks. */
     {PROBE_POOL_CHUNKS, "default pool, cudaMallocAsync 32 MiB: reserved", "32 MiB", SEC_POOLS},
-    {PROBE_POOL_CHUNKS, "default pool, cudaMallocAsync 33 MiB: reserved", "34 MiB", SEC_POOLS},
-    {PROBE_POOL_CHUNKS, "default pool, cudaMallocAsync 64 MiB + 1: reserved", "66 MiB", SEC_POOLS},
-    {PROBE_POOL_CHUNKS, "default pool, cudaMallocAsync 100 MiB: reserved", "100 MiB", SEC_POOLS},
+    {PROBE_POOL_CHUNKS, "default pool, cudaMallocAsync 33 MiB: reserved", "64 MiB", SEC_POOLS},
+    {PROBE_POOL_CHUNKS, "default pool, cudaMallocAsync 64 MiB + 1: reserved", "96 MiB", SEC_POOLS},
+    {PROBE_POOL_CHUNKS, "default pool, cudaMallocAsync 100 MiB: reserved", "128 MiB", SEC_POOLS},
     {PROBE_POOL_CHUNKS, "default pool, 4 KiB then 32 MiB: reserved", "64 MiB", SEC_POOLS},
     {PROBE_POOL_CHUNKS, "default pool, 31 x 1 MiB then 2 MiB: reserved", "64 MiB", SEC_POOLS},
     {PROBE_POOL_CHUNKS, "default pool, 8 x cudaMallocAsync 1 byte, smallest distance between two",
      "512 B", SEC_POOLS},
-    {PROBE_POOL_CHUNKS, "default pool, cudaMallocAsync 1000 bytes: used", "1 KiB", SEC_POOLS},
+    {PROBE_POOL_CHUNKS, "default pool, cudaMallocAsync 1000 bytes: used", "1000 B", SEC_POOLS},
     {PROBE_POOL_CHUNKS, "cuMemGetAddressRange of a cudaMallocAsync 1000 bytes", "1000 B",
      SEC_POOLS},
 
@@ -225,7 +227,7 @@ static const struct documented documented[] = {
     {PROBE_GRAPH_MEMORY, "default pool after the graph is destroyed and cudaDeviceSynchronize",
      "reserved 0, used 0", SEC_GRAPHS},
     {PROBE_GRAPH_MEMORY, "graph memory attributes after the graph is destroyed",
-     "reserved 32 MiB, used 0, device free down 32 MiB", SEC_GRAPHS},
+     "reserved 32 MiB, used 32 MiB, device free down 32 MiB", SEC_GRAPHS},
     {PROBE_GRAPH_MEMORY, "graph memory attributes after cudaDeviceGraphMemTrim",
      "reserved 0, used 0, device free down 0", SEC_GRAPHS},
 
@@ -250,7 +252,7 @@ static const struct documented documented[] = {
      "wait value NOR 1, host pointer for registered mem 1, read-only host register 1",
      SEC_DRIVER},
     {PROBE_DRIVER, "cuDeviceGetAttribute of GPUDirect RDMA with CUDA VMM, win32 KMT handles",
-     "0, 0", SEC_DRIVER},
+     "1, 0", SEC_DRIVER},
 
     {PROBE_IPC, "cudaIpcGetMemHandle of a cudaMalloc block", "cudaSuccess", SEC_IPC},
     {PROBE_IPC, "cudaIpcGetMemHandle of a pointer 4 KiB into that block", "the block's handle",
@@ -275,7 +277,7 @@ static const struct documented documented[] = {
      SEC_VMM},
     {PROBE_VMM, "cudaMemcpy reaching an unmapped part of a reservation", "cudaErrorInvalidValue",
      SEC_VMM},
-    {PROBE_VMM, "cuMemCreate 2 MiB asking for fabric handles", "CUDA_ERROR_NOT_SUPPORTED", SEC_VMM},
+    {PROBE_VMM, "cuMemCreate 2 MiB asking for fabric handles", "CUDA_ERROR_NOT_PERMITTED", SEC_VMM},
 
     {PROBE_RESET, "cudaDeviceReset", "cudaSuccess", SEC_CANNOT},
     {PROBE_RESET, "default pool after cudaDeviceReset", "reserved 32 MiB, used 4 KiB", SEC_CANNOT},
@@ -922,9 +924,9 @@ static void observe_chunks(const char *check, cudaMemPool_t pool, cudaStream_t s
     cudaStreamSynchronize(s);
 }
 
-/* How the default pool lays its blocks out in its chunks (docs/sim.md, "Memory pools",
- * assumptions): blocks of more than a chunk, a block that does not fit what is left of a
- * chunk, the distance between small blocks, what a 1000-byte block counts as used. */
+/* How the default pool lays its blocks out in its chunks (docs/sim.md, "Memory pools"):
+ * blocks of more than a chunk, a block that does not fit what is left of a chunk, the
+ * distance between small blocks, what a 1000-byte block counts as used. */
 static void probe_pool_chunks(void)
 {
     cudaMemPool_t pool;
@@ -1642,8 +1644,8 @@ static void probe_vmm(void)
     v.unmap(base, 2 * page);
     v.address_free(base, 4 * page);
 
-    /* The device says it supports fabric handles (probe_driver); without IMEX, can one have
-     * them? */
+    /* The device says it supports fabric handles (probe_driver); without an IMEX channel, can
+     * one have them? */
     CUmemAllocationProp fabric = device_memory;
     fabric.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
     CUmemGenericAllocationHandle handle;

@@ -68,13 +68,14 @@ static void test_pool_cache_counts_and_is_released_on_oom(void **state)
     assert_int_equal(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep),
                      cudaSuccess);
     assert_int_equal(cudaStreamCreate(&s), cudaSuccess);
-    assert_int_equal(cudaMallocAsync(&a, 40 * MiB, s), cudaSuccess);
+    assert_int_equal(cudaMallocAsync(&a, 20 * MiB, s), cudaSuccess);
     assert_int_equal(cudaFreeAsync(a, s), cudaSuccess);
     assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
-    /* The pool still holds the 40 MiB: cudaMalloc cannot have them. */
-    assert_int_equal(cudaMalloc(&b, 30 * MiB), cudaErrorMemoryAllocation);
+    /* The pool still holds its 32 MiB chunk: cudaMalloc cannot have it. */
+    assert_int_equal(cudaMalloc(&b, 40 * MiB), cudaErrorMemoryAllocation);
     (void)cudaGetLastError();
-    /* A pool allocation that does not fit releases the cache and retries. */
+    /* A pool allocation that fits neither the cached chunk nor the rest of
+     * the device (its two chunks) releases the cache and retries. */
     assert_int_equal(cudaMallocAsync(&b, 50 * MiB, s), cudaSuccess);
     assert_int_equal(cudaFreeAsync(b, s), cudaSuccess);
     assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
@@ -86,9 +87,10 @@ static void test_pool_cache_counts_and_is_released_on_oom(void **state)
     cudaStreamDestroy(s);
 }
 
-/* A pool's chunk is 32 MiB; where that no longer fits, a chunk of the
- * block's own size in pages is tried before the allocation fails (an
- * assumption: docs/sim.md, "Memory pools"). */
+/* A pool's chunk is 32 MiB, a larger block's size in whole chunks; where
+ * those no longer fit, a chunk of the block's own size in pages is tried
+ * before the allocation fails (an assumption: docs/sim.md, "Memory
+ * pools"). */
 static void test_pool_chunk_smaller_when_the_device_is_full(void **state)
 {
     (void)state;
@@ -112,6 +114,23 @@ static void test_pool_chunk_smaller_when_the_device_is_full(void **state)
     assert_int_equal(cudaMallocAsync(&a, 30 * MiB, s), cudaErrorMemoryAllocation);
     (void)cudaGetLastError();
     assert_int_equal(cudaFree(big), cudaSuccess);
+    /* A block larger than a chunk: two whole chunks (64 MiB) no longer fit
+     * beside 16 MiB, its own 40 MiB do. */
+    assert_int_equal(cudaMalloc(&big, 16 * MiB), cudaSuccess);
+    assert_int_equal(cudaMallocAsync(&a, 40 * MiB, s), cudaSuccess);
+    assert_int_equal(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved),
+                     cudaSuccess);
+    assert_int_equal(reserved, 40 * MiB);
+    assert_int_equal(cudaFreeAsync(a, s), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    assert_int_equal(cudaFree(big), cudaSuccess);
+    /* With the device empty, whole chunks again. */
+    assert_int_equal(cudaMallocAsync(&a, 40 * MiB, s), cudaSuccess);
+    assert_int_equal(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved),
+                     cudaSuccess);
+    assert_int_equal(reserved, 64 * MiB);
+    assert_int_equal(cudaFreeAsync(a, s), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
     cudaStreamDestroy(s);
 }
 

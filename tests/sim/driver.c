@@ -82,14 +82,23 @@ static void test_devices_match_runtime(void **state)
     assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, 0),
                      CUDA_SUCCESS);
     assert_int_equal(v, 0);
-    /* As an H100 answers without IMEX: the device supports fabric handles
-     * and GPUDirect RDMA (NVML says there is no fabric). */
+    /* As an H100 and an H200 answer without IMEX: the device supports
+     * fabric handles and GPUDirect RDMA (NVML says there is no fabric), and
+     * GPUDirect RDMA with CUDA VMM (the H200, run 7); not Win32 KMT handles. */
     assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, 0),
                      CUDA_SUCCESS);
     assert_int_equal(v, 1);
     assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED, 0),
                      CUDA_SUCCESS);
     assert_int_equal(v, 1);
+    assert_int_equal(
+        cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, 0),
+        CUDA_SUCCESS);
+    assert_int_equal(v, 1);
+    assert_int_equal(
+        cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED, 0),
+        CUDA_SUCCESS);
+    assert_int_equal(v, 0);
     assert_int_equal(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX, 0),
                      CUDA_ERROR_INVALID_VALUE);
     assert_int_equal(cuDeviceGetAttribute(NULL, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 0),
@@ -462,7 +471,9 @@ static void test_vmm_export_import_retain(void **state)
     assert_int_equal(cuMemRelease(h), CUDA_SUCCESS);
     assert_int_equal(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);
 
-    /* Not created exportable; fabric handles need IMEX. */
+    /* Not created exportable; fabric handles need an IMEX channel, which
+     * the process has not got: not permitted, as an H200 answered. The
+     * GPUDirect RDMA flag, which the device says it supports, is taken. */
     CUmemAllocationProp plain = exportable(0);
     plain.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
     assert_int_equal(cuMemCreate(&h, gran, &plain, 0), CUDA_SUCCESS);
@@ -470,8 +481,12 @@ static void test_vmm_export_import_retain(void **state)
         cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
         CUDA_ERROR_INVALID_VALUE);
     assert_int_equal(cuMemRelease(h), CUDA_SUCCESS);
+    plain.allocFlags.gpuDirectRDMACapable = 1;
+    assert_int_equal(cuMemCreate(&h, gran, &plain, 0), CUDA_SUCCESS);
+    assert_int_equal(cuMemRelease(h), CUDA_SUCCESS);
+    plain.allocFlags.gpuDirectRDMACapable = 0;
     plain.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
-    assert_int_equal(cuMemCreate(&h, gran, &plain, 0), CUDA_ERROR_NOT_SUPPORTED);
+    assert_int_equal(cuMemCreate(&h, gran, &plain, 0), CUDA_ERROR_NOT_PERMITTED);
     int not_memfd[2];
     assert_int_equal(pipe(not_memfd), 0);
     assert_int_equal(cuMemImportFromShareableHandle(&h, (void *)(uintptr_t)not_memfd[0],

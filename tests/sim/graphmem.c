@@ -1,7 +1,9 @@
 /* graphmem.c - the graph memory attributes: all four amounts read 0 on a
  * device whose graphs hold no memory; a launch of a graph that allocates
- * charges a whole chunk, which stays reserved after the graph is gone until
- * cudaDeviceGraphMemTrim; only the high watermarks can be set and only to 0,
+ * charges a whole chunk, which stays reserved and used (mapped) after the
+ * graph is gone until cudaDeviceGraphMemTrim, as an H200 answered; a trim
+ * keeps a chunk a block the program has not freed is in; only the high
+ * watermarks can be set and only to 0,
  * which resets each to the current amount; a bad device, attribute or
  * pointer is refused with the runtime's errors. */
 #include <setjmp.h>
@@ -79,23 +81,65 @@ static void test_launch_charges_a_chunk_until_trimmed(void **state)
     assert_int_equal(free0 - free1, chunk);
     assert_int_equal(cudaGraphExecDestroy(exec), cudaSuccess);
     assert_int_equal(cudaGraphDestroy(g), cudaSuccess);
-    assert_int_equal(amount(1, cudaGraphMemAttrUsedMemCurrent), 0);
+    /* The graph gone, its chunk stays mapped: used as well as reserved. */
+    assert_int_equal(amount(1, cudaGraphMemAttrUsedMemCurrent), chunk);
     assert_int_equal(amount(1, cudaGraphMemAttrReservedMemCurrent), chunk);
     /* Resetting a high watermark sets it to the current amount. */
     uint64_t zero = 0;
     assert_int_equal(amount(1, cudaGraphMemAttrUsedMemHigh), chunk);
     assert_int_equal(cudaDeviceSetGraphMemAttribute(1, cudaGraphMemAttrUsedMemHigh, &zero),
                      cudaSuccess);
-    assert_int_equal(amount(1, cudaGraphMemAttrUsedMemHigh), 0);
+    assert_int_equal(amount(1, cudaGraphMemAttrUsedMemHigh), chunk);
     assert_int_equal(cudaDeviceSetGraphMemAttribute(1, cudaGraphMemAttrReservedMemHigh, &zero),
                      cudaSuccess);
     assert_int_equal(amount(1, cudaGraphMemAttrReservedMemHigh), chunk);
     assert_int_equal(cudaDeviceGraphMemTrim(1), cudaSuccess);
     assert_int_equal(amount(1, cudaGraphMemAttrReservedMemCurrent), 0);
+    assert_int_equal(amount(1, cudaGraphMemAttrUsedMemCurrent), 0);
     assert_int_equal(cudaMemGetInfo(&free1, &total), cudaSuccess);
     assert_int_equal(free1, free0);
+    /* Only the trim brought them down: resetting now takes both to 0. */
+    assert_int_equal(cudaDeviceSetGraphMemAttribute(1, cudaGraphMemAttrUsedMemHigh, &zero),
+                     cudaSuccess);
+    assert_int_equal(amount(1, cudaGraphMemAttrUsedMemHigh), 0);
     assert_int_equal(cudaDeviceGraphMemTrim(99), cudaErrorInvalidDevice);
     (void)cudaGetLastError();
+    cudaStreamDestroy(s);
+    assert_int_equal(cudaSetDevice(0), cudaSuccess);
+}
+
+/* On device 2: a graph that allocates 1 MiB and leaves it to the program.
+ * cudaDeviceGraphMemTrim gives back only memory not in use, and an
+ * allocation not yet freed is in use (CUDA Programming Guide, "Physical
+ * Memory Footprint"): its chunk stays reserved and used until it is freed. */
+static void test_trim_keeps_an_unfreed_allocation(void **state)
+{
+    (void)state;
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaGraphExec_t exec;
+    void *p;
+    const uint64_t chunk = 32 << 20;
+    assert_int_equal(cudaSetDevice(2), cudaSuccess);
+    assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    assert_int_equal(cudaMallocAsync(&p, 1 << 20, s), cudaSuccess);
+    assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
+    assert_int_equal(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
+    assert_int_equal(cudaGraphLaunch(exec, s), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    assert_int_equal(cudaGraphExecDestroy(exec), cudaSuccess);
+    assert_int_equal(cudaGraphDestroy(g), cudaSuccess);
+    assert_int_equal(cudaDeviceGraphMemTrim(2), cudaSuccess);
+    assert_int_equal(amount(2, cudaGraphMemAttrReservedMemCurrent), chunk);
+    assert_int_equal(amount(2, cudaGraphMemAttrUsedMemCurrent), chunk);
+    /* Freed, it is memory no graph uses: still mapped until a trim. */
+    assert_int_equal(cudaFreeAsync(p, s), cudaSuccess);
+    assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
+    assert_int_equal(amount(2, cudaGraphMemAttrUsedMemCurrent), chunk);
+    assert_int_equal(cudaDeviceGraphMemTrim(2), cudaSuccess);
+    assert_int_equal(amount(2, cudaGraphMemAttrReservedMemCurrent), 0);
+    assert_int_equal(amount(2, cudaGraphMemAttrUsedMemCurrent), 0);
     cudaStreamDestroy(s);
     assert_int_equal(cudaSetDevice(0), cudaSuccess);
 }
@@ -126,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_amounts_read_zero),
         cmocka_unit_test(test_only_watermarks_reset_to_zero),
         cmocka_unit_test(test_launch_charges_a_chunk_until_trimmed),
+        cmocka_unit_test(test_trim_keeps_an_unfreed_allocation),
         cmocka_unit_test(test_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

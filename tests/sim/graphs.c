@@ -287,11 +287,13 @@ static void test_stream_ordered_allocation_becomes_graph_memory(void **state)
     assert_int_equal(graph_mem(cudaGraphMemAttrUsedMemCurrent), chunk);
     assert_int_equal(cudaGraphDestroy(g), cudaSuccess);
     assert_int_equal(cudaDeviceSynchronize(), cudaSuccess);
-    /* The graph gone, its memory stays reserved until trimmed. */
-    assert_int_equal(graph_mem(cudaGraphMemAttrUsedMemCurrent), 0);
+    /* The graph gone, its memory stays reserved, and mapped (used), until
+     * trimmed. */
+    assert_int_equal(graph_mem(cudaGraphMemAttrUsedMemCurrent), chunk);
     assert_int_equal(graph_mem(cudaGraphMemAttrReservedMemCurrent), chunk);
     assert_int_equal(cudaDeviceGraphMemTrim(0), cudaSuccess);
     assert_int_equal(graph_mem(cudaGraphMemAttrReservedMemCurrent), 0);
+    assert_int_equal(graph_mem(cudaGraphMemAttrUsedMemCurrent), 0);
     assert_int_equal(graph_mem(cudaGraphMemAttrReservedMemHigh), chunk);
     assert_int_equal(pool_used(), before);
     cudaFreeHost(h);

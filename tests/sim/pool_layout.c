@@ -1,6 +1,7 @@
 /* pool_layout.c - sim-only: how a memory pool lays its blocks out in the
- * chunks it reserves (docs/sim.md, "Memory pools"): 32 MiB chunks, or a
- * larger block's size in whole pages; blocks 512 bytes apart; freed space
+ * chunks it reserves (docs/sim.md, "Memory pools"): 32 MiB chunks, a larger
+ * block's size in whole chunks; blocks 512 bytes apart, counted as used by
+ * the bytes asked for; freed space
  * reusable at once by the stream that freed it and by other streams once
  * reached; a chunk given back only when empty, down to the release
  * threshold; the used count a cudaFree leaves behind; the current pool
@@ -65,24 +66,35 @@ static void test_chunks(void **state)
     assert_int_equal(reserved(pool), CHUNK);
     assert_int_equal(device_used() - base, CHUNK);
     assert_int_equal(attr(pool, cudaMemPoolAttrUsedMemCurrent), 4096);
-    /* Blocks lie 512 bytes apart, rounded to 512. */
+    /* Blocks lie 512 bytes apart, each taking its size rounded to 512; used
+     * counts the bytes asked for, as an H200 answered (1000 bytes: 1000). */
     assert_int_equal(cudaMallocAsync((void **)&b, 1, s), cudaSuccess);
     assert_int_equal(cudaMallocAsync((void **)&c, 1000, s), cudaSuccess);
     assert_ptr_equal(b, a + 4096);
     assert_ptr_equal(c, b + 512);
-    assert_int_equal(attr(pool, cudaMemPoolAttrUsedMemCurrent), 4096 + 512 + 1024);
+    assert_int_equal(attr(pool, cudaMemPoolAttrUsedMemCurrent), 4096 + 1 + 1000);
     /* What is left of the chunk is less than 32 MiB: a second chunk. */
     assert_int_equal(cudaMallocAsync((void **)&d, CHUNK, s), cudaSuccess);
     assert_int_equal(reserved(pool), 2 * CHUNK);
     assert_int_equal(cudaFreeAsync(d, s), cudaSuccess);
-    /* A block larger than a chunk: a chunk of its size in whole pages. */
+    /* A block larger than a chunk: its size in whole chunks, as an H200
+     * answered (33 MiB: 64 MiB). What it leaves of that chunk is too little
+     * for 32 MiB, which takes the freed 32 MiB, s's own. */
     assert_int_equal(cudaMallocAsync((void **)&d, 33 * MiB + 1, s), cudaSuccess);
-    assert_int_equal(reserved(pool), 2 * CHUNK + 34 * MiB);
+    assert_int_equal(reserved(pool), 4 * CHUNK);
     void *e;
     assert_int_equal(cudaMallocAsync(&e, 32 * MiB, s), cudaSuccess);
-    assert_int_equal(reserved(pool), 2 * CHUNK + 34 * MiB); /* the freed 32 MiB, s's own */
-    assert_int_equal(attr(pool, cudaMemPoolAttrReservedMemHigh), 2 * CHUNK + 34 * MiB);
-    assert_int_equal(device_used() - base, 2 * CHUNK + 34 * MiB);
+    assert_int_equal(reserved(pool), 4 * CHUNK);
+    assert_int_equal(attr(pool, cudaMemPoolAttrReservedMemHigh), 4 * CHUNK);
+    assert_int_equal(device_used() - base, 4 * CHUNK);
+    assert_int_equal(attr(pool, cudaMemPoolAttrUsedMemCurrent),
+                     4096 + 1 + 1000 + 33 * MiB + 1 + 32 * MiB);
+    /* A block just over two chunks takes three. */
+    void *f;
+    assert_int_equal(cudaMallocAsync(&f, 2 * CHUNK + 1, s), cudaSuccess);
+    assert_int_equal(reserved(pool), 7 * CHUNK);
+    assert_int_equal(device_used() - base, 7 * CHUNK);
+    assert_int_equal(cudaFreeAsync(f, s), cudaSuccess);
     /* Synchronised with threshold 0, only empty chunks go. */
     assert_int_equal(cudaFreeAsync(e, s), cudaSuccess);
     assert_int_equal(cudaFreeAsync(d, s), cudaSuccess);
