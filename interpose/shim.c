@@ -171,7 +171,8 @@ static void dispatch(void *ctx, const fs_alloc_event *ev)
 
     if (observer.on_event) observer.on_event(ctx, ev);
     if (hook && (ev->kind == FS_EV_SEGMENT_ALLOC || ev->kind == FS_EV_SEGMENT_FREE ||
-                 ev->kind == FS_EV_SEGMENT_MAP || ev->kind == FS_EV_SEGMENT_UNMAP))
+                 ev->kind == FS_EV_SEGMENT_MAP || ev->kind == FS_EV_SEGMENT_UNMAP ||
+                 ev->kind == FS_EV_FREE_COMPLETED))
         hook(ev);
 }
 

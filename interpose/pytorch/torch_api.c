@@ -51,10 +51,11 @@ static void on_segment(const fs_alloc_event *ev)
         queue.cap = cap;
     }
     queue.ev[queue.n++] = (seg_event){
-        .action = ev->kind == FS_EV_SEGMENT_ALLOC  ? FS_TORCH_SEGMENT_ALLOC
-                  : ev->kind == FS_EV_SEGMENT_FREE ? FS_TORCH_SEGMENT_FREE
-                  : ev->kind == FS_EV_SEGMENT_MAP  ? FS_TORCH_SEGMENT_MAP
-                                                   : FS_TORCH_SEGMENT_UNMAP,
+        .action = ev->kind == FS_EV_SEGMENT_ALLOC   ? FS_TORCH_SEGMENT_ALLOC
+                  : ev->kind == FS_EV_SEGMENT_FREE  ? FS_TORCH_SEGMENT_FREE
+                  : ev->kind == FS_EV_SEGMENT_MAP   ? FS_TORCH_SEGMENT_MAP
+                  : ev->kind == FS_EV_SEGMENT_UNMAP ? FS_TORCH_SEGMENT_UNMAP
+                                                    : FS_TORCH_FREE_COMPLETED,
         .device = ev->device,
         .addr = ev->addr,
         .size = ev->size,
@@ -224,6 +225,26 @@ static void api_reset_accumulated(int device)
     fs_shim_leave();
 }
 
+static int api_block_of(const void *ptr, fs_torch_block *out)
+{
+    fs_allocator *a = fs_shim_enter_active();
+    fs_block_info info;
+    fs_status st;
+
+    if (!a) return FS_TORCH_ERROR;
+    st = fs_alloc_block_info(a, ptr, &info);
+    fs_shim_leave();
+    if (st != FS_OK) return FS_TORCH_NOT_OWNED;
+    *out = (fs_torch_block){
+        .device = info.device,
+        .stream = stream_of_key(info.stream),
+        .addr = (uintptr_t)info.block,
+        .size = info.block_size,
+        .requested = info.requested,
+    };
+    return FS_TORCH_OK;
+}
+
 static void api_set_limit(int device, size_t bytes)
 {
     fs_allocator *a = fs_shim_enter_active();
@@ -309,4 +330,5 @@ const fs_torch_api fs_torch_api_table = {
     .walk = api_walk,
     .segment_hook = api_segment_hook,
     .set_limit = api_set_limit,
+    .block_of = api_block_of,
 };

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the table or a struct below changes. */
-#define FS_TORCH_API_VERSION 4
+#define FS_TORCH_API_VERSION 5
 
 /* Results of the table's calls. */
 enum fs_torch_status {
@@ -70,15 +70,27 @@ typedef struct fs_torch_walk_entry {
     int large, expandable;
 } fs_torch_walk_entry;
 
-/* A segment event, for PyTorch's allocator trace trackers. */
+/* An allocator event for PyTorch's allocator trace trackers and memory
+ * history: a segment's, or a block's deferred free completing (its
+ * recorded streams' work done). */
 enum fs_torch_segment_action {
     FS_TORCH_SEGMENT_ALLOC,
     FS_TORCH_SEGMENT_FREE,
     FS_TORCH_SEGMENT_MAP,
     FS_TORCH_SEGMENT_UNMAP,
+    FS_TORCH_FREE_COMPLETED,
 };
 typedef void (*fs_torch_segment_fn)(void *ctx, int action, int device, uintptr_t addr, size_t size,
                                     void *stream);
+
+/* A live block, as PyTorch's trace entries name it. */
+typedef struct fs_torch_block {
+    int device;
+    void *stream; /* the cudaStream_t it was allocated for */
+    uintptr_t addr;
+    size_t size;      /* rounded */
+    size_t requested; /* the bytes asked for */
+} fs_torch_block;
 
 typedef struct fs_torch_api {
     int version; /* FS_TORCH_API_VERSION */
@@ -104,13 +116,16 @@ typedef struct fs_torch_api {
      * call again with room for them). */
     size_t (*walk)(int device, fs_torch_walk_entry *out, size_t max);
     /* From now on, fn hears of every segment the table's own calls (malloc,
-     * free, empty_cache) allocate, free, map or unmap, on the calling
-     * thread, after the call has left the allocator (no lock of the shim's
-     * held), in the order they happened. Set once. */
+     * free, empty_cache) allocate, free, map or unmap, and every deferred
+     * free they complete, on the calling thread, after the call has left
+     * the allocator (no lock of the shim's held), in the order they
+     * happened. Set once. */
     void (*segment_hook)(fs_torch_segment_fn fn, void *ctx);
     /* Caps what the shim reserves on the device at `bytes`, 0 for none
      * (PyTorch's per-process memory fraction; fs_alloc_set_limit). */
     void (*set_limit)(int device, size_t bytes);
+    /* The live block containing ptr; FS_TORCH_NOT_OWNED otherwise. */
+    int (*block_of)(const void *ptr, fs_torch_block *out);
 } fs_torch_api;
 
 /* The adapter's one entry point (looked up by name in the adapter's

@@ -6,7 +6,7 @@
 // The product's one C++ part (STYLE): each method translates to a call of
 // that table, no policy of its own; one file per concern: alloc.cpp
 // (allocation, streams, the cache), stats.cpp (memory_stats), snapshot.cpp
-// (snapshot()), pending.cpp
+// (snapshot()), history.cpp (memory history), pending.cpp
 // (what is not served yet, each saying so), install.cpp (the version check
 // and the swap). PyTorch's interface differs between releases; the build
 // passes FS_TORCH_MINOR (the PyTorch 2.x it compiles against) and
@@ -18,7 +18,10 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #ifndef FS_TORCH_MINOR
@@ -32,6 +35,66 @@ namespace cca = c10::cuda::CUDACachingAllocator;
 
 // The table, set once by fsdpshim_torch_install before the adapter is used.
 extern const fs_torch_api *api;
+
+// history.cpp: PyTorch's memory history (recordHistory) over the adapter's
+// calls, with the stacks of live blocks; nothing is kept while it is off.
+class History
+{
+  public:
+    bool on() const
+    {
+        return on_.load(std::memory_order_acquire);
+    }
+    void configure(bool enabled, cca::CreateContextFn recorder, size_t max_entries,
+                   cca::RecordContext when, bool clear,
+                   const std::vector<std::string> &skip_actions, int device_count);
+    // an allocation is about to be asked for: its stack, for it and its segments
+    void begin_alloc();
+    void alloc(int device, void *ptr, size_t requested, cudaStream_t stream);
+    void record_use(void *ptr, cudaStream_t stream);
+    // before the shim frees ptr
+    void free_requested(void *ptr);
+    // a segment event or a deferred free's completion from the table's hook
+    void event(int action, int device, uintptr_t addr, size_t size, void *stream);
+    void oom(int device, size_t device_free, size_t size, cudaStream_t stream);
+    // the stacks of the snapshot's blocks and segments, and the traces
+    void fill(cca::SnapshotInfo &out, bool include_traces);
+
+  private:
+    using Entry = c10::CachingDeviceAllocator::TraceEntry;
+    struct Block {
+        int device;
+        cudaStream_t stream;
+        size_t requested;
+        std::shared_ptr<c10::GatheredContext> context;
+        bool has_uses;
+    };
+    struct Awaiting { // a free waiting for its recorded streams
+        int device;
+        cudaStream_t stream;
+        uintptr_t addr;
+        size_t size, requested;
+        std::shared_ptr<c10::GatheredContext> context;
+    };
+    struct Ring {
+        std::vector<Entry> entries;
+        size_t next = 0; // the oldest, once full
+    };
+    std::shared_ptr<c10::GatheredContext> gather(cca::RecordContext level);
+    void add(Entry entry);
+    std::shared_ptr<c10::GatheredContext> in_trace(std::shared_ptr<c10::GatheredContext> c);
+
+    std::atomic<bool> on_{false};
+    std::mutex lock_;
+    cca::CreateContextFn recorder_ = nullptr;
+    cca::RecordContext when_ = cca::RecordContext::NEVER;
+    size_t max_entries_ = 1;
+    std::vector<Entry::Action> skip_;
+    std::vector<Ring> rings_;
+    std::unordered_map<uintptr_t, Block> blocks_;
+    std::unordered_map<uintptr_t, std::shared_ptr<c10::GatheredContext>> segments_;
+    std::unordered_map<uintptr_t, Awaiting> awaiting_;
+};
 
 class Adapter final : public cca::CUDAAllocator
 {
@@ -74,6 +137,18 @@ class Adapter final : public cca::CUDAAllocator
     // a segment event from the shim's table, to every tracker
     void segment_event(int action, int device, uintptr_t addr, size_t size, void *stream);
 
+    // ---- history.cpp (through History)
+    bool isHistoryEnabled() override;
+    void recordHistory(bool enabled, cca::CreateContextFn context_recorder,
+                       size_t alloc_trace_max_entries, cca::RecordContext when, bool clearHistory,
+                       const std::vector<std::string> &skip_actions) override;
+    History &history()
+    {
+        return history_;
+    }
+    // every segment or free event from the table's hook: the trackers, the history
+    void hook_event(int action, int device, uintptr_t addr, size_t size, void *stream);
+
     // ---- pending.cpp: not served yet
     void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
                              std::function<bool(cudaStream_t)> filter) override;
@@ -81,10 +156,6 @@ class Adapter final : public cca::CUDAAllocator
     void releasePool(c10::DeviceIndex device, c10::MempoolId_t mempool_id) override;
     cca::ShareableHandle shareIpcHandle(void *ptr) override;
     std::shared_ptr<void> getIpcDevPtr(std::string handle) override;
-    bool isHistoryEnabled() override;
-    void recordHistory(bool enabled, cca::CreateContextFn context_recorder,
-                       size_t alloc_trace_max_entries, cca::RecordContext when, bool clearHistory,
-                       const std::vector<std::string> &skip_actions) override;
     std::shared_ptr<cca::AllocatorState> getCheckpointState(c10::DeviceIndex device,
                                                             c10::MempoolId_t id) override;
     cca::CheckpointDelta setCheckpointPoolState(c10::DeviceIndex device,
@@ -92,6 +163,7 @@ class Adapter final : public cca::CUDAAllocator
 
   private:
     void *alloc_on(c10::DeviceIndex device, size_t size, cudaStream_t stream);
+    void install_hook();
 
     std::atomic<bool> initialized_{false};
     std::atomic<bool> enabled_{true};
@@ -104,6 +176,8 @@ class Adapter final : public cca::CUDAAllocator
     std::vector<double> fractions_; // per device; 1.0 = no limit of PyTorch's
     std::mutex trackers_lock_;
     std::vector<cca::AllocatorTraceTracker> trackers_;
+    std::once_flag hook_once_;
+    History history_;
 };
 
 // The one instance PyTorch's allocator pointer is set to.

@@ -25,6 +25,8 @@ namespace
 void raw_free(void *ptr)
 {
     if (!ptr) return;
+    History &h = adapter().history();
+    if (h.on()) h.free_requested(ptr);
     int st = api->free(ptr);
     TORCH_INTERNAL_ASSERT(st == FS_TORCH_OK, "fsdpshim: free of ", ptr,
                           " that is not a live block of the shim's (", st, ")");
@@ -47,8 +49,14 @@ void *Adapter::alloc_on(c10::DeviceIndex device, size_t size, cudaStream_t strea
     if (size == 0) return nullptr;
     fs_torch_oom oom{};
     void *p = nullptr;
+    bool traced = history_.on();
+    if (traced) history_.begin_alloc();
     int st = api->malloc(device, stream, size, &p, &oom);
-    if (st == FS_TORCH_OK) return p;
+    if (st == FS_TORCH_OK) {
+        if (traced) history_.alloc(device, p, size, stream);
+        return p;
+    }
+    if (traced && st == FS_TORCH_OOM) history_.oom(device, oom.device_free, size, stream);
     TORCH_CHECK(st == FS_TORCH_OOM, "fsdpshim: the shim could not allocate ", size,
                 " bytes on device ", int(device),
                 " (is the shim active, and the stream capturing?)");
@@ -176,7 +184,8 @@ void Adapter::recordStream(const c10::DataPtr &ptr, c10::cuda::CUDAStream stream
     // PyTorch records only memory of its own allocator's: a DataPtr with
     // another deleter (from_blob) is left alone, as natively
     if (!ptr.get() || ptr.get_deleter() != &raw_free) return;
-    api->record_stream(ptr.get(), stream.stream());
+    if (api->record_stream(ptr.get(), stream.stream()) == FS_TORCH_OK && history_.on())
+        history_.record_use(ptr.get(), stream.stream());
 }
 
 std::vector<cca::StreamSegmentSize> Adapter::getExpandableSegmentSizes(c10::DeviceIndex /*device*/)
@@ -213,7 +222,8 @@ void Adapter::attachOutOfMemoryObserver(cca::OutOfMemoryObserver observer)
 
 #if FS_TORCH_MINOR >= 15
 // Called by PyTorch's allocator when a request is refused before the device
-// is asked (a memory fraction); the shim refuses none that way.
+// is asked (a memory fraction); the shim's cap refuses as the device would,
+// an out-of-memory error the OOM observers hear of.
 void Adapter::attachOomRejectionObserver(cca::OomRejectionObserver observer)
 {
     std::lock_guard<std::mutex> g(observers_lock_);

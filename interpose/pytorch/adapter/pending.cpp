@@ -1,11 +1,10 @@
 // pending.cpp - the methods of PyTorch's allocator interface the adapter
-// does not serve yet (issue: memory history, private pools
-// and CUDA graphs, IPC, checkpoint state).
+// does not serve yet (issue 26: private pools and CUDA graphs, IPC,
+// checkpoint state).
 // Each refuses with PyTorch's own kind of error, naming what is missing,
 // rather than pretending: a caller that relies on one of them learns it at
 // the call, as under PyTorch's cudaMallocAsync backend (the route the
-// adapter is to replace, which refuses the same ones). Calls that ask for
-// nothing (history switched off) succeed.
+// adapter is to replace, which refuses the same ones).
 #include "adapter.h"
 
 #include <c10/util/Exception.h>
@@ -49,17 +48,6 @@ cca::ShareableHandle Adapter::shareIpcHandle(void *)
 std::shared_ptr<void> Adapter::getIpcDevPtr(std::string)
 {
     not_yet("sharing CUDA tensors between processes (getIpcDevPtr)");
-}
-
-bool Adapter::isHistoryEnabled()
-{
-    return false;
-}
-
-void Adapter::recordHistory(bool enabled, cca::CreateContextFn, size_t, cca::RecordContext, bool,
-                            const std::vector<std::string> &)
-{
-    if (enabled) not_yet("memory history (_record_memory_history)");
 }
 
 std::shared_ptr<cca::AllocatorState> Adapter::getCheckpointState(c10::DeviceIndex, c10::MempoolId_t)

@@ -3,8 +3,9 @@
 // (torch.cuda.memory_snapshot(), _snapshot()["segments"], and what PyTorch
 // 2.15's NCCL process group reads at init). A block is `allocated` while
 // handed out and `active` while handed out or freed but still waiting for
-// its streams' work, as PyTorch counts them. No history yet: the per-device
-// traces are empty and blocks carry no frames (recordHistory is not served).
+// its streams' work, as PyTorch counts them. With memory history on
+// (history.cpp) blocks and segments carry the stacks they were allocated
+// from and the per-device traces are filled; without, they are empty.
 //
 // The trace trackers (attachAllocatorTraceTracker: NCCL's buffer
 // registration, which PyTorch 2.15's default process group sets up at init
@@ -42,7 +43,7 @@ std::vector<fs_torch_walk_entry> walk(int device)
 
 } // namespace
 
-cca::SnapshotInfo Adapter::snapshot(c10::MempoolId_t mempool_id, bool /*include_traces*/)
+cca::SnapshotInfo Adapter::snapshot(c10::MempoolId_t mempool_id, bool include_traces)
 {
     TORCH_CHECK(mempool_id.first == 0 && mempool_id.second == 0,
                 "fsdpshim's PyTorch adapter has no private pools yet to take a snapshot of");
@@ -76,6 +77,7 @@ cca::SnapshotInfo Adapter::snapshot(c10::MempoolId_t mempool_id, bool /*include_
         }
     }
     out.device_traces.resize(size_t(device_count_));
+    history_.fill(out, include_traces);
     fs_torch_stats st{};
     api->stats(0, &st);
     out.config_metadata.max_split_size =
@@ -87,18 +89,29 @@ cca::SnapshotInfo Adapter::snapshot(c10::MempoolId_t mempool_id, bool /*include_
 namespace
 {
 
-void on_segment(void *ctx, int action, int device, uintptr_t addr, size_t size, void *stream)
+void on_event(void *ctx, int action, int device, uintptr_t addr, size_t size, void *stream)
 {
-    static_cast<Adapter *>(ctx)->segment_event(action, device, addr, size, stream);
+    static_cast<Adapter *>(ctx)->hook_event(action, device, addr, size, stream);
 }
 
 } // namespace
 
+void Adapter::install_hook()
+{
+    std::call_once(hook_once_, [this] { api->segment_hook(&on_event, this); });
+}
+
 void Adapter::attachAllocatorTraceTracker(cca::AllocatorTraceTracker tracker)
 {
+    install_hook();
     std::lock_guard<std::mutex> g(trackers_lock_);
-    if (trackers_.empty()) api->segment_hook(&on_segment, this);
     trackers_.push_back(std::move(tracker));
+}
+
+void Adapter::hook_event(int action, int device, uintptr_t addr, size_t size, void *stream)
+{
+    if (history_.on()) history_.event(action, device, addr, size, stream);
+    if (action != FS_TORCH_FREE_COMPLETED) segment_event(action, device, addr, size, stream);
 }
 
 void Adapter::segment_event(int action, int device, uintptr_t addr, size_t size, void *stream)
@@ -113,6 +126,7 @@ void Adapter::segment_event(int action, int device, uintptr_t addr, size_t size,
     std::vector<cca::AllocatorTraceTracker> trackers;
     {
         std::lock_guard<std::mutex> g(trackers_lock_);
+        if (trackers_.empty()) return;
         trackers = trackers_;
     }
     for (auto &t : trackers)

@@ -1,0 +1,244 @@
+// history.cpp - PyTorch's memory history (torch.cuda.memory._record_memory_history)
+// served by the adapter: the trace of allocator actions per device that
+// _snapshot()["device_traces"], _dump_snapshot() and pytorch.org/memory_viz
+// read, and the stack each live block was allocated from.
+//
+// What is recorded and with which stack follows PyTorch's RecordContext:
+// STATE keeps the allocating stack of live blocks only (the snapshot's
+// frames), ALLOC also puts it in the trace's alloc and free entries, ALL
+// takes a stack at each free as well. Entries go to a ring of
+// alloc_trace_max_entries per device, the oldest overwritten.
+//
+// The stacks are PyTorch's own objects (GatheredContext, from the recorder
+// PyTorch passes), so they live here, in the adapter, keyed by block
+// address, not in the shim's C allocator; nothing is kept or gathered while
+// history is off. A free whose block has recorded streams completes when
+// the shim says so (the table's event hook, FS_TORCH_FREE_COMPLETED); one
+// that completed outside a call of the adapter's (a host synchronisation
+// retired it) is closed when its address is handed out again, so that
+// memory_viz never sees two live blocks at one address.
+#include "adapter.h"
+
+#include <c10/util/ApproximateClock.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+
+namespace fsdpshim
+{
+
+namespace
+{
+
+using TE = c10::CachingDeviceAllocator::TraceEntry;
+
+// The stack gathered for the call in progress on this thread: the segment
+// events that call causes are recorded with it, as PyTorch records a
+// segment's allocation with the context of the request that grew it.
+thread_local std::shared_ptr<c10::GatheredContext> call_context;
+
+} // namespace
+
+void History::configure(bool enabled, cca::CreateContextFn recorder, size_t max_entries,
+                        cca::RecordContext when, bool clear,
+                        const std::vector<std::string> &skip_actions, int device_count)
+{
+    TORCH_CHECK(!enabled || when == cca::RecordContext::NEVER || recorder,
+                "memory history with stacks needs a context recorder");
+    std::lock_guard<std::mutex> g(lock_);
+    recorder_ = enabled ? recorder : nullptr;
+    when_ = enabled ? when : cca::RecordContext::NEVER;
+    max_entries_ = std::max<size_t>(max_entries, 1);
+    skip_.clear();
+    for (const std::string &a : skip_actions)
+        skip_.push_back(c10::CachingDeviceAllocator::parseTraceEntryAction(a));
+    if (rings_.size() < size_t(device_count)) rings_.resize(size_t(device_count));
+    if (!enabled || clear) {
+        for (Ring &r : rings_) {
+            r.entries.clear();
+            r.next = 0;
+        }
+    }
+    if (!enabled) {
+        blocks_.clear();
+        segments_.clear();
+        awaiting_.clear();
+    }
+    on_.store(enabled, std::memory_order_release);
+}
+
+std::shared_ptr<c10::GatheredContext> History::gather(cca::RecordContext level)
+{
+    cca::CreateContextFn recorder;
+    {
+        std::lock_guard<std::mutex> g(lock_);
+        if (when_ < level || !recorder_) return nullptr;
+        recorder = recorder_;
+    }
+    return recorder(); // outside the lock: it takes Python's stack (and GIL)
+}
+
+void History::begin_alloc()
+{
+    call_context = gather(cca::RecordContext::STATE);
+}
+
+// Adds one entry (lock_ held), unless its action is skipped.
+void History::add(TE entry)
+{
+    if (std::find(skip_.begin(), skip_.end(), entry.action_) != skip_.end()) return;
+    size_t d = size_t(entry.device_);
+    if (d >= rings_.size()) rings_.resize(d + 1);
+    Ring &r = rings_[d];
+    if (r.entries.size() < max_entries_) {
+        r.entries.push_back(std::move(entry));
+    } else {
+        r.entries[r.next] = std::move(entry);
+        r.next = (r.next + 1) % max_entries_;
+    }
+}
+
+// The context an entry carries: only from ALLOC up, as in PyTorch.
+std::shared_ptr<c10::GatheredContext> History::in_trace(std::shared_ptr<c10::GatheredContext> c)
+{
+    return when_ >= cca::RecordContext::ALLOC ? std::move(c) : nullptr;
+}
+
+void History::alloc(int device, void *ptr, size_t requested, cudaStream_t stream)
+{
+    std::shared_ptr<c10::GatheredContext> ctx = std::move(call_context);
+    call_context.reset();
+    uintptr_t addr = uintptr_t(ptr);
+    std::lock_guard<std::mutex> g(lock_);
+    if (!on_.load(std::memory_order_relaxed)) return;
+    // a free still awaiting its streams whose block is handed out again has
+    // completed, though not in a call of ours
+    for (auto it = awaiting_.begin(); it != awaiting_.end();) {
+        if (it->second.addr <= addr && addr < it->second.addr + it->second.size) {
+            add(TE(TE::FREE_COMPLETED, c10::DeviceIndex(it->second.device), it->second.addr,
+                   it->second.requested, it->second.stream, {0, 0}, c10::getApproximateTime(),
+                   in_trace(it->second.context)));
+            it = awaiting_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    add(TE(TE::ALLOC, c10::DeviceIndex(device), addr, requested, stream, {0, 0},
+           c10::getApproximateTime(), in_trace(ctx)));
+    blocks_[addr] = Block{device, stream, requested, std::move(ctx), false};
+}
+
+void History::record_use(void *ptr, cudaStream_t stream)
+{
+    std::lock_guard<std::mutex> g(lock_);
+    auto it = blocks_.find(uintptr_t(ptr));
+    // a use on the block's own stream delays nothing, in PyTorch as here
+    if (it != blocks_.end() && it->second.stream != stream) it->second.has_uses = true;
+}
+
+void History::free_requested(void *ptr)
+{
+    std::shared_ptr<c10::GatheredContext> at_free = gather(cca::RecordContext::ALL);
+    fs_torch_block b{};
+    bool live = api->block_of(ptr, &b) == FS_TORCH_OK;
+    uintptr_t addr = uintptr_t(ptr);
+    std::lock_guard<std::mutex> g(lock_);
+    if (!on_.load(std::memory_order_relaxed)) return;
+    Block blk{live ? b.device : 0, cudaStream_t(b.stream), live ? b.requested : 0, nullptr, false};
+    auto it = blocks_.find(addr);
+    if (it != blocks_.end()) {
+        blk = std::move(it->second);
+        blocks_.erase(it);
+    } else if (!live) {
+        return; // not the shim's: the free itself will say so
+    }
+    std::shared_ptr<c10::GatheredContext> ctx = at_free ? at_free : blk.context;
+    add(TE(TE::FREE_REQUESTED, c10::DeviceIndex(blk.device), addr, blk.requested, blk.stream,
+           {0, 0}, c10::getApproximateTime(), in_trace(ctx)));
+    if (!blk.has_uses) {
+        // reusable at once on its stream, as in PyTorch: completed now
+        add(TE(TE::FREE_COMPLETED, c10::DeviceIndex(blk.device), addr, blk.requested, blk.stream,
+               {0, 0}, c10::getApproximateTime(), in_trace(ctx)));
+        return;
+    }
+    awaiting_[addr] =
+        Awaiting{blk.device, blk.stream, addr, live ? b.size : blk.requested, blk.requested, ctx};
+}
+
+void History::event(int action, int device, uintptr_t addr, size_t size, void *stream)
+{
+    std::lock_guard<std::mutex> g(lock_);
+    if (!on_.load(std::memory_order_relaxed)) return;
+    if (action == FS_TORCH_FREE_COMPLETED) {
+        auto it = awaiting_.find(addr);
+        if (it == awaiting_.end()) return; // not a free of PyTorch's, or already closed
+        add(TE(TE::FREE_COMPLETED, c10::DeviceIndex(device), addr, it->second.requested, stream,
+               {0, 0}, c10::getApproximateTime(), in_trace(it->second.context)));
+        awaiting_.erase(it);
+        return;
+    }
+    TE::Action a = action == FS_TORCH_SEGMENT_ALLOC  ? TE::SEGMENT_ALLOC
+                   : action == FS_TORCH_SEGMENT_FREE ? TE::SEGMENT_FREE
+                   : action == FS_TORCH_SEGMENT_MAP  ? TE::SEGMENT_MAP
+                                                     : TE::SEGMENT_UNMAP;
+    add(TE(a, c10::DeviceIndex(device), addr, size, stream, {0, 0}, c10::getApproximateTime(),
+           in_trace(call_context)));
+    if (a == TE::SEGMENT_ALLOC)
+        segments_[addr] = call_context;
+    else if (a == TE::SEGMENT_FREE)
+        segments_.erase(addr);
+}
+
+void History::oom(int device, size_t device_free, size_t size, cudaStream_t stream)
+{
+    std::shared_ptr<c10::GatheredContext> ctx = std::move(call_context);
+    call_context.reset();
+    std::lock_guard<std::mutex> g(lock_);
+    if (!on_.load(std::memory_order_relaxed)) return;
+    // PyTorch's OOM entry: addr holds the device's free bytes
+    add(TE(TE::OOM, c10::DeviceIndex(device), device_free, size, stream, {0, 0},
+           c10::getApproximateTime(), in_trace(ctx)));
+}
+
+void History::fill(cca::SnapshotInfo &out, bool include_traces)
+{
+    std::lock_guard<std::mutex> g(lock_);
+    if (!on_.load(std::memory_order_relaxed)) return;
+    for (auto &seg : out.segments) {
+        auto s = segments_.find(uintptr_t(seg.address));
+        if (s != segments_.end()) seg.context_when_allocated = s->second;
+        size_t addr = seg.address;
+        for (auto &b : seg.blocks) {
+            if (b.allocated) {
+                auto it = blocks_.find(uintptr_t(addr));
+                if (it != blocks_.end()) b.context_when_allocated = it->second.context;
+            }
+            addr += b.size;
+        }
+    }
+    if (!include_traces) return;
+    out.device_traces.resize(std::max(out.device_traces.size(), rings_.size()));
+    for (size_t d = 0; d < rings_.size(); d++) {
+        const Ring &r = rings_[d];
+        std::vector<TE> &t = out.device_traces[d];
+        t.clear();
+        t.insert(t.end(), r.entries.begin() + long(r.next), r.entries.end());
+        t.insert(t.end(), r.entries.begin(), r.entries.begin() + long(r.next));
+    }
+}
+
+bool Adapter::isHistoryEnabled()
+{
+    return history_.on();
+}
+
+void Adapter::recordHistory(bool enabled, cca::CreateContextFn context_recorder,
+                            size_t alloc_trace_max_entries, cca::RecordContext when,
+                            bool clearHistory, const std::vector<std::string> &skip_actions)
+{
+    if (enabled) install_hook(); // segment events and deferred frees' completions
+    history_.configure(enabled, context_recorder, alloc_trace_max_entries, when, clearHistory,
+                       skip_actions, device_count_);
+}
+
+} // namespace fsdpshim
