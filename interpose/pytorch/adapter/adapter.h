@@ -59,6 +59,14 @@ class History
     void oom(int device, size_t device_free, size_t size, cudaStream_t stream);
     // the stacks of the snapshot's blocks and segments, and the traces
     void fill(cca::SnapshotInfo &out, bool include_traces);
+    // the stack the live block containing ptr was allocated from
+    std::shared_ptr<c10::GatheredContext> context_of(const void *ptr);
+    // torch.compile's context and the user's metadata, put in every entry
+    void push_compile_context(const std::string &md);
+    void pop_compile_context();
+    void set_user_metadata(const std::string &md); // the calling thread's
+    std::string user_metadata();
+    void annotate(const void *ptr, const std::string &md);
 
   private:
     using Entry = c10::CachingDeviceAllocator::TraceEntry;
@@ -94,6 +102,7 @@ class History
     std::unordered_map<uintptr_t, Block> blocks_;
     std::unordered_map<uintptr_t, std::shared_ptr<c10::GatheredContext>> segments_;
     std::unordered_map<uintptr_t, Awaiting> awaiting_;
+    std::vector<std::string> compile_contexts_;
 };
 
 class Adapter final : public cca::CUDAAllocator
@@ -146,6 +155,17 @@ class Adapter final : public cca::CUDAAllocator
     {
         return history_;
     }
+#if FS_TORCH_MINOR >= 15
+    std::shared_ptr<c10::GatheredContext> getContextForPointer(const void *ptr) override;
+#endif
+    void pushCompileContext(std::string &md) override;
+    void popCompileContext() override;
+    void setUserMetadata(const std::string &metadata) override;
+    std::string getUserMetadata() override;
+#if FS_TORCH_MINOR >= 15
+    bool supportsUserMetadata() override;
+    void annotateMemory(const void *ptr, const std::string &metadata) override;
+#endif
     // every segment or free event from the table's hook: the trackers, the history
     void hook_event(int action, int device, uintptr_t addr, size_t size, void *stream);
 

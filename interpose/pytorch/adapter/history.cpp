@@ -37,6 +37,10 @@ using TE = c10::CachingDeviceAllocator::TraceEntry;
 // segment's allocation with the context of the request that grew it.
 thread_local std::shared_ptr<c10::GatheredContext> call_context;
 
+// _set_memory_metadata's string: the calling thread's, on the entries its
+// calls make (PyTorch 2.15 keeps it per thread too)
+thread_local std::string thread_metadata;
+
 } // namespace
 
 void History::configure(bool enabled, cca::CreateContextFn recorder, size_t max_entries,
@@ -87,6 +91,8 @@ void History::begin_alloc()
 void History::add(TE entry)
 {
     if (std::find(skip_.begin(), skip_.end(), entry.action_) != skip_.end()) return;
+    if (!compile_contexts_.empty()) entry.compile_context_ = compile_contexts_.back();
+    if (entry.user_metadata_.empty()) entry.user_metadata_ = thread_metadata;
     size_t d = size_t(entry.device_);
     if (d >= rings_.size()) rings_.resize(d + 1);
     Ring &r = rings_[d];
@@ -225,6 +231,90 @@ void History::fill(cca::SnapshotInfo &out, bool include_traces)
         t.insert(t.end(), r.entries.begin() + long(r.next), r.entries.end());
         t.insert(t.end(), r.entries.begin(), r.entries.begin() + long(r.next));
     }
+}
+
+std::shared_ptr<c10::GatheredContext> History::context_of(const void *ptr)
+{
+    if (!on()) return nullptr;
+    fs_torch_block b{};
+    if (api->block_of(ptr, &b) != FS_TORCH_OK) return nullptr;
+    std::lock_guard<std::mutex> g(lock_);
+    auto it = blocks_.find(b.addr);
+    return it == blocks_.end() ? nullptr : it->second.context;
+}
+
+void History::push_compile_context(const std::string &md)
+{
+    std::lock_guard<std::mutex> g(lock_);
+    if (on()) compile_contexts_.push_back(md); // as PyTorch: kept only while recording
+}
+
+void History::pop_compile_context()
+{
+    std::lock_guard<std::mutex> g(lock_);
+    if (!compile_contexts_.empty()) compile_contexts_.pop_back();
+}
+
+void History::set_user_metadata(const std::string &md)
+{
+    thread_metadata = md;
+}
+
+std::string History::user_metadata()
+{
+    return thread_metadata;
+}
+
+void History::annotate(const void *ptr, const std::string &md)
+{
+#if FS_TORCH_MINOR >= 15
+    if (!on()) return;
+    fs_torch_block b{};
+    if (api->block_of(ptr, &b) != FS_TORCH_OK) return;
+    std::lock_guard<std::mutex> g(lock_);
+    add(TE(TE::ANNOTATE, c10::DeviceIndex(b.device), b.addr, b.size, b.stream, {0, 0},
+           c10::getApproximateTime(), nullptr, "", md));
+#else
+    (void)ptr;
+    (void)md;
+#endif
+}
+
+#if FS_TORCH_MINOR >= 15
+std::shared_ptr<c10::GatheredContext> Adapter::getContextForPointer(const void *ptr)
+{
+    return history_.context_of(ptr);
+}
+
+bool Adapter::supportsUserMetadata()
+{
+    return true;
+}
+
+void Adapter::annotateMemory(const void *ptr, const std::string &metadata)
+{
+    history_.annotate(ptr, metadata);
+}
+#endif
+
+void Adapter::pushCompileContext(std::string &md)
+{
+    history_.push_compile_context(md);
+}
+
+void Adapter::popCompileContext()
+{
+    history_.pop_compile_context();
+}
+
+void Adapter::setUserMetadata(const std::string &metadata)
+{
+    history_.set_user_metadata(metadata);
+}
+
+std::string Adapter::getUserMetadata()
+{
+    return history_.user_metadata();
 }
 
 bool Adapter::isHistoryEnabled()
