@@ -42,12 +42,18 @@
 #include "conf_lex.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #define ROUTE_BACKEND "backend:cudaMallocAsync"
 #define NCCL2_VAR     "TORCH_DIST_USE_NCCL2"
@@ -265,13 +271,98 @@ static bool wants_adapter(const char *shim_conf)
     return yes;
 }
 
+/* Where adapters built on first use are kept: FSDPSHIM_TORCH_CACHE, else
+ * $XDG_CACHE_HOME/fsdpshim/torch, else ~/.cache/fsdpshim/torch. */
+static void cache_root(char *out, size_t len)
+{
+    const char *own = getenv("FSDPSHIM_TORCH_CACHE"), *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+
+    if (own && *own)
+        snprintf(out, len, "%s", own);
+    else if (xdg && *xdg)
+        snprintf(out, len, "%s/fsdpshim/torch", xdg);
+    else
+        snprintf(out, len, "%s/.cache/fsdpshim/torch", home && *home ? home : "/tmp");
+}
+
+/* mkdir -p */
+static void make_dirs(const char *path)
+{
+    char buf[PATH_MAX];
+
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        mkdir(buf, 0755);
+        *p = '/';
+    }
+    mkdir(buf, 0755);
+}
+
+/* Builds the adapter for the PyTorch python imports into dir with the
+ * sources installed beside libfsdpshim.so (share/fsdpshim/torch-adapter,
+ * build.sh: PyTorch's headers and the system's C++ compiler, under a lock
+ * so that ranks starting together build it once), the compiler's output in
+ * dir/build.log. The program waits: about half a minute, once per PyTorch
+ * build. The shim is not preloaded into the build. */
+static bool build_adapter(const char *python, const char *lib_dir, const char *dir, char *why,
+                          size_t why_len)
+{
+    char script[PATH_MAX + 64], log[PATH_MAX + 16];
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+    int status = 0, n = 0;
+
+    snprintf(script, sizeof script, "%s/../share/fsdpshim/torch-adapter/build.sh",
+             lib_dir ? lib_dir : ".");
+    if (access(script, R_OK) != 0) {
+        snprintf(why, why_len, "and no adapter sources to build one (%s: %s)", script,
+                 strerror(errno));
+        return false;
+    }
+    make_dirs(dir);
+    snprintf(log, sizeof log, "%s/build.log", dir);
+    for (char **e = environ; *e; e++)
+        n++;
+    char **env = calloc((size_t)n + 1, sizeof *env);
+    if (!env) {
+        snprintf(why, why_len, "and no memory to build one");
+        return false;
+    }
+    n = 0;
+    for (char **e = environ; *e; e++)
+        if (strncmp(*e, "LD_PRELOAD=", 11)) env[n++] = *e;
+    char *argv[] = {"/bin/sh", script, (char *)python, (char *)dir, NULL};
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    int err = posix_spawn(&pid, "/bin/sh", &fa, NULL, argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    if (err) {
+        snprintf(why, why_len, "and building one failed to start (%s)", strerror(err));
+        return false;
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        snprintf(why, why_len, "and building one failed (%s)", log);
+        return false;
+    }
+    return true;
+}
+
 /* The adapter for the PyTorch in found_dir, into path: the user's
- * FS_ROUTE_ADAPTER_VAR, else the one built beside libfsdpshim.so. False,
+ * FS_ROUTE_ADAPTER_VAR, else the one built beside libfsdpshim.so, else one
+ * built on first use and cached (*built says it was built now). False,
  * with why, when there is none. */
-static bool find_adapter(const char *lib_dir, char *path, size_t len, char *why, size_t why_len)
+static bool find_adapter(const char *python, const char *lib_dir, char *path, size_t len,
+                         bool *built, char *why, size_t why_len)
 {
     const char *own = getenv(FS_ROUTE_ADAPTER_VAR);
-    char key[320];
+    char key[320], dir[PATH_MAX], how[PATH_MAX + 128] = "";
 
     if (own && *own) {
         snprintf(path, len, "%s", own);
@@ -285,7 +376,17 @@ static bool find_adapter(const char *lib_dir, char *path, size_t len, char *why,
     }
     snprintf(path, len, "%s/torch/%s/libfsdpshim_torch.so", lib_dir ? lib_dir : ".", key);
     if (access(path, R_OK) == 0) return true;
-    snprintf(why, why_len, "no adapter built for PyTorch %s (%s: %s)", key, path, strerror(errno));
+    cache_root(dir, sizeof dir - 330);
+    size_t used = strlen(dir);
+    snprintf(dir + used, sizeof dir - used, "/%s", key);
+    snprintf(path, len, "%s/libfsdpshim_torch.so", dir);
+    if (access(path, R_OK) == 0) return true;
+    if (build_adapter(python, lib_dir, dir, how, sizeof how) && access(path, R_OK) == 0) {
+        *built = true;
+        return true;
+    }
+    snprintf(why, why_len, "no adapter built for PyTorch %s, %s", key,
+             *how ? how : "and the build made none");
     return false;
 }
 
@@ -308,7 +409,7 @@ int fs_route_torch(const char *python, const char *lib_dir, const char *shim_con
     char *copy, *torch, *taken, *kept, *ignored, *cur, *key, *value, backend[64] = "";
     char version[64] = "", adapter[PATH_MAX + 384] = "", no_adapter[PATH_MAX + 512] = "";
     bool any = false, routed = false; /* routed: the user's setting names the backend */
-    bool use_adapter = false;
+    bool use_adapter = false, built = false;
     int major = 0, minor = 0, rc = -1;
     size_t len;
 
@@ -325,7 +426,8 @@ int fs_route_torch(const char *python, const char *lib_dir, const char *shim_con
     found_dir[0] = '\0';
     bool have_version = fs_route_torch_version(python, version, sizeof version, &major, &minor);
     if (wants_adapter(shim_conf_in))
-        use_adapter = find_adapter(lib_dir, adapter, sizeof adapter, no_adapter, sizeof no_adapter);
+        use_adapter = find_adapter(python, lib_dir, adapter, sizeof adapter, &built, no_adapter,
+                                   sizeof no_adapter);
     /* the shim installs whatever FS_ROUTE_ADAPTER_VAR names: only on this route */
     if (!use_adapter) unsetenv(FS_ROUTE_ADAPTER_VAR);
     /* the adapter serves what nccl2's allocator hook asks (snapshot, trace
@@ -396,7 +498,8 @@ int fs_route_torch(const char *python, const char *lib_dir, const char *shim_con
     }
     if (use_adapter) {
         char line[PATH_MAX + 512];
-        snprintf(line, sizeof line, "PyTorch's allocator: fsdpshim's adapter (%s)%s%s%s%s", adapter,
+        snprintf(line, sizeof line, "PyTorch's allocator: fsdpshim's adapter (%s%s)%s%s%s%s",
+                 adapter, built ? ", built now for this PyTorch and kept" : "",
                  *taken ? "; the shim takes " : "", taken,
                  *kept ? "; FSDPSHIM_CONF's own value kept for " : "", kept);
         add_note(note, note_len, line);
