@@ -29,6 +29,7 @@ void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream
     if (kind == FS_EV_ALLOC || kind == FS_EV_FREE_REQUESTED || kind == FS_EV_FREE_COMPLETED)
         ev.pool = fs_size_kind(size) == FS_KIND_SMALL ? FS_POOL_SMALL : FS_POOL_LARGE;
     fs_stats_totals(&a->devs[device], &ev.allocated, &ev.reserved);
+    ev.capacity = fs_dev_capacity(&a->devs[device]);
     /* A free is observed before its accounting (so that it precedes any
      * reuse of the block): the totals after it are the block's fewer. */
     if (kind == FS_EV_FREE_REQUESTED) ev.allocated -= ev.allocated < size ? ev.allocated : size;
@@ -91,6 +92,7 @@ fs_allocator *fs_allocator_create(const fs_alloc_config *cfg, const fs_device_op
         fs_spin_init(&d->batch_lock);
         d->a = a;
         d->id = i;
+        atomic_init(&d->capacity, SIZE_MAX);
     }
     return a;
 }
@@ -547,11 +549,9 @@ static fs_block *wait_for_frees(fs_allocator *a, fs_dev *d, fs_pool *p, int set,
 
 static void collect_garbage(fs_allocator *a, fs_dev *d)
 {
-    const fs_device_ops *o = a->ops;
     double t = a->cfg.garbage_collection_threshold;
-    if (t <= 0.0 || !o->mem_capacity) return;
-    size_t capacity = o->mem_capacity(o->ctx, d->id);
-    if (!capacity) return; /* a device that cannot say: nothing to measure against */
+    size_t capacity = fs_dev_capacity(d);
+    if (t <= 0.0 || !capacity) return; /* a device that cannot say: nothing to measure against */
     double limit = t * (double)capacity;
     double reserved = (double)fs_stats_reserved(d);
     if (reserved > limit) fs_segments_release(a, d, FS_RELEASE_OLDEST, (size_t)(reserved - limit));
@@ -637,11 +637,31 @@ FS_SLOW_PATH static void report_oom(fs_allocator *a, fs_dev *d, fs_stream_t stre
     if (o && o->obs.on_oom) o->obs.on_oom(o->obs.ctx, &info);
 }
 
+/* The device's total memory, asked once, at its first miss: a CUDA call,
+ * so before the device lock, under which the miss grows (garbage
+ * collection, expandable segments' reservations and the trace's device
+ * record need it there). The device is in use by then, so asking makes no
+ * context on a device the program never touches. */
+void fs_dev_learn_capacity(fs_allocator *a, fs_dev *d)
+{
+    if (atomic_load_explicit(&d->capacity, memory_order_acquire) != SIZE_MAX) return;
+    const fs_device_ops *o = a->ops;
+    size_t c = o->mem_capacity ? o->mem_capacity(o->ctx, d->id) : 0;
+    atomic_store_explicit(&d->capacity, c == SIZE_MAX ? 0 : c, memory_order_release);
+}
+
+size_t fs_dev_capacity(fs_dev *d)
+{
+    size_t c = atomic_load_explicit(&d->capacity, memory_order_acquire);
+    return c == SIZE_MAX ? 0 : c;
+}
+
 FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int set, size_t rounded,
                                    size_t req, fs_stream_t stream, unsigned flags, fs_status *st)
 {
     fs_block *b = NULL;
     *st = FS_OK;
+    fs_dev_learn_capacity(a, d); /* a device query: not under the lock */
     pthread_mutex_lock(&d->lock);
     atomic_fetch_add_explicit(&d->gc_clock, 1, memory_order_relaxed);
     for (int attempt = 0; attempt < 2 && !b; attempt++) {

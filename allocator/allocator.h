@@ -349,6 +349,7 @@ typedef struct fs_alloc_event {
     int pool;            /* FS_POOL_SMALL or FS_POOL_LARGE; FS_POOL_ALL for segment events */
     size_t allocated;    /* the device's bytes in live blocks, after the event */
     size_t reserved;     /* the device's reserved bytes, after the event */
+    size_t capacity;     /* the device's total memory; 0 unknown */
     bool stream_ordered; /* alloc, free_requested: through the stream-ordered API
                             (fs_malloc's FS_ALLOC_STREAM_ORDERED, fs_free_async) */
 } fs_alloc_event;

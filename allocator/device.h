@@ -81,8 +81,10 @@ typedef struct fs_device_ops {
     /* Block the host until all work on `device` is complete. */
     fs_dev_status (*device_synchronize)(void *ctx, int device);
 
-    /* Total memory of `device` in bytes (cudaMemGetInfo's total). May be NULL:
-     * then garbage_collection_threshold has nothing to measure against and is
+    /* Total memory of `device` in bytes (cudaMemGetInfo's total), asked once
+     * per device, at its first miss, outside the allocator's locks. May be
+     * NULL: then
+     * garbage_collection_threshold has nothing to measure against and is
      * off, and expandable segments reserve a fixed 256 GiB of address space. */
     size_t (*mem_capacity)(void *ctx, int device);
 } fs_device_ops;

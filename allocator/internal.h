@@ -304,8 +304,11 @@ typedef struct fs_dev {
     fs_spin batch_lock; /* the queue of batches not known complete */
     fs_fence *fifo_head, *fifo_tail;
     uint64_t batch_seq;
-    size_t reserved_high;        /* the most ever reserved; under `lock`, see keep_peak */
-    _Atomic size_t limit;        /* the most it may reserve, 0 for the device's size */
+    size_t reserved_high; /* the most ever reserved; under `lock`, see keep_peak */
+    _Atomic size_t limit; /* the most it may reserve, 0 for the device's size */
+    /* ops->mem_capacity, asked at the device's first miss before its lock
+     * is taken (fs_dev_learn_capacity); SIZE_MAX until then, 0 unknown */
+    _Atomic size_t capacity;
     _Atomic uint64_t batch_done; /* every batch up to this one has completed */
     /* Host-sync tokens (numbers from dev_frees), written under `lock`: the
      * latest a thread's exit took while its per-thread stream may still have
@@ -397,6 +400,9 @@ void fs_stats_resume(fs_dev *d);
 void fs_stats_totals(fs_dev *d, size_t *allocated, size_t *reserved);
 /* The device's reserved bytes now (the miss path's growth policy). */
 size_t fs_stats_reserved(fs_dev *d);
+/* the device's total memory (0 unknown), and asking for it (allocator.c) */
+void fs_dev_learn_capacity(fs_allocator *a, fs_dev *d);
+size_t fs_dev_capacity(fs_dev *d);
 /* Pool lifetime, under d->lock: p joins the device's pools (false: out of
  * memory, nothing changed); the pools for which keep() says false leave
  * them (their counters must be at zero; their totals stay the device's),

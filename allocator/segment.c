@@ -360,7 +360,7 @@ static fs_segment *expandable_of(fs_allocator *a, fs_pool *p, int set, fs_status
         *st = FS_ERR_NOT_OWNED;
         return NULL;
     }
-    size_t cap = o->mem_capacity ? o->mem_capacity(o->ctx, d->id) : 0;
+    size_t cap = fs_dev_capacity(d);
     size_t reserve = round_to(cap ? cap + cap / 8 : FS_EXPANDABLE_DEFAULT_RESERVE, page);
     void *base;
     if (o->vm_reserve(o->ctx, d->id, reserve, &base) != FS_DEV_OK) {

@@ -65,18 +65,17 @@ static void define_config(const fs_alloc_config *alloc)
 }
 
 /* Each device's total memory, once, at its first growth (a segment made or
- * pages mapped): the first event of a device, and one that comes outside
- * the allocator's pool locks, under which no device call may be made. */
-static void define_device(int device)
+ * pages mapped): the first event of a device. The allocator's event carries
+ * the figure (asked when the allocator was made): the growth comes with its
+ * device lock held, under which no CUDA call may be made. */
+static void define_device(int device, size_t total)
 {
     static atomic_uint_least64_t done;
-    size_t free, total;
     uint8_t rec[32];
 
     if (device < 0 || device >= 64) return;
     if (atomic_load_explicit(&done, memory_order_relaxed) & (1ull << device)) return;
     if (atomic_fetch_or(&done, 1ull << device) & (1ull << device)) return;
-    if (!fs_shim_mem_info(device, &free, &total)) total = 0;
     fs_trace_define(rec, fs_fmt_put_device(device, total, rec));
 }
 
@@ -154,7 +153,7 @@ static void on_event(void *ctx, const fs_alloc_event *e)
     };
     (void)ctx;
     if ((e->kind == FS_EV_SEGMENT_ALLOC || e->kind == FS_EV_SEGMENT_MAP) && fs_trace_level())
-        define_device(e->device);
+        define_device(e->device, e->capacity);
     if (e->kind == FS_EV_ALLOC) {
         ev.requested = e->requested;
         ev.aux = (uint64_t)e->pool | (e->stream_ordered ? FS_FMT_ALLOC_STREAM_ORDERED : 0);
