@@ -225,16 +225,24 @@ static void api_reset_accumulated(int device)
     fs_shim_leave();
 }
 
-static int api_block_of(const void *ptr, fs_torch_block *out)
+/* The live block containing ptr, as the table's status. */
+static int block_info(const void *ptr, fs_block_info *info)
 {
     fs_allocator *a = fs_shim_enter_active();
-    fs_block_info info;
     fs_status st;
 
     if (!a) return FS_TORCH_ERROR;
-    st = fs_alloc_block_info(a, ptr, &info);
+    st = fs_alloc_block_info(a, ptr, info);
     fs_shim_leave();
-    if (st != FS_OK) return FS_TORCH_NOT_OWNED;
+    return st == FS_OK ? FS_TORCH_OK : FS_TORCH_NOT_OWNED;
+}
+
+static int api_block_of(const void *ptr, fs_torch_block *out)
+{
+    fs_block_info info;
+    int st = block_info(ptr, &info);
+
+    if (st != FS_TORCH_OK) return st;
     *out = (fs_torch_block){
         .device = info.device,
         .stream = stream_of_key(info.stream),
@@ -256,14 +264,10 @@ static void api_set_limit(int device, size_t bytes)
 
 static int api_base_allocation(const void *ptr, void **base, size_t *size)
 {
-    fs_allocator *a = fs_shim_enter_active();
     fs_block_info info;
-    fs_status st;
+    int st = block_info(ptr, &info);
 
-    if (!a) return FS_TORCH_ERROR;
-    st = fs_alloc_block_info(a, ptr, &info);
-    fs_shim_leave();
-    if (st != FS_OK) return FS_TORCH_NOT_OWNED;
+    if (st != FS_TORCH_OK) return st;
     *base = info.segment;
     *size = info.segment_size;
     return FS_TORCH_OK;
@@ -271,14 +275,9 @@ static int api_base_allocation(const void *ptr, void **base, size_t *size)
 
 static int api_device_of(const void *ptr)
 {
-    fs_allocator *a = fs_shim_enter_active();
     fs_block_info info;
-    fs_status st;
 
-    if (!a) return -1;
-    st = fs_alloc_block_info(a, ptr, &info);
-    fs_shim_leave();
-    return st == FS_OK ? info.device : -1;
+    return block_info(ptr, &info) == FS_TORCH_OK ? info.device : -1;
 }
 
 /* The cudaStream_t behind an allocator key, as PyTorch names it: its
