@@ -27,6 +27,9 @@
 #            without and with the shim
 #   gap      the rate limiter's wait-to-launch gap on real NCCL (rl_gap)
 #   threads  alloc_bench at 1, 8 and 16 threads (host-side allocator cost)
+#   overhead what NVIDIA's stack takes outside PyTorch's allocator, step by
+#            step (context, first kernel, cuBLAS, cuDNN, NCCL, optimizer;
+#            overhead.py), natively: the dry run's missing figures
 #
 # Variants are interleaved within each round, so that drift falls on every
 # one alike; each figure is the median of RUNS rounds with its range. A
@@ -76,8 +79,8 @@ while [ $# -gt 0 ]; do
         --sim) sim=1 ;;
         --predict) sim=1 predict=1 ;;
         --routes) routes=$2; shift ;;
-        pair | torch | train | fsdp1 | small | tiny | gap | threads) sections+=("$1") ;;
-        *) echo "usage: gpu_bench.sh [--runs N] [--out DIR] [--raw FILE] [--deadline S] [--sim | --predict] [--routes LIST] [pair|torch|train|fsdp1|small|tiny|gap|threads]..." >&2
+        pair | torch | train | fsdp1 | small | tiny | gap | threads | overhead) sections+=("$1") ;;
+        *) echo "usage: gpu_bench.sh [--runs N] [--out DIR] [--raw FILE] [--deadline S] [--sim | --predict] [--routes LIST] [pair|torch|train|fsdp1|small|tiny|gap|threads|overhead]..." >&2
            exit 2 ;;
     esac
     shift
@@ -302,6 +305,19 @@ section_threads() {
     done
 }
 
+section_overhead() {
+    local r log
+    for r in $(seq "$runs"); do
+        log=$out/logs/overhead.$r
+        run "$log" "${native[@]}" "$python" "$src/bench/gpu/overhead.py" || continue
+        sed -n 's/^overhead: step=\([a-z_]*\) device_MiB=\([0-9.-]*\) reserved_MiB=[0-9.-]* outside_MiB=\([0-9.-]*\)$/\1 \2 \3/p' "$log" |
+            while read -r step dev outside; do
+                record "overhead.$step.device_MiB" "$dev"
+                record "overhead.$step.outside_MiB" "$outside"
+            done
+    done
+}
+
 # wanted_count ROUTE...: how many of the ROUTEs --routes lists
 wanted_count() {
     local n=0 route
@@ -321,6 +337,7 @@ need() {
         tiny) echo $((runs * 7 * $(wanted_count native shim adapter nocache nocache_shim))) ;;
         gap) echo $((runs * 4)) ;;
         threads) echo 90 ;;
+        overhead) echo $((runs * 15)) ;;
     esac
 }
 
