@@ -143,6 +143,7 @@ for conf in snapshot_signal:1 stream_pool:true; do
 done
 
 # ---- a profiler's NVTX injection configured before: chained ----------------
+echo "trace_test: NVTX chaining" # where a hang was, when one is
 NVTX_INJECTION64_PATH=$counter NVTX_COUNTER_OUT=$dir/counts \
     expect 0 "$cli" run --trace -o "$dir/chain.fst" -- "$prog" sites
 [ "$(cat "$dir/counts")" = "pushes=1 pops=1 marks=1 domain_pushes=1" ] ||
@@ -151,15 +152,20 @@ expect 0 "$cli" dump "$dir/chain.fst"
 grep -q "annot=step/forward$" "$dir/out" || fail "chained run lost the annotations"
 
 # ---- fork: the child writes its own file; a plain name gets .PID -----------
-# (ThreadSanitizer does not support a thread started after a multi-threaded
-# fork, as the child's trace writer is: skipped, and said, in a TSan build)
-if ldd "$prog" | grep -q libtsan; then
-    echo "fork: skipped under ThreadSanitizer"
+# Skipped, and said, under the sanitizers; the default build checks it.
+# ThreadSanitizer does not support a thread started after a multi-threaded
+# fork, as the child's trace writer is. GCC 12's AddressSanitizer holds no
+# allocator lock across fork, so a child forked while the parent's trace
+# writer was in malloc can wait forever (trace.python_frames' CMake comment
+# has the stacks; this test hung once in a fresh clone's ASan run, after the
+# SIGUSR2 section, 2026-11-28, not reproduced in 12 runs).
+echo "trace_test: fork"
+if ldd "$prog" | grep -q -E 'libtsan|libasan'; then
+    echo "fork: skipped under a sanitizer"
 else
     # a fork child leaves the parent's allocator and device state behind on
-    # purpose (SPEC section 11): the leak checker would count them at its exit
-    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-        expect 0 "$cli" run --trace -o "$dir/plain.fst" -- "$prog" fork
+    # purpose (SPEC section 11)
+    expect 0 "$cli" run --trace -o "$dir/plain.fst" -- "$prog" fork
     child=$(sed -n 's/^fork: child //p' "$dir/out")
     [ -f "$dir/plain.fst" ] && [ -f "$dir/plain.fst.$child" ] || fail "fork files: $(ls "$dir")"
     expect 0 "$cli" dump "$dir/plain.fst.$child"
@@ -169,6 +175,7 @@ else
 fi
 
 # ---- abort: everything buffered is written ----------------------------------
+echo "trace_test: abort"
 "$cli" run --trace -o "$dir/abort.fst" -- "$prog" abort 500 >/dev/null 2>&1
 expect 0 "$cli" dump --no-stacks "$dir/abort.fst"
 [ "$(count ' alloc ' "$dir/out")" -eq 500 ] || fail "abort: $(count ' alloc ' "$dir/out") of 500 allocs"
