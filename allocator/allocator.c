@@ -104,7 +104,7 @@ static void dev_teardown(fs_allocator *a, fs_dev *d)
 {
     const fs_device_ops *o = a->ops;
     fs_dev_retire_all(d, true);
-    fs_segments_release(a, d, FS_RELEASE_LARGEST, SIZE_MAX);
+    fs_segments_release(a, d, FS_RELEASE_EVERYTHING, SIZE_MAX);
     for (int i = 0; i < d->npools; i++) {
         fs_pool *p = d->pools[i];
         for (fs_segment *s = p->segs, *sn; s; s = sn) {
@@ -141,6 +141,7 @@ static void dev_teardown(fs_allocator *a, fs_dev *d)
     memset(d->hash, 0, sizeof d->hash);
     fs_batches_drop(d);
     fs_dev_events_fini(d, true);
+    fs_private_fini(d);
 }
 
 void fs_allocator_destroy(fs_allocator *a)
@@ -407,6 +408,12 @@ static fs_block *try_own(fs_allocator *a, fs_pool *p, int set, size_t rounded, s
     return b;
 }
 
+fs_block *fs_pool_take_free(fs_allocator *a, fs_pool *p, int set, size_t rounded, size_t req,
+                            fs_stream_t stream)
+{
+    return try_own(a, p, set, rounded, req, stream);
+}
+
 /* The block of segment s, just adopted by p, if nobody took it meanwhile. */
 static fs_block *take_adopted(fs_allocator *a, fs_pool *p, fs_segment *s, int set, size_t rounded,
                               size_t req, fs_stream_t stream)
@@ -458,6 +465,7 @@ static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int set, siz
     for (int i = 0; i < d->npools; i++) {
         fs_pool *q = d->pools[i];
         fs_segment *adopt = NULL;
+        if (!fs_pool_may_serve(q, p)) continue;
         fs_pool_lock(q);
         fs_block *b = take_pending(a, q, set, rounded, req, stream, q == p ? own : others);
         if (!b && completed && q != p) b = take_completed(a, q, set, rounded, req, stream, &adopt);
@@ -495,6 +503,7 @@ static bool pending_would_serve(fs_allocator *a, fs_dev *d, fs_pool *p, int set,
     for (int i = 0; i < d->npools && !found; i++) {
         fs_pool *q = d->pools[i];
         if (q != p && a->cfg.cross_stream_reuse == FS_REUSE_NONE) continue;
+        if (!fs_pool_may_serve(q, p)) continue;
         fs_pool_lock(q);
         for (fs_block *b = q->pending.head; b && !found; b = b->lnext) {
             if (!waits_on_fences(b, exit_pending) || fs_seg_set(b->seg) != set) continue;
@@ -693,6 +702,7 @@ FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int s
             note_high(d);
             b = try_own(a, p, set, rounded, req, stream);
         }
+        if (!b && !p->priv) b = fs_private_lend(a, d, set, rounded, req, stream);
         /* the device is full: now the host may wait, for what is pending */
         if (!b && attempt == 0)
             b = wait_for_frees(a, d, p, set, rounded, req, stream, flags, FS_FREE_WAIT_NS);
@@ -702,15 +712,14 @@ FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int s
     return b;
 }
 
-FS_HOT_PATH fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream, size_t size,
-                                unsigned flags, void **out)
+/* A request of pool p's, from its free bins or else through a miss. */
+__attribute__((always_inline)) static inline fs_status malloc_in(fs_allocator *a, fs_dev *d,
+                                                                 fs_pool *p, fs_stream_t stream,
+                                                                 size_t size, unsigned flags,
+                                                                 void **out)
 {
-    fs_dev *d = fs_dev_of(a, device);
-    if (!d || !out || size == 0) return FS_ERR_INVALID;
     size_t rounded = fs_round_request(a, size);
     int set = fs_set_of(fs_size_kind(rounded), flags & FS_ALLOC_STREAM_ORDERED);
-    fs_pool *p = fs_pool_get(a, device, stream);
-    if (!p) return FS_ERR_DEVICE;
     /* an allocation is a promise of work on its stream */
     if (!atomic_load_explicit(&p->had_work, memory_order_relaxed))
         atomic_store_explicit(&p->had_work, true, memory_order_release);
@@ -738,8 +747,28 @@ FS_HOT_PATH fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream,
         if (st == FS_ERR_OOM) report_oom(a, d, stream, size);
         return st;
     }
-    fs_observe(a, FS_EV_ALLOC, device, stream, b->addr, b->size, b->requested,
+    fs_observe(a, FS_EV_ALLOC, d->id, stream, b->addr, b->size, b->requested,
                flags & FS_ALLOC_STREAM_ORDERED);
     *out = (void *)b->addr;
     return FS_OK;
+}
+
+FS_HOT_PATH fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream, size_t size,
+                                unsigned flags, void **out)
+{
+    fs_dev *d = fs_dev_of(a, device);
+    if (!d || !out || size == 0) return FS_ERR_INVALID;
+    fs_pool *p = fs_pool_get(a, device, stream);
+    if (!p) return FS_ERR_DEVICE;
+    return malloc_in(a, d, p, stream, size, flags, out);
+}
+
+fs_status fs_malloc_private(fs_allocator *a, int device, fs_stream_t stream, uint64_t priv,
+                            size_t size, unsigned flags, void **out)
+{
+    fs_dev *d = fs_dev_of(a, device);
+    if (!d || !out || size == 0) return FS_ERR_INVALID;
+    fs_pool *p = priv ? fs_private_get(a, device, stream, priv) : fs_pool_get(a, device, stream);
+    if (!p) return FS_ERR_DEVICE;
+    return malloc_in(a, d, p, stream, size, flags, out);
 }

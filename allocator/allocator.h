@@ -132,6 +132,48 @@ enum fs_alloc_flags {
 fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream, size_t size, unsigned flags,
                     void **out);
 
+/* ---- private pools ------------------------------------------------------ */
+
+/* A private pool holds memory that only the allocations made into it use
+ * (PyTorch's MemPool, a CUDA graph's pool): named by a number the caller
+ * picks, not 0 (the shared cache), per device. Its blocks serve only its
+ * own requests on the stream they were made for, and its requests only
+ * ever take its own blocks or new segments; a free goes back to the pool
+ * the block came from. While held, nothing of it is given back to make
+ * room for others; let go, its free memory goes at the next empty_cache or
+ * release-and-retry, and its blocks still live go the same way once freed
+ * ("private.c"). */
+typedef struct fs_private_conf {
+    bool held;        /* in use: PyTorch's use count above 0 */
+    bool lend_on_oom; /* a shared-cache request that found the device full may take a free
+                         block of this pool on the request's stream (PyTorch's use_on_oom); it
+                         stays this pool's */
+    bool no_split;    /* blocks are handed out whole, never split (PyTorch's no_split) */
+    /* Where its segments come from when not the device table's plain memory
+     * (a MemPool's own allocator): whole plain segments, never expandable.
+     * Called under the allocator's device lock: a CUDA call made from it
+     * must not come back into this allocator. NULL for the device table. */
+    fs_dev_status (*segment_alloc)(void *ctx, int device, size_t size, void **out);
+    void (*segment_free)(void *ctx, int device, void *ptr, size_t size);
+    void *segment_ctx;
+} fs_private_conf;
+
+/* fs_malloc into private pool `priv` (0: the shared cache, as fs_malloc).
+ * A pool not configured yet is held, with the defaults. */
+fs_status fs_malloc_private(fs_allocator *a, int device, fs_stream_t stream, uint64_t priv,
+                            size_t size, unsigned flags, void **out);
+
+/* Sets how private pool `priv` of `device` behaves, from now on; letting
+ * it go (held false) forgets it once it holds no memory. Its segment
+ * source must be set before its first segment and not changed after. */
+void fs_alloc_private_configure(fs_allocator *a, int device, uint64_t priv,
+                                const fs_private_conf *conf);
+
+/* empty_cache for one private pool: its free memory back to the device
+ * once it is let go; nothing while it is held (PyTorch's emptyCache of a
+ * pool still in use). */
+fs_status fs_alloc_private_empty(fs_allocator *a, int device, uint64_t priv);
+
 /* A fence: the events that must all complete before freed memory may be
  * reused. Reference counted; used by the all-gather rate limiter. */
 typedef struct fs_fence fs_fence;
@@ -303,7 +345,8 @@ typedef struct fs_walk_entry {
     uintptr_t addr;
     size_t size, requested; /* requested: live and pending blocks */
     bool expandable;
-    bool large; /* of the large pool (blocks over 1 MiB), not the small one */
+    bool large;    /* of the large pool (blocks over 1 MiB), not the small one */
+    uint64_t priv; /* the private pool it belongs to, 0 for the shared cache */
 } fs_walk_entry;
 
 /* Copies every segment of `device`, each followed by its mapped blocks in

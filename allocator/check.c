@@ -135,7 +135,8 @@ static size_t walk_segments(fs_pool *p, fs_walk_entry *out, size_t max, size_t n
                                      .addr = s->base,
                                      .size = s->size,
                                      .expandable = s->expandable,
-                                     .large = s->kind == FS_KIND_LARGE};
+                                     .large = s->kind == FS_KIND_LARGE,
+                                     .priv = p->priv};
         n++;
         for (fs_block *b = s->head; b; b = b->next) {
             fs_walk_state st = b->state == FS_BLOCK_LIVE   ? FS_WALK_LIVE
@@ -148,7 +149,8 @@ static size_t walk_segments(fs_pool *p, fs_walk_entry *out, size_t max, size_t n
                                          .addr = b->addr,
                                          .size = b->size,
                                          .requested = st == FS_WALK_CACHED ? 0 : b->requested,
-                                         .large = s->kind == FS_KIND_LARGE};
+                                         .large = s->kind == FS_KIND_LARGE,
+                                         .priv = p->priv};
             n++;
         }
     }

@@ -236,6 +236,13 @@ typedef struct fs_pool {
     fs_block *spare; /* recycled block metadata */
     size_t nspare;
     struct fs_pool *hash_next; /* registry chain (live pools only) */
+    /* A private pool's name (fs_malloc_private), 0 for the shared cache's
+     * pools; a private pool is never in the registry ("private.c"). Its
+     * configuration changes under dev->lock; no_split, read by splits
+     * under the pool's lock alone, is its copy for them. */
+    uint64_t priv;
+    fs_private_conf pconf;
+    atomic_bool no_split;
     fs_pool_stats st;
 } fs_pool;
 
@@ -280,6 +287,13 @@ typedef struct fs_pool_view {
  * lines of its own: what misses, device-ordered frees or settling
  * statistics write must not slow down the threads that only read `gen`
  * on their hot path. */
+/* A private pool's configuration, kept by its device from the first call
+ * that names it until it is let go and holds no memory. */
+typedef struct fs_private_entry {
+    uint64_t priv;
+    fs_private_conf conf;
+} fs_private_entry;
+
 typedef struct fs_dev {
     pthread_mutex_t lock; /* registry, pool list, batch fences, growth */
     fs_allocator *a;
@@ -289,7 +303,9 @@ typedef struct fs_dev {
     _Atomic(fs_pool_view *) view; /* the same, for fs_observe */
     void **dead; /* replaced views and destroyed pools, freed at teardown; under lock */
     int ndead, capdead;
-    fs_pool *hash[64]; /* live pools by stream handle */
+    fs_pool *hash[64];       /* live pools by stream handle */
+    fs_private_entry *privs; /* private pools' configurations, under lock */
+    int nprivs, capprivs;
     fs_stream_t legacy;
     fs_fence *last_batch; /* the newest batch fence (a reference) */
     /* The newest batch fence every stream of the device was made to wait
@@ -446,9 +462,10 @@ fs_block *fs_live_remove(fs_livemap *m, uintptr_t addr);
 
 /* ---- "segment.c" ------------------------------------------------------- */
 typedef enum fs_release_mode {
-    FS_RELEASE_LARGEST, /* largest first, until `goal` bytes are released */
-    FS_RELEASE_OLDEST,  /* garbage collection: oldest first, at least average age */
-    FS_RELEASE_FITTING, /* whole plain segments only, as few bytes beyond `goal` as can be */
+    FS_RELEASE_LARGEST,    /* largest first, until `goal` bytes are released */
+    FS_RELEASE_OLDEST,     /* garbage collection: oldest first, at least average age */
+    FS_RELEASE_FITTING,    /* whole plain segments only, as few bytes beyond `goal` as can be */
+    FS_RELEASE_EVERYTHING, /* as LARGEST, held private pools too: teardown, device reset */
 } fs_release_mode;
 void fs_block_free(fs_pool *p, fs_block *b); /* caller holds p->lock; p may be NULL */
 fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size); /* the remainder, or NULL */
@@ -461,6 +478,8 @@ void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl); /* out of its bin */
 /* Caller holds dev->lock, no pool lock. */
 fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, bool *oom);
 size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, size_t goal);
+/* Every free segment (and free page) of private pool priv, held or not. */
+size_t fs_segments_release_private(fs_allocator *a, fs_dev *d, uint64_t priv);
 fs_segment *fs_segidx_find(fs_allocator *a, uintptr_t addr); /* caller holds segidx_lock */
 /* Moves s, wholly free and completed, from one pool to another; false if it
  * no longer qualifies. Caller holds dev->lock, no pool lock. */
@@ -515,6 +534,32 @@ size_t fs_pool_retire_synced(fs_allocator *a, fs_pool *p, uint64_t token);
 bool fs_dev_exit_pending(fs_dev *d);
 void fs_dev_events_fini(fs_dev *d, bool destroy);
 
+/* ---- "private.c" ------------------------------------------------------- */
+/* Whether q's blocks and segments may serve a request of pool p: pools of
+ * the shared cache serve one another (cross_stream_reuse permitting), a
+ * private pool only itself. */
+static inline bool fs_pool_may_serve(const fs_pool *q, const fs_pool *p)
+{
+    return q->priv == p->priv && (!p->priv || q == p);
+}
+/* Whether a release of this mode may give back p's free memory: the shared
+ * cache's always; a private pool's only once let go, and then only by a
+ * release of everything free (empty_cache, the release-and-retry), as
+ * PyTorch frees a released private pool; at teardown and device reset,
+ * all (but segments of a pool's own source, which are left to it).
+ * Caller holds dev->lock. */
+bool fs_pool_releasable(const fs_pool *p, fs_release_mode mode);
+/* The private pool priv's pool for stream s, made on first use. */
+fs_pool *fs_private_get(fs_allocator *a, int device, fs_stream_t s, uint64_t priv);
+/* For a shared-cache request on a full device: a free block of a private
+ * pool that lends on out of memory, on the request's stream. Caller holds
+ * dev->lock. */
+fs_block *fs_private_lend(fs_allocator *a, fs_dev *d, int set, size_t rounded, size_t req,
+                          fs_stream_t stream);
+/* Forgets the private pools let go that hold no memory. Caller holds dev->lock. */
+void fs_private_forget_spent(fs_dev *d);
+void fs_private_fini(fs_dev *d); /* teardown */
+
 /* ---- "stream.c" -------------------------------------------------------- */
 /* The pool the calling thread last allocated from. Initial-exec TLS (as
  * mimalloc does): in the preloaded library the default model would call
@@ -529,6 +574,14 @@ typedef struct fs_tls_pool {
 extern _Thread_local __attribute__((tls_model("initial-exec"))) fs_tls_pool fs_tls_last_pool;
 
 fs_pool *fs_pool_lookup(fs_allocator *a, int device, fs_stream_t s); /* and remember it */
+/* A new pool of d for stream s; in the registry unless private (priv != 0).
+ * Caller holds dev->lock. */
+fs_pool *fs_pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind, uint64_t priv);
+/* What d knows stream s to be. Caller holds dev->lock. */
+enum fs_stream_kind fs_stream_kind_locked(fs_dev *d, fs_stream_t s);
+/* Frees what a pool without segments owns (not the pool itself, which a
+ * reader of an old view may still look at). */
+void fs_pool_drop(fs_pool *p);
 
 /* The pool of stream s: the thread's last one when it still is, without a lock. */
 static inline fs_pool *fs_pool_get(fs_allocator *a, int device, fs_stream_t s)
@@ -558,6 +611,10 @@ fs_status fs_with_live_block(fs_allocator *a, const void *ptr,
                              fs_status (*fn)(fs_block *b, void *arg), void *arg);
 
 /* ---- "allocator.c" ----------------------------------------------------- */
+/* The best fit among p's free blocks after retiring its completed frees,
+ * handed out for stream; NULL when none fits. No pool lock held. */
+fs_block *fs_pool_take_free(fs_allocator *a, fs_pool *p, int set, size_t rounded, size_t req,
+                            fs_stream_t stream);
 /* stream_ordered: an alloc or free_requested through the stream-ordered API. */
 void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream_t s,
                 uintptr_t addr, size_t size, size_t requested, bool stream_ordered);

@@ -52,6 +52,7 @@ static void empty(fs_allocator *a, fs_dev *d, void *arg)
     pthread_mutex_lock(&d->lock);
     fs_dev_retire_all(d, true);
     fs_segments_release(a, d, FS_RELEASE_LARGEST, SIZE_MAX);
+    fs_private_forget_spent(d);
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -169,18 +170,6 @@ static fs_segment *reset_pool(fs_allocator *a, fs_pool *p)
     return dropped;
 }
 
-/* What a pool without segments owns; the pool itself lives on with the
- * device (an observer may still read its counters). */
-static void pool_drop(fs_pool *p)
-{
-    fs_live_fini(&p->live);
-    for (fs_block *b = p->spare, *next; b; b = next) {
-        next = b->lnext;
-        free(b);
-    }
-    p->spare = NULL;
-}
-
 static bool pool_has_memory(fs_pool *p)
 {
     return p->segs != NULL;
@@ -202,7 +191,7 @@ static void reset_streams(fs_dev *d)
                 *at = (*at)->hash_next;
             else
                 at = &(*at)->hash_next;
-    fs_stats_pools_keep(d, pool_has_memory, pool_drop);
+    fs_stats_pools_keep(d, pool_has_memory, fs_pool_drop);
 }
 
 /* Fences of the device: their events died with the reset, and the idle
@@ -241,7 +230,7 @@ void fs_alloc_device_reset(fs_allocator *a, int device)
     reset_fences(d);
     /* what survived unused goes back: the device starts afresh, holding
      * only the blocks the program still has */
-    fs_segments_release(a, d, FS_RELEASE_LARGEST, SIZE_MAX);
+    fs_segments_release(a, d, FS_RELEASE_EVERYTHING, SIZE_MAX);
     /* before any pool goes: no thread's cached lookup may still name it */
     atomic_fetch_add_explicit(&d->gen, 1, memory_order_acq_rel);
     reset_streams(d);

@@ -515,8 +515,10 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
     const fs_device_ops *o = a->ops;
     int kind = fs_set_kind(set);
     fs_seg_memory mem = set >= FS_KINDS ? FS_SEG_ORDERED : FS_SEG_PLAIN;
-    if (a->cfg.expandable_segments && o->vm_map && o->vm_unmap && o->vm_reserve && o->vm_release &&
-        o->vm_granularity) {
+    const fs_private_conf *src = p->pconf.segment_alloc ? &p->pconf : NULL;
+    if (src && mem != FS_SEG_PLAIN) return FS_ERR_DEVICE; /* a source gives plain memory only */
+    if (!src && a->cfg.expandable_segments && o->vm_map && o->vm_unmap && o->vm_reserve &&
+        o->vm_release && o->vm_granularity) {
         fs_status st = grow_expandable(a, p, set, rounded, oom);
         if (st != FS_ERR_NOT_OWNED) return st;
     }
@@ -540,7 +542,9 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
             *oom = true;
             st = FS_ERR_OOM;
         } else {
-            st = dev_status(o->segment_alloc(o->ctx, d->id, mem, size, &ptr), oom);
+            st = dev_status(src ? src->segment_alloc(src->segment_ctx, d->id, size, &ptr)
+                                : o->segment_alloc(o->ctx, d->id, mem, size, &ptr),
+                            oom);
         }
         if (st != FS_ERR_OOM || size <= least) break;
         size_t half = round_to(size / 2, FS_ROUND_LARGE);
@@ -560,7 +564,11 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
     if (!s || !b || !segidx_insert(a, s)) {
         free(s);
         free(b);
-        o->segment_free(o->ctx, d->id, mem, ptr); /* nothing else to undo if this fails too */
+        /* nothing else to undo if this fails too */
+        if (src)
+            src->segment_free(src->segment_ctx, d->id, ptr, size);
+        else
+            o->segment_free(o->ctx, d->id, mem, ptr);
         return FS_ERR_DEVICE;
     }
     b->addr = s->base;
@@ -700,7 +708,9 @@ static size_t release_segment(fs_allocator *a, fs_dev *d, candidate *c)
     s->detached = true;
     fs_pool_unlock(p);
     fs_segidx_remove(a, s);
-    if (o->segment_free(o->ctx, d->id, seg_memory(s), (void *)s->base) != FS_DEV_OK) {
+    if (p->pconf.segment_alloc) {
+        p->pconf.segment_free(p->pconf.segment_ctx, d->id, (void *)s->base, s->size);
+    } else if (o->segment_free(o->ctx, d->id, seg_memory(s), (void *)s->base) != FS_DEV_OK) {
         /* still the device's memory, and still ours: back as it was (the
          * index has room, it just shrank) */
         segidx_insert(a, s);
@@ -833,14 +843,22 @@ static size_t unmap_carved(fs_allocator *a, fs_dev *d, unmapping *um, size_t n)
     return kept;
 }
 
-size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, size_t goal)
+/* Releases free memory of the pools of d that `only` names (0: every
+ * pool the mode may release from, see fs_pool_releasable). Nothing goes
+ * while a capture is under way but at teardown: a device free (cudaFree
+ * synchronises) or an unmap would break the capture. */
+static size_t release(fs_allocator *a, fs_dev *d, fs_release_mode mode, size_t goal, uint64_t only)
 {
     const fs_device_ops *o = a->ops;
-    bool unmap = o->vm_unmap && !(o->capture_underway && o->capture_underway(o->ctx));
+    bool capture = o->capture_underway && o->capture_underway(o->ctx);
+    if (capture && mode != FS_RELEASE_EVERYTHING) return 0;
+    bool unmap = o->vm_unmap && !capture;
     candidate *c = NULL;
     size_t n = 0, cap = 0;
-    for (int i = 0; i < d->npools; i++)
-        collect(d->pools[i], unmap, &c, &n, &cap);
+    for (int i = 0; i < d->npools; i++) {
+        fs_pool *p = d->pools[i];
+        if (only ? p->priv == only : fs_pool_releasable(p, mode)) collect(p, unmap, &c, &n, &cap);
+    }
     if (mode == FS_RELEASE_OLDEST) {
         /* PyTorch's rule: only blocks at least as old as the average go */
         uint64_t sum = 0;
@@ -872,4 +890,14 @@ size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, siz
     free(um);
     free(c);
     return freed;
+}
+
+size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, size_t goal)
+{
+    return release(a, d, mode, goal, 0);
+}
+
+size_t fs_segments_release_private(fs_allocator *a, fs_dev *d, uint64_t priv)
+{
+    return priv ? release(a, d, FS_RELEASE_LARGEST, SIZE_MAX, priv) : 0;
 }

@@ -100,6 +100,7 @@ int fs_size_kind(size_t rounded)
 bool fs_should_split(const fs_alloc_config *cfg, const fs_block *b, size_t size)
 {
     size_t remaining = b->size - size;
+    if (atomic_load_explicit(&b->seg->pool->no_split, memory_order_relaxed)) return false;
     if (b->seg->kind == FS_KIND_SMALL || b->seg->expandable) return remaining >= FS_MIN_BLOCK;
     return size < cfg->max_split_size && remaining > FS_SMALL_SIZE;
 }

@@ -14,7 +14,7 @@ static size_t bucket(fs_stream_t s)
     return (size_t)(h >> 58);
 }
 
-static fs_pool *pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind)
+fs_pool *fs_pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind, uint64_t priv)
 {
     fs_pool *p = fs_zalloc_lines(sizeof *p);
     if (!p) return NULL;
@@ -25,22 +25,37 @@ static fs_pool *pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind)
     fs_spin_init(&p->lock);
     atomic_init(&p->had_work, false);
     atomic_init(&p->st.parked, false);
+    atomic_init(&p->no_split, false);
+    p->pconf.held = priv != 0;
     p->dev = d;
     p->stream = s;
     p->kind = kind;
+    p->priv = priv;
     if (!fs_stats_pool_add(d, p)) {
         fs_live_fini(&p->live);
         free(p);
         return NULL;
     }
-    size_t h = bucket(s);
-    p->hash_next = d->hash[h];
-    d->hash[h] = p;
+    if (!priv) {
+        size_t h = bucket(s);
+        p->hash_next = d->hash[h];
+        d->hash[h] = p;
+    }
     /* a stream new to the device is ordered after none of the others: it
      * waits for what they were made to wait for (a cudaMalloc that took a
      * block whose free was pending) */
     fs_fence_wait_all_new(d->a, d, p);
     return p;
+}
+
+void fs_pool_drop(fs_pool *p)
+{
+    fs_live_fini(&p->live);
+    for (fs_block *b = p->spare, *next; b; b = next) {
+        next = b->lnext;
+        free(b);
+    }
+    p->spare = NULL;
 }
 
 static fs_pool *lookup_locked(fs_dev *d, fs_stream_t s, bool create)
@@ -50,7 +65,13 @@ static fs_pool *lookup_locked(fs_dev *d, fs_stream_t s, bool create)
     if (!create) return NULL;
     /* First seen in a call: without knowing better, it gets fence events of
      * its own, which is always safe. */
-    return pool_new(d, s, s == d->legacy ? FS_STREAM_LEGACY : FS_STREAM_NONBLOCKING);
+    return fs_pool_new(d, s, s == d->legacy ? FS_STREAM_LEGACY : FS_STREAM_NONBLOCKING, 0);
+}
+
+enum fs_stream_kind fs_stream_kind_locked(fs_dev *d, fs_stream_t s)
+{
+    fs_pool *p = lookup_locked(d, s, false);
+    return p ? p->kind : s == d->legacy ? FS_STREAM_LEGACY : FS_STREAM_NONBLOCKING;
 }
 
 _Thread_local __attribute__((tls_model("initial-exec"))) fs_tls_pool fs_tls_last_pool;
@@ -107,34 +128,48 @@ static void unhash(fs_dev *d, fs_pool *p)
     atomic_fetch_add_explicit(&d->gen, 1, memory_order_acq_rel);
 }
 
-/* The pool of stream s that retiring concerns, with d->lock held; NULL,
- * and the lock not held, when there is none (the legacy stream's never
- * retires). */
-static fs_pool *lock_retirable(fs_dev *d, fs_stream_t s)
+/* The pools retiring stream s concerns, with d->lock held: its registry
+ * pool (none for the legacy stream's, which never retires) and the
+ * private pools on it. Returns how many went into out (at most max). */
+static int retirable(fs_dev *d, fs_stream_t s, fs_pool **out, int max)
 {
-    if (!d) return NULL;
-    pthread_mutex_lock(&d->lock);
+    int n = 0;
+    if (s == d->legacy) return 0;
     fs_pool *p = lookup_locked(d, s, false);
-    if (!p || p->kind == FS_STREAM_LEGACY) {
-        pthread_mutex_unlock(&d->lock);
-        return NULL;
+    if (p && p->kind != FS_STREAM_LEGACY) out[n++] = p;
+    for (int i = 0; i < d->npools && n < max; i++) {
+        fs_pool *q = d->pools[i];
+        if (q->priv && q->stream == s && !atomic_load_explicit(&q->retired, memory_order_relaxed))
+            out[n++] = q;
     }
-    return p;
+    return n;
 }
+
+/* Private pools on one stream beyond this many are left unretired (their
+ * frees then wait for events, which is always safe). */
+#define FS_RETIRE_MAX 64
 
 void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
 {
     fs_dev *d = fs_dev_of(a, device);
-    fs_pool *p = lock_retirable(d, s);
-    if (!p) return;
-    /* Fence what the stream did while it still exists: its work before the
-     * unfenced frees, and its stream-ordered frees for the other streams. */
-    fs_batch_fence(d);
-    fs_marks_record(d);
-    fs_pool_lock(p);
-    p->retired = true;
-    fs_pool_unlock(p);
-    unhash(d, p);
+    fs_pool *pools[FS_RETIRE_MAX];
+    if (!d) return;
+    pthread_mutex_lock(&d->lock);
+    int n = retirable(d, s, pools, FS_RETIRE_MAX);
+    if (n) {
+        /* Fence what the stream did while it still exists: its work before
+         * the unfenced frees, and its stream-ordered frees for the other
+         * streams. */
+        fs_batch_fence(d);
+        fs_marks_record(d);
+    }
+    for (int i = 0; i < n; i++) {
+        fs_pool *p = pools[i];
+        fs_pool_lock(p);
+        p->retired = true;
+        fs_pool_unlock(p);
+        if (!p->priv) unhash(d, p);
+    }
     pthread_mutex_unlock(&d->lock);
 }
 
@@ -170,20 +205,25 @@ void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
 void fs_alloc_stream_exit(fs_allocator *a, int device, fs_stream_t s)
 {
     fs_dev *d = fs_dev_of(a, device);
-    fs_pool *p = lock_retirable(d, s);
-    if (!p) return;
-    fs_fence *mark = NULL;
-    fs_pool_lock(p);
-    p->retired = true;
-    if (atomic_load_explicit(&p->had_work, memory_order_acquire) || p->so_seq > p->so_done) {
-        uint64_t token = atomic_fetch_add_explicit(&d->dev_frees, 1, memory_order_acq_rel) + 1;
-        atomic_store_explicit(&d->exit_token, token, memory_order_release);
-        p->exit_token = token;
-        mark = p->mark;
-        p->mark = NULL;
+    fs_pool *pools[FS_RETIRE_MAX];
+    if (!d) return;
+    pthread_mutex_lock(&d->lock);
+    int n = retirable(d, s, pools, FS_RETIRE_MAX);
+    for (int i = 0; i < n; i++) {
+        fs_pool *p = pools[i];
+        fs_fence *mark = NULL;
+        fs_pool_lock(p);
+        p->retired = true;
+        if (atomic_load_explicit(&p->had_work, memory_order_acquire) || p->so_seq > p->so_done) {
+            uint64_t token = atomic_fetch_add_explicit(&d->dev_frees, 1, memory_order_acq_rel) + 1;
+            atomic_store_explicit(&d->exit_token, token, memory_order_release);
+            p->exit_token = token;
+            mark = p->mark;
+            p->mark = NULL;
+        }
+        fs_pool_unlock(p);
+        fs_fence_put(d, mark);
+        if (!p->priv) unhash(d, p);
     }
-    fs_pool_unlock(p);
-    fs_fence_put(d, mark);
-    unhash(d, p);
     pthread_mutex_unlock(&d->lock);
 }
