@@ -272,7 +272,8 @@ static bool wants_adapter(const char *shim_conf)
 }
 
 /* Where adapters built on first use are kept: FSDPSHIM_TORCH_CACHE, else
- * $XDG_CACHE_HOME/fsdpshim/torch, else ~/.cache/fsdpshim/torch. */
+ * $XDG_CACHE_HOME/fsdpshim/torch, else ~/.cache/fsdpshim/torch; under it
+ * <PyTorch key>/<hash of the adapter sources>/. */
 static void cache_root(char *out, size_t len)
 {
     const char *own = getenv("FSDPSHIM_TORCH_CACHE"), *xdg = getenv("XDG_CACHE_HOME");
@@ -376,9 +377,11 @@ static bool find_adapter(const char *python, const char *lib_dir, char *path, si
     }
     snprintf(path, len, "%s/torch/%s/libfsdpshim_torch.so", lib_dir ? lib_dir : ".", key);
     if (access(path, R_OK) == 0) return true;
-    cache_root(dir, sizeof dir - 330);
+    /* per PyTorch build and per adapter source: another fsdpshim's build is
+     * never loaded */
+    cache_root(dir, sizeof dir - 350);
     size_t used = strlen(dir);
-    snprintf(dir + used, sizeof dir - used, "/%s", key);
+    snprintf(dir + used, sizeof dir - used, "/%s/%s", key, FS_TORCH_ADAPTER_SOURCES);
     snprintf(path, len, "%s/libfsdpshim_torch.so", dir);
     if (access(path, R_OK) == 0) return true;
     if (build_adapter(python, lib_dir, dir, how, sizeof how) && access(path, R_OK) == 0) {

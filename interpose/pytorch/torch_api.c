@@ -14,7 +14,9 @@
 
 #include "../../include/fsdpshim/fsdpshim.h"
 #include "../runtime/runtime.h"
+#include "../trace_glue.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,24 +112,26 @@ static void fill_oom(fs_allocator *a, int device, size_t size, fs_torch_oom *oom
              (long long)st.pending_frees, (long long)st.largest_free_block);
 }
 
-static int api_malloc(int device, void *stream, size_t size, void **out, fs_torch_oom *oom)
+static int api_malloc(int device, void *stream, uint64_t pool, size_t size, void **out,
+                      fs_torch_oom *oom)
 {
     fs_allocator *a = fs_shim_enter_active();
     fs_status st;
+    fs_stream_t key;
     int dev = -1;
 
     if (!a) return FS_TORCH_ERROR;
-    if (fs_shim_stream_capturing((cudaStream_t)stream, false)) {
-        /* a capture's allocations go to its private pool (not served yet) */
-        fs_shim_leave();
-        return FS_TORCH_ERROR;
-    }
+    key = fs_shim_stream_key((cudaStream_t)stream, false, &dev);
     /* PyTorch's semantics: a block freed with streams recorded on it comes
      * back once their work has completed, never behind a wait of the
-     * requesting stream on theirs, which PyTorch never adds */
+     * requesting stream on theirs, which PyTorch never adds. Plain
+     * (cudaMalloc'd) segments, as PyTorch's own: what a graph capture, an
+     * IPC handle and NCCL's registration of PyTorch's segments expect. */
     call_begin();
-    st =
-        fs_mem_alloc_ordered(a, (cudaStream_t)stream, false, size, FS_ALLOC_NO_GPU_WAIT, out, &dev);
+    fs_trace_alloc_begin();
+    st = dev >= 0 ? fs_malloc_private(a, dev, key, pool, size, FS_ALLOC_NO_GPU_WAIT, out)
+                  : FS_ERR_DEVICE;
+    fs_trace_alloc_end();
     if (st == FS_ERR_OOM && oom) fill_oom(a, dev >= 0 ? dev : device, size, oom);
     fs_shim_leave();
     call_end();
@@ -253,6 +257,87 @@ static int api_block_of(const void *ptr, fs_torch_block *out)
     return FS_TORCH_OK;
 }
 
+/* ---- private pools ---- */
+
+/* A pool's own segment source, as the allocator calls it. Kept for the
+ * life of the process (the allocator may free one of the pool's segments
+ * at any later empty_cache), one per source however often its pool is
+ * configured. */
+typedef struct pool_source {
+    int (*alloc)(void *ctx, int device, size_t size, void **out);
+    void (*free)(void *ctx, int device, void *ptr, size_t size);
+    void *ctx;
+    struct pool_source *next;
+} pool_source;
+
+static pool_source *sources;
+static pthread_mutex_t sources_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static pool_source *source_of(const fs_torch_pool_conf *conf)
+{
+    pool_source *src;
+
+    pthread_mutex_lock(&sources_lock);
+    for (src = sources; src; src = src->next)
+        if (src->alloc == conf->segment_alloc && src->free == conf->segment_free &&
+            src->ctx == conf->segment_ctx)
+            break;
+    if (!src && (src = malloc(sizeof *src))) {
+        *src = (pool_source){conf->segment_alloc, conf->segment_free, conf->segment_ctx, sources};
+        sources = src;
+    }
+    pthread_mutex_unlock(&sources_lock);
+    return src;
+}
+
+static fs_dev_status source_alloc(void *ctx, int device, size_t size, void **out)
+{
+    const pool_source *src = ctx;
+    return src->alloc(src->ctx, device, size, out) == 0 && *out ? FS_DEV_OK : FS_DEV_OUT_OF_MEMORY;
+}
+
+static void source_free(void *ctx, int device, void *ptr, size_t size)
+{
+    const pool_source *src = ctx;
+    src->free(src->ctx, device, ptr, size);
+}
+
+static void api_pool_configure(int device, uint64_t pool, const fs_torch_pool_conf *conf)
+{
+    fs_private_conf c = {
+        .held = conf->held != 0,
+        .lend_on_oom = conf->lend_on_oom != 0,
+        .no_split = conf->no_split != 0,
+    };
+    fs_allocator *a;
+
+    if (conf->segment_alloc && conf->segment_free) {
+        pool_source *src = source_of(conf);
+        if (!src) return;
+        c.segment_alloc = source_alloc;
+        c.segment_free = source_free;
+        c.segment_ctx = src;
+    }
+    if (!(a = fs_shim_enter_active())) return;
+    call_begin();
+    fs_alloc_private_configure(a, device, pool, &c);
+    fs_shim_leave();
+    call_end();
+}
+
+static int api_pool_empty(int device, uint64_t pool)
+{
+    fs_allocator *a = fs_shim_enter_active();
+    fs_status st;
+
+    if (!a) return FS_TORCH_ERROR;
+    call_begin();
+    st = fs_alloc_private_empty(a, device, pool);
+    fs_shim_leave();
+    call_end();
+    return st == FS_OK ? FS_TORCH_OK : FS_TORCH_ERROR;
+}
+
 static void api_set_limit(int device, size_t bytes)
 {
     fs_allocator *a = fs_shim_enter_active();
@@ -310,6 +395,7 @@ static size_t api_walk(int device, fs_torch_walk_entry *out, size_t max)
             .requested = w[i].requested,
             .large = w[i].large,
             .expandable = w[i].expandable,
+            .pool = w[i].priv,
         };
     free(w);
     return n;
@@ -330,4 +416,6 @@ const fs_torch_api fs_torch_api_table = {
     .segment_hook = api_segment_hook,
     .set_limit = api_set_limit,
     .block_of = api_block_of,
+    .pool_configure = api_pool_configure,
+    .pool_empty = api_pool_empty,
 };

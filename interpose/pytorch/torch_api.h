@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the table or a struct below changes. */
-#define FS_TORCH_API_VERSION 5
+#define FS_TORCH_API_VERSION 6
 
 /* Results of the table's calls. */
 enum fs_torch_status {
@@ -68,6 +68,7 @@ typedef struct fs_torch_walk_entry {
     uintptr_t addr;
     size_t size, requested; /* requested: live and pending blocks */
     int large, expandable;
+    uint64_t pool; /* the private pool it belongs to, 0 for the shared cache */
 } fs_torch_walk_entry;
 
 /* An allocator event for PyTorch's allocator trace trackers and memory
@@ -92,12 +93,30 @@ typedef struct fs_torch_block {
     size_t requested; /* the bytes asked for */
 } fs_torch_block;
 
+/* How a private pool behaves (PyTorch's MemPool and CUDA graph pools;
+ * fs_alloc_private_configure): held while PyTorch's use count is above 0,
+ * lending on out of memory (use_on_oom), no splitting (no_split), and its
+ * segments from a source of its own (a MemPool's allocator: whole
+ * segments, returned by the source's free; 0 from segment_alloc is
+ * success). The source is called inside a table call, on its thread: a
+ * CUDA call it makes goes to the runtime, not the shim. */
+typedef struct fs_torch_pool_conf {
+    int held, lend_on_oom, no_split;
+    int (*segment_alloc)(void *ctx, int device, size_t size, void **out);
+    void (*segment_free)(void *ctx, int device, void *ptr, size_t size);
+    void *segment_ctx;
+} fs_torch_pool_conf;
+
 typedef struct fs_torch_api {
     int version; /* FS_TORCH_API_VERSION */
-    /* size > 0 bytes on device for stream (a cudaStream_t), stream-ordered
-     * as PyTorch's allocator hands memory out: reusable on that stream at
-     * once after the free. On FS_TORCH_OOM, *oom (if given) is filled. */
-    int (*malloc)(int device, void *stream, size_t size, void **out, fs_torch_oom *oom);
+    /* size > 0 bytes on device for stream (a cudaStream_t), in private
+     * pool `pool` (0: the shared cache), stream-ordered as PyTorch's
+     * allocator hands memory out: reusable on that stream at once after the
+     * free. From cudaMalloc'd segments, as PyTorch's (IPC handles and NCCL
+     * registration need them); during a graph capture too. On
+     * FS_TORCH_OOM, *oom (if given) is filled. */
+    int (*malloc)(int device, void *stream, uint64_t pool, size_t size, void **out,
+                  fs_torch_oom *oom);
     /* PyTorch's free: stream-ordered on the stream the block was allocated
      * for, after the work of the streams recorded on it. */
     int (*free)(void *ptr);
@@ -126,6 +145,11 @@ typedef struct fs_torch_api {
     void (*set_limit)(int device, size_t bytes);
     /* The live block containing ptr; FS_TORCH_NOT_OWNED otherwise. */
     int (*block_of)(const void *ptr, fs_torch_block *out);
+    /* Private pool `pool` (not 0) of the device behaves as conf says from
+     * now on; let go (held 0), it is forgotten once it holds no memory. */
+    void (*pool_configure)(int device, uint64_t pool, const fs_torch_pool_conf *conf);
+    /* empty_cache for one private pool: nothing while it is held. */
+    int (*pool_empty)(int device, uint64_t pool);
 } fs_torch_api;
 
 /* The adapter's one entry point (looked up by name in the adapter's

@@ -8,15 +8,18 @@ ways: the adapter gives PyTorch's allocator semantics (counts, stream
 reuse, recorded streams, OOM errors and observers, accumulated and peak
 resets, empty_cache). The route checks say which allocator answered: under
 the adapter the shim's own statistics count PyTorch's tensors, and what
-the adapter does not serve yet (memory history) refuses, naming itself. Figures that depend
+the adapter does not serve yet (checkpoint state) refuses, naming itself. Figures that depend
 on the policy (reserved bytes, segment sizes) are not compared.
 """
 import argparse
 import ctypes
+import gc
+import os
 import sys
 import unittest
 
 import torch
+import torch.multiprocessing as mp
 
 MiB = 1 << 20
 ROUTE = "native"
@@ -317,6 +320,201 @@ class MemoryFraction(unittest.TestCase):
             torch.cuda.set_per_process_memory_fraction(1.5)
 
 
+def pool_segments(pool_id):
+    return [s for s in torch.cuda.memory_snapshot() if tuple(s["segment_pool_id"]) == tuple(pool_id)]
+
+
+class Pools(unittest.TestCase):
+    """torch.cuda.MemPool and use_mem_pool: memory only the pool's own
+    allocations use, kept while the pool lives, given back after."""
+
+    def setUp(self):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+    def test_blocks_stay_in_their_pool(self):
+        pool = torch.cuda.MemPool()
+        with torch.cuda.use_mem_pool(pool):
+            x = torch.empty(4 * MiB, dtype=torch.uint8, device="cuda")
+        ptr = x.data_ptr()
+        segs = pool.snapshot()
+        self.assertTrue(any(s["address"] <= ptr < s["address"] + s["total_size"] for s in segs))
+        self.assertTrue(all(tuple(s["segment_pool_id"]) == tuple(pool.id) for s in segs))
+        del x
+        y = torch.empty(4 * MiB, dtype=torch.uint8, device="cuda")  # outside the pool
+        self.assertNotEqual(y.data_ptr(), ptr)
+        with torch.cuda.use_mem_pool(pool):
+            z = torch.empty(4 * MiB, dtype=torch.uint8, device="cuda")
+        self.assertEqual(z.data_ptr(), ptr)
+        del y, z
+
+    def test_use_count_and_live_allocations(self):
+        pool = torch.cuda.MemPool()
+        self.assertEqual(pool.use_count(), 1)
+        with torch.cuda.use_mem_pool(pool):
+            self.assertEqual(pool.use_count(), 2)
+            a = torch.empty(MiB, dtype=torch.uint8, device="cuda")
+            b = torch.empty(3 * MiB, dtype=torch.uint8, device="cuda")
+        self.assertEqual(pool.use_count(), 1)
+        check = torch._C._cuda_checkPoolLiveAllocations
+        self.assertTrue(check(0, pool.id, {a.data_ptr(), b.data_ptr()}))
+        self.assertFalse(check(0, pool.id, {a.data_ptr()}))
+        del b
+        self.assertTrue(check(0, pool.id, {a.data_ptr()}))
+        del a
+
+    def test_kept_while_the_pool_lives(self):
+        before = torch.cuda.memory_reserved()
+        pool = torch.cuda.MemPool()
+        with torch.cuda.use_mem_pool(pool):
+            x = torch.empty(30 * MiB, dtype=torch.uint8, device="cuda")
+        del x
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        self.assertGreaterEqual(sum(s["total_size"] for s in pool_segments(pool.id)), 30 * MiB)
+        self.assertGreaterEqual(torch.cuda.memory_reserved(), before + 30 * MiB)
+        pool_id = pool.id
+        del pool  # releases the pool and empties it
+        gc.collect()
+        torch.cuda.empty_cache()
+        self.assertEqual(pool_segments(pool_id), [])
+        self.assertEqual(torch.cuda.memory_reserved(), before)
+
+    def test_live_block_outlives_its_pool(self):
+        before = torch.cuda.memory_reserved()
+        pool = torch.cuda.MemPool()
+        with torch.cuda.use_mem_pool(pool):
+            x = torch.empty(8 * MiB, dtype=torch.uint8, device="cuda")
+        src = host_values(MiB)
+        x.view(torch.float32)[: src.numel()].copy_(src)
+        del pool
+        gc.collect()
+        torch.cuda.empty_cache()
+        self.assertTrue(torch.equal(x.view(torch.float32)[: src.numel()].cpu(), src))
+        self.assertGreaterEqual(torch.cuda.memory_reserved(), before + 8 * MiB)
+        del x
+        torch.cuda.empty_cache()
+        self.assertEqual(torch.cuda.memory_reserved(), before)
+
+    def test_no_split(self):
+        pool = torch.cuda.MemPool(no_split=True)
+        with torch.cuda.use_mem_pool(pool):
+            x = torch.empty(1000, dtype=torch.uint8, device="cuda")
+        blocks = [b for s in pool.snapshot() for b in s["blocks"] if b["state"] == "active_allocated"]
+        self.assertEqual([b["size"] for b in blocks], [2 * MiB])  # the whole small segment
+        del x
+
+    def test_use_on_oom(self):
+        torch.cuda.empty_cache()
+        pool = torch.cuda.MemPool(use_on_oom=True)
+        with torch.cuda.use_mem_pool(pool):
+            x = torch.empty(CAPACITY // 2, dtype=torch.uint8, device="cuda")
+        ptr = x.data_ptr()
+        del x
+        # the device cannot hold another half: the pool's free block serves
+        y = torch.empty(CAPACITY // 2, dtype=torch.uint8, device="cuda")
+        self.assertEqual(y.data_ptr(), ptr)
+        del y
+
+
+class Graphs(unittest.TestCase):
+    """CUDA graph capture: the capture's allocations come from the graph's
+    private pool and stay valid across replays."""
+
+    def test_capture_and_replay(self):
+        n = 1 << 16
+        x = torch.zeros(n, dtype=torch.float32, device="cuda")
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            warm = x.clone()  # PyTorch's advice: warm up on a side stream
+        torch.cuda.current_stream().wait_stream(side)
+        del warm
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            tmp = x.clone()
+            out = tmp.clone()
+            del tmp  # freed in the capture: reusable by it, on its stream
+            out2 = out.clone()
+        for seed in (1, 2):
+            src = host_values(n, seed)
+            x.copy_(src)
+            g.replay()
+            torch.cuda.synchronize()
+            self.assertTrue(torch.equal(out.cpu(), src))
+            self.assertTrue(torch.equal(out2.cpu(), src))
+        ptrs = {out.data_ptr(), out2.data_ptr()}
+        mine = pool_segments(g.pool())
+        self.assertTrue(all(any(s["address"] <= p < s["address"] + s["total_size"] for s in mine)
+                            for p in ptrs))
+        # a second graph sharing the pool
+        g2 = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g2, pool=g.pool()):
+            out3 = out.clone()
+        g.replay()
+        g2.replay()
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(out3.cpu(), host_values(n, 2)))
+        pool_id = g.pool()
+        del out, out2, out3
+        g.reset()
+        g2.reset()
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        self.assertEqual(pool_segments(pool_id), [])
+
+
+def ipc_child(queue, results):
+    t = queue.get()
+    results.put(t.cpu())
+    t.copy_(torch.full(t.shape, 7.0))
+    torch.cuda.synchronize()
+    results.put("done")
+    queue.get()  # the parent has read what we wrote
+
+
+class Ipc(unittest.TestCase):
+    """torch.multiprocessing: a CUDA tensor sent to another process, which
+    reads and writes the same memory; with the child under the same route,
+    and (under the shim) with a child without it."""
+
+    def share(self, child_env):
+        ctx = mp.get_context("spawn")
+        queue, results = ctx.Queue(), ctx.Queue()
+        base = host_values(1000).cuda()
+        x = base[10:]
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(child_env)
+        try:
+            child = ctx.Process(target=ipc_child, args=(queue, results))
+            child.start()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        queue.put(x)
+        seen = results.get(timeout=120)
+        self.assertTrue(torch.equal(seen, host_values(1000)[10:]))
+        self.assertEqual(results.get(timeout=120), "done")
+        self.assertTrue(torch.equal(base.cpu()[10:], torch.full((990,), 7.0)))
+        self.assertTrue(torch.equal(base.cpu()[:10], host_values(1000)[:10]))
+        queue.put("bye")
+        child.join(timeout=120)
+        self.assertEqual(child.exitcode, 0)
+
+    def test_same_route(self):
+        self.share(dict(os.environ))
+
+    def test_child_without_the_shim(self):
+        if ROUTE != "adapter":
+            self.skipTest("the shim's handles opened by PyTorch's own allocator")
+        env = dict(os.environ)
+        env["LD_PRELOAD"] = " ".join(p for p in env.get("LD_PRELOAD", "").replace(":", " ").split()
+                                     if "libfsdpshim" not in p)
+        env.pop("FSDPSHIM_CONF", None)
+        self.share(env)
+
+
 class Route(unittest.TestCase):
     def test_who_serves(self):
         x = torch.empty(5 * MiB, dtype=torch.uint8, device="cuda")
@@ -331,9 +529,14 @@ class Route(unittest.TestCase):
     def test_what_is_not_served_yet_says_so(self):
         if ROUTE != "adapter":
             self.skipTest("the adapter's refusals only")
+        g = torch.cuda.CUDAGraph()
+        x = torch.zeros(16, device="cuda")
+        with torch.cuda.graph(g):
+            y = x.clone()
         with self.assertRaises(RuntimeError) as caught:
-            torch.cuda.MemPool()
-        self.assertIn("fsdpshim does not yet support createOrIncrefPool", str(caught.exception))
+            torch._C._cuda_getCheckpointState(0, g.pool())
+        self.assertIn("does not serve checkpoint state", str(caught.exception))
+        del y
 
 
 def main():

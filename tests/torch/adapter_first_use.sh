@@ -32,8 +32,8 @@ run "$dir/none" CXX=/nonexistent/c++
 grep -q "torch_route:adapter: no adapter built for PyTorch .*, and building one failed" "$dir/none" ||
     { cat "$dir/none" >&2; fail "no line saying the build failed"; }
 grep -q "^backend cudaMallocAsync" "$dir/none" || fail "without an adapter PyTorch is not on cudaMallocAsync"
-grep -q "no C++ compiler" "$dir"/cache/*/build.log || fail "build.log does not say why"
-[ ! -e "$dir"/cache/*/libfsdpshim_torch.so ] || fail "a failed build left a library"
+grep -q "no C++ compiler" "$dir"/cache/*/*/build.log || fail "build.log does not say why"
+[ ! -e "$dir"/cache/*/*/libfsdpshim_torch.so ] || fail "a failed build left a library"
 
 run "$dir/first"
 grep -q "PyTorch's allocator: fsdpshim's adapter ($dir/cache/.*/libfsdpshim_torch.so, built now" "$dir/first" ||

@@ -6,9 +6,10 @@
 // The product's one C++ part (STYLE): each method translates to a call of
 // that table, no policy of its own; one file per concern: alloc.cpp
 // (allocation, streams, the cache), stats.cpp (memory_stats), snapshot.cpp
-// (snapshot()), history.cpp (memory history), pending.cpp
-// (what is not served yet, each saying so), install.cpp (the version check
-// and the swap). PyTorch's interface differs between releases; the build
+// (snapshot()), history.cpp (memory history), pools.cpp (private pools:
+// MemPool, CUDA graphs), ipc.cpp (sharing memory with other processes),
+// pending.cpp (what is not served yet, saying so), install.cpp (the
+// version check and the swap). PyTorch's interface differs between releases; the build
 // passes FS_TORCH_MINOR (the PyTorch 2.x it compiles against) and
 // FS_TORCH_KEY (its version and git hash, which install.cpp checks).
 #pragma once
@@ -18,10 +19,13 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #ifndef FS_TORCH_MINOR
@@ -105,6 +109,59 @@ class History
     std::vector<std::string> compile_contexts_;
 };
 
+// pools.cpp: PyTorch's private pools (MempoolId_t) over the shim's, which
+// are numbered: the use counts, the captures under way with their filters,
+// and each pool's options, as PyTorch's own allocator keeps them.
+class Pools
+{
+  public:
+    // The private pool an allocation on `stream` goes to, 0 for the shared
+    // cache: the newest capture under way on the device whose filter takes
+    // the stream, as PyTorch's get_pool.
+    uint64_t route(c10::DeviceIndex device, cudaStream_t stream)
+    {
+        if (capturing_.load(std::memory_order_acquire) == 0) return 0;
+        return route_slow(device, stream);
+    }
+    void create_or_incref(c10::DeviceIndex device, c10::MempoolId_t id,
+                          std::shared_ptr<cca::CUDAAllocator> allocator);
+    void begin(c10::DeviceIndex device, c10::MempoolId_t id,
+               std::function<bool(cudaStream_t)> filter);
+    void end(c10::DeviceIndex device, c10::MempoolId_t id);
+    void release(c10::DeviceIndex device, c10::MempoolId_t id);
+    int use_count(c10::DeviceIndex device, c10::MempoolId_t id);
+    void set_use_on_oom(c10::DeviceIndex device, c10::MempoolId_t id, bool on);
+    void set_no_split(c10::DeviceIndex device, c10::MempoolId_t id);
+    // emptyCache: the shared cache and every pool let go, or one pool
+    void empty(int device_count, c10::MempoolId_t id);
+    // The shim's number for id (0: none), and back (the pool's MempoolId_t,
+    // {0, 0} for the shared cache).
+    uint64_t number(c10::DeviceIndex device, c10::MempoolId_t id);
+    c10::MempoolId_t id_of(uint64_t number);
+
+  private:
+    struct Pool {
+        uint64_t number;
+        int use_count;
+        bool use_on_oom, no_split;
+        std::shared_ptr<cca::CUDAAllocator> allocator; // its segments' source, or null
+    };
+    struct Device {
+        std::map<c10::MempoolId_t, Pool> pools;
+        std::vector<std::pair<c10::MempoolId_t, std::function<bool(cudaStream_t)>>> captures;
+    };
+    uint64_t route_slow(c10::DeviceIndex device, cudaStream_t stream);
+    Device &device(c10::DeviceIndex d);                                         // lock_ held
+    Pool &pool(c10::DeviceIndex device, c10::MempoolId_t id, const char *what); // lock_ held
+    void configure(c10::DeviceIndex device, const Pool &p);                     // lock_ held
+
+    std::mutex lock_;
+    std::atomic<int> capturing_{0};
+    std::vector<Device> devices_;
+    std::map<uint64_t, c10::MempoolId_t> ids_; // every number ever given
+    uint64_t next_ = 1;
+};
+
 class Adapter final : public cca::CUDAAllocator
 {
   public:
@@ -169,13 +226,29 @@ class Adapter final : public cca::CUDAAllocator
     // every segment or free event from the table's hook: the trackers, the history
     void hook_event(int action, int device, uintptr_t addr, size_t size, void *stream);
 
-    // ---- pending.cpp: not served yet
+    // ---- pools.cpp: private pools (through Pools)
     void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
                              std::function<bool(cudaStream_t)> filter) override;
     void endAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id) override;
     void releasePool(c10::DeviceIndex device, c10::MempoolId_t mempool_id) override;
+    int getPoolUseCount(c10::DeviceIndex device, c10::MempoolId_t mempool_id) override;
+    void createOrIncrefPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
+                            std::shared_ptr<cca::CUDAAllocator> allocator) override;
+    void setUseOnOOM(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
+                     bool use_on_oom) override;
+    void setNoSplit(c10::DeviceIndex device, c10::MempoolId_t mempool_id) override;
+    bool checkPoolLiveAllocations(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
+                                  const std::unordered_set<void *> &expected) override;
+    Pools &pools()
+    {
+        return pools_;
+    }
+
+    // ---- ipc.cpp
     cca::ShareableHandle shareIpcHandle(void *ptr) override;
     std::shared_ptr<void> getIpcDevPtr(std::string handle) override;
+
+    // ---- pending.cpp: not served yet
     std::shared_ptr<cca::AllocatorState> getCheckpointState(c10::DeviceIndex device,
                                                             c10::MempoolId_t id) override;
     cca::CheckpointDelta setCheckpointPoolState(c10::DeviceIndex device,
@@ -198,7 +271,11 @@ class Adapter final : public cca::CUDAAllocator
     std::vector<cca::AllocatorTraceTracker> trackers_;
     std::once_flag hook_once_;
     History history_;
+    Pools pools_;
 };
+
+// snapshot.cpp: the walk of one device's segments and blocks
+std::vector<fs_torch_walk_entry> walk(int device);
 
 // The one instance PyTorch's allocator pointer is set to.
 Adapter &adapter();

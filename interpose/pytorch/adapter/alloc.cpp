@@ -51,7 +51,7 @@ void *Adapter::alloc_on(c10::DeviceIndex device, size_t size, cudaStream_t strea
     void *p = nullptr;
     bool traced = history_.on();
     if (traced) history_.begin_alloc();
-    int st = api->malloc(device, stream, size, &p, &oom);
+    int st = api->malloc(device, stream, pools_.route(device, stream), size, &p, &oom);
     if (st == FS_TORCH_OK) {
         if (traced) history_.alloc(device, p, size, stream);
         return p;
@@ -59,7 +59,7 @@ void *Adapter::alloc_on(c10::DeviceIndex device, size_t size, cudaStream_t strea
     if (traced && st == FS_TORCH_OOM) history_.oom(device, oom.device_free, size, stream);
     TORCH_CHECK(st == FS_TORCH_OOM, "fsdpshim: the shim could not allocate ", size,
                 " bytes on device ", int(device),
-                " (is the shim active, and the stream capturing?)");
+                " (the device failed a call, or the shim is off)");
     {
         // observers first, as PyTorch's allocator calls them before it throws
         std::lock_guard<std::mutex> g(observers_lock_);
@@ -144,12 +144,11 @@ void Adapter::setMemoryFraction(double fraction, c10::DeviceIndex device)
     fractions_[size_t(device)] = fraction;
 }
 
+// As PyTorch's: {0, 0} gives back the shared cache and every private pool
+// let go (use count 0); a pool's id, that pool if it is let go.
 void Adapter::emptyCache(c10::MempoolId_t mempool_id)
 {
-    TORCH_CHECK(mempool_id.first == 0 && mempool_id.second == 0, name(),
-                " (fsdpshim's adapter) has no private pools yet");
-    for (int d = 0; d < device_count_; d++)
-        api->empty_cache(d);
+    pools_.empty(device_count_, mempool_id);
 }
 
 void Adapter::enable(bool value)

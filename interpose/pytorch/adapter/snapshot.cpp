@@ -24,9 +24,6 @@
 namespace fsdpshim
 {
 
-namespace
-{
-
 // The walk of one device, sized by asking twice when the first guess was short.
 std::vector<fs_torch_walk_entry> walk(int device)
 {
@@ -41,16 +38,21 @@ std::vector<fs_torch_walk_entry> walk(int device)
     }
 }
 
-} // namespace
-
 cca::SnapshotInfo Adapter::snapshot(c10::MempoolId_t mempool_id, bool include_traces)
 {
-    TORCH_CHECK(mempool_id.first == 0 && mempool_id.second == 0,
-                "fsdpshim's PyTorch adapter has no private pools yet to take a snapshot of");
+    // one pool's segments when a pool is named, every segment otherwise,
+    // each with the pool it belongs to
+    bool one = mempool_id.first != 0 || mempool_id.second != 0;
     cca::SnapshotInfo out{}; // value-initialised: config_metadata's scalars are 0
     for (int d = 0; d < device_count_; d++) {
+        uint64_t only = one ? pools_.number(c10::DeviceIndex(d), mempool_id) : 0;
+        if (one && !only) continue;
         c10::CachingDeviceAllocator::SegmentInfo *seg = nullptr;
         for (const fs_torch_walk_entry &e : walk(d)) {
+            if (e.state == FS_TORCH_SEGMENT && one && e.pool != only) {
+                seg = nullptr;
+                continue;
+            }
             if (e.state == FS_TORCH_SEGMENT) {
                 out.segments.emplace_back();
                 seg = &out.segments.back();
@@ -60,6 +62,7 @@ cca::SnapshotInfo Adapter::snapshot(c10::MempoolId_t mempool_id, bool include_tr
                 seg->stream = e.stream;
                 seg->is_large = e.large != 0;
                 seg->is_expandable = e.expandable != 0;
+                seg->owner_private_pool_id = e.pool ? pools_.id_of(e.pool) : c10::MempoolId_t{0, 0};
                 continue;
             }
             if (!seg) continue;
