@@ -24,6 +24,7 @@ import torch.multiprocessing as mp
 MiB = 1 << 20
 ROUTE = "native"
 CAPACITY = 0
+POOL_ALLOCATOR = ""
 
 
 def shim_stat(name):
@@ -404,6 +405,29 @@ class Pools(unittest.TestCase):
         self.assertEqual([b["size"] for b in blocks], [2 * MiB])  # the whole small segment
         del x
 
+    def test_own_allocator(self):
+        lib = ctypes.CDLL(POOL_ALLOCATOR)
+        lib.fs_test_pool_last_size.restype = ctypes.c_size_t
+        own = torch.cuda.memory.CUDAPluggableAllocator(
+            POOL_ALLOCATOR, "fs_test_pool_alloc", "fs_test_pool_free")
+        pool = torch.cuda.MemPool(own.allocator())
+        allocs, frees = lib.fs_test_pool_allocs(), lib.fs_test_pool_frees()
+        with torch.cuda.use_mem_pool(pool):
+            x = torch.empty(3 * MiB, dtype=torch.uint8, device="cuda")
+            y = torch.empty(MiB, dtype=torch.uint8, device="cuda")
+        # whole segments from the pool's allocator: one large, one small
+        self.assertEqual(lib.fs_test_pool_allocs() - allocs, 2)
+        self.assertGreaterEqual(lib.fs_test_pool_last_size(), MiB)
+        src = host_values(MiB // 4)
+        x.view(torch.float32)[: src.numel()].copy_(src)
+        self.assertTrue(torch.equal(x.view(torch.float32)[: src.numel()].cpu(), src))
+        self.assertEqual(lib.fs_test_pool_frees() - frees, 0)
+        del x, y, pool
+        gc.collect()
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        self.assertEqual(lib.fs_test_pool_frees() - frees, 2)  # given back to it
+
     def test_use_on_oom(self):
         torch.cuda.empty_cache()
         pool = torch.cuda.MemPool(use_on_oom=True)
@@ -411,10 +435,11 @@ class Pools(unittest.TestCase):
             x = torch.empty(CAPACITY // 2, dtype=torch.uint8, device="cuda")
         ptr = x.data_ptr()
         del x
+        filler = torch.empty(3 * CAPACITY // 8, dtype=torch.uint8, device="cuda")
         # the device cannot hold another half: the pool's free block serves
         y = torch.empty(CAPACITY // 2, dtype=torch.uint8, device="cuda")
         self.assertEqual(y.data_ptr(), ptr)
-        del y
+        del y, filler
 
 
 class Graphs(unittest.TestCase):
@@ -540,12 +565,14 @@ class Route(unittest.TestCase):
 
 
 def main():
-    global ROUTE, CAPACITY
+    global ROUTE, CAPACITY, POOL_ALLOCATOR
     parser = argparse.ArgumentParser()
     parser.add_argument("--route", choices=("adapter", "native"), required=True)
     parser.add_argument("--mem", type=int, required=True, help="capacity of the device in bytes")
+    parser.add_argument("--pool-allocator", required=True,
+                        help="tests/torch/pool_allocator.c's library, for a MemPool's own allocator")
     args, rest = parser.parse_known_args()
-    ROUTE, CAPACITY = args.route, args.mem
+    ROUTE, CAPACITY, POOL_ALLOCATOR = args.route, args.mem, args.pool_allocator
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 
