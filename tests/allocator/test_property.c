@@ -14,8 +14,11 @@
  *     with the model and the device: allocated + cached + pending ==
  *     reserved == what the fake device has handed out, and the statistics
  *     count exactly the model's allocations and frees;
+ *   - one allocation in ten goes to one of two private pools, and every live
+ *     block is in the pool it was allocated in (no pool's memory serves
+ *     another's request);
  *   - once everything is freed it all coalesces back and empty_cache gives
- *     every byte back.
+ *     every byte back (the private pools let go).
  * Usage: alloc_test_property [total-ops-per-config] (default 1000000). */
 #include "common.h"
 
@@ -36,6 +39,7 @@ typedef struct live {
     fs_stream_t stream;
     unsigned uses; /* bitmask over streams[] */
     bool ordered;  /* allocated stream-ordered */
+    uint64_t priv; /* the private pool it was allocated in, 0 for the shared cache */
 } live;
 
 /* A freed range: until every stream in `need` has been completed since
@@ -283,13 +287,15 @@ static void do_alloc(worker *w)
     size_t size = pick_size(&w->seed);
     void *p = NULL;
     unsigned flags = rnd(&w->seed) % 2 ? FS_ALLOC_STREAM_ORDERED : 0;
-    fs_status st = fs_malloc(w->e->a, 0, s, size, flags, &p);
+    /* one in ten into one of two private pools */
+    uint64_t priv = rnd(&w->seed) % 10 == 0 ? 1 + rnd(&w->seed) % 2 : 0;
+    fs_status st = fs_malloc_private(w->e->a, 0, s, priv, size, flags, &p);
     if (st != FS_OK) FAIL(w, "fs_malloc(%zu) failed: %d", size, st);
     fs_block_info bi;
     if (fs_alloc_block_info(w->e->a, p, &bi) != FS_OK || bi.block != p || bi.block_size < size ||
         bi.block_size % 512 || bi.requested != size || bi.stream != s)
         FAIL(w, "block_info disagrees for %p", p);
-    live l = {(uintptr_t)p, bi.block_size, size, s, 0, flags & FS_ALLOC_STREAM_ORDERED};
+    live l = {(uintptr_t)p, bi.block_size, size, s, 0, flags & FS_ALLOC_STREAM_ORDERED, priv};
     pthread_mutex_lock(&w->m->mu);
     const char *why = model_alloc(w->m, &l);
     pthread_mutex_unlock(&w->m->mu);
@@ -368,9 +374,38 @@ static void step(worker *w)
 }
 
 /* All threads stopped: the walk, the model and the device must agree. */
+/* Every live block is in the pool it was allocated in: no private pool's
+ * memory served another pool's request, nor the other way round. */
+static const char *private_check(env *e, model *m)
+{
+    size_t n = fs_alloc_walk(e->a, 0, NULL, 0);
+    fs_walk_entry *w = malloc((n + 1) * sizeof *w);
+    const char *why = NULL;
+    if (!w) return NULL;
+    n = fs_alloc_walk(e->a, 0, w, n + 1);
+    for (size_t i = 0; i < n && !why; i++) {
+        if (w[i].state != FS_WALK_LIVE) continue;
+        size_t lo = 0, hi = m->nall;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (m->all[mid].addr < w[i].addr)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == m->nall || m->all[lo].addr != w[i].addr)
+            why = "a live block the model does not have";
+        else if (m->all[lo].priv != w[i].priv)
+            why = "a block served from another pool's memory (private pools)";
+    }
+    free(w);
+    return why;
+}
+
 static const char *quiescent_check(env *e, model *m, bool drain)
 {
     static char why[256];
+    const char *why_priv;
     fs_alloc_census c;
     const char *err = fs_alloc_check(e->a, 0, &c);
     if (err) return err;
@@ -383,6 +418,7 @@ static const char *quiescent_check(env *e, model *m, bool drain)
         return "the live blocks differ from the model";
     if (c.free_bytes + c.live_bytes + c.pending_bytes != c.mapped_bytes)
         return "allocated + cached + pending != reserved";
+    if ((why_priv = private_check(e, m))) return why_priv;
     if (c.mapped_bytes != fake_used(e->fake, 0)) {
         snprintf(why, sizeof why, "reserved %zu but the device has %zu out", c.mapped_bytes,
                  fake_used(e->fake, 0));
@@ -396,10 +432,15 @@ static const char *quiescent_check(env *e, model *m, bool drain)
         st.reserved_bytes[FS_POOL_ALL].peak < (int64_t)c.mapped_bytes)
         return "a peak is below a current value";
     if (drain) {
-        /* empty_cache waits for every event: all streams complete */
+        /* empty_cache waits for every event: all streams complete; private
+         * pool 2 is let go for it (its free memory goes) and held again */
         for (int k = 0; k < NCOUNTERS; k++)
             m->done[k]++;
+        fs_private_conf conf = {.held = false};
+        fs_alloc_private_configure(e->a, 0, 2, &conf);
         fs_alloc_empty_cache(e->a, 0);
+        conf.held = true;
+        fs_alloc_private_configure(e->a, 0, 2, &conf);
         err = fs_alloc_check(e->a, 0, &c);
         if (err) return err;
         if (c.pending_blocks) return "empty_cache left pending blocks";
@@ -471,6 +512,9 @@ static void run_config(const char *conf, long total, unsigned seed, size_t capac
     for (int i = 0; i < NTHREADS; i++)
         for (int j = 0; j < w[i].nmine; j++)
             assert_int_equal(fs_free(e.a, (void *)w[i].mine[j].addr, NULL), FS_OK);
+    fs_private_conf let_go = {.held = false};
+    fs_alloc_private_configure(e.a, 0, 1, &let_go);
+    fs_alloc_private_configure(e.a, 0, 2, &let_go);
     fs_alloc_empty_cache(e.a, 0);
     fs_alloc_census c;
     const char *err = fs_alloc_check(e.a, 0, &c);
