@@ -13,13 +13,12 @@
 #   native      PyTorch's caching allocator, no shim (`fsdpshim sim --native`):
 #               the reference, as a user runs the job (PyTorch 2.15: its
 #               default NCCL process group)
-#   shim        the shim's route (`fsdpshim sim`, which routes PyTorch as
-#               `fsdpshim run` does: backend:cudaMallocAsync, and on 2.15
-#               TORCH_DIST_USE_NCCL2=0)
+#   shim        the shim's backend:cudaMallocAsync route (`fsdpshim sim
+#               --conf torch_route:async`; on 2.15 TORCH_DIST_USE_NCCL2=0)
 #   nocache     FSDP2 with PYTORCH_NO_CUDA_MEMORY_CACHING=1 under the shim:
 #               PyTorch hands every tensor to cudaMalloc/cudaFree
-#   adapter     the shim behind fsdpshim's PyTorch adapter
-#               (--conf torch_route:adapter, docs/pytorch.md); left out,
+#   adapter     the shim behind fsdpshim's PyTorch adapter, the default
+#               route (--conf torch_route:adapter, docs/pytorch.md); left out,
 #               said, when this build has no adapter for that PyTorch
 # Prints the medians with their ranges and, last, exactly
 #   summary: peak_ratio_fsdp2=<r> peak_ratio_fsdp1=<r> peak_ratio_nocache=<r>
@@ -66,6 +65,7 @@ run() {
         case $route in
         native) sim+=(--native) ;;
         nocache) export PYTORCH_NO_CUDA_MEMORY_CACHING=1 ;;
+        shim) sim+=(--conf torch_route:async) ;;
         adapter) sim+=(--conf torch_route:adapter) ;;
         esac
         "${sim[@]}" -- "$torchrun" --standalone --nproc-per-node "$ranks" "$script" \

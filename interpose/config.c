@@ -114,7 +114,7 @@ bad:
     else if (!strcmp(key, "live"))
         snprintf(err, errlen, "%s: '%s' is not true or false (default: true)", key, value);
     else if (!strcmp(key, "torch_route"))
-        snprintf(err, errlen, "%s: '%s' is not async (default) or adapter", key, value);
+        snprintf(err, errlen, "%s: '%s' is not adapter (default) or async", key, value);
     else if (!strcmp(key, "oom_snapshot"))
         snprintf(err, errlen, "%s: '%s' is not blocks (default) or stacks", key, value);
     else if (!strcmp(key, "stream_pool_size"))

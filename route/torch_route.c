@@ -22,14 +22,17 @@
  * TORCH_DIST_USE_NCCL2=0 unless the user set it; a user's explicit choice of
  * nccl2 is kept, and then PyTorch's own allocator stays in charge, said.
  *
- * torch_route:adapter (FSDPSHIM_CONF) asks for the other route, where an
- * adapter built for the PyTorch found exists (docs/pytorch.md): PyTorch's
- * own allocator interface served by the shim through fsdpshim's adapter,
- * which the shim installs when PyTorch loads. PyTorch's backend and process
- * group are then left as the user has them (the adapter serves what nccl2
- * asks), the user's shim keys are carried as on the other route, and the
- * line names the adapter; without one, the line says why and the
- * cudaMallocAsync route is taken.
+ * By default (torch_route:adapter, or unset) the route is the other one
+ * where an adapter for the PyTorch found exists or can be built
+ * (docs/pytorch.md): PyTorch's own allocator interface served by the shim
+ * through fsdpshim's adapter, which the shim installs when PyTorch loads.
+ * PyTorch's backend and process group are then left as the user has them
+ * (the adapter serves what nccl2 asks), the user's shim keys are carried as
+ * on the other route, and the line names the adapter; without one, the line
+ * says why and the cudaMallocAsync route above is taken, as it is at once
+ * under torch_route:async. By default an interpreter whose PyTorch the route
+ * cannot name (no torch/version.py with its git hash) gets the
+ * cudaMallocAsync route silently.
  *
  * PYTORCH_NO_CUDA_MEMORY_CACHING=1 is a route of its own: PyTorch's native
  * allocator then hands every tensor to cudaMalloc and cudaFree (no stream),
@@ -256,19 +259,23 @@ static bool selects_nccl2(int major, int minor, const char *value)
     return major == 2 && minor == 14 && value && !strcmp(value, "1");
 }
 
-/* Whether FSDPSHIM_CONF asks for the adapter: torch_route:adapter, the
- * last setting winning as the shim reads it. */
-static bool wants_adapter(const char *shim_conf)
+/* FSDPSHIM_CONF's torch_route, the last setting winning as the shim reads
+ * it: ROUTE_DEFAULT when unset, which takes the adapter where there is one
+ * and says nothing when the interpreter has no PyTorch to build one for. */
+enum route_choice { ROUTE_DEFAULT, ROUTE_ADAPTER, ROUTE_ASYNC };
+
+static enum route_choice route_choice(const char *shim_conf)
 {
     char *copy, *cur, *key, *value;
-    bool yes = false;
+    enum route_choice r = ROUTE_DEFAULT;
 
-    if (!shim_conf || !(copy = strdup(shim_conf))) return false;
+    if (!shim_conf || !(copy = strdup(shim_conf))) return r;
     fs_conf_squeeze(copy);
     for (cur = copy; fs_conf_next(&cur, &key, &value);)
-        if (value && !strcmp(key, "torch_route")) yes = !strcmp(value, "adapter");
+        if (value && !strcmp(key, "torch_route"))
+            r = !strcmp(value, "adapter") ? ROUTE_ADAPTER : ROUTE_ASYNC;
     free(copy);
-    return yes;
+    return r;
 }
 
 /* Where adapters built on first use are kept: FSDPSHIM_TORCH_CACHE, else
@@ -372,7 +379,9 @@ static bool find_adapter(const char *python, const char *lib_dir, char *path, si
         return false;
     }
     if (!*found_dir || !fs_route_torch_key(found_dir, key, sizeof key)) {
-        snprintf(why, why_len, "no PyTorch with a version.py found for the interpreter");
+        snprintf(why, why_len,
+                 "no PyTorch with a version.py (and its git_version) found for the "
+                 "interpreter");
         return false;
     }
     snprintf(path, len, "%s/torch/%s/libfsdpshim_torch.so", lib_dir ? lib_dir : ".", key);
@@ -428,7 +437,12 @@ int fs_route_torch(const char *python, const char *lib_dir, const char *shim_con
     }
     found_dir[0] = '\0';
     bool have_version = fs_route_torch_version(python, version, sizeof version, &major, &minor);
-    if (wants_adapter(shim_conf_in))
+    enum route_choice choice = route_choice(shim_conf_in);
+    char torch_key[320];
+    /* by default only for a PyTorch the route can name: an interpreter
+     * without one is left alone, silently, as before */
+    if (choice == ROUTE_ADAPTER || (choice == ROUTE_DEFAULT && *found_dir &&
+                                    fs_route_torch_key(found_dir, torch_key, sizeof torch_key)))
         use_adapter = find_adapter(python, lib_dir, adapter, sizeof adapter, &built, no_adapter,
                                    sizeof no_adapter);
     /* the shim installs whatever FS_ROUTE_ADAPTER_VAR names: only on this route */
@@ -521,8 +535,8 @@ int fs_route_torch(const char *python, const char *lib_dir, const char *shim_con
     }
     if (*no_adapter) {
         char line[PATH_MAX + 600];
-        snprintf(line, sizeof line, "torch_route:adapter: %s; PyTorch goes by " ROUTE_BACKEND,
-                 no_adapter);
+        snprintf(line, sizeof line,
+                 "fsdpshim's PyTorch adapter: %s; PyTorch goes by " ROUTE_BACKEND, no_adapter);
         add_note(note, note_len, line);
     }
     rc = 0;

@@ -135,23 +135,55 @@ out:
 }
 
 /* The address range of the object this code is in: leading frames in it
- * are the shim's, not the program's. */
+ * are the shim's, not the program's. Beside it, the code of one more
+ * object of the product's that the program calls into (the PyTorch
+ * adapter: fs_stack_skip_object), whose leading frames are left out too. */
 static uintptr_t self_lo, self_hi;
+static _Atomic uintptr_t also_lo, also_hi;
 
-static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+typedef struct range {
+    uintptr_t here, lo, hi;
+} range;
+
+static int find_range(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    uintptr_t here = (uintptr_t)arg;
+    range *r = arg;
     (void)size;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && here >= lo && here < lo + ph->p_memsz) {
-            self_lo = lo;
-            self_hi = lo + ph->p_memsz;
+        if (ph->p_type == PT_LOAD && r->here >= lo && r->here < lo + ph->p_memsz) {
+            r->lo = lo;
+            r->hi = lo + ph->p_memsz;
             return 1;
         }
     }
     return 0;
+}
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    range r = {.here = (uintptr_t)arg};
+    if (!find_range(info, size, &r)) return 0;
+    self_lo = r.lo;
+    self_hi = r.hi;
+    return 1;
+}
+
+void fs_stack_skip_object(const void *code)
+{
+    range r = {.here = (uintptr_t)code};
+    if (!dl_iterate_phdr(find_range, &r)) return;
+    atomic_store_explicit(&also_hi, 0, memory_order_relaxed); /* never a range half set */
+    atomic_store_explicit(&also_lo, r.lo, memory_order_relaxed);
+    atomic_store_explicit(&also_hi, r.hi, memory_order_release);
+}
+
+static bool in_product(uintptr_t ip)
+{
+    if (ip >= self_lo && ip < self_hi) return true;
+    uintptr_t hi = atomic_load_explicit(&also_hi, memory_order_acquire);
+    return ip < hi && ip >= atomic_load_explicit(&also_lo, memory_order_relaxed);
 }
 
 #if defined(__SANITIZE_THREAD__)
@@ -203,7 +235,7 @@ uint32_t fs_stack_capture_skipping(unsigned max_frames, bool (*skip)(uintptr_t i
     unsigned room = max_frames + (skip ? 32 : 8);
     got = backtrace_frames(
         ip, (int)(room < sizeof ip / sizeof ip[0] ? room : sizeof ip / sizeof ip[0]));
-    while (i < got && (uintptr_t)ip[i] >= self_lo && (uintptr_t)ip[i] < self_hi)
+    while (i < got && in_product((uintptr_t)ip[i]))
         i++;
     while (skip && i < got && skip((uintptr_t)ip[i]))
         i++;

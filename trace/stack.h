@@ -27,6 +27,11 @@ uint32_t fs_stack_capture(unsigned max_frames);
  * the stack starts at the program's call. */
 uint32_t fs_stack_capture_skipping(unsigned max_frames, bool (*skip)(uintptr_t ip));
 
+/* Leading frames in the code of the object containing `code` (loaded by
+ * the shim: the PyTorch adapter) are the product's as well, and left out
+ * of every stack captured from now on, as the shim's own are. */
+void fs_stack_skip_object(const void *code);
+
 /* Copies the frames of stack `id` into out (at most max); returns how many,
  * 0 for an unknown id. For snapshot files, which repeat the definitions of
  * the stacks they name. */

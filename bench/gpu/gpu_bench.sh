@@ -6,8 +6,9 @@
 #            and cudaMalloc routes), CUDA's default pool, cudaMalloc/cudaFree
 #   torch    the same through PyTorch's allocator interface from Python
 #            (torch_pair.py): PyTorch's caching allocator, CUDA's pool
-#            (backend:cudaMallocAsync), the shim (fsdpshim run) and the shim
-#            through fsdpshim's PyTorch adapter (torch_route:adapter); through
+#            (backend:cudaMallocAsync), the shim on that route (fsdpshim run
+#            --conf torch_route:async) and the shim through fsdpshim's
+#            PyTorch adapter (torch_route:adapter, the default); through
 #            torch.cuda.caching_allocator_alloc (torch.*), through the
 #            binding under it (torch_binding.*) and from C++ with no Python
 #            (torch_cpp.*, the allocator's own pair)
@@ -94,7 +95,7 @@ small_args=(--fsdp 2 --size small --batch 4 --seq 256 --steps 20)
 tiny_args=(--fsdp 2 --size tiny --batch 4 --seq 128 --steps 20)
 if [ $sim = 1 ]; then
     pair_bench=$here/pair_bench_sim rl_gap=$here/rl_gap alloc_quick=(--quick)
-    native=("$cli" sim --native --) shimmed=("$cli" sim --) adapted=("$cli" sim --conf torch_route:adapter --)
+    native=("$cli" sim --native --) shimmed=("$cli" sim --conf torch_route:async --) adapted=("$cli" sim --conf torch_route:adapter --)
     if [ $predict = 1 ]; then
         # the GPU's jobs, fewer steps; every argument but the last is theirs
         for a in train_args small_args tiny_args; do
@@ -109,7 +110,7 @@ if [ $sim = 1 ]; then
     fi
 else
     pair_bench=$here/pair_bench_gpu rl_gap=$here/rl_gap_gpu alloc_quick=()
-    native=() shimmed=("$cli" run --) adapted=("$cli" run --conf torch_route:adapter --)
+    native=() shimmed=("$cli" run --conf torch_route:async --) adapted=("$cli" run --conf torch_route:adapter --)
 fi
 torchrun=("$python" -m torch.distributed.run --standalone --nproc-per-node 1)
 

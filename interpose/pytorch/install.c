@@ -19,6 +19,7 @@
 #include "torch_api.h"
 
 #include "../../route/torch_route.h"
+#include "../../trace/stack.h"
 #include "../shim.h"
 
 #include <dlfcn.h>
@@ -80,6 +81,9 @@ static void install(const char *path, const char *torch_dir)
         return;
     }
     why[0] = '\0';
+    /* a traced allocation's stack starts at PyTorch's call, not in the
+     * adapter (the trace has them in the shim's own frames' place) */
+    fs_stack_skip_object((const void *)fn);
     rc = fn(&fs_torch_api_table, key, why, sizeof why);
     if (rc == 1)
         fs_log(FS_LOG_INFO, "PyTorch's allocator: %s", why);

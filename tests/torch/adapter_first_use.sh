@@ -29,7 +29,7 @@ run() { # run OUT [ENV...]: the program on the sim through the adapter route
 
 # without a compiler: the old route, said
 run "$dir/none" CXX=/nonexistent/c++
-grep -q "torch_route:adapter: no adapter built for PyTorch .*, and building one failed" "$dir/none" ||
+grep -q "fsdpshim's PyTorch adapter: no adapter built for PyTorch .*, and building one failed" "$dir/none" ||
     { cat "$dir/none" >&2; fail "no line saying the build failed"; }
 grep -q "^backend cudaMallocAsync" "$dir/none" || fail "without an adapter PyTorch is not on cudaMallocAsync"
 grep -q "no C++ compiler" "$dir"/cache/*/*/build.log || fail "build.log does not say why"

@@ -1,11 +1,14 @@
 #!/bin/sh
 # torch_route.sh - the route picked per PyTorch version, by `fsdpshim run`
-# and by the preloaded library alone, the same way: with PyTorch 2.15 or
-# later found for the interpreter the command runs (torch/version.py in a
-# venv, on PYTHONPATH, behind a #! line), TORCH_DIST_USE_NCCL2=0 is set and
-# said once unless the user chose, a user's nccl2 keeps PyTorch's allocator
-# (said), older versions get the allocator route alone; a torchrun-like
-# parent's children inherit the route without a second line.
+# and by the preloaded library alone, the same way. The adapter's route by
+# default where there is an adapter (or one is built), said; else, and for a
+# PyTorch the route cannot name (these venvs' version.py has no git hash at
+# first: silently), the cudaMallocAsync route: with PyTorch 2.15 or later
+# found for the interpreter the command runs (torch/version.py in a venv, on
+# PYTHONPATH, behind a #! line), TORCH_DIST_USE_NCCL2=0 is set and said once
+# unless the user chose, a user's nccl2 keeps PyTorch's allocator (said),
+# older versions get the allocator route alone; a torchrun-like parent's
+# children inherit the route without a second line.
 #   torch_route.sh FSDPSHIM PRELOAD   (PRELOAD: LD_PRELOAD value with the shim)
 cli=$(readlink -f "$1")
 preload=$2
@@ -98,7 +101,9 @@ PATH="$dir/venv-2.15.0+cu132/bin:$PATH" sees "backend:cudaMallocAsync 0" train.p
 PYTHONPATH="$dir/nothing:$dir/venv-2.15.0+cu132/lib/python3.99/site-packages" \
     sees "backend:cudaMallocAsync 0" python3 -c "$py"
 
-# ---- torch_route:adapter ----------------------------------------------
+# ---- the adapter's route -----------------------------------------------
+# (the default for a PyTorch the route can name: the venvs above have no git
+# hash in their version.py, so they took the cudaMallocAsync route silently)
 # with no adapter for that PyTorch: the cudaMallocAsync route, said with
 # where the adapter was looked for; with one (FSDPSHIM_TORCH_ADAPTER, or
 # build/lib/torch/<version@git>/ beside the library): PyTorch's backend and
@@ -109,7 +114,7 @@ out=$("$cli" run --conf torch_route:adapter -- "$dir/venv-2.15.0+cu132/bin/pytho
 [ "$out" = "backend:cudaMallocAsync 0 None" ] || { cat "$dir/err" >&2; fail "no adapter: '$out'"; }
 # (an adapter is built on first use where none is beside the library: this
 # venv's torch is a version.py, so the build fails, said with its log)
-said 1 "torch_route:adapter: no adapter built for PyTorch 2.15.0+cu132@abc123, and building one failed ($dir/cache/2.15.0+cu132@abc123/[0-9a-f]*/build.log); PyTorch goes by backend:cudaMallocAsync"
+said 1 "fsdpshim's PyTorch adapter: no adapter built for PyTorch 2.15.0+cu132@abc123, and building one failed ($dir/cache/2.15.0+cu132@abc123/[0-9a-f]*/build.log); PyTorch goes by backend:cudaMallocAsync"
 grep -q "cannot import torch" "$dir"/cache/2.15.0+cu132@abc123/*/build.log || fail "the build's log does not say why"
 touch "$dir/own_adapter.so"
 out=$(FSDPSHIM_TORCH_ADAPTER=$dir/own_adapter.so PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,pinned_num_register_threads:4 \
@@ -117,10 +122,20 @@ out=$(FSDPSHIM_TORCH_ADAPTER=$dir/own_adapter.so PYTORCH_CUDA_ALLOC_CONF=expanda
 [ "$out" = "pinned_num_register_threads:4 None $dir/own_adapter.so" ] || { cat "$dir/err" >&2; fail "adapter: '$out'"; }
 said 1 "PyTorch's allocator: fsdpshim's adapter ($dir/own_adapter.so); the shim takes expandable_segments:True"
 said 0 "TORCH_DIST_USE_NCCL2"
+# the default route is the adapter's where there is one; torch_route:async
+# takes the other route without looking
+out=$(FSDPSHIM_TORCH_ADAPTER=$dir/own_adapter.so "$cli" run -- "$dir/venv-2.15.0+cu132/bin/python" \
+    -c "$py_adapter" 2>"$dir/err")
+[ "$out" = " None $dir/own_adapter.so" ] || { cat "$dir/err" >&2; fail "default: '$out'"; }
+said 1 "PyTorch's allocator: fsdpshim's adapter ($dir/own_adapter.so)"
+out=$(FSDPSHIM_TORCH_ADAPTER=$dir/own_adapter.so "$cli" run --conf torch_route:async -- \
+    "$dir/venv-2.15.0+cu132/bin/python" -c "$py_adapter" 2>"$dir/err")
+[ "$out" = "backend:cudaMallocAsync 0 None" ] || { cat "$dir/err" >&2; fail "async: '$out'"; }
+said 0 "adapter"
 out=$(FSDPSHIM_TORCH_ADAPTER=$dir/missing.so "$cli" run --conf torch_route:adapter -- \
     "$dir/venv-2.15.0+cu132/bin/python" -c "$py_adapter" 2>"$dir/err")
 [ "$out" = "backend:cudaMallocAsync 0 None" ] || { cat "$dir/err" >&2; fail "missing adapter: '$out'"; }
-said 1 "torch_route:adapter: FSDPSHIM_TORCH_ADAPTER=$dir/missing.so: No such file or directory"
+said 1 "fsdpshim's PyTorch adapter: FSDPSHIM_TORCH_ADAPTER=$dir/missing.so: No such file or directory"
 
 # ---- the preloaded library alone --------------------------------------
 # what a worker sees, and the line said once by the parent, not the child
