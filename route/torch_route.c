@@ -503,7 +503,16 @@ int fs_route_torch(const char *python, const char *lib_dir, const char *shim_con
             append(ignored, len, key, NULL);
         }
     }
-    if (set("PYTORCH_CUDA_ALLOC_CONF", torch, note, note_len)) goto out;
+    if (*torch) {
+        if (set("PYTORCH_CUDA_ALLOC_CONF", torch, note, note_len)) goto out;
+    } else {
+        /* nothing left for PyTorch (the adapter's route, every key the
+         * shim's): unset rather than empty, which PyTorch reads as unset
+         * but some of its users' code does not (its test helpers raise on
+         * an empty value) */
+        unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+        unsetenv("PYTORCH_ALLOC_CONF");
+    }
     if (*taken) {
         size_t n = strlen(taken) + (shim_conf_in ? strlen(shim_conf_in) : 0) + 2;
         if (!(*shim_conf = malloc(n))) {

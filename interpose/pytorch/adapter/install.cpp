@@ -43,8 +43,13 @@ fsdpshim_torch_install(const fs_torch_api *table, const char *torch_key, char *w
         fsdpshim::api = table;
         cca::allocator.store(&fsdpshim::adapter());
         // c10::GetAllocator(kCUDA), which storages made without ATen's CUDA
-        // factory use, was registered beside it at PyTorch's static init
-        c10::SetAllocator(c10::DeviceType::CUDA, &fsdpshim::adapter(), 0);
+        // factory and torch.accelerator's memory calls use, was registered
+        // beside it at PyTorch's static init, and is registered again (at
+        // the default priority, 0) after the shim has installed the adapter:
+        // priority 1 keeps the adapter there (at 0, torch.accelerator.
+        // memory_stats() asked PyTorch's own allocator, never initialised,
+        // and answered {})
+        c10::SetAllocator(c10::DeviceType::CUDA, &fsdpshim::adapter(), 1);
         snprintf(why, len, "fsdpshim's adapter, built for PyTorch %s", FS_TORCH_KEY);
         return 1;
     } catch (const std::exception &e) {

@@ -126,7 +126,7 @@ said 0 "TORCH_DIST_USE_NCCL2"
 # takes the other route without looking
 out=$(FSDPSHIM_TORCH_ADAPTER=$dir/own_adapter.so "$cli" run -- "$dir/venv-2.15.0+cu132/bin/python" \
     -c "$py_adapter" 2>"$dir/err")
-[ "$out" = " None $dir/own_adapter.so" ] || { cat "$dir/err" >&2; fail "default: '$out'"; }
+[ "$out" = "None None $dir/own_adapter.so" ] || { cat "$dir/err" >&2; fail "default: '$out'"; }
 said 1 "PyTorch's allocator: fsdpshim's adapter ($dir/own_adapter.so)"
 out=$(FSDPSHIM_TORCH_ADAPTER=$dir/own_adapter.so "$cli" run --conf torch_route:async -- \
     "$dir/venv-2.15.0+cu132/bin/python" -c "$py_adapter" 2>"$dir/err")
