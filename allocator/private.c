@@ -16,7 +16,7 @@
  *   - while it is held, no release gives its memory back to make room for
  *     others: not garbage collection, not the high-water give-back, not
  *     empty_cache or the release-and-retry before out of memory
- *     (fs_pool_releasable). Let go (fs_alloc_private_hold(..., false)),
+ *     (fs_pool_releasable). Let go (fs_alloc_private_configure with held false),
  *     its free memory goes at the next empty_cache or release-and-retry,
  *     its live blocks come back to it when freed and go the same way, and
  *     once it holds no memory its pools are forgotten.
