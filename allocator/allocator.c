@@ -61,14 +61,20 @@ fs_allocator *fs_allocator_create(const fs_alloc_config *cfg, const fs_device_op
     if (!ops || device_count <= 0) return NULL;
     fs_allocator *a = fs_zalloc_lines(sizeof *a); /* see segidx_lock */
     if (!a) return NULL;
+    fs_settings *set = calloc(1, sizeof *set);
+    if (!set) {
+        free(a);
+        return NULL;
+    }
     if (cfg)
-        a->cfg = *cfg;
+        set->cfg = *cfg;
     else
-        fs_alloc_config_default(&a->cfg);
-    if (a->cfg.cross_stream_reuse == FS_REUSE_WAIT &&
-        a->cfg.free_semantics == FS_FREE_SEMANTICS_SYNC)
-        a->cfg.cross_stream_reuse = FS_REUSE_COMPLETED; /* nothing is ever pending */
-    a->plain_rounding = fs_rounding_is_plain(&a->cfg);
+        fs_alloc_config_default(&set->cfg);
+    if (set->cfg.cross_stream_reuse == FS_REUSE_WAIT &&
+        set->cfg.free_semantics == FS_FREE_SEMANTICS_SYNC)
+        set->cfg.cross_stream_reuse = FS_REUSE_COMPLETED; /* nothing is ever pending */
+    set->plain_rounding = fs_rounding_is_plain(&set->cfg);
+    a->settings = set;
     a->ops = ops;
     a->ndev = device_count;
     a->serial = atomic_fetch_add(&serials, 1);
@@ -79,6 +85,7 @@ fs_allocator *fs_allocator_create(const fs_alloc_config *cfg, const fs_device_op
     a->devs = aligned_alloc(64, (size_t)device_count * sizeof *a->devs);
     if (a->devs) memset(a->devs, 0, (size_t)device_count * sizeof *a->devs);
     if (!a->devs) {
+        free(a->settings);
         free(a);
         return NULL;
     }
@@ -161,9 +168,34 @@ void fs_allocator_destroy(fs_allocator *a)
         n = o->next;
         free(o);
     }
+    for (fs_settings *s = a->settings, *n; s; s = n) {
+        n = s->older;
+        free(s);
+    }
     pthread_rwlock_destroy(&a->segidx_lock);
     pthread_mutex_destroy(&a->obs_lock);
     free(a);
+}
+
+void fs_alloc_config_get(const fs_allocator *a, fs_alloc_config *out)
+{
+    *out = *fs_cfg(a);
+}
+
+void fs_alloc_tune(fs_allocator *a, const fs_alloc_config *cfg)
+{
+    fs_settings *set = malloc(sizeof *set);
+    if (!set) return; /* the settings in force stay */
+    pthread_mutex_lock(&a->obs_lock);
+    set->older = a->settings;
+    set->cfg = set->older->cfg;
+    set->cfg.max_split_size = cfg->max_split_size;
+    memcpy(set->cfg.roundup_divisions, cfg->roundup_divisions, sizeof cfg->roundup_divisions);
+    set->cfg.garbage_collection_threshold = cfg->garbage_collection_threshold;
+    set->cfg.expandable_segments = cfg->expandable_segments;
+    set->plain_rounding = fs_rounding_is_plain(&set->cfg);
+    __atomic_store_n(&a->settings, set, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&a->obs_lock);
 }
 
 /* ---- taking blocks ------------------------------------------------------------ */
@@ -206,7 +238,7 @@ static void use_free_block(fs_allocator *a, fs_pool *p, fs_block *b, size_t roun
 {
     fs_free_take(p, b, dl);
     b->state = FS_BLOCK_LIVE; /* before the remainder goes in: no merging back */
-    if (fs_should_split(&a->cfg, b, rounded)) {
+    if (fs_should_split(fs_cfg(a), b, rounded)) {
         fs_block *r = fs_block_split(p, b, rounded);
         if (r) {
             r->free_seq = b->free_seq;
@@ -224,7 +256,7 @@ static void use_free_block(fs_allocator *a, fs_pool *p, fs_block *b, size_t roun
 static fs_block *lend_free_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t rounded,
                                  size_t req, fs_stream_t stream, fs_delta *dl)
 {
-    if (!fs_should_split(&a->cfg, b, rounded)) {
+    if (!fs_should_split(fs_cfg(a), b, rounded)) {
         use_free_block(a, q, b, rounded, req, stream, dl);
         return b;
     }
@@ -245,7 +277,7 @@ static fs_block *take_own(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
                           fs_stream_t stream)
 {
     fs_block *b = fs_bins_lower_bound(&p->free[set], rounded);
-    if (!b || !fits(&a->cfg, b, rounded)) return NULL;
+    if (!b || !fits(fs_cfg(a), b, rounded)) return NULL;
     fs_delta dl = {.kind = fs_set_kind(set)};
     use_free_block(a, p, b, rounded, req, stream, &dl);
     fs_stats_handout(p, &dl);
@@ -283,7 +315,7 @@ static fs_block *take_completed(fs_allocator *a, fs_pool *q, int set, size_t rou
 {
     fs_block *b = fs_bins_lower_bound(&q->free[set], rounded);
     for (int scanned = 0; b && scanned < 32; scanned++, b = fs_bins_next(&q->free[set], b)) {
-        if (!fits(&a->cfg, b, rounded)) return NULL;
+        if (!fits(fs_cfg(a), b, rounded)) return NULL;
         if (b->free_seq <= q->so_done && !fs_block_is_split(b) && !b->seg->expandable &&
             !b->seg->pinned && b->size / 2 < rounded) {
             *adopt = b->seg;
@@ -315,7 +347,7 @@ static void use_pending_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t r
     dl.pending--;
     dl.pending_bytes -= (int64_t)b->size;
     dl.active_bytes -= (int64_t)b->size;
-    if (fs_should_split(&a->cfg, b, rounded)) {
+    if (fs_should_split(fs_cfg(a), b, rounded)) {
         fs_block *r = fs_block_split(q, b, rounded);
         if (r) {
             r->state = FS_BLOCK_PENDING;
@@ -378,7 +410,8 @@ static fs_block *take_pending(fs_allocator *a, fs_pool *q, int set, size_t round
     bool best_wait = false;
     bool exit_pending = wait != WAIT_NONE && fs_dev_exit_pending(q->dev);
     for (fs_block *b = q->pending.head; b; b = b->lnext) {
-        if (fs_seg_set(b->seg) != set || b->size < rounded || !fits(&a->cfg, b, rounded)) continue;
+        if (fs_seg_set(b->seg) != set || b->size < rounded || !fits(fs_cfg(a), b, rounded))
+            continue;
         if (best && (b->size > best->size || (b->size == best->size && b->addr > best->addr)))
             continue;
         bool own = b->has_ready && b->ready_stream == stream && !b->uses_fence;
@@ -449,7 +482,7 @@ static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int set, siz
                             size_t req, fs_stream_t stream, unsigned flags)
 {
     const fs_device_ops *o = a->ops;
-    bool completed = a->cfg.cross_stream_reuse != FS_REUSE_NONE;
+    bool completed = fs_cfg(a)->cross_stream_reuse != FS_REUSE_NONE;
     bool ordered = (flags & FS_ALLOC_STREAM_ORDERED) &&
                    !(o->stream_is_capturing && o->stream_is_capturing(o->ctx, d->id, stream));
     enum pending_wait own = WAIT_NONE, others = WAIT_NONE;
@@ -457,10 +490,11 @@ static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int set, siz
         own = WAIT_NONE;
     else if (ordered)
         own = WAIT_STREAM;
-    else if (!(flags & FS_ALLOC_STREAM_ORDERED) && !a->cfg.malloc_grow &&
+    else if (!(flags & FS_ALLOC_STREAM_ORDERED) && !fs_cfg(a)->malloc_grow &&
              !(o->capture_underway && o->capture_underway(o->ctx)))
         own = WAIT_ALL;
-    if (ordered && a->cfg.cross_stream_reuse == FS_REUSE_WAIT && !(flags & FS_ALLOC_NO_GPU_WAIT))
+    if (ordered && fs_cfg(a)->cross_stream_reuse == FS_REUSE_WAIT &&
+        !(flags & FS_ALLOC_NO_GPU_WAIT))
         others = WAIT_STREAM;
     for (int i = 0; i < d->npools; i++) {
         fs_pool *q = d->pools[i];
@@ -502,7 +536,7 @@ static bool pending_would_serve(fs_allocator *a, fs_dev *d, fs_pool *p, int set,
     bool exit_pending = fs_dev_exit_pending(d), found = false;
     for (int i = 0; i < d->npools && !found; i++) {
         fs_pool *q = d->pools[i];
-        if (q != p && a->cfg.cross_stream_reuse == FS_REUSE_NONE) continue;
+        if (q != p && fs_cfg(a)->cross_stream_reuse == FS_REUSE_NONE) continue;
         if (!fs_pool_may_serve(q, p)) continue;
         fs_pool_lock(q);
         for (fs_block *b = q->pending.head; b && !found; b = b->lnext) {
@@ -558,7 +592,7 @@ static fs_block *wait_for_frees(fs_allocator *a, fs_dev *d, fs_pool *p, int set,
 
 static void collect_garbage(fs_allocator *a, fs_dev *d)
 {
-    double t = a->cfg.garbage_collection_threshold;
+    double t = fs_cfg(a)->garbage_collection_threshold;
     size_t capacity = fs_dev_capacity(d);
     if (t <= 0.0 || !capacity) return; /* a device that cannot say: nothing to measure against */
     double limit = t * (double)capacity;
@@ -611,9 +645,10 @@ static bool device_idle(fs_allocator *a, fs_dev *d, fs_stream_t stream)
 static void keep_peak(fs_allocator *a, fs_dev *d, size_t rounded, fs_stream_t stream)
 {
     const fs_device_ops *o = a->ops;
-    if (a->cfg.expandable_segments || (o->capture_underway && o->capture_underway(o->ctx))) return;
+    if (fs_cfg(a)->expandable_segments || (o->capture_underway && o->capture_underway(o->ctx)))
+        return;
     size_t reserved = fs_stats_reserved(d);
-    size_t grown = reserved + fs_segment_size(&a->cfg, rounded, reserved);
+    size_t grown = reserved + fs_segment_size(fs_cfg(a), rounded, reserved);
     if (grown > d->reserved_high && device_idle(a, d, stream))
         fs_segments_release(a, d, FS_RELEASE_FITTING, grown - d->reserved_high);
 }
@@ -684,7 +719,7 @@ FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int s
         }
         if ((b = try_own(a, p, set, rounded, req, stream))) break;
         fs_batch_fence(d);
-        if (a->cfg.cross_stream_reuse != FS_REUSE_NONE) fs_marks_record(d);
+        if (fs_cfg(a)->cross_stream_reuse != FS_REUSE_NONE) fs_marks_record(d);
         fs_dev_retire_all(d, false);
         if ((b = try_own(a, p, set, rounded, req, stream))) break;
         if ((b = try_others(a, d, p, set, rounded, req, stream, flags))) break;

@@ -191,6 +191,11 @@ fs_status fs_free_async(fs_allocator *a, void *ptr, fs_stream_t stream, fs_fence
  * used on `stream`: its reuse waits for that use. FS_ERR_NOT_OWNED if `ptr`
  * is in no live block. */
 fs_status fs_record_stream(fs_allocator *a, void *ptr, fs_stream_t stream);
+/* Forgets the streams recorded on live block ptr: the caller knows their
+ * work on it is ordered before anything that follows on the block's own
+ * stream (PyTorch's graph_capture_record_stream_reuse: the captured graph
+ * orders them), so that its free is as if none had been recorded. */
+fs_status fs_forget_uses(fs_allocator *a, void *ptr);
 
 /* Fence queries: FS_DEV_OK when every event has completed, else NOT_READY.
  * fs_fence_wait blocks on the host until complete (events only, never a
@@ -304,6 +309,53 @@ void fs_alloc_reset_accumulated(fs_allocator *a, int device);
  * stays; a lower cap only stops growth. */
 void fs_alloc_set_limit(fs_allocator *a, int device, size_t bytes);
 
+/* ---- checkpoints of private pools (checkpoint.c) ----------------------- */
+
+/* A private pool's layout: its segments, each with its blocks in address
+ * order (PyTorch's checkpoint state, for CUDA graph trees). */
+typedef struct fs_checkpoint fs_checkpoint;
+typedef struct fs_checkpoint_segment {
+    uintptr_t base;
+    size_t size;
+    fs_stream_t stream;    /* the stream its pool serves */
+    size_t first, nblocks; /* its blocks in the checkpoint's block list */
+} fs_checkpoint_segment;
+typedef struct fs_checkpoint_block {
+    uintptr_t addr;
+    size_t size;
+    bool live;
+} fs_checkpoint_block;
+
+/* Takes the layout of private pool `priv` of `device`, after retiring the
+ * frees whose streams have passed them. FS_ERR_INVALID, with `why`, when
+ * a free still waits for its streams or a segment is expandable. */
+fs_status fs_alloc_checkpoint(fs_allocator *a, int device, uint64_t priv, fs_checkpoint **out,
+                              char *why, size_t len);
+void fs_checkpoint_free(fs_checkpoint *c);
+/* The checkpoint's segments (returned: how many) and blocks. */
+size_t fs_checkpoint_segments(const fs_checkpoint *c, const fs_checkpoint_segment **segs,
+                              const fs_checkpoint_block **blocks);
+/* Puts the layout back: every live block of the pool is freed (its
+ * address into *freed), each segment of the checkpoint is cut into its
+ * blocks and those live in it are live again (into *made), each with its
+ * size as its request, on the stream of its pool; segments made since stay
+ * free in the pool. The arrays are the caller's to free(). Nothing changes
+ * when FS_ERR_INVALID (with `why`) says the layout cannot be put back: a
+ * segment given back since, a free still waiting for its streams. */
+fs_status fs_alloc_restore(fs_allocator *a, const fs_checkpoint *c, uintptr_t **freed,
+                           size_t *nfreed, uintptr_t **made, size_t *nmade, char *why, size_t len);
+
+/* The configuration in force. */
+void fs_alloc_config_get(const fs_allocator *a, fs_alloc_config *out);
+
+/* What a program may change while it runs (PyTorch's
+ * _set_allocator_settings): max_split_size, roundup_divisions,
+ * garbage_collection_threshold and expandable_segments take cfg's values
+ * for the requests from now on (segments and blocks already made stay as
+ * they are); every other key keeps the value the allocator was created
+ * with. */
+void fs_alloc_tune(fs_allocator *a, const fs_alloc_config *cfg);
+
 /* The cap fs_alloc_set_limit set on `device`, 0 when none. */
 size_t fs_alloc_limit(fs_allocator *a, int device);
 
@@ -343,7 +395,10 @@ typedef struct fs_walk_entry {
     fs_walk_state state;
     fs_stream_t stream; /* the owning pool's stream */
     uintptr_t addr;
-    size_t size, requested; /* requested: live and pending blocks */
+    /* requested: what a live or pending block was asked for; a cached
+     * one's last request (0 if never handed out), as PyTorch's snapshot
+     * shows an inactive block */
+    size_t size, requested;
     bool expandable;
     bool large;    /* of the large pool (blocks over 1 MiB), not the small one */
     uint64_t priv; /* the private pool it belongs to, 0 for the shared cache */

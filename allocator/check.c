@@ -148,7 +148,7 @@ static size_t walk_segments(fs_pool *p, fs_walk_entry *out, size_t max, size_t n
                                          .stream = p->stream,
                                          .addr = b->addr,
                                          .size = b->size,
-                                         .requested = st == FS_WALK_CACHED ? 0 : b->requested,
+                                         .requested = b->requested,
                                          .large = s->kind == FS_KIND_LARGE,
                                          .priv = p->priv};
             n++;

@@ -247,7 +247,7 @@ FS_HOT_PATH fs_status fs_free(fs_allocator *a, void *ptr, fs_fence **fence_out)
     fs_pool *p = b->seg->pool;
     note_free_requested(a, b, false);
     const fs_device_ops *o = a->ops;
-    fs_free_semantics sem = a->cfg.free_semantics;
+    fs_free_semantics sem = fs_cfg(a)->free_semantics;
     if (sem == FS_FREE_SEMANTICS_DEVICE && !b->nuses) {
         size_t size = b->size;
         push_unfenced(a, p, b, NULL); /* the common case, in the claim's lock */
@@ -337,4 +337,16 @@ static fs_status add_use(fs_block *b, void *arg)
 fs_status fs_record_stream(fs_allocator *a, void *ptr, fs_stream_t stream)
 {
     return fs_with_live_block(a, ptr, add_use, &stream);
+}
+
+static fs_status drop_uses(fs_block *b, void *arg)
+{
+    (void)arg;
+    b->nuses = 0;
+    return FS_OK;
+}
+
+fs_status fs_forget_uses(fs_allocator *a, void *ptr)
+{
+    return fs_with_live_block(a, ptr, drop_uses, NULL);
 }

@@ -363,9 +363,19 @@ typedef struct fs_observer_node {
     struct fs_observer_node *next;
 } fs_observer_node;
 
-struct fs_allocator {
+/* The configuration in force. fs_alloc_tune replaces it whole (readers
+ * take no lock: each loads the pointer and reads one consistent copy); the
+ * replaced ones stay, chained, until the allocator is destroyed, since a
+ * reader may still hold one. A program changes its settings a handful of
+ * times at most. */
+typedef struct fs_settings {
     fs_alloc_config cfg;
     bool plain_rounding; /* no roundup_power2_divisions: every size rounds to 512 bytes */
+    struct fs_settings *older;
+} fs_settings;
+
+struct fs_allocator {
+    fs_settings *settings; /* __atomic: see fs_settings */
     const fs_device_ops *ops;
     int ndev;
     unsigned serial;
@@ -376,8 +386,8 @@ struct fs_allocator {
     fs_segment **segidx; /* every segment, sorted by base */
     size_t nseg, capseg;
     _Atomic(struct fs_observer_node *) obs;
-    struct fs_observer_node *obs_old; /* replaced observers, freed at destroy */
-    _Alignas(64) pthread_mutex_t obs_lock;
+    struct fs_observer_node *obs_old;      /* replaced observers, freed at destroy */
+    _Alignas(64) pthread_mutex_t obs_lock; /* also serialises fs_alloc_tune */
 };
 
 /* ---- "stats.c" --------------------------------------------------------- */
@@ -629,12 +639,24 @@ static inline bool fs_block_is_split(const fs_block *b)
     return b->prev || b->next;
 }
 
+static inline const fs_settings *fs_settings_now(const fs_allocator *a)
+{
+    return __atomic_load_n(&a->settings, __ATOMIC_ACQUIRE);
+}
+
+/* The configuration in force (fs_settings). */
+static inline const fs_alloc_config *fs_cfg(const fs_allocator *a)
+{
+    return &fs_settings_now(a)->cfg;
+}
+
 /* fs_round_size without its general case when no divisions are configured. */
 static inline size_t fs_round_request(const fs_allocator *a, size_t size)
 {
-    if (a->plain_rounding && size <= SIZE_MAX - FS_MIN_BLOCK)
+    const fs_settings *s = fs_settings_now(a);
+    if (s->plain_rounding && size <= SIZE_MAX - FS_MIN_BLOCK)
         return size < FS_MIN_BLOCK ? FS_MIN_BLOCK : (size + FS_MIN_BLOCK - 1) & ~(FS_MIN_BLOCK - 1);
-    return fs_round_size(&a->cfg, size);
+    return fs_round_size(&s->cfg, size);
 }
 
 /* Zeroed memory on cache lines of its own (size rounded up to whole lines):

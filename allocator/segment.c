@@ -138,8 +138,7 @@ void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl)
 {
     b->state = FS_BLOCK_FREE;
     b->stream = p->stream;
-    b->requested = 0;
-    b->nuses = 0;
+    b->nuses = 0; /* requested stays: the last request, which snapshots show */
     b->gc_age = atomic_load_explicit(&p->dev->gc_clock, memory_order_relaxed);
     if (b->prev && b->prev->state == FS_BLOCK_FREE) {
         fs_block *n = b->prev;
@@ -517,12 +516,16 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
     fs_seg_memory mem = set >= FS_KINDS ? FS_SEG_ORDERED : FS_SEG_PLAIN;
     const fs_private_conf *src = p->pconf.segment_alloc ? &p->pconf : NULL;
     if (src && mem != FS_SEG_PLAIN) return FS_ERR_DEVICE; /* a source gives plain memory only */
-    if (!src && a->cfg.expandable_segments && o->vm_map && o->vm_unmap && o->vm_reserve &&
+    if (!src && fs_cfg(a)->expandable_segments && o->vm_map && o->vm_unmap && o->vm_reserve &&
         o->vm_release && o->vm_granularity) {
         fs_status st = grow_expandable(a, p, set, rounded, oom);
         if (st != FS_ERR_NOT_OWNED) return st;
     }
-    size_t size = fs_segment_size(&a->cfg, rounded, fs_stats_reserved(d));
+    /* A private pool shares large segments from its first request, as
+     * PyTorch's pools do: what a MemPool or a graph's pool holds is
+     * registered with NCCL or captured, where fewer segments cost less,
+     * and PyTorch's own tests of no_split count on its segment sizes. */
+    size_t size = fs_segment_size(fs_cfg(a), rounded, p->priv ? SIZE_MAX : fs_stats_reserved(d));
     size_t least = fs_segment_least(rounded);
     if (size == 0) {
         *oom = true;

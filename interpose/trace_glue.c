@@ -326,7 +326,9 @@ static bool walk_device(fs_allocator *a, int d, fs_fmt_event **ev, size_t *n, si
             .stream = stream_value(w[i].stream),
             .addr = w[i].addr,
             .size = w[i].size,
-            .requested = w[i].requested,
+            /* a cached block is written with requested 0, as before the walk kept its last request
+             */
+            .requested = w[i].state == FS_WALK_CACHED ? 0 : w[i].requested,
             .aux = w[i].state == FS_WALK_SEGMENT ? w[i].expandable : walk_states[w[i].state],
         };
         if (w[i].state == FS_WALK_LIVE) fs_blocks_get(e->addr, &e->stack, &e->pystack);
