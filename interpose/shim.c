@@ -26,6 +26,7 @@
 #include "runtime/runtime.h"
 #include "trace_glue.h"
 
+#include "../route/torch_route.h"
 #include "../trace/snapshot.h"
 
 #include <dlfcn.h>
@@ -258,9 +259,17 @@ bool fs_shim_preloaded(void)
 static void create_allocator(int n, bool driver)
 {
     const fs_shim_config *cfg = fs_shim_config_get();
-    const fs_device_ops *ops = driver ? fs_driver_device_ops(cfg->alloc.expandable_segments)
-                                      : fs_cuda_device_ops(cfg->alloc.expandable_segments);
+    /* On the PyTorch adapter's route the program may switch expandable
+     * segments on while it runs (_set_allocator_settings): the driver's
+     * virtual-memory entry points are looked up now for that too. */
+    const char *adapter = getenv(FS_ROUTE_ADAPTER_VAR);
+    bool vm = cfg->alloc.expandable_segments || (adapter && *adapter);
+    const fs_device_ops *ops = driver ? fs_driver_device_ops(vm) : fs_cuda_device_ops(vm);
     fs_allocator *a;
+
+    if (cfg->alloc.expandable_segments && !ops->vm_map)
+        fs_log(FS_LOG_WARN, "expandable_segments: the driver's virtual-memory API is not "
+                            "reachable; using plain segments");
 
     a = fs_allocator_create(&cfg->alloc, ops, n);
     if (!a) {

@@ -449,9 +449,6 @@ const fs_device_ops *fs_driver_device_ops(bool want_vm)
             driver_ops.vm_release = vm_release;
             driver_ops.vm_map = vm_map;
             driver_ops.vm_unmap = vm_unmap;
-        } else {
-            fs_log(FS_LOG_WARN, "expandable_segments: the driver's virtual-memory API is not "
-                                "reachable; using plain segments");
         }
     }
     return &driver_ops;

@@ -13,6 +13,7 @@
 #include "torch_api.h"
 
 #include "../../include/fsdpshim/fsdpshim.h"
+#include "../real.h"
 #include "../runtime/runtime.h"
 #include "../trace_glue.h"
 
@@ -186,12 +187,13 @@ static void copy_stats(fs_torch_stat out[3], const fs_stat in[FS_POOL_KINDS])
 static void api_stats(int device, fs_torch_stats *out)
 {
     fs_allocator *a = fs_shim_enter_active();
-    const fs_alloc_config *cfg = &fs_shim_config_get()->alloc;
+    fs_alloc_config cfg;
     fs_alloc_stats st;
 
     memset(out, 0, sizeof *out);
     if (!a) return;
     fs_alloc_get_stats(a, device, &st);
+    fs_alloc_config_get(a, &cfg);
     fs_shim_leave();
     copy_stats(out->allocation, st.allocation);
     copy_stats(out->segment, st.segment);
@@ -208,7 +210,7 @@ static void api_stats(int device, fs_torch_stats *out)
     out->num_device_alloc = st.num_device_alloc;
     out->num_device_free = st.num_device_free;
     out->largest_free_block = st.largest_free_block;
-    out->max_split_size = cfg->max_split_size == SIZE_MAX ? 0 : (int64_t)cfg->max_split_size;
+    out->max_split_size = cfg.max_split_size == SIZE_MAX ? 0 : (int64_t)cfg.max_split_size;
 }
 
 static void api_reset_peak(int device)
@@ -401,6 +403,103 @@ static size_t api_walk(int device, fs_torch_walk_entry *out, size_t max)
     return n;
 }
 
+static int api_device_malloc(int device, size_t size, void **out)
+{
+    fs_internal_call c;
+    cudaError_t e;
+
+    fs_internal_begin(&c, device);
+    e = FS_REAL(cudaMalloc)(out, size);
+    fs_internal_end(&c);
+    return e == cudaSuccess                 ? FS_TORCH_OK
+           : e == cudaErrorMemoryAllocation ? FS_TORCH_OOM
+                                            : FS_TORCH_ERROR;
+}
+
+static int api_device_free(void *ptr)
+{
+    fs_internal_call c;
+    cudaError_t e;
+
+    fs_internal_begin(&c, -1);
+    e = FS_REAL(cudaFree)(ptr);
+    fs_internal_end(&c);
+    return e == cudaSuccess ? FS_TORCH_OK : FS_TORCH_ERROR;
+}
+
+static void api_tune(const fs_torch_settings *s)
+{
+    fs_allocator *a = fs_shim_enter_active();
+    fs_alloc_config cfg = fs_shim_config_get()->alloc; /* as at start */
+    fs_alloc_config now;
+
+    if (!a) return;
+    fs_alloc_config_get(a, &now);
+    if (s->named & FS_TORCH_SET_MAX_SPLIT) cfg.max_split_size = s->max_split_size;
+    if (s->named & FS_TORCH_SET_ROUNDUP)
+        for (int i = 0; i < FS_ROUNDUP_BUCKETS && i < 16; i++)
+            cfg.roundup_divisions[i] = s->roundup_divisions[i];
+    if (s->named & FS_TORCH_SET_GC)
+        cfg.garbage_collection_threshold = s->garbage_collection_threshold;
+    cfg.expandable_segments =
+        s->named & FS_TORCH_SET_EXPANDABLE ? s->expandable_segments != 0 : now.expandable_segments;
+    fs_alloc_tune(a, &cfg);
+    fs_shim_leave();
+}
+
+static void *api_checkpoint(int device, uint64_t pool, char *why, size_t len)
+{
+    fs_allocator *a = fs_shim_enter_active();
+    fs_checkpoint *c = NULL;
+
+    if (!a) {
+        snprintf(why, len, "the shim is not active");
+        return NULL;
+    }
+    fs_alloc_checkpoint(a, device, pool, &c, why, len);
+    fs_shim_leave();
+    return c;
+}
+
+static int api_restore(void *checkpoint, void (*freed)(void *ctx, uintptr_t addr),
+                       void (*made)(void *ctx, uintptr_t addr), void *ctx, char *why, size_t len)
+{
+    fs_allocator *a = fs_shim_enter_active();
+    uintptr_t *f = NULL, *m = NULL;
+    size_t nf = 0, nm = 0;
+    fs_status st;
+
+    if (!a) {
+        snprintf(why, len, "the shim is not active");
+        return FS_TORCH_ERROR;
+    }
+    st = fs_alloc_restore(a, checkpoint, &f, &nf, &m, &nm, why, len);
+    fs_shim_leave();
+    for (size_t i = 0; i < nf; i++)
+        freed(ctx, f[i]);
+    for (size_t i = 0; i < nm; i++)
+        made(ctx, m[i]);
+    free(f);
+    free(m);
+    return st == FS_OK ? FS_TORCH_OK : FS_TORCH_ERROR;
+}
+
+static void api_checkpoint_free(void *checkpoint)
+{
+    fs_checkpoint_free(checkpoint);
+}
+
+static int api_forget_uses(void *ptr)
+{
+    fs_allocator *a = fs_shim_enter_active();
+    fs_status st;
+
+    if (!a) return FS_TORCH_ERROR;
+    st = fs_forget_uses(a, ptr);
+    fs_shim_leave();
+    return st == FS_OK ? FS_TORCH_OK : FS_TORCH_NOT_OWNED;
+}
+
 const fs_torch_api fs_torch_api_table = {
     .version = FS_TORCH_API_VERSION,
     .malloc = api_malloc,
@@ -418,4 +517,11 @@ const fs_torch_api fs_torch_api_table = {
     .block_of = api_block_of,
     .pool_configure = api_pool_configure,
     .pool_empty = api_pool_empty,
+    .device_malloc = api_device_malloc,
+    .device_free = api_device_free,
+    .checkpoint = api_checkpoint,
+    .restore = api_restore,
+    .checkpoint_free = api_checkpoint_free,
+    .forget_uses = api_forget_uses,
+    .tune = api_tune,
 };

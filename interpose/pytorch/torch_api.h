@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the table or a struct below changes. */
-#define FS_TORCH_API_VERSION 6
+#define FS_TORCH_API_VERSION 9
 
 /* Results of the table's calls. */
 enum fs_torch_status {
@@ -66,7 +66,7 @@ typedef struct fs_torch_walk_entry {
     int state;    /* enum fs_torch_walk_state */
     void *stream; /* the cudaStream_t the segment's pool serves (NULL: the default stream) */
     uintptr_t addr;
-    size_t size, requested; /* requested: live and pending blocks */
+    size_t size, requested; /* requested: a cached block's last request */
     int large, expandable;
     uint64_t pool; /* the private pool it belongs to, 0 for the shared cache */
 } fs_torch_walk_entry;
@@ -92,6 +92,25 @@ typedef struct fs_torch_block {
     size_t size;      /* rounded */
     size_t requested; /* the bytes asked for */
 } fs_torch_block;
+
+/* The allocator settings PyTorch lets a program change while it runs
+ * (torch.cuda.memory._set_allocator_settings), as PyTorch has parsed them:
+ * max_split_size (SIZE_MAX: none), roundup_power2_divisions per interval
+ * from 1 MiB (PyTorch's 16), garbage_collection_threshold (0: off),
+ * expandable_segments; with the keys the settings string named. */
+enum fs_torch_setting {
+    FS_TORCH_SET_MAX_SPLIT = 1,
+    FS_TORCH_SET_ROUNDUP = 2,
+    FS_TORCH_SET_GC = 4,
+    FS_TORCH_SET_EXPANDABLE = 8,
+};
+typedef struct fs_torch_settings {
+    int named; /* the fs_torch_setting bits of the keys the string named */
+    size_t max_split_size;
+    unsigned roundup_divisions[16];
+    double garbage_collection_threshold;
+    int expandable_segments;
+} fs_torch_settings;
 
 /* How a private pool behaves (PyTorch's MemPool and CUDA graph pools;
  * fs_alloc_private_configure): held while PyTorch's use count is above 0,
@@ -150,6 +169,30 @@ typedef struct fs_torch_api {
     void (*pool_configure)(int device, uint64_t pool, const fs_torch_pool_conf *conf);
     /* empty_cache for one private pool: nothing while it is held. */
     int (*pool_empty)(int device, uint64_t pool);
+    /* PyTorch's uncached path (its caching switched off): the device's own
+     * cudaMalloc and cudaFree, outside the shim's cache and statistics. */
+    int (*device_malloc)(int device, size_t size, void **out);
+    int (*device_free)(void *ptr);
+    /* A private pool's layout (PyTorch's checkpoint state, for CUDA graph
+     * trees): taken by checkpoint (NULL, with why, when it cannot be: a
+     * free still waiting for its streams, an expandable segment), freed by
+     * checkpoint_free. restore puts it back: every live block of the pool
+     * freed, the checkpoint's live blocks live again at their addresses;
+     * then, outside the shim, freed() hears of each address freed and
+     * made() of each block made live. FS_TORCH_ERROR, with why, when it
+     * cannot be put back; nothing has changed then. */
+    void *(*checkpoint)(int device, uint64_t pool, char *why, size_t len);
+    int (*restore)(void *checkpoint, void (*freed)(void *ctx, uintptr_t addr),
+                   void (*made)(void *ctx, uintptr_t addr), void *ctx, char *why, size_t len);
+    void (*checkpoint_free)(void *checkpoint);
+    /* Forgets the streams recorded on a live block, whose work the caller
+     * knows to be ordered before its stream's next (a capture's graph
+     * orders it): its free is then reusable at once on its stream. */
+    int (*forget_uses)(void *ptr);
+    /* New settings, for the requests from now on: the keys named take
+     * their values, max_split_size, roundup and gc not named go back to the
+     * shim's configuration at start, expandable_segments not named stays. */
+    void (*tune)(const fs_torch_settings *s);
 } fs_torch_api;
 
 /* The adapter's one entry point (looked up by name in the adapter's

@@ -321,9 +321,6 @@ const fs_device_ops *fs_cuda_device_ops(bool want_vm)
             cuda_ops.vm_release = vm_release;
             cuda_ops.vm_map = vm_map;
             cuda_ops.vm_unmap = vm_unmap;
-        } else {
-            fs_log(FS_LOG_WARN, "expandable_segments: the driver's virtual-memory API is not "
-                                "reachable; using plain segments");
         }
     }
     return &cuda_ops;

@@ -1,15 +1,16 @@
 """adapter.py - PyTorch's memory features through fsdpshim's PyTorch adapter
-(FSDPSHIM_CONF=torch_route:adapter), with the same checks natively.
+(the default route), with the same checks natively.
 
 Run by tests/torch twice on one simulated device: under the shim with the
 adapter route (--route adapter), and with PyTorch's own allocator
 (--route native). Every check that does not name the route passes both
 ways: the adapter gives PyTorch's allocator semantics (counts, stream
 reuse, recorded streams, OOM errors and observers, accumulated and peak
-resets, empty_cache). The route checks say which allocator answered: under
-the adapter the shim's own statistics count PyTorch's tensors, and what
-the adapter does not serve yet (checkpoint state) refuses, naming itself. Figures that depend
-on the policy (reserved bytes, segment sizes) are not compared.
+resets, empty_cache, memory history, private pools, graphs and their
+checkpoints, settings changed while running, IPC). The route check says
+which allocator answered: under the adapter the shim's own statistics
+count PyTorch's tensors. Figures that depend on the policy (reserved
+bytes, segment sizes) are not compared.
 """
 import argparse
 import ctypes
@@ -183,6 +184,10 @@ class OutOfMemory(unittest.TestCase):
         x = torch.ones(16, device="cuda")  # still usable
         self.assertEqual(x.numel(), 16)
 
+    def test_more_than_an_exabyte(self):
+        with self.assertRaisesRegex(torch.cuda.OutOfMemoryError, "more than 1EB"):
+            torch.empty(1 << 61, dtype=torch.uint8, device="cuda")
+
 
 class History(unittest.TestCase):
     def tearDown(self):
@@ -295,6 +300,191 @@ class History(unittest.TestCase):
         del x
 
 
+    def test_what_each_context_level_keeps(self):
+        import json
+        x = None
+
+        def allocate_here():
+            nonlocal x
+            x = torch.empty(1000, device="cuda")
+
+        def free_here():
+            nonlocal x
+            x = None
+
+        for context in ("state", "alloc", "all"):
+            torch.cuda.empty_cache()
+            torch.cuda.memory._record_memory_history(context=context, stacks="python")
+            allocate_here()
+            live = json.dumps(torch.cuda.memory._snapshot()["segments"])
+            self.assertIn("allocate_here", live)  # a live block's stack, at every level
+            free_here()
+            text = json.dumps(torch.cuda.memory._snapshot())
+            # a freed block keeps no stack in the state; the trace has its
+            # allocation's from ALLOC up and its free's only under ALL
+            self.assertEqual("allocate_here" in text, context != "state", context)
+            self.assertEqual("free_here" in text, context == "all", context)
+            torch.cuda.memory._record_memory_history(enabled=None)
+
+    def test_empty_cache_stack_under_all(self):
+        import json
+
+        def give_back_here():
+            torch.cuda.empty_cache()
+
+        for context in ("alloc", "all"):
+            torch.cuda.empty_cache()
+            torch.cuda.memory._record_memory_history(context=context, stacks="python")
+            x = torch.empty(3 * MiB, dtype=torch.uint8, device="cuda")
+            del x
+            give_back_here()
+            frees = [e for e in torch.cuda.memory._snapshot()["device_traces"][0]
+                     if e["action"] == "segment_free"]
+            self.assertTrue(frees, context)
+            self.assertEqual("give_back_here" in json.dumps(frees), context == "all", context)
+            torch.cuda.memory._record_memory_history(enabled=None)
+
+    def test_entries_outside_compiled_code(self):
+        torch.cuda.memory._record_memory_history(max_entries=100)
+        x = torch.empty(1000, device="cuda")
+        trace = torch.cuda.memory._snapshot()["device_traces"][0]
+        self.assertTrue(trace)
+        self.assertEqual({e["compile_context"] for e in trace}, {"N/A"})
+        del x
+
+    def test_inactive_block_keeps_its_last_request(self):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        x = torch.empty(3 * MiB + 100, dtype=torch.uint8, device="cuda")  # a new segment's start
+        addr = x.data_ptr()
+        del x
+        found = None
+        for seg in torch.cuda.memory_snapshot():
+            at = seg["address"]
+            for b in seg["blocks"]:
+                if at == addr:
+                    found = b
+                at += b["size"]
+        self.assertIsNotNone(found)
+        self.assertEqual(found["state"], "inactive")
+        self.assertEqual(found["requested_size"], 3 * MiB + 100)
+
+
+class Profiler(unittest.TestCase):
+    """torch.profiler's memory events (profile_memory=True) and the memory
+    timeline made from them."""
+
+    def test_memory_events_with_stacks(self):
+        from torch.cuda._memory_viz import _profile_to_snapshot
+        from torch.profiler import ProfilerActivity, profile
+
+        def allocate_in_profile():
+            x = torch.ones(256, 256, device="cuda")
+            return x * x + x
+
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True, with_stack=True,
+                     record_shapes=True) as prof:
+            y = allocate_in_profile()
+            del y
+        trace = _profile_to_snapshot(prof)["device_traces"][0]
+        allocs = [e for e in trace if e["action"] == "alloc"]
+        frees = [e for e in trace if e["action"] == "free_requested"]
+        self.assertEqual([e["size"] for e in allocs], [256 * 256 * 4] * 2)
+        self.assertEqual(len(frees), 2)
+        self.assertTrue(all(any("allocate_in_profile" in f["name"] for f in e["frames"])
+                            for e in allocs))
+
+
+class Settings(unittest.TestCase):
+    """Allocator settings: changed while the program runs
+    (_set_allocator_settings), and PYTORCH_CUDA_ALLOC_CONF's
+    per_process_memory_fraction."""
+
+    def setUp(self):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()  # no cached block serves what the tests ask
+
+    def tearDown(self):
+        torch.cuda.memory._set_allocator_settings("expandable_segments:False")
+        torch.cuda.memory._set_allocator_settings("")
+        torch.cuda.empty_cache()
+
+    def grows_by(self, nbytes):
+        before = torch.cuda.memory_stats()["active_bytes.all.allocated"]
+        x = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+        grown = torch.cuda.memory_stats()["active_bytes.all.allocated"] - before
+        del x
+        return grown
+
+    def test_roundup_while_running(self):
+        n = 84 * MiB + 1000  # between 64 and 128 MiB: quarters of 16 MiB
+        self.assertEqual(self.grows_by(n), 84 * MiB + 1024)
+        torch.cuda.memory._set_allocator_settings("roundup_power2_divisions:4")
+        before = torch.cuda.memory_stats()["requested_bytes.all.allocated"]
+        self.assertEqual(self.grows_by(n), 96 * MiB)
+        self.assertEqual(torch.cuda.memory_stats()["requested_bytes.all.allocated"] - before, n)
+        # a string that does not name the key puts it back
+        torch.cuda.memory._set_allocator_settings("garbage_collection_threshold:0.5")
+        self.assertEqual(self.grows_by(n), 84 * MiB + 1024)
+
+    def test_expandable_segments_while_running(self):
+        def segment_of(t):
+            return [s for s in torch.cuda.memory_snapshot()
+                    if s["address"] <= t.data_ptr() < s["address"] + s["total_size"]][0]
+
+        torch.cuda.memory._set_allocator_settings("expandable_segments:True")
+        x = torch.empty(30 * MiB, dtype=torch.uint8, device="cuda")
+        self.assertTrue(segment_of(x)["is_expandable"])
+        torch.cuda.memory._set_allocator_settings("max_split_size_mb:200")  # does not name it
+        y = torch.empty(30 * MiB, dtype=torch.uint8, device="cuda")
+        self.assertTrue(segment_of(y)["is_expandable"])
+        torch.cuda.memory._set_allocator_settings("expandable_segments:False")
+        z = torch.empty(30 * MiB, dtype=torch.uint8, device="cuda")
+        self.assertFalse(segment_of(z)["is_expandable"])
+        del x, y, z
+
+    def test_fraction_from_the_environment(self):
+        import subprocess
+        script = ("import torch\n"
+                  "print(torch.cuda.get_per_process_memory_fraction(0))\n"
+                  "try:\n"
+                  f"    torch.empty({CAPACITY // 2 + 64 * MiB}, dtype=torch.uint8, device='cuda')\n"
+                  "    print('fits')\n"
+                  "except torch.cuda.OutOfMemoryError:\n"
+                  "    print('refused')\n")
+        env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF="per_process_memory_fraction:0.5")
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                             text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr[-2000:])
+        self.assertEqual(out.stdout.split(), ["0.5", "refused"])
+
+
+class Uncached(unittest.TestCase):
+    """torch.cuda.caching_allocator_enable(False): every allocation the
+    device's own, outside the cache and its statistics."""
+
+    def tearDown(self):
+        torch.cuda.caching_allocator_enable(True)
+
+    def test_caching_off_and_on(self):
+        values = host_values(4096)
+        key = "requested_bytes.all.allocated"
+        torch.cuda.caching_allocator_enable(False)
+        before = torch.cuda.memory_stats()[key]
+        x = values.to("cuda")
+        stream = torch.cuda.current_stream().cuda_stream
+        raw = torch._C._cuda_cudaCachingAllocator_raw_alloc(MiB, stream)
+        self.assertEqual(torch.cuda.memory_stats()[key], before)  # not the cache's
+        self.assertTrue(torch.equal(x.cpu(), values))
+        torch._C._cuda_cudaCachingAllocator_raw_delete(raw)
+        del x
+        torch.cuda.caching_allocator_enable(True)
+        y = values.to("cuda")
+        self.assertEqual(torch.cuda.memory_stats()[key], before + 4096 * 4)
+        self.assertTrue(torch.equal(y.cpu(), values))
+        del y
+
+
 class MemoryFraction(unittest.TestCase):
     def tearDown(self):
         torch.cuda.set_per_process_memory_fraction(1.0)
@@ -405,6 +595,17 @@ class Pools(unittest.TestCase):
         self.assertEqual([b["size"] for b in blocks], [2 * MiB])  # the whole small segment
         del x
 
+    def test_no_split_takes_more_segments(self):
+        counts = {}
+        for no_split in (False, True):
+            pool = torch.cuda.MemPool(no_split=no_split)
+            with torch.cuda.use_mem_pool(pool):
+                xs = [torch.empty(4 * MiB, dtype=torch.uint8, device="cuda") for _ in range(2)]
+            counts[no_split] = len(pool.snapshot())
+            del xs
+        # a pool shares a large segment between 4 MiB blocks unless it may not split it
+        self.assertEqual(counts, {False: 1, True: 2})
+
     def test_own_allocator(self):
         lib = ctypes.CDLL(POOL_ALLOCATOR)
         lib.fs_test_pool_last_size.restype = ctypes.c_size_t
@@ -445,6 +646,43 @@ class Pools(unittest.TestCase):
 class Graphs(unittest.TestCase):
     """CUDA graph capture: the capture's allocations come from the graph's
     private pool and stay valid across replays."""
+
+    def freed_with_a_recorded_stream(self, reuse):
+        """Inside one capture: a block used on a second stream, recorded and
+        freed; where the next allocations on the first stream land, before
+        and after that stream waits for the second."""
+        torch.cuda.memory._set_allocator_settings(f"graph_capture_record_stream_reuse:{reuse}")
+        try:
+            g = torch.cuda.CUDAGraph()
+            s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+            with torch.cuda.stream(s1):
+                g.capture_begin()
+                keep = torch.empty(8, device="cuda")
+                a = torch.empty(8, device="cuda")
+                s2.wait_stream(s1)
+                with torch.cuda.stream(s2):
+                    b = a + 1
+                a.record_stream(s2)
+                freed = a.data_ptr()
+                del a
+                before_join = torch.empty(8, device="cuda")
+                s1.wait_stream(s2)
+                keep.fill_(1)
+                after_join = torch.empty(8, device="cuda")
+                g.capture_end()
+            return freed, before_join.data_ptr(), after_join.data_ptr()
+        finally:
+            torch.cuda.memory._set_allocator_settings("graph_capture_record_stream_reuse:False")
+            del b
+
+    def test_recorded_stream_free_reused_once_joined(self):
+        freed, before, after = self.freed_with_a_recorded_stream(True)
+        self.assertNotEqual(before, freed)  # s2 may still read it
+        self.assertEqual(after, freed)  # s1 now runs after s2's use
+
+    def test_recorded_stream_free_held_to_the_end(self):
+        freed, before, after = self.freed_with_a_recorded_stream(False)
+        self.assertNotIn(freed, (before, after))
 
     def test_capture_and_replay(self):
         n = 1 << 16
@@ -496,6 +734,103 @@ def ipc_child(queue, results):
     torch.cuda.synchronize()
     results.put("done")
     queue.get()  # the parent has read what we wrote
+
+
+class Checkpoints(unittest.TestCase):
+    """A graph pool's checkpoint state (what CUDA graph trees use): taken,
+    and put back after the pool changed."""
+
+    def layout(self, pool):
+        return [(s["address"], s["total_size"], [(b["size"], b["state"]) for b in s["blocks"]])
+                for s in sorted(pool_segments(pool), key=lambda s: s["address"])]
+
+    def capture(self, pool=None):
+        g = torch.cuda.CUDAGraph()
+        x = torch.zeros(1000, device="cuda")
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            with torch.cuda.graph(g, stream=s, pool=pool):
+                temps = [x + i for i in range(6)]
+                outs = [temps[1], temps[4]]  # live in the middle of the segment
+                del temps
+        torch.cuda.current_stream().wait_stream(s)
+        return g, outs
+
+    def test_put_back_at_once_changes_nothing(self):
+        g, outs = self.capture()
+        before = self.layout(g.pool())
+        state = torch._C._cuda_getCheckpointState(0, g.pool())
+        torch._C._cuda_setCheckpointPoolState(0, state, [], [])
+        self.assertEqual(self.layout(g.pool()), before)
+        del outs  # their blocks freed once, not twice
+        torch.cuda.synchronize()
+        self.assertEqual([b for s in self.layout(g.pool()) for b in s[2]
+                          if b[1] == "active_allocated"], [])
+
+    def test_back_to_the_checkpoint(self):
+        g, outs = self.capture()
+        before = self.layout(g.pool())
+        state = torch._C._cuda_getCheckpointState(0, g.pool())
+        ptrs = [t.data_ptr() for t in outs]
+        g2, outs2 = self.capture(pool=g.pool())  # the pool changes
+        self.assertNotEqual(self.layout(g.pool()), before)
+        # outs2 are stale: their storages must give up their blocks
+        torch._C._cuda_setCheckpointPoolState(
+            0, state, [t.untyped_storage()._cdata for t in outs2], [])
+        del outs2
+        got = self.layout(g.pool())
+        self.assertEqual([s for s in got if s[0] in {b[0] for b in before}], before)
+        live = [t for t in outs]
+        self.assertEqual([t.data_ptr() for t in live], ptrs)
+        del outs, live, g2
+        torch.cuda.synchronize()
+
+    def test_dead_outputs_come_back_without_owner(self):
+        g, outs = self.capture()
+        state = torch._C._cuda_getCheckpointState(0, g.pool())
+        ptrs = [t.data_ptr() for t in outs]
+        del outs
+        torch._C._cuda_setCheckpointPoolState(0, state, [], [])
+
+        def live():
+            return sum(1 for s in self.layout(g.pool()) for b in s[2] if b[1] == "active_allocated")
+
+        self.assertEqual(live(), 2)  # live again, nobody owns them
+        for i, p in enumerate(ptrs):
+            torch._C._cuda_cudaCachingAllocator_raw_delete(p)
+            self.assertEqual(live(), 1 - i)
+
+    def test_compiled_graph_trees(self):
+        calls = {"get": 0, "set": 0}
+        get, put = torch._C._cuda_getCheckpointState, torch._C._cuda_setCheckpointPoolState
+
+        def counted(name, fn):
+            def call(*args):
+                calls[name] += 1
+                return fn(*args)
+            return call
+
+        torch._C._cuda_getCheckpointState = counted("get", get)
+        torch._C._cuda_setCheckpointPoolState = counted("set", put)
+        try:
+            torch.manual_seed(0)
+            m = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                    torch.nn.Linear(128, 64)).cuda()
+            opt = torch.optim.SGD(m.parameters(), lr=0.01)
+            f = torch.compile(m, mode="reduce-overhead", dynamic=False)
+            for i in range(12):
+                torch.compiler.cudagraph_mark_step_begin()
+                batch = (32, 16)[i % 2] if i > 4 else 32  # a second graph, recorded later
+                f(torch.randn(batch, 64, device="cuda")).sum().backward()
+                opt.step()
+                opt.zero_grad()
+            torch.cuda.synchronize()
+        finally:
+            torch._C._cuda_getCheckpointState, torch._C._cuda_setCheckpointPoolState = get, put
+            torch._dynamo.reset()
+        self.assertGreater(calls["get"], 0)
+        self.assertGreater(calls["set"], 0)
 
 
 class Ipc(unittest.TestCase):
@@ -550,18 +885,6 @@ class Route(unittest.TestCase):
         else:
             self.assertIsNone(served)
         del x
-
-    def test_what_is_not_served_yet_says_so(self):
-        if ROUTE != "adapter":
-            self.skipTest("the adapter's refusals only")
-        g = torch.cuda.CUDAGraph()
-        x = torch.zeros(16, device="cuda")
-        with torch.cuda.graph(g):
-            y = x.clone()
-        with self.assertRaises(RuntimeError) as caught:
-            torch._C._cuda_getCheckpointState(0, g.pool())
-        self.assertIn("does not serve checkpoint state", str(caught.exception))
-        del y
 
 
 def main():

@@ -5,19 +5,21 @@
 //
 // The product's one C++ part (STYLE): each method translates to a call of
 // that table, no policy of its own; one file per concern: alloc.cpp
-// (allocation, streams, the cache), stats.cpp (memory_stats), snapshot.cpp
+// (allocation, streams, the cache), settings.cpp (the memory fraction,
+// settings changed at run time), stats.cpp (memory_stats), snapshot.cpp
 // (snapshot()), history.cpp (memory history), pools.cpp (private pools:
-// MemPool, CUDA graphs), ipc.cpp (sharing memory with other processes),
-// pending.cpp (what is not served yet, saying so), install.cpp (the
-// version check and the swap). PyTorch's interface differs between releases; the build
-// passes FS_TORCH_MINOR (the PyTorch 2.x it compiles against) and
-// FS_TORCH_KEY (its version and git hash, which install.cpp checks).
+// MemPool, CUDA graphs), checkpoint.cpp (their layouts, for CUDA graph
+// trees), capture_reuse.cpp (frees during a capture), ipc.cpp (sharing memory with other
+// processes), install.cpp (the version check and the swap). PyTorch's interface differs between
+// releases; the build passes FS_TORCH_MINOR (the PyTorch 2.x it compiles against) and FS_TORCH_KEY
+// (its version and git hash, which install.cpp checks).
 #pragma once
 
 #include "../torch_api.h"
 
 #include <c10/cuda/CUDACachingAllocator.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -54,6 +56,9 @@ class History
                    const std::vector<std::string> &skip_actions, int device_count);
     // an allocation is about to be asked for: its stack, for it and its segments
     void begin_alloc();
+    // empty_cache is about to give segments back: its stack, at ALL
+    void begin_release();
+    void end_call();
     void alloc(int device, void *ptr, size_t requested, cudaStream_t stream);
     void record_use(void *ptr, cudaStream_t stream);
     // before the shim frees ptr
@@ -71,6 +76,8 @@ class History
     void set_user_metadata(const std::string &md); // the calling thread's
     std::string user_metadata();
     void annotate(const void *ptr, const std::string &md);
+    // a checkpoint put back: the blocks it freed, those it made live
+    void restored(int device, const std::vector<void *> &freed, const std::vector<void *> &made);
 
   private:
     using Entry = c10::CachingDeviceAllocator::TraceEntry;
@@ -123,6 +130,10 @@ class Pools
         if (capturing_.load(std::memory_order_acquire) == 0) return 0;
         return route_slow(device, stream);
     }
+    bool capturing() const
+    {
+        return capturing_.load(std::memory_order_acquire) > 0;
+    }
     void create_or_incref(c10::DeviceIndex device, c10::MempoolId_t id,
                           std::shared_ptr<cca::CUDAAllocator> allocator);
     void begin(c10::DeviceIndex device, c10::MempoolId_t id,
@@ -160,6 +171,38 @@ class Pools
     std::vector<Device> devices_;
     std::map<uint64_t, c10::MempoolId_t> ids_; // every number ever given
     uint64_t next_ = 1;
+};
+
+// capture_reuse.cpp: PyTorch's graph_capture_record_stream_reuse, a block
+// freed with recorded streams during a capture reusable once the captured
+// graph orders their work.
+class CaptureReuse
+{
+  public:
+    bool wanted() const; // the setting, as PyTorch has it now
+    // a block allocated during a capture; a stream recorded on one
+    void allocated(void *ptr);
+    void record_use(void *ptr, cudaStream_t stream);
+    // true when the free of ptr is held here, to be made when the graph
+    // orders its uses; false: the caller frees it as usual
+    bool hold_free(void *ptr);
+    // before an allocation on stream during a capture
+    void reclaim(cudaStream_t stream);
+    // no capture is under way any more: what is held is freed
+    void captures_ended();
+
+  private:
+    struct Held {
+        cudaStream_t stream;
+        unsigned long long capture;
+        std::vector<cudaGraphNode_t> markers;
+    };
+    std::mutex lock_;
+    std::unordered_set<void *> in_capture_;
+    std::unordered_map<void *, std::vector<cudaStream_t>> uses_;
+    std::unordered_map<void *, Held> held_;
+    std::map<std::pair<unsigned long long, cudaStream_t>, std::unordered_set<cudaGraphNode_t>>
+        visited_;
 };
 
 class Adapter final : public cca::CUDAAllocator
@@ -243,12 +286,16 @@ class Adapter final : public cca::CUDAAllocator
     {
         return pools_;
     }
+    CaptureReuse &capture_reuse()
+    {
+        return capture_reuse_;
+    }
 
     // ---- ipc.cpp
     cca::ShareableHandle shareIpcHandle(void *ptr) override;
     std::shared_ptr<void> getIpcDevPtr(std::string handle) override;
 
-    // ---- pending.cpp: not served yet
+    // ---- checkpoint.cpp: a private pool's layout taken and put back
     std::shared_ptr<cca::AllocatorState> getCheckpointState(c10::DeviceIndex device,
                                                             c10::MempoolId_t id) override;
     cca::CheckpointDelta setCheckpointPoolState(c10::DeviceIndex device,
@@ -256,6 +303,14 @@ class Adapter final : public cca::CUDAAllocator
 
   private:
     void *alloc_on(c10::DeviceIndex device, size_t size, cudaStream_t stream);
+    void *uncached_alloc(c10::DeviceIndex device, size_t size);
+    void apply_start_fraction(); // settings.cpp
+
+  public:
+    // settings.cpp: from now on, settings PyTorch parses reach the shim
+    void watch_settings();
+
+  private:
     void install_hook();
 
     std::atomic<bool> initialized_{false};
@@ -272,7 +327,11 @@ class Adapter final : public cca::CUDAAllocator
     std::once_flag hook_once_;
     History history_;
     Pools pools_;
+    CaptureReuse capture_reuse_;
 };
+
+// alloc.cpp: the deleter of the blocks the shim's cache hands out
+c10::DeleterFnPtr cached_deleter();
 
 // snapshot.cpp: the walk of one device's segments and blocks
 std::vector<fs_torch_walk_entry> walk(int device);

@@ -20,6 +20,18 @@ const fs_torch_api *api = nullptr;
 namespace
 {
 
+// PyTorch's profiler (profile_memory=True) hears of every allocation and
+// free with the device's totals after it, as from PyTorch's own allocator;
+// only while it listens, since the figures cost a call of the shim's each.
+void report_to_profiler(int device, void *ptr, int64_t size)
+{
+    fs_torch_stats st{};
+    api->stats(device, &st);
+    c10::reportMemoryUsageToProfiler(ptr, size, size_t(st.allocated_bytes[0].current),
+                                     size_t(st.reserved_bytes[0].current),
+                                     c10::Device(c10::DeviceType::CUDA, c10::DeviceIndex(device)));
+}
+
 // The deleter of every DataPtr the adapter hands out: PyTorch frees a
 // tensor's memory on the stream it was allocated for.
 void raw_free(void *ptr)
@@ -27,9 +39,22 @@ void raw_free(void *ptr)
     if (!ptr) return;
     History &h = adapter().history();
     if (h.on()) h.free_requested(ptr);
+    if (adapter().pools().capturing() && adapter().capture_reuse().hold_free(ptr)) return;
+    fs_torch_block b{};
+    bool profiled = c10::memoryProfilingEnabled() && api->block_of(ptr, &b) == FS_TORCH_OK;
     int st = api->free(ptr);
     TORCH_INTERNAL_ASSERT(st == FS_TORCH_OK, "fsdpshim: free of ", ptr,
                           " that is not a live block of the shim's (", st, ")");
+    if (profiled) report_to_profiler(b.device, ptr, -int64_t(b.size));
+}
+
+// The deleter while PyTorch's caching is off (enable(false)): the memory
+// came from the device itself.
+void uncached_free(void *ptr)
+{
+    if (!ptr) return;
+    int st = api->device_free(ptr);
+    TORCH_INTERNAL_ASSERT(st == FS_TORCH_OK, "fsdpshim: cudaFree of ", ptr, " failed (", st, ")");
 }
 
 std::string bytes(size_t n)
@@ -47,16 +72,32 @@ std::string bytes(size_t n)
 void *Adapter::alloc_on(c10::DeviceIndex device, size_t size, cudaStream_t stream)
 {
     if (size == 0) return nullptr;
+    // PyTorch's own refusal, before any device is asked
+    constexpr size_t one_exabyte = size_t(1) << 60;
+    TORCH_CHECK_WITH(OutOfMemoryError, size < one_exabyte,
+                     "CUDA out of memory. Tried to allocate more than 1EB memory.");
+    if (!enabled_.load(std::memory_order_relaxed)) return uncached_alloc(device, size);
     fs_torch_oom oom{};
     void *p = nullptr;
     bool traced = history_.on();
     if (traced) history_.begin_alloc();
-    int st = api->malloc(device, stream, pools_.route(device, stream), size, &p, &oom);
+    uint64_t pool = pools_.route(device, stream);
+    bool reuse = pool && capture_reuse_.wanted();
+    if (reuse) capture_reuse_.reclaim(stream);
+    int st = api->malloc(device, stream, pool, size, &p, &oom);
     if (st == FS_TORCH_OK) {
+        if (reuse) capture_reuse_.allocated(p);
         if (traced) history_.alloc(device, p, size, stream);
+        if (c10::memoryProfilingEnabled()) {
+            fs_torch_block b{};
+            if (api->block_of(p, &b) == FS_TORCH_OK) report_to_profiler(device, p, int64_t(b.size));
+        }
         return p;
     }
     if (traced && st == FS_TORCH_OOM) history_.oom(device, oom.device_free, size, stream);
+    if (st == FS_TORCH_OOM && c10::memoryProfilingEnabled())
+        c10::reportOutOfMemoryToProfiler(int64_t(size), oom.allocated, oom.reserved,
+                                         c10::Device(c10::DeviceType::CUDA, device));
     TORCH_CHECK(st == FS_TORCH_OOM, "fsdpshim: the shim could not allocate ", size,
                 " bytes on device ", int(device),
                 " (the device failed a call, or the shim is off)");
@@ -74,17 +115,47 @@ void *Adapter::alloc_on(c10::DeviceIndex device, size_t size, cudaStream_t strea
                      " is reserved by the shim but unallocated. ", oom.why);
 }
 
+// PyTorch's caching switched off (torch.cuda.caching_allocator_enable(False)):
+// as PyTorch's uncached path, each allocation is the device's own
+// cudaMalloc and each free its cudaFree, outside the shim's cache and its
+// statistics (memory_stats() counts only what the cache serves, as natively).
+void *Adapter::uncached_alloc(c10::DeviceIndex device, size_t size)
+{
+    void *p = nullptr;
+    int st = api->device_malloc(device, size, &p);
+    if (st == FS_TORCH_OK) return p;
+    size_t free_bytes = 0, total = 0;
+    {
+        c10::cuda::CUDAGuard guard(device);
+        (void)cudaMemGetInfo(&free_bytes, &total);
+    }
+    TORCH_CHECK_WITH(OutOfMemoryError, st != FS_TORCH_OOM, "CUDA out of memory. Tried to allocate ",
+                     bytes(size), ". GPU ", int(device), " has a total capacity of ", bytes(total),
+                     " of which ", bytes(free_bytes),
+                     " is free. PyTorch's caching allocator is disabled: the request went to "
+                     "cudaMalloc directly.");
+    TORCH_CHECK(false, "fsdpshim: cudaMalloc of ", size, " bytes on device ", int(device),
+                " failed");
+    return nullptr;
+}
+
 c10::DataPtr Adapter::allocate(size_t size)
 {
     c10::DeviceIndex device = c10::cuda::current_device();
     cudaStream_t stream = c10::cuda::getCurrentCUDAStream(device).stream();
+    bool cached = enabled_.load(std::memory_order_relaxed);
     void *p = alloc_on(device, size, stream);
-    return {p, p, &raw_free, c10::Device(c10::DeviceType::CUDA, device)};
+    return {p, p, cached ? &raw_free : &uncached_free, c10::Device(c10::DeviceType::CUDA, device)};
+}
+
+c10::DeleterFnPtr cached_deleter()
+{
+    return &raw_free;
 }
 
 c10::DeleterFnPtr Adapter::raw_deleter() const
 {
-    return &raw_free;
+    return enabled_.load(std::memory_order_relaxed) ? &raw_free : &uncached_free;
 }
 
 void Adapter::copy_data(void *dest, const void *src, std::size_t count) const
@@ -103,15 +174,21 @@ void *Adapter::raw_alloc_with_stream(size_t nbytes, cudaStream_t stream)
     return alloc_on(c10::cuda::current_device(), nbytes, stream);
 }
 
+// As PyTorch's: the caching state at the delete decides, so memory taken
+// while caching was off is given back while it is still off.
 void Adapter::raw_delete(void *ptr)
 {
-    raw_free(ptr);
+    if (enabled_.load(std::memory_order_relaxed))
+        raw_free(ptr);
+    else
+        uncached_free(ptr);
 }
 
 void Adapter::init(int device_count)
 {
     device_count_ = device_count;
     fractions_.assign(size_t(device_count > 0 ? device_count : 0), 1.0);
+    apply_start_fraction();
     initialized_.store(true);
 }
 
@@ -120,35 +197,14 @@ bool Adapter::initialized()
     return initialized_.load();
 }
 
-double Adapter::getMemoryFraction(c10::DeviceIndex device)
-{
-    return size_t(device) < fractions_.size() ? fractions_[size_t(device)] : 1.0;
-}
-
-// As PyTorch's: the cap is the fraction of the device's total memory, and
-// a miss that would grow past it gives back the cache and retries, then
-// raises OutOfMemoryError. The shim's cap covers everything it serves on
-// the device (NCCL's or a library's cudaMalloc too), not only PyTorch's.
-void Adapter::setMemoryFraction(double fraction, c10::DeviceIndex device)
-{
-    TORCH_CHECK(fraction >= 0 && fraction <= 1, "invalid fraction: ", fraction,
-                ". Please set within [0, 1].");
-    TORCH_CHECK(device >= 0 && device < device_count_, "invalid device ", int(device));
-    size_t free_bytes = 0, total = 0;
-    {
-        c10::cuda::CUDAGuard guard(device);
-        C10_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
-    }
-    size_t cap = static_cast<size_t>(fraction * static_cast<double>(total));
-    api->set_limit(device, fraction >= 1.0 ? 0 : (cap ? cap : 1));
-    fractions_[size_t(device)] = fraction;
-}
-
 // As PyTorch's: {0, 0} gives back the shared cache and every private pool
 // let go (use count 0); a pool's id, that pool if it is let go.
 void Adapter::emptyCache(c10::MempoolId_t mempool_id)
 {
+    bool traced = history_.on();
+    if (traced) history_.begin_release();
     pools_.empty(device_count_, mempool_id);
+    if (traced) history_.end_call();
 }
 
 void Adapter::enable(bool value)
@@ -180,11 +236,12 @@ void *Adapter::getBaseAllocation(void *ptr, size_t *size)
 
 void Adapter::recordStream(const c10::DataPtr &ptr, c10::cuda::CUDAStream stream)
 {
-    // PyTorch records only memory of its own allocator's: a DataPtr with
-    // another deleter (from_blob) is left alone, as natively
+    // PyTorch records only memory of its own cache's: a DataPtr with
+    // another deleter (from_blob, uncached) is left alone, as natively
     if (!ptr.get() || ptr.get_deleter() != &raw_free) return;
-    if (api->record_stream(ptr.get(), stream.stream()) == FS_TORCH_OK && history_.on())
-        history_.record_use(ptr.get(), stream.stream());
+    if (api->record_stream(ptr.get(), stream.stream()) != FS_TORCH_OK) return;
+    if (history_.on()) history_.record_use(ptr.get(), stream.stream());
+    if (pools_.capturing()) capture_reuse_.record_use(ptr.get(), stream.stream());
 }
 
 std::vector<cca::StreamSegmentSize> Adapter::getExpandableSegmentSizes(c10::DeviceIndex /*device*/)

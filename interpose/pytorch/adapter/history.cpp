@@ -87,11 +87,24 @@ void History::begin_alloc()
     call_context = gather(cca::RecordContext::STATE);
 }
 
+// empty_cache's segment frees carry its stack only when every action takes
+// one (ALL), as PyTorch's release of cached blocks
+void History::begin_release()
+{
+    call_context = gather(cca::RecordContext::ALL);
+}
+
+void History::end_call()
+{
+    call_context.reset();
+}
+
 // Adds one entry (lock_ held), unless its action is skipped.
 void History::add(TE entry)
 {
     if (std::find(skip_.begin(), skip_.end(), entry.action_) != skip_.end()) return;
-    if (!compile_contexts_.empty()) entry.compile_context_ = compile_contexts_.back();
+    // PyTorch's entries outside a compiled region say "N/A"
+    entry.compile_context_ = compile_contexts_.empty() ? "N/A" : compile_contexts_.back();
     if (entry.user_metadata_.empty()) entry.user_metadata_ = thread_metadata;
     size_t d = size_t(entry.device_);
     if (d >= rings_.size()) rings_.resize(d + 1);
@@ -132,6 +145,16 @@ void History::alloc(int device, void *ptr, size_t requested, cudaStream_t stream
     add(TE(TE::ALLOC, c10::DeviceIndex(device), addr, requested, stream, {0, 0},
            c10::getApproximateTime(), in_trace(ctx)));
     blocks_[addr] = Block{device, stream, requested, std::move(ctx), false};
+    // A segment keeps the stack that allocated it only until its memory is
+    // first split, as in PyTorch's snapshot, whose segment stack lives on
+    // the segment's first block and is lost when a split makes a new one.
+    if (segments_.empty()) return;
+    fs_torch_block b{};
+    void *base = nullptr;
+    size_t seg_size = 0;
+    if (api->block_of(ptr, &b) == FS_TORCH_OK &&
+        api->base_allocation(ptr, &base, &seg_size) == FS_TORCH_OK && b.size != seg_size)
+        segments_.erase(uintptr_t(base));
 }
 
 void History::record_use(void *ptr, cudaStream_t stream)
@@ -230,6 +253,33 @@ void History::fill(cca::SnapshotInfo &out, bool include_traces)
         t.clear();
         t.insert(t.end(), r.entries.begin() + long(r.next), r.entries.end());
         t.insert(t.end(), r.entries.begin(), r.entries.begin() + long(r.next));
+    }
+}
+
+// As PyTorch's trace of a checkpoint put back: each block freed, then
+// each block made live again, with no stack of its own.
+void History::restored(int device, const std::vector<void *> &freed,
+                       const std::vector<void *> &made)
+{
+    std::vector<fs_torch_block> live(made.size());
+    for (size_t i = 0; i < made.size(); i++)
+        if (api->block_of(made[i], &live[i]) != FS_TORCH_OK) live[i].addr = 0;
+    std::lock_guard<std::mutex> g(lock_);
+    if (!on_.load(std::memory_order_relaxed)) return;
+    for (void *p : freed) {
+        auto it = blocks_.find(uintptr_t(p));
+        if (it == blocks_.end()) continue;
+        const Block &b = it->second;
+        for (TE::Action a : {TE::FREE_REQUESTED, TE::FREE_COMPLETED})
+            add(TE(a, c10::DeviceIndex(b.device), uintptr_t(p), b.requested, b.stream, {0, 0},
+                   c10::getApproximateTime(), nullptr));
+        blocks_.erase(it);
+    }
+    for (const fs_torch_block &b : live) {
+        if (!b.addr) continue;
+        add(TE(TE::ALLOC, c10::DeviceIndex(device), b.addr, b.size, cudaStream_t(b.stream), {0, 0},
+               c10::getApproximateTime(), nullptr));
+        blocks_[b.addr] = Block{device, cudaStream_t(b.stream), b.size, nullptr, false};
     }
 }
 

@@ -50,6 +50,7 @@ fsdpshim_torch_install(const fs_torch_api *table, const char *torch_key, char *w
         // memory_stats() asked PyTorch's own allocator, never initialised,
         // and answered {})
         c10::SetAllocator(c10::DeviceType::CUDA, &fsdpshim::adapter(), 1);
+        fsdpshim::adapter().watch_settings();
         snprintf(why, len, "fsdpshim's adapter, built for PyTorch %s", FS_TORCH_KEY);
         return 1;
     } catch (const std::exception &e) {

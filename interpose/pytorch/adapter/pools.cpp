@@ -141,7 +141,8 @@ void Pools::end(c10::DeviceIndex d, c10::MempoolId_t id)
     auto it = std::find_if(caps.begin(), caps.end(), [&](auto &c) { return c.first == id; });
     TORCH_CHECK(it != caps.end(), "endAllocatePool: not currently recording to mempool_id");
     caps.erase(it);
-    capturing_.fetch_sub(1, std::memory_order_acq_rel);
+    if (capturing_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        adapter().capture_reuse().captures_ended();
 }
 
 void Pools::release(c10::DeviceIndex d, c10::MempoolId_t id)
