@@ -204,20 +204,8 @@ static void ckpt_free_live(fs_allocator *a, fs_pool *p, fs_delta dl[FS_KINDS], c
     for (fs_segment *s = p->segs; s; s = s->next)
         for (fs_block *b = s->head; b; b = b->next) {
             if (b->state != FS_BLOCK_LIVE) continue;
-            fs_delta *x = &dl[s->kind];
             ckpt_note(freed, b->addr);
-            fs_live_remove(&p->live, b->addr);
-            x->allocation--;
-            x->allocated_bytes -= (int64_t)b->size;
-            x->requested_bytes -= (int64_t)b->requested;
-            x->active--;
-            x->active_bytes -= (int64_t)b->size;
-            fs_observe(a, FS_EV_FREE_REQUESTED, p->dev->id, b->stream, b->addr, b->size,
-                       b->requested, false);
-            fs_observe(a, FS_EV_FREE_COMPLETED, p->dev->id, b->stream, b->addr, b->size,
-                       b->requested, false);
-            b->free_seq = 0;
-            fs_free_insert(p, b, x); /* b absorbs free neighbours and stays: b->next holds */
+            fs_live_drop(a, p, b, dl); /* b absorbs free neighbours and stays: b->next holds */
         }
 }
 

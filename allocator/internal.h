@@ -614,6 +614,13 @@ static inline fs_pool *fs_pool_guess(fs_allocator *a, fs_stream_t s)
     return t->p;
 }
 
+/* ---- "maint.c" ----------------------------------------------------------- */
+/* Live block b of p (p->lock held) freed by the allocator itself, at once,
+ * with its free events (a device reset destroyed it, a checkpoint put back
+ * frees it): absorbs its free neighbours and stays, so b->next holds. Its
+ * accounting into dl[kind]. */
+void fs_live_drop(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta dl[FS_KINDS]);
+
 /* ---- "free.c" ------------------------------------------------------------ */
 /* Runs fn on the live block containing ptr (any interior address) under its
  * pool's lock; FS_ERR_NOT_OWNED when there is none. */

@@ -113,9 +113,7 @@ static void reset_pending(fs_allocator *a, fs_pool *p, fs_blist *l, fs_delta dl[
     }
 }
 
-/* A live plain block: the reset destroyed it, so it is nobody's now, and
- * its address is no longer a block the program may free. p->lock held. */
-static void forget_live(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta dl[FS_KINDS])
+void fs_live_drop(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta dl[FS_KINDS])
 {
     fs_delta *x = &dl[b->seg->kind];
     fs_live_remove(&p->live, b->addr);
@@ -156,7 +154,7 @@ static fs_segment *reset_pool(fs_allocator *a, fs_pool *p)
             if (s->ordered)
                 b->nuses = 0; /* the streams it was used on are gone */
             else
-                forget_live(a, p, b, dl);
+                fs_live_drop(a, p, b, dl); /* the reset destroyed it: nobody's now */
         }
         if (!survives) {
             fs_segment_unlink(p, s, &dl[s->kind]);
