@@ -216,6 +216,7 @@ static void live_delta(fs_delta *dl, const fs_block *b, int sign)
     dl->allocation += sign;
     dl->allocated_bytes += sign * (int64_t)b->size;
     dl->requested_bytes += sign * (int64_t)b->requested;
+    dl->oversize += sign * fs_oversize(b->seg->pool, b->size);
 }
 
 /* Block b, just out of p's free bins, becomes live on `stream`. */

@@ -244,6 +244,7 @@ typedef struct fs_block_info {
     size_t requested;  /* size the program asked for */
     void *segment;     /* enclosing segment (cuMemGetAddressRange, IPC handles) */
     size_t segment_size;
+    size_t page; /* an expandable segment's mapping granule, each page one mapping; else 0 */
 } fs_block_info;
 
 /* Describes the live block containing `ptr`. FS_ERR_NOT_OWNED otherwise. */
@@ -266,6 +267,9 @@ typedef struct fs_alloc_stats {
     fs_stat active_bytes[FS_POOL_KINDS];
     fs_stat inactive_split_bytes[FS_POOL_KINDS];
     fs_stat requested_bytes[FS_POOL_KINDS];
+    /* PyTorch's: live blocks and whole segments of max_split_size or more */
+    fs_stat oversize_allocations;
+    fs_stat oversize_segments;
     int64_t num_alloc_retries;
     int64_t num_ooms;
     int64_t num_sync_all_streams;

@@ -231,6 +231,7 @@ static fs_status ckpt_cut(fs_allocator *a, fs_pool *p, fs_segment *s, const fs_c
             dl->allocation++;
             dl->allocated_bytes += (int64_t)cur->size;
             dl->requested_bytes += (int64_t)cur->size;
+            dl->oversize += fs_oversize(p, cur->size);
             dl->active++;
             dl->active_bytes += (int64_t)cur->size;
             fs_observe(a, FS_EV_ALLOC, p->dev->id, p->stream, cur->addr, cur->size, cur->requested,

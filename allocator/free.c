@@ -64,6 +64,7 @@ static void dead_delta(fs_delta *dl, const fs_block *b)
     dl->allocation--;
     dl->allocated_bytes -= (int64_t)b->size;
     dl->requested_bytes -= (int64_t)b->requested;
+    dl->oversize -= fs_oversize(b->seg->pool, b->size);
 }
 
 static void pace_retire(fs_allocator *a, fs_pool *p)

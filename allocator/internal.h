@@ -274,6 +274,8 @@ typedef struct fs_dev_stats {
      * reset_accumulated: the totals and current values then, by kind and
      * field (pool fields and the device's own). */
     int64_t acc_total[FS_KINDS][FS_ST_FIELDS], acc_cur[FS_KINDS][FS_ST_FIELDS];
+    /* PyTorch's two figures without pool kinds, kept as it keeps them */
+    fs_stat oversize_allocations, oversize_segments;
 } fs_dev_stats;
 
 /* The device's pools as a reader without a lock sees them: immutable once
@@ -399,6 +401,7 @@ struct fs_allocator {
 typedef struct fs_delta {
     int32_t kind;
     int32_t allocation, active, inactive_split, segment, pending;
+    int32_t oversize, oversize_segments; /* fs_oversize's blocks and whole segments */
     int64_t allocated_bytes, requested_bytes, active_bytes, inactive_split_bytes, reserved_bytes;
     int64_t pending_bytes;
 } fs_delta;
@@ -655,6 +658,14 @@ static inline const fs_settings *fs_settings_now(const fs_allocator *a)
 static inline const fs_alloc_config *fs_cfg(const fs_allocator *a)
 {
     return &fs_settings_now(a)->cfg;
+}
+
+/* PyTorch's oversize figures count live blocks and whole segments of
+ * max_split_size or more, the setting in force when each is counted (as
+ * PyTorch's): 1 if `size` is such. */
+static inline int32_t fs_oversize(const fs_pool *p, size_t size)
+{
+    return size >= fs_cfg(p->dev->a)->max_split_size;
 }
 
 /* fs_round_size without its general case when no divisions are configured. */

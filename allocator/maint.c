@@ -120,6 +120,7 @@ void fs_live_drop(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta dl[FS_KINDS
     x->allocation--;
     x->allocated_bytes -= (int64_t)b->size;
     x->requested_bytes -= (int64_t)b->requested;
+    x->oversize -= fs_oversize(p, b->size);
     x->active--;
     x->active_bytes -= (int64_t)b->size;
     fs_observe(a, FS_EV_FREE_REQUESTED, p->dev->id, b->stream, b->addr, b->size, b->requested,
@@ -273,6 +274,7 @@ static fs_status describe(fs_block *b, void *arg)
     out->requested = b->requested;
     out->segment = (void *)b->seg->base;
     out->segment_size = b->seg->size;
+    out->page = b->seg->expandable ? b->seg->page : 0;
     return FS_OK;
 }
 

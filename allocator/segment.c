@@ -246,6 +246,7 @@ void fs_segment_unlink(fs_pool *p, fs_segment *s, fs_delta *dl)
     list_del(p, s);
     s->detached = true;
     dl->segment--;
+    dl->oversize_segments -= fs_oversize(p, s->size);
     dl->reserved_bytes -= (int64_t)s->size;
 }
 
@@ -581,7 +582,10 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
     fs_stats_count(d, &d->st.num_device_alloc, 1);
     fs_pool_lock(p);
     list_add(p, s);
-    fs_delta dl = {.kind = kind, .segment = 1, .reserved_bytes = (int64_t)size};
+    fs_delta dl = {.kind = kind,
+                   .segment = 1,
+                   .oversize_segments = fs_oversize(p, size),
+                   .reserved_bytes = (int64_t)size};
     fs_free_insert(p, b, &dl);
     fs_stats_apply(p, &dl);
     fs_pool_unlock(p);
@@ -727,6 +731,7 @@ static size_t release_segment(fs_allocator *a, fs_dev *d, candidate *c)
     }
     fs_pool_lock(p);
     dl.segment = -1;
+    dl.oversize_segments = -fs_oversize(p, s->size);
     dl.reserved_bytes = -(int64_t)s->size;
     fs_stats_apply(p, &dl);
     fs_block_free(p, b);

@@ -151,6 +151,18 @@ static inline void bump(fs_pool_stats *s, int k, int f, int64_t v)
         fall(s, k, f, -v);
 }
 
+/* One of PyTorch's figures without pool kinds, under stats_lock. */
+static void oversize_bump(fs_stat *st, int64_t by)
+{
+    st->current += by;
+    if (by > 0) {
+        st->allocated += by;
+        if (st->current > st->peak) st->peak = st->current;
+    } else {
+        st->freed -= by;
+    }
+}
+
 /* The device's own fields: exact peaks under stats_lock, as ever. */
 static void dev_bump(fs_dev *d, int k, int f, int64_t v)
 {
@@ -179,13 +191,24 @@ void fs_stats_apply(fs_pool *p, const fs_delta *dl)
     bump(s, k, FS_ST_INACTIVE_SPLIT_BYTES, v.inactive_split_bytes);
     s->pending_frees += v.pending;
     s->pending_free_bytes += v.pending_bytes;
-    if (v.segment || v.reserved_bytes) {
+    if (v.segment || v.reserved_bytes || v.oversize || v.oversize_segments) {
         fs_dev *d = p->dev;
         fs_spin_lock(&d->stats_lock);
         dev_bump(d, k, FS_ST_SEGMENT, v.segment);
         dev_bump(d, k, FS_ST_RESERVED_BYTES, v.reserved_bytes);
+        oversize_bump(&d->st.oversize_allocations, v.oversize);
+        oversize_bump(&d->st.oversize_segments, v.oversize_segments);
         fs_spin_unlock(&d->stats_lock);
     }
+}
+
+/* An oversize block handed out or put back on the hot path: rare (only
+ * with max_split_size set, for blocks at least that large). */
+__attribute__((noinline, cold)) static void oversize_count(fs_dev *d, int32_t by)
+{
+    fs_spin_lock(&d->stats_lock);
+    oversize_bump(&d->st.oversize_allocations, by);
+    fs_spin_unlock(&d->stats_lock);
 }
 
 /* The two changes of a cached alloc+free pair: the five fields that always
@@ -194,7 +217,7 @@ static void assert_handout(const fs_delta *dl, int sign)
 {
     (void)dl;
     (void)sign;
-    assert(sign * dl->allocation == 1 && sign * dl->active == 1);
+    assert(sign * dl->allocation == 1 && sign * dl->active == 1 && sign * dl->oversize >= 0);
     assert(sign * dl->allocated_bytes > 0 && sign * dl->active_bytes > 0);
     assert(!dl->segment && !dl->reserved_bytes && !dl->pending && !dl->pending_bytes);
 }
@@ -268,6 +291,7 @@ void fs_stats_handout(fs_pool *p, const fs_delta *dl)
         const int64_t by[NF] = {1, allocated, requested, 1, active_bytes, split, split_bytes};
         note_past(s, k, by);
     }
+    if (__builtin_expect(dl->oversize != 0, 0)) oversize_count(p->dev, dl->oversize);
 }
 
 void fs_stats_putback(fs_pool *p, const fs_delta *dl)
@@ -294,6 +318,7 @@ void fs_stats_putback(fs_pool *p, const fs_delta *dl)
         const int64_t by[NF] = {0, 0, 0, 0, 0, split, split_bytes};
         note_past(s, k, by);
     }
+    if (__builtin_expect(dl->oversize != 0, 0)) oversize_count(p->dev, dl->oversize);
 }
 
 void fs_stats_count(fs_dev *d, int64_t *field, int64_t by)
@@ -614,6 +639,8 @@ void fs_stats_read_stopped(fs_dev *d, fs_alloc_stats *out)
     out->num_sync_all_streams = s->num_sync_all_streams;
     out->num_device_alloc = s->num_device_alloc;
     out->num_device_free = s->num_device_free;
+    out->oversize_allocations = s->oversize_allocations;
+    out->oversize_segments = s->oversize_segments;
     fs_spin_unlock(&d->stats_lock);
 }
 
@@ -837,6 +864,8 @@ static void add_all(fs_alloc_stats *to, const fs_alloc_stats *from)
         add_stat(&to->inactive_split_bytes[k], &from->inactive_split_bytes[k]);
         add_stat(&to->requested_bytes[k], &from->requested_bytes[k]);
     }
+    add_stat(&to->oversize_allocations, &from->oversize_allocations);
+    add_stat(&to->oversize_segments, &from->oversize_segments);
     to->num_alloc_retries += from->num_alloc_retries;
     to->num_ooms += from->num_ooms;
     to->num_sync_all_streams += from->num_sync_all_streams;
@@ -896,6 +925,8 @@ void fs_alloc_reset_accumulated(fs_allocator *a, int device)
         }
         s->num_alloc_retries = s->num_ooms = s->num_sync_all_streams = 0;
         s->num_device_alloc = s->num_device_free = 0;
+        s->oversize_allocations.allocated = s->oversize_allocations.freed = 0;
+        s->oversize_segments.allocated = s->oversize_segments.freed = 0;
         fs_spin_unlock(&d->stats_lock);
         fs_stats_resume(d);
     }
@@ -931,6 +962,8 @@ void fs_alloc_reset_peak(fs_allocator *a, int device)
                 s->peak[FS_POOL_ALL][f] += get(&s->cur[k][f]);
             }
         }
+        s->oversize_allocations.peak = s->oversize_allocations.current;
+        s->oversize_segments.peak = s->oversize_segments.current;
         fs_spin_unlock(&d->stats_lock);
         fs_stats_resume(d);
     }

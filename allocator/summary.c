@@ -84,6 +84,17 @@ static void rows(out *o, const char *name, const fs_stat st[FS_POOL_KINDS], bool
     put(o, RULE);
 }
 
+/* A figure without pool kinds, as PyTorch's oversize rows. */
+static void row(out *o, const char *name, const fs_stat *s)
+{
+    char c[4][24];
+    int64_t v[4] = {s->current, s->peak, s->allocated, s->freed};
+    for (int j = 0; j < 4; j++)
+        fmt_count(c[j], sizeof c[j], v[j], v[j]);
+    put(o, "| %-21s | %s | %s | %s | %s |\n", name, c[0], c[1], c[2], c[3]);
+    put(o, RULE);
+}
+
 size_t fs_alloc_summary(fs_allocator *a, int device, char *buf, size_t len)
 {
     fs_alloc_stats st;
@@ -115,6 +126,8 @@ size_t fs_alloc_summary(fs_allocator *a, int device, char *buf, size_t len)
     rows(&o, "Active allocs", st.active, false);
     rows(&o, "GPU reserved segments", st.segment, false);
     rows(&o, "Non-releasable allocs", st.inactive_split, false);
+    row(&o, "Oversize allocations", &st.oversize_allocations);
+    row(&o, "Oversize GPU segments", &st.oversize_segments);
     char lf[24], pb[24];
     fmt_size(lf, sizeof lf, st.largest_free_block, st.largest_free_block);
     fmt_size(pb, sizeof pb, st.pending_free_bytes, st.pending_free_bytes);

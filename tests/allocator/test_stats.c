@@ -261,6 +261,49 @@ static void test_reset_accumulated(void **state)
     env_free(&e);
 }
 
+/* PyTorch's oversize figures: live blocks and whole segments of
+ * max_split_size or more, with their peaks and accumulated counts. */
+static void test_oversize(void **state)
+{
+    (void)state;
+    env e = env_make("free_semantics:stream;max_split_size_mb:32", (size_t)64 << 30);
+    void *small = must_alloc(&e, S1, 8 * MiB);
+    void *a = must_alloc(&e, S1, 40 * MiB), *b = must_alloc(&e, S1, 64 * MiB);
+    fs_alloc_stats st = stats(&e);
+    assert_int_equal(st.oversize_allocations.current, 2);
+    assert_int_equal(st.oversize_segments.current, 2); /* not the 20 MiB one */
+    fs_free_async(e.a, a, S1, NULL);
+    st = stats(&e);
+    assert_int_equal(st.oversize_allocations.current, 1);
+    assert_int_equal(st.oversize_allocations.peak, 2);
+    assert_int_equal(st.oversize_allocations.allocated, 2);
+    assert_int_equal(st.oversize_allocations.freed, 1);
+    assert_int_equal(st.oversize_segments.current, 2); /* cached */
+    assert_int_equal(fs_alloc_empty_cache(e.a, 0), FS_OK);
+    st = stats(&e);
+    assert_int_equal(st.oversize_segments.current, 1);
+    assert_int_equal(st.oversize_segments.freed, 1);
+    fs_alloc_reset_accumulated(e.a, 0);
+    fs_alloc_reset_peak(e.a, 0);
+    st = stats(&e);
+    assert_int_equal(st.oversize_allocations.allocated, 0);
+    assert_int_equal(st.oversize_allocations.freed, 0);
+    assert_int_equal(st.oversize_allocations.peak, 1);
+    assert_int_equal(st.oversize_segments.peak, 1);
+    fs_free_async(e.a, b, S1, NULL);
+    fs_free_async(e.a, small, S1, NULL);
+    st = stats(&e);
+    assert_int_equal(st.oversize_allocations.current, 0);
+    env_free(&e);
+    /* unlimited max_split_size: nothing is oversize, as in PyTorch */
+    e = env_make(NULL, (size_t)64 << 30);
+    fs_free_async(e.a, must_alloc(&e, S1, 64 * MiB), S1, NULL);
+    st = stats(&e);
+    assert_int_equal(st.oversize_allocations.allocated, 0);
+    assert_int_equal(st.oversize_segments.allocated, 0);
+    env_free(&e);
+}
+
 static void test_threads_exact_peaks(void **state)
 {
     (void)state;
@@ -372,9 +415,9 @@ static void test_threads_readers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_model_own_stream),  cmocka_unit_test(test_model_borrowing),
-        cmocka_unit_test(test_reset_accumulated), cmocka_unit_test(test_threads_exact_peaks),
-        cmocka_unit_test(test_threads_readers),
+        cmocka_unit_test(test_model_own_stream),    cmocka_unit_test(test_model_borrowing),
+        cmocka_unit_test(test_reset_accumulated),   cmocka_unit_test(test_oversize),
+        cmocka_unit_test(test_threads_exact_peaks), cmocka_unit_test(test_threads_readers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
