@@ -411,7 +411,9 @@ FS_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle
     pthread_mutex_lock(&mu);
     for (struct vmm_span *m = mappings; m; m = m->next)
         if (p >= m->base && p < m->base + m->size) {
-            m->alloc->refs++;
+            /* a handle released while mapped is valid again, as on a GPU */
+            if (m->alloc->refs++ == 0)
+                fs_handles_add(alloc_handles(), (void *)(uintptr_t)m->alloc->handle, m->alloc);
             *handle = m->alloc->handle;
             res = CUDA_SUCCESS;
             break;

@@ -463,6 +463,19 @@ static void test_vmm_export_import_retain(void **state)
     assert_int_equal(cuMemRelease(retained), CUDA_SUCCESS);
     assert_int_equal(cuMemRetainAllocationHandle(&retained, back), CUDA_ERROR_INVALID_VALUE);
 
+    /* Released while mapped (the mapping keeps the memory): a retained
+     * handle is valid again, and exports (how the shim shares the pages of
+     * its expandable segments). */
+    assert_int_equal(cuMemRelease(h), CUDA_SUCCESS);
+    assert_int_equal(cuMemRetainAllocationHandle(&retained, (void *)(uintptr_t)a), CUDA_SUCCESS);
+    fd = -1;
+    assert_int_equal(
+        cuMemExportToShareableHandle(&fd, retained, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+        CUDA_SUCCESS);
+    assert_true(fd >= 0);
+    close(fd);
+    h = retained; /* released below, as the handle from cuMemCreate would be */
+
     assert_int_equal(cuMemUnmap(a, gran), CUDA_SUCCESS);
     assert_int_equal(cuMemUnmap(b, gran), CUDA_SUCCESS);
     assert_int_equal(cuMemAddressFree(a, gran), CUDA_SUCCESS);
