@@ -178,6 +178,8 @@ section_torch() {
                 while read -r size ns; do record "torch_binding.$v.$size" "$ns"; done
             sed -n 's/^torch_pair: backend=[a-zA-Z_]* size=\([0-9]*\) pairs=[0-9]* cpp_ns_per_pair=\([0-9.]*\)$/\1 \2/p' "$log" |
                 while read -r size ns; do record "torch_cpp.$v.$size" "$ns"; done
+            sed -n 's/^torch_pair: backend=[a-zA-Z_]* size=\([0-9]*\) pairs=[0-9]* cpp_tracked_ns_per_pair=\([0-9.]*\) .*/\1 \2/p' "$log" |
+                while read -r size ns; do record "torch_cpp_tracked.$v.$size" "$ns"; done
             sed -n 's/^torch_pair: .* python_call=\([0-9.]*\)$/\1/p' "$log" |
                 while read -r ns; do record "torch.python_call" "$ns"; done
         done

@@ -30,6 +30,12 @@ beside the shim's pair from C (pair_bench), allocator against allocator.
 Without a compiler it says so and prints no such lines.
 
     torch_pair: backend=native size=1048576 pairs=N cpp_ns_per_pair=X
+
+Then the same with a trace tracker attached, as PyTorch 2.15's default NCCL
+process group always attaches one (entries: how many the tracker got,
+about three per pair where the allocator gives them every action):
+
+    torch_pair: backend=native size=1048576 pairs=N cpp_tracked_ns_per_pair=X entries=E
 """
 import ctypes
 import os
@@ -72,9 +78,12 @@ def cpp_pair():
             errors = str(e)
             break
         if built.returncode == 0:
-            pair = ctypes.CDLL(lib).fs_torch_cpp_pair_ns
+            loaded = ctypes.CDLL(lib)
+            pair = loaded.fs_torch_cpp_pair_ns
             pair.restype = ctypes.c_double
             pair.argtypes = [ctypes.c_size_t, ctypes.c_long, ctypes.c_void_p]
+            pair.tracker_entries = loaded.fs_torch_cpp_tracker_entries
+            pair.tracker_entries.restype = ctypes.c_long
             return pair
         errors = built.stderr.strip().splitlines()[-1:] or ["exit %d" % built.returncode]
     print(f"torch_pair: no C++ figures: {src} did not build: {errors}", flush=True)
@@ -128,6 +137,12 @@ def main():
         ns = pair(size, pairs, handle)
         print(f"torch_pair: backend={name} size={size} pairs={pairs} cpp_ns_per_pair={ns:.1f}",
               flush=True)
+    pair.tracker_entries()  # attached from now on
+    for size in SIZES:
+        before = pair.tracker_entries()
+        ns = pair(size, pairs, handle)
+        print(f"torch_pair: backend={name} size={size} pairs={pairs} cpp_tracked_ns_per_pair={ns:.1f}"
+              f" entries={pair.tracker_entries() - before}", flush=True)
 
 
 if __name__ == "__main__":

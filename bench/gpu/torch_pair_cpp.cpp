@@ -7,6 +7,7 @@
 // and loads it after `import torch`, so it binds to that process's allocator.
 #include <c10/cuda/CUDACachingAllocator.h>
 
+#include <atomic>
 #include <chrono>
 
 // ns per raw_alloc_with_stream + raw_delete of `size` bytes on `stream`,
@@ -24,4 +25,25 @@ extern "C" double fs_torch_cpp_pair_ns(size_t size, long pairs, void *stream)
         allocator->raw_delete(allocator->raw_alloc_with_stream(size, s));
     auto t1 = std::chrono::steady_clock::now();
     return std::chrono::duration<double, std::nano>(t1 - t0).count() / pairs;
+}
+
+// From now on a trace tracker is attached to the allocator, as PyTorch
+// 2.15's default NCCL process group always attaches one (its buffer
+// registration): like NCCL's, it looks at each entry and acts on segment
+// events alone (here: counts them). Returns how many entries it has seen
+// so far, attaching it on the first call.
+extern "C" long fs_torch_cpp_tracker_entries(void)
+{
+    static std::atomic<long> entries{0}, segments{0};
+    static bool attached = [] {
+        c10::cuda::CUDACachingAllocator::get()->attachAllocatorTraceTracker(
+            [](const c10::CachingDeviceAllocator::TraceEntry &e) {
+                entries.fetch_add(1, std::memory_order_relaxed);
+                if (e.action_ == c10::CachingDeviceAllocator::TraceEntry::SEGMENT_ALLOC)
+                    segments.fetch_add(1, std::memory_order_relaxed);
+            });
+        return true;
+    }();
+    (void)attached;
+    return entries.load();
 }

@@ -178,10 +178,15 @@ static int api_empty_cache(int device)
     return rc;
 }
 
+static fs_torch_stat torch_stat(fs_stat in)
+{
+    return (fs_torch_stat){in.current, in.peak, in.allocated, in.freed};
+}
+
 static void copy_stats(fs_torch_stat out[3], const fs_stat in[FS_POOL_KINDS])
 {
     for (int i = 0; i < 3; i++)
-        out[i] = (fs_torch_stat){in[i].current, in[i].peak, in[i].allocated, in[i].freed};
+        out[i] = torch_stat(in[i]);
 }
 
 static void api_stats(int device, fs_torch_stats *out)
@@ -204,6 +209,8 @@ static void api_stats(int device, fs_torch_stats *out)
     copy_stats(out->active_bytes, st.active_bytes);
     copy_stats(out->inactive_split_bytes, st.inactive_split_bytes);
     copy_stats(out->requested_bytes, st.requested_bytes);
+    out->oversize_allocations = torch_stat(st.oversize_allocations);
+    out->oversize_segments = torch_stat(st.oversize_segments);
     out->num_alloc_retries = st.num_alloc_retries;
     out->num_ooms = st.num_ooms;
     out->num_sync_all_streams = st.num_sync_all_streams;
@@ -360,6 +367,32 @@ static int api_base_allocation(const void *ptr, void **base, size_t *size)
     return FS_TORCH_OK;
 }
 
+static int api_share_pages(const void *ptr, size_t *page, uintptr_t *first, int *fds, int max,
+                           int *n)
+{
+    fs_block_info info;
+    int st = block_info(ptr, &info);
+    uintptr_t base, block;
+    size_t begin, end;
+
+    *page = 0;
+    *n = 0;
+    if (st != FS_TORCH_OK) return st;
+    if (!info.page) return FS_TORCH_ERROR;
+    base = (uintptr_t)info.segment;
+    block = (uintptr_t)info.block;
+    begin = (block - base) / info.page;
+    end = (block + info.block_size - base + info.page - 1) / info.page;
+    *page = info.page;
+    *first = base + begin * info.page;
+    *n = (int)(end - begin);
+    for (int i = 0; i < *n && i < max; i++)
+        if (fs_cuda_vm_export(info.device, (void *)(*first + (size_t)i * info.page), &fds[i]) !=
+            FS_DEV_OK)
+            return FS_TORCH_ERROR;
+    return FS_TORCH_OK;
+}
+
 static int api_device_of(const void *ptr)
 {
     fs_block_info info;
@@ -510,6 +543,7 @@ const fs_torch_api fs_torch_api_table = {
     .reset_peak = api_reset_peak,
     .reset_accumulated = api_reset_accumulated,
     .base_allocation = api_base_allocation,
+    .share_pages = api_share_pages,
     .device_of = api_device_of,
     .walk = api_walk,
     .segment_hook = api_segment_hook,

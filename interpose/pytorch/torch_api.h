@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the table or a struct below changes. */
-#define FS_TORCH_API_VERSION 9
+#define FS_TORCH_API_VERSION 10
 
 /* Results of the table's calls. */
 enum fs_torch_status {
@@ -41,6 +41,7 @@ typedef struct fs_torch_stats {
     fs_torch_stat allocation[3], segment[3], active[3], inactive_split[3];
     fs_torch_stat allocated_bytes[3], reserved_bytes[3], active_bytes[3];
     fs_torch_stat inactive_split_bytes[3], requested_bytes[3];
+    fs_torch_stat oversize_allocations, oversize_segments; /* of max_split_size or more */
     int64_t num_alloc_retries, num_ooms, num_sync_all_streams;
     int64_t num_device_alloc, num_device_free;
     int64_t largest_free_block;
@@ -193,6 +194,13 @@ typedef struct fs_torch_api {
      * their values, max_split_size, roundup and gc not named go back to the
      * shim's configuration at start, expandable_segments not named stays. */
     void (*tune)(const fs_torch_settings *s);
+    /* The pages of an expandable segment under the live block at ptr, for
+     * PyTorch's expandable-segment IPC: *n pages of *page bytes from
+     * *first, each page's memory a file descriptor of this process's (into
+     * fds, at most max), open until the page is unmapped.
+     * FS_TORCH_NOT_OWNED: no live block there; FS_TORCH_ERROR: its segment
+     * is not expandable (*page 0), or a page could not be exported. */
+    int (*share_pages)(const void *ptr, size_t *page, uintptr_t *first, int *fds, int max, int *n);
 } fs_torch_api;
 
 /* The adapter's one entry point (looked up by name in the adapter's

@@ -235,6 +235,10 @@ static void driver_vm_load(void)
                  driver_entry("cuMemSetAccess", (void **)&drv.set_access) &&
                  driver_entry("cuMemRelease", (void **)&drv.handle_release) &&
                  driver_entry("cuMemUnmap", (void **)&drv.unmap);
+    /* sharing pages with other processes: optional */
+    if (!driver_entry("cuMemRetainAllocationHandle", (void **)&drv.retain) ||
+        !driver_entry("cuMemExportToShareableHandle", (void **)&drv.export_handle))
+        drv.retain = NULL, drv.export_handle = NULL;
 }
 
 const fs_vmm *fs_cuda_vmm(void)
@@ -293,6 +297,18 @@ static fs_dev_status vm_unmap(void *ctx, int device, void *addr, size_t size)
     (void)ctx;
     fs_internal_begin(&c, device);
     st = fs_vmm_unmap(&drv, addr, size);
+    fs_internal_end(&c);
+    return st;
+}
+
+fs_dev_status fs_cuda_vm_export(int device, void *page, int *fd)
+{
+    fs_internal_call c;
+    fs_dev_status st;
+
+    if (!fs_cuda_vmm()) return FS_DEV_ERROR;
+    fs_internal_begin(&c, device);
+    st = fs_vmm_export(&drv, page, fd);
     fs_internal_end(&c);
     return st;
 }

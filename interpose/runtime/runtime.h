@@ -111,6 +111,9 @@ bool fs_cuda_mem_info(int device, size_t *free, size_t *total);
 /* The driver's virtual-memory API, found through the runtime once; NULL
  * when it cannot be reached. */
 const struct fs_vmm *fs_cuda_vmm(void);
+/* fs_vmm_export on `device`: a descriptor for the expandable segment's
+ * page at `page`, for another process. */
+fs_dev_status fs_cuda_vm_export(int device, void *page, int *fd);
 
 /* ---- ordered_segments.c ---- */
 /* A stream-ordered segment's memory, and giving it back (inside

@@ -7,7 +7,8 @@ adapter route (--route adapter), and with PyTorch's own allocator
 ways: the adapter gives PyTorch's allocator semantics (counts, stream
 reuse, recorded streams, OOM errors and observers, accumulated and peak
 resets, empty_cache, memory history, private pools, graphs and their
-checkpoints, settings changed while running, IPC). The route check says
+checkpoints, settings changed while running, IPC, the entries a trace
+tracker gets). The route check says
 which allocator answered: under the adapter the shim's own statistics
 count PyTorch's tensors. Figures that depend on the policy (reserved
 bytes, segment sizes) are not compared.
@@ -26,6 +27,7 @@ MiB = 1 << 20
 ROUTE = "native"
 CAPACITY = 0
 POOL_ALLOCATOR = ""
+TRACKER_PROBE = ""
 
 
 def shim_stat(name):
@@ -427,6 +429,24 @@ class Settings(unittest.TestCase):
         torch.cuda.memory._set_allocator_settings("garbage_collection_threshold:0.5")
         self.assertEqual(self.grows_by(n), 84 * MiB + 1024)
 
+    def test_oversize_counts(self):
+        def oversize():
+            st = torch.cuda.memory_stats()
+            return st["oversize_allocations.current"], st["oversize_segments.current"]
+
+        torch.cuda.memory._set_allocator_settings("max_split_size_mb:32")
+        base = oversize()
+        x = torch.empty(40 * MiB, dtype=torch.uint8, device="cuda")
+        small = torch.empty(8 * MiB, dtype=torch.uint8, device="cuda")
+        self.assertEqual(oversize(), (base[0] + 1, base[1] + 1))
+        del x
+        self.assertEqual(oversize(), (base[0], base[1] + 1))  # its segment stays cached
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        self.assertEqual(oversize(), base)
+        self.assertGreaterEqual(torch.cuda.memory_stats()["oversize_allocations.allocated"], 1)
+        del small
+
     def test_expandable_segments_while_running(self):
         def segment_of(t):
             return [s for s in torch.cuda.memory_snapshot()
@@ -457,6 +477,92 @@ class Settings(unittest.TestCase):
                              text=True, timeout=120)
         self.assertEqual(out.returncode, 0, out.stderr[-2000:])
         self.assertEqual(out.stdout.split(), ["0.5", "refused"])
+
+    def test_changed_before_the_first_cuda_call(self):
+        import subprocess
+        script = ("import torch, warnings\n"
+                  "warnings.simplefilter('ignore')\n"
+                  "torch.cuda.memory._set_allocator_settings('expandable_segments:True')\n"
+                  "x = torch.empty(30 << 20, dtype=torch.uint8, device='cuda')\n"
+                  "print([s['is_expandable'] for s in torch.cuda.memory_snapshot()])\n")
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr[-2000:])
+        self.assertEqual(out.stdout.split(), ["[True]"])
+
+
+class Trackers(unittest.TestCase):
+    """A trace tracker on the allocator (C++ only: NCCL's buffer
+    registration attaches one; tracker_probe.cpp here) gets every action,
+    with memory history off: blocks allocated, frees requested and
+    completed, segments allocated and freed, OOMs. Attached once, it stays
+    for the tests that follow."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = ctypes.CDLL(TRACKER_PROBE)
+        cls.lib.fs_probe_action_name.restype = ctypes.c_char_p
+        torch.cuda.memory._record_memory_history(None)
+        torch.empty(1, device="cuda")  # PyTorch's allocator set up
+        cls.lib.fs_probe_attach()
+
+    def take(self):
+        n = 1 << 16
+        action = (ctypes.c_int * n)()
+        addr, size = (ctypes.c_uint64 * n)(), (ctypes.c_uint64 * n)()
+        stream = (ctypes.c_size_t * n)()
+        k = self.lib.fs_probe_take(action, addr, size, stream, n)
+        return [(self.lib.fs_probe_action_name(action[i]).decode(), addr[i], size[i], stream[i])
+                for i in range(k)]
+
+    def settle(self):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        self.take()
+
+    def test_block_and_segment(self):
+        self.settle()
+        x = torch.empty(64 * MiB, dtype=torch.uint8, device="cuda")
+        p = x.data_ptr()
+        del x
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        got = self.take()
+        block = [(a, s) for a, addr, s, _ in got if addr == p and "segment" not in a]
+        self.assertEqual(block, [("alloc", 64 * MiB), ("free_requested", 64 * MiB),
+                                 ("free_completed", 64 * MiB)])
+        segs = [(a, addr, s) for a, addr, s, _ in got if a.startswith("segment")]
+        # the block's own segment, made for it and given back by empty_cache
+        mine = [e for e in segs if e[1] <= p < e[1] + e[2]]
+        self.assertEqual([a for a, _, _ in mine], ["segment_alloc", "segment_free"])
+        self.assertGreaterEqual(mine[0][2], 64 * MiB)
+        order = [a for a, addr, _, _ in got if addr in (p, mine[0][1])]
+        self.assertLess(order.index("segment_alloc"), order.index("alloc"))
+        self.assertLess(order.index("free_completed"), order.index("segment_free"))
+
+    def test_free_completes_after_its_streams(self):
+        self.settle()
+        side = torch.cuda.Stream()
+        x = torch.empty(MiB, dtype=torch.uint8, device="cuda")
+        p = x.data_ptr()
+        x.record_stream(side)
+        del x
+        blocks = lambda got: [a for a, addr, _, _ in got if addr == p and "segment" not in a]
+        self.assertEqual(blocks(self.take()), ["alloc", "free_requested"])  # waiting for `side`
+        torch.cuda.synchronize()
+        y = torch.empty(MiB, dtype=torch.uint8, device="cuda")  # the allocator looks again
+        got = blocks(self.take())
+        self.assertEqual(got[0], "free_completed")
+        del y
+
+    def test_out_of_memory(self):
+        self.settle()
+        with self.assertRaises(torch.OutOfMemoryError):
+            torch.empty(2 * CAPACITY, dtype=torch.uint8, device="cuda")
+        self.assertIn("oom", [a for a, _, _, _ in self.take()])
+
+    def test_history_off_keeps_no_stacks(self):
+        self.assertFalse(torch.cuda.memory._snapshot()["device_traces"][0])
 
 
 class Uncached(unittest.TestCase):
@@ -836,12 +942,25 @@ class Checkpoints(unittest.TestCase):
 class Ipc(unittest.TestCase):
     """torch.multiprocessing: a CUDA tensor sent to another process, which
     reads and writes the same memory; with the child under the same route,
-    and (under the shim) with a child without it."""
+    and (under the shim) with a child without it; from a cudaMalloc'd
+    segment and from an expandable one (shared page by page)."""
 
-    def share(self, child_env):
+    def tearDown(self):
+        torch.cuda.memory._set_allocator_settings("expandable_segments:False")
+
+    def share(self, child_env, expandable=False):
         ctx = mp.get_context("spawn")
         queue, results = ctx.Queue(), ctx.Queue()
-        base = host_values(1000).cuda()
+        torch.cuda.memory._set_allocator_settings(f"expandable_segments:{expandable}")
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()  # no cached segment of the other kind serves them
+        # past the first page (a handle names the pages under its block alone)
+        pad = torch.empty(3 * MiB, dtype=torch.uint8, device="cuda")
+        n = 600_000  # from the large pool
+        base = host_values(n).cuda()
+        seg = [s for s in torch.cuda.memory_snapshot()
+               if s["address"] <= base.data_ptr() < s["address"] + s["total_size"]]
+        self.assertEqual(seg[0]["is_expandable"], expandable)
         x = base[10:]
         saved = dict(os.environ)
         os.environ.clear()
@@ -854,25 +973,37 @@ class Ipc(unittest.TestCase):
             os.environ.update(saved)
         queue.put(x)
         seen = results.get(timeout=120)
-        self.assertTrue(torch.equal(seen, host_values(1000)[10:]))
+        self.assertTrue(torch.equal(seen, host_values(n)[10:]))
         self.assertEqual(results.get(timeout=120), "done")
-        self.assertTrue(torch.equal(base.cpu()[10:], torch.full((990,), 7.0)))
-        self.assertTrue(torch.equal(base.cpu()[:10], host_values(1000)[:10]))
+        self.assertTrue(torch.equal(base.cpu()[10:], torch.full((n - 10,), 7.0)))
+        self.assertTrue(torch.equal(base.cpu()[:10], host_values(n)[:10]))
         queue.put("bye")
         child.join(timeout=120)
         self.assertEqual(child.exitcode, 0)
+        del pad
 
-    def test_same_route(self):
-        self.share(dict(os.environ))
-
-    def test_child_without_the_shim(self):
-        if ROUTE != "adapter":
-            self.skipTest("the shim's handles opened by PyTorch's own allocator")
+    def without_the_shim(self):
         env = dict(os.environ)
         env["LD_PRELOAD"] = " ".join(p for p in env.get("LD_PRELOAD", "").replace(":", " ").split()
                                      if "libfsdpshim" not in p)
         env.pop("FSDPSHIM_CONF", None)
-        self.share(env)
+        return env
+
+    def test_same_route(self):
+        self.share(dict(os.environ))
+
+    def test_same_route_expandable(self):
+        self.share(dict(os.environ), expandable=True)
+
+    def test_child_without_the_shim(self):
+        if ROUTE != "adapter":
+            self.skipTest("the shim's handles opened by PyTorch's own allocator")
+        self.share(self.without_the_shim())
+
+    def test_child_without_the_shim_expandable(self):
+        if ROUTE != "adapter":
+            self.skipTest("the shim's handles opened by PyTorch's own allocator")
+        self.share(self.without_the_shim(), expandable=True)
 
 
 class Route(unittest.TestCase):
@@ -888,14 +1019,17 @@ class Route(unittest.TestCase):
 
 
 def main():
-    global ROUTE, CAPACITY, POOL_ALLOCATOR
+    global ROUTE, CAPACITY, POOL_ALLOCATOR, TRACKER_PROBE
     parser = argparse.ArgumentParser()
     parser.add_argument("--route", choices=("adapter", "native"), required=True)
     parser.add_argument("--mem", type=int, required=True, help="capacity of the device in bytes")
     parser.add_argument("--pool-allocator", required=True,
                         help="tests/torch/pool_allocator.c's library, for a MemPool's own allocator")
+    parser.add_argument("--tracker-probe", required=True,
+                        help="tests/torch/tracker_probe.cpp's library, a trace tracker")
     args, rest = parser.parse_known_args()
     ROUTE, CAPACITY, POOL_ALLOCATOR = args.route, args.mem, args.pool_allocator
+    TRACKER_PROBE = args.tracker_probe
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 

@@ -43,14 +43,24 @@ namespace cca = c10::cuda::CUDACachingAllocator;
 extern const fs_torch_api *api;
 
 // history.cpp: PyTorch's memory history (recordHistory) over the adapter's
-// calls, with the stacks of live blocks; nothing is kept while it is off.
+// calls, with the stacks of live blocks, and the same entries for PyTorch's
+// trace trackers (attachAllocatorTraceTracker); nothing is kept while
+// neither listens.
 class History
 {
   public:
+    // recording for the snapshot (_record_memory_history)
     bool on() const
     {
         return on_.load(std::memory_order_acquire);
     }
+    // recording, or a tracker attached: the calls below are wanted
+    bool active() const
+    {
+        return active_.load(std::memory_order_acquire);
+    }
+    void attach_tracker(cca::AllocatorTraceTracker tracker);
+    struct PerThread; // history.cpp: what each thread's calls keep
     void configure(bool enabled, cca::CreateContextFn recorder, size_t max_entries,
                    cca::RecordContext when, bool clear,
                    const std::vector<std::string> &skip_actions, int device_count);
@@ -100,11 +110,26 @@ class History
         size_t next = 0; // the oldest, once full
     };
     std::shared_ptr<c10::GatheredContext> gather(cca::RecordContext level);
-    void add(Entry entry);
+    struct Outbox;
+    void add(Outbox &out, Entry &&entry);
     std::shared_ptr<c10::GatheredContext> in_trace(std::shared_ptr<c10::GatheredContext> c);
+    // hands the entries this thread's call made to the trackers, outside lock_
+    struct Outbox {
+        History &h;
+        PerThread &t;
+        ~Outbox();
+    };
+    void set_active(); // lock_ held
 
     std::atomic<bool> on_{false};
+    std::atomic<bool> active_{false};
     std::mutex lock_;
+    // the trackers, replaced whole on attach (under lock_) and read without
+    // a lock while they run (a tracker may allocate: NCCL's registration);
+    // every set stays until the process ends, so a reader's stays valid
+    using Trackers = std::vector<cca::AllocatorTraceTracker>;
+    std::atomic<const Trackers *> trackers_{nullptr};
+    std::vector<std::unique_ptr<const Trackers>> tracker_sets_;
     cca::CreateContextFn recorder_ = nullptr;
     cca::RecordContext when_ = cca::RecordContext::NEVER;
     size_t max_entries_ = 1;
@@ -112,7 +137,7 @@ class History
     std::vector<Ring> rings_;
     std::unordered_map<uintptr_t, Block> blocks_;
     std::unordered_map<uintptr_t, std::shared_ptr<c10::GatheredContext>> segments_;
-    std::unordered_map<uintptr_t, Awaiting> awaiting_;
+    std::map<uintptr_t, Awaiting> awaiting_; // by address: the one holding an address
     std::vector<std::string> compile_contexts_;
 };
 
@@ -243,8 +268,6 @@ class Adapter final : public cca::CUDAAllocator
     // ---- snapshot.cpp: snapshot and the trace trackers
     cca::SnapshotInfo snapshot(c10::MempoolId_t mempool_id, bool include_traces) override;
     void attachAllocatorTraceTracker(cca::AllocatorTraceTracker tracker) override;
-    // a segment event from the shim's table, to every tracker
-    void segment_event(int action, int device, uintptr_t addr, size_t size, void *stream);
 
     // ---- history.cpp (through History)
     bool isHistoryEnabled() override;
@@ -266,7 +289,7 @@ class Adapter final : public cca::CUDAAllocator
     bool supportsUserMetadata() override;
     void annotateMemory(const void *ptr, const std::string &metadata) override;
 #endif
-    // every segment or free event from the table's hook: the trackers, the history
+    // every segment or free event from the table's hook, to the history and the trackers
     void hook_event(int action, int device, uintptr_t addr, size_t size, void *stream);
 
     // ---- pools.cpp: private pools (through Pools)
@@ -304,7 +327,7 @@ class Adapter final : public cca::CUDAAllocator
   private:
     void *alloc_on(c10::DeviceIndex device, size_t size, cudaStream_t stream);
     void *uncached_alloc(c10::DeviceIndex device, size_t size);
-    void apply_start_fraction(); // settings.cpp
+    void apply_start_settings(); // settings.cpp
 
   public:
     // settings.cpp: from now on, settings PyTorch parses reach the shim
@@ -322,8 +345,6 @@ class Adapter final : public cca::CUDAAllocator
     std::vector<cca::OomRejectionObserver> rejection_observers_;
 #endif
     std::vector<double> fractions_; // per device; 1.0 = no limit of PyTorch's
-    std::mutex trackers_lock_;
-    std::vector<cca::AllocatorTraceTracker> trackers_;
     std::once_flag hook_once_;
     History history_;
     Pools pools_;

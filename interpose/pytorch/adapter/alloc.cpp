@@ -38,7 +38,7 @@ void raw_free(void *ptr)
 {
     if (!ptr) return;
     History &h = adapter().history();
-    if (h.on()) h.free_requested(ptr);
+    if (h.active()) h.free_requested(ptr);
     if (adapter().pools().capturing() && adapter().capture_reuse().hold_free(ptr)) return;
     fs_torch_block b{};
     bool profiled = c10::memoryProfilingEnabled() && api->block_of(ptr, &b) == FS_TORCH_OK;
@@ -79,7 +79,7 @@ void *Adapter::alloc_on(c10::DeviceIndex device, size_t size, cudaStream_t strea
     if (!enabled_.load(std::memory_order_relaxed)) return uncached_alloc(device, size);
     fs_torch_oom oom{};
     void *p = nullptr;
-    bool traced = history_.on();
+    bool traced = history_.active();
     if (traced) history_.begin_alloc();
     uint64_t pool = pools_.route(device, stream);
     bool reuse = pool && capture_reuse_.wanted();
@@ -188,7 +188,7 @@ void Adapter::init(int device_count)
 {
     device_count_ = device_count;
     fractions_.assign(size_t(device_count > 0 ? device_count : 0), 1.0);
-    apply_start_fraction();
+    apply_start_settings();
     initialized_.store(true);
 }
 
@@ -201,7 +201,7 @@ bool Adapter::initialized()
 // let go (use count 0); a pool's id, that pool if it is let go.
 void Adapter::emptyCache(c10::MempoolId_t mempool_id)
 {
-    bool traced = history_.on();
+    bool traced = history_.active();
     if (traced) history_.begin_release();
     pools_.empty(device_count_, mempool_id);
     if (traced) history_.end_call();
@@ -240,7 +240,7 @@ void Adapter::recordStream(const c10::DataPtr &ptr, c10::cuda::CUDAStream stream
     // another deleter (from_blob, uncached) is left alone, as natively
     if (!ptr.get() || ptr.get_deleter() != &raw_free) return;
     if (api->record_stream(ptr.get(), stream.stream()) != FS_TORCH_OK) return;
-    if (history_.on()) history_.record_use(ptr.get(), stream.stream());
+    if (history_.active()) history_.record_use(ptr.get(), stream.stream());
     if (pools_.capturing()) capture_reuse_.record_use(ptr.get(), stream.stream());
 }
 

@@ -70,7 +70,7 @@ cca::CheckpointDelta Adapter::setCheckpointPoolState(c10::DeviceIndex device,
     Restored r;
     char why[512] = "";
     int st = api->restore(state->layout, on_freed, on_made, &r, why, sizeof why);
-    if (history_.on()) history_.restored(device, r.freed, r.made);
+    if (history_.active()) history_.restored(device, r.freed, r.made);
     TORCH_CHECK(st == FS_TORCH_OK, "fsdpshim: cannot put the checkpoint of private pool (",
                 state->id.first, ", ", state->id.second, ") back: ", why);
     cca::CheckpointDelta delta;

@@ -11,12 +11,18 @@
 //
 // The stacks are PyTorch's own objects (GatheredContext, from the recorder
 // PyTorch passes), so they live here, in the adapter, keyed by block
-// address, not in the shim's C allocator; nothing is kept or gathered while
+// address, not in the shim's C allocator; no stack is gathered while
 // history is off. A free whose block has recorded streams completes when
 // the shim says so (the table's event hook, FS_TORCH_FREE_COMPLETED); one
 // that completed outside a call of the adapter's (a host synchronisation
 // retired it) is closed when its address is handed out again, so that
 // memory_viz never sees two live blocks at one address.
+//
+// PyTorch's trace trackers get the same entries, every action (skip_actions
+// only thins the history), with or without history, as PyTorch's own
+// allocator gives them: while one is attached the blocks are followed here
+// too, without stacks, and each call's entries are handed to the trackers
+// once the call has left every lock (Outbox).
 #include "adapter.h"
 
 #include <c10/util/ApproximateClock.h>
@@ -32,15 +38,29 @@ namespace
 
 using TE = c10::CachingDeviceAllocator::TraceEntry;
 
-// The stack gathered for the call in progress on this thread: the segment
-// events that call causes are recorded with it, as PyTorch records a
-// segment's allocation with the context of the request that grew it.
-thread_local std::shared_ptr<c10::GatheredContext> call_context;
+} // namespace
 
-// _set_memory_metadata's string: the calling thread's, on the entries its
-// calls make (PyTorch 2.15 keeps it per thread too)
-thread_local std::string thread_metadata;
+// What the history keeps per thread, in one thread_local: a call looks it
+// up once (each lookup of a thread_local in a library loaded at run time is
+// a call of the loader's).
+struct History::PerThread {
+    // The stack gathered for the call in progress: the segment events that
+    // call causes are recorded with it, as PyTorch records a segment's
+    // allocation with the context of the request that grew it.
+    std::shared_ptr<c10::GatheredContext> call_context;
+    // _set_memory_metadata's string: the calling thread's, on the entries
+    // its calls make (PyTorch 2.15 keeps it per thread too)
+    std::string metadata;
+    // The entries the call in progress made, for the trackers; the room
+    // kept from call to call. While they are handed on, the entries of a
+    // tracker's own calls wait in `nested`, for the next round.
+    std::vector<TE> outgoing, nested;
+    bool delivering = false;
+};
 
+namespace
+{
+thread_local History::PerThread per_thread;
 } // namespace
 
 void History::configure(bool enabled, cca::CreateContextFn recorder, size_t max_entries,
@@ -63,16 +83,68 @@ void History::configure(bool enabled, cca::CreateContextFn recorder, size_t max_
             r.next = 0;
         }
     }
-    if (!enabled) {
+    segments_.clear(); // only stacks
+    if (!enabled && trackers_.load(std::memory_order_relaxed)) {
+        // the trackers still follow the blocks, without stacks
+        for (auto &b : blocks_)
+            b.second.context.reset();
+        for (auto &a : awaiting_)
+            a.second.context.reset();
+    } else if (!enabled) {
         blocks_.clear();
-        segments_.clear();
         awaiting_.clear();
     }
     on_.store(enabled, std::memory_order_release);
+    set_active();
+}
+
+void History::set_active()
+{
+    active_.store(on_.load(std::memory_order_relaxed) ||
+                      trackers_.load(std::memory_order_relaxed) != nullptr,
+                  std::memory_order_release);
+}
+
+void History::attach_tracker(cca::AllocatorTraceTracker tracker)
+{
+    std::lock_guard<std::mutex> g(lock_);
+    auto grown = std::make_unique<Trackers>();
+    if (const Trackers *now = trackers_.load(std::memory_order_relaxed)) *grown = *now;
+    grown->push_back(std::move(tracker));
+    trackers_.store(grown.get(), std::memory_order_release);
+    tracker_sets_.push_back(std::move(grown));
+    set_active();
+}
+
+History::Outbox::~Outbox()
+{
+    PerThread &o = t;
+    if (o.outgoing.empty() || o.delivering) return;
+    const Trackers *trackers = h.trackers_.load(std::memory_order_acquire);
+    if (!trackers) { // entries go out only once a tracker is there: never so
+        o.outgoing.clear();
+        return;
+    }
+    o.delivering = true;
+    while (!o.outgoing.empty()) {
+        for (const TE &e : o.outgoing) {
+            for (const auto &tracker : *trackers) {
+                try {
+                    tracker(e);
+                } catch (const std::exception &ex) {
+                    TORCH_WARN("fsdpshim: an allocator trace tracker failed: ", ex.what());
+                }
+            }
+        }
+        o.outgoing.clear();
+        o.outgoing.swap(o.nested);
+    }
+    o.delivering = false;
 }
 
 std::shared_ptr<c10::GatheredContext> History::gather(cca::RecordContext level)
 {
+    if (!on()) return nullptr;
     cca::CreateContextFn recorder;
     {
         std::lock_guard<std::mutex> g(lock_);
@@ -84,28 +156,40 @@ std::shared_ptr<c10::GatheredContext> History::gather(cca::RecordContext level)
 
 void History::begin_alloc()
 {
-    call_context = gather(cca::RecordContext::STATE);
+    if (on()) per_thread.call_context = gather(cca::RecordContext::STATE);
 }
 
 // empty_cache's segment frees carry its stack only when every action takes
 // one (ALL), as PyTorch's release of cached blocks
 void History::begin_release()
 {
-    call_context = gather(cca::RecordContext::ALL);
+    if (on()) per_thread.call_context = gather(cca::RecordContext::ALL);
 }
 
 void History::end_call()
 {
-    call_context.reset();
+    if (on()) per_thread.call_context.reset();
 }
 
-// Adds one entry (lock_ held), unless its action is skipped.
-void History::add(TE entry)
+// Adds one entry (lock_ held): to the outbox while a tracker is attached,
+// to the history while it records, unless its action is skipped.
+void History::add(Outbox &out, TE &&entry)
 {
-    if (std::find(skip_.begin(), skip_.end(), entry.action_) != skip_.end()) return;
     // PyTorch's entries outside a compiled region say "N/A"
     entry.compile_context_ = compile_contexts_.empty() ? "N/A" : compile_contexts_.back();
-    if (entry.user_metadata_.empty()) entry.user_metadata_ = thread_metadata;
+    if (entry.user_metadata_.empty() && !out.t.metadata.empty())
+        entry.user_metadata_ = out.t.metadata;
+    bool record = on_.load(std::memory_order_relaxed) &&
+                  std::find(skip_.begin(), skip_.end(), entry.action_) == skip_.end();
+    if (trackers_.load(std::memory_order_relaxed)) {
+        std::vector<TE> &q = out.t.delivering ? out.t.nested : out.t.outgoing;
+        if (!record) {
+            q.push_back(std::move(entry));
+            return;
+        }
+        q.push_back(entry);
+    }
+    if (!record) return;
     size_t d = size_t(entry.device_);
     if (d >= rings_.size()) rings_.resize(d + 1);
     Ring &r = rings_[d];
@@ -125,25 +209,23 @@ std::shared_ptr<c10::GatheredContext> History::in_trace(std::shared_ptr<c10::Gat
 
 void History::alloc(int device, void *ptr, size_t requested, cudaStream_t stream)
 {
-    std::shared_ptr<c10::GatheredContext> ctx = std::move(call_context);
-    call_context.reset();
+    Outbox out{*this, per_thread};
+    std::shared_ptr<c10::GatheredContext> ctx = std::move(out.t.call_context);
+    out.t.call_context.reset();
     uintptr_t addr = uintptr_t(ptr);
     std::lock_guard<std::mutex> g(lock_);
-    if (!on_.load(std::memory_order_relaxed)) return;
+    if (!active()) return;
     // a free still awaiting its streams whose block is handed out again has
     // completed, though not in a call of ours
-    for (auto it = awaiting_.begin(); it != awaiting_.end();) {
-        if (it->second.addr <= addr && addr < it->second.addr + it->second.size) {
-            add(TE(TE::FREE_COMPLETED, c10::DeviceIndex(it->second.device), it->second.addr,
-                   it->second.requested, it->second.stream, {0, 0}, c10::getApproximateTime(),
-                   in_trace(it->second.context)));
-            it = awaiting_.erase(it);
-        } else {
-            ++it;
-        }
+    auto it = awaiting_.upper_bound(addr);
+    if (it != awaiting_.begin() && addr < (--it)->second.addr + it->second.size) {
+        add(out, TE(TE::FREE_COMPLETED, c10::DeviceIndex(it->second.device), it->second.addr,
+                    it->second.requested, it->second.stream, {0, 0}, c10::getApproximateTime(),
+                    in_trace(it->second.context)));
+        awaiting_.erase(it);
     }
-    add(TE(TE::ALLOC, c10::DeviceIndex(device), addr, requested, stream, {0, 0},
-           c10::getApproximateTime(), in_trace(ctx)));
+    add(out, TE(TE::ALLOC, c10::DeviceIndex(device), addr, requested, stream, {0, 0},
+                c10::getApproximateTime(), in_trace(ctx)));
     blocks_[addr] = Block{device, stream, requested, std::move(ctx), false};
     // A segment keeps the stack that allocated it only until its memory is
     // first split, as in PyTorch's snapshot, whose segment stack lives on
@@ -168,41 +250,47 @@ void History::record_use(void *ptr, cudaStream_t stream)
 void History::free_requested(void *ptr)
 {
     std::shared_ptr<c10::GatheredContext> at_free = gather(cca::RecordContext::ALL);
-    fs_torch_block b{};
-    bool live = api->block_of(ptr, &b) == FS_TORCH_OK;
     uintptr_t addr = uintptr_t(ptr);
+    Outbox out{*this, per_thread};
     std::lock_guard<std::mutex> g(lock_);
-    if (!on_.load(std::memory_order_relaxed)) return;
-    Block blk{live ? b.device : 0, cudaStream_t(b.stream), live ? b.requested : 0, nullptr, false};
+    if (!active()) return;
+    // the shim is asked only about blocks followed since before this
+    // began, and for a free that waits: its rounded size
+    fs_torch_block b{};
+    Block blk{0, nullptr, 0, nullptr, false};
     auto it = blocks_.find(addr);
     if (it != blocks_.end()) {
         blk = std::move(it->second);
         blocks_.erase(it);
-    } else if (!live) {
+        b.size = blk.requested;
+        if (blk.has_uses) (void)api->block_of(ptr, &b);
+    } else if (api->block_of(ptr, &b) == FS_TORCH_OK) {
+        blk = Block{b.device, cudaStream_t(b.stream), b.requested, nullptr, false};
+    } else {
         return; // not the shim's: the free itself will say so
     }
     std::shared_ptr<c10::GatheredContext> ctx = at_free ? at_free : blk.context;
-    add(TE(TE::FREE_REQUESTED, c10::DeviceIndex(blk.device), addr, blk.requested, blk.stream,
-           {0, 0}, c10::getApproximateTime(), in_trace(ctx)));
+    add(out, TE(TE::FREE_REQUESTED, c10::DeviceIndex(blk.device), addr, blk.requested, blk.stream,
+                {0, 0}, c10::getApproximateTime(), in_trace(ctx)));
     if (!blk.has_uses) {
         // reusable at once on its stream, as in PyTorch: completed now
-        add(TE(TE::FREE_COMPLETED, c10::DeviceIndex(blk.device), addr, blk.requested, blk.stream,
-               {0, 0}, c10::getApproximateTime(), in_trace(ctx)));
+        add(out, TE(TE::FREE_COMPLETED, c10::DeviceIndex(blk.device), addr, blk.requested,
+                    blk.stream, {0, 0}, c10::getApproximateTime(), in_trace(ctx)));
         return;
     }
-    awaiting_[addr] =
-        Awaiting{blk.device, blk.stream, addr, live ? b.size : blk.requested, blk.requested, ctx};
+    awaiting_[addr] = Awaiting{blk.device, blk.stream, addr, b.size, blk.requested, ctx};
 }
 
 void History::event(int action, int device, uintptr_t addr, size_t size, void *stream)
 {
+    Outbox out{*this, per_thread};
     std::lock_guard<std::mutex> g(lock_);
-    if (!on_.load(std::memory_order_relaxed)) return;
+    if (!active()) return;
     if (action == FS_TORCH_FREE_COMPLETED) {
         auto it = awaiting_.find(addr);
         if (it == awaiting_.end()) return; // not a free of PyTorch's, or already closed
-        add(TE(TE::FREE_COMPLETED, c10::DeviceIndex(device), addr, it->second.requested, stream,
-               {0, 0}, c10::getApproximateTime(), in_trace(it->second.context)));
+        add(out, TE(TE::FREE_COMPLETED, c10::DeviceIndex(device), addr, it->second.requested,
+                    stream, {0, 0}, c10::getApproximateTime(), in_trace(it->second.context)));
         awaiting_.erase(it);
         return;
     }
@@ -210,23 +298,24 @@ void History::event(int action, int device, uintptr_t addr, size_t size, void *s
                    : action == FS_TORCH_SEGMENT_FREE ? TE::SEGMENT_FREE
                    : action == FS_TORCH_SEGMENT_MAP  ? TE::SEGMENT_MAP
                                                      : TE::SEGMENT_UNMAP;
-    add(TE(a, c10::DeviceIndex(device), addr, size, stream, {0, 0}, c10::getApproximateTime(),
-           in_trace(call_context)));
-    if (a == TE::SEGMENT_ALLOC)
-        segments_[addr] = call_context;
+    add(out, TE(a, c10::DeviceIndex(device), addr, size, stream, {0, 0}, c10::getApproximateTime(),
+                in_trace(out.t.call_context)));
+    if (a == TE::SEGMENT_ALLOC && on_.load(std::memory_order_relaxed))
+        segments_[addr] = out.t.call_context;
     else if (a == TE::SEGMENT_FREE)
         segments_.erase(addr);
 }
 
 void History::oom(int device, size_t device_free, size_t size, cudaStream_t stream)
 {
-    std::shared_ptr<c10::GatheredContext> ctx = std::move(call_context);
-    call_context.reset();
+    Outbox out{*this, per_thread};
+    std::shared_ptr<c10::GatheredContext> ctx = std::move(out.t.call_context);
+    out.t.call_context.reset();
     std::lock_guard<std::mutex> g(lock_);
-    if (!on_.load(std::memory_order_relaxed)) return;
+    if (!active()) return;
     // PyTorch's OOM entry: addr holds the device's free bytes
-    add(TE(TE::OOM, c10::DeviceIndex(device), device_free, size, stream, {0, 0},
-           c10::getApproximateTime(), in_trace(ctx)));
+    add(out, TE(TE::OOM, c10::DeviceIndex(device), device_free, size, stream, {0, 0},
+                c10::getApproximateTime(), in_trace(ctx)));
 }
 
 void History::fill(cca::SnapshotInfo &out, bool include_traces)
@@ -264,21 +353,22 @@ void History::restored(int device, const std::vector<void *> &freed,
     std::vector<fs_torch_block> live(made.size());
     for (size_t i = 0; i < made.size(); i++)
         if (api->block_of(made[i], &live[i]) != FS_TORCH_OK) live[i].addr = 0;
+    Outbox out{*this, per_thread};
     std::lock_guard<std::mutex> g(lock_);
-    if (!on_.load(std::memory_order_relaxed)) return;
+    if (!active()) return;
     for (void *p : freed) {
         auto it = blocks_.find(uintptr_t(p));
         if (it == blocks_.end()) continue;
         const Block &b = it->second;
         for (TE::Action a : {TE::FREE_REQUESTED, TE::FREE_COMPLETED})
-            add(TE(a, c10::DeviceIndex(b.device), uintptr_t(p), b.requested, b.stream, {0, 0},
-                   c10::getApproximateTime(), nullptr));
+            add(out, TE(a, c10::DeviceIndex(b.device), uintptr_t(p), b.requested, b.stream, {0, 0},
+                        c10::getApproximateTime(), nullptr));
         blocks_.erase(it);
     }
     for (const fs_torch_block &b : live) {
         if (!b.addr) continue;
-        add(TE(TE::ALLOC, c10::DeviceIndex(device), b.addr, b.size, cudaStream_t(b.stream), {0, 0},
-               c10::getApproximateTime(), nullptr));
+        add(out, TE(TE::ALLOC, c10::DeviceIndex(device), b.addr, b.size, cudaStream_t(b.stream),
+                    {0, 0}, c10::getApproximateTime(), nullptr));
         blocks_[b.addr] = Block{device, cudaStream_t(b.stream), b.size, nullptr, false};
     }
 }
@@ -307,12 +397,12 @@ void History::pop_compile_context()
 
 void History::set_user_metadata(const std::string &md)
 {
-    thread_metadata = md;
+    per_thread.metadata = md;
 }
 
 std::string History::user_metadata()
 {
-    return thread_metadata;
+    return per_thread.metadata;
 }
 
 void History::annotate(const void *ptr, const std::string &md)
@@ -321,9 +411,10 @@ void History::annotate(const void *ptr, const std::string &md)
     if (!on()) return;
     fs_torch_block b{};
     if (api->block_of(ptr, &b) != FS_TORCH_OK) return;
+    Outbox out{*this, per_thread};
     std::lock_guard<std::mutex> g(lock_);
-    add(TE(TE::ANNOTATE, c10::DeviceIndex(b.device), b.addr, b.size, b.stream, {0, 0},
-           c10::getApproximateTime(), nullptr, "", md));
+    add(out, TE(TE::ANNOTATE, c10::DeviceIndex(b.device), b.addr, b.size, b.stream, {0, 0},
+                c10::getApproximateTime(), nullptr, "", md));
 #else
     (void)ptr;
     (void)md;

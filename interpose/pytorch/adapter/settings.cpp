@@ -113,11 +113,16 @@ void Adapter::setMemoryFraction(double fraction, c10::DeviceIndex device)
     fractions_[size_t(device)] = fraction;
 }
 
+// What PyTorch's configuration holds when its allocator starts: settings
+// the program changed before its first CUDA call, which reached PyTorch's
+// configuration alone (the adapter is installed at that call), and
 // PYTORCH_CUDA_ALLOC_CONF's per_process_memory_fraction, which PyTorch's
 // allocator applies to every device at its init (the device's properties
 // need no context on it).
-void Adapter::apply_start_fraction()
+void Adapter::apply_start_settings()
 {
+    std::string last = AC::last_allocator_settings();
+    if (!last.empty()) tell_shim(last);
     double f = cca::CUDAAllocatorConfig::per_process_memory_fraction();
     if (f >= 1.0) return;
     for (int d = 0; d < device_count_; d++)

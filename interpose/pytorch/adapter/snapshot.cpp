@@ -9,12 +9,13 @@
 //
 // The trace trackers (attachAllocatorTraceTracker: NCCL's buffer
 // registration, which PyTorch 2.15's default process group sets up at init
-// right after reading a snapshot) hear of every segment PyTorch's
-// allocations make or give back: alloc, free, map, unmap. They are called
-// after the shim's call has returned, holding no lock of the shim's (its
-// table queues the events), so a tracker may call NCCL and CUDA; PyTorch's
-// own allocator calls them under its lock. The other actions (alloc, free of
-// blocks) are not passed on yet.
+// right after reading a snapshot) get every entry PyTorch's own allocator
+// gives them: blocks allocated, frees requested and completed, segments
+// allocated, freed, mapped and unmapped, OOMs (history.cpp makes the
+// entries, history on or off). They are called after the shim's call has
+// returned, holding no lock of the shim's or the adapter's (the table
+// queues the events), so a tracker may call NCCL and CUDA; PyTorch's own
+// allocator calls them under its lock.
 #include "adapter.h"
 
 #include <c10/util/Exception.h>
@@ -106,34 +107,13 @@ void Adapter::install_hook()
 
 void Adapter::attachAllocatorTraceTracker(cca::AllocatorTraceTracker tracker)
 {
-    install_hook();
-    std::lock_guard<std::mutex> g(trackers_lock_);
-    trackers_.push_back(std::move(tracker));
+    install_hook(); // segment events and deferred frees' completions
+    history_.attach_tracker(std::move(tracker));
 }
 
 void Adapter::hook_event(int action, int device, uintptr_t addr, size_t size, void *stream)
 {
-    if (history_.on()) history_.event(action, device, addr, size, stream);
-    if (action != FS_TORCH_FREE_COMPLETED) segment_event(action, device, addr, size, stream);
-}
-
-void Adapter::segment_event(int action, int device, uintptr_t addr, size_t size, void *stream)
-{
-    using TE = c10::CachingDeviceAllocator::TraceEntry;
-    TE::Action a = action == FS_TORCH_SEGMENT_ALLOC  ? TE::SEGMENT_ALLOC
-                   : action == FS_TORCH_SEGMENT_FREE ? TE::SEGMENT_FREE
-                   : action == FS_TORCH_SEGMENT_MAP  ? TE::SEGMENT_MAP
-                                                     : TE::SEGMENT_UNMAP;
-    TE entry(a, c10::DeviceIndex(device), size_t(addr), size, stream, {0, 0},
-             c10::getApproximateTime());
-    std::vector<cca::AllocatorTraceTracker> trackers;
-    {
-        std::lock_guard<std::mutex> g(trackers_lock_);
-        if (trackers_.empty()) return;
-        trackers = trackers_;
-    }
-    for (auto &t : trackers)
-        t(entry);
+    if (history_.active()) history_.event(action, device, addr, size, stream);
 }
 
 } // namespace fsdpshim

@@ -10,14 +10,18 @@ namespace fsdpshim
 namespace
 {
 
+void copy(c10::CachingDeviceAllocator::Stat &out, const fs_torch_stat &in)
+{
+    out.current = in.current;
+    out.peak = in.peak;
+    out.allocated = in.allocated;
+    out.freed = in.freed;
+}
+
 void copy(c10::CachingDeviceAllocator::StatArray &out, const fs_torch_stat in[3])
 {
-    for (size_t i = 0; i < 3; i++) {
-        out[i].current = in[i].current;
-        out[i].peak = in[i].peak;
-        out[i].allocated = in[i].allocated;
-        out[i].freed = in[i].freed;
-    }
+    for (size_t i = 0; i < 3; i++)
+        copy(out[i], in[i]);
 }
 
 } // namespace
@@ -41,9 +45,9 @@ c10::CachingDeviceAllocator::DeviceStats Adapter::getDeviceStats(c10::DeviceInde
     out.num_sync_all_streams = st.num_sync_all_streams;
     out.num_device_alloc = st.num_device_alloc;
     out.num_device_free = st.num_device_free;
-    // oversize_* count blocks of max_split_size or more, which PyTorch keeps
-    // unsplit; the shim does not count them apart (left at 0, as PyTorch's
-    // own figures are while max_split_size is unlimited)
+    // live blocks and whole segments of max_split_size or more
+    copy(out.oversize_allocations, st.oversize_allocations);
+    copy(out.oversize_segments, st.oversize_segments);
     out.max_split_size = st.max_split_size;
     return out;
 }
