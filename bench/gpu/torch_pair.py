@@ -137,7 +137,10 @@ def main():
         ns = pair(size, pairs, handle)
         print(f"torch_pair: backend={name} size={size} pairs={pairs} cpp_ns_per_pair={ns:.1f}",
               flush=True)
-    pair.tracker_entries()  # attached from now on
+    if pair.tracker_entries() < 0:  # attached from now on, where the backend takes one
+        print(f"torch_pair: no tracked figures: backend {backend} takes no trace trackers",
+              flush=True)
+        return
     for size in SIZES:
         before = pair.tracker_entries()
         ns = pair(size, pairs, handle)

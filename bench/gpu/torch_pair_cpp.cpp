@@ -31,19 +31,23 @@ extern "C" double fs_torch_cpp_pair_ns(size_t size, long pairs, void *stream)
 // 2.15's default NCCL process group always attaches one (its buffer
 // registration): like NCCL's, it looks at each entry and acts on segment
 // events alone (here: counts them). Returns how many entries it has seen
-// so far, attaching it on the first call.
+// so far, attaching it on the first call; -1 when the allocator takes no
+// trackers (PyTorch's cudaMallocAsync backend refuses them).
 extern "C" long fs_torch_cpp_tracker_entries(void)
 {
     static std::atomic<long> entries{0}, segments{0};
     static bool attached = [] {
-        c10::cuda::CUDACachingAllocator::get()->attachAllocatorTraceTracker(
-            [](const c10::CachingDeviceAllocator::TraceEntry &e) {
-                entries.fetch_add(1, std::memory_order_relaxed);
-                if (e.action_ == c10::CachingDeviceAllocator::TraceEntry::SEGMENT_ALLOC)
-                    segments.fetch_add(1, std::memory_order_relaxed);
-            });
-        return true;
+        try {
+            c10::cuda::CUDACachingAllocator::get()->attachAllocatorTraceTracker(
+                [](const c10::CachingDeviceAllocator::TraceEntry &e) {
+                    entries.fetch_add(1, std::memory_order_relaxed);
+                    if (e.action_ == c10::CachingDeviceAllocator::TraceEntry::SEGMENT_ALLOC)
+                        segments.fetch_add(1, std::memory_order_relaxed);
+                });
+            return true;
+        } catch (const std::exception &) {
+            return false;
+        }
     }();
-    (void)attached;
-    return entries.load();
+    return attached ? entries.load() : -1;
 }

@@ -555,6 +555,35 @@ class Trackers(unittest.TestCase):
         self.assertEqual(got[0], "free_completed")
         del y
 
+    def test_history_on_then_off(self):
+        def blocks(got, p):
+            return [a for a, addr, _, _ in got if addr == p and "segment" not in a]
+
+        self.settle()
+        torch.cuda.memory._record_memory_history(max_entries=1000)
+        try:
+            side = torch.cuda.Stream()
+            x = torch.empty(MiB, dtype=torch.uint8, device="cuda")
+            p = x.data_ptr()
+            x.record_stream(side)
+            y = torch.empty(MiB, dtype=torch.uint8, device="cuda")
+            q = y.data_ptr()
+            del y
+            # the tracker and the history get the same entries
+            self.assertEqual(blocks(self.take(), q), ["alloc", "free_requested", "free_completed"])
+            traces = torch.cuda.memory._snapshot()["device_traces"][0]
+            self.assertEqual([e["action"] for e in traces if e["addr"] == q],
+                             ["alloc", "free_requested", "free_completed"])
+        finally:
+            torch.cuda.memory._record_memory_history(None)
+        # used on `side` while history was on, freed with it off: the free waits
+        del x
+        self.assertEqual(blocks(self.take(), p), ["free_requested"])
+        torch.cuda.synchronize()
+        z = torch.empty(MiB, dtype=torch.uint8, device="cuda")
+        self.assertEqual(blocks(self.take(), p)[:1], ["free_completed"])
+        del z
+
     def test_out_of_memory(self):
         self.settle()
         with self.assertRaises(torch.OutOfMemoryError):

@@ -112,6 +112,12 @@ class History
     std::shared_ptr<c10::GatheredContext> gather(cca::RecordContext level);
     struct Outbox;
     void add(Outbox &out, Entry &&entry);
+    void deliver(PerThread &t);
+    void send(PerThread &t, Entry &&entry);
+    // history off, a tracker attached: the trackers' own path
+    void alloc_tracked(int device, uintptr_t addr, size_t requested, cudaStream_t stream);
+    void free_tracked(void *ptr);
+    void counts_changed();
     std::shared_ptr<c10::GatheredContext> in_trace(std::shared_ptr<c10::GatheredContext> c);
     // hands the entries this thread's call made to the trackers, outside lock_
     struct Outbox {
@@ -138,6 +144,9 @@ class History
     std::unordered_map<uintptr_t, Block> blocks_;
     std::unordered_map<uintptr_t, std::shared_ptr<c10::GatheredContext>> segments_;
     std::map<uintptr_t, Awaiting> awaiting_; // by address: the one holding an address
+    // history off: the live blocks used on another stream than their own
+    std::unordered_set<uintptr_t> used_;
+    std::atomic<bool> waiting_{false}, any_used_{false}; // awaiting_, used_ not empty
     std::vector<std::string> compile_contexts_;
 };
 
@@ -255,7 +264,7 @@ class Adapter final : public cca::CUDAAllocator
     cudaError_t memcpyAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count,
                             cudaStream_t stream, bool p2p_enabled) override;
     void attachOutOfMemoryObserver(cca::OutOfMemoryObserver observer) override;
-#if FS_TORCH_MINOR >= 15
+#if FS_TORCH_MINOR >= 12
     void attachOomRejectionObserver(cca::OomRejectionObserver observer) override;
 #endif
     std::string name() override;
@@ -278,14 +287,14 @@ class Adapter final : public cca::CUDAAllocator
     {
         return history_;
     }
-#if FS_TORCH_MINOR >= 15
+#if FS_TORCH_MINOR >= 12
     std::shared_ptr<c10::GatheredContext> getContextForPointer(const void *ptr) override;
 #endif
     void pushCompileContext(std::string &md) override;
     void popCompileContext() override;
     void setUserMetadata(const std::string &metadata) override;
     std::string getUserMetadata() override;
-#if FS_TORCH_MINOR >= 15
+#if FS_TORCH_MINOR >= 14
     bool supportsUserMetadata() override;
     void annotateMemory(const void *ptr, const std::string &metadata) override;
 #endif
@@ -341,7 +350,7 @@ class Adapter final : public cca::CUDAAllocator
     int device_count_ = 0;
     std::mutex observers_lock_;
     std::vector<cca::OutOfMemoryObserver> oom_observers_;
-#if FS_TORCH_MINOR >= 15
+#if FS_TORCH_MINOR >= 12
     std::vector<cca::OomRejectionObserver> rejection_observers_;
 #endif
     std::vector<double> fractions_; // per device; 1.0 = no limit of PyTorch's

@@ -276,7 +276,7 @@ void Adapter::attachOutOfMemoryObserver(cca::OutOfMemoryObserver observer)
     oom_observers_.push_back(std::move(observer));
 }
 
-#if FS_TORCH_MINOR >= 15
+#if FS_TORCH_MINOR >= 12
 // Called by PyTorch's allocator when a request is refused before the device
 // is asked (a memory fraction); the shim's cap refuses as the device would,
 // an out-of-memory error the OOM observers hear of.

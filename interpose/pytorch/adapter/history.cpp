@@ -20,9 +20,13 @@
 //
 // PyTorch's trace trackers get the same entries, every action (skip_actions
 // only thins the history), with or without history, as PyTorch's own
-// allocator gives them: while one is attached the blocks are followed here
-// too, without stacks, and each call's entries are handed to the trackers
-// once the call has left every lock (Outbox).
+// allocator gives them. With history on, each call's entries are handed to
+// the trackers once the call has left every lock (Outbox). With history
+// off (PyTorch 2.15's NCCL process group attaches a tracker to every
+// distributed job) they take a path of their own, alloc_tracked and
+// free_tracked: nothing is followed but the blocks used on other streams
+// than their own, whose frees wait, and each entry goes to the trackers as
+// it is made, no lock held.
 #include "adapter.h"
 
 #include <c10/util/ApproximateClock.h>
@@ -84,15 +88,19 @@ void History::configure(bool enabled, cca::CreateContextFn recorder, size_t max_
         }
     }
     segments_.clear(); // only stacks
-    if (!enabled && trackers_.load(std::memory_order_relaxed)) {
-        // the trackers still follow the blocks, without stacks
+    if (!enabled) {
+        // the trackers go on without stacks, following only the blocks
+        // whose frees will wait for their streams
         for (auto &b : blocks_)
-            b.second.context.reset();
+            if (b.second.has_uses) used_.insert(b.first);
+        blocks_.clear();
         for (auto &a : awaiting_)
             a.second.context.reset();
-    } else if (!enabled) {
-        blocks_.clear();
-        awaiting_.clear();
+        if (!trackers_.load(std::memory_order_relaxed)) {
+            used_.clear();
+            awaiting_.clear();
+        }
+        counts_changed();
     }
     on_.store(enabled, std::memory_order_release);
     set_active();
@@ -118,16 +126,22 @@ void History::attach_tracker(cca::AllocatorTraceTracker tracker)
 
 History::Outbox::~Outbox()
 {
-    PerThread &o = t;
-    if (o.outgoing.empty() || o.delivering) return;
-    const Trackers *trackers = h.trackers_.load(std::memory_order_acquire);
+    if (t.outgoing.empty() || t.delivering) return;
+    h.deliver(t);
+}
+
+// Every entry in t.outgoing to every tracker, with the entries the
+// trackers' own calls make meanwhile (in t.nested) after them.
+void History::deliver(PerThread &t)
+{
+    const Trackers *trackers = trackers_.load(std::memory_order_acquire);
     if (!trackers) { // entries go out only once a tracker is there: never so
-        o.outgoing.clear();
+        t.outgoing.clear();
         return;
     }
-    o.delivering = true;
-    while (!o.outgoing.empty()) {
-        for (const TE &e : o.outgoing) {
+    t.delivering = true;
+    while (!t.outgoing.empty()) {
+        for (const TE &e : t.outgoing) {
             for (const auto &tracker : *trackers) {
                 try {
                     tracker(e);
@@ -136,10 +150,25 @@ History::Outbox::~Outbox()
                 }
             }
         }
-        o.outgoing.clear();
-        o.outgoing.swap(o.nested);
+        t.outgoing.clear();
+        t.outgoing.swap(t.nested);
     }
-    o.delivering = false;
+    t.delivering = false;
+}
+
+// With history off, an entry the trackers alone want, made outside every
+// lock: to them at once, or after the round under way when a tracker's own
+// call made it.
+void History::send(PerThread &t, TE &&entry)
+{
+    entry.compile_context_ = "N/A"; // compile contexts are kept only while recording
+    if (!t.metadata.empty()) entry.user_metadata_ = t.metadata;
+    if (t.delivering) {
+        t.nested.push_back(std::move(entry));
+        return;
+    }
+    t.outgoing.push_back(std::move(entry));
+    deliver(t);
 }
 
 std::shared_ptr<c10::GatheredContext> History::gather(cca::RecordContext level)
@@ -209,6 +238,10 @@ std::shared_ptr<c10::GatheredContext> History::in_trace(std::shared_ptr<c10::Gat
 
 void History::alloc(int device, void *ptr, size_t requested, cudaStream_t stream)
 {
+    if (!on()) {
+        alloc_tracked(device, uintptr_t(ptr), requested, stream);
+        return;
+    }
     Outbox out{*this, per_thread};
     std::shared_ptr<c10::GatheredContext> ctx = std::move(out.t.call_context);
     out.t.call_context.reset();
@@ -223,6 +256,7 @@ void History::alloc(int device, void *ptr, size_t requested, cudaStream_t stream
                     it->second.requested, it->second.stream, {0, 0}, c10::getApproximateTime(),
                     in_trace(it->second.context)));
         awaiting_.erase(it);
+        counts_changed();
     }
     add(out, TE(TE::ALLOC, c10::DeviceIndex(device), addr, requested, stream, {0, 0},
                 c10::getApproximateTime(), in_trace(ctx)));
@@ -241,14 +275,84 @@ void History::alloc(int device, void *ptr, size_t requested, cudaStream_t stream
 
 void History::record_use(void *ptr, cudaStream_t stream)
 {
+    fs_torch_block b{};
+    bool tracked_only = !on();
+    if (tracked_only && api->block_of(ptr, &b) != FS_TORCH_OK) return;
     std::lock_guard<std::mutex> g(lock_);
-    auto it = blocks_.find(uintptr_t(ptr));
     // a use on the block's own stream delays nothing, in PyTorch as here
+    if (tracked_only) {
+        if (cudaStream_t(b.stream) != stream) used_.insert(b.addr);
+        counts_changed();
+        return;
+    }
+    auto it = blocks_.find(uintptr_t(ptr));
     if (it != blocks_.end() && it->second.stream != stream) it->second.has_uses = true;
+}
+
+// Whether the maps the trackers' path reads hold anything, kept in atomics
+// so that it takes lock_ only then (lock_ held).
+void History::counts_changed()
+{
+    waiting_.store(!awaiting_.empty(), std::memory_order_relaxed);
+    any_used_.store(!used_.empty(), std::memory_order_relaxed);
+}
+
+// History off, a tracker attached: nothing is followed but the frees that
+// wait for their streams (few), and the entries go straight to the trackers.
+void History::alloc_tracked(int device, uintptr_t addr, size_t requested, cudaStream_t stream)
+{
+    PerThread &t = per_thread;
+    if (waiting_.load(std::memory_order_relaxed)) {
+        // a free still awaiting its streams whose block is handed out again
+        // has completed, though not in a call of ours
+        Awaiting done{};
+        bool closed = false;
+        {
+            std::lock_guard<std::mutex> g(lock_);
+            auto it = awaiting_.upper_bound(addr);
+            if (it != awaiting_.begin() && addr < (--it)->second.addr + it->second.size) {
+                done = std::move(it->second);
+                awaiting_.erase(it);
+                closed = true;
+                counts_changed();
+            }
+        }
+        if (closed)
+            send(t, TE(TE::FREE_COMPLETED, c10::DeviceIndex(done.device), done.addr, done.requested,
+                       done.stream, {0, 0}, c10::getApproximateTime(), nullptr));
+    }
+    send(t, TE(TE::ALLOC, c10::DeviceIndex(device), addr, requested, stream, {0, 0},
+               c10::getApproximateTime(), nullptr));
+}
+
+void History::free_tracked(void *ptr)
+{
+    PerThread &t = per_thread;
+    fs_torch_block b{};
+    if (api->block_of(ptr, &b) != FS_TORCH_OK) return; // not the shim's: the free will say so
+    cudaStream_t stream = cudaStream_t(b.stream);
+    bool waits = false;
+    if (any_used_.load(std::memory_order_relaxed)) {
+        std::lock_guard<std::mutex> g(lock_);
+        waits = used_.erase(b.addr) > 0;
+        if (waits)
+            awaiting_[b.addr] = Awaiting{b.device, stream, b.addr, b.size, b.requested, nullptr};
+        counts_changed();
+    }
+    send(t, TE(TE::FREE_REQUESTED, c10::DeviceIndex(b.device), b.addr, b.requested, stream, {0, 0},
+               c10::getApproximateTime(), nullptr));
+    // reusable at once on its stream, as in PyTorch: completed now
+    if (!waits)
+        send(t, TE(TE::FREE_COMPLETED, c10::DeviceIndex(b.device), b.addr, b.requested, stream,
+                   {0, 0}, c10::getApproximateTime(), nullptr));
 }
 
 void History::free_requested(void *ptr)
 {
+    if (!on()) {
+        free_tracked(ptr);
+        return;
+    }
     std::shared_ptr<c10::GatheredContext> at_free = gather(cca::RecordContext::ALL);
     uintptr_t addr = uintptr_t(ptr);
     Outbox out{*this, per_thread};
@@ -279,6 +383,7 @@ void History::free_requested(void *ptr)
         return;
     }
     awaiting_[addr] = Awaiting{blk.device, blk.stream, addr, b.size, blk.requested, ctx};
+    counts_changed();
 }
 
 void History::event(int action, int device, uintptr_t addr, size_t size, void *stream)
@@ -292,6 +397,7 @@ void History::event(int action, int device, uintptr_t addr, size_t size, void *s
         add(out, TE(TE::FREE_COMPLETED, c10::DeviceIndex(device), addr, it->second.requested,
                     stream, {0, 0}, c10::getApproximateTime(), in_trace(it->second.context)));
         awaiting_.erase(it);
+        counts_changed();
         return;
     }
     TE::Action a = action == FS_TORCH_SEGMENT_ALLOC  ? TE::SEGMENT_ALLOC
@@ -346,7 +452,9 @@ void History::fill(cca::SnapshotInfo &out, bool include_traces)
 }
 
 // As PyTorch's trace of a checkpoint put back: each block freed, then
-// each block made live again, with no stack of its own.
+// each block made live again, with no stack of its own. With history off
+// the blocks freed are not followed, and the trackers hear only of those
+// made live.
 void History::restored(int device, const std::vector<void *> &freed,
                        const std::vector<void *> &made)
 {
@@ -369,7 +477,7 @@ void History::restored(int device, const std::vector<void *> &freed,
         if (!b.addr) continue;
         add(out, TE(TE::ALLOC, c10::DeviceIndex(device), b.addr, b.size, cudaStream_t(b.stream),
                     {0, 0}, c10::getApproximateTime(), nullptr));
-        blocks_[b.addr] = Block{device, cudaStream_t(b.stream), b.size, nullptr, false};
+        if (on()) blocks_[b.addr] = Block{device, cudaStream_t(b.stream), b.size, nullptr, false};
     }
 }
 
@@ -407,7 +515,7 @@ std::string History::user_metadata()
 
 void History::annotate(const void *ptr, const std::string &md)
 {
-#if FS_TORCH_MINOR >= 15
+#if FS_TORCH_MINOR >= 14
     if (!on()) return;
     fs_torch_block b{};
     if (api->block_of(ptr, &b) != FS_TORCH_OK) return;
@@ -421,12 +529,15 @@ void History::annotate(const void *ptr, const std::string &md)
 #endif
 }
 
-#if FS_TORCH_MINOR >= 15
+// getContextForPointer from PyTorch 2.12 on; annotations from 2.14
+#if FS_TORCH_MINOR >= 12
 std::shared_ptr<c10::GatheredContext> Adapter::getContextForPointer(const void *ptr)
 {
     return history_.context_of(ptr);
 }
+#endif
 
+#if FS_TORCH_MINOR >= 14
 bool Adapter::supportsUserMetadata()
 {
     return true;
