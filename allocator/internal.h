@@ -14,6 +14,7 @@
 #ifndef FS_ALLOC_INTERNAL_H
 #define FS_ALLOC_INTERNAL_H
 
+#include "../common/compiler.h"
 #include "allocator.h"
 #include "lock.h"
 
@@ -584,7 +585,7 @@ typedef struct fs_tls_pool {
     fs_stream_t s;
     fs_pool *p;
 } fs_tls_pool;
-extern _Thread_local __attribute__((tls_model("initial-exec"))) fs_tls_pool fs_tls_last_pool;
+extern FS_TLS fs_tls_pool fs_tls_last_pool;
 
 fs_pool *fs_pool_lookup(fs_allocator *a, int device, fs_stream_t s); /* and remember it */
 /* A new pool of d for stream s; in the registry unless private (priv != 0).

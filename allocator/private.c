@@ -88,7 +88,7 @@ void fs_alloc_private_configure(fs_allocator *a, int device, uint64_t priv,
 /* ---- finding a private pool ---- */
 
 /* The private pool the calling thread allocated from last. */
-static _Thread_local struct {
+static FS_TLS struct {
     unsigned serial, gen;
     int device;
     fs_stream_t s;

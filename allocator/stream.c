@@ -74,7 +74,7 @@ enum fs_stream_kind fs_stream_kind_locked(fs_dev *d, fs_stream_t s)
     return p ? p->kind : s == d->legacy ? FS_STREAM_LEGACY : FS_STREAM_NONBLOCKING;
 }
 
-_Thread_local __attribute__((tls_model("initial-exec"))) fs_tls_pool fs_tls_last_pool;
+FS_TLS fs_tls_pool fs_tls_last_pool;
 
 FS_SLOW_PATH fs_pool *fs_pool_lookup(fs_allocator *a, int device, fs_stream_t s)
 {

@@ -8,6 +8,8 @@
  * `python train.py` would, instead of failing under /bin/sh. */
 #include "cli.h"
 
+#include "../common/path.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -23,34 +25,6 @@ static bool is_regular(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* A regular file named cmd on PATH: the first executable one, else the first
- * one at all (which a shell reports as "Permission denied"). */
-static bool search_path(const char *cmd, char *path, size_t len)
-{
-    const char *dirs = getenv("PATH"), *end;
-    char candidate[PATH_MAX];
-    bool found = false;
-
-    if (!dirs) dirs = "/usr/local/bin:/usr/bin:/bin";
-    for (;;) {
-        end = strchrnul(dirs, ':');
-        /* an empty entry is the working directory, as in execvp */
-        if ((size_t)snprintf(candidate, sizeof candidate, "%.*s/%s", (int)(end - dirs),
-                             end > dirs ? dirs : ".", cmd) < sizeof candidate &&
-            is_regular(candidate)) {
-            if (access(candidate, X_OK) == 0) {
-                snprintf(path, len, "%s", candidate);
-                return true;
-            }
-            if (!found) snprintf(path, len, "%s", candidate);
-            found = true;
-        }
-        if (!*end) break;
-        dirs = end + 1;
-    }
-    return found;
-}
-
 bool fs_exec_resolve(const char *cmd, char *path, size_t len)
 {
     if (!*cmd) return false;
@@ -58,7 +32,7 @@ bool fs_exec_resolve(const char *cmd, char *path, size_t len)
         snprintf(path, len, "%s", cmd);
         return access(path, F_OK) == 0;
     }
-    if (search_path(cmd, path, len)) return true;
+    if (fs_path_search(cmd, path, len, NULL)) return true;
     snprintf(path, len, "./%s", cmd);
     return is_regular(path);
 }
@@ -102,9 +76,9 @@ static int run_python_file(const char *who, const char *path, char **argv)
     const char *name = "python3";
     char **v;
 
-    if (!search_path(name, python, sizeof python) || access(python, X_OK) != 0) {
+    if (!fs_path_search(name, python, sizeof python, NULL) || access(python, X_OK) != 0) {
         name = "python";
-        if (!search_path(name, python, sizeof python) || access(python, X_OK) != 0) {
+        if (!fs_path_search(name, python, sizeof python, NULL) || access(python, X_OK) != 0) {
             fprintf(stderr, "fsdpshim %s: %s: no python3 or python on PATH to run it\n", who, path);
             return FS_EXIT_NOT_FOUND;
         }

@@ -4,6 +4,7 @@
  * route/torch_route.c, shared with the preloaded library's constructor, and
  * what changed of a user's setting is said in one line (docs/cli.md). */
 #include "cli.h"
+#include "../common/path.h"
 
 #include "torch_route.h"
 
@@ -12,12 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
 
 /* python, python3, python3.12, and torchrun by name */
 static bool python_name(const char *base)
@@ -47,13 +42,13 @@ static bool script_interpreter(const char *line1, const char *line2, char *out, 
     const char *p = line1 + 2, *exec;
 
     if (!next_word(&p, word, sizeof word)) return false;
-    if (!strcmp(base_name(word), "env"))
+    if (!strcmp(fs_base_name(word), "env"))
         while (next_word(&p, word, sizeof word) && (word[0] == '-' || strchr(word, '=')))
             ;
-    if (fs_route_python_name(base_name(word))) return fs_exec_resolve(word, out, len);
+    if (fs_route_python_name(fs_base_name(word))) return fs_exec_resolve(word, out, len);
     if (!(exec = strstr(line2, "exec"))) return false;
     p = exec + 4;
-    return next_word(&p, word, sizeof word) && fs_route_python_name(base_name(word)) &&
+    return next_word(&p, word, sizeof word) && fs_route_python_name(fs_base_name(word)) &&
            fs_exec_resolve(word, out, len);
 }
 
@@ -96,11 +91,11 @@ static bool python_script(const char *cmd, char *interp)
 
 static bool word_runs_python(const char *word, char *interp)
 {
-    if (fs_route_python_name(base_name(word))) {
+    if (fs_route_python_name(fs_base_name(word))) {
         if (!fs_exec_resolve(word, interp, PATH_MAX)) interp[0] = '\0';
         return true;
     }
-    return python_script(word, interp) || python_name(base_name(word));
+    return python_script(word, interp) || python_name(fs_base_name(word));
 }
 
 /* Whether a shell command line (sh -c STRING, env -S STRING) starts Python in
@@ -184,7 +179,7 @@ static bool shell_runs_python(char *const *argv, char *interp)
 bool fs_torch_python(char *const *argv, char *interp)
 {
     static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh"};
-    const char *base = base_name(argv[0]);
+    const char *base = fs_base_name(argv[0]);
 
     interp[0] = '\0';
     if (word_runs_python(argv[0], interp)) return true;
@@ -195,7 +190,7 @@ bool fs_torch_python(char *const *argv, char *interp)
      * that starts Python by name; a false positive only sets a variable that
      * nothing else reads */
     for (int i = 1; argv[i]; i++)
-        if (python_name(base_name(argv[i]))) return word_runs_python(argv[i], interp);
+        if (python_name(fs_base_name(argv[i]))) return word_runs_python(argv[i], interp);
     return false;
 }
 

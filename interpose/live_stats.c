@@ -28,6 +28,7 @@
  * lock is held across string interning, are read outside it. */
 #include "live_stats.h"
 
+#include "../common/path.h"
 #include "../format/live.h"
 #include "../trace/python.h"
 #include "../trace/snapshot.h"
@@ -269,12 +270,6 @@ static bool frames_learn(bool python)
     return true;
 }
 
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 /* A label, cut to its room: the head of a long name says enough. */
 __attribute__((format(printf, 3, 4))) static void label_put(char *out, size_t len, const char *fmt,
                                                             ...)
@@ -297,7 +292,7 @@ static void frame_label(const uint64_t key[2], char *out, size_t len)
     if (key[1] >> 63) {
         fs_trace_string_text((uint32_t)(key[0] >> 32), file, sizeof file);
         fs_trace_string_text((uint32_t)key[0], func, sizeof func);
-        label_put(out, len, "%s (%s:%u)", func, base_name(file), (unsigned)key[1]);
+        label_put(out, len, "%s (%s:%u)", func, fs_base_name(file), (unsigned)key[1]);
         return;
     }
     if (key[1]) {
@@ -309,7 +304,7 @@ static void frame_label(const uint64_t key[2], char *out, size_t len)
         label_put(out, len, "0x%llx", (unsigned long long)key[0]);
         return;
     }
-    const char *module = info.dli_fname && *info.dli_fname ? base_name(info.dli_fname)
+    const char *module = info.dli_fname && *info.dli_fname ? fs_base_name(info.dli_fname)
                                                            : program_invocation_short_name;
     if (info.dli_sname)
         label_put(out, len, "%s (%s)", info.dli_sname, module);

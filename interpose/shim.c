@@ -45,12 +45,12 @@ static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool create_stalled; /* a thread gave up waiting for the current creator */
 static const fs_shim_free_hook *free_hook;
 
-static __thread int in_shim __attribute__((tls_model("initial-exec")));
+static FS_TLS int in_shim;
 
 /* The thread's current stream of each device (docs/api.md), allocated when
  * the thread first sets one: a table in static TLS would cost every thread
  * of every program the shim is loaded into MAX_DEVICES pointers. */
-static __thread cudaStream_t *thread_streams __attribute__((tls_model("initial-exec")));
+static FS_TLS cudaStream_t *thread_streams;
 static pthread_key_t thread_streams_key;
 static pthread_once_t thread_streams_once = PTHREAD_ONCE_INIT;
 

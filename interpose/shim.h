@@ -13,14 +13,13 @@
 #define FS_SHIM_H
 
 #include "../allocator/allocator.h"
+#include "../common/compiler.h"
 
 #include <cuda_runtime_api.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#define FS_EXPORT      __attribute__((visibility("default")))
-#define fs_likely(x)   __builtin_expect(!!(x), 1)
-#define fs_unlikely(x) __builtin_expect(!!(x), 0)
+#define FS_EXPORT __attribute__((visibility("default")))
 
 /* ---- logging (log.c) ----------------------------------------------------
  * FSDPSHIM_LOG=error|warn|info|debug [warn], on stderr, prefix "fsdpshim[PID]: " or

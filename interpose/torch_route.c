@@ -7,6 +7,7 @@
  * workers and a program under `fsdpshim run` inherit it silently: the line
  * saying what changed comes once per job, not once per worker. */
 #include "shim.h"
+#include "../common/path.h"
 #include "torch_route.h"
 
 #include <dlfcn.h>
@@ -16,19 +17,12 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 /* The interpreter as this process was started (argv[0], found on PATH as
  * the shell found it): a venv's bin/python is a link to the base
  * interpreter, so /proc/self/exe alone would miss the venv's packages. */
 static void started_as(const char *exe, char *out, size_t len)
 {
     char arg0[PATH_MAX] = "";
-    const char *path = getenv("PATH");
     FILE *f = fopen("/proc/self/cmdline", "r");
     size_t n = 0;
 
@@ -37,22 +31,15 @@ static void started_as(const char *exe, char *out, size_t len)
     n = fread(arg0, 1, sizeof arg0 - 1, f);
     fclose(f);
     arg0[n] = '\0';
-    if (!*arg0 || !fs_route_python_name(base_name(arg0))) return;
+    if (!*arg0 || !fs_route_python_name(fs_base_name(arg0))) return;
     if (strchr(arg0, '/')) {
         snprintf(out, len, "%s", arg0);
         return;
     }
-    for (const char *dir = path; dir && *dir;) {
-        size_t dlen = strcspn(dir, ":");
-        char candidate[PATH_MAX];
-        if (snprintf(candidate, sizeof candidate, "%.*s/%s", (int)dlen, dir, arg0) <
-                (int)sizeof candidate &&
-            access(candidate, X_OK) == 0) {
-            snprintf(out, len, "%s", candidate);
-            return;
-        }
-        dir += dlen + (dir[dlen] == ':');
-    }
+    bool executable = false;
+    char found[PATH_MAX];
+    if (fs_path_search(arg0, found, sizeof found, &executable) && executable)
+        snprintf(out, len, "%s", found);
 }
 
 /* The directory of this library (libfsdpshim.so), where the adapters built
@@ -79,7 +66,7 @@ __attribute__((constructor(101))) static void route_torch(void)
     n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) return;
     exe[n] = '\0';
-    if (!fs_route_python_name(base_name(exe))) return;
+    if (!fs_route_python_name(fs_base_name(exe))) return;
     /* loaded by the driver or by `fsdpshim attach`: the process is left as it is */
     if (!fs_shim_preloaded()) return;
     started_as(exe, python, sizeof python);

@@ -33,7 +33,7 @@
 
 /* The stacks of the allocation this thread is making, captured before the
  * allocator was entered. */
-static __thread struct {
+static FS_TLS struct {
     uint32_t stack, pystack;
     bool armed;
 } pending;

@@ -42,7 +42,7 @@ typedef struct thread_stack {
     node *entry[MAX_DEPTH];
 } thread_stack;
 
-static __thread thread_stack *stack_of_thread;
+static FS_TLS thread_stack *stack_of_thread;
 static pthread_key_t stack_key;
 static pthread_once_t stack_key_once = PTHREAD_ONCE_INIT;
 

@@ -402,11 +402,11 @@ static uint32_t capture(unsigned max_frames)
  * that moment (the file's first comment); a fork child's one thread keeps
  * its parent thread's, which are its own frames too. */
 #define RELEASE_NESTING 16
-static __thread struct {
+static FS_TLS struct {
     uint32_t stack;                  /* 0: none (then also depth 0, or an outer release had none) */
     uint32_t depth;                  /* releases seen and not yet matched by an acquire */
     uint32_t outer[RELEASE_NESTING]; /* the stack each pending release replaced */
-} released __attribute__((tls_model("initial-exec")));
+} released;
 
 void fs_python_gil_release(unsigned max_frames)
 {

@@ -4,6 +4,7 @@
 #ifndef FS_TRACE_INTERNAL_H
 #define FS_TRACE_INTERNAL_H
 
+#include "../common/compiler.h"
 #include "trace.h"
 
 #include <pthread.h>
@@ -11,8 +12,6 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#define fs_likely(x)      __builtin_expect(!!(x), 1)
-#define fs_unlikely(x)    __builtin_expect(!!(x), 0)
 #define FS_TRACE_FLUSH_MS 50 /* SIGKILL loses at most about this much */
 
 typedef struct fs_trace_state {

@@ -88,7 +88,7 @@ static struct {
 
 static pthread_key_t thread_key;
 static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
-static __thread thread_buf *self;
+static FS_TLS thread_buf *self;
 
 /* Acquire: a thread that sees tracing on sees everything fs_trace_start
  * (and a trace-only attach, before it) set up ahead of turning it on, the

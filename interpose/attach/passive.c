@@ -67,10 +67,10 @@ typedef struct taken_free {
     uint64_t time_ns, allocated;
 } taken_free;
 
-static __thread struct {
+static FS_TLS struct {
     uint32_t stack, pystack;
     taken_free freed;
-} pending __attribute__((tls_model("initial-exec")));
+} pending;
 
 static bool cuda_library(const char *path)
 {

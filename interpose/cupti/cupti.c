@@ -87,10 +87,10 @@ static const CUpti_CallbackId driver_ids[] = {
  * from then would keep every later call of the thread out of the next
  * attach's trace. */
 static atomic_uint subscription; /* one more at each cuptiSubscribe */
-static __thread struct {
+static FS_TLS struct {
     int depth;
     unsigned subscription;
-} inside __attribute__((tls_model("initial-exec")));
+} inside;
 
 /* The legacy stream is 0 in traces, as in the CUDA API. */
 static uint64_t stream_value(const void *stream)

@@ -46,6 +46,7 @@
  * driver calls implement runtime calls that the shim interposes already, and would otherwise be
  * served twice. */
 #include "driver.h"
+#include "../../common/path.h"
 #include "../hooks.h"
 #include "../real.h"
 #include "../runtime/runtime.h"
@@ -72,16 +73,9 @@ static void *real_of(enum fs_hook_id id)
     return fs_hook_real(id);
 }
 
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-
-    return slash ? slash + 1 : path;
-}
-
 static bool is_driver(const char *path)
 {
-    return strncmp(base_name(path), "libcuda.so", 10) == 0;
+    return strncmp(fs_base_name(path), "libcuda.so", 10) == 0;
 }
 
 /* Adopts the driver library `path`, whose link map is `object`: its real
@@ -173,7 +167,7 @@ static bool from_runtime(const void *caller)
     Dl_info info;
 
     return dladdr(caller, &info) && info.dli_fname &&
-           strncmp(base_name(info.dli_fname), "libcudart.so", 12) == 0;
+           strncmp(fs_base_name(info.dli_fname), "libcudart.so", 12) == 0;
 }
 
 void *fs_driver_dlsym(void *handle, const char *name, const char *version, const void *caller)

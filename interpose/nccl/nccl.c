@@ -41,7 +41,7 @@ struct stream_note {
  * the heap (freed when the group closes). */
 #define GROUP_INLINE_NOTES 8
 
-static __thread struct {
+static FS_TLS struct {
     int depth;
     size_t len, cap;
     struct stream_note *notes; /* inline_notes, or a heap array */
@@ -92,7 +92,9 @@ static void group_flush_notes(void)
 
 FS_EXPORT ncclResult_t ncclGroupStart(void)
 {
-    FS_NCCL_ENTRY(ncclGroupStart, real);
+    __typeof__(&ncclGroupStart) real = FS_NCCL_REAL(ncclGroupStart);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclGroupStart");
     if (!fs_shim_enter()) return real();
     ncclResult_t r = real();
     if (r == ncclSuccess) group.depth++;
@@ -110,7 +112,9 @@ static ncclResult_t group_end(ncclResult_t r)
 
 FS_EXPORT ncclResult_t ncclGroupEnd(void)
 {
-    FS_NCCL_ENTRY(ncclGroupEnd, real);
+    __typeof__(&ncclGroupEnd) real = FS_NCCL_REAL(ncclGroupEnd);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclGroupEnd");
     if (!fs_shim_enter()) return real();
     ncclResult_t r = group_end(real());
     fs_shim_leave();
@@ -120,7 +124,9 @@ FS_EXPORT ncclResult_t ncclGroupEnd(void)
 /* The same group end, with NCCL's estimate of the time it would take. */
 FS_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
 {
-    FS_NCCL_ENTRY(ncclGroupSimulateEnd, real);
+    __typeof__(&ncclGroupSimulateEnd) real = FS_NCCL_REAL(ncclGroupSimulateEnd);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclGroupSimulateEnd");
     if (!fs_shim_enter()) return real(simInfo);
     ncclResult_t r = group_end(real(simInfo));
     fs_shim_leave();
@@ -205,25 +211,31 @@ static void after_call(ncclComm_t comm, cudaStream_t stream, const void *buf0, c
     fs_err_restore(&err);
 }
 
-/* One data-moving entry point. NCCL is compiled without per-thread default
- * streams, so its stream 0 is the legacy stream whatever the program uses. */
-#define DATA_CALL(fn, coll, count, buf0, buf1, ...)                                                \
-    FS_NCCL_ENTRY(fn, real);                                                                       \
-    if (!fs_shim_enter()) return real(__VA_ARGS__);                                                \
-    ncclResult_t r = real(__VA_ARGS__);                                                            \
-    if (issued(r) && (count) > 0) {                                                                \
-        after_call(comm, stream, (buf0), (buf1));                                                  \
-        trace_call(comm, stream, (coll), (buf1), (count), datatype);                               \
-    }                                                                                              \
-    fs_shim_leave();                                                                               \
-    return r
+/* The end of a data-moving entry point, which entered the shim before its
+ * call r: the buffers' use on `stream` and the call's trace, when NCCL took
+ * the call and it moves anything; then it leaves the shim and returns r.
+ * NCCL is compiled without per-thread default streams, so its stream 0 is
+ * the legacy stream whatever the program uses. */
+static ncclResult_t data_moved(ncclResult_t r, ncclComm_t comm, cudaStream_t stream, int coll,
+                               const void *buf0, const void *buf1, size_t count,
+                               ncclDataType_t datatype)
+{
+    if (issued(r) && count > 0) {
+        after_call(comm, stream, buf0, buf1);
+        trace_call(comm, stream, coll, buf1, count, datatype);
+    }
+    fs_shim_leave();
+    return r;
+}
 
 /* ---- the calls ------------------------------------------------------------ */
 
 FS_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                                      ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
-    FS_NCCL_ENTRY(ncclAllGather, real);
+    __typeof__(&ncclAllGather) real = FS_NCCL_REAL(ncclAllGather);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclAllGather");
     if (!fs_shim_enter()) return real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
     uint64_t wait_end = 0;
     bool limited = sendcount > 0 && fs_ratelimit_enabled();
@@ -246,74 +258,114 @@ FS_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, s
                                          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                          cudaStream_t stream)
 {
-    DATA_CALL(ncclReduceScatter, FS_COLL_REDUCE_SCATTER, recvcount, sendbuff, recvbuff, sendbuff,
-              recvbuff, recvcount, datatype, op, comm, stream);
+    __typeof__(&ncclReduceScatter) real = FS_NCCL_REAL(ncclReduceScatter);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclReduceScatter");
+    if (!fs_shim_enter()) return real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+    return data_moved(real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream), comm, stream,
+                      FS_COLL_REDUCE_SCATTER, sendbuff, recvbuff, recvcount, datatype);
 }
 
 FS_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                                      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                      cudaStream_t stream)
 {
-    DATA_CALL(ncclAllReduce, FS_COLL_ALL_REDUCE, count, sendbuff, recvbuff, sendbuff, recvbuff,
-              count, datatype, op, comm, stream);
+    __typeof__(&ncclAllReduce) real = FS_NCCL_REAL(ncclAllReduce);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclAllReduce");
+    if (!fs_shim_enter()) return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
+    return data_moved(real(sendbuff, recvbuff, count, datatype, op, comm, stream), comm, stream,
+                      FS_COLL_ALL_REDUCE, sendbuff, recvbuff, count, datatype);
 }
 
 FS_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
                                      ncclDataType_t datatype, int root, ncclComm_t comm,
                                      cudaStream_t stream)
 {
-    DATA_CALL(ncclBroadcast, FS_COLL_BROADCAST, count, sendbuff, recvbuff, sendbuff, recvbuff,
-              count, datatype, root, comm, stream);
+    __typeof__(&ncclBroadcast) real = FS_NCCL_REAL(ncclBroadcast);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclBroadcast");
+    if (!fs_shim_enter()) return real(sendbuff, recvbuff, count, datatype, root, comm, stream);
+    return data_moved(real(sendbuff, recvbuff, count, datatype, root, comm, stream), comm, stream,
+                      FS_COLL_BROADCAST, sendbuff, recvbuff, count, datatype);
 }
 
 FS_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
                                  ncclComm_t comm, cudaStream_t stream)
 {
-    DATA_CALL(ncclBcast, FS_COLL_BROADCAST, count, buff, buff, buff, count, datatype, root, comm,
-              stream);
+    __typeof__(&ncclBcast) real = FS_NCCL_REAL(ncclBcast);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclBcast");
+    if (!fs_shim_enter()) return real(buff, count, datatype, root, comm, stream);
+    return data_moved(real(buff, count, datatype, root, comm, stream), comm, stream,
+                      FS_COLL_BROADCAST, buff, buff, count, datatype);
 }
 
 FS_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
                                   ncclDataType_t datatype, ncclRedOp_t op, int root,
                                   ncclComm_t comm, cudaStream_t stream)
 {
-    DATA_CALL(ncclReduce, FS_COLL_REDUCE, count, sendbuff, recvbuff, sendbuff, recvbuff, count,
-              datatype, op, root, comm, stream);
+    __typeof__(&ncclReduce) real = FS_NCCL_REAL(ncclReduce);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclReduce");
+    if (!fs_shim_enter()) return real(sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+    return data_moved(real(sendbuff, recvbuff, count, datatype, op, root, comm, stream), comm,
+                      stream, FS_COLL_REDUCE, sendbuff, recvbuff, count, datatype);
 }
 
 FS_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
                                 int peer, ncclComm_t comm, cudaStream_t stream)
 {
-    DATA_CALL(ncclSend, FS_COLL_SEND, count, sendbuff, sendbuff, sendbuff, count, datatype, peer,
-              comm, stream);
+    __typeof__(&ncclSend) real = FS_NCCL_REAL(ncclSend);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclSend");
+    if (!fs_shim_enter()) return real(sendbuff, count, datatype, peer, comm, stream);
+    return data_moved(real(sendbuff, count, datatype, peer, comm, stream), comm, stream,
+                      FS_COLL_SEND, sendbuff, sendbuff, count, datatype);
 }
 
 FS_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                 ncclComm_t comm, cudaStream_t stream)
 {
-    DATA_CALL(ncclRecv, FS_COLL_RECV, count, recvbuff, recvbuff, recvbuff, count, datatype, peer,
-              comm, stream);
+    __typeof__(&ncclRecv) real = FS_NCCL_REAL(ncclRecv);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclRecv");
+    if (!fs_shim_enter()) return real(recvbuff, count, datatype, peer, comm, stream);
+    return data_moved(real(recvbuff, count, datatype, peer, comm, stream), comm, stream,
+                      FS_COLL_RECV, recvbuff, recvbuff, count, datatype);
 }
 
 FS_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
                                     ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
-    DATA_CALL(ncclAlltoAll, FS_COLL_ALL_TO_ALL, count, sendbuff, recvbuff, sendbuff, recvbuff,
-              count, datatype, comm, stream);
+    __typeof__(&ncclAlltoAll) real = FS_NCCL_REAL(ncclAlltoAll);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclAlltoAll");
+    if (!fs_shim_enter()) return real(sendbuff, recvbuff, count, datatype, comm, stream);
+    return data_moved(real(sendbuff, recvbuff, count, datatype, comm, stream), comm, stream,
+                      FS_COLL_ALL_TO_ALL, sendbuff, recvbuff, count, datatype);
 }
 
 FS_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
                                   ncclDataType_t datatype, int root, ncclComm_t comm,
                                   cudaStream_t stream)
 {
-    DATA_CALL(ncclGather, FS_COLL_GATHER, count, sendbuff, recvbuff, sendbuff, recvbuff, count,
-              datatype, root, comm, stream);
+    __typeof__(&ncclGather) real = FS_NCCL_REAL(ncclGather);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclGather");
+    if (!fs_shim_enter()) return real(sendbuff, recvbuff, count, datatype, root, comm, stream);
+    return data_moved(real(sendbuff, recvbuff, count, datatype, root, comm, stream), comm, stream,
+                      FS_COLL_GATHER, sendbuff, recvbuff, count, datatype);
 }
 
 FS_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
                                    ncclDataType_t datatype, int root, ncclComm_t comm,
                                    cudaStream_t stream)
 {
-    DATA_CALL(ncclScatter, FS_COLL_SCATTER, count, sendbuff, recvbuff, sendbuff, recvbuff, count,
-              datatype, root, comm, stream);
+    __typeof__(&ncclScatter) real = FS_NCCL_REAL(ncclScatter);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclScatter");
+    if (!fs_shim_enter()) return real(sendbuff, recvbuff, count, datatype, root, comm, stream);
+    return data_moved(real(sendbuff, recvbuff, count, datatype, root, comm, stream), comm, stream,
+                      FS_COLL_SCATTER, sendbuff, recvbuff, count, datatype);
 }

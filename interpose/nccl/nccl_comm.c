@@ -30,7 +30,7 @@ static struct comm_entry *table;
 static size_t table_len, table_cap;
 static atomic_uint table_generation;
 
-static __thread struct {
+static FS_TLS struct {
     ncclComm_t comm;
     unsigned generation;
     fs_nccl_comm_info info;
@@ -146,7 +146,9 @@ static void comm_learn(ncclResult_t result, ncclComm_t *comm)
 
 FS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
 {
-    FS_NCCL_ENTRY(ncclCommInitRank, real);
+    __typeof__(&ncclCommInitRank) real = FS_NCCL_REAL(ncclCommInitRank);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclCommInitRank");
     if (!fs_shim_enter()) return real(comm, nranks, commId, rank);
     ncclResult_t r = real(comm, nranks, commId, rank);
     comm_learn(r, comm);
@@ -157,7 +159,9 @@ FS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUnique
 FS_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
                                               int rank, ncclConfig_t *config)
 {
-    FS_NCCL_ENTRY(ncclCommInitRankConfig, real);
+    __typeof__(&ncclCommInitRankConfig) real = FS_NCCL_REAL(ncclCommInitRankConfig);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclCommInitRankConfig");
     if (!fs_shim_enter()) return real(comm, nranks, commId, rank, config);
     ncclResult_t r = real(comm, nranks, commId, rank, config);
     comm_learn(r, comm);
@@ -169,7 +173,9 @@ FS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks,
                                                 int nId, ncclUniqueId *commIds,
                                                 ncclConfig_t *config)
 {
-    FS_NCCL_ENTRY(ncclCommInitRankScalable, real);
+    __typeof__(&ncclCommInitRankScalable) real = FS_NCCL_REAL(ncclCommInitRankScalable);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclCommInitRankScalable");
     if (!fs_shim_enter()) return real(newcomm, nranks, myrank, nId, commIds, config);
     ncclResult_t r = real(newcomm, nranks, myrank, nId, commIds, config);
     comm_learn(r, newcomm);
@@ -179,7 +185,9 @@ FS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks,
 
 FS_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
 {
-    FS_NCCL_ENTRY(ncclCommInitAll, real);
+    __typeof__(&ncclCommInitAll) real = FS_NCCL_REAL(ncclCommInitAll);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclCommInitAll");
     if (!fs_shim_enter()) return real(comm, ndev, devlist);
     ncclResult_t r = real(comm, ndev, devlist);
     for (int i = 0; comm && i < ndev; i++)
@@ -191,7 +199,9 @@ FS_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *de
 FS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
                                      ncclConfig_t *config)
 {
-    FS_NCCL_ENTRY(ncclCommSplit, real);
+    __typeof__(&ncclCommSplit) real = FS_NCCL_REAL(ncclCommSplit);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclCommSplit");
     if (!fs_shim_enter()) return real(comm, color, key, newcomm, config);
     ncclResult_t r = real(comm, color, key, newcomm, config);
     comm_learn(r, newcomm);
@@ -202,7 +212,9 @@ FS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
 FS_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
                                       ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags)
 {
-    FS_NCCL_ENTRY(ncclCommShrink, real);
+    __typeof__(&ncclCommShrink) real = FS_NCCL_REAL(ncclCommShrink);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclCommShrink");
     if (!fs_shim_enter())
         return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
     ncclResult_t r = real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
@@ -216,7 +228,9 @@ FS_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, in
  * registrations NCCL drops with it are unpinned after it. */
 FS_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
-    FS_NCCL_ENTRY(ncclCommDestroy, real);
+    __typeof__(&ncclCommDestroy) real = FS_NCCL_REAL(ncclCommDestroy);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclCommDestroy");
     if (!fs_shim_enter()) return real(comm);
     comm_forget(comm);
     ncclResult_t r = real(comm);
@@ -227,7 +241,9 @@ FS_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 
 FS_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
-    FS_NCCL_ENTRY(ncclCommAbort, real);
+    __typeof__(&ncclCommAbort) real = FS_NCCL_REAL(ncclCommAbort);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclCommAbort");
     if (!fs_shim_enter()) return real(comm);
     comm_forget(comm);
     ncclResult_t r = real(comm);

@@ -35,12 +35,6 @@ void *fs_nccl_resolve(_Atomic(void *) *slot, const char *name);
  * found (it called us, so this should not happen): logged once. */
 ncclResult_t fs_nccl_missing(const char *name);
 
-/* Opens an interposed entry point: `real` is the program's `fn`, and the
- * function returns fs_nccl_missing() when there is none. */
-#define FS_NCCL_ENTRY(fn, real)                                                                    \
-    __typeof__(&fn) real = FS_NCCL_REAL(fn);                                                       \
-    if (fs_unlikely(!real)) return fs_nccl_missing(#fn)
-
 /* ---- nccl_comm.c -------------------------------------------------------- */
 
 typedef struct fs_nccl_comm_info {

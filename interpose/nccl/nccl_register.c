@@ -108,7 +108,9 @@ __attribute__((constructor)) static void registrations_init(void)
 FS_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size,
                                         void **handle)
 {
-    FS_NCCL_ENTRY(ncclCommRegister, real);
+    __typeof__(&ncclCommRegister) real = FS_NCCL_REAL(ncclCommRegister);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclCommRegister");
     if (!fs_shim_enter()) return real(comm, buff, size, handle);
     ncclResult_t r = real(comm, buff, size, handle);
     if (r == ncclSuccess && handle && *handle) pin(comm, *handle, buff);
@@ -119,7 +121,9 @@ FS_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_
 /* The segment is unpinned only after NCCL has dropped its mapping. */
 FS_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
 {
-    FS_NCCL_ENTRY(ncclCommDeregister, real);
+    __typeof__(&ncclCommDeregister) real = FS_NCCL_REAL(ncclCommDeregister);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclCommDeregister");
     if (!fs_shim_enter()) return real(comm, handle);
     ncclResult_t r = real(comm, handle);
     if (r == ncclSuccess) unpin(comm, handle, false);
@@ -130,7 +134,9 @@ FS_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
 FS_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
                                               ncclWindow_t *win, int winFlags)
 {
-    FS_NCCL_ENTRY(ncclCommWindowRegister, real);
+    __typeof__(&ncclCommWindowRegister) real = FS_NCCL_REAL(ncclCommWindowRegister);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclCommWindowRegister");
     if (!fs_shim_enter()) return real(comm, buff, size, win, winFlags);
     ncclResult_t r = real(comm, buff, size, win, winFlags);
     if (r == ncclSuccess && win && *win) pin(comm, *win, buff);
@@ -140,7 +146,9 @@ FS_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_
 
 FS_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
 {
-    FS_NCCL_ENTRY(ncclCommWindowDeregister, real);
+    __typeof__(&ncclCommWindowDeregister) real = FS_NCCL_REAL(ncclCommWindowDeregister);
+
+    if (fs_unlikely(!real)) return fs_nccl_missing("ncclCommWindowDeregister");
     if (!fs_shim_enter()) return real(comm, win);
     ncclResult_t r = real(comm, win);
     if (r == ncclSuccess) unpin(comm, win, false);

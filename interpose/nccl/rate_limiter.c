@@ -81,7 +81,7 @@ static struct rl_shard *shard_of(const void *block)
 
 /* The mark the calling thread's free took last: its size travels from
  * wants_fence to on_fence, which the runtime glue calls in turn for one free. */
-static __thread struct {
+static FS_TLS struct {
     void *block;
     size_t bytes;
 } taken;

@@ -35,7 +35,7 @@ static fs_torch_segment_fn segment_fn;
 static void *segment_ctx;
 
 /* The calling thread's queue, while one of the table's calls runs. */
-static _Thread_local struct {
+static FS_TLS struct {
     bool in_call;
     seg_event *ev;
     int n, cap;

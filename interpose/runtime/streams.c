@@ -52,16 +52,16 @@ static unsigned n_parked;
 static unsigned reg_epoch = 1;
 static unsigned legacy_epoch[MAX_DEVICES];
 
-static __thread struct {
+static FS_TLS struct {
     cudaStream_t handle;
     fs_stream_t key;
     int device;
     unsigned gen;
-} cache __attribute__((tls_model("initial-exec")));
-static __thread uint64_t pt_serial __attribute__((tls_model("initial-exec")));
+} cache;
+static FS_TLS uint64_t pt_serial;
 static uint64_t pt_serials;
-static __thread unsigned pt_epoch[MAX_DEVICES] __attribute__((tls_model("initial-exec")));
-static __thread int current_device __attribute__((tls_model("initial-exec"))); /* device + 1 */
+static FS_TLS unsigned pt_epoch[MAX_DEVICES];
+static FS_TLS int current_device; /* device + 1 */
 
 static pthread_key_t pt_exit_key;
 static pthread_once_t pt_exit_once = PTHREAD_ONCE_INIT;
