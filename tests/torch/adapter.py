@@ -288,6 +288,17 @@ class History(unittest.TestCase):
             self.assertEqual([n["user_metadata"] for n in notes], ["the activations"])
         del x
 
+    def test_program_annotations(self):
+        torch.cuda.memory._record_memory_history(max_entries=1000, global_record_annotations=True)
+        with torch.profiler.record_function("fsdpshim_region"):
+            x = torch.empty(MiB, dtype=torch.uint8, device="cuda")
+        snap = torch.cuda.memory._snapshot()
+        torch.cuda.memory._record_memory_history(None)
+        ours = [a for a in snap.get("external_annotations", []) if "fsdpshim_region" in str(a)]
+        self.assertEqual(len(ours), 2, snap.get("external_annotations"))  # its start and end
+        self.assertEqual({a["device"] for a in ours}, {torch.cuda.current_device()})
+        del x
+
     def test_dump_snapshot(self):
         import pickle
         import tempfile

@@ -86,6 +86,9 @@ class History
     void set_user_metadata(const std::string &md); // the calling thread's
     std::string user_metadata();
     void annotate(const void *ptr, const std::string &md);
+    // a program annotation (record_function's start and end, with
+    // global_record_annotations): the snapshot's external_annotations
+    void record_annotation(const std::vector<std::pair<std::string, std::string>> &md);
     // a checkpoint put back: the blocks it freed, those it made live
     void restored(int device, const std::vector<void *> &freed, const std::vector<void *> &made);
 
@@ -148,6 +151,9 @@ class History
     std::unordered_set<uintptr_t> used_;
     std::atomic<bool> waiting_{false}, any_used_{false}; // awaiting_, used_ not empty
     std::vector<std::string> compile_contexts_;
+    // the program's annotations, a ring of max_entries_ as the traces
+    std::vector<c10::CachingDeviceAllocator::AnnotationEntry> annotations_;
+    size_t annotations_next_ = 0; // the oldest, once full
 };
 
 // pools.cpp: PyTorch's private pools (MempoolId_t) over the shim's, which
@@ -290,6 +296,7 @@ class Adapter final : public cca::CUDAAllocator
 #if FS_TORCH_MINOR >= 12
     std::shared_ptr<c10::GatheredContext> getContextForPointer(const void *ptr) override;
 #endif
+    void recordAnnotation(const std::vector<std::pair<std::string, std::string>> &md) override;
     void pushCompileContext(std::string &md) override;
     void popCompileContext() override;
     void setUserMetadata(const std::string &metadata) override;

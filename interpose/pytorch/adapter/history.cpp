@@ -1,7 +1,9 @@
 // history.cpp - PyTorch's memory history (torch.cuda.memory._record_memory_history)
 // served by the adapter: the trace of allocator actions per device that
 // _snapshot()["device_traces"], _dump_snapshot() and pytorch.org/memory_viz
-// read, and the stack each live block was allocated from.
+// read, the stack each live block was allocated from, and the program's
+// annotations (global_record_annotations: record_function's regions, the
+// snapshot's external_annotations).
 //
 // What is recorded and with which stack follows PyTorch's RecordContext:
 // STATE keeps the allocating stack of live blocks only (the snapshot's
@@ -29,6 +31,7 @@
 // it is made, no lock held.
 #include "adapter.h"
 
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/ApproximateClock.h>
 #include <c10/util/Exception.h>
 
@@ -86,6 +89,8 @@ void History::configure(bool enabled, cca::CreateContextFn recorder, size_t max_
             r.entries.clear();
             r.next = 0;
         }
+        annotations_.clear();
+        annotations_next_ = 0;
     }
     segments_.clear(); // only stacks
     if (!enabled) {
@@ -441,6 +446,10 @@ void History::fill(cca::SnapshotInfo &out, bool include_traces)
         }
     }
     if (!include_traces) return;
+    out.external_annotations.assign(annotations_.begin() + long(annotations_next_),
+                                    annotations_.end());
+    out.external_annotations.insert(out.external_annotations.end(), annotations_.begin(),
+                                    annotations_.begin() + long(annotations_next_));
     out.device_traces.resize(std::max(out.device_traces.size(), rings_.size()));
     for (size_t d = 0; d < rings_.size(); d++) {
         const Ring &r = rings_[d];
@@ -548,6 +557,29 @@ void Adapter::annotateMemory(const void *ptr, const std::string &metadata)
     history_.annotate(ptr, metadata);
 }
 #endif
+
+// As PyTorch's: kept while history records, stamped with the current
+// device and the time.
+void History::record_annotation(const std::vector<std::pair<std::string, std::string>> &md)
+{
+    if (!on()) return;
+    c10::CachingDeviceAllocator::AnnotationEntry entry(c10::cuda::current_device(),
+                                                       c10::getApproximateTime());
+    for (const auto &[name, value] : md)
+        entry.recordUserMetadata(name, value);
+    std::lock_guard<std::mutex> g(lock_);
+    if (annotations_.size() < max_entries_) {
+        annotations_.push_back(std::move(entry));
+    } else {
+        annotations_[annotations_next_] = std::move(entry);
+        annotations_next_ = (annotations_next_ + 1) % max_entries_;
+    }
+}
+
+void Adapter::recordAnnotation(const std::vector<std::pair<std::string, std::string>> &md)
+{
+    history_.record_annotation(md);
+}
 
 void Adapter::pushCompileContext(std::string &md)
 {
