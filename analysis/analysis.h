@@ -1,10 +1,12 @@
 /* analysis.h - the analyzer's commands, one file each over the trace
  * reader (reader.h), dispatched from the command table in cli/main.c with
- * the command line's exit codes (cli/cli.h). */
+ * the command line's exit statuses (common/exit_status.h). */
 #ifndef FS_ANALYSIS_H
 #define FS_ANALYSIS_H
 
-#include "../cli/cli.h"
+#include "exit_status.h"
+
+#include <stdio.h>
 
 /* diff.c */
 int command_diff(int argc, char **argv);

@@ -12,7 +12,7 @@
  * would make ptrace fail (another user's process, kernel.yama.ptrace_scope,
  * no CAP_SYS_PTRACE) and a process without CUDA are each said in one line. */
 #include "cli.h"
-#include "../analysis/cmdline.h"
+#include "cmdline.h"
 
 #include "attach_gdb.h" /* attach_gdb_py: attach_gdb.py's text */
 

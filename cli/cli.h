@@ -9,16 +9,11 @@
 #ifndef FS_CLI_H
 #define FS_CLI_H
 
+#include "exit_status.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
-
-#define FS_EXIT_BAD_INPUT  1
-#define FS_EXIT_USAGE      2
-#define FS_EXIT_NOT_BUILT  3
-#define FS_EXIT_LEAKS      4 /* leaks --fail: blocks no suppression covers */
-#define FS_EXIT_CANNOT_RUN 126
-#define FS_EXIT_NOT_FOUND  127
 
 typedef struct fs_command {
     const char *name;

@@ -6,8 +6,8 @@
  * user or a script can tell "not built yet" from a typo (2). When one is
  * built its row gets a run and usage function and a file of its own. */
 #include "cli.h"
-#include "../analysis/analysis.h"
-#include "../analysis/reader.h"
+#include "analysis.h"
+#include "reader.h"
 
 #include <limits.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* live.h - the live statistics page: what `fsdpshim top --live` shows of a
  * running process, shared by its writer in the preload library
  * (interpose/live_stats.c) and its reader in the analyzer
- * (analysis/top_live.c), which never links the library. docs/cli.md
+ * (analysis/commands/top_live.c), which never links the library. docs/cli.md
  * ("fsdpshim top --live") is the prose version.
  *
  * One POSIX shared-memory object per process, named /fsdpshim-UID-PID (UID

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fold_test.sh - the plumbing frames of a stack folded into one line by
-# every command that prints allocation stacks (analysis/fold.c), and printed
+# every command that prints allocation stacks (analysis/lib/fold.c), and printed
 # whole with --full-stacks and by export --folded: fold_prog allocates under four frames named as
 # CPython's eval loop names its own, between user_site (the call site) and
 # main, which must stay.

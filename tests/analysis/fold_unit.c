@@ -1,4 +1,4 @@
-/* fold_unit.c - the rule that folds a stack's plumbing (analysis/fold.c)
+/* fold_unit.c - the rule that folds a stack's plumbing (analysis/lib/fold.c)
  * on frames as a real trace gives them: the names below are frames of a
  * PyTorch 2.15 FSDP2 job on the simulated device (fsdpshim sim --conf
  * trace:python, report --full-stacks), symbolised from PyPI's wheel (no

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# parallel_test.sh - the ranks of a job read side by side (analysis/parallel.h)
+# parallel_test.sh - the ranks of a job read side by side (analysis/lib/parallel.h)
 # give what reading them one after another gives: every command that reads
 # several traces (report and its page, top by each grouping, leaks, timeline,
 # diff, export --folded) prints the same bytes on stdout and exits the same

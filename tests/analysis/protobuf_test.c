@@ -1,5 +1,5 @@
 /* protobuf_test.c - the protobuf encoder of `export --perfetto`
- * (analysis/protobuf.c) writes the bytes of the wire format: the examples
+ * (analysis/export/protobuf.c) writes the bytes of the wire format: the examples
  * of protobuf.dev's encoding page, the edges of varints and negative
  * integers, and nested messages whose lengths take more than one byte, the
  * case where the encoder moves a body already written. Perfetto's own

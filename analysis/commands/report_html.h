@@ -1,6 +1,7 @@
-/* report_html.h - what the two files of `report --html`'s page share:
- * report_html.c writes the page (its frame, the tables, the escaping of
- * every string from a trace), report_svg.c the memory timeline's charts.
+/* report_html.h - what the files of `report --html`'s page share:
+ * report_html.c writes the page (its frame, the tables), report_svg.c the
+ * memory timeline's charts, report_page.c what both write alike (the
+ * escaping of every string from a trace, names of ranks and streams).
  * Nothing outside them uses it; report.c sees the page through report.h. */
 #ifndef FS_REPORT_HTML_H
 #define FS_REPORT_HTML_H
@@ -52,7 +53,7 @@ struct fs_report_html {
     uint64_t t0, span, zero;
 };
 
-/* ---- report_html.c ----------------------------------------------------------------- */
+/* ---- report_page.c ----------------------------------------------------------------- */
 
 /* s as HTML (and XML) text or a quoted attribute's value: the markup
  * characters as entities, a byte that is not valid UTF-8 or a control
@@ -64,8 +65,6 @@ void fs_html_esc(FILE *f, const char *s, size_t max);
 void fs_html_trace_name(const fs_html_trace *p, char *buf, size_t len);
 /* "legacy stream", "per-thread stream 0x..", "stream 0x.." */
 void fs_html_stream_name(uint64_t stream, char *buf, size_t len);
-/* ns as "12.3 ms", "4.56 s" */
-void fs_html_duration(uint64_t ns, char *buf, size_t len);
 /* calloc, or exit with a message */
 void *fs_html_alloc(size_t n, size_t size);
 

@@ -125,3 +125,44 @@ uint32_t fs_render_python_at(const fs_reader *t, const uint64_t *pcs, uint32_t n
         i++;
     return i;
 }
+
+void fs_human_bytes(uint64_t bytes, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+void fs_human_duration(uint64_t ns, char *buf, size_t len)
+{
+    if (ns < 1000000)
+        snprintf(buf, len, "%.1f \xc2\xb5s", (double)ns / 1e3);
+    else if (ns < 1000000000)
+        snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+    else
+        snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+}
+
+size_t fs_utf8_len(const unsigned char *s, size_t n)
+{
+    size_t len;
+    unsigned lo = 0x80, hi = 0xbf;
+    if (s[0] < 0x80) return 1;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        len = 2;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        len = 3, lo = s[0] == 0xe0 ? 0xa0 : 0x80, hi = s[0] == 0xed ? 0x9f : 0xbf;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        len = 4, lo = s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 0;
+    if (len > n || s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf) return 0;
+    return len;
+}

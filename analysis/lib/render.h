@@ -1,5 +1,6 @@
 /* render.h - the text every command prints for a trace's definitions: a
- * string, an annotation path, a native frame, a Python frame. One place, so
+ * string, an annotation path, a native frame, a Python frame; and sizes and
+ * durations as people read them. One place, so
  * that `dump`, `top` and the reports name things the same way. */
 #ifndef FS_RENDER_H
 #define FS_RENDER_H
@@ -41,6 +42,17 @@ size_t fs_render_frame_sources(const fs_reader *t, fs_symbols *sym, uint64_t pc,
                                void (*each)(void *ctx, const char *line,
                                             const fs_render_source *src),
                                void *ctx);
+
+/* The length of the valid UTF-8 sequence at s (n bytes left), 0 when it is
+ * not one: Python and JSON parsers decode strictly, and one stray byte of a
+ * trace's string would make a whole output unreadable. */
+size_t fs_utf8_len(const unsigned char *s, size_t n);
+
+/* "1.5 MiB" */
+void fs_human_bytes(uint64_t bytes, char *buf, size_t len);
+
+/* ns as "12.3 \xc2\xb5s", "12.3 ms", "4.56 s" */
+void fs_human_duration(uint64_t ns, char *buf, size_t len);
 
 /* The "s" of a count's noun, "" for one: "%" PRIu64 " block%s", n,
  * fs_plural(n). */

@@ -4,7 +4,7 @@
 #include "parallel.h"
 #include "progress.h"
 
-#include "../cli/cli.h"
+#include "exit_status.h"
 #include "cmdline.h"
 #include "fold.h"
 #include "render.h"
@@ -464,18 +464,6 @@ void fs_live_free(fs_live *l)
 {
     free(l->slots);
     *l = (fs_live){0};
-}
-
-void fs_human_bytes(uint64_t bytes, char *buf, size_t len)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1024 && u < 4) {
-        v /= 1024;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
 }
 
 /* ---- one file's allocations into the sites ------------------------------------------ */

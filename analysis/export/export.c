@@ -5,11 +5,10 @@
  * (export_chrome.c), Perfetto's own protobuf format (export_perfetto.c).
  *
  * This file owns the command line (one format, its options, checked before
- * any trace is read, each mistake named in one line), where outputs go
- * (stdout, a file, or one file per trace through a pattern or a
- * directory), opening a trace, and the helpers more than one format
- * needs (export.h); each format reads the traces in time order itself
- * (fs_reader_read_ordered), as many times as it needs. */
+ * any trace is read, each mistake named in one line); where outputs go and
+ * the helpers more than one format needs are output.c's (export.h); each
+ * format reads the traces in time order itself (fs_reader_read_ordered), as
+ * many times as it needs. */
 #include "analysis.h"
 #include "cmdline.h"
 #include "export.h"
@@ -70,130 +69,6 @@ void usage_export(FILE *out)
         "\n"
         "Exit status: 0 ok, 1 a file is not a readable trace or an output cannot be\n"
         "written, 2 usage.\n");
-}
-
-/* ---- what the formats share ------------------------------------------------------ */
-
-void fs_export_warn(void *ctx, const char *line)
-{
-    (void)ctx;
-    fs_progress_warn("export", line);
-}
-
-fs_reader *fs_export_open(const char *path)
-{
-    char err[4200];
-    fs_reader *t = fs_reader_open(path, err, sizeof err);
-    if (!t)
-        fs_progress_warn("export", err);
-    else
-        fs_progress_watch(t);
-    return t;
-}
-
-size_t fs_export_utf8_len(const unsigned char *s, size_t n)
-{
-    size_t len;
-    unsigned lo = 0x80, hi = 0xbf;
-    if (s[0] < 0x80) return 1;
-    if (s[0] >= 0xc2 && s[0] <= 0xdf)
-        len = 2;
-    else if (s[0] >= 0xe0 && s[0] <= 0xef)
-        len = 3, lo = s[0] == 0xe0 ? 0xa0 : 0x80, hi = s[0] == 0xed ? 0x9f : 0xbf;
-    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-        len = 4, lo = s[0] == 0xf0 ? 0x90 : 0x80, hi = s[0] == 0xf4 ? 0x8f : 0xbf;
-    else
-        return 0;
-    if (len > n || s[1] < lo || s[1] > hi) return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xbf) return 0;
-    return len;
-}
-
-size_t fs_export_mix(uint64_t x)
-{
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return (size_t)(x ^ (x >> 31));
-}
-
-static bool is_stdout(const char *out)
-{
-    return !out || !strcmp(out, "-");
-}
-
-static bool is_directory(const char *out)
-{
-    struct stat st;
-    size_t n = strlen(out);
-    return (n && out[n - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode));
-}
-
-void fs_export_path(const fs_export_opts *o, const char *trace, const fs_reader *t, const char *ext,
-                    char *path, size_t len)
-{
-    const char *base = strrchr(trace, '/'), *dot;
-    size_t stem, at = 0;
-    int rank = fs_reader_rank(t);
-    unsigned pid = fs_reader_header(t)->pid;
-
-    path[0] = '\0';
-    if (is_stdout(o->out)) return;
-    base = base ? base + 1 : trace;
-    dot = strrchr(base, '.');
-    stem = dot && dot != base ? (size_t)(dot - base) : strlen(base);
-    if (is_directory(o->out)) {
-        size_t n = strlen(o->out);
-        snprintf(path, len, "%s%s%.*s.%s", o->out, o->out[n - 1] == '/' ? "" : "/", (int)stem, base,
-                 ext);
-        return;
-    }
-    for (const char *c = o->out; *c && at + 1 < len; c++) {
-        int n;
-        if (*c != '%' || !c[1]) {
-            path[at++] = *c;
-            continue;
-        }
-        switch (*++c) {
-        case 'r':
-            n = rank >= 0 ? snprintf(path + at, len - at, "%d", rank)
-                          : snprintf(path + at, len - at, "%u", pid);
-            break;
-        case 'p':
-            n = snprintf(path + at, len - at, "%u", pid);
-            break;
-        case 'n':
-            n = snprintf(path + at, len - at, "%.*s", (int)stem, base);
-            break;
-        default: /* %% and any other: the character itself */
-            n = snprintf(path + at, len - at, "%c", *c);
-            break;
-        }
-        at += n > 0 && (size_t)n < len - at ? (size_t)n : 0;
-    }
-    path[at < len ? at : len - 1] = '\0';
-}
-
-FILE *fs_export_create(const char *path)
-{
-    if (!path[0]) return stdout;
-    FILE *f = fopen(path, "wb");
-    if (!f) fprintf(stderr, "fsdpshim export: cannot write %s: %s\n", path, strerror(errno));
-    return f;
-}
-
-bool fs_export_finish(FILE *f, const char *path)
-{
-    bool ok = fflush(f) == 0 && !ferror(f);
-    int err = errno;
-    if (f != stdout && fclose(f) != 0 && ok) {
-        ok = false;
-        err = errno;
-    }
-    if (!ok)
-        fprintf(stderr, "fsdpshim export: writing %s: %s\n", path[0] ? path : "stdout",
-                strerror(err));
-    return ok;
 }
 
 /* ---- the command line ------------------------------------------------------------------ */
@@ -316,19 +191,19 @@ int command_export(int argc, char **argv)
             return fs_usage_error("export", "%s is an option of %s, not of %s", given[f],
                                   format_options[f], format_options[format]);
     if (optind >= argc) return fs_usage_error("export", "no trace named");
-    if (format == MEMVIZ && argc - optind > 1 && !is_stdout(o.out) && !is_directory(o.out) &&
-        !strchr(o.out, '%'))
+    if (format == MEMVIZ && argc - optind > 1 && !fs_export_to_stdout(o.out) &&
+        !fs_export_to_directory(o.out) && !strchr(o.out, '%'))
         return fs_usage_error("export",
                               "%d traces make %d pickles: -o a directory, or a pattern with %%r, "
                               "%%p or %%n",
                               argc - optind, argc - optind);
-    if (format == MEMVIZ && argc - optind > 1 && is_stdout(o.out))
+    if (format == MEMVIZ && argc - optind > 1 && fs_export_to_stdout(o.out))
         return fs_usage_error("export",
                               "%d traces make %d pickles: -o a directory, or a pattern with %%r",
                               argc - optind, argc - optind);
-    if (format == MEMVIZ && is_stdout(o.out) && isatty(STDOUT_FILENO))
+    if (format == MEMVIZ && fs_export_to_stdout(o.out) && isatty(STDOUT_FILENO))
         return fs_usage_error("export", "a pickle is binary: name a file with -o");
-    if (format == PERFETTO && is_stdout(o.out) && isatty(STDOUT_FILENO))
+    if (format == PERFETTO && fs_export_to_stdout(o.out) && isatty(STDOUT_FILENO))
         return fs_usage_error("export", "a Perfetto trace is binary: name a file with -o");
 
     /* A file that is not a trace is named here, once, and left out: the

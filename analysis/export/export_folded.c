@@ -12,7 +12,7 @@
 #include "export.h"
 #include "render.h"
 
-#include "../cli/cli.h"
+#include "exit_status.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -20,7 +20,7 @@
 #include "render.h"
 #include "sites.h"
 
-#include "../format/live.h"
+#include "live.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -17,7 +17,7 @@
  * format (--perfetto, export_perfetto.c) is the way for larger traces. */
 #include "export.h"
 
-#include "../cli/cli.h"
+#include "exit_status.h"
 #include "progress.h"
 #include "render.h"
 
@@ -63,7 +63,7 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
-        size_t k = fs_export_utf8_len((const unsigned char *)s + i, n - i);
+        size_t k = fs_utf8_len((const unsigned char *)s + i, n - i);
         if (!k) {
             fputc('?', f);
             i++;

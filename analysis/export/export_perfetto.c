@@ -33,7 +33,7 @@
  * track_event, interned_data and profiling). */
 #include "export.h"
 
-#include "../cli/cli.h"
+#include "exit_status.h"
 #include "progress.h"
 #include "protobuf.h"
 #include "render.h"
@@ -376,7 +376,7 @@ static void text_field(fs_pb *b, uint32_t field, const char *s)
     fs_pb_bytes(b, field, s, n);
     unsigned char *at = b->data + b->len - n;
     for (size_t i = 0; i < n;) {
-        size_t k = fs_export_utf8_len(at + i, n - i);
+        size_t k = fs_utf8_len(at + i, n - i);
         if (!k) at[i] = '?';
         i += k ? k : 1;
     }

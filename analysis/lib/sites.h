@@ -10,6 +10,7 @@
 #define FS_SITES_H
 
 #include "reader.h"
+#include "render.h"
 #include "symbols.h"
 
 #include <getopt.h>
@@ -150,9 +151,6 @@ size_t fs_addr_slot(uint64_t addr, size_t cap);
 
 /* A string's hash, for the tables keyed by text. */
 uint64_t fs_hash_text(const char *s);
-
-/* "1.5 MiB" */
-void fs_human_bytes(uint64_t bytes, char *buf, size_t len);
 
 /* Exits with a message: the analyzer cannot go on without memory. */
 _Noreturn void fs_analysis_oom(const char *command);

@@ -166,7 +166,7 @@ void fs_pickle_tuple2(fs_pickle *p)
 static const char *valid_utf8(fs_pickle *p, const char *s, size_t n)
 {
     size_t i = 0, k;
-    while (i < n && (k = fs_export_utf8_len((const unsigned char *)s + i, n - i)))
+    while (i < n && (k = fs_utf8_len((const unsigned char *)s + i, n - i)))
         i += k;
     if (i == n) return s;
     if (n + 1 > p->cleancap) {
@@ -177,7 +177,7 @@ static const char *valid_utf8(fs_pickle *p, const char *s, size_t n)
     }
     memcpy(p->clean, s, n + 1);
     for (i = 0; i < n;) {
-        k = fs_export_utf8_len((const unsigned char *)p->clean + i, n - i);
+        k = fs_utf8_len((const unsigned char *)p->clean + i, n - i);
         if (!k) p->clean[i] = '?', k = 1;
         i += k;
     }

@@ -1,7 +1,8 @@
 /* export.h - what the formats of `fsdpshim export` (export_memviz.c,
  * export_folded.c, export_chrome.c, export_perfetto.c) share with the
- * command (export.c): its options, opening a trace, where an output goes,
- * and the helpers more than one format needs. */
+ * command (export.c): its options, and what output.c keeps for all of
+ * them: opening a trace, where an output goes, the helpers more than one
+ * format needs. */
 #ifndef FS_EXPORT_H
 #define FS_EXPORT_H
 
@@ -31,7 +32,7 @@ typedef struct fs_export_opts {
     uint64_t limit; /* events at most; 0: no limit */
 } fs_export_opts;
 
-/* export.c */
+/* output.c */
 
 /* Opens a trace; NULL after a message on stderr. */
 fs_reader *fs_export_open(const char *path);
@@ -46,14 +47,14 @@ void fs_export_warn(void *ctx, const char *line);
 void fs_export_path(const fs_export_opts *o, const char *trace, const fs_reader *t, const char *ext,
                     char *path, size_t len);
 
-/* The length of the valid UTF-8 sequence at s (n bytes left), 0 when it is
- * not one: Python and JSON parsers decode strictly, and one stray byte of a
- * trace's string would make a whole output unreadable. */
-size_t fs_export_utf8_len(const unsigned char *s, size_t n);
-
 /* splitmix64's finalizer, for the formats' hash tables: every bit of the
  * key moves the low bits that pick a slot. */
 size_t fs_export_mix(uint64_t x);
+
+/* Whether -o's value means stdout (none, or "-") / a directory (ends in
+ * '/', or is one). */
+bool fs_export_to_stdout(const char *out);
+bool fs_export_to_directory(const char *out);
 
 /* Opens path for writing ("" : stdout); NULL after a message. */
 FILE *fs_export_create(const char *path);

@@ -275,7 +275,7 @@ static void lane(FILE *f, const fs_report_html *h, const fs_tl_rank *r, const fs
         const fs_tl_name *name = &h->tl.names[cell->name - 1];
         int width = (int)(end - c);
         unsigned hue = waits ? 0 : hue_of(name->name);
-        fs_html_duration(cell->end - cell->start, a, sizeof a);
+        fs_human_duration(cell->end - cell->start, a, sizeof a);
         fprintf(f,
                 "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
                 "style=\"fill:hsl(%u,%s);stroke:hsl(%u,45%%,45%%)\"><title>",

@@ -14,20 +14,12 @@
  * well-formed XML, so that tests (and tools) can parse it strictly. */
 #include "report_html.h"
 
-#include "export.h"
 #include "render.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
-void *fs_html_alloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (!p) fs_analysis_oom("report");
-    return p;
-}
 
 static char *dup_or_die(const char *s)
 {
@@ -123,62 +115,6 @@ void fs_report_html_end(fs_report_html *h, const fs_report_trace *tr, const fs_s
 
 /* ---- text ---------------------------------------------------------------------------- */
 
-void fs_html_esc(FILE *f, const char *s, size_t max)
-{
-    size_t n = strlen(s), chars = 0;
-    for (size_t i = 0; i < n; chars++) {
-        unsigned char c = (unsigned char)s[i];
-        size_t k = fs_export_utf8_len((const unsigned char *)s + i, n - i);
-        if (max && chars + 1 == max && i + (k ? k : 1) < n) {
-            fputs("\xe2\x80\xa6", f); /* … */
-            return;
-        }
-        if (!k || (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
-            fputs("&#xFFFD;", f);
-        else if (c == '&')
-            fputs("&amp;", f);
-        else if (c == '<')
-            fputs("&lt;", f);
-        else if (c == '>')
-            fputs("&gt;", f);
-        else if (c == '"')
-            fputs("&quot;", f);
-        else if (c == '\'')
-            fputs("&#39;", f);
-        else
-            fwrite(s + i, 1, k, f);
-        i += k ? k : 1;
-    }
-}
-
-void fs_html_trace_name(const fs_html_trace *p, char *buf, size_t len)
-{
-    if (p->rank >= 0)
-        snprintf(buf, len, "rank %d", p->rank);
-    else
-        snprintf(buf, len, "pid %u", p->header.pid);
-}
-
-void fs_html_stream_name(uint64_t stream, char *buf, size_t len)
-{
-    if (stream == 0)
-        snprintf(buf, len, "default stream");
-    else if ((stream & 1) && stream < 0x10000) /* docs/trace-format.md */
-        snprintf(buf, len, "per-thread default stream 0x%" PRIx64, stream);
-    else
-        snprintf(buf, len, "stream 0x%" PRIx64, stream);
-}
-
-void fs_html_duration(uint64_t ns, char *buf, size_t len)
-{
-    if (ns < 1000000)
-        snprintf(buf, len, "%.1f \xc2\xb5s", (double)ns / 1e3);
-    else if (ns < 1000000000)
-        snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
-    else
-        snprintf(buf, len, "%.2f s", (double)ns / 1e9);
-}
-
 static void td_bytes(FILE *f, uint64_t bytes)
 {
     char b[32];
@@ -205,7 +141,7 @@ static void td_duration(FILE *f, uint64_t ns, bool any)
         fputs("<td class=\"n\">-</td>", f);
         return;
     }
-    fs_html_duration(ns, b, sizeof b);
+    fs_human_duration(ns, b, sizeof b);
     fprintf(f, "<td class=\"n\">%s</td>", b);
 }
 

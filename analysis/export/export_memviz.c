@@ -19,7 +19,7 @@
  * segments and the ring, never with the trace's length. */
 #include "export.h"
 
-#include "../cli/cli.h"
+#include "exit_status.h"
 #include "pickle.h"
 #include "progress.h"
 #include "render.h"
