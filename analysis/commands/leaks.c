@@ -204,14 +204,13 @@ static void read_trace(void *ctx, size_t i)
         .by = job->run->sites.by, .sym = job->run->sites.sym, .full = job->run->sites.full};
     fs_sites_next_file(&f->sites);
     fs_reader_read_ordered(t, visit, warn, f);
-    for (size_t k = 0; k < f->live.cap; k++) {
-        const fs_live_block *l = &f->live.slots[k];
-        if (!l->site) continue;
-        fs_site *site = &f->sites.all[l->site - 1];
+    fs_live_block l;
+    for (size_t pos = 0; fs_live_next(&f->live, &pos, &l);) {
+        fs_site *site = &f->sites.all[l.site - 1];
         site->live++;
-        site->live_bytes += l->size;
+        site->live_bytes += l.size;
         f->blocks++;
-        f->bytes += l->size;
+        f->bytes += l.size;
     }
     fs_live_free(&f->live);
     fs_human_bytes(f->bytes, bytes, sizeof bytes);

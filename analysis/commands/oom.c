@@ -99,10 +99,9 @@ static holder *rank(const fs_live *live, const fs_sites *s, int device, size_t k
     holder *h = NULL;
     size_t nh = 0;
     if (!bytes) fs_analysis_oom("report");
-    for (size_t i = 0; i < live->cap; i++) {
-        const fs_live_block *b = &live->slots[i];
-        if (b->site && b->device == device) bytes[b->site] += b->size;
-    }
+    fs_live_block b;
+    for (size_t pos = 0; fs_live_next(live, &pos, &b);)
+        if (b.device == device) bytes[b.site] += b.size;
     for (size_t i = 1; i <= s->n; i++)
         if (bytes[i]) nh++;
     if (nh && !(h = malloc(nh * sizeof *h))) fs_analysis_oom("report");
@@ -117,9 +116,9 @@ static holder *rank(const fs_live *live, const fs_sites *s, int device, size_t k
 
 static void take_holders(explain *e, failure *f)
 {
-    for (size_t i = 0; i < e->vmm.cap; i++)
-        if (e->vmm.slots[i].site && e->vmm.slots[i].device == f->ev.device)
-            f->vmm_bytes += e->vmm.slots[i].size;
+    fs_live_block b;
+    for (size_t pos = 0; fs_live_next(&e->vmm, &pos, &b);)
+        if (b.device == f->ev.device) f->vmm_bytes += b.size;
     f->by_stack = rank(&e->live_stack, &e->stacks, f->ev.device, e->opt->holders, &f->nstack);
     f->by_annot = rank(&e->live_annot, &e->annots, f->ev.device, e->opt->holders, &f->nannot);
 }

@@ -91,13 +91,7 @@ static segment *containing(segments *g, uint64_t addr)
 
 static void insert_at(segments *g, size_t i, const segment *s)
 {
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? 2 * g->cap : 64;
-        segment *more = realloc(g->s, cap * sizeof *more);
-        if (!more) fs_analysis_oom("report");
-        g->s = more;
-        g->cap = cap;
-    }
+    g->s = fs_grow(g->s, &g->cap, g->n + 1, sizeof *g->s);
     memmove(&g->s[i + 1], &g->s[i], (g->n - i) * sizeof *g->s);
     g->s[i] = *s;
     g->n++;
@@ -177,13 +171,7 @@ static stream_use *use_of(fs_oom_layout *l, int device, uint64_t stream, bool ma
     for (size_t i = 0; i < l->nuse; i++)
         if (l->use[i].device == device && l->use[i].stream == stream) return &l->use[i];
     if (!make) return NULL;
-    if (l->nuse == l->capuse) {
-        size_t cap = l->capuse ? 2 * l->capuse : 16;
-        stream_use *more = realloc(l->use, cap * sizeof *more);
-        if (!more) fs_analysis_oom("report");
-        l->use = more;
-        l->capuse = cap;
-    }
+    l->use = fs_grow(l->use, &l->capuse, l->nuse + 1, sizeof *l->use);
     l->use[l->nuse] = (stream_use){.stream = stream, .device = device};
     return &l->use[l->nuse++];
 }
@@ -284,12 +272,12 @@ void fs_oom_layout_where(const fs_oom_layout *l, const fs_fmt_event *oom, fs_oom
     int pool = out->rounded <= SMALL_MAX ? POOL_SMALL : POOL_LARGE;
 
     size_t n = 0;
-    span *blocks = malloc((l->live.n ? l->live.n : 1) * sizeof *blocks);
+    size_t count = fs_live_count(&l->live);
+    span *blocks = malloc((count ? count : 1) * sizeof *blocks);
     if (!blocks) fs_analysis_oom("report");
-    for (size_t i = 0; i < l->live.cap; i++) {
-        const fs_live_block *b = &l->live.slots[i];
-        if (b->site && b->device == oom->device) blocks[n++] = (span){b->addr, b->size};
-    }
+    fs_live_block b;
+    for (size_t pos = 0; fs_live_next(&l->live, &pos, &b);)
+        if (b.device == oom->device) blocks[n++] = (span){b.addr, b.size};
     qsort(blocks, n, sizeof *blocks, by_addr);
 
     uint64_t reserved = 0, allocated = 0;

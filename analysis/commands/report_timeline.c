@@ -29,7 +29,7 @@
  * (or its address is allocated again) */
 typedef struct freed {
     uint64_t addr, size, since;
-    uint32_t series; /* index + 1; 0: an empty slot */
+    uint32_t series; /* index + 1 */
 } freed;
 
 /* A thread's annotation stack, as its latest event showed it */
@@ -46,8 +46,7 @@ typedef struct thread_ranges {
 typedef struct fs_tl_reading {
     fs_live blocks;   /* live blocks: site = series index + 1 */
     fs_live segments; /* segments by base: site = series index + 1 */
-    freed *freed;
-    size_t nfreed, capfreed;
+    fs_u64map freed;  /* addr -> freed */
     thread_ranges *threads;
     size_t nthreads;
     uint32_t *name_of; /* annotation id -> names index + 1, 0 not yet known */
@@ -87,13 +86,7 @@ static uint32_t intern(fs_timeline *tl, const char *path, const char *name)
     size_t k = fs_hash_text(path) & (tl->nslots - 1);
     for (; tl->slots[k]; k = (k + 1) & (tl->nslots - 1))
         if (!strcmp(tl->names[tl->slots[k] - 1].path, path)) return tl->slots[k];
-    if (tl->nnames == tl->capnames) {
-        size_t cap = tl->capnames ? 2 * tl->capnames : 64;
-        fs_tl_name *more = realloc(tl->names, cap * sizeof *more);
-        if (!more) fs_analysis_oom("report");
-        tl->names = more;
-        tl->capnames = cap;
-    }
+    tl->names = fs_grow(tl->names, &tl->capnames, tl->nnames + 1, sizeof *tl->names);
     fs_tl_name *n = &tl->names[tl->nnames];
     n->path = strdup(path);
     n->name = strdup(name);
@@ -109,16 +102,7 @@ static uint32_t name_of(fs_timeline *tl, const fs_reader *t, uint32_t id)
     uint32_t parent, domain, name;
     char path[4096];
 
-    if (id >= rd->capname_of) {
-        size_t cap = rd->capname_of ? rd->capname_of : 256;
-        while (cap <= id)
-            cap *= 2;
-        uint32_t *more = realloc(rd->name_of, cap * sizeof *more);
-        if (!more) fs_analysis_oom("report");
-        memset(more + rd->capname_of, 0, (cap - rd->capname_of) * sizeof *more);
-        rd->name_of = more;
-        rd->capname_of = cap;
-    }
+    rd->name_of = fs_grow(rd->name_of, &rd->capname_of, (size_t)id + 1, sizeof *rd->name_of);
     if (!rd->name_of[id]) {
         fs_reader_annot(t, id, &parent, &domain, &name);
         fs_render_annot(t, id, path, sizeof path);
@@ -269,48 +253,15 @@ static size_t series_of(fs_timeline *tl, int device, bool is_stream, uint64_t st
 
 static void freed_put(fs_tl_reading *rd, freed f)
 {
-    if (2 * (rd->nfreed + 1) > rd->capfreed) {
-        size_t cap = rd->capfreed ? 2 * rd->capfreed : 1024;
-        freed *slots = alloc_or_die(cap, sizeof *slots);
-        for (size_t i = 0; i < rd->capfreed; i++)
-            if (rd->freed[i].series) {
-                size_t k = fs_addr_slot(rd->freed[i].addr, cap);
-                while (slots[k].series)
-                    k = (k + 1) & (cap - 1);
-                slots[k] = rd->freed[i];
-            }
-        free(rd->freed);
-        rd->freed = slots;
-        rd->capfreed = cap;
-    }
-    size_t k = fs_addr_slot(f.addr, rd->capfreed);
-    while (rd->freed[k].series && rd->freed[k].addr != f.addr)
-        k = (k + 1) & (rd->capfreed - 1);
-    if (!rd->freed[k].series) rd->nfreed++;
-    rd->freed[k] = f;
+    freed *slot = fs_u64map_put(&rd->freed, f.addr, NULL);
+    if (!slot) fs_analysis_oom("report");
+    *slot = f;
 }
 
-/* Removes the entry of addr into *out; false when there is none. Deletion
- * shifts the entries after it back, so that no tombstones pile up. */
+/* Removes the entry of addr into *out; false when there is none. */
 static bool freed_take(fs_tl_reading *rd, uint64_t addr, freed *out)
 {
-    if (!rd->capfreed) return false;
-    size_t mask = rd->capfreed - 1, k = fs_addr_slot(addr, rd->capfreed);
-    while (rd->freed[k].series && rd->freed[k].addr != addr)
-        k = (k + 1) & mask;
-    if (!rd->freed[k].series) return false;
-    *out = rd->freed[k];
-    for (size_t next = (k + 1) & mask; rd->freed[next].series; next = (next + 1) & mask) {
-        size_t home = fs_addr_slot(rd->freed[next].addr, rd->capfreed);
-        /* the entry at next may fill the hole at k if its home is not in (k, next] */
-        if (((next - home) & mask) >= ((next - k) & mask)) {
-            rd->freed[k] = rd->freed[next];
-            k = next;
-        }
-    }
-    rd->freed[k].series = 0;
-    rd->nfreed--;
-    return true;
+    return fs_u64map_take(&rd->freed, addr, out);
 }
 
 /* ---- memory events ---------------------------------------------------------------------- */
@@ -450,6 +401,7 @@ void fs_tl_begin(fs_timeline *tl, fs_reader *t)
     tl->ranks = more;
     tl->ranks[tl->nranks++] = (fs_tl_rank){.base = fs_reader_header(t)->clock_real_ns};
     tl->reading = alloc_or_die(1, sizeof *tl->reading);
+    fs_u64map_init(&tl->reading->freed, sizeof(freed));
     tl->reading->wait_name = intern(tl, "rate-limiter wait", "rate-limiter wait");
 }
 
@@ -514,7 +466,7 @@ void fs_tl_end(fs_timeline *tl)
     }
     fs_live_free(&rd->blocks);
     fs_live_free(&rd->segments);
-    free(rd->freed);
+    fs_u64map_free(&rd->freed);
     free(rd->threads);
     free(rd->name_of);
     free(rd);

@@ -207,13 +207,7 @@ typedef struct view_set {
 
 static page_view *view_add(view_set *set)
 {
-    if (set->n == set->cap) {
-        size_t cap = set->cap ? set->cap * 2 : 4;
-        page_view *p = realloc(set->v, cap * sizeof *p);
-        if (!p) fs_analysis_oom("top --live");
-        set->v = p;
-        set->cap = cap;
-    }
+    set->v = fs_grow(set->v, &set->cap, set->n + 1, sizeof *set->v);
     return memset(&set->v[set->n++], 0, sizeof *set->v);
 }
 

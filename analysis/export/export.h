@@ -47,10 +47,6 @@ void fs_export_warn(void *ctx, const char *line);
 void fs_export_path(const fs_export_opts *o, const char *trace, const fs_reader *t, const char *ext,
                     char *path, size_t len);
 
-/* splitmix64's finalizer, for the formats' hash tables: every bit of the
- * key moves the low bits that pick a slot. */
-size_t fs_export_mix(uint64_t x);
-
 /* Whether -o's value means stdout (none, or "-") / a directory (ends in
  * '/', or is one). */
 bool fs_export_to_stdout(const char *out);

@@ -92,11 +92,6 @@ typedef struct device {
     size_t npending, cappending;
 } device;
 
-typedef struct frames_memo {
-    uint64_t key; /* stack << 32 | pystack */
-    uint32_t id;  /* memo id + 1; 0: an empty slot */
-} frames_memo;
-
 typedef struct memviz {
     const fs_export_opts *o;
     fs_symbols *sym;
@@ -109,23 +104,9 @@ typedef struct memviz {
     size_t nspare, capspare;
     uint64_t unknown_frees; /* frees of blocks the trace never allocated */
     uint64_t outside;       /* live blocks in no segment, left out */
-    uint64_t lost;       /* live blocks whose free the trace lost: under a later one, or released */
-    frames_memo *frames; /* (stack, pystack) -> its frames list's memo id + 1 */
-    size_t nframes, capframes;
+    uint64_t lost;    /* live blocks whose free the trace lost: under a later one, or released */
+    fs_u64map frames; /* stack << 32 | pystack -> its frames list's memo id (uint32_t) */
 } memviz;
-
-static void *grow(void *p, size_t *cap, size_t need, size_t size, size_t limit)
-{
-    if (need <= *cap) return p;
-    size_t c = *cap ? 2 * *cap : 64;
-    while (c < need)
-        c *= 2;
-    if (limit && c > limit) c = limit;
-    void *q = realloc(p, c * size);
-    if (!q) fs_analysis_oom("export");
-    *cap = c;
-    return q;
-}
 
 /* ---- the trace entries ------------------------------------------------------ */
 
@@ -136,7 +117,7 @@ static entry *add_entry(memviz *m, device *d, enum action a, const fs_fmt_event 
     if (max && d->count >= max) {
         e = &d->ring[d->count % max];
     } else {
-        d->ring = grow(d->ring, &d->capring, (size_t)d->count + 1, sizeof *d->ring, max);
+        d->ring = fs_grow_at_most(d->ring, &d->capring, (size_t)d->count + 1, sizeof *d->ring, max);
         e = &d->ring[d->count];
     }
     d->count++;
@@ -187,7 +168,7 @@ static size_t seg_find(const device *d, uint64_t addr)
 static size_t seg_insert(device *d, segment s)
 {
     size_t i = 0;
-    d->segs = grow(d->segs, &d->capsegs, d->nsegs + 1, sizeof *d->segs, 0);
+    d->segs = fs_grow(d->segs, &d->capsegs, d->nsegs + 1, sizeof *d->segs);
     while (i < d->nsegs && d->segs[i].addr < s.addr)
         i++;
     memmove(&d->segs[i + 1], &d->segs[i], (d->nsegs - i) * sizeof *d->segs);
@@ -274,13 +255,13 @@ static int find_peaks(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t 
 static uint32_t block_new(memviz *m)
 {
     if (m->nspare) return m->spare[--m->nspare];
-    m->blocks = grow(m->blocks, &m->capblocks, m->nblocks + 1, sizeof *m->blocks, 0);
+    m->blocks = fs_grow(m->blocks, &m->capblocks, m->nblocks + 1, sizeof *m->blocks);
     return (uint32_t)m->nblocks++;
 }
 
 static void block_release(memviz *m, uint32_t i)
 {
-    m->spare = grow(m->spare, &m->capspare, m->nspare + 1, sizeof *m->spare, 0);
+    m->spare = fs_grow(m->spare, &m->capspare, m->nspare + 1, sizeof *m->spare);
     m->spare[m->nspare++] = i;
 }
 
@@ -301,7 +282,7 @@ static size_t pending_at(const device *d, uint64_t addr)
 static void pending_add(device *d, uint64_t addr, uint64_t size)
 {
     size_t i = pending_at(d, addr);
-    d->pending = grow(d->pending, &d->cappending, d->npending + 1, sizeof *d->pending, 0);
+    d->pending = fs_grow(d->pending, &d->cappending, d->npending + 1, sizeof *d->pending);
     memmove(&d->pending[i + 1], &d->pending[i], (d->npending - i) * sizeof *d->pending);
     d->pending[i] = (span){addr, size};
     d->npending++;
@@ -368,11 +349,10 @@ static void release(memviz *m, device *d, int dn, uint64_t addr, uint64_t size, 
     fs_live_block lb;
 
     complete_pending(m, d, dn, addr, size, time_ns);
-    for (size_t i = 0; i < m->live.cap; i++) {
-        const fs_live_block *l = &m->live.slots[i];
-        if (!l->site || l->device != dn || l->addr < addr || l->addr >= addr + size) continue;
-        lost = grow(lost, &cap, nlost + 1, sizeof *lost, 0);
-        lost[nlost++] = l->addr; /* taken after the walk: taking moves the table's entries */
+    for (size_t pos = 0; fs_live_next(&m->live, &pos, &lb);) {
+        if (lb.device != dn || lb.addr < addr || lb.addr >= addr + size) continue;
+        lost = fs_grow(lost, &cap, nlost + 1, sizeof *lost);
+        lost[nlost++] = lb.addr; /* taken after the walk: taking moves the table's entries */
     }
     for (size_t i = 0; i < nlost; i++)
         if (fs_live_take(&m->live, lost[i], &lb)) block_release(m, lb.site - 1);
@@ -534,30 +514,6 @@ static void native_frames(memviz *m, fs_pickle *p, const fs_reader *t, uint64_t 
     frame_dict(p, name, path, 0);
 }
 
-/* The memo slot of frames key: its id when set, else where to put it */
-static frames_memo *frames_slot(memviz *m, uint64_t key)
-{
-    if (2 * (m->nframes + 1) > m->capframes) {
-        size_t cap = m->capframes ? 2 * m->capframes : 1024;
-        frames_memo *slots = calloc(cap, sizeof *slots);
-        if (!slots) fs_analysis_oom("export");
-        for (size_t i = 0; i < m->capframes; i++) {
-            if (!m->frames[i].id) continue;
-            size_t k = fs_export_mix(m->frames[i].key) & (cap - 1);
-            while (slots[k].id)
-                k = (k + 1) & (cap - 1);
-            slots[k] = m->frames[i];
-        }
-        free(m->frames);
-        m->frames = slots;
-        m->capframes = cap;
-    }
-    size_t k = fs_export_mix(key) & (m->capframes - 1);
-    while (m->frames[k].id && m->frames[k].key != key)
-        k = (k + 1) & (m->capframes - 1);
-    return &m->frames[k];
-}
-
 /* An allocation's frames, innermost first, Python and native in one list
  * as PyTorch's stacks="all" gives them: the native frames up to the
  * interpreter, then the Python frames it was running, then the
@@ -578,14 +534,14 @@ static void write_frames(memviz *m, fs_pickle *p, const fs_reader *t, uint32_t s
         fs_pickle_list_end(p);
         return;
     }
-    frames_memo *slot = frames_slot(m, key);
-    if (slot->id) {
-        fs_pickle_get(p, slot->id - 1);
+    bool added;
+    uint32_t *memo = fs_u64map_put(&m->frames, key, &added);
+    if (!memo) fs_analysis_oom("export");
+    if (!added) {
+        fs_pickle_get(p, *memo);
         return;
     }
-    slot->key = key;
-    slot->id = fs_pickle_list_begin(p, true) + 1;
-    m->nframes++;
+    *memo = fs_pickle_list_begin(p, true);
     for (uint32_t at = fs_render_python_at(t, pcs, npc); i < at; i++)
         native_frames(m, p, t, pcs[i]);
     for (uint32_t k = 0; k < npy; k++)
@@ -611,13 +567,13 @@ static int by_addr(const void *a, const void *b)
 /* Device dn's live blocks, by address */
 static live_ref *live_of(const memviz *m, int dn, size_t *n)
 {
-    live_ref *v = malloc((m->live.n ? m->live.n : 1) * sizeof *v);
+    size_t count = fs_live_count(&m->live);
+    live_ref *v = malloc((count ? count : 1) * sizeof *v);
     if (!v) fs_analysis_oom("export");
     *n = 0;
-    for (size_t i = 0; i < m->live.cap; i++) {
-        const fs_live_block *l = &m->live.slots[i];
-        if (l->site && l->device == dn) v[(*n)++] = (live_ref){l->addr, l->size, l->site - 1};
-    }
+    fs_live_block l;
+    for (size_t pos = 0; fs_live_next(&m->live, &pos, &l);)
+        if (l.device == dn) v[(*n)++] = (live_ref){l.addr, l.size, l.site - 1};
     qsort(v, *n, sizeof *v, by_addr);
     return v;
 }
@@ -811,11 +767,11 @@ static void summary(const memviz *m, const char *path, const fs_reader *t, const
         if (!d->used) continue;
         for (size_t i = 0; i < d->nsegs; i++)
             reserved += d->segs[i].size;
-        for (size_t i = 0; i < m->live.cap; i++) {
-            const fs_live_block *l = &m->live.slots[i];
-            if (!l->site || l->device != dn || m->blocks[l->site - 1].pending) continue;
-            allocated += l->size;
-            requested += m->blocks[l->site - 1].requested;
+        fs_live_block l;
+        for (size_t pos = 0; fs_live_next(&m->live, &pos, &l);) {
+            if (l.device != dn || m->blocks[l.site - 1].pending) continue;
+            allocated += l.size;
+            requested += m->blocks[l.site - 1].requested;
         }
         fs_human_bytes(allocated, alloc, sizeof alloc);
         fs_human_bytes(requested, req, sizeof req);
@@ -857,7 +813,7 @@ static void memviz_free(memviz *m)
     fs_live_free(&m->live);
     free(m->blocks);
     free(m->spare);
-    free(m->frames);
+    fs_u64map_free(&m->frames);
 }
 
 /* Reads trace `path` and writes its pickle, named in out, unless an
@@ -867,6 +823,7 @@ static int export_one(const fs_export_opts *o, fs_symbols *sym, const char *path
 {
     memviz m = {.o = o, .sym = sym};
     char *out = done[ndone];
+    fs_u64map_init(&m.frames, sizeof(uint32_t));
     fs_reader *t;
     int status = 0;
 

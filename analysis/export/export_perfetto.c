@@ -179,7 +179,7 @@ typedef struct id_map {
 
 static size_t home(uint64_t a, uint64_t b, size_t cap)
 {
-    return fs_export_mix(a ^ fs_export_mix(b)) & (cap - 1);
+    return (size_t)fs_mix64(a ^ fs_mix64(b)) & (cap - 1);
 }
 
 /* The id of key (a, b); *added when it is new (the next id) */
@@ -215,20 +215,6 @@ static void id_map_free(id_map *m)
 {
     free(m->slots);
     *m = (id_map){0};
-}
-
-/* p grown to hold at least `need` elements of `size` bytes, the new ones zeroed */
-static void *grow(void *p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap) return p;
-    size_t c = *cap ? 2 * *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(p, c * size);
-    if (!q) fs_analysis_oom("export");
-    memset((char *)q + *cap * size, 0, (c - *cap) * size);
-    *cap = c;
-    return q;
 }
 
 /* ---- the state of one trace ------------------------------------------------------ */
@@ -476,7 +462,7 @@ static uint32_t thread_id(perfetto *p, uint32_t tid)
     bool added;
     uint32_t id = id_of(&p->thread_ids, tid, 0, &added);
     if (added) {
-        p->threads = grow(p->threads, &p->capthreads, id, sizeof *p->threads);
+        p->threads = fs_grow(p->threads, &p->capthreads, id, sizeof *p->threads);
         p->threads[id - 1].tid = tid;
     }
     return id;
@@ -513,7 +499,7 @@ static void event_begin(perfetto *p, const fs_reader *t, uint32_t id, int type, 
     fs_pb_uint(&p->pkt, PACKET_SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
     if (name >= NAME_STRINGS) {
         uint64_t s = name - NAME_STRINGS;
-        p->interned = grow(p->interned, &p->capinterned, (size_t)s + 1, 1);
+        p->interned = fs_grow(p->interned, &p->capinterned, (size_t)s + 1, 1);
         if (!p->interned[s]) {
             p->interned[s] = 1;
             fs_pb_begin(&p->pkt, PACKET_INTERNED_DATA);
@@ -649,7 +635,7 @@ static uint32_t stream_id(perfetto *p, int device, uint64_t handle)
     bool added;
     uint32_t id = id_of(&p->stream_ids, (uint64_t)device, handle, &added);
     if (added) {
-        p->streams = grow(p->streams, &p->capstreams, id, sizeof *p->streams);
+        p->streams = fs_grow(p->streams, &p->capstreams, id, sizeof *p->streams);
         p->streams[id - 1].device = device;
         p->streams[id - 1].handle = handle;
     }
@@ -723,7 +709,7 @@ static uint32_t kind_id(perfetto *p, const fs_fmt_event *ev, uint32_t stream)
     bool added;
     uint32_t id = id_of(&p->kind_ids, (uint64_t)ev->stack << 32 | ev->pystack, stream, &added);
     if (added) {
-        p->kinds = grow(p->kinds, &p->capkinds, id, sizeof *p->kinds);
+        p->kinds = fs_grow(p->kinds, &p->capkinds, id, sizeof *p->kinds);
         p->kinds[id - 1] = (block_kind){ev->stack, ev->pystack, stream};
     }
     return id;
@@ -732,13 +718,14 @@ static uint32_t kind_id(perfetto *p, const fs_fmt_event *ev, uint32_t stream)
 /* Device dn at its peak: each of its live blocks counts at its stack */
 static void take_peak(perfetto *p, int dn)
 {
-    for (size_t i = 0; i < p->live.cap; i++) {
-        const fs_live_block *l = &p->live.slots[i];
-        if (!l->site || l->device != dn) continue;
+    fs_live_block lb;
+    for (size_t pos = 0; fs_live_next(&p->live, &pos, &lb);) {
+        const fs_live_block *l = &lb;
+        if (l->device != dn) continue;
         const block_kind *k = &p->kinds[l->site - 1];
         bool added;
         uint32_t id = id_of(&p->sample_ids, (uint64_t)k->stack << 32 | k->pystack, 0, &added);
-        p->samples = grow(p->samples, &p->capsamples, id, sizeof *p->samples);
+        p->samples = fs_grow(p->samples, &p->capsamples, id, sizeof *p->samples);
         sample *s = &p->samples[id - 1];
         s->stack = k->stack;
         s->pystack = k->pystack;
@@ -889,7 +876,7 @@ static uint32_t frame(perfetto *p, const char *name, uint32_t mapping_id, uint64
 
 static void push_frame(perfetto *p, uint64_t id)
 {
-    p->stack = grow(p->stack, &p->capstack, p->nstack + 1, sizeof *p->stack);
+    p->stack = fs_grow(p->stack, &p->capstack, p->nstack + 1, sizeof *p->stack);
     p->stack[p->nstack++] = id;
 }
 
@@ -900,7 +887,7 @@ static void native_frames(perfetto *p, const fs_reader *t, uint64_t pc)
 {
     bool added;
     uint32_t id = id_of(&p->pc_ids, pc, 0, &added);
-    p->pcs = grow(p->pcs, &p->cappcs, id, sizeof *p->pcs);
+    p->pcs = fs_grow(p->pcs, &p->cappcs, id, sizeof *p->pcs);
     pc_frames *pf = &p->pcs[id - 1];
     if (added) {
         uint64_t off;
@@ -923,7 +910,7 @@ static void python_frame(perfetto *p, const fs_reader *t, const fs_fmt_pyframe *
 {
     bool added;
     uint32_t id = id_of(&p->pyframe_ids, (uint64_t)py->file << 32 | py->function, py->line, &added);
-    p->pyframes = grow(p->pyframes, &p->cappyframes, id, sizeof *p->pyframes);
+    p->pyframes = fs_grow(p->pyframes, &p->cappyframes, id, sizeof *p->pyframes);
     if (added) {
         fs_render_pyframe(t, py, p->text, sizeof p->text);
         p->pyframes[id - 1] = frame(p, p->text, mapping(p, t, NULL, STANDIN_PYTHON), 0);

@@ -29,13 +29,6 @@ fs_reader *fs_export_open(const char *path)
     return t;
 }
 
-size_t fs_export_mix(uint64_t x)
-{
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return (size_t)(x ^ (x >> 31));
-}
-
 bool fs_export_to_stdout(const char *out)
 {
     return !out || !strcmp(out, "-");

@@ -9,6 +9,8 @@
  * of a killed writer: everything before it was read. */
 #include "reader.h"
 
+#include "u64map.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -41,11 +43,7 @@ struct fs_reader {
     table strings, stacks, pystacks, annots;
     fs_reader_module *modules; /* sorted by base */
     size_t nmodules, capmodules;
-    struct fs_reader_thread {
-        uint32_t tid, name; /* name: a string id */
-        bool used;
-    } * threads; /* open addressing by tid */
-    size_t nthreads, capthreads;
+    fs_u64map threads; /* tid -> its name's string id (uint32_t) */
     int rank;
     uint32_t config;                           /* string id, 0: not recorded */
     uint64_t device_total[FS_FMT_MAX_DEVICES]; /* 0: not recorded */
@@ -121,6 +119,7 @@ fs_reader *fs_reader_open(const char *path, char *err, size_t errlen)
         close(fd);
         return NULL;
     }
+    fs_u64map_init(&t->threads, sizeof(uint32_t));
     t->size = (size_t)st.st_size;
     t->map = mmap(NULL, t->size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
@@ -161,7 +160,7 @@ void fs_reader_close(fs_reader *t)
     table_free(&t->pystacks);
     table_free(&t->annots);
     free(t->modules);
-    free(t->threads);
+    fs_u64map_free(&t->threads);
     ZSTD_freeDCtx(t->dctx);
     free(t->raw);
     free(t->path);
@@ -259,36 +258,13 @@ static bool add_module(fs_reader *t, const fs_fmt_record *r)
     return true;
 }
 
-static size_t thread_home(uint32_t tid, size_t cap)
-{
-    return (size_t)((tid * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
-}
-
-/* A thread's name (FS_REC_THREAD), in an open-addressing table by tid: a
- * tid seen again is a thread that reused it, which the writer names when
- * it first writes. */
+/* A thread's name (FS_REC_THREAD), by tid: a tid seen again is a thread
+ * that reused it, which the writer names when it first writes. */
 static bool add_thread(fs_reader *t, uint32_t tid, uint32_t name)
 {
-    if (2 * (t->nthreads + 1) > t->capthreads) {
-        size_t cap = t->capthreads ? 2 * t->capthreads : 64;
-        struct fs_reader_thread *more = calloc(cap, sizeof *more);
-        if (!more) return false;
-        for (size_t i = 0; i < t->capthreads; i++) {
-            if (!t->threads[i].used) continue;
-            size_t k = thread_home(t->threads[i].tid, cap);
-            while (more[k].used)
-                k = (k + 1) & (cap - 1);
-            more[k] = t->threads[i];
-        }
-        free(t->threads);
-        t->threads = more;
-        t->capthreads = cap;
-    }
-    size_t k = thread_home(tid, t->capthreads);
-    while (t->threads[k].used && t->threads[k].tid != tid)
-        k = (k + 1) & (t->capthreads - 1);
-    if (!t->threads[k].used) t->nthreads++;
-    t->threads[k] = (struct fs_reader_thread){.tid = tid, .name = name, .used = true};
+    uint32_t *slot = fs_u64map_put(&t->threads, tid, NULL);
+    if (!slot) return false;
+    *slot = name;
     return true;
 }
 
@@ -360,11 +336,8 @@ uint64_t fs_reader_device_total(const fs_reader *t, int device)
 
 const char *fs_reader_thread_name(const fs_reader *t, uint32_t tid)
 {
-    if (!t->capthreads) return NULL;
-    for (size_t k = thread_home(tid, t->capthreads); t->threads[k].used;
-         k = (k + 1) & (t->capthreads - 1))
-        if (t->threads[k].tid == tid) return fs_reader_string(t, t->threads[k].name, NULL);
-    return NULL;
+    const uint32_t *name = fs_u64map_get(&t->threads, tid);
+    return name ? fs_reader_string(t, *name, NULL) : NULL;
 }
 
 const char *fs_reader_string(const fs_reader *t, uint32_t id, uint32_t *len)

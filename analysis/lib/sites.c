@@ -4,7 +4,6 @@
 #include "parallel.h"
 #include "progress.h"
 
-#include "exit_status.h"
 #include "cmdline.h"
 #include "fold.h"
 #include "render.h"
@@ -79,26 +78,6 @@ const char *fs_site_by_name(enum fs_site_by by)
     return by_names[by];
 }
 
-_Noreturn void fs_analysis_oom(const char *command)
-{
-    fprintf(stderr, "fsdpshim %s: out of memory\n", command);
-    exit(FS_EXIT_BAD_INPUT);
-}
-
-/* p grown to at least `need` elements of `size` bytes, the new ones zeroed */
-static void *grow(void *p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap) return p;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(p, c * size);
-    if (!q) fs_analysis_oom("analysis");
-    memset((char *)q + *cap * size, 0, (c - *cap) * size);
-    *cap = c;
-    return q;
-}
-
 /* ---- sites by text --------------------------------------------------------------- */
 
 uint64_t fs_hash_text(const char *s)
@@ -142,7 +121,7 @@ static uint32_t site_by_text(fs_sites *s, const char *key)
     for (; s->slots[k]; k = (k + 1) & (s->nslots - 1))
         if (s->all[s->slots[k] - 1].hash == hash && !strcmp(s->all[s->slots[k] - 1].key, key))
             return s->slots[k];
-    s->all = grow(s->all, &s->cap, s->n + 1, sizeof *s->all);
+    s->all = fs_grow(s->all, &s->cap, s->n + 1, sizeof *s->all);
     s->all[s->n] = (fs_site){.key = strdup(key), .hash = hash};
     if (!s->all[s->n].key) fs_analysis_oom("analysis");
     s->slots[k] = (uint32_t)++s->n;
@@ -268,8 +247,7 @@ void fs_sites_next_file(fs_sites *s)
 {
     s->file++;
     if (s->by_id) memset(s->by_id, 0, s->by_id_cap * sizeof *s->by_id);
-    if (s->pairs) memset(s->pairs, 0, s->pairs_cap * sizeof *s->pairs);
-    s->npairs = 0;
+    fs_u64map_clear(&s->pairs);
 }
 
 /* Whether the definition an event names is in the file. One that is not
@@ -290,31 +268,6 @@ static bool defined(const fs_sites *s, const fs_reader *t, uint32_t id)
     }
 }
 
-/* The slot of an allocation's (native, Python) stack ids in s->pairs: its
- * site when set, else where to put it. */
-static struct fs_site_pair *pair_slot(fs_sites *s, uint64_t ids)
-{
-    if (2 * (s->npairs + 1) > s->pairs_cap) {
-        size_t cap = s->pairs_cap ? 2 * s->pairs_cap : 1024;
-        struct fs_site_pair *slots = calloc(cap, sizeof *slots);
-        if (!slots) fs_analysis_oom("analysis");
-        for (size_t i = 0; i < s->pairs_cap; i++) {
-            if (!s->pairs[i].site) continue;
-            size_t k = fs_addr_slot(s->pairs[i].ids, cap);
-            while (slots[k].site)
-                k = (k + 1) & (cap - 1);
-            slots[k] = s->pairs[i];
-        }
-        free(s->pairs);
-        s->pairs = slots;
-        s->pairs_cap = cap;
-    }
-    size_t k = fs_addr_slot(ids, s->pairs_cap);
-    while (s->pairs[k].site && s->pairs[k].ids != ids)
-        k = (k + 1) & (s->pairs_cap - 1);
-    return &s->pairs[k];
-}
-
 /* A site's ranks: one more when this file first counts in it. */
 static uint32_t counted(fs_sites *s, uint32_t site)
 {
@@ -333,18 +286,20 @@ uint32_t fs_sites_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev, uint32_t
 
     if (s->by == FS_BY_STACK && ev->pystack) {
         uint64_t ids = (uint64_t)ev->stack << 32 | ev->pystack;
-        struct fs_site_pair *slot = pair_slot(s, ids);
+        const uint32_t *known = fs_u64map_get(&s->pairs, ids);
         const fs_fmt_pyframe *py;
         const uint64_t *frames;
         /* a pair seen before had its stacks defined then */
-        if (slot->site) return counted(s, slot->site);
+        if (known) return counted(s, *known);
         if (fs_reader_pystack(t, ev->pystack, &py) &&
             (!ev->stack || fs_reader_stack(t, ev->stack, &frames))) {
             key_of(s, t, ev, tid, key, sizeof key);
-            slot->ids = ids;
-            slot->site = site_by_text(s, key);
-            s->npairs++;
-            return counted(s, slot->site);
+            uint32_t site = site_by_text(s, key);
+            if (!s->pairs.stride) fs_u64map_init(&s->pairs, sizeof site);
+            uint32_t *slot = fs_u64map_put(&s->pairs, ids, NULL);
+            if (!slot) fs_analysis_oom("analysis");
+            *slot = site;
+            return counted(s, site);
         }
     }
 
@@ -352,7 +307,7 @@ uint32_t fs_sites_of(fs_sites *s, fs_reader *t, const fs_fmt_event *ev, uint32_t
     /* no Python frames: the group depends on the thread, not on an id */
     if (s->by == FS_BY_PYTHON && !id) return counted(s, site_by_text(s, no_python_frames(t, tid)));
 
-    s->by_id = grow(s->by_id, &s->by_id_cap, (size_t)id + 1, sizeof *s->by_id);
+    s->by_id = fs_grow(s->by_id, &s->by_id_cap, (size_t)id + 1, sizeof *s->by_id);
     if (!s->by_id[id]) {
         key_of(s, t, ev, tid, key, sizeof key);
         s->by_id[id] = site_by_text(s, key);
@@ -367,7 +322,7 @@ void fs_sites_free(fs_sites *s)
     free(s->all);
     free(s->slots);
     free(s->by_id);
-    free(s->pairs);
+    fs_u64map_free(&s->pairs);
 }
 
 void fs_site_print_key(FILE *out, const fs_site *site)
@@ -378,92 +333,6 @@ void fs_site_print_key(FILE *out, const fs_site *site)
         fprintf(out, "    %.*s\n", (int)len, line);
         line += len + (end ? 1 : 0);
     }
-}
-
-/* ---- live blocks ---------------------------------------------------------------------- */
-
-size_t fs_addr_slot(uint64_t addr, size_t cap)
-{
-    uint64_t h = addr;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return (size_t)h & (cap - 1);
-}
-
-bool fs_live_replace(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, int device,
-                     fs_live_block *old)
-{
-    if (2 * (l->n + 1) > l->cap) {
-        fs_live_block *old = l->slots;
-        size_t oldcap = l->cap, cap = oldcap ? 2 * oldcap : 4096;
-        l->slots = calloc(cap, sizeof *l->slots);
-        if (!l->slots) fs_analysis_oom("analysis");
-        l->cap = cap;
-        for (size_t i = 0; i < oldcap; i++)
-            if (old[i].site) {
-                size_t k = fs_addr_slot(old[i].addr, cap);
-                while (l->slots[k].site)
-                    k = (k + 1) & (cap - 1);
-                l->slots[k] = old[i];
-            }
-        free(old);
-    }
-    size_t k = fs_addr_slot(addr, l->cap);
-    while (l->slots[k].site && l->slots[k].addr != addr)
-        k = (k + 1) & (l->cap - 1);
-    bool replaced = l->slots[k].site;
-    if (replaced)
-        *old = l->slots[k];
-    else
-        l->n++;
-    l->slots[k] = (fs_live_block){addr, size, site, device};
-    return replaced;
-}
-
-void fs_live_put(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, int device)
-{
-    fs_live_block old;
-    fs_live_replace(l, addr, size, site, device, &old);
-}
-
-bool fs_live_take(fs_live *l, uint64_t addr, fs_live_block *out)
-{
-    if (!l->cap) return false;
-    size_t mask = l->cap - 1, k = fs_addr_slot(addr, l->cap);
-    while (l->slots[k].site && l->slots[k].addr != addr)
-        k = (k + 1) & mask;
-    if (!l->slots[k].site) return false;
-    *out = l->slots[k];
-    l->slots[k].site = 0;
-    l->n--;
-    /* shift the rest of the cluster back into the hole: an entry moves
-     * unless its home slot lies cyclically in (hole, i] */
-    size_t hole = k;
-    for (size_t i = (k + 1) & mask; l->slots[i].site; i = (i + 1) & mask) {
-        size_t home = fs_addr_slot(l->slots[i].addr, l->cap);
-        bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
-        if (!stays) {
-            l->slots[hole] = l->slots[i];
-            l->slots[i].site = 0;
-            hole = i;
-        }
-    }
-    return true;
-}
-
-void fs_live_clear(fs_live *l)
-{
-    if (l->slots) memset(l->slots, 0, l->cap * sizeof *l->slots);
-    l->n = 0;
-}
-
-void fs_live_free(fs_live *l)
-{
-    free(l->slots);
-    *l = (fs_live){0};
 }
 
 /* ---- one file's allocations into the sites ------------------------------------------ */
@@ -478,7 +347,7 @@ typedef struct thread_last {
  * what it held at the latest peak so far, saved when it first changes
  * after that peak: one pass finds the peaks and what each site held then. */
 typedef struct site_cell {
-    uint32_t site; /* index + 1; 0: an empty slot */
+    uint32_t site; /* index + 1 */
     int device;
     uint64_t live, at_peak;
     uint64_t changed; /* the ordinal of its last change */
@@ -491,9 +360,10 @@ typedef struct reading {
     uint64_t ordinal;                       /* memory events so far */
     uint64_t peak_at[FS_SITES_MAX_DEVICES]; /* the ordinal of each device's peak; 0: none */
     fs_live live;
-    site_cell *cells; /* open addressing by (site, device) */
+    site_cell *cells; /* in the order made */
     size_t ncells, capcells;
-    uint32_t *last_cell; /* by site: the slot of its cell last used, which is most often the one */
+    fs_u64map cell_index; /* (site, device) -> index into cells (uint32_t) */
+    uint32_t *last_cell; /* by site: the index of its cell last used, which is most often the one */
     size_t last_cell_cap;
     thread_last *threads;
     size_t nthreads;
@@ -517,42 +387,24 @@ static thread_last *thread_of(reading *r, uint32_t tid)
     return &r->threads[r->nthreads++];
 }
 
-static size_t cell_home(uint32_t site, int device, size_t cap)
-{
-    uint64_t key = (uint64_t)site * FS_SITES_MAX_DEVICES + (uint64_t)device;
-    return (size_t)(key * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
-}
-
 static site_cell *cell_of(reading *r, uint32_t site, int device)
 {
-    r->last_cell = grow(r->last_cell, &r->last_cell_cap, site, sizeof *r->last_cell);
-    if (r->capcells) {
-        site_cell *c = &r->cells[r->last_cell[site - 1]]; /* after a rehash: maybe another's */
+    r->last_cell = fs_grow(r->last_cell, &r->last_cell_cap, site, sizeof *r->last_cell);
+    if (r->ncells) {
+        site_cell *c = &r->cells[r->last_cell[site - 1]]; /* maybe another site's */
         if (c->site == site && c->device == device) return c;
     }
-    if (2 * (r->ncells + 1) > r->capcells) {
-        site_cell *old = r->cells;
-        size_t oldcap = r->capcells;
-        r->capcells = oldcap ? 2 * oldcap : 1024;
-        if (!(r->cells = calloc(r->capcells, sizeof *r->cells))) fs_analysis_oom(r->command);
-        for (size_t i = 0; i < oldcap; i++) {
-            if (!old[i].site) continue;
-            size_t k = cell_home(old[i].site, old[i].device, r->capcells);
-            while (r->cells[k].site)
-                k = (k + 1) & (r->capcells - 1);
-            r->cells[k] = old[i];
-        }
-        free(old);
+    bool added;
+    uint32_t *index = fs_u64map_put(
+        &r->cell_index, (uint64_t)site * FS_SITES_MAX_DEVICES + (uint64_t)device, &added);
+    if (!index) fs_analysis_oom(r->command);
+    if (added) {
+        r->cells = fs_grow(r->cells, &r->capcells, r->ncells + 1, sizeof *r->cells);
+        r->cells[r->ncells] = (site_cell){.site = site, .device = device};
+        *index = (uint32_t)r->ncells++;
     }
-    size_t k = cell_home(site, device, r->capcells);
-    for (; r->cells[k].site; k = (k + 1) & (r->capcells - 1))
-        if (r->cells[k].site == site && r->cells[k].device == device) break;
-    if (!r->cells[k].site) {
-        r->ncells++;
-        r->cells[k] = (site_cell){.site = site, .device = device};
-    }
-    r->last_cell[site - 1] = (uint32_t)k;
-    return &r->cells[k];
+    r->last_cell[site - 1] = *index;
+    return &r->cells[*index];
 }
 
 /* A block of site's on device comes or goes (bytes: its size, or the size
@@ -614,24 +466,25 @@ void fs_sites_read_trace(fs_sites *s, fs_reader *t, const char *command, fs_file
                          fs_reader_visit also, void *ctx)
 {
     reading r = {.sites = s, .peaks = peaks, .command = command, .also = also, .also_ctx = ctx};
+    fs_u64map_init(&r.cell_index, sizeof(uint32_t));
 
     *peaks = (fs_file_peaks){.rank = -1};
     fs_sites_next_file(s);
     fs_reader_read_ordered(t, group_events, warn_line, &r);
-    for (size_t i = 0; i < r.capcells; i++) { /* each site's bytes at its device's peak */
+    for (size_t i = 0; i < r.ncells; i++) { /* each site's bytes at its device's peak */
         const site_cell *c = &r.cells[i];
-        uint64_t peak = c->site ? r.peak_at[c->device] : 0;
+        uint64_t peak = r.peak_at[c->device];
         if (peak) s->all[c->site - 1].peak += c->changed <= peak ? c->live : c->at_peak;
     }
-    for (size_t i = 0; i < r.live.cap; i++) { /* what the trace ended with */
-        const fs_live_block *l = &r.live.slots[i];
-        if (!l->site) continue;
-        s->all[l->site - 1].live++;
-        s->all[l->site - 1].live_bytes += l->size;
+    fs_live_block l;
+    for (size_t pos = 0; fs_live_next(&r.live, &pos, &l);) { /* what the trace ended with */
+        s->all[l.site - 1].live++;
+        s->all[l.site - 1].live_bytes += l.size;
     }
     peaks->rank = fs_reader_rank(t);
     peaks->pid = fs_reader_header(t)->pid;
     fs_live_free(&r.live);
+    fs_u64map_free(&r.cell_index);
     free(r.cells);
     free(r.last_cell);
     free(r.threads);

@@ -5,13 +5,16 @@
  *
  * A site's text is rendered once per definition id and file (ids differ
  * between files), so a trace of millions of allocations renders only its
- * unique stacks. */
+ * unique stacks. The live blocks' table is live_blocks.h's. */
 #ifndef FS_SITES_H
 #define FS_SITES_H
 
+#include "live_blocks.h"
+#include "mem.h"
 #include "reader.h"
 #include "render.h"
 #include "symbols.h"
+#include "u64map.h"
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -60,12 +63,8 @@ typedef struct fs_sites {
     uint32_t *by_id; /* this file's definition id -> index + 1 */
     size_t by_id_cap;
     /* --by stack, allocations with Python frames: this file's (native,
-     * Python) stack id pairs -> index + 1 (open addressing; 0 empty) */
-    struct fs_site_pair {
-        uint64_t ids;
-        uint32_t site;
-    } * pairs;
-    size_t npairs, pairs_cap;
+     * Python) stack id pairs -> index + 1 (a uint32_t) */
+    fs_u64map pairs;
     uint32_t file; /* 1-based, the file being read */
 } fs_sites;
 
@@ -119,40 +118,7 @@ void fs_file_name(const fs_file_peaks *p, char *buf, size_t len);
 /* A site's text, each line indented by four spaces. */
 void fs_site_print_key(FILE *out, const fs_site *site);
 
-/* Live blocks by address (open addressing, deletion by shifting back, so
- * that millions of frees never fill the table). */
-typedef struct fs_live_block {
-    uint64_t addr, size;
-    uint32_t site; /* index + 1; 0: an empty slot */
-    int device;
-} fs_live_block;
-
-typedef struct fs_live {
-    fs_live_block *slots;
-    size_t n, cap;
-} fs_live;
-
-void fs_live_put(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, int device);
-/* As fs_live_put; true, with the block it replaced in *old, when addr was
- * live already. */
-bool fs_live_replace(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, int device,
-                     fs_live_block *old);
-/* Removes the block at addr into *out; false when it is not live. */
-bool fs_live_take(fs_live *l, uint64_t addr, fs_live_block *out);
-void fs_live_clear(fs_live *l);
-void fs_live_free(fs_live *l);
-
-/* The home slot of an address (or any 64-bit key) in an open-addressing
- * table of `cap` slots, a power of two: block addresses share their low
- * bits (512-byte rounding, 2 MiB alignment), and the low bits of a product
- * depend only on the low bits of its factors, so the key is mixed through
- * murmur3's finaliser before the mask keeps its low bits. */
-size_t fs_addr_slot(uint64_t addr, size_t cap);
-
 /* A string's hash, for the tables keyed by text. */
 uint64_t fs_hash_text(const char *s);
-
-/* Exits with a message: the analyzer cannot go on without memory. */
-_Noreturn void fs_analysis_oom(const char *command);
 
 #endif /* FS_SITES_H */
