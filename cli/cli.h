@@ -104,25 +104,7 @@ int fs_exec_program(const char *who, char **argv);
  * for a foreground job, and returns its exit status as a shell gives it. */
 int fs_wait_program(pid_t pid);
 
-/* The file fs_exec_program runs for `cmd` (its interpreter aside), into path;
- * false when there is none. */
-bool fs_exec_resolve(const char *cmd, char *path, size_t len);
-
-/* torch_route.c - whether argv runs Python (an interpreter, torchrun, a
- * script whose #! names Python, a .py file, through env or sh -c); `interp`
- * (PATH_MAX bytes) gets the interpreter it runs, or "" when that cannot be
- * told. */
-bool fs_torch_python(char *const *argv, char *interp);
-
-/* Routes PyTorch through the shim for the interpreter `python`
- * (route/torch_route.h): sets the environment, returns in *shim_conf
- * (malloc'ed, or NULL when unchanged) the FSDPSHIM_CONF value, and says in
- * one line on stderr what it changed of a user's setting. Returns -1 after a
- * message when the environment cannot be set. */
-int fs_torch_route(const char *python, const char *shim_lib, const char *shim_conf_in,
-                   char **shim_conf);
-
-/* One line on stderr, "fsdpshim[PID]: " (or "fsdpshim[PID rank R]: ") first,
+/* note.c - one line on stderr, "fsdpshim[PID]: " (or "fsdpshim[PID rank R]: ") first,
  * as the library's own lines start: the program keeps the pid. Quiet under
  * FSDPSHIM_LOG=error. */
 void fs_cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -8,7 +8,7 @@
  * `python train.py` would, instead of failing under /bin/sh. */
 #include "cli.h"
 
-#include "../common/path.h"
+#include "path.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -18,24 +18,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static bool is_regular(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool fs_exec_resolve(const char *cmd, char *path, size_t len)
-{
-    if (!*cmd) return false;
-    if (strchr(cmd, '/')) {
-        snprintf(path, len, "%s", cmd);
-        return access(path, F_OK) == 0;
-    }
-    if (fs_path_search(cmd, path, len, NULL)) return true;
-    snprintf(path, len, "./%s", cmd);
-    return is_regular(path);
-}
 
 static bool has_shebang(const char *path)
 {
@@ -98,7 +80,7 @@ int fs_exec_program(const char *who, char **argv)
     struct stat st;
     char **v;
 
-    if (!fs_exec_resolve(cmd, path, sizeof path) || stat(path, &st) != 0) {
+    if (!fs_path_resolve(cmd, path, sizeof path) || stat(path, &st) != 0) {
         if (strchr(cmd, '/'))
             fprintf(stderr, "fsdpshim %s: %s: %s\n", who, cmd, strerror(errno ? errno : ENOENT));
         else

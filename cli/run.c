@@ -5,7 +5,7 @@
  * through the environment and then becomes the program: LD_PRELOAD gets
  * libfsdpshim.so in front (--lib, else FSDPSHIM_LIB, else the library
  * installed next to this binary), FSDPSHIM_CONF the configuration, and a
- * Python program has PyTorch routed through the shim (torch_route.c). The
+ * Python program has PyTorch routed through the shim (route/). The
  * program is then run as a shell would run it (exec.c), so the exit status
  * is the program's own. With --trace (or `record`) the launcher stays: it
  * runs the program as a child, and when it ends names the trace files that
@@ -13,6 +13,8 @@
  * made (FSDPSHIM_TRACE_LIST), so that a torchrun job's ranks are all named. */
 #include "cli.h"
 #include "conf_lex.h"
+#include "python.h"
+#include "torch_route.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -98,28 +100,6 @@ void usage_record(FILE *out)
             "Exit status: that of CMD (128+N when signal N killed it, named on stderr);\n"
             "1 the library is not found or the trace cannot be written there; 2 usage\n"
             "error; 126 CMD cannot be run; 127 CMD not found.\n");
-}
-
-void fs_cli_note(const char *fmt, ...)
-{
-    static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                                            "SLURM_PROCID", "LOCAL_RANK"};
-    const char *level = getenv("FSDPSHIM_LOG"), *rank = NULL;
-    char line[4096];
-    va_list ap;
-    int n;
-
-    if (level && !strcasecmp(level, "error")) return;
-    for (size_t i = 0; i < sizeof rank_vars / sizeof rank_vars[0] && !rank; i++) {
-        const char *v = getenv(rank_vars[i]);
-        if (v && *v && strlen(v) <= 9 && strspn(v, "0123456789") == strlen(v)) rank = v;
-    }
-    n = snprintf(line, sizeof line, "fsdpshim[%d%s%s]: ", (int)getpid(), rank ? " rank " : "",
-                 rank ? rank : "");
-    va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s\n", line);
 }
 
 typedef struct launch_options {
@@ -262,19 +242,37 @@ static int nvtx_environment(const char *who, const char *lib)
     return fs_cli_setenv(who, "NVTX_INJECTION64_PATH", lib);
 }
 
+/* Routes PyTorch for argv when it runs Python (route/): the environment
+ * set, *routed the FSDPSHIM_CONF value (malloc'ed, NULL: unchanged), and one
+ * line saying what changed of the user's setting. -1 after a message when
+ * the environment cannot be set. */
+static int route_torch(char *const *argv, const char *lib, const char *conf, char **routed)
+{
+    char interp[PATH_MAX], lib_dir[PATH_MAX], note[4096], *slash;
+
+    if (!fs_route_argv_python(argv, interp)) return 0;
+    snprintf(lib_dir, sizeof lib_dir, "%s", lib);
+    if ((slash = strrchr(lib_dir, '/'))) *slash = '\0';
+    if (fs_route_torch(interp, lib_dir, conf, routed, note, sizeof note)) {
+        fprintf(stderr, "fsdpshim run: %s\n", note);
+        return -1;
+    }
+    if (*note) fs_cli_note("run: %s", note);
+    return 0;
+}
+
 int fs_shim_environment(const char *who, const char *lib_opt, const char *conf_opt,
                         char *const *argv)
 {
     const char *conf = conf_opt ? conf_opt : getenv("FSDPSHIM_CONF");
-    char lib[PATH_MAX], interp[PATH_MAX], *routed = NULL;
+    char lib[PATH_MAX], *routed = NULL;
     int rc = 0;
 
     if (!find_library(who, lib_opt, lib)) return FS_EXIT_BAD_INPUT;
     /* the shim first, then whatever else is preloaded */
     if (fs_cli_prepend(who, "LD_PRELOAD", lib)) return FS_EXIT_BAD_INPUT;
     if (nvtx_environment(who, lib)) return FS_EXIT_BAD_INPUT;
-    if (fs_torch_python(argv, interp) && fs_torch_route(interp, lib, conf, &routed))
-        return FS_EXIT_BAD_INPUT;
+    if (route_torch(argv, lib, conf, &routed)) return FS_EXIT_BAD_INPUT;
     if (routed) conf = routed;
     if (conf && fs_cli_setenv(who, "FSDPSHIM_CONF", conf)) rc = FS_EXIT_BAD_INPUT;
     free(routed);

@@ -49,3 +49,15 @@ bool fs_path_search(const char *cmd, char *out, size_t len, bool *executable)
     }
     return found;
 }
+
+bool fs_path_resolve(const char *cmd, char *path, size_t len)
+{
+    if (!*cmd) return false;
+    if (strchr(cmd, '/')) {
+        snprintf(path, len, "%s", cmd);
+        return access(path, F_OK) == 0;
+    }
+    if (fs_path_search(cmd, path, len, NULL)) return true;
+    snprintf(path, len, "./%s", cmd);
+    return is_regular(path);
+}

@@ -17,4 +17,10 @@ const char *fs_base_name(const char *path);
  * the file found can be run. */
 bool fs_path_search(const char *cmd, char *out, size_t len, bool *executable);
 
+/* `cmd` as a shell finds the program to run: a name with a slash as it is
+ * (true when it exists), else looked up on PATH (fs_path_search), else the
+ * working directory's regular file of that name (the convenience `fsdpshim
+ * run train.py` offers). The path into `path`; false when there is none. */
+bool fs_path_resolve(const char *cmd, char *path, size_t len);
+
 #endif /* FS_PATH_H */

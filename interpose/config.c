@@ -1,7 +1,7 @@
 /* config.c - FSDPSHIM_CONF, parsed once, over the keys of the user's
  * PYTORCH_CUDA_ALLOC_CONF that the shim understands.
  *
- * The syntax is PYTORCH_CUDA_ALLOC_CONF's (allocator/conf_lex.h): key:value
+ * The syntax is PYTORCH_CUDA_ALLOC_CONF's (common/conf_lex.h): key:value
  * pairs separated by commas, where a value may itself hold a bracketed list
  * (roundup_power2_divisions:[256:1,512:2,>:4]), whitespace ignored. Allocator
  * keys are applied by the allocator's own fs_alloc_config_set; the shim's

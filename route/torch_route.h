@@ -1,6 +1,6 @@
 /* torch_route.h - PyTorch's route through the shim, shared by the launcher
- * (cli/torch_route.c, for the command it is about to run) and the preloaded
- * library (interpose/torch_route.c, from its constructor in a Python
+ * (cli/run.c, for the command it is about to run) and the preloaded
+ * library (interpose/pytorch/route.c, from its constructor in a Python
  * process), so that `fsdpshim run` and LD_PRELOAD alone route PyTorch the
  * same way (SPEC 3, docs/cli.md). Plain C over the environment: it knows
  * nothing of CUDA and prints nothing; each caller says the note its own way. */

@@ -1,15 +1,16 @@
-/* torch_route.c - for a Python command, `fsdpshim run` routes PyTorch
- * through the shim: this file finds whether argv runs Python and which
- * interpreter, whose PyTorch version decides the route; the route itself is
- * route/torch_route.c, shared with the preloaded library's constructor, and
- * what changed of a user's setting is said in one line (docs/cli.md). */
-#include "cli.h"
-#include "../common/path.h"
+/* python.c - which Python a command line runs, and which one this process
+ * is (python.h): the first half of routing PyTorch, whose version decides
+ * the route (torch_route.c). The launcher asks about the argv it is about to
+ * run (cli/run.c), the preloaded library about the process it was loaded
+ * into (interpose/pytorch/route.c); both then take the same route. */
+#include "python.h"
 
+#include "path.h"
 #include "torch_route.h"
 
 #include <ctype.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -45,19 +46,19 @@ static bool script_interpreter(const char *line1, const char *line2, char *out, 
     if (!strcmp(fs_base_name(word), "env"))
         while (next_word(&p, word, sizeof word) && (word[0] == '-' || strchr(word, '=')))
             ;
-    if (fs_route_python_name(fs_base_name(word))) return fs_exec_resolve(word, out, len);
+    if (fs_route_python_name(fs_base_name(word))) return fs_path_resolve(word, out, len);
     if (!(exec = strstr(line2, "exec"))) return false;
     p = exec + 4;
     return next_word(&p, word, sizeof word) && fs_route_python_name(fs_base_name(word)) &&
-           fs_exec_resolve(word, out, len);
+           fs_path_resolve(word, out, len);
 }
 
-/* The python on PATH, which exec.c runs a .py file under that cannot run by
- * itself. */
+/* The python on PATH, which the launcher runs a .py file under that cannot
+ * run by itself (cli/exec.c). */
 static void python_on_path(char *interp)
 {
-    if (!fs_exec_resolve("python3", interp, PATH_MAX) &&
-        !fs_exec_resolve("python", interp, PATH_MAX))
+    if (!fs_path_resolve("python3", interp, PATH_MAX) &&
+        !fs_path_resolve("python", interp, PATH_MAX))
         interp[0] = '\0';
 }
 
@@ -70,7 +71,7 @@ static bool python_script(const char *cmd, char *interp)
     bool dot_py, shebang;
     FILE *f;
 
-    if (!fs_exec_resolve(cmd, path, sizeof path)) return false;
+    if (!fs_path_resolve(cmd, path, sizeof path)) return false;
     dot_py = strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".py");
     if (!(f = fopen(path, "r"))) {
         if (dot_py) python_on_path(interp);
@@ -92,7 +93,7 @@ static bool python_script(const char *cmd, char *interp)
 static bool word_runs_python(const char *word, char *interp)
 {
     if (fs_route_python_name(fs_base_name(word))) {
-        if (!fs_exec_resolve(word, interp, PATH_MAX)) interp[0] = '\0';
+        if (!fs_path_resolve(word, interp, PATH_MAX)) interp[0] = '\0';
         return true;
     }
     return python_script(word, interp) || python_name(fs_base_name(word));
@@ -165,7 +166,7 @@ static bool env_runs_python(char *const *argv, char *interp)
             break;
         }
     }
-    return argv[i] && fs_torch_python(argv + i, interp);
+    return argv[i] && fs_route_argv_python(argv + i, interp);
 }
 
 static bool shell_runs_python(char *const *argv, char *interp)
@@ -176,7 +177,7 @@ static bool shell_runs_python(char *const *argv, char *interp)
     return false;
 }
 
-bool fs_torch_python(char *const *argv, char *interp)
+bool fs_route_argv_python(char *const *argv, char *interp)
 {
     static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh"};
     const char *base = fs_base_name(argv[0]);
@@ -194,18 +195,39 @@ bool fs_torch_python(char *const *argv, char *interp)
     return false;
 }
 
-int fs_torch_route(const char *python, const char *shim_lib, const char *shim_conf_in,
-                   char **shim_conf)
+/* The interpreter as this process was started (argv[0], found on PATH as
+ * the shell found it): a venv's bin/python is a link to the base
+ * interpreter, so /proc/self/exe alone would miss the venv's packages. */
+static void started_as(const char *exe, char *out, size_t len)
 {
-    char note[4096], lib_dir[PATH_MAX];
-    char *slash;
+    char arg0[PATH_MAX] = "";
+    FILE *f = fopen("/proc/self/cmdline", "r");
+    size_t n = 0;
 
-    snprintf(lib_dir, sizeof lib_dir, "%s", shim_lib);
-    if ((slash = strrchr(lib_dir, '/'))) *slash = '\0';
-    if (fs_route_torch(python, lib_dir, shim_conf_in, shim_conf, note, sizeof note)) {
-        fprintf(stderr, "fsdpshim run: %s\n", note);
-        return -1;
+    snprintf(out, len, "%s", exe);
+    if (!f) return;
+    n = fread(arg0, 1, sizeof arg0 - 1, f);
+    fclose(f);
+    arg0[n] = '\0';
+    if (!*arg0 || !fs_route_python_name(fs_base_name(arg0))) return;
+    if (strchr(arg0, '/')) {
+        snprintf(out, len, "%s", arg0);
+        return;
     }
-    if (*note) fs_cli_note("run: %s", note);
-    return 0;
+    bool executable = false;
+    char found[PATH_MAX];
+    if (fs_path_search(arg0, found, sizeof found, &executable) && executable)
+        snprintf(out, len, "%s", found);
+}
+
+bool fs_route_process_python(char *python, size_t len)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+    if (n <= 0) return false;
+    exe[n] = '\0';
+    if (!fs_route_python_name(fs_base_name(exe))) return false;
+    started_as(exe, python, len);
+    return true;
 }
