@@ -24,10 +24,10 @@ void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream
                          .addr = addr,
                          .size = size,
                          .requested = requested,
-                         .pool = FS_POOL_ALL,
+                         .pool = FS_SIZE_ALL,
                          .stream_ordered = stream_ordered};
     if (kind == FS_EV_ALLOC || kind == FS_EV_FREE_REQUESTED || kind == FS_EV_FREE_COMPLETED)
-        ev.pool = fs_size_kind(size) == FS_KIND_SMALL ? FS_POOL_SMALL : FS_POOL_LARGE;
+        ev.pool = fs_size_kind(size) == FS_KIND_SMALL ? FS_SIZE_SMALL : FS_SIZE_LARGE;
     fs_stats_totals(&a->devs[device], &ev.allocated, &ev.reserved);
     ev.capacity = fs_dev_capacity(&a->devs[device]);
     /* A free is observed before its accounting (so that it precedes any
@@ -113,7 +113,7 @@ static void dev_teardown(fs_allocator *a, fs_dev *d)
     fs_dev_retire_all(d, true);
     fs_segments_release(a, d, FS_RELEASE_EVERYTHING, SIZE_MAX);
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
+        fs_stream_cache *p = d->pools[i];
         for (fs_segment *s = p->segs, *sn; s; s = sn) {
             sn = s->next;
             for (fs_block *b = s->head, *bn; b; b = bn) {
@@ -220,7 +220,7 @@ static void live_delta(fs_delta *dl, const fs_block *b, int sign)
 }
 
 /* Block b, just out of p's free bins, becomes live on `stream`. */
-__attribute__((always_inline)) static inline void go_live(fs_pool *p, fs_block *b, size_t req,
+__attribute__((always_inline)) static inline void go_live(fs_stream_cache *p, fs_block *b, size_t req,
                                                           fs_stream_t stream, fs_delta *dl)
 {
     b->state = FS_BLOCK_LIVE;
@@ -234,7 +234,7 @@ __attribute__((always_inline)) static inline void go_live(fs_pool *p, fs_block *
 }
 
 /* Hands out free block b of pool p (p->lock held), split if worth it. */
-static void use_free_block(fs_allocator *a, fs_pool *p, fs_block *b, size_t rounded, size_t req,
+static void use_free_block(fs_allocator *a, fs_stream_cache *p, fs_block *b, size_t rounded, size_t req,
                            fs_stream_t stream, fs_delta *dl)
 {
     fs_free_take(p, b, dl);
@@ -254,7 +254,7 @@ static void use_free_block(fs_allocator *a, fs_pool *p, fs_block *b, size_t roun
  * bottom: a borrowed block lives by the borrower's stream, not by q's, and
  * at the top it leaves q's free memory in one piece rather than cutting
  * it in two. */
-static fs_block *lend_free_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t rounded,
+static fs_block *lend_free_block(fs_allocator *a, fs_stream_cache *q, fs_block *b, size_t rounded,
                                  size_t req, fs_stream_t stream, fs_delta *dl)
 {
     if (!fs_should_split(fs_cfg(a), b, rounded)) {
@@ -274,7 +274,7 @@ static fs_block *lend_free_block(fs_allocator *a, fs_pool *q, fs_block *b, size_
 }
 
 /* Best fit among p's own free blocks of free set `set`; p->lock held. */
-static fs_block *take_own(fs_allocator *a, fs_pool *p, int set, size_t rounded, size_t req,
+static fs_block *take_own(fs_allocator *a, fs_stream_cache *p, int set, size_t rounded, size_t req,
                           fs_stream_t stream)
 {
     fs_block *b = fs_bins_lower_bound(&p->free[set], rounded);
@@ -311,7 +311,7 @@ static bool lend_would_cut(const fs_block *b, size_t rounded)
  * without it until a mark on the taker's stream completed, and FSDP2's
  * next 32 MiB request on q's stream grew a segment while NCCL's stream,
  * the taker, was still behind (4 ranks on the sim: 1.04x PyTorch's peak). */
-static fs_block *take_completed(fs_allocator *a, fs_pool *q, int set, size_t rounded, size_t req,
+static fs_block *take_completed(fs_allocator *a, fs_stream_cache *q, int set, size_t rounded, size_t req,
                                 fs_stream_t stream, fs_segment **adopt)
 {
     fs_block *b = fs_bins_lower_bound(&q->free[set], rounded);
@@ -338,7 +338,7 @@ static fs_block *take_completed(fs_allocator *a, fs_pool *q, int set, size_t rou
  * fences are passed, or waited for on the GPU), for the whole block its
  * free_requested named: a split's remainder completes later at its own
  * address (docs/trace-format.md). */
-static void use_pending_block(fs_allocator *a, fs_pool *q, fs_block *b, size_t rounded, size_t req,
+static void use_pending_block(fs_allocator *a, fs_stream_cache *q, fs_block *b, size_t rounded, size_t req,
                               fs_stream_t stream)
 {
     fs_delta dl = {.kind = b->seg->kind};
@@ -404,7 +404,7 @@ static bool waitable(const fs_block *b, enum pending_wait wait, bool exit_pendin
 /* Best-fitting pending block of q that `stream` may take: one freed
  * stream-ordered on `stream` itself, or any whose fences `wait` allows
  * waiting for on the GPU. q->lock held, and dev->lock for WAIT_ALL. */
-static fs_block *take_pending(fs_allocator *a, fs_pool *q, int set, size_t rounded, size_t req,
+static fs_block *take_pending(fs_allocator *a, fs_stream_cache *q, int set, size_t rounded, size_t req,
                               fs_stream_t stream, enum pending_wait wait)
 {
     fs_block *best = NULL;
@@ -432,28 +432,28 @@ static fs_block *take_pending(fs_allocator *a, fs_pool *q, int set, size_t round
     return best;
 }
 
-static fs_block *try_own(fs_allocator *a, fs_pool *p, int set, size_t rounded, size_t req,
+static fs_block *try_own(fs_allocator *a, fs_stream_cache *p, int set, size_t rounded, size_t req,
                          fs_stream_t stream)
 {
-    fs_pool_lock(p);
-    fs_pool_retire(a, p);
+    fs_cache_lock(p);
+    fs_cache_retire(a, p);
     fs_block *b = take_own(a, p, set, rounded, req, stream);
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     return b;
 }
 
-fs_block *fs_pool_take_free(fs_allocator *a, fs_pool *p, int set, size_t rounded, size_t req,
+fs_block *fs_cache_take_free(fs_allocator *a, fs_stream_cache *p, int set, size_t rounded, size_t req,
                             fs_stream_t stream)
 {
     return try_own(a, p, set, rounded, req, stream);
 }
 
 /* The block of segment s, just adopted by p, if nobody took it meanwhile. */
-static fs_block *take_adopted(fs_allocator *a, fs_pool *p, fs_segment *s, int set, size_t rounded,
+static fs_block *take_adopted(fs_allocator *a, fs_stream_cache *p, fs_segment *s, int set, size_t rounded,
                               size_t req, fs_stream_t stream)
 {
     fs_block *b = NULL;
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     fs_block *h = s->head;
     if (!h->next && h->state == FS_BLOCK_FREE && h->size >= rounded) {
         fs_delta dl = {.kind = fs_set_kind(set)};
@@ -461,7 +461,7 @@ static fs_block *take_adopted(fs_allocator *a, fs_pool *p, fs_segment *s, int se
         fs_stats_handout(p, &dl);
         b = h;
     }
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     return b ? b : try_own(a, p, set, rounded, req, stream);
 }
 
@@ -479,7 +479,7 @@ static fs_block *take_adopted(fs_allocator *a, fs_pool *p, fs_segment *s, int se
  * is pending by making every stream wait for the free's batch on the GPU
  * (fs_fence_gpu_wait_all), outside a graph capture, which such waits
  * would join. Caller holds dev->lock. */
-static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int set, size_t rounded,
+static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_stream_cache *p, int set, size_t rounded,
                             size_t req, fs_stream_t stream, unsigned flags)
 {
     const fs_device_ops *o = a->ops;
@@ -498,13 +498,13 @@ static fs_block *try_others(fs_allocator *a, fs_dev *d, fs_pool *p, int set, siz
         !(flags & FS_ALLOC_NO_GPU_WAIT))
         others = WAIT_STREAM;
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *q = d->pools[i];
+        fs_stream_cache *q = d->pools[i];
         fs_segment *adopt = NULL;
-        if (!fs_pool_may_serve(q, p)) continue;
-        fs_pool_lock(q);
+        if (!fs_cache_may_serve(q, p)) continue;
+        fs_cache_lock(q);
         fs_block *b = take_pending(a, q, set, rounded, req, stream, q == p ? own : others);
         if (!b && completed && q != p) b = take_completed(a, q, set, rounded, req, stream, &adopt);
-        fs_pool_unlock(q);
+        fs_cache_unlock(q);
         if (!b && adopt && fs_segment_adopt(a, q, p, adopt))
             b = take_adopted(a, p, adopt, set, rounded, req, stream);
         if (b) return b;
@@ -531,15 +531,15 @@ static bool waits_on_fences(const fs_block *b, bool exit_pending)
  * the request. Its fences are returned with a reference each (fence,
  * uses; either may be NULL); false when there is none. Caller holds
  * dev->lock. */
-static bool pending_would_serve(fs_allocator *a, fs_dev *d, fs_pool *p, int set, size_t rounded,
+static bool pending_would_serve(fs_allocator *a, fs_dev *d, fs_stream_cache *p, int set, size_t rounded,
                                 fs_fence **fence, fs_fence **uses)
 {
     bool exit_pending = fs_dev_exit_pending(d), found = false;
     for (int i = 0; i < d->npools && !found; i++) {
-        fs_pool *q = d->pools[i];
+        fs_stream_cache *q = d->pools[i];
         if (q != p && fs_cfg(a)->cross_stream_reuse == FS_REUSE_NONE) continue;
-        if (!fs_pool_may_serve(q, p)) continue;
-        fs_pool_lock(q);
+        if (!fs_cache_may_serve(q, p)) continue;
+        fs_cache_lock(q);
         for (fs_block *b = q->pending.head; b && !found; b = b->lnext) {
             if (!waits_on_fences(b, exit_pending) || fs_seg_set(b->seg) != set) continue;
             size_t run = b->size;
@@ -554,7 +554,7 @@ static bool pending_would_serve(fs_allocator *a, fs_dev *d, fs_pool *p, int set,
             if ((*fence = b->fence)) fs_fence_get(*fence);
             if ((*uses = b->uses_fence)) fs_fence_get(*uses);
         }
-        fs_pool_unlock(q);
+        fs_cache_unlock(q);
     }
     return found;
 }
@@ -570,7 +570,7 @@ static bool pending_would_serve(fs_allocator *a, fs_dev *d, fs_pool *p, int set,
  * thread goes on costs a delay, not a deadlock. Before that, pending frees
  * are taken with GPU-side waits (try_others), never host ones. Caller
  * holds dev->lock. */
-static fs_block *wait_for_frees(fs_allocator *a, fs_dev *d, fs_pool *p, int set, size_t rounded,
+static fs_block *wait_for_frees(fs_allocator *a, fs_dev *d, fs_stream_cache *p, int set, size_t rounded,
                                 size_t req, fs_stream_t stream, unsigned flags, uint64_t wait_ns)
 {
     fs_block *b = NULL;
@@ -620,7 +620,7 @@ static bool device_idle(fs_allocator *a, fs_dev *d, fs_stream_t stream)
     int n = 0;
     streams[n++] = d->legacy;
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
+        fs_stream_cache *p = d->pools[i];
         if (!atomic_load_explicit(&p->retired, memory_order_acquire) &&
             p->kind == FS_STREAM_NONBLOCKING)
             streams[n++] = p->stream;
@@ -670,11 +670,11 @@ FS_SLOW_PATH static void report_oom(fs_allocator *a, fs_dev *d, fs_stream_t stre
         .device = d->id,
         .stream = stream,
         .requested = size,
-        .allocated = (size_t)st.allocated_bytes[FS_POOL_ALL].current,
-        .reserved_free = (size_t)(st.reserved_bytes[FS_POOL_ALL].current -
-                                  st.allocated_bytes[FS_POOL_ALL].current),
+        .allocated = (size_t)st.allocated_bytes[FS_SIZE_ALL].current,
+        .reserved_free = (size_t)(st.reserved_bytes[FS_SIZE_ALL].current -
+                                  st.allocated_bytes[FS_SIZE_ALL].current),
         .largest_free = (size_t)st.largest_free_block,
-        .reserved = (size_t)st.reserved_bytes[FS_POOL_ALL].current,
+        .reserved = (size_t)st.reserved_bytes[FS_SIZE_ALL].current,
         .other_free = fs_stats_free_elsewhere(d, stream),
         .pending = (size_t)st.pending_free_bytes,
     };
@@ -701,7 +701,7 @@ size_t fs_dev_capacity(fs_dev *d)
     return c == SIZE_MAX ? 0 : c;
 }
 
-FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int set, size_t rounded,
+FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_stream_cache *p, int set, size_t rounded,
                                    size_t req, fs_stream_t stream, unsigned flags, fs_status *st)
 {
     fs_block *b = NULL;
@@ -750,7 +750,7 @@ FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_pool *p, int s
 
 /* A request of pool p's, from its free bins or else through a miss. */
 __attribute__((always_inline)) static inline fs_status malloc_in(fs_allocator *a, fs_dev *d,
-                                                                 fs_pool *p, fs_stream_t stream,
+                                                                 fs_stream_cache *p, fs_stream_t stream,
                                                                  size_t size, unsigned flags,
                                                                  void **out)
 {
@@ -762,7 +762,7 @@ __attribute__((always_inline)) static inline fs_status malloc_in(fs_allocator *a
     fs_block *b = NULL;
     fs_status st = FS_OK;
     if (rounded && fs_segment_least(rounded)) {
-        fs_pool_lock(p);
+        fs_cache_lock(p);
         /* When the best free block is a poor fit (twice the request or
          * more, so it would be split), completed deferred frees are retired
          * first, as PyTorch processes its events before an allocation: else
@@ -771,10 +771,10 @@ __attribute__((always_inline)) static inline fs_status malloc_in(fs_allocator *a
          * fences, which a good fit need not pay for. */
         if (p->pending.head) {
             fs_block *fit = fs_bins_lower_bound(&p->free[set], rounded);
-            if (fit && fit->size / 2 >= rounded) fs_pool_retire(a, p);
+            if (fit && fit->size / 2 >= rounded) fs_cache_retire(a, p);
         }
         b = take_own(a, p, set, rounded, size, stream);
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
         if (!b) b = miss(a, d, p, set, rounded, size, stream, flags, &st);
     } else {
         st = FS_ERR_OOM; /* would wrap around: no device has that much */
@@ -794,7 +794,7 @@ FS_HOT_PATH fs_status fs_malloc(fs_allocator *a, int device, fs_stream_t stream,
 {
     fs_dev *d = fs_dev_of(a, device);
     if (!d || !out || size == 0) return FS_ERR_INVALID;
-    fs_pool *p = fs_pool_get(a, device, stream);
+    fs_stream_cache *p = fs_cache_get(a, device, stream);
     if (!p) return FS_ERR_DEVICE;
     return malloc_in(a, d, p, stream, size, flags, out);
 }
@@ -804,7 +804,7 @@ fs_status fs_malloc_private(fs_allocator *a, int device, fs_stream_t stream, uin
 {
     fs_dev *d = fs_dev_of(a, device);
     if (!d || !out || size == 0) return FS_ERR_INVALID;
-    fs_pool *p = priv ? fs_private_get(a, device, stream, priv) : fs_pool_get(a, device, stream);
+    fs_stream_cache *p = priv ? fs_private_get(a, device, stream, priv) : fs_cache_get(a, device, stream);
     if (!p) return FS_ERR_DEVICE;
     return malloc_in(a, d, p, stream, size, flags, out);
 }

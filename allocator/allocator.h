@@ -255,18 +255,18 @@ typedef struct fs_stat {
     int64_t current, peak, allocated, freed;
 } fs_stat;
 
-enum { FS_POOL_ALL, FS_POOL_SMALL, FS_POOL_LARGE, FS_POOL_KINDS };
+enum { FS_SIZE_ALL, FS_SIZE_SMALL, FS_SIZE_LARGE, FS_SIZE_CLASSES };
 
 typedef struct fs_alloc_stats {
-    fs_stat allocation[FS_POOL_KINDS];
-    fs_stat segment[FS_POOL_KINDS];
-    fs_stat active[FS_POOL_KINDS];
-    fs_stat inactive_split[FS_POOL_KINDS];
-    fs_stat allocated_bytes[FS_POOL_KINDS];
-    fs_stat reserved_bytes[FS_POOL_KINDS];
-    fs_stat active_bytes[FS_POOL_KINDS];
-    fs_stat inactive_split_bytes[FS_POOL_KINDS];
-    fs_stat requested_bytes[FS_POOL_KINDS];
+    fs_stat allocation[FS_SIZE_CLASSES];
+    fs_stat segment[FS_SIZE_CLASSES];
+    fs_stat active[FS_SIZE_CLASSES];
+    fs_stat inactive_split[FS_SIZE_CLASSES];
+    fs_stat allocated_bytes[FS_SIZE_CLASSES];
+    fs_stat reserved_bytes[FS_SIZE_CLASSES];
+    fs_stat active_bytes[FS_SIZE_CLASSES];
+    fs_stat inactive_split_bytes[FS_SIZE_CLASSES];
+    fs_stat requested_bytes[FS_SIZE_CLASSES];
     /* PyTorch's: live blocks and whole segments of max_split_size or more */
     fs_stat oversize_allocations;
     fs_stat oversize_segments;
@@ -448,7 +448,7 @@ typedef struct fs_alloc_event {
     uintptr_t addr;      /* the block, or the segment's range */
     size_t size;         /* the block's rounded size, or the segment's bytes */
     size_t requested;    /* allocation and free events: the bytes asked for */
-    int pool;            /* FS_POOL_SMALL or FS_POOL_LARGE; FS_POOL_ALL for segment events */
+    int pool;            /* FS_SIZE_SMALL or FS_SIZE_LARGE; FS_SIZE_ALL for segment events */
     size_t allocated;    /* the device's bytes in live blocks, after the event */
     size_t reserved;     /* the device's reserved bytes, after the event */
     size_t capacity;     /* the device's total memory; 0 unknown */

@@ -20,7 +20,7 @@ static size_t bins_count(const fs_bins *s, size_t *bytes, const char **err)
     return n;
 }
 
-static const char *walk_pool(fs_pool *p, fs_alloc_census *c)
+static const char *walk_pool(fs_stream_cache *p, fs_alloc_census *c)
 {
     const char *err = NULL;
     size_t bin_blocks = 0, bin_bytes = 0, seg_free = 0, seg_free_bytes = 0;
@@ -107,25 +107,25 @@ const char *fs_alloc_check(fs_allocator *a, int device, fs_alloc_census *out)
     unlock_device(d);
     if (err) return err;
     if (listed != out->pending_blocks) return "pending lists and pending blocks disagree";
-    if ((size_t)st.reserved_bytes[FS_POOL_ALL].current != out->mapped_bytes)
+    if ((size_t)st.reserved_bytes[FS_SIZE_ALL].current != out->mapped_bytes)
         return "reserved_bytes disagrees with the segments";
-    if ((size_t)st.allocated_bytes[FS_POOL_ALL].current != out->live_bytes ||
-        (size_t)st.allocation[FS_POOL_ALL].current != out->live_blocks)
+    if ((size_t)st.allocated_bytes[FS_SIZE_ALL].current != out->live_bytes ||
+        (size_t)st.allocation[FS_SIZE_ALL].current != out->live_blocks)
         return "allocated_bytes or allocation disagrees with the live blocks";
-    if ((size_t)st.requested_bytes[FS_POOL_ALL].current != out->requested_bytes)
+    if ((size_t)st.requested_bytes[FS_SIZE_ALL].current != out->requested_bytes)
         return "requested_bytes disagrees with the live blocks";
     if ((size_t)st.pending_free_bytes != out->pending_bytes ||
         (size_t)st.pending_frees != out->pending_blocks)
         return "pending frees disagree with the pending blocks";
-    if ((size_t)st.active_bytes[FS_POOL_ALL].current != out->live_bytes + out->pending_bytes)
+    if ((size_t)st.active_bytes[FS_SIZE_ALL].current != out->live_bytes + out->pending_bytes)
         return "active_bytes is not live + pending";
-    if ((size_t)st.inactive_split[FS_POOL_ALL].current != out->split_free_blocks)
+    if ((size_t)st.inactive_split[FS_SIZE_ALL].current != out->split_free_blocks)
         return "inactive_split disagrees with the split free blocks";
-    if ((size_t)st.segment[FS_POOL_ALL].current != out->segments) return "segment count disagrees";
+    if ((size_t)st.segment[FS_SIZE_ALL].current != out->segments) return "segment count disagrees";
     return NULL;
 }
 
-static size_t walk_segments(fs_pool *p, fs_walk_entry *out, size_t max, size_t n)
+static size_t walk_segments(fs_stream_cache *p, fs_walk_entry *out, size_t max, size_t n)
 {
     for (fs_segment *s = p->segs; s; s = s->next) {
         if (!s->size) continue; /* a reservation with nothing mapped */

@@ -69,7 +69,7 @@ static bool ckpt_grow(void **arr, size_t *cap, size_t need, size_t each)
 }
 
 /* Appends pool p's segments and blocks to c (p->lock held). */
-static fs_status ckpt_take_pool(fs_pool *p, fs_checkpoint *c, size_t caps[2], char *why, size_t len)
+static fs_status ckpt_take_pool(fs_stream_cache *p, fs_checkpoint *c, size_t caps[2], char *why, size_t len)
 {
     for (fs_segment *s = p->segs; s; s = s->next) {
         if (!s->size) continue;
@@ -106,11 +106,11 @@ fs_status fs_alloc_checkpoint(fs_allocator *a, int device, uint64_t priv, fs_che
     pthread_mutex_lock(&d->lock);
     fs_dev_retire_all(d, false); /* frees whose streams have passed them */
     for (int i = 0; i < d->npools && st == FS_OK; i++) {
-        fs_pool *p = d->pools[i];
+        fs_stream_cache *p = d->pools[i];
         if (p->priv != priv) continue;
-        fs_pool_lock(p);
+        fs_cache_lock(p);
         st = ckpt_take_pool(p, c, caps, why, len);
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
     }
     pthread_mutex_unlock(&d->lock);
     if (st != FS_OK) {
@@ -142,10 +142,10 @@ size_t fs_checkpoint_segments(const fs_checkpoint *c, const fs_checkpoint_segmen
 
 /* The pool of `priv` holding the segment at base, and the segment; NULL
  * when it is no longer there. d->lock held. */
-static fs_segment *ckpt_find_segment(fs_dev *d, uint64_t priv, uintptr_t base, fs_pool **pool)
+static fs_segment *ckpt_find_segment(fs_dev *d, uint64_t priv, uintptr_t base, fs_stream_cache **pool)
 {
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
+        fs_stream_cache *p = d->pools[i];
         if (p->priv != priv) continue;
         for (fs_segment *s = p->segs; s; s = s->next)
             if (s->base == base) {
@@ -160,20 +160,20 @@ static fs_segment *ckpt_find_segment(fs_dev *d, uint64_t priv, uintptr_t base, f
 static fs_status ckpt_check_restore(fs_dev *d, const fs_checkpoint *c, char *why, size_t len)
 {
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
+        fs_stream_cache *p = d->pools[i];
         if (p->priv != c->priv) continue;
         const char *bad = NULL;
         uintptr_t at = 0;
-        fs_pool_lock(p);
+        fs_cache_lock(p);
         for (fs_segment *s = p->segs; s && !bad; s = s->next)
             for (fs_block *b = s->head; b && !bad; b = b->next)
                 if ((bad = ckpt_unsteady(s, b))) at = b->addr;
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
         if (bad) return ckpt_refuse(why, len, bad, at);
     }
     for (size_t i = 0; i < c->nsegs; i++) {
         const fs_checkpoint_segment *cs = &c->segs[i];
-        fs_pool *p = NULL;
+        fs_stream_cache *p = NULL;
         fs_segment *s = ckpt_find_segment(d, c->priv, cs->base, &p);
         if (!s || s->size != cs->size || p->stream != cs->stream)
             return ckpt_refuse(why, len, "the checkpoint's segment at %p is no longer the pool's",
@@ -199,7 +199,7 @@ static void ckpt_note(ckpt_addrs *l, uintptr_t addr)
 }
 
 /* Every live block of p freed and coalesced (p->lock held). */
-static void ckpt_free_live(fs_allocator *a, fs_pool *p, fs_delta dl[FS_KINDS], ckpt_addrs *freed)
+static void ckpt_free_live(fs_allocator *a, fs_stream_cache *p, fs_delta dl[FS_KINDS], ckpt_addrs *freed)
 {
     for (fs_segment *s = p->segs; s; s = s->next)
         for (fs_block *b = s->head; b; b = b->next) {
@@ -211,7 +211,7 @@ static void ckpt_free_live(fs_allocator *a, fs_pool *p, fs_delta dl[FS_KINDS], c
 
 /* Segment s of pool p, wholly free now, cut into the checkpoint's blocks
  * (p->lock held). */
-static fs_status ckpt_cut(fs_allocator *a, fs_pool *p, fs_segment *s, const fs_checkpoint_block *cb,
+static fs_status ckpt_cut(fs_allocator *a, fs_stream_cache *p, fs_segment *s, const fs_checkpoint_block *cb,
                           size_t n, fs_delta *dl, ckpt_addrs *made)
 {
     fs_block *cur = s->head;
@@ -259,24 +259,24 @@ fs_status fs_alloc_restore(fs_allocator *a, const fs_checkpoint *c, uintptr_t **
     fs_dev_retire_all(d, false);
     fs_status st = ckpt_check_restore(d, c, why, len);
     for (int i = 0; i < d->npools && st == FS_OK; i++) {
-        fs_pool *p = d->pools[i];
+        fs_stream_cache *p = d->pools[i];
         if (p->priv != c->priv) continue;
         fs_delta dl[FS_KINDS] = {{.kind = FS_KIND_SMALL}, {.kind = FS_KIND_LARGE}};
-        fs_pool_lock(p);
+        fs_cache_lock(p);
         ckpt_free_live(a, p, dl, &f);
         fs_stats_apply(p, &dl[FS_KIND_SMALL]);
         fs_stats_apply(p, &dl[FS_KIND_LARGE]);
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
     }
     for (size_t i = 0; i < c->nsegs && st == FS_OK; i++) {
         const fs_checkpoint_segment *cs = &c->segs[i];
-        fs_pool *p = NULL;
+        fs_stream_cache *p = NULL;
         fs_segment *s = ckpt_find_segment(d, c->priv, cs->base, &p);
         fs_delta dl = {.kind = s->kind};
-        fs_pool_lock(p);
+        fs_cache_lock(p);
         st = ckpt_cut(a, p, s, c->blocks + cs->first, cs->nblocks, &dl, &m);
         fs_stats_apply(p, &dl);
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
     }
     pthread_mutex_unlock(&d->lock);
     if (st == FS_ERR_OOM && why && len) snprintf(why, len, "out of host memory");

@@ -272,7 +272,7 @@ fs_status fs_fence_gpu_wait(fs_allocator *a, fs_fence *f, fs_stream_t s)
  * is waited for by every stream too. Streams the device learns of
  * afterwards wait when it does (fs_fence_wait_all_new): a new stream has
  * no order with the others. */
-static fs_status wait_one_stream(fs_allocator *a, fs_pool *p, fs_fence *f, fs_fence *uses)
+static fs_status wait_one_stream(fs_allocator *a, fs_stream_cache *p, fs_fence *f, fs_fence *uses)
 {
     if (p->all_waited < f->batch_seq) {
         fs_status st = fs_fence_gpu_wait(a, f, p->stream);
@@ -311,7 +311,7 @@ fs_status fs_fence_gpu_wait_all(fs_allocator *a, fs_dev *d, fs_fence *f, fs_fenc
     if (!f || !f->batch_seq) return FS_ERR_INVALID;
     bool legacy_seen = false;
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
+        fs_stream_cache *p = d->pools[i];
         bool legacy = p->kind == FS_STREAM_LEGACY && p->stream == d->legacy;
         legacy_seen |= legacy;
         if (atomic_load_explicit(&p->retired, memory_order_acquire) ||
@@ -335,7 +335,7 @@ fs_status fs_fence_gpu_wait_all(fs_allocator *a, fs_dev *d, fs_fence *f, fs_fenc
     return FS_OK;
 }
 
-void fs_fence_wait_all_new(fs_allocator *a, fs_dev *d, fs_pool *p)
+void fs_fence_wait_all_new(fs_allocator *a, fs_dev *d, fs_stream_cache *p)
 {
     if (capturing(d, p->stream)) return;
     if (d->all_wait && !fence_done(a, d->all_wait)) (void)wait_one_stream(a, p, d->all_wait, NULL);
@@ -391,23 +391,23 @@ bool fs_batch_fence(fs_dev *d)
     if (atomic_load_explicit(&d->unfenced, memory_order_acquire) == 0) return true;
     fs_blist *taken = calloc((size_t)d->npools, sizeof *taken);
     fs_stream_t *streams = malloc(((size_t)d->npools + 1) * sizeof *streams);
-    fs_pool **flagged = malloc(((size_t)d->npools + 1) * sizeof *flagged);
+    fs_stream_cache **flagged = malloc(((size_t)d->npools + 1) * sizeof *flagged);
     if (!taken || !streams || !flagged) goto out;
     /* First the blocks freed so far, then the streams whose work they may
      * follow: work noted before a free is then always seen. */
     long count = 0;
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
-        fs_pool_lock(p);
+        fs_stream_cache *p = d->pools[i];
+        fs_cache_lock(p);
         taken[i] = p->unfenced;
         p->unfenced = (fs_blist){0};
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
         count += (long)taken[i].n;
     }
     int n = 0, nf = 0;
     streams[n++] = d->legacy;
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
+        fs_stream_cache *p = d->pools[i];
         if (p->retired || p->kind != FS_STREAM_NONBLOCKING) continue;
         if (atomic_exchange_explicit(&p->had_work, false, memory_order_acq_rel)) {
             flagged[nf++] = p;
@@ -420,13 +420,13 @@ bool fs_batch_fence(fs_dev *d)
         for (int i = 0; i < nf; i++)
             atomic_store_explicit(&flagged[i]->had_work, true, memory_order_release);
         for (int i = 0; i < d->npools; i++) {
-            fs_pool *p = d->pools[i];
-            fs_pool_lock(p);
+            fs_stream_cache *p = d->pools[i];
+            fs_cache_lock(p);
             for (fs_block *b = taken[i].head, *next; b; b = next) {
                 next = b->lnext;
                 fs_blist_push(&p->unfenced, b);
             }
-            fs_pool_unlock(p);
+            fs_cache_unlock(p);
         }
         goto out;
     }
@@ -440,9 +440,9 @@ bool fs_batch_fence(fs_dev *d)
     d->fifo_tail = f;
     fs_spin_unlock(&d->batch_lock);
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
+        fs_stream_cache *p = d->pools[i];
         if (!taken[i].head) continue;
-        fs_pool_lock(p);
+        fs_cache_lock(p);
         for (fs_block *b = taken[i].head, *next; b; b = next) {
             next = b->lnext;
             fs_fence_get(f);
@@ -450,7 +450,7 @@ bool fs_batch_fence(fs_dev *d)
             b->state = FS_BLOCK_PENDING;
             fs_blist_push(&p->pending, b);
         }
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
     }
     atomic_fetch_sub_explicit(&d->unfenced, count, memory_order_acq_rel);
     fs_fence_put(d, d->last_batch);
@@ -485,18 +485,18 @@ void fs_batches_drop(fs_dev *d)
 void fs_marks_record(fs_dev *d)
 {
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
-        fs_pool_lock(p);
+        fs_stream_cache *p = d->pools[i];
+        fs_cache_lock(p);
         bool need = !p->mark && p->so_seq > p->so_done && !p->retired;
         uint64_t seq = p->so_seq;
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
         if (!need) continue;
         fs_fence *m = fs_fence_make(d, &p->stream, 1);
         if (!m) continue;
-        fs_pool_lock(p);
+        fs_cache_lock(p);
         p->mark = m;
         p->mark_seq = seq;
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
     }
 }
 
@@ -520,7 +520,7 @@ static bool done_once(fs_allocator *a, fs_fence *f, seen *s)
     return false;
 }
 
-void fs_block_retire(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta *dl)
+void fs_block_retire(fs_allocator *a, fs_stream_cache *p, fs_block *b, fs_delta *dl)
 {
     fs_dev *d = p->dev;
     fs_fence_put(d, b->fence);
@@ -545,7 +545,7 @@ bool fs_dev_exit_pending(fs_dev *d)
            atomic_load_explicit(&d->synced_token, memory_order_acquire);
 }
 
-FS_SLOW_PATH size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
+FS_SLOW_PATH size_t fs_cache_retire(fs_allocator *a, fs_stream_cache *p)
 {
     if (capture_underway(a)) return 0;
     fs_dev *d = p->dev;
@@ -580,7 +580,7 @@ FS_SLOW_PATH size_t fs_pool_retire(fs_allocator *a, fs_pool *p)
     return n;
 }
 
-size_t fs_pool_retire_synced(fs_allocator *a, fs_pool *p, uint64_t token)
+size_t fs_cache_retire_synced(fs_allocator *a, fs_stream_cache *p, uint64_t token)
 {
     if (capture_underway(a)) return 0;
     fs_dev *d = p->dev;
@@ -609,16 +609,16 @@ size_t fs_pool_retire_synced(fs_allocator *a, fs_pool *p, uint64_t token)
         fs_stats_apply(p, &dl[0]);
         fs_stats_apply(p, &dl[1]);
     }
-    return n + fs_pool_retire(a, p);
+    return n + fs_cache_retire(a, p);
 }
 
 /* Host-waits for every fence a pool of `d` still holds, then retires. */
-static void sync_pool(fs_allocator *a, fs_pool *p)
+static void sync_pool(fs_allocator *a, fs_stream_cache *p)
 {
     fs_dev *d = p->dev;
     for (;;) {
         fs_fence *f = NULL;
-        fs_pool_lock(p);
+        fs_cache_lock(p);
         if (p->mark && !atomic_load(&p->mark->done)) f = p->mark;
         for (fs_block *b = p->pending.head; b && !f; b = b->lnext) {
             if (b->fence && !atomic_load(&b->fence->done))
@@ -627,7 +627,7 @@ static void sync_pool(fs_allocator *a, fs_pool *p)
                 f = b->uses_fence;
         }
         if (f) fs_fence_get(f);
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
         if (!f) return;
         fence_sync(a, f);
         fs_fence_put(d, f);
@@ -644,10 +644,10 @@ static void sync_device(fs_allocator *a, fs_dev *d)
     uint64_t token = atomic_load_explicit(&d->dev_frees, memory_order_acquire);
     if (o->device_synchronize(o->ctx, d->id) != FS_DEV_OK) return;
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
-        fs_pool_lock(p);
-        fs_pool_retire_synced(a, p, token);
-        fs_pool_unlock(p);
+        fs_stream_cache *p = d->pools[i];
+        fs_cache_lock(p);
+        fs_cache_retire_synced(a, p, token);
+        fs_cache_unlock(p);
     }
 }
 
@@ -662,9 +662,9 @@ void fs_dev_retire_all(fs_dev *d, bool sync)
             sync_pool(a, d->pools[i]);
     }
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
-        fs_pool_lock(p);
-        fs_pool_retire(a, p);
-        fs_pool_unlock(p);
+        fs_stream_cache *p = d->pools[i];
+        fs_cache_lock(p);
+        fs_cache_retire(a, p);
+        fs_cache_unlock(p);
     }
 }

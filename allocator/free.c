@@ -35,10 +35,10 @@ FS_SLOW_PATH static fs_block *claim_by_index(fs_allocator *a, const void *ptr, f
     pthread_rwlock_rdlock(&a->segidx_lock);
     fs_segment *s = fs_segidx_find(a, (uintptr_t)ptr);
     if (s) {
-        fs_pool *p = s->pool;
-        fs_pool_lock(p);
+        fs_stream_cache *p = s->pool;
+        fs_cache_lock(p);
         b = fs_live_remove(&p->live, (uintptr_t)ptr);
-        if (!b) fs_pool_unlock(p);
+        if (!b) fs_cache_unlock(p);
     }
     pthread_rwlock_unlock(&a->segidx_lock);
     if (!b) *st = s ? FS_ERR_INVALID : FS_ERR_NOT_OWNED;
@@ -48,13 +48,13 @@ FS_SLOW_PATH static fs_block *claim_by_index(fs_allocator *a, const void *ptr, f
 /* The live block at ptr, taken out of its pool's live map, with that pool
  * locked; or NULL and why there is none. The pool tried first is `guess`,
  * the one the freeing thread allocated from last. */
-static fs_block *claim(fs_allocator *a, const void *ptr, fs_pool *guess, fs_status *st)
+static fs_block *claim(fs_allocator *a, const void *ptr, fs_stream_cache *guess, fs_status *st)
 {
     if (guess) {
-        fs_pool_lock(guess);
+        fs_cache_lock(guess);
         fs_block *b = fs_live_remove(&guess->live, (uintptr_t)ptr);
         if (b) return b;
-        fs_pool_unlock(guess);
+        fs_cache_unlock(guess);
     }
     return claim_by_index(a, ptr, st);
 }
@@ -67,9 +67,9 @@ static void dead_delta(fs_delta *dl, const fs_block *b)
     dl->oversize -= fs_oversize(b->seg->pool, b->size);
 }
 
-static void pace_retire(fs_allocator *a, fs_pool *p)
+static void pace_retire(fs_allocator *a, fs_stream_cache *p)
 {
-    if (p->pending.n && (++p->frees % FS_RETIRE_EVERY) == 0) fs_pool_retire(a, p);
+    if (p->pending.n && (++p->frees % FS_RETIRE_EVERY) == 0) fs_cache_retire(a, p);
 }
 
 /* The recorded uses other than stream `skip`; n is returned. */
@@ -83,7 +83,7 @@ static int other_uses(const fs_block *b, fs_stream_t skip, fs_stream_t *out)
 
 /* Device-ordered, first half: b goes on the unfenced list until the next
  * batch fence; uf holds the events of its recorded uses. p->lock held. */
-static void push_unfenced(fs_allocator *a, fs_pool *p, fs_block *b, fs_fence *uf)
+static void push_unfenced(fs_allocator *a, fs_stream_cache *p, fs_block *b, fs_fence *uf)
 {
     fs_dev *d = p->dev;
     fs_delta dl = {.kind = b->seg->kind, .pending = 1, .pending_bytes = (int64_t)b->size};
@@ -136,23 +136,23 @@ static fs_status after_unfenced(fs_dev *d, fs_fence *uf, size_t size, fs_fence *
 /* Device-ordered: on the unfenced list until the next batch fence. */
 FS_SLOW_PATH static fs_status free_device(fs_allocator *a, fs_block *b, fs_fence **fence_out)
 {
-    fs_pool *p = b->seg->pool;
+    fs_stream_cache *p = b->seg->pool;
     fs_fence *uf = NULL;
     if (b->nuses) {
         uf = fs_fence_make(p->dev, b->uses, b->nuses);
         /* NULL (a use stream is capturing): the batch fence covers every
          * stream with work, the uses included */
     }
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     size_t size = b->size;
     push_unfenced(a, p, b, uf);
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     return after_unfenced(p->dev, uf, size, fence_out);
 }
 
 /* Stream-ordered on the block's own pool stream, nothing else used it:
  * reusable at once on that stream. p->lock held. */
-static void free_local(fs_allocator *a, fs_pool *p, fs_block *b)
+static void free_local(fs_allocator *a, fs_stream_cache *p, fs_block *b)
 {
     fs_delta dl = {.kind = b->seg->kind, .active = -1, .active_bytes = -(int64_t)b->size};
     dead_delta(&dl, b);
@@ -168,7 +168,7 @@ static void free_local(fs_allocator *a, fs_pool *p, fs_block *b)
 FS_SLOW_PATH static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_stream_t s,
                                              fs_fence **fence_out)
 {
-    fs_pool *p = b->seg->pool;
+    fs_stream_cache *p = b->seg->pool;
     fs_dev *d = p->dev;
     bool retired = atomic_load_explicit(&p->retired, memory_order_acquire);
     if (retired && s == p->stream) return free_device(a, b, fence_out); /* that stream is gone */
@@ -178,9 +178,9 @@ FS_SLOW_PATH static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_st
     if (!streams) return free_device(a, b, fence_out);
     int n = other_uses(b, s, streams + 1);
     if (n == 0 && s == p->stream) {
-        fs_pool_lock(p);
+        fs_cache_lock(p);
         free_local(a, p, b);
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
         if (fence_out) *fence_out = fs_fence_make(d, &s, 1);
         return FS_OK;
     }
@@ -192,7 +192,7 @@ FS_SLOW_PATH static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_st
     if (!f) return free_device(a, b, fence_out);
     dl.pending = 1;
     dl.pending_bytes = (int64_t)b->size;
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     b->fence = f;
     b->ready_stream = s;
     b->has_ready = n == 0;
@@ -206,7 +206,7 @@ FS_SLOW_PATH static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_st
         *fence_out = f;
     }
     pace_retire(a, p);
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     return FS_OK;
 }
 
@@ -214,17 +214,17 @@ FS_SLOW_PATH static fs_status free_on_stream(fs_allocator *a, fs_block *b, fs_st
  * everything pending on the device are reusable at once. */
 FS_SLOW_PATH static fs_status free_sync(fs_allocator *a, fs_block *b, fs_fence **fence_out)
 {
-    fs_pool *p = b->seg->pool;
+    fs_stream_cache *p = b->seg->pool;
     fs_dev *d = p->dev;
     const fs_device_ops *o = a->ops;
     if (o->device_synchronize(o->ctx, d->id) != FS_DEV_OK) return free_device(a, b, fence_out);
     fs_delta dl = {.kind = b->seg->kind, .active = -1, .active_bytes = -(int64_t)b->size};
     dead_delta(&dl, b);
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     fs_free_insert(p, b, &dl);
     fs_stats_putback(p, &dl);
-    fs_pool_retire(a, p);
-    fs_pool_unlock(p);
+    fs_cache_retire(a, p);
+    fs_cache_unlock(p);
     if (fence_out) *fence_out = fs_fence_make(d, NULL, 0);
     return FS_OK;
 }
@@ -233,7 +233,7 @@ FS_SLOW_PATH static fs_status free_sync(fs_allocator *a, fs_block *b, fs_fence *
  * anyone can reuse the block. */
 static void note_free_requested(fs_allocator *a, fs_block *b, bool stream_ordered)
 {
-    fs_pool *p = b->seg->pool;
+    fs_stream_cache *p = b->seg->pool;
     fs_observe(a, FS_EV_FREE_REQUESTED, p->dev->id, b->stream, b->addr, b->size, b->requested,
                stream_ordered);
 }
@@ -243,19 +243,19 @@ FS_HOT_PATH fs_status fs_free(fs_allocator *a, void *ptr, fs_fence **fence_out)
     if (fence_out) *fence_out = NULL;
     if (!ptr) return FS_OK;
     fs_status st = FS_OK;
-    fs_block *b = claim(a, ptr, fs_pool_guess(a, FS_ANY_STREAM), &st);
+    fs_block *b = claim(a, ptr, fs_cache_guess(a, FS_ANY_STREAM), &st);
     if (!b) return st;
-    fs_pool *p = b->seg->pool;
+    fs_stream_cache *p = b->seg->pool;
     note_free_requested(a, b, false);
     const fs_device_ops *o = a->ops;
     fs_free_semantics sem = fs_cfg(a)->free_semantics;
     if (sem == FS_FREE_SEMANTICS_DEVICE && !b->nuses) {
         size_t size = b->size;
         push_unfenced(a, p, b, NULL); /* the common case, in the claim's lock */
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
         return after_unfenced(p->dev, NULL, size, fence_out);
     }
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     if (sem == FS_FREE_SEMANTICS_SYNC && o->capture_underway && o->capture_underway(o->ctx))
         sem = FS_FREE_SEMANTICS_DEVICE; /* a synchronisation would break the capture */
     switch (sem) {
@@ -274,18 +274,18 @@ FS_HOT_PATH fs_status fs_free_async(fs_allocator *a, void *ptr, fs_stream_t stre
     if (fence_out) *fence_out = NULL;
     if (!ptr) return FS_OK;
     fs_status st = FS_OK;
-    fs_block *b = claim(a, ptr, fs_pool_guess(a, stream), &st);
+    fs_block *b = claim(a, ptr, fs_cache_guess(a, stream), &st);
     if (!b) return st;
-    fs_pool *p = b->seg->pool;
+    fs_stream_cache *p = b->seg->pool;
     note_free_requested(a, b, true);
     if (stream == p->stream && !b->nuses &&
         !atomic_load_explicit(&p->retired, memory_order_acquire)) {
         free_local(a, p, b); /* the common case, in the claim's lock */
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
         if (fence_out) *fence_out = fs_fence_make(p->dev, &stream, 1);
         return FS_OK;
     }
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     return free_on_stream(a, b, stream, fence_out);
 }
 
@@ -308,11 +308,11 @@ fs_status fs_with_live_block(fs_allocator *a, const void *ptr,
     pthread_rwlock_rdlock(&a->segidx_lock);
     fs_segment *s = fs_segidx_find(a, (uintptr_t)ptr);
     if (s) {
-        fs_pool *p = s->pool;
-        fs_pool_lock(p);
+        fs_stream_cache *p = s->pool;
+        fs_cache_lock(p);
         fs_block *b = s->detached ? NULL : block_at(s, (uintptr_t)ptr);
         if (b) st = fn(b, arg);
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
     }
     pthread_rwlock_unlock(&a->segidx_lock);
     return st;

@@ -40,7 +40,7 @@
 #define FS_MIN_LARGE_ALLOC (10 * FS_MiB) /* from here a request has a segment of its own */
 #define FS_ROUND_LARGE     (2 * FS_MiB)
 
-enum { FS_KIND_SMALL, FS_KIND_LARGE, FS_KINDS }; /* == FS_POOL_SMALL - 1, FS_POOL_LARGE - 1 */
+enum { FS_KIND_SMALL, FS_KIND_LARGE, FS_KINDS }; /* == FS_SIZE_SMALL - 1, FS_SIZE_LARGE - 1 */
 
 /* Free blocks are kept in sets by size kind and by what memory their
  * segment is: a stream-ordered allocation (cudaMallocAsync) only ever
@@ -69,7 +69,7 @@ typedef enum fs_block_state {
     FS_BLOCK_UNMAPPED,
 } fs_block_state;
 
-struct fs_pool;
+struct fs_stream_cache;
 struct fs_segment;
 struct fs_dev;
 
@@ -126,7 +126,7 @@ typedef struct fs_segment {
     size_t extent;  /* the range the index answers for (reserve, else size):
                      * set before the segment enters the index, never
                      * changed, so readers need the index lock alone */
-    struct fs_pool *pool;
+    struct fs_stream_cache *pool;
     int kind;
     int pinned;
     bool ordered; /* serves stream-ordered blocks: FS_SEG_ORDERED memory or mappings */
@@ -191,7 +191,7 @@ typedef struct fs_stat_row {
  * cached hot path writes nothing else of the statistics. Counters are kept
  * by pool kind; each of the 21 (field, small|large|all) has a room, this
  * pool's share of the device's peak (see "stats.c"). */
-typedef struct fs_pool_stats {
+typedef struct fs_cache_stats {
     fs_stat_row row[FS_KINDS];
     int64_t room_all[FS_ST_POOL_FIELDS], low_all[FS_ST_POOL_FIELDS]; /* both kinds together */
     int64_t pending_frees, pending_free_bytes;
@@ -203,11 +203,11 @@ typedef struct fs_pool_stats {
     int victim;    /* the pool settling tries first to take unused room from */
     uint32_t took; /* counters whose last settling took other pools' room */
     /* for counters past room: the value before, and the most since */
-    int64_t before[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
-    int64_t high[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
-} fs_pool_stats;
+    int64_t before[FS_SIZE_CLASSES][FS_ST_POOL_FIELDS];
+    int64_t high[FS_SIZE_CLASSES][FS_ST_POOL_FIELDS];
+} fs_cache_stats;
 
-typedef struct fs_pool {
+typedef struct fs_stream_cache {
     _Alignas(64) fs_spin lock; /* the struct starts and ends on a line of its own */
     struct fs_dev *dev;
     fs_stream_t stream;
@@ -236,7 +236,7 @@ typedef struct fs_pool {
     uint64_t all_waited;
     fs_block *spare; /* recycled block metadata */
     size_t nspare;
-    struct fs_pool *hash_next; /* registry chain (live pools only) */
+    struct fs_stream_cache *hash_next; /* registry chain (live pools only) */
     /* A private pool's name (fs_malloc_private), 0 for the shared cache's
      * pools; a private pool is never in the registry ("private.c"). Its
      * configuration changes under dev->lock; no_split, read by splits
@@ -244,20 +244,20 @@ typedef struct fs_pool {
     uint64_t priv;
     fs_private_conf pconf;
     atomic_bool no_split;
-    fs_pool_stats st;
-} fs_pool;
+    fs_cache_stats st;
+} fs_stream_cache;
 
 /* A pool's lock. Every critical section on a pool goes through these two,
  * so that leaving one can finish what the section owes the device (see
- * fs_pool_unlock with the statistics). */
-static inline void fs_pool_lock(fs_pool *p)
+ * fs_cache_unlock with the statistics). */
+static inline void fs_cache_lock(fs_stream_cache *p)
 {
     fs_spin_lock(&p->lock);
 }
 
-void fs_stats_settle(fs_pool *p); /* "stats.c" */
+void fs_stats_settle(fs_stream_cache *p); /* "stats.c" */
 
-static inline void fs_pool_unlock(fs_pool *p)
+static inline void fs_cache_unlock(fs_stream_cache *p)
 {
     if (__builtin_expect((p->st.over | p->st.give) != 0, 0)) fs_stats_settle(p);
     fs_spin_unlock(&p->lock);
@@ -269,7 +269,7 @@ static inline void fs_pool_unlock(fs_pool *p)
 typedef struct fs_dev_stats {
     _Atomic int64_t cur[FS_KINDS][FS_ST_DEV_FIELDS]; /* relaxed: an observer reads them unlocked */
     int64_t total[FS_KINDS][FS_ST_DEV_FIELDS];
-    int64_t peak[FS_POOL_KINDS][FS_ST_DEV_FIELDS]; /* indexed FS_POOL_ALL, _SMALL, _LARGE */
+    int64_t peak[FS_SIZE_CLASSES][FS_ST_DEV_FIELDS]; /* indexed FS_SIZE_ALL, _SMALL, _LARGE */
     int64_t num_alloc_retries, num_ooms, num_sync_all_streams, num_device_alloc, num_device_free;
     /* Where PyTorch's `allocated` and `freed` count from since the last
      * reset_accumulated: the totals and current values then, by kind and
@@ -281,10 +281,10 @@ typedef struct fs_dev_stats {
 
 /* The device's pools as a reader without a lock sees them: immutable once
  * published, replaced whole, kept until the allocator is destroyed. */
-typedef struct fs_pool_view {
+typedef struct fs_cache_view {
     int n;
-    fs_pool *pools[];
-} fs_pool_view;
+    fs_stream_cache *pools[];
+} fs_cache_view;
 
 /* Fields are grouped by who writes them how often, each group on cache
  * lines of its own: what misses, device-ordered frees or settling
@@ -301,12 +301,12 @@ typedef struct fs_dev {
     pthread_mutex_t lock; /* registry, pool list, batch fences, growth */
     fs_allocator *a;
     int id;
-    fs_pool **pools; /* every pool, live and retired: changed under lock and peak_lock */
+    fs_stream_cache **pools; /* every pool, live and retired: changed under lock and peak_lock */
     int npools, cappools;
-    _Atomic(fs_pool_view *) view; /* the same, for fs_observe */
+    _Atomic(fs_cache_view *) view; /* the same, for fs_observe */
     void **dead; /* replaced views and destroyed pools, freed at teardown; under lock */
     int ndead, capdead;
-    fs_pool *hash[64];       /* live pools by stream handle */
+    fs_stream_cache *hash[64];       /* live pools by stream handle */
     fs_private_entry *privs; /* private pools' configurations, under lock */
     int nprivs, capprivs;
     fs_stream_t legacy;
@@ -352,11 +352,11 @@ typedef struct fs_dev {
     _Alignas(64) fs_spin stats_lock;
     fs_dev_stats st;
     _Alignas(64) fs_spin peak_lock;
-    int64_t peak[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
+    int64_t peak[FS_SIZE_CLASSES][FS_ST_POOL_FIELDS];
     atomic_int pools_at_work; /* when room was last dealt: how many pools share it */
     int64_t gone_total[FS_KINDS][FS_ST_POOL_FIELDS]; /* `total` of pools destroyed by a reset */
     _Alignas(64) fs_spin room_lock;
-    int64_t free_room[FS_POOL_KINDS][FS_ST_POOL_FIELDS];
+    int64_t free_room[FS_SIZE_CLASSES][FS_ST_POOL_FIELDS];
 } fs_dev;
 
 /* The observer in force; replaced ones are kept (a caller may still be
@@ -408,12 +408,12 @@ typedef struct fs_delta {
 } fs_delta;
 /* Applies dl to pool p's counters (segment and reserved to its device's);
  * the caller holds p's lock. */
-void fs_stats_apply(fs_pool *p, const fs_delta *dl);
+void fs_stats_apply(fs_stream_cache *p, const fs_delta *dl);
 /* The same for the cached hot path's two deltas, faster: a block handed
  * out of the free bins (allocation and active up, inactive splits either
  * way), and a block put straight back (the reverse). Nothing else may change. */
-void fs_stats_handout(fs_pool *p, const fs_delta *dl);
-void fs_stats_putback(fs_pool *p, const fs_delta *dl);
+void fs_stats_handout(fs_stream_cache *p, const fs_delta *dl);
+void fs_stats_putback(fs_stream_cache *p, const fs_delta *dl);
 void fs_stats_count(fs_dev *d, int64_t *field, int64_t by); /* a counter of d->st */
 /* A consistent snapshot. The caller holds no pool lock (it holds every
  * pool still for a moment). */
@@ -438,8 +438,8 @@ size_t fs_dev_capacity(fs_dev *d);
  * them (their counters must be at zero; their totals stay the device's),
  * drop() frees what they own, and the pools themselves are freed with the
  * device (fs_observe may still be reading their counters). */
-bool fs_stats_pool_add(fs_dev *d, fs_pool *p);
-void fs_stats_pools_keep(fs_dev *d, bool (*keep)(fs_pool *p), void (*drop)(fs_pool *p));
+bool fs_stats_pool_add(fs_dev *d, fs_stream_cache *p);
+void fs_stats_pools_keep(fs_dev *d, bool (*keep)(fs_stream_cache *p), void (*drop)(fs_stream_cache *p));
 /* Keeps memory that a reader without a lock may still hold until the
  * allocator is destroyed (d->lock held); false when out of memory. */
 bool fs_dev_keep_dead(fs_dev *d, void *mem);
@@ -481,29 +481,29 @@ typedef enum fs_release_mode {
     FS_RELEASE_FITTING,    /* whole plain segments only, as few bytes beyond `goal` as can be */
     FS_RELEASE_EVERYTHING, /* as LARGEST, held private pools too: teardown, device reset */
 } fs_release_mode;
-void fs_block_free(fs_pool *p, fs_block *b); /* caller holds p->lock; p may be NULL */
-fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size); /* the remainder, or NULL */
-void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl);     /* coalesce, then into a bin */
+void fs_block_free(fs_stream_cache *p, fs_block *b); /* caller holds p->lock; p may be NULL */
+fs_block *fs_block_split(fs_stream_cache *p, fs_block *b, size_t size); /* the remainder, or NULL */
+void fs_free_insert(fs_stream_cache *p, fs_block *b, fs_delta *dl);     /* coalesce, then into a bin */
 /* The same for the remainder of a split free block, fresh from
  * fs_block_split: its neighbours cannot be free (the block before is the
  * part just cut off, the one after did not border a free block). */
-void fs_free_insert_rest(fs_pool *p, fs_block *r, fs_delta *dl);
-void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl); /* out of its bin */
+void fs_free_insert_rest(fs_stream_cache *p, fs_block *r, fs_delta *dl);
+void fs_free_take(fs_stream_cache *p, fs_block *b, fs_delta *dl); /* out of its bin */
 /* Caller holds dev->lock, no pool lock. */
-fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, bool *oom);
+fs_status fs_segment_grow(fs_allocator *a, fs_stream_cache *p, int set, size_t rounded, bool *oom);
 size_t fs_segments_release(fs_allocator *a, fs_dev *d, fs_release_mode mode, size_t goal);
 /* Every free segment (and free page) of private pool priv, held or not. */
 size_t fs_segments_release_private(fs_allocator *a, fs_dev *d, uint64_t priv);
 fs_segment *fs_segidx_find(fs_allocator *a, uintptr_t addr); /* caller holds segidx_lock */
 /* Moves s, wholly free and completed, from one pool to another; false if it
  * no longer qualifies. Caller holds dev->lock, no pool lock. */
-bool fs_segment_adopt(fs_allocator *a, fs_pool *from, fs_pool *to, fs_segment *s);
+bool fs_segment_adopt(fs_allocator *a, fs_stream_cache *from, fs_stream_cache *to, fs_segment *s);
 void fs_segidx_remove(fs_allocator *a, fs_segment *s);
 /* Takes plain segment s, wholly free, out of its pool p for good without
  * giving its memory back (a device reset destroyed it), its accounting
  * into dl; p->lock held. The caller then takes it out of the index (no
  * pool lock held) and frees it. */
-void fs_segment_unlink(fs_pool *p, fs_segment *s, fs_delta *dl);
+void fs_segment_unlink(fs_stream_cache *p, fs_segment *s, fs_delta *dl);
 
 /* ---- "fence.c" --------------------------------------------------------- */
 fs_fence *fs_fence_make(fs_dev *d, const fs_stream_t *streams, int n); /* NULL: deferred */
@@ -517,7 +517,7 @@ fs_status fs_fence_gpu_wait(fs_allocator *a, fs_fence *f, fs_stream_t s);
 fs_status fs_fence_gpu_wait_all(fs_allocator *a, fs_dev *d, fs_fence *f, fs_fence *uses);
 /* A stream d has just learnt of (pool p) waits for what every stream was
  * made to wait for. Caller holds dev->lock. */
-void fs_fence_wait_all_new(fs_allocator *a, fs_dev *d, fs_pool *p);
+void fs_fence_wait_all_new(fs_allocator *a, fs_dev *d, fs_stream_cache *p);
 void fs_blist_push(fs_blist *l, fs_block *b);
 void fs_blist_del(fs_blist *l, fs_block *b);
 /* Caller holds dev->lock and no pool lock. */
@@ -534,15 +534,15 @@ void fs_batches_drop(fs_dev *d);
 /* Retires what completed; with sync, waits for every outstanding event first
  * (and for the whole device while a thread's exit asks for it). */
 void fs_dev_retire_all(fs_dev *d, bool sync);
-size_t fs_pool_retire(fs_allocator *a, fs_pool *p); /* caller holds p->lock */
+size_t fs_cache_retire(fs_allocator *a, fs_stream_cache *p); /* caller holds p->lock */
 /* A freed block (off its list) whose fences no longer matter goes back
  * into the free bins; its accounting into dl[kind]. Caller holds p->lock. */
-void fs_block_retire(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta *dl);
+void fs_block_retire(fs_allocator *a, fs_stream_cache *p, fs_block *b, fs_delta *dl);
 /* Caller holds dev->lock and p->lock: the host synchronised with the whole
  * device after device-ordered free number `token` was made, so those frees
  * are reusable whatever their fences say (or before they have any), and so
  * is whatever threads that exited before the token left queued. */
-size_t fs_pool_retire_synced(fs_allocator *a, fs_pool *p, uint64_t token);
+size_t fs_cache_retire_synced(fs_allocator *a, fs_stream_cache *p, uint64_t token);
 /* A thread exited with work perhaps queued on its per-thread stream, and no
  * whole-device synchronisation has covered that exit yet. */
 bool fs_dev_exit_pending(fs_dev *d);
@@ -552,7 +552,7 @@ void fs_dev_events_fini(fs_dev *d, bool destroy);
 /* Whether q's blocks and segments may serve a request of pool p: pools of
  * the shared cache serve one another (cross_stream_reuse permitting), a
  * private pool only itself. */
-static inline bool fs_pool_may_serve(const fs_pool *q, const fs_pool *p)
+static inline bool fs_cache_may_serve(const fs_stream_cache *q, const fs_stream_cache *p)
 {
     return q->priv == p->priv && (!p->priv || q == p);
 }
@@ -562,9 +562,9 @@ static inline bool fs_pool_may_serve(const fs_pool *q, const fs_pool *p)
  * PyTorch frees a released private pool; at teardown and device reset,
  * all (but segments of a pool's own source, which are left to it).
  * Caller holds dev->lock. */
-bool fs_pool_releasable(const fs_pool *p, fs_release_mode mode);
+bool fs_cache_releasable(const fs_stream_cache *p, fs_release_mode mode);
 /* The private pool priv's pool for stream s, made on first use. */
-fs_pool *fs_private_get(fs_allocator *a, int device, fs_stream_t s, uint64_t priv);
+fs_stream_cache *fs_private_get(fs_allocator *a, int device, fs_stream_t s, uint64_t priv);
 /* For a shared-cache request on a full device: a free block of a private
  * pool that lends on out of memory, on the request's stream. Caller holds
  * dev->lock. */
@@ -583,34 +583,34 @@ typedef struct fs_tls_pool {
     int device;
     unsigned gen; /* the device's gen when looked up */
     fs_stream_t s;
-    fs_pool *p;
+    fs_stream_cache *p;
 } fs_tls_pool;
 extern FS_TLS fs_tls_pool fs_tls_last_pool;
 
-fs_pool *fs_pool_lookup(fs_allocator *a, int device, fs_stream_t s); /* and remember it */
+fs_stream_cache *fs_cache_lookup(fs_allocator *a, int device, fs_stream_t s); /* and remember it */
 /* A new pool of d for stream s; in the registry unless private (priv != 0).
  * Caller holds dev->lock. */
-fs_pool *fs_pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind, uint64_t priv);
+fs_stream_cache *fs_cache_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind, uint64_t priv);
 /* What d knows stream s to be. Caller holds dev->lock. */
 enum fs_stream_kind fs_stream_kind_locked(fs_dev *d, fs_stream_t s);
 /* Frees what a pool without segments owns (not the pool itself, which a
  * reader of an old view may still look at). */
-void fs_pool_drop(fs_pool *p);
+void fs_cache_drop(fs_stream_cache *p);
 
 /* The pool of stream s: the thread's last one when it still is, without a lock. */
-static inline fs_pool *fs_pool_get(fs_allocator *a, int device, fs_stream_t s)
+static inline fs_stream_cache *fs_cache_get(fs_allocator *a, int device, fs_stream_t s)
 {
     const fs_tls_pool *t = &fs_tls_last_pool;
     if (t->serial == a->serial && t->device == device && t->s == s &&
         t->gen == atomic_load_explicit(&a->devs[device].gen, memory_order_acquire))
         return t->p;
-    return fs_pool_lookup(a, device, s);
+    return fs_cache_lookup(a, device, s);
 }
 
 /* The pool this thread last allocated from, if it is still current and
  * (s != FS_ANY_STREAM) is the pool of stream s; else NULL. No lock taken. */
 #define FS_ANY_STREAM ((fs_stream_t)-1)
-static inline fs_pool *fs_pool_guess(fs_allocator *a, fs_stream_t s)
+static inline fs_stream_cache *fs_cache_guess(fs_allocator *a, fs_stream_t s)
 {
     const fs_tls_pool *t = &fs_tls_last_pool;
     if (t->serial != a->serial || (s != FS_ANY_STREAM && t->s != s)) return NULL;
@@ -623,7 +623,7 @@ static inline fs_pool *fs_pool_guess(fs_allocator *a, fs_stream_t s)
  * with its free events (a device reset destroyed it, a checkpoint put back
  * frees it): absorbs its free neighbours and stays, so b->next holds. Its
  * accounting into dl[kind]. */
-void fs_live_drop(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta dl[FS_KINDS]);
+void fs_live_drop(fs_allocator *a, fs_stream_cache *p, fs_block *b, fs_delta dl[FS_KINDS]);
 
 /* ---- "free.c" ------------------------------------------------------------ */
 /* Runs fn on the live block containing ptr (any interior address) under its
@@ -634,7 +634,7 @@ fs_status fs_with_live_block(fs_allocator *a, const void *ptr,
 /* ---- "allocator.c" ----------------------------------------------------- */
 /* The best fit among p's free blocks after retiring its completed frees,
  * handed out for stream; NULL when none fits. No pool lock held. */
-fs_block *fs_pool_take_free(fs_allocator *a, fs_pool *p, int set, size_t rounded, size_t req,
+fs_block *fs_cache_take_free(fs_allocator *a, fs_stream_cache *p, int set, size_t rounded, size_t req,
                             fs_stream_t stream);
 /* stream_ordered: an alloc or free_requested through the stream-ordered API. */
 void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream_t s,
@@ -664,7 +664,7 @@ static inline const fs_alloc_config *fs_cfg(const fs_allocator *a)
 /* PyTorch's oversize figures count live blocks and whole segments of
  * max_split_size or more, the setting in force when each is counted (as
  * PyTorch's): 1 if `size` is such. */
-static inline int32_t fs_oversize(const fs_pool *p, size_t size)
+static inline int32_t fs_oversize(const fs_stream_cache *p, size_t size)
 {
     return size >= fs_cfg(p->dev->a)->max_split_size;
 }

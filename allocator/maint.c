@@ -38,10 +38,10 @@ void fs_alloc_note_host_sync_since(fs_allocator *a, int device, uint64_t token)
     if (!d) return;
     pthread_mutex_lock(&d->lock);
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
-        fs_pool_lock(p);
-        fs_pool_retire_synced(a, p, token);
-        fs_pool_unlock(p);
+        fs_stream_cache *p = d->pools[i];
+        fs_cache_lock(p);
+        fs_cache_retire_synced(a, p, token);
+        fs_cache_unlock(p);
     }
     pthread_mutex_unlock(&d->lock);
 }
@@ -87,7 +87,7 @@ static void trim(fs_allocator *a, fs_dev *d, void *arg)
     fs_dev_retire_all(d, false);
     fs_alloc_stats st;
     fs_stats_read(d, &st);
-    int64_t unused = st.reserved_bytes[FS_POOL_ALL].current - st.active_bytes[FS_POOL_ALL].current;
+    int64_t unused = st.reserved_bytes[FS_SIZE_ALL].current - st.active_bytes[FS_SIZE_ALL].current;
     if (unused > 0 && (size_t)unused > keep)
         fs_segments_release(a, d, FS_RELEASE_LARGEST, (size_t)unused - keep);
     pthread_mutex_unlock(&d->lock);
@@ -104,7 +104,7 @@ fs_status fs_alloc_trim(fs_allocator *a, int device, size_t keep_bytes)
 
 /* The reset destroyed the events every pending free waited for, and left
  * the device idle: each such block is free. p->lock held. */
-static void reset_pending(fs_allocator *a, fs_pool *p, fs_blist *l, fs_delta dl[FS_KINDS])
+static void reset_pending(fs_allocator *a, fs_stream_cache *p, fs_blist *l, fs_delta dl[FS_KINDS])
 {
     while (l->head) {
         fs_block *b = l->head;
@@ -113,7 +113,7 @@ static void reset_pending(fs_allocator *a, fs_pool *p, fs_blist *l, fs_delta dl[
     }
 }
 
-void fs_live_drop(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta dl[FS_KINDS])
+void fs_live_drop(fs_allocator *a, fs_stream_cache *p, fs_block *b, fs_delta dl[FS_KINDS])
 {
     fs_delta *x = &dl[b->seg->kind];
     fs_live_remove(&p->live, b->addr);
@@ -134,12 +134,12 @@ void fs_live_drop(fs_allocator *a, fs_pool *p, fs_block *b, fs_delta dl[FS_KINDS
 /* Brings pool p through the reset; returns the plain segments it gave up
  * (chained through `next`), for the caller to drop from the index. Memory
  * that survives stays with its blocks: ordered segments, and mappings. */
-static fs_segment *reset_pool(fs_allocator *a, fs_pool *p)
+static fs_segment *reset_pool(fs_allocator *a, fs_stream_cache *p)
 {
     fs_dev *d = p->dev;
     fs_delta dl[FS_KINDS] = {{.kind = FS_KIND_SMALL}, {.kind = FS_KIND_LARGE}};
     fs_segment *dropped = NULL;
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     reset_pending(a, p, &p->pending, dl);
     reset_pending(a, p, &p->unfenced, dl);
     fs_fence_put(d, p->mark);
@@ -165,11 +165,11 @@ static fs_segment *reset_pool(fs_allocator *a, fs_pool *p)
     }
     fs_stats_apply(p, &dl[FS_KIND_SMALL]);
     fs_stats_apply(p, &dl[FS_KIND_LARGE]);
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     return dropped;
 }
 
-static bool pool_has_memory(fs_pool *p)
+static bool pool_has_memory(fs_stream_cache *p)
 {
     return p->segs != NULL;
 }
@@ -180,17 +180,17 @@ static bool pool_has_memory(fs_pool *p)
 static void reset_streams(fs_dev *d)
 {
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
+        fs_stream_cache *p = d->pools[i];
         bool legacy = p->kind == FS_STREAM_LEGACY && p->stream == d->legacy;
         if (!legacy || !p->segs) atomic_store(&p->retired, true);
     }
     for (size_t h = 0; h < sizeof d->hash / sizeof d->hash[0]; h++)
-        for (fs_pool **at = &d->hash[h]; *at;)
+        for (fs_stream_cache **at = &d->hash[h]; *at;)
             if (atomic_load(&(*at)->retired))
                 *at = (*at)->hash_next;
             else
                 at = &(*at)->hash_next;
-    fs_stats_pools_keep(d, pool_has_memory, fs_pool_drop);
+    fs_stats_pools_keep(d, pool_has_memory, fs_cache_drop);
 }
 
 /* Fences of the device: their events died with the reset, and the idle
@@ -248,7 +248,7 @@ fs_status fs_alloc_segment_pin(fs_allocator *a, void *ptr, bool pin)
     pthread_rwlock_rdlock(&a->segidx_lock);
     fs_segment *s = fs_segidx_find(a, (uintptr_t)ptr);
     if (s) {
-        fs_pool_lock(s->pool);
+        fs_cache_lock(s->pool);
         if (s->detached) {
             st = FS_ERR_NOT_OWNED;
         } else if (pin) {
@@ -258,7 +258,7 @@ fs_status fs_alloc_segment_pin(fs_allocator *a, void *ptr, bool pin)
             st = s->pinned > 0 ? FS_OK : FS_ERR_INVALID;
             if (s->pinned > 0) s->pinned--;
         }
-        fs_pool_unlock(s->pool);
+        fs_cache_unlock(s->pool);
     }
     pthread_rwlock_unlock(&a->segidx_lock);
     return st;

@@ -2,7 +2,7 @@
  * it use (PyTorch's MemPool and the pools of CUDA graph captures).
  *
  * A private pool is named by a number the caller chooses (not 0, which is
- * the shared cache) and is made of one fs_pool per (device, stream), as the
+ * the shared cache) and is made of one fs_stream_cache per (device, stream), as the
  * shared cache is, so that everything a pool does (best fit, split and
  * coalesce, stream-ordered and deferred frees, statistics) works unchanged
  * inside it. What makes it private is what the rest of the allocator leaves
@@ -11,12 +11,12 @@
  *     finds them, and a free goes back to the pool its block came from (the
  *     segment's), as every free does;
  *   - a request of another pool never takes its blocks, pending or free,
- *     nor adopts its segments (fs_pool_may_serve), and its own requests
+ *     nor adopts its segments (fs_cache_may_serve), and its own requests
  *     never take the shared cache's;
  *   - while it is held, no release gives its memory back to make room for
  *     others: not garbage collection, not the high-water give-back, not
  *     empty_cache or the release-and-retry before out of memory
- *     (fs_pool_releasable). Let go (fs_alloc_private_configure with held false),
+ *     (fs_cache_releasable). Let go (fs_alloc_private_configure with held false),
  *     its free memory goes at the next empty_cache or release-and-retry,
  *     its live blocks come back to it when freed and go the same way, and
  *     once it holds no memory its pools are forgotten.
@@ -29,7 +29,7 @@
 
 #include <stdlib.h>
 
-bool fs_pool_releasable(const fs_pool *p, fs_release_mode mode)
+bool fs_cache_releasable(const fs_stream_cache *p, fs_release_mode mode)
 {
     if (!p->priv) return true;
     if (mode == FS_RELEASE_EVERYTHING) return !p->pconf.segment_alloc;
@@ -63,7 +63,7 @@ static fs_private_entry *entry_made(fs_dev *d, uint64_t priv)
     return e;
 }
 
-static void apply(fs_pool *p, const fs_private_conf *conf)
+static void apply(fs_stream_cache *p, const fs_private_conf *conf)
 {
     p->pconf = *conf;
     atomic_store_explicit(&p->no_split, conf->no_split, memory_order_relaxed);
@@ -93,23 +93,23 @@ static FS_TLS struct {
     int device;
     fs_stream_t s;
     uint64_t priv;
-    fs_pool *p;
+    fs_stream_cache *p;
 } last_private;
 
-FS_SLOW_PATH static fs_pool *private_lookup(fs_allocator *a, int device, fs_stream_t s,
+FS_SLOW_PATH static fs_stream_cache *private_lookup(fs_allocator *a, int device, fs_stream_t s,
                                             uint64_t priv)
 {
     fs_dev *d = &a->devs[device];
-    fs_pool *p = NULL;
+    fs_stream_cache *p = NULL;
     pthread_mutex_lock(&d->lock);
     for (int i = 0; i < d->npools && !p; i++) {
-        fs_pool *q = d->pools[i];
+        fs_stream_cache *q = d->pools[i];
         if (q->priv == priv && q->stream == s &&
             !atomic_load_explicit(&q->retired, memory_order_relaxed))
             p = q;
     }
     fs_private_entry *e = p ? NULL : entry_made(d, priv);
-    if (e && (p = fs_pool_new(d, s, fs_stream_kind_locked(d, s), priv))) apply(p, &e->conf);
+    if (e && (p = fs_cache_new(d, s, fs_stream_kind_locked(d, s), priv))) apply(p, &e->conf);
     unsigned gen = atomic_load_explicit(&d->gen, memory_order_acquire);
     pthread_mutex_unlock(&d->lock);
     if (p) {
@@ -123,7 +123,7 @@ FS_SLOW_PATH static fs_pool *private_lookup(fs_allocator *a, int device, fs_stre
     return p;
 }
 
-fs_pool *fs_private_get(fs_allocator *a, int device, fs_stream_t s, uint64_t priv)
+fs_stream_cache *fs_private_get(fs_allocator *a, int device, fs_stream_t s, uint64_t priv)
 {
     if (last_private.serial == a->serial && last_private.device == device && last_private.s == s &&
         last_private.priv == priv &&
@@ -138,11 +138,11 @@ fs_block *fs_private_lend(fs_allocator *a, fs_dev *d, int set, size_t rounded, s
                           fs_stream_t stream)
 {
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *q = d->pools[i];
+        fs_stream_cache *q = d->pools[i];
         if (!q->priv || !q->pconf.lend_on_oom || q->stream != stream ||
             atomic_load_explicit(&q->retired, memory_order_relaxed))
             continue;
-        fs_block *b = fs_pool_take_free(a, q, set, rounded, req, stream);
+        fs_block *b = fs_cache_take_free(a, q, set, rounded, req, stream);
         if (b) return b;
     }
     return NULL;
@@ -151,21 +151,21 @@ fs_block *fs_private_lend(fs_allocator *a, fs_dev *d, int set, size_t rounded, s
 /* ---- letting go ---- */
 
 /* Whether p is a private pool let go with no memory left. */
-static bool spent(fs_pool *p)
+static bool spent(fs_stream_cache *p)
 {
     return p->priv && !p->pconf.held && !p->segs;
 }
 
-static bool keep(fs_pool *p)
+static bool keep(fs_stream_cache *p)
 {
     return !spent(p);
 }
 
-static void forget(fs_pool *p)
+static void forget(fs_stream_cache *p)
 {
     fs_fence_put(p->dev, p->mark);
     p->mark = NULL;
-    fs_pool_drop(p);
+    fs_cache_drop(p);
 }
 
 void fs_private_forget_spent(fs_dev *d)

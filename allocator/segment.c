@@ -26,7 +26,7 @@ static fs_block *block_alloc(void)
     return b;
 }
 
-static fs_block *block_new(fs_pool *p)
+static fs_block *block_new(fs_stream_cache *p)
 {
     fs_block *b = p->spare;
     if (!b) return block_alloc();
@@ -50,7 +50,7 @@ static fs_block *block_new(fs_pool *p)
     return b;
 }
 
-void fs_block_free(fs_pool *p, fs_block *b)
+void fs_block_free(fs_stream_cache *p, fs_block *b)
 {
     if (b->uses) {
         free(b->uses);
@@ -81,7 +81,7 @@ static void split_into(fs_block *b, size_t size, fs_block *r)
 
 /* Cuts b to `size` bytes; the rest becomes a new, not yet inserted block
  * right after it. NULL (b unchanged) if metadata cannot be allocated. */
-fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size)
+fs_block *fs_block_split(fs_stream_cache *p, fs_block *b, size_t size)
 {
     fs_block *r = block_new(p);
     if (!r) return NULL;
@@ -91,7 +91,7 @@ fs_block *fs_block_split(fs_pool *p, fs_block *b, size_t size)
 
 /* ---- free bins ------------------------------------------------------------ */
 
-void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl)
+void fs_free_take(fs_stream_cache *p, fs_block *b, fs_delta *dl)
 {
     fs_bins_remove(&p->free[fs_seg_set(b->seg)], b);
     p->free_bytes[fs_seg_set(b->seg)] -= b->size;
@@ -105,7 +105,7 @@ void fs_free_take(fs_pool *p, fs_block *b, fs_delta *dl)
  * unmapped neighbour of an unmapped b) into b. Always inlined: with two
  * callers the compiler would call it from fs_free_insert, on every free's
  * path. */
-__attribute__((always_inline)) static inline void absorb(fs_pool *p, fs_block *b, fs_block *n)
+__attribute__((always_inline)) static inline void absorb(fs_stream_cache *p, fs_block *b, fs_block *n)
 {
     if (n == b->prev) {
         b->addr = n->addr;
@@ -124,7 +124,7 @@ __attribute__((always_inline)) static inline void absorb(fs_pool *p, fs_block *b
 }
 
 /* Puts free block b, already merged with its neighbours, into its bin. */
-static void bin_in(fs_pool *p, fs_block *b, fs_delta *dl)
+static void bin_in(fs_stream_cache *p, fs_block *b, fs_delta *dl)
 {
     fs_bins_insert(&p->free[fs_seg_set(b->seg)], b);
     p->free_bytes[fs_seg_set(b->seg)] += b->size;
@@ -134,7 +134,7 @@ static void bin_in(fs_pool *p, fs_block *b, fs_delta *dl)
     }
 }
 
-void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl)
+void fs_free_insert(fs_stream_cache *p, fs_block *b, fs_delta *dl)
 {
     b->state = FS_BLOCK_FREE;
     b->stream = p->stream;
@@ -153,7 +153,7 @@ void fs_free_insert(fs_pool *p, fs_block *b, fs_delta *dl)
     bin_in(p, b, dl);
 }
 
-void fs_free_insert_rest(fs_pool *p, fs_block *r, fs_delta *dl)
+void fs_free_insert_rest(fs_stream_cache *p, fs_block *r, fs_delta *dl)
 {
     r->state = FS_BLOCK_FREE;
     r->stream = p->stream;
@@ -219,7 +219,7 @@ void fs_segidx_remove(fs_allocator *a, fs_segment *s)
 
 /* ---- pool segment lists ------------------------------------------------------ */
 
-static void list_add(fs_pool *p, fs_segment *s)
+static void list_add(fs_stream_cache *p, fs_segment *s)
 {
     s->prev = NULL;
     s->next = p->segs;
@@ -227,7 +227,7 @@ static void list_add(fs_pool *p, fs_segment *s)
     p->segs = s;
 }
 
-static void list_del(fs_pool *p, fs_segment *s)
+static void list_del(fs_stream_cache *p, fs_segment *s)
 {
     if (s->prev)
         s->prev->next = s->next;
@@ -237,7 +237,7 @@ static void list_del(fs_pool *p, fs_segment *s)
     s->next = s->prev = NULL;
 }
 
-void fs_segment_unlink(fs_pool *p, fs_segment *s, fs_delta *dl)
+void fs_segment_unlink(fs_stream_cache *p, fs_segment *s, fs_delta *dl)
 {
     fs_block *b = s->head;
     fs_free_take(p, b, dl);
@@ -252,14 +252,14 @@ void fs_segment_unlink(fs_pool *p, fs_segment *s, fs_delta *dl)
 
 /* ---- changing hands ------------------------------------------------------------ */
 
-bool fs_segment_adopt(fs_allocator *a, fs_pool *from, fs_pool *to, fs_segment *s)
+bool fs_segment_adopt(fs_allocator *a, fs_stream_cache *from, fs_stream_cache *to, fs_segment *s)
 {
     bool ok = false;
     fs_delta dl = {.kind = s->kind};
     /* written, so that nobody who found the segment through the index is
      * still about to lock its old pool */
     pthread_rwlock_wrlock(&a->segidx_lock);
-    fs_pool_lock(from);
+    fs_cache_lock(from);
     fs_block *b = s->head;
     if (s->pool == from && !s->detached && !s->pinned && !s->expandable && b &&
         b->state == FS_BLOCK_FREE && !b->next && b->free_seq <= from->so_done) {
@@ -267,14 +267,14 @@ bool fs_segment_adopt(fs_allocator *a, fs_pool *from, fs_pool *to, fs_segment *s
         list_del(from, s);
         ok = true;
     }
-    fs_pool_unlock(from);
+    fs_cache_unlock(from);
     if (ok) {
-        fs_pool_lock(to);
+        fs_cache_lock(to);
         s->pool = to;
         list_add(to, s);
         b->free_seq = 0;
         fs_free_insert(to, b, &dl);
-        fs_pool_unlock(to);
+        fs_cache_unlock(to);
     }
     pthread_rwlock_unlock(&a->segidx_lock);
     return ok;
@@ -350,7 +350,7 @@ static size_t unmap_pages(fs_allocator *a, fs_dev *d, const fs_segment *s, uintp
 /* The pool's expandable segment of free set `set`, reserved on first use
  * as one unmapped block over the whole range; NULL with the reason in *st
  * (FS_ERR_NOT_OWNED: no address space, use plain segments). */
-static fs_segment *expandable_of(fs_allocator *a, fs_pool *p, int set, fs_status *st)
+static fs_segment *expandable_of(fs_allocator *a, fs_stream_cache *p, int set, fs_status *st)
 {
     fs_dev *d = p->dev;
     const fs_device_ops *o = a->ops;
@@ -393,10 +393,10 @@ static fs_segment *expandable_of(fs_allocator *a, fs_pool *p, int set, fs_status
         *st = FS_ERR_DEVICE;
         return NULL;
     }
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     p->expandable[set] = s;
     list_add(p, s);
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     return s;
 }
 
@@ -435,7 +435,7 @@ static fs_block *best_run(const fs_segment *s, size_t rounded)
 /* Maps the pages of unmapped block u below `end` and frees them into the
  * pool, merged with the free blocks around them; *next: the unmapped block
  * that follows below `end`, if any. Caller holds dev->lock. */
-static fs_status map_unmapped(fs_allocator *a, fs_pool *p, fs_block *u, uintptr_t end,
+static fs_status map_unmapped(fs_allocator *a, fs_stream_cache *p, fs_block *u, uintptr_t end,
                               fs_block **next, bool *oom)
 {
     fs_dev *d = p->dev;
@@ -443,13 +443,13 @@ static fs_status map_unmapped(fs_allocator *a, fs_pool *p, fs_block *u, uintptr_
     uintptr_t addr = u->addr;
     size_t want = (end < u->addr + u->size ? end : u->addr + u->size) - u->addr;
     *next = NULL;
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     fs_block *rest = block_new(p); /* for the pages that stay unmapped */
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     if (!rest) return FS_ERR_DEVICE;
     fs_dev_status ds;
     size_t done = map_pages(a, d, s, addr, want, &ds);
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     if (done) {
         if (done < u->size) {
             split_into(u, done, rest);
@@ -465,7 +465,7 @@ static fs_status map_unmapped(fs_allocator *a, fs_pool *p, fs_block *u, uintptr_
             *next = u->next;
     }
     if (rest) fs_block_free(p, rest);
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     if (done) fs_observe(a, FS_EV_SEGMENT_MAP, d->id, p->stream, addr, done, 0, false);
     return dev_status(ds, oom);
 }
@@ -475,12 +475,12 @@ static fs_status map_unmapped(fs_allocator *a, fs_pool *p, fs_block *u, uintptr_
  * blocks that can, from its start, just the pages the request needs.
  * FS_ERR_NOT_OWNED: no run can, grow a plain segment instead. Pages mapped
  * before a failure stay mapped (and counted) as free memory. */
-static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int set, size_t rounded, bool *oom)
+static fs_status grow_expandable(fs_allocator *a, fs_stream_cache *p, int set, size_t rounded, bool *oom)
 {
     fs_status st = FS_OK;
     fs_segment *s = expandable_of(a, p, set, &st);
     if (!s) return st;
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     fs_block *first = best_run(s, rounded), *u = NULL;
     uintptr_t end = 0;
     if (first) {
@@ -491,7 +491,7 @@ static fs_status grow_expandable(fs_allocator *a, fs_pool *p, int set, size_t ro
     for (fs_block *b = u; b && b->addr < end; b = b->next)
         if (b->state == FS_BLOCK_UNMAPPED)
             unmapped += (end < b->addr + b->size ? end : b->addr + b->size) - b->addr;
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     if (!first) return FS_ERR_NOT_OWNED;
     if (unmapped > room_under_limit(p->dev)) {
         *oom = true;
@@ -509,7 +509,7 @@ static fs_seg_memory seg_memory(const fs_segment *s)
     return s->ordered ? FS_SEG_ORDERED : FS_SEG_PLAIN;
 }
 
-fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, bool *oom)
+fs_status fs_segment_grow(fs_allocator *a, fs_stream_cache *p, int set, size_t rounded, bool *oom)
 {
     fs_dev *d = p->dev;
     const fs_device_ops *o = a->ops;
@@ -580,7 +580,7 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
     b->seg = s;
     s->head = b;
     fs_stats_count(d, &d->st.num_device_alloc, 1);
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     list_add(p, s);
     fs_delta dl = {.kind = kind,
                    .segment = 1,
@@ -588,7 +588,7 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
                    .reserved_bytes = (int64_t)size};
     fs_free_insert(p, b, &dl);
     fs_stats_apply(p, &dl);
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     fs_observe(a, FS_EV_SEGMENT_ALLOC, d->id, p->stream, s->base, size, 0, false);
     return FS_OK;
 }
@@ -598,7 +598,7 @@ fs_status fs_segment_grow(fs_allocator *a, fs_pool *p, int set, size_t rounded, 
 /* A plain segment to free, or a free block of an expandable one (found
  * again by an address inside it) whose whole pages can be unmapped. */
 typedef struct candidate {
-    fs_pool *pool;
+    fs_stream_cache *pool;
     fs_segment *seg;
     uintptr_t addr;
     size_t bytes;
@@ -608,7 +608,7 @@ typedef struct candidate {
 /* Pages on their way back to the device: an unmapped block cut out of a
  * free one, still mapped until the driver says otherwise. */
 typedef struct unmapping {
-    fs_pool *pool;
+    fs_stream_cache *pool;
     fs_block *pages;
     fs_block *spare; /* metadata for what a failed unmap leaves mapped */
 } unmapping;
@@ -647,10 +647,10 @@ static bool add_candidate(candidate **c, size_t *n, size_t *cap, candidate v)
     return true;
 }
 
-static void collect(fs_pool *p, bool unmap, candidate **c, size_t *n, size_t *cap)
+static void collect(fs_stream_cache *p, bool unmap, candidate **c, size_t *n, size_t *cap)
 {
     uint32_t now = atomic_load_explicit(&p->dev->gc_clock, memory_order_relaxed);
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     for (fs_segment *s = p->segs; s; s = s->next) {
         if (s->pinned) continue;
         if (s->expandable) {
@@ -668,7 +668,7 @@ static void collect(fs_pool *p, bool unmap, candidate **c, size_t *n, size_t *ca
         }
     }
 out:
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
 }
 
 /* The plain segments of c to release for at least `goal` bytes with as
@@ -701,19 +701,19 @@ static size_t fitting(candidate *c, size_t n, size_t goal)
 static size_t release_segment(fs_allocator *a, fs_dev *d, candidate *c)
 {
     const fs_device_ops *o = a->ops;
-    fs_pool *p = c->pool;
+    fs_stream_cache *p = c->pool;
     fs_segment *s = c->seg;
     fs_delta dl = {.kind = s->kind};
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     fs_block *b = s->head;
     if (s->pinned || b->state != FS_BLOCK_FREE || b->next) {
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
         return 0;
     }
     fs_free_take(p, b, &dl);
     list_del(p, s);
     s->detached = true;
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     fs_segidx_remove(a, s);
     if (p->pconf.segment_alloc) {
         p->pconf.segment_free(p->pconf.segment_ctx, d->id, (void *)s->base, s->size);
@@ -721,21 +721,21 @@ static size_t release_segment(fs_allocator *a, fs_dev *d, candidate *c)
         /* still the device's memory, and still ours: back as it was (the
          * index has room, it just shrank) */
         segidx_insert(a, s);
-        fs_pool_lock(p);
+        fs_cache_lock(p);
         s->detached = false;
         list_add(p, s);
         fs_free_insert(p, b, &dl);
         fs_stats_apply(p, &dl);
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
         return 0;
     }
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     dl.segment = -1;
     dl.oversize_segments = -fs_oversize(p, s->size);
     dl.reserved_bytes = -(int64_t)s->size;
     fs_stats_apply(p, &dl);
     fs_block_free(p, b);
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     fs_stats_count(d, &d->st.num_device_free, 1);
     fs_observe(a, FS_EV_SEGMENT_FREE, d->id, p->stream, s->base, s->size, 0, false);
     size_t bytes = s->size;
@@ -747,16 +747,16 @@ static size_t release_segment(fs_allocator *a, fs_dev *d, candidate *c)
  * holds addr out of the free bins, as an unmapped block (*u) that is still
  * mapped; the rest stays free. Returns their bytes, 0 if there are none
  * now (or no metadata for the cut). */
-static size_t carve(fs_pool *p, fs_segment *s, uintptr_t addr, unmapping *u)
+static size_t carve(fs_stream_cache *p, fs_segment *s, uintptr_t addr, unmapping *u)
 {
     size_t bytes = 0;
     uintptr_t lo, hi;
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     fs_block *b = s->head;
     while (b && addr - b->addr >= b->size)
         b = b->next;
     if (s->pinned || !b || b->state != FS_BLOCK_FREE || !(bytes = whole_pages(b, &lo, &hi))) {
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
         return 0;
     }
     fs_block *head_cut = block_new(p), *tail_cut = block_new(p), *spare = block_new(p);
@@ -794,7 +794,7 @@ static size_t carve(fs_pool *p, fs_segment *s, uintptr_t addr, unmapping *u)
     if (head_cut) fs_block_free(p, head_cut);
     if (tail_cut) fs_block_free(p, tail_cut);
     if (spare) fs_block_free(p, spare);
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
     return bytes;
 }
 
@@ -803,11 +803,11 @@ static size_t carve(fs_pool *p, fs_segment *s, uintptr_t addr, unmapping *u)
  * the reserved figure; what is still mapped is free again. */
 static void settle(unmapping *u, size_t done)
 {
-    fs_pool *p = u->pool;
+    fs_stream_cache *p = u->pool;
     fs_block *pages = u->pages;
     fs_segment *s = pages->seg;
     fs_delta dl = {.kind = s->kind};
-    fs_pool_lock(p);
+    fs_cache_lock(p);
     if (done < pages->size) {
         fs_block *mapped = pages;
         if (done) {
@@ -826,7 +826,7 @@ static void settle(unmapping *u, size_t done)
     }
     fs_stats_apply(p, &dl);
     if (u->spare) fs_block_free(p, u->spare);
-    fs_pool_unlock(p);
+    fs_cache_unlock(p);
 }
 
 /* Unmaps the carved pages once the device has finished with them
@@ -852,7 +852,7 @@ static size_t unmap_carved(fs_allocator *a, fs_dev *d, unmapping *um, size_t n)
 }
 
 /* Releases free memory of the pools of d that `only` names (0: every
- * pool the mode may release from, see fs_pool_releasable). Nothing goes
+ * pool the mode may release from, see fs_cache_releasable). Nothing goes
  * while a capture is under way but at teardown: a device free (cudaFree
  * synchronises) or an unmap would break the capture. */
 static size_t release(fs_allocator *a, fs_dev *d, fs_release_mode mode, size_t goal, uint64_t only)
@@ -864,8 +864,8 @@ static size_t release(fs_allocator *a, fs_dev *d, fs_release_mode mode, size_t g
     candidate *c = NULL;
     size_t n = 0, cap = 0;
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
-        if (only ? p->priv == only : fs_pool_releasable(p, mode)) collect(p, unmap, &c, &n, &cap);
+        fs_stream_cache *p = d->pools[i];
+        if (only ? p->priv == only : fs_cache_releasable(p, mode)) collect(p, unmap, &c, &n, &cap);
     }
     if (mode == FS_RELEASE_OLDEST) {
         /* PyTorch's rule: only blocks at least as old as the average go */

@@ -16,7 +16,7 @@
  * the room no pool holds (free_room). While every pool stays within its
  * rooms, the device's sum is within its peak and nobody need look. A rise
  * past a pool's room is noted (the value before it, the most it reaches)
- * and settled when the pool's critical section ends (fs_pool_unlock):
+ * and settled when the pool's critical section ends (fs_cache_unlock):
  *   1. with more room from free_room, under room_lock: one short lock on a
  *      line of the device's, paid only by a change beyond the margin a pool
  *      keeps above its values (a share of what the device has left). A
@@ -58,7 +58,7 @@
 #include <string.h>
 
 #define NF        FS_ST_POOL_FIELDS
-#define NCOUNTERS (FS_POOL_KINDS * NF)
+#define NCOUNTERS (FS_SIZE_CLASSES * NF)
 
 /* The device's own counters, read without a lock by observers. */
 static inline int64_t get(const _Atomic int64_t *v)
@@ -88,29 +88,29 @@ static inline void cur_set(int64_t *cur, int f, int64_t x)
         cur[f] = x;
 }
 
-/* A pool counter's value: one kind's (slot FS_POOL_SMALL, _LARGE), or
- * both (FS_POOL_ALL); and its room and low mark. */
-static inline int64_t value(const fs_pool_stats *s, int slot, int f)
+/* A pool counter's value: one kind's (slot FS_SIZE_SMALL, _LARGE), or
+ * both (FS_SIZE_ALL); and its room and low mark. */
+static inline int64_t value(const fs_cache_stats *s, int slot, int f)
 {
-    if (slot == FS_POOL_ALL) return cur_get(s->row[0].cur, f) + cur_get(s->row[1].cur, f);
+    if (slot == FS_SIZE_ALL) return cur_get(s->row[0].cur, f) + cur_get(s->row[1].cur, f);
     return cur_get(s->row[slot - 1].cur, f);
 }
 
-static inline int64_t *room_of(fs_pool_stats *s, int slot)
+static inline int64_t *room_of(fs_cache_stats *s, int slot)
 {
-    return slot == FS_POOL_ALL ? s->room_all : s->row[slot - 1].room;
+    return slot == FS_SIZE_ALL ? s->room_all : s->row[slot - 1].room;
 }
 
-static inline int64_t *low_of(fs_pool_stats *s, int slot)
+static inline int64_t *low_of(fs_cache_stats *s, int slot)
 {
-    return slot == FS_POOL_ALL ? s->low_all : s->row[slot - 1].low;
+    return slot == FS_SIZE_ALL ? s->low_all : s->row[slot - 1].low;
 }
 
 /* ---- the pool's side: the hot path ----------------------------------------- */
 
 /* Counter (slot, f) has risen by v to x, past its room: settled when the
  * section ends. */
-__attribute__((noinline, cold)) static void past_room(fs_pool_stats *s, int slot, int f, int64_t x,
+__attribute__((noinline, cold)) static void past_room(fs_cache_stats *s, int slot, int f, int64_t x,
                                                       int64_t v)
 {
     uint32_t bit = 1u << (slot * NF + f);
@@ -123,7 +123,7 @@ __attribute__((noinline, cold)) static void past_room(fs_pool_stats *s, int slot
     }
 }
 
-static inline void rise(fs_pool_stats *s, int k, int f, int64_t v)
+static inline void rise(fs_cache_stats *s, int k, int f, int64_t v)
 {
     fs_stat_row *r = &s->row[k];
     int64_t c = cur_get(r->cur, f) + v;
@@ -131,19 +131,19 @@ static inline void rise(fs_pool_stats *s, int k, int f, int64_t v)
     r->total[f] += v;
     if (c > r->room[f]) past_room(s, k + 1, f, c, v);
     int64_t all = c + cur_get(s->row[1 - k].cur, f);
-    if (all > s->room_all[f]) past_room(s, FS_POOL_ALL, f, all, v);
+    if (all > s->room_all[f]) past_room(s, FS_SIZE_ALL, f, all, v);
 }
 
-static inline void fall(fs_pool_stats *s, int k, int f, int64_t v)
+static inline void fall(fs_cache_stats *s, int k, int f, int64_t v)
 {
     fs_stat_row *r = &s->row[k];
     int64_t c = cur_get(r->cur, f) - v;
     cur_set(r->cur, f, c);
     if (c < r->low[f]) s->give |= 1u << ((k + 1) * NF + f);
-    if (c + cur_get(s->row[1 - k].cur, f) < s->low_all[f]) s->give |= 1u << (FS_POOL_ALL * NF + f);
+    if (c + cur_get(s->row[1 - k].cur, f) < s->low_all[f]) s->give |= 1u << (FS_SIZE_ALL * NF + f);
 }
 
-static inline void bump(fs_pool_stats *s, int k, int f, int64_t v)
+static inline void bump(fs_cache_stats *s, int k, int f, int64_t v)
 {
     if (v > 0)
         rise(s, k, f, v);
@@ -174,13 +174,13 @@ static void dev_bump(fs_dev *d, int k, int f, int64_t v)
     s->total[k][f] += v;
     if (c > s->peak[k + 1][f]) s->peak[k + 1][f] = c;
     c += get(&s->cur[1 - k][f]);
-    if (c > s->peak[FS_POOL_ALL][f]) s->peak[FS_POOL_ALL][f] = c;
+    if (c > s->peak[FS_SIZE_ALL][f]) s->peak[FS_SIZE_ALL][f] = c;
 }
 
-void fs_stats_apply(fs_pool *p, const fs_delta *dl)
+void fs_stats_apply(fs_stream_cache *p, const fs_delta *dl)
 {
     fs_delta v = *dl; /* a copy: the stores below cannot alias it */
-    fs_pool_stats *s = &p->st;
+    fs_cache_stats *s = &p->st;
     int k = v.kind;
     bump(s, k, FS_ST_ALLOCATION, v.allocation);
     bump(s, k, FS_ST_ALLOCATED_BYTES, v.allocated_bytes);
@@ -254,13 +254,13 @@ static inline void bump_quiet(fs_stat_row *r, const fs_stat_row *o, const int64_
 
 /* After rises by `by` (per field) that passed some room: which counters,
  * and from what. */
-__attribute__((noinline, cold)) static void note_past(fs_pool_stats *s, int k, const int64_t by[NF])
+__attribute__((noinline, cold)) static void note_past(fs_cache_stats *s, int k, const int64_t by[NF])
 {
     for (int f = 0; f < NF; f++) {
         if (by[f] <= 0) continue;
-        int64_t c = value(s, k + 1, f), all = value(s, FS_POOL_ALL, f);
+        int64_t c = value(s, k + 1, f), all = value(s, FS_SIZE_ALL, f);
         if (c > s->row[k].room[f]) past_room(s, k + 1, f, c, by[f]);
-        if (all > s->room_all[f]) past_room(s, FS_POOL_ALL, f, all, by[f]);
+        if (all > s->room_all[f]) past_room(s, FS_SIZE_ALL, f, all, by[f]);
     }
 }
 
@@ -272,11 +272,11 @@ __attribute__((noinline, cold)) static void note_past(fs_pool_stats *s, int k, c
                   active_bytes = (dl)->active_bytes, split = (dl)->inactive_split,                 \
                   split_bytes = (dl)->inactive_split_bytes
 
-void fs_stats_handout(fs_pool *p, const fs_delta *dl)
+void fs_stats_handout(fs_stream_cache *p, const fs_delta *dl)
 {
     assert_handout(dl, 1);
     DELTA_FIELDS(dl);
-    fs_pool_stats *s = &p->st;
+    fs_cache_stats *s = &p->st;
     fs_stat_row *r = &s->row[k];
     const fs_stat_row *o = &s->row[1 - k];
     bool past = false;
@@ -294,11 +294,11 @@ void fs_stats_handout(fs_pool *p, const fs_delta *dl)
     if (__builtin_expect(dl->oversize != 0, 0)) oversize_count(p->dev, dl->oversize);
 }
 
-void fs_stats_putback(fs_pool *p, const fs_delta *dl)
+void fs_stats_putback(fs_stream_cache *p, const fs_delta *dl)
 {
     assert_handout(dl, -1);
     DELTA_FIELDS(dl);
-    fs_pool_stats *s = &p->st;
+    fs_cache_stats *s = &p->st;
     fs_stat_row *r = &s->row[k];
     const fs_stat_row *o = &s->row[1 - k];
     bool past = false;
@@ -354,7 +354,7 @@ static inline int64_t slack(int f, int64_t m)
 /* Gives pool s of n the room `need` plus a margin out of `spare`, the rest
  * of what the device has free for the counter (including the pool's old
  * room); returns what stays free. */
-static inline int64_t deal(fs_pool_stats *s, int slot, int f, int64_t need, int64_t spare, int n)
+static inline int64_t deal(fs_cache_stats *s, int slot, int f, int64_t need, int64_t spare, int n)
 {
     int64_t m = margin(spare, n);
     room_of(s, slot)[f] = need + m;
@@ -364,17 +364,17 @@ static inline int64_t deal(fs_pool_stats *s, int slot, int f, int64_t need, int6
 
 /* A pool with blocks handed out or pending, or settling: one that deals
  * in blocks now, and gets a margin when room is dealt out. */
-static inline bool at_work(const fs_pool_stats *s)
+static inline bool at_work(const fs_cache_stats *s)
 {
-    return s->over || value(s, FS_POOL_ALL, FS_ST_ACTIVE) > 0;
+    return s->over || value(s, FS_SIZE_ALL, FS_ST_ACTIVE) > 0;
 }
 
 /* Every pool of d but `self` held still: its lock taken by trying, or
  * parked. peak_lock held; the pools then stay still until resume(). */
-static void stop(fs_dev *d, fs_pool *self)
+static void stop(fs_dev *d, fs_stream_cache *self)
 {
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *q = d->pools[i];
+        fs_stream_cache *q = d->pools[i];
         if (q == self) continue;
         for (int spins = 0;; spins++) {
             if (fs_spin_trylock(&q->lock)) {
@@ -390,10 +390,10 @@ static void stop(fs_dev *d, fs_pool *self)
     }
 }
 
-static void resume(fs_dev *d, fs_pool *self)
+static void resume(fs_dev *d, fs_stream_cache *self)
 {
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *q = d->pools[i];
+        fs_stream_cache *q = d->pools[i];
         if (q == self || !q->st.stopped) continue;
         q->st.stopped = false;
         fs_spin_unlock(&q->lock); /* between sections: nothing to settle */
@@ -417,12 +417,12 @@ static void settle_stopped(fs_dev *d)
         int bit = __builtin_ctz(over), slot = bit / NF, f = bit % NF;
         int64_t sum = 0;
         for (int i = 0; i < d->npools; i++) {
-            fs_pool_stats *s = &d->pools[i]->st;
+            fs_cache_stats *s = &d->pools[i]->st;
             sum += ((s->over >> bit) & 1) ? s->before[slot][f] : value(s, slot, f);
         }
         int64_t peak = d->peak[slot][f];
         for (int i = 0; i < d->npools; i++) {
-            fs_pool_stats *s = &d->pools[i]->st;
+            fs_cache_stats *s = &d->pools[i]->st;
             if (!((s->over >> bit) & 1)) continue;
             int64_t most = sum - s->before[slot][f] + s->high[slot][f];
             if (most > peak) peak = most;
@@ -434,7 +434,7 @@ static void settle_stopped(fs_dev *d)
          * lone thread among many streams would hold an n-th of the room */
         int64_t m = margin(peak - sum, active), dealt = 0;
         for (int i = 0; i < d->npools; i++) {
-            fs_pool_stats *s = &d->pools[i]->st;
+            fs_cache_stats *s = &d->pools[i]->st;
             int64_t v = value(s, slot, f), mi = at_work(s) ? m : 0;
             room_of(s, slot)[f] = v + mi;
             low_of(s, slot)[f] = v - slack(f, mi);
@@ -451,7 +451,7 @@ static void settle_stopped(fs_dev *d)
 /* Step 2 for pool self, whose critical section is done: parks, and once
  * peak_lock is its own settles, unless a reader or another pool's settling
  * did it meanwhile. */
-__attribute__((noinline, cold)) static void settle_all(fs_pool *self)
+__attribute__((noinline, cold)) static void settle_all(fs_stream_cache *self)
 {
     fs_dev *d = self->dev;
     atomic_store_explicit(&self->st.parked, true, memory_order_release);
@@ -473,19 +473,19 @@ __attribute__((noinline, cold)) static void settle_all(fs_pool *self)
  * every other moment need n blocks of room, while the sum's peak holds
  * about n/2 more): the pools low at that moment have the room the others
  * need, and a trylock is a word of theirs to write, not the device's. */
-static void take_unused(fs_pool *p)
+static void take_unused(fs_stream_cache *p)
 {
-    fs_pool_stats *s = &p->st;
-    fs_pool_view *v = atomic_load_explicit(&p->dev->view, memory_order_acquire);
+    fs_cache_stats *s = &p->st;
+    fs_cache_view *v = atomic_load_explicit(&p->dev->view, memory_order_acquire);
     int n = v ? v->n : 0, i = s->victim;
     /* Not twice running for a counter: pools trading a unit to and fro
      * while the sum's peak lies below their highs together never learn
      * whether they reached them at once, which only step 2 can tell. */
     uint32_t want = s->over & ~s->took, before = s->over;
     for (int tried = 0; tried < n && (s->over & want); tried++, i++) {
-        fs_pool *q = v->pools[i %= n];
+        fs_stream_cache *q = v->pools[i %= n];
         if (q == p || !fs_spin_trylock(&q->lock)) continue;
-        fs_pool_stats *o = &q->st; /* between sections: every counter within room */
+        fs_cache_stats *o = &q->st; /* between sections: every counter within room */
         for (uint32_t todo = s->over & want; todo; todo &= todo - 1) {
             int bit = __builtin_ctz(todo), slot = bit / NF, f = bit % NF;
             int64_t c = value(s, slot, f), need = s->high[slot][f] > c ? s->high[slot][f] : c;
@@ -507,10 +507,10 @@ static void take_unused(fs_pool *p)
 
 /* Step 1, at the end of a critical section on p with counters past room
  * (over) or well below it (give). */
-void fs_stats_settle(fs_pool *p)
+void fs_stats_settle(fs_stream_cache *p)
 {
     fs_dev *d = p->dev;
-    fs_pool_stats *s = &p->st;
+    fs_cache_stats *s = &p->st;
     /* the margin's share: the pools at work when room was last dealt */
     int n = atomic_load_explicit(&d->pools_at_work, memory_order_relaxed);
     uint32_t todo = s->over | s->give;
@@ -559,10 +559,10 @@ void fs_stats_resume(fs_dev *d)
 /* One field of the public form from per-kind current and total values and
  * the three peaks. */
 static void export_field(const int64_t cur[FS_KINDS], const int64_t total[FS_KINDS],
-                         const int64_t peak[FS_POOL_KINDS], const fs_dev_stats *s, int f,
-                         fs_stat out[FS_POOL_KINDS])
+                         const int64_t peak[FS_SIZE_CLASSES], const fs_dev_stats *s, int f,
+                         fs_stat out[FS_SIZE_CLASSES])
 {
-    memset(out, 0, FS_POOL_KINDS * sizeof *out);
+    memset(out, 0, FS_SIZE_CLASSES * sizeof *out);
     for (int k = 0; k < FS_KINDS; k++) {
         fs_stat *o = &out[k + 1];
         o->current = cur[k];
@@ -570,11 +570,11 @@ static void export_field(const int64_t cur[FS_KINDS], const int64_t total[FS_KIN
         o->allocated = total[k] - s->acc_total[k][f];
         o->freed = o->allocated - (o->current - s->acc_cur[k][f]);
         o->peak = peak[k + 1];
-        out[FS_POOL_ALL].current += o->current;
-        out[FS_POOL_ALL].allocated += o->allocated;
-        out[FS_POOL_ALL].freed += o->freed;
+        out[FS_SIZE_ALL].current += o->current;
+        out[FS_SIZE_ALL].allocated += o->allocated;
+        out[FS_SIZE_ALL].freed += o->freed;
     }
-    out[FS_POOL_ALL].peak = peak[FS_POOL_ALL];
+    out[FS_SIZE_ALL].peak = peak[FS_SIZE_ALL];
 }
 
 static fs_stat *public_field(fs_alloc_stats *out, int f)
@@ -605,7 +605,7 @@ void fs_stats_read_stopped(fs_dev *d, fs_alloc_stats *out)
 {
     memset(out, 0, sizeof *out);
     for (int f = 0; f < NF; f++) {
-        int64_t cur[FS_KINDS] = {0}, total[FS_KINDS] = {0}, peak[FS_POOL_KINDS];
+        int64_t cur[FS_KINDS] = {0}, total[FS_KINDS] = {0}, peak[FS_SIZE_CLASSES];
         for (int k = 0; k < FS_KINDS; k++) {
             total[k] = d->gone_total[k][f];
             for (int i = 0; i < d->npools; i++) {
@@ -613,7 +613,7 @@ void fs_stats_read_stopped(fs_dev *d, fs_alloc_stats *out)
                 total[k] += d->pools[i]->st.row[k].total[f];
             }
         }
-        for (int slot = 0; slot < FS_POOL_KINDS; slot++)
+        for (int slot = 0; slot < FS_SIZE_CLASSES; slot++)
             peak[slot] = d->peak[slot][f];
         export_field(cur, total, peak, &d->st, f, public_field(out, f));
     }
@@ -624,12 +624,12 @@ void fs_stats_read_stopped(fs_dev *d, fs_alloc_stats *out)
     fs_spin_lock(&d->stats_lock);
     const fs_dev_stats *s = &d->st;
     for (int f = 0; f < FS_ST_DEV_FIELDS; f++) {
-        int64_t cur[FS_KINDS], total[FS_KINDS], peak[FS_POOL_KINDS];
+        int64_t cur[FS_KINDS], total[FS_KINDS], peak[FS_SIZE_CLASSES];
         for (int k = 0; k < FS_KINDS; k++) {
             cur[k] = get(&s->cur[k][f]);
             total[k] = s->total[k][f];
         }
-        for (int slot = 0; slot < FS_POOL_KINDS; slot++)
+        for (int slot = 0; slot < FS_SIZE_CLASSES; slot++)
             peak[slot] = s->peak[slot][f];
         export_field(cur, total, peak, s, FS_ST_POOL_FIELDS + f,
                      public_field(out, FS_ST_POOL_FIELDS + f));
@@ -654,9 +654,9 @@ void fs_stats_read(fs_dev *d, fs_alloc_stats *out)
 void fs_stats_totals(fs_dev *d, size_t *allocated, size_t *reserved)
 {
     int64_t al = 0, re = 0;
-    fs_pool_view *v = atomic_load_explicit(&d->view, memory_order_acquire);
+    fs_cache_view *v = atomic_load_explicit(&d->view, memory_order_acquire);
     for (int i = 0; v && i < v->n; i++)
-        al += value(&v->pools[i]->st, FS_POOL_ALL, FS_ST_ALLOCATED_BYTES);
+        al += value(&v->pools[i]->st, FS_SIZE_ALL, FS_ST_ALLOCATED_BYTES);
     for (int k = 0; k < FS_KINDS; k++)
         re += get(&d->st.cur[k][FS_ST_RESERVED_BYTES - FS_ST_POOL_FIELDS]);
     /* each pool's figure is exact; their sum, read unlocked, may mix moments */
@@ -693,8 +693,8 @@ bool fs_dev_keep_dead(fs_dev *d, void *mem)
 /* Publishes d->pools for fs_stats_totals; the old view lives on. */
 static bool publish(fs_dev *d)
 {
-    fs_pool_view *v = malloc(sizeof *v + (size_t)d->npools * sizeof v->pools[0]);
-    fs_pool_view *old = atomic_load_explicit(&d->view, memory_order_relaxed);
+    fs_cache_view *v = malloc(sizeof *v + (size_t)d->npools * sizeof v->pools[0]);
+    fs_cache_view *old = atomic_load_explicit(&d->view, memory_order_relaxed);
     if (!v || !fs_dev_keep_dead(d, old)) {
         free(v);
         return false;
@@ -705,14 +705,14 @@ static bool publish(fs_dev *d)
     return true;
 }
 
-bool fs_stats_pool_add(fs_dev *d, fs_pool *p)
+bool fs_stats_pool_add(fs_dev *d, fs_stream_cache *p)
 {
     bool ok = true;
     /* a settler walks d->pools under peak_lock alone */
     fs_spin_lock(&d->peak_lock);
     if (d->npools == d->cappools) {
         int cap = d->cappools ? d->cappools * 2 : 8;
-        fs_pool **n = realloc(d->pools, (size_t)cap * sizeof *n);
+        fs_stream_cache **n = realloc(d->pools, (size_t)cap * sizeof *n);
         if (n) {
             d->pools = n;
             d->cappools = cap;
@@ -730,15 +730,15 @@ bool fs_stats_pool_add(fs_dev *d, fs_pool *p)
     return ok;
 }
 
-void fs_stats_pools_keep(fs_dev *d, bool (*keep)(fs_pool *p), void (*drop)(fs_pool *p))
+void fs_stats_pools_keep(fs_dev *d, bool (*keep)(fs_stream_cache *p), void (*drop)(fs_stream_cache *p))
 {
-    fs_pool *gone = NULL;
+    fs_stream_cache *gone = NULL;
     /* still, for settling takes room from pools found in a view */
     fs_stats_stop(d);
     fs_spin_lock(&d->room_lock);
     int kept = 0;
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
+        fs_stream_cache *p = d->pools[i];
         if (keep(p)) {
             d->pools[kept++] = p;
             continue;
@@ -749,7 +749,7 @@ void fs_stats_pools_keep(fs_dev *d, bool (*keep)(fs_pool *p), void (*drop)(fs_po
                 assert(cur_get(p->st.row[k].cur, f) == 0);
                 d->gone_total[k][f] += p->st.row[k].total[f];
             }
-            for (int slot = 0; slot < FS_POOL_KINDS; slot++) {
+            for (int slot = 0; slot < FS_SIZE_CLASSES; slot++) {
                 d->free_room[slot][f] += room_of(&p->st, slot)[f];
                 room_of(&p->st, slot)[f] = 0; /* nobody takes it twice */
             }
@@ -766,7 +766,7 @@ void fs_stats_pools_keep(fs_dev *d, bool (*keep)(fs_pool *p), void (*drop)(fs_po
     fs_stats_resume(d);
     publish(d); /* out of memory: the old view, naming the gone pools too, stays */
     while (gone) {
-        fs_pool *p = gone;
+        fs_stream_cache *p = gone;
         gone = p->hash_next;
         drop(p);
         /* a reader of an old view may still look at its counters (out of
@@ -782,13 +782,13 @@ static int64_t largest_free(fs_dev *d)
     size_t best = 0;
     pthread_mutex_lock(&d->lock);
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
-        fs_pool_lock(p);
+        fs_stream_cache *p = d->pools[i];
+        fs_cache_lock(p);
         for (int k = 0; k < FS_SETS; k++) {
             fs_block *m = fs_bins_max(&p->free[k]);
             if (m && m->size > best) best = m->size;
         }
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
     }
     pthread_mutex_unlock(&d->lock);
     return (int64_t)best;
@@ -799,12 +799,12 @@ size_t fs_stats_free_elsewhere(fs_dev *d, fs_stream_t stream)
     size_t bytes = 0;
     pthread_mutex_lock(&d->lock);
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
+        fs_stream_cache *p = d->pools[i];
         if (p->stream == stream) continue;
-        fs_pool_lock(p);
+        fs_cache_lock(p);
         for (int k = 0; k < FS_SETS; k++)
             bytes += p->free_bytes[k];
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
     }
     pthread_mutex_unlock(&d->lock);
     return bytes;
@@ -820,12 +820,12 @@ size_t fs_alloc_stream_free(fs_allocator *a, int device, fs_stream_free *out, si
     fs_dev *d = &a->devs[device];
     pthread_mutex_lock(&d->lock);
     for (int i = 0; i < d->npools; i++) {
-        fs_pool *p = d->pools[i];
+        fs_stream_cache *p = d->pools[i];
         fs_stream_free f = {.stream = p->stream};
-        fs_pool_lock(p);
+        fs_cache_lock(p);
         for (int k = 0; k < FS_SETS; k++)
             f.bytes += p->free_bytes[k];
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
         if (!f.bytes) continue;
         f.retired = atomic_load_explicit(&p->retired, memory_order_relaxed);
         n++;
@@ -853,7 +853,7 @@ static void add_stat(fs_stat *to, const fs_stat *from)
 
 static void add_all(fs_alloc_stats *to, const fs_alloc_stats *from)
 {
-    for (int k = 0; k < FS_POOL_KINDS; k++) {
+    for (int k = 0; k < FS_SIZE_CLASSES; k++) {
         add_stat(&to->allocation[k], &from->allocation[k]);
         add_stat(&to->segment[k], &from->segment[k]);
         add_stat(&to->active[k], &from->active[k]);
@@ -939,11 +939,11 @@ void fs_alloc_reset_peak(fs_allocator *a, int device)
         fs_dev *d = &a->devs[i];
         fs_stats_stop(d);
         fs_spin_lock(&d->room_lock);
-        for (int slot = 0; slot < FS_POOL_KINDS; slot++) {
+        for (int slot = 0; slot < FS_SIZE_CLASSES; slot++) {
             for (int f = 0; f < NF; f++) {
                 int64_t sum = 0;
                 for (int j = 0; j < d->npools; j++) {
-                    fs_pool_stats *s = &d->pools[j]->st;
+                    fs_cache_stats *s = &d->pools[j]->st;
                     int64_t v = value(s, slot, f);
                     room_of(s, slot)[f] = low_of(s, slot)[f] = v;
                     sum += v;
@@ -956,10 +956,10 @@ void fs_alloc_reset_peak(fs_allocator *a, int device)
         fs_spin_lock(&d->stats_lock);
         fs_dev_stats *s = &d->st;
         for (int f = 0; f < FS_ST_DEV_FIELDS; f++) {
-            s->peak[FS_POOL_ALL][f] = 0;
+            s->peak[FS_SIZE_ALL][f] = 0;
             for (int k = 0; k < FS_KINDS; k++) {
                 s->peak[k + 1][f] = get(&s->cur[k][f]);
-                s->peak[FS_POOL_ALL][f] += get(&s->cur[k][f]);
+                s->peak[FS_SIZE_ALL][f] += get(&s->cur[k][f]);
             }
         }
         s->oversize_allocations.peak = s->oversize_allocations.current;

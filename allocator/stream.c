@@ -14,9 +14,9 @@ static size_t bucket(fs_stream_t s)
     return (size_t)(h >> 58);
 }
 
-fs_pool *fs_pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind, uint64_t priv)
+fs_stream_cache *fs_cache_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind, uint64_t priv)
 {
-    fs_pool *p = fs_zalloc_lines(sizeof *p);
+    fs_stream_cache *p = fs_zalloc_lines(sizeof *p);
     if (!p) return NULL;
     if (fs_live_init(&p->live) != 0) {
         free(p);
@@ -48,7 +48,7 @@ fs_pool *fs_pool_new(fs_dev *d, fs_stream_t s, enum fs_stream_kind kind, uint64_
     return p;
 }
 
-void fs_pool_drop(fs_pool *p)
+void fs_cache_drop(fs_stream_cache *p)
 {
     fs_live_fini(&p->live);
     for (fs_block *b = p->spare, *next; b; b = next) {
@@ -58,29 +58,29 @@ void fs_pool_drop(fs_pool *p)
     p->spare = NULL;
 }
 
-static fs_pool *lookup_locked(fs_dev *d, fs_stream_t s, bool create)
+static fs_stream_cache *lookup_locked(fs_dev *d, fs_stream_t s, bool create)
 {
-    for (fs_pool *p = d->hash[bucket(s)]; p; p = p->hash_next)
+    for (fs_stream_cache *p = d->hash[bucket(s)]; p; p = p->hash_next)
         if (p->stream == s) return p;
     if (!create) return NULL;
     /* First seen in a call: without knowing better, it gets fence events of
      * its own, which is always safe. */
-    return fs_pool_new(d, s, s == d->legacy ? FS_STREAM_LEGACY : FS_STREAM_NONBLOCKING, 0);
+    return fs_cache_new(d, s, s == d->legacy ? FS_STREAM_LEGACY : FS_STREAM_NONBLOCKING, 0);
 }
 
 enum fs_stream_kind fs_stream_kind_locked(fs_dev *d, fs_stream_t s)
 {
-    fs_pool *p = lookup_locked(d, s, false);
+    fs_stream_cache *p = lookup_locked(d, s, false);
     return p ? p->kind : s == d->legacy ? FS_STREAM_LEGACY : FS_STREAM_NONBLOCKING;
 }
 
 FS_TLS fs_tls_pool fs_tls_last_pool;
 
-FS_SLOW_PATH fs_pool *fs_pool_lookup(fs_allocator *a, int device, fs_stream_t s)
+FS_SLOW_PATH fs_stream_cache *fs_cache_lookup(fs_allocator *a, int device, fs_stream_t s)
 {
     fs_dev *d = &a->devs[device];
     pthread_mutex_lock(&d->lock);
-    fs_pool *p = lookup_locked(d, s, true);
+    fs_stream_cache *p = lookup_locked(d, s, true);
     unsigned gen = atomic_load_explicit(&d->gen, memory_order_acquire);
     pthread_mutex_unlock(&d->lock);
     if (p) {
@@ -101,11 +101,11 @@ void fs_alloc_stream_register(fs_allocator *a, int device, fs_stream_t s, enum f
     pthread_mutex_lock(&d->lock);
     if (kind == FS_STREAM_LEGACY && d->legacy != s) {
         /* the legacy handle moves: whatever pool had it is now a plain stream */
-        fs_pool *old = lookup_locked(d, d->legacy, false);
+        fs_stream_cache *old = lookup_locked(d, d->legacy, false);
         if (old && old->kind == FS_STREAM_LEGACY) old->kind = FS_STREAM_NONBLOCKING;
         d->legacy = s;
     }
-    fs_pool *p = lookup_locked(d, s, true);
+    fs_stream_cache *p = lookup_locked(d, s, true);
     if (p) p->kind = kind;
     pthread_mutex_unlock(&d->lock);
 }
@@ -113,15 +113,15 @@ void fs_alloc_stream_register(fs_allocator *a, int device, fs_stream_t s, enum f
 void fs_alloc_stream_note_work(fs_allocator *a, int device, fs_stream_t s)
 {
     if (device < 0 || device >= a->ndev) return;
-    fs_pool *p = fs_pool_get(a, device, s);
+    fs_stream_cache *p = fs_cache_get(a, device, s);
     if (p && !atomic_load_explicit(&p->had_work, memory_order_relaxed))
         atomic_store_explicit(&p->had_work, true, memory_order_release);
 }
 
 /* Takes p out of the registry: no handle finds it any more. dev->lock held. */
-static void unhash(fs_dev *d, fs_pool *p)
+static void unhash(fs_dev *d, fs_stream_cache *p)
 {
-    fs_pool **at = &d->hash[bucket(p->stream)];
+    fs_stream_cache **at = &d->hash[bucket(p->stream)];
     while (*at != p)
         at = &(*at)->hash_next;
     *at = p->hash_next;
@@ -131,14 +131,14 @@ static void unhash(fs_dev *d, fs_pool *p)
 /* The pools retiring stream s concerns, with d->lock held: its registry
  * pool (none for the legacy stream's, which never retires) and the
  * private pools on it. Returns how many went into out (at most max). */
-static int retirable(fs_dev *d, fs_stream_t s, fs_pool **out, int max)
+static int retirable(fs_dev *d, fs_stream_t s, fs_stream_cache **out, int max)
 {
     int n = 0;
     if (s == d->legacy) return 0;
-    fs_pool *p = lookup_locked(d, s, false);
+    fs_stream_cache *p = lookup_locked(d, s, false);
     if (p && p->kind != FS_STREAM_LEGACY) out[n++] = p;
     for (int i = 0; i < d->npools && n < max; i++) {
-        fs_pool *q = d->pools[i];
+        fs_stream_cache *q = d->pools[i];
         if (q->priv && q->stream == s && !atomic_load_explicit(&q->retired, memory_order_relaxed))
             out[n++] = q;
     }
@@ -152,7 +152,7 @@ static int retirable(fs_dev *d, fs_stream_t s, fs_pool **out, int max)
 void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
 {
     fs_dev *d = fs_dev_of(a, device);
-    fs_pool *pools[FS_RETIRE_MAX];
+    fs_stream_cache *pools[FS_RETIRE_MAX];
     if (!d) return;
     pthread_mutex_lock(&d->lock);
     int n = retirable(d, s, pools, FS_RETIRE_MAX);
@@ -164,10 +164,10 @@ void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
         fs_marks_record(d);
     }
     for (int i = 0; i < n; i++) {
-        fs_pool *p = pools[i];
-        fs_pool_lock(p);
+        fs_stream_cache *p = pools[i];
+        fs_cache_lock(p);
         p->retired = true;
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
         if (!p->priv) unhash(d, p);
     }
     pthread_mutex_unlock(&d->lock);
@@ -196,7 +196,7 @@ void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
  *     is dropped; exit_token takes its place);
  *   - no device-ordered free of the device is reusable on the strength of
  *     its batch fence, whose legacy-stream event is the very promise in
- *     doubt (fs_pool_retire, and take_pending in wait mode), though a
+ *     doubt (fs_cache_retire, and take_pending in wait mode), though a
  *     synchronisation covering the free itself still returns it.
  * A synchronisation comes from the program (cudaDeviceSynchronize, as in
  * torch.cuda.empty_cache) or from the allocator itself, before it reports
@@ -205,14 +205,14 @@ void fs_alloc_stream_retire(fs_allocator *a, int device, fs_stream_t s)
 void fs_alloc_stream_exit(fs_allocator *a, int device, fs_stream_t s)
 {
     fs_dev *d = fs_dev_of(a, device);
-    fs_pool *pools[FS_RETIRE_MAX];
+    fs_stream_cache *pools[FS_RETIRE_MAX];
     if (!d) return;
     pthread_mutex_lock(&d->lock);
     int n = retirable(d, s, pools, FS_RETIRE_MAX);
     for (int i = 0; i < n; i++) {
-        fs_pool *p = pools[i];
+        fs_stream_cache *p = pools[i];
         fs_fence *mark = NULL;
-        fs_pool_lock(p);
+        fs_cache_lock(p);
         p->retired = true;
         if (atomic_load_explicit(&p->had_work, memory_order_acquire) || p->so_seq > p->so_done) {
             uint64_t token = atomic_fetch_add_explicit(&d->dev_frees, 1, memory_order_acq_rel) + 1;
@@ -221,7 +221,7 @@ void fs_alloc_stream_exit(fs_allocator *a, int device, fs_stream_t s)
             mark = p->mark;
             p->mark = NULL;
         }
-        fs_pool_unlock(p);
+        fs_cache_unlock(p);
         fs_fence_put(d, mark);
         if (!p->priv) unhash(d, p);
     }

@@ -60,14 +60,14 @@ static void center(out *o, const char *text)
 
 /* As torch.cuda.memory_summary: each column's unit follows the value of
  * the same column in the row for all pools. */
-static void rows(out *o, const char *name, const fs_stat st[FS_POOL_KINDS], bool bytes)
+static void rows(out *o, const char *name, const fs_stat st[FS_SIZE_CLASSES], bool bytes)
 {
-    static const char *sub[FS_POOL_KINDS] = {NULL, "      from small pool",
+    static const char *sub[FS_SIZE_CLASSES] = {NULL, "      from small pool",
                                              "      from large pool"};
-    static const int order[FS_POOL_KINDS] = {FS_POOL_ALL, FS_POOL_LARGE, FS_POOL_SMALL};
-    const fs_stat *all = &st[FS_POOL_ALL];
+    static const int order[FS_SIZE_CLASSES] = {FS_SIZE_ALL, FS_SIZE_LARGE, FS_SIZE_SMALL};
+    const fs_stat *all = &st[FS_SIZE_ALL];
     int64_t pref[4] = {all->current, all->peak, all->allocated, all->freed};
-    for (int i = 0; i < FS_POOL_KINDS; i++) {
+    for (int i = 0; i < FS_SIZE_CLASSES; i++) {
         int k = order[i];
         const fs_stat *s = &st[k];
         char c[4][24];
@@ -78,7 +78,7 @@ static void rows(out *o, const char *name, const fs_stat st[FS_POOL_KINDS], bool
             else
                 fmt_count(c[j], sizeof c[j], v[j], pref[j]);
         }
-        put(o, "| %-21s | %s | %s | %s | %s |\n", k == FS_POOL_ALL ? name : sub[k], c[0], c[1],
+        put(o, "| %-21s | %s | %s | %s | %s |\n", k == FS_SIZE_ALL ? name : sub[k], c[0], c[1],
             c[2], c[3]);
     }
     put(o, RULE);

@@ -110,8 +110,8 @@ static bool stat_lookup(const fs_alloc_stats *s, const char *name, int64_t *valu
           COUNTER(pending_free_bytes), COUNTER(largest_free_block),
 #undef COUNTER
       };
-    static const char *const pools[FS_POOL_KINDS] = {
-        [FS_POOL_ALL] = "all", [FS_POOL_SMALL] = "small_pool", [FS_POOL_LARGE] = "large_pool"};
+    static const char *const pools[FS_SIZE_CLASSES] = {
+        [FS_SIZE_ALL] = "all", [FS_SIZE_SMALL] = "small_pool", [FS_SIZE_LARGE] = "large_pool"};
     static const char *const fields[] = {"current", "peak", "allocated", "freed"};
     const char *dot1 = strchr(name, '.'), *dot2;
     size_t n;
@@ -125,7 +125,7 @@ static bool stat_lookup(const fs_alloc_stats *s, const char *name, int64_t *valu
     n = (size_t)(dot1 - name);
     for (size_t i = 0; i < sizeof stats / sizeof stats[0]; i++) {
         if (strlen(stats[i].name) != n || strncmp(name, stats[i].name, n)) continue;
-        for (int p = 0; p < FS_POOL_KINDS; p++) {
+        for (int p = 0; p < FS_SIZE_CLASSES; p++) {
             if (strlen(pools[p]) != (size_t)(dot2 - dot1 - 1) ||
                 strncmp(dot1 + 1, pools[p], (size_t)(dot2 - dot1 - 1)))
                 continue;

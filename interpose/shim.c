@@ -463,7 +463,7 @@ __attribute__((destructor)) static void report_at_exit(void)
         char pool_text[96] = "";
 
         fs_alloc_get_stats(a, d, &st);
-        if (st.allocation[FS_POOL_ALL].allocated == 0) continue;
+        if (st.allocation[FS_SIZE_ALL].allocated == 0) continue;
         /* what CUDA's pool under the stream-ordered segments held: more than
          * the segments when its own granules round them up */
         if (pool)
@@ -472,9 +472,9 @@ __attribute__((destructor)) static void report_at_exit(void)
         fs_log(FS_LOG_INFO,
                "device %d: %lld allocations served by %lld device allocations; peak allocated "
                "%.1f MiB, peak reserved %.1f MiB%s; %lld retries, %lld OOMs",
-               d, (long long)st.allocation[FS_POOL_ALL].allocated, (long long)st.num_device_alloc,
-               st.allocated_bytes[FS_POOL_ALL].peak / mib,
-               st.reserved_bytes[FS_POOL_ALL].peak / mib, pool_text,
+               d, (long long)st.allocation[FS_SIZE_ALL].allocated, (long long)st.num_device_alloc,
+               st.allocated_bytes[FS_SIZE_ALL].peak / mib,
+               st.reserved_bytes[FS_SIZE_ALL].peak / mib, pool_text,
                (long long)st.num_alloc_retries, (long long)st.num_ooms);
     }
 }

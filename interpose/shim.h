@@ -149,4 +149,25 @@ typedef struct fs_shim_free_hook {
 } fs_shim_free_hook;
 void fs_shim_set_free_hook(const fs_shim_free_hook *hook);
 
+/* The calling thread's current stream of `device`, set by
+ * fsdpshim_set_stream(); NULL (the device's legacy stream) unless set.
+ * cudaMalloc on that device allocates for it. Setting fails (false) for a
+ * device out of range, or when the thread's table cannot be allocated. */
+cudaStream_t fs_thread_stream(int device);
+bool fs_thread_stream_set(int device, cudaStream_t s);
+/* The free hook, or NULL. */
+const fs_shim_free_hook *fs_free_hook(void);
+/* The allocator if it exists already; never creates it. */
+fs_allocator *fs_shim_allocator_peek(void);
+/* Device count the allocator was created for (0 before). */
+int fs_shim_device_count(void);
+/* A device's free and total memory, asked of the runtime or, where the
+ * allocator runs over the driver (driver/driver_device.c), of the driver;
+ * false when it cannot say. */
+bool fs_shim_mem_info(int device, size_t *free, size_t *total);
+/* The allocator for a served driver call: the one over the runtime where a
+ * runtime is loaded, else one over the driver, created once the program
+ * has initialised it (cuInit); NULL as fs_shim_allocator. */
+fs_allocator *fs_shim_driver_allocator(void);
+
 #endif /* FS_SHIM_H */

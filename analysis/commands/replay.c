@@ -528,7 +528,7 @@ static uintptr_t alloc_one(run *o, size_t c, fs_reader *t, const fs_fmt_event *e
         if (rp->new_peak[d]) {
             fs_alloc_stats st;
             fs_alloc_get_stats(rp->a, d, &st);
-            rp->fig[d].reserved_at_peak = (uint64_t)st.reserved_bytes[FS_POOL_ALL].current;
+            rp->fig[d].reserved_at_peak = (uint64_t)st.reserved_bytes[FS_SIZE_ALL].current;
             rp->fig[d].largest_free_at_peak = (uint64_t)st.largest_free_block;
             rp->new_peak[d] = false;
         }
@@ -732,8 +732,8 @@ static void collect(run *o, const size_t capacity[MAX_DEVICES])
             fs_alloc_stats st;
             fs_alloc_get_stats(o->rep[c].a, d, &st);
             dev->replayed[c] = o->rep[c].fig[d];
-            dev->replayed[c].peak_reserved = (uint64_t)st.reserved_bytes[FS_POOL_ALL].peak;
-            dev->replayed[c].peak_allocated = (uint64_t)st.allocated_bytes[FS_POOL_ALL].peak;
+            dev->replayed[c].peak_reserved = (uint64_t)st.reserved_bytes[FS_SIZE_ALL].peak;
+            dev->replayed[c].peak_allocated = (uint64_t)st.allocated_bytes[FS_SIZE_ALL].peak;
         }
     }
 }

@@ -468,8 +468,8 @@ static double fragmentation(bool expandable, size_t *peak_res, size_t *peak_allo
         fsdp_step(a, 24, seqs[step % 8] + rnd(&s) % 64, shard_grads, &s);
     fs_alloc_stats st;
     fs_alloc_get_stats(a, 0, &st);
-    *peak_res = (size_t)st.reserved_bytes[FS_POOL_ALL].peak;
-    *peak_alloc = (size_t)st.allocated_bytes[FS_POOL_ALL].peak;
+    *peak_res = (size_t)st.reserved_bytes[FS_SIZE_ALL].peak;
+    *peak_alloc = (size_t)st.allocated_bytes[FS_SIZE_ALL].peak;
     fs_allocator_destroy(a);
     return (double)*peak_res / (double)*peak_alloc;
 }

@@ -102,8 +102,8 @@ static void fill_oom(fs_allocator *a, int device, size_t size, fs_torch_oom *oom
     fs_alloc_get_stats(a, device, &st);
     fs_cuda_mem_info(device, &free, &total);
     oom->requested = size;
-    oom->allocated = (size_t)st.allocated_bytes[FS_POOL_ALL].current;
-    oom->reserved = (size_t)st.reserved_bytes[FS_POOL_ALL].current;
+    oom->allocated = (size_t)st.allocated_bytes[FS_SIZE_ALL].current;
+    oom->reserved = (size_t)st.reserved_bytes[FS_SIZE_ALL].current;
     oom->device_free = free;
     oom->device_total = total;
     snprintf(oom->why, sizeof oom->why,
@@ -183,7 +183,7 @@ static fs_torch_stat torch_stat(fs_stat in)
     return (fs_torch_stat){in.current, in.peak, in.allocated, in.freed};
 }
 
-static void copy_stats(fs_torch_stat out[3], const fs_stat in[FS_POOL_KINDS])
+static void copy_stats(fs_torch_stat out[3], const fs_stat in[FS_SIZE_CLASSES])
 {
     for (int i = 0; i < 3; i++)
         out[i] = torch_stat(in[i]);

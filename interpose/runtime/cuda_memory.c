@@ -320,16 +320,16 @@ FS_EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMe
         fs_alloc_get_stats(a, dev, &st);
         switch (attr) {
         case cudaMemPoolAttrUsedMemCurrent:
-            *(uint64_t *)value += (uint64_t)st.allocated_bytes[FS_POOL_ALL].current;
+            *(uint64_t *)value += (uint64_t)st.allocated_bytes[FS_SIZE_ALL].current;
             break;
         case cudaMemPoolAttrUsedMemHigh:
-            *(uint64_t *)value += (uint64_t)st.allocated_bytes[FS_POOL_ALL].peak;
+            *(uint64_t *)value += (uint64_t)st.allocated_bytes[FS_SIZE_ALL].peak;
             break;
         case cudaMemPoolAttrReservedMemCurrent:
-            *(uint64_t *)value += (uint64_t)st.reserved_bytes[FS_POOL_ALL].current;
+            *(uint64_t *)value += (uint64_t)st.reserved_bytes[FS_SIZE_ALL].current;
             break;
         default:
-            *(uint64_t *)value += (uint64_t)st.reserved_bytes[FS_POOL_ALL].peak;
+            *(uint64_t *)value += (uint64_t)st.reserved_bytes[FS_SIZE_ALL].peak;
             break;
         }
     }
@@ -405,9 +405,9 @@ size_t fs_mem_cached_free(fs_allocator *a, int dev)
 
     if (dev < 0 || dev >= fs_shim_device_count()) return 0;
     fs_alloc_get_stats(a, dev, &st);
-    if (st.reserved_bytes[FS_POOL_ALL].current <= st.allocated_bytes[FS_POOL_ALL].current) return 0;
-    return (size_t)(st.reserved_bytes[FS_POOL_ALL].current -
-                    st.allocated_bytes[FS_POOL_ALL].current);
+    if (st.reserved_bytes[FS_SIZE_ALL].current <= st.allocated_bytes[FS_SIZE_ALL].current) return 0;
+    return (size_t)(st.reserved_bytes[FS_SIZE_ALL].current -
+                    st.allocated_bytes[FS_SIZE_ALL].current);
 }
 
 /* There is no _ptsz variant: the call names no stream. */

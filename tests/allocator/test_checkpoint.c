@@ -99,10 +99,10 @@ static void test_own_state_is_a_no_op(void **state)
     layout after = pool_layout(&e);
     assert_same_layout(&before, &after);
     fs_alloc_stats st1 = stats(&e);
-    assert_int_equal(st1.allocation[FS_POOL_ALL].current, st0.allocation[FS_POOL_ALL].current);
-    assert_int_equal(st1.allocated_bytes[FS_POOL_ALL].current,
-                     st0.allocated_bytes[FS_POOL_ALL].current);
-    assert_int_equal(st1.segment[FS_POOL_ALL].current, st0.segment[FS_POOL_ALL].current);
+    assert_int_equal(st1.allocation[FS_SIZE_ALL].current, st0.allocation[FS_SIZE_ALL].current);
+    assert_int_equal(st1.allocated_bytes[FS_SIZE_ALL].current,
+                     st0.allocated_bytes[FS_SIZE_ALL].current);
+    assert_int_equal(st1.segment[FS_SIZE_ALL].current, st0.segment[FS_SIZE_ALL].current);
     assert_checks(&e);
     free(freed);
     free(made);
@@ -129,7 +129,7 @@ static void test_back_to_the_checkpoint(void **state)
     assert_int_equal(fs_alloc_checkpoint(e.a, 0, P1, &ck, why, sizeof why), FS_OK);
     assert_int_equal(fs_free_async(e.a, a, S1, NULL), FS_OK);
     void *d = in_pool(&e, 1024), *g = in_pool(&e, 30 * MiB); /* a new segment */
-    size_t segments = (size_t)stats(&e).segment[FS_POOL_ALL].current;
+    size_t segments = (size_t)stats(&e).segment[FS_SIZE_ALL].current;
 
     uintptr_t *freed, *made;
     size_t nf, nm;
@@ -137,8 +137,8 @@ static void test_back_to_the_checkpoint(void **state)
     assert_true(has(freed, nf, d) && has(freed, nf, g) && has(freed, nf, b));
     assert_int_equal(nm, 2);
     assert_true(has(made, nm, a) && has(made, nm, b));
-    assert_int_equal(stats(&e).segment[FS_POOL_ALL].current, (int64_t)segments);
-    assert_int_equal(stats(&e).allocation[FS_POOL_ALL].current, 2);
+    assert_int_equal(stats(&e).segment[FS_SIZE_ALL].current, (int64_t)segments);
+    assert_int_equal(stats(&e).allocation[FS_SIZE_ALL].current, 2);
     layout now = pool_layout(&e); /* the checkpoint's entries, and the new segment's, free */
     for (size_t i = 0; i < at.n; i++) {
         bool found = false;

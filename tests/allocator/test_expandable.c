@@ -21,7 +21,7 @@ static void agree(env *e)
     if (err) fail_msg("%s", err);
     assert_int_equal(counts(e).vm_refused, 0);
     fs_alloc_stats st = stats(e);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, fake_used(e->fake, 0));
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, fake_used(e->fake, 0));
     assert_int_equal(c.mapped_bytes, fake_used(e->fake, 0));
     assert_int_equal(st.num_device_alloc - st.num_device_free,
                      fake_mappings(e->fake, 0) + fake_live_segments(e->fake, 0));
@@ -35,8 +35,8 @@ static void all_back(env *e)
     assert_int_equal(fake_used(e->fake, 0), 0);
     assert_int_equal(fake_mappings(e->fake, 0), 0);
     fs_alloc_stats st = stats(e);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 0);
-    assert_int_equal(st.segment[FS_POOL_ALL].current, 0);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, 0);
+    assert_int_equal(st.segment[FS_SIZE_ALL].current, 0);
     assert_int_equal(st.num_device_alloc, st.num_device_free);
 }
 
@@ -98,7 +98,7 @@ static void test_partial_pages_stay(void **state)
     agree(&e);
     assert_int_equal(fake_used(e.fake, 0), 8 * MiB); /* [4, 12) MiB went */
     fs_alloc_stats st = stats(&e);
-    assert_int_equal(st.allocated_bytes[FS_POOL_ALL].current, 6 * MiB);
+    assert_int_equal(st.allocated_bytes[FS_SIZE_ALL].current, 6 * MiB);
     fs_free(e.a, a, NULL);
     fs_free(e.a, c, NULL);
     all_back(&e);
@@ -277,7 +277,7 @@ static void test_garbage_collection(void **state)
     fs_alloc_stats st = stats(&e);
     assert_int_equal(st.num_device_free, 10);
     assert_int_equal(st.num_ooms, 0);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 42 * MiB);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, 42 * MiB);
     fs_free(e.a, c, NULL);
     fs_free(e.a, k, NULL);
     all_back(&e);
@@ -332,7 +332,7 @@ static void test_reset_keeps_holes(void **state)
     agree(&e);
     /* the ordered range's pages [0, 4) and [12, 16) MiB stay, the plain range's go */
     assert_int_equal(fake_used(e.fake, 0), 8 * MiB);
-    assert_int_equal(stats(&e).allocated_bytes[FS_POOL_ALL].current, (int64_t)(6 * MiB));
+    assert_int_equal(stats(&e).allocated_bytes[FS_SIZE_ALL].current, (int64_t)(6 * MiB));
     assert_int_equal(fs_free(e.a, pa, NULL), FS_ERR_INVALID);
     void *n = must_alloc_ordered(&e, LEG, 8 * MiB);
     assert_int_equal(U(n), U(a) + 3 * MiB); /* in the hole, mapped again */

@@ -79,14 +79,14 @@ static void test_pools_and_segments(void **state)
     assert_int_equal(U(l1), BSEG(13));              /* < 10 MiB: a 20 MiB segment */
     assert_int_equal(U(l4), BSEG(13) + MiB + 512);  /* from its remainder */
     fs_alloc_stats st = stats(&e);
-    assert_int_equal(st.segment[FS_POOL_SMALL].current, 1);
-    assert_int_equal(st.segment[FS_POOL_LARGE].current, 1 + 3);
-    assert_int_equal(st.reserved_bytes[FS_POOL_SMALL].current, 2 * MiB);
-    assert_int_equal(st.reserved_bytes[FS_POOL_LARGE].current, BUSY + 44 * MiB);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, BUSY + 46 * MiB);
-    assert_int_equal(st.allocated_bytes[FS_POOL_ALL].current,
+    assert_int_equal(st.segment[FS_SIZE_SMALL].current, 1);
+    assert_int_equal(st.segment[FS_SIZE_LARGE].current, 1 + 3);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_SMALL].current, 2 * MiB);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_LARGE].current, BUSY + 44 * MiB);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, BUSY + 46 * MiB);
+    assert_int_equal(st.allocated_bytes[FS_SIZE_ALL].current,
                      BUSY + MiB + (MiB + 512) + 12 * MiB + 12 * MiB + 5 * MiB);
-    assert_int_equal(st.requested_bytes[FS_POOL_ALL].current,
+    assert_int_equal(st.requested_bytes[FS_SIZE_ALL].current,
                      BUSY + MiB + (MiB + 512) + 12 * MiB + (11 * MiB + 1) + 5 * MiB);
     assert_int_equal(st.num_device_alloc, 1 + 4);
     assert_int_equal(counts(&e).segment_alloc, 1 + 4);
@@ -104,10 +104,10 @@ static void test_split_rules(void **state)
     assert_int_equal(U(b), BSEG(10));
     assert_int_equal(block_size(&e, b), 9 * MiB);
     fs_alloc_stats st = stats(&e);
-    assert_int_equal(st.inactive_split[FS_POOL_LARGE].current, 1);
-    assert_int_equal(st.inactive_split_bytes[FS_POOL_LARGE].current, 11 * MiB);
-    assert_int_equal(st.allocated_bytes[FS_POOL_LARGE].current, BUSY + 29 * MiB);
-    assert_int_equal(st.requested_bytes[FS_POOL_LARGE].current, BUSY + 28 * MiB);
+    assert_int_equal(st.inactive_split[FS_SIZE_LARGE].current, 1);
+    assert_int_equal(st.inactive_split_bytes[FS_SIZE_LARGE].current, 11 * MiB);
+    assert_int_equal(st.allocated_bytes[FS_SIZE_LARGE].current, BUSY + 29 * MiB);
+    assert_int_equal(st.requested_bytes[FS_SIZE_LARGE].current, BUSY + 28 * MiB);
     void *c = must_alloc(&e, LEG, MiB); /* small: a 2 MiB segment */
     assert_int_equal(U(c), BSEG(20));
     void *d = must_alloc(&e, LEG, MiB - 512); /* leaves exactly 512: still split */
@@ -168,18 +168,18 @@ static void test_coalesce(void **state)
     void *a = must_alloc(&e, LEG, 4096);
     void *b = must_alloc(&e, LEG, 4096);
     void *c = must_alloc(&e, LEG, 4096);
-    assert_int_equal(stats(&e).inactive_split[FS_POOL_ALL].current, 1);
+    assert_int_equal(stats(&e).inactive_split[FS_SIZE_ALL].current, 1);
     fs_free(e.a, b, NULL);
-    assert_int_equal(stats(&e).inactive_split[FS_POOL_ALL].current, 2);
+    assert_int_equal(stats(&e).inactive_split[FS_SIZE_ALL].current, 2);
     fs_free(e.a, a, NULL);
     fs_alloc_stats st = stats(&e);
-    assert_int_equal(st.inactive_split[FS_POOL_ALL].current, 2);
-    assert_int_equal(st.inactive_split_bytes[FS_POOL_ALL].current, 2 * MiB - 4096);
+    assert_int_equal(st.inactive_split[FS_SIZE_ALL].current, 2);
+    assert_int_equal(st.inactive_split_bytes[FS_SIZE_ALL].current, 2 * MiB - 4096);
     assert_int_equal(st.largest_free_block, 2 * MiB - 3 * 4096);
     fs_free(e.a, c, NULL);
     st = stats(&e);
-    assert_int_equal(st.inactive_split[FS_POOL_ALL].current, 0);
-    assert_int_equal(st.inactive_split_bytes[FS_POOL_ALL].current, 0);
+    assert_int_equal(st.inactive_split[FS_SIZE_ALL].current, 0);
+    assert_int_equal(st.inactive_split_bytes[FS_SIZE_ALL].current, 0);
     assert_int_equal(st.largest_free_block, 2 * MiB);
     assert_int_equal(U(must_alloc(&e, LEG, 2 * MiB - 512 * 1024 * 2)), SEG(0)); /* whole again */
     env_free(&e);
@@ -224,7 +224,7 @@ static void test_oom_and_retry(void **state)
     assert_int_equal(st.num_alloc_retries, 2);
     assert_int_equal(st.num_device_free, 1);
     assert_int_equal(st.num_ooms, 1);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 62 * MiB);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, 62 * MiB);
     /* a cached small segment is released by the retry before the report */
     void *s = must_alloc(&e, S1, 4096);
     fs_free(e.a, s, NULL);
@@ -261,21 +261,21 @@ static void test_limit(void **state)
     void *s = must_alloc(&e, S1, 4096);
     /* 20 MiB shared segments do not fit under the cap; the request's own size does */
     void *m = must_alloc(&e, S1, 2 * MiB);
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 64 * MiB);
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_ALL].current, 64 * MiB);
     /* the cached 30 MiB block is given back for a 32 MiB request under the cap */
     fs_free(e.a, a, NULL);
     fs_free(e.a, m, NULL);
     void *c = must_alloc(&e, S1, 32 * MiB);
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 64 * MiB);
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_ALL].current, 64 * MiB);
     /* a cap below what is reserved keeps it, and stops growth */
     fs_alloc_set_limit(e.a, 0, 16 * MiB);
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 64 * MiB);
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_ALL].current, 64 * MiB);
     assert_int_equal(fs_malloc(e.a, 0, S1, 12 * MiB, 0, &p), FS_ERR_OOM);
     assert_int_equal(ooms, 2);
     /* lifted: growth is bounded by the device again */
     fs_alloc_set_limit(e.a, 0, 0);
     void *d = must_alloc(&e, S1, 100 * MiB);
-    assert_true(stats(&e).reserved_bytes[FS_POOL_ALL].current > (int64_t)(64 * MiB));
+    assert_true(stats(&e).reserved_bytes[FS_SIZE_ALL].current > (int64_t)(64 * MiB));
     fs_free(e.a, b, NULL);
     fs_free(e.a, c, NULL);
     fs_free(e.a, d, NULL);
@@ -296,8 +296,8 @@ static void test_expandable(void **state)
     void *b = must_alloc(&e, LEG, 3 * MiB);
     assert_int_equal(U(b), FAKE_VM_BASE + MiB + 512); /* contiguous: no sliver */
     fs_alloc_stats st = stats(&e);
-    assert_int_equal(st.reserved_bytes[FS_POOL_LARGE].current, 6 * MiB);
-    assert_int_equal(st.segment[FS_POOL_LARGE].current, 1);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_LARGE].current, 6 * MiB);
+    assert_int_equal(st.segment[FS_SIZE_LARGE].current, 1);
     void *s = must_alloc(&e, LEG, 512);
     assert_int_equal(U(s), FAKE_VM_BASE + reserve); /* the small pool's own range */
     fake_counts c = counts(&e);
@@ -313,14 +313,14 @@ static void test_expandable(void **state)
     fs_free(e.a, b, NULL);
     assert_int_equal(fs_alloc_empty_cache(e.a, 0), FS_OK);
     assert_int_equal(fake_used(e.fake, 0), 2 * MiB + 2 * MiB);
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_LARGE].current, 2 * MiB);
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_LARGE].current, 2 * MiB);
     fs_free(e.a, a, NULL);
     fs_free(e.a, s, NULL);
     fs_alloc_empty_cache(e.a, 0);
     assert_int_equal(fake_used(e.fake, 0), 0);
     st = stats(&e);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 0);
-    assert_int_equal(st.segment[FS_POOL_ALL].current, 0);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, 0);
+    assert_int_equal(st.segment[FS_SIZE_ALL].current, 0);
     /* grows again from the start of the same range */
     assert_int_equal(U(must_alloc(&e, LEG, 4 * MiB)), FAKE_VM_BASE);
     env_free(&e);
@@ -341,7 +341,7 @@ static void test_garbage_collection(void **state)
     fs_alloc_stats st = stats(&e);
     assert_int_equal(st.num_device_free, 1);
     assert_int_equal(st.num_ooms, 0);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 66 * MiB);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, 66 * MiB);
     assert_int_equal(U(must_alloc(&e, LEG, 32 * MiB)), SEG(15)); /* the younger one stayed */
     env_free(&e);
 }
@@ -355,19 +355,19 @@ static void test_stats_and_peaks(void **state)
     fs_free(e.a, a, NULL);
     fs_free(e.a, b, NULL);
     fs_alloc_stats st = stats(&e);
-    assert_int_equal(st.allocation[FS_POOL_ALL].current, 0);
-    assert_int_equal(st.allocation[FS_POOL_ALL].peak, 2);
-    assert_int_equal(st.allocation[FS_POOL_ALL].allocated, 2);
-    assert_int_equal(st.allocation[FS_POOL_ALL].freed, 2);
-    assert_int_equal(st.allocated_bytes[FS_POOL_ALL].peak, 1024 + 4 * MiB);
-    assert_int_equal(st.allocated_bytes[FS_POOL_SMALL].peak, 1024);
-    assert_int_equal(st.requested_bytes[FS_POOL_ALL].peak, 1000 + 4 * MiB);
-    assert_int_equal(st.active_bytes[FS_POOL_LARGE].freed, 4 * MiB);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 6 * MiB);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].current, 0);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].peak, 2);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].allocated, 2);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].freed, 2);
+    assert_int_equal(st.allocated_bytes[FS_SIZE_ALL].peak, 1024 + 4 * MiB);
+    assert_int_equal(st.allocated_bytes[FS_SIZE_SMALL].peak, 1024);
+    assert_int_equal(st.requested_bytes[FS_SIZE_ALL].peak, 1000 + 4 * MiB);
+    assert_int_equal(st.active_bytes[FS_SIZE_LARGE].freed, 4 * MiB);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, 6 * MiB);
     fs_alloc_reset_peak(e.a, 0);
     st = stats(&e);
-    assert_int_equal(st.allocated_bytes[FS_POOL_ALL].peak, 0);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].peak, 6 * MiB);
+    assert_int_equal(st.allocated_bytes[FS_SIZE_ALL].peak, 0);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].peak, 6 * MiB);
     char buf[8192];
     size_t n = fs_alloc_summary(e.a, 0, buf, sizeof buf);
     assert_true(n > 0 && n < sizeof buf);
@@ -424,9 +424,9 @@ static void test_trim(void **state)
     fs_free(e.a, a, NULL);
     fs_free(e.a, b, NULL);
     fs_alloc_trim(e.a, 0, 35 * MiB); /* 70 MiB unused: the 40 MiB one goes */
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 42 * MiB);
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_ALL].current, 42 * MiB);
     fs_alloc_trim(e.a, 0, 0);
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 12 * MiB);
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_ALL].current, 12 * MiB);
     env_free(&e);
 }
 
@@ -441,8 +441,8 @@ static void test_device_reset(void **state)
     fs_alloc_device_reset(e.a, 0);
     assert_int_equal(counts(&e).segment_free, frees); /* nothing given back: it is gone */
     fs_alloc_stats st = stats(&e);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 0);
-    assert_int_equal(st.allocation[FS_POOL_ALL].current, 0);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, 0);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].current, 0);
     assert_int_equal(fs_free(e.a, b, NULL), FS_ERR_NOT_OWNED);
     void *c = must_alloc(&e, S1, 4096);
     assert_int_equal(U(c), SEG(21)); /* a fresh segment */
@@ -458,7 +458,7 @@ static void expect_consistent(env *e, size_t live_blocks)
     assert_null(fs_alloc_check(e->a, 0, &c));
     assert_int_equal(c.live_blocks, live_blocks);
     assert_int_equal(c.pending_blocks, 0);
-    assert_int_equal(stats(e).reserved_bytes[FS_POOL_ALL].current, (int64_t)fake_used(e->fake, 0));
+    assert_int_equal(stats(e).reserved_bytes[FS_SIZE_ALL].current, (int64_t)fake_used(e->fake, 0));
     assert_int_equal(counts(e).dead_event_calls, 0);
 }
 
@@ -486,8 +486,8 @@ static void test_device_reset_keeps_ordered(void **state)
     /* only the unused 30 MiB segment went back, through the device; the
      * small and the 12 MiB segment stay with their blocks */
     assert_int_equal(counts(&e).segment_free, before.segment_free + 1);
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, (int64_t)(14 * MiB));
-    assert_int_equal(stats(&e).allocated_bytes[FS_POOL_ALL].current, (int64_t)(12 * MiB + 4096));
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_ALL].current, (int64_t)(14 * MiB));
+    assert_int_equal(stats(&e).allocated_bytes[FS_SIZE_ALL].current, (int64_t)(12 * MiB + 4096));
     expect_consistent(&e, 2);
     assert_int_equal(fs_free(e.a, plain, NULL), FS_ERR_NOT_OWNED);
     assert_int_equal(fs_free_async(e.a, kept, S2, NULL), FS_OK);
@@ -529,10 +529,10 @@ static void test_two_devices(void **state)
     fs_block_info bi;
     assert_int_equal(fs_alloc_block_info(e.a, p, &bi), FS_OK);
     assert_int_equal(bi.device, 1);
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 0);
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_ALL].current, 0);
     fs_alloc_stats all;
     fs_alloc_get_stats(e.a, -1, &all);
-    assert_int_equal(all.reserved_bytes[FS_POOL_ALL].current, 2 * MiB);
+    assert_int_equal(all.reserved_bytes[FS_SIZE_ALL].current, 2 * MiB);
     assert_int_equal(fs_malloc(e.a, 2, LEG, 4096, 0, &p), FS_ERR_INVALID);
     env_free(&e);
 }
@@ -555,15 +555,15 @@ static void test_keep_peak(void **state)
     /* 30 + 36 MiB stays under the 70 MiB high-water mark: a's segment stays */
     void *c = must_alloc_ordered(&e, LEG, 36 * MiB);
     assert_int_equal(stats(&e).num_device_free, 1);
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, (int64_t)(66 * MiB));
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_ALL].current, (int64_t)(66 * MiB));
     assert_int_equal(fs_free_async(e.a, c, LEG, NULL), FS_OK);
     /* 66 + 50 MiB would pass it by 46: neither free segment holds 46 alone,
      * so the larger (36) goes, then the smallest that holds the other 10 */
     must_alloc_ordered(&e, LEG, 50 * MiB);
     fs_alloc_stats st = stats(&e);
     assert_int_equal(st.num_device_free, 3);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, (int64_t)(50 * MiB));
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].peak, (int64_t)(70 * MiB));
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, (int64_t)(50 * MiB));
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].peak, (int64_t)(70 * MiB));
     env_free(&e);
 }
 

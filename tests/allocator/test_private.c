@@ -103,8 +103,8 @@ static void test_held_until_let_go(void **state)
     assert_int_equal(fs_alloc_empty_cache(e.a, 0), FS_OK);
     assert_int_equal(fake_live_segments(e.fake, 0), segs - 3);
     fs_alloc_stats st = stats(&e);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 0);
-    assert_int_equal(st.allocation[FS_POOL_ALL].current, 0);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, 0);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].current, 0);
     assert_checks(&e);
     /* a pool of that name later is a new one, held */
     void *r = must_alloc_in(&e, P1, S1, 4 * MiB);
@@ -218,7 +218,7 @@ static void test_segment_source(void **state)
     fs_alloc_private_configure(e.a, 0, P1, &c);
     assert_int_equal(fs_alloc_private_empty(e.a, 0, P1), FS_OK);
     assert_int_equal(src.frees, 1);
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 0);
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_ALL].current, 0);
     /* at teardown a source's segments are left to it */
     c.held = true;
     fs_alloc_private_configure(e.a, 0, P2, &c);

@@ -425,11 +425,11 @@ static const char *quiescent_check(env *e, model *m, bool drain)
         return why;
     }
     fs_alloc_stats st = stats(e);
-    if (st.allocation[FS_POOL_ALL].allocated != m->allocs ||
-        st.allocation[FS_POOL_ALL].freed != m->frees)
+    if (st.allocation[FS_SIZE_ALL].allocated != m->allocs ||
+        st.allocation[FS_SIZE_ALL].freed != m->frees)
         return "allocation counts differ from the model";
-    if (st.allocated_bytes[FS_POOL_ALL].peak < (int64_t)bytes ||
-        st.reserved_bytes[FS_POOL_ALL].peak < (int64_t)c.mapped_bytes)
+    if (st.allocated_bytes[FS_SIZE_ALL].peak < (int64_t)bytes ||
+        st.reserved_bytes[FS_SIZE_ALL].peak < (int64_t)c.mapped_bytes)
         return "a peak is below a current value";
     if (drain) {
         /* empty_cache waits for every event: all streams complete; private
@@ -523,11 +523,11 @@ static void run_config(const char *conf, long total, unsigned seed, size_t capac
     assert_int_equal(c.segments, 0);
     assert_int_equal(fake_used(e.fake, 0), 0);
     assert_int_equal(fake_live_segments(e.fake, 0), 0);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 0);
-    assert_int_equal(st.active[FS_POOL_ALL].current, 0);
-    assert_int_equal(st.inactive_split[FS_POOL_ALL].current, 0);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, 0);
+    assert_int_equal(st.active[FS_SIZE_ALL].current, 0);
+    assert_int_equal(st.inactive_split[FS_SIZE_ALL].current, 0);
     assert_int_equal(st.pending_frees, 0);
-    assert_int_equal(st.allocation[FS_POOL_ALL].allocated, st.allocation[FS_POOL_ALL].freed);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].allocated, st.allocation[FS_SIZE_ALL].freed);
     fake_counts fc = counts(&e);
     assert_int_equal(fc.records_on_capturing, 0);
     assert_int_equal(fc.vm_refused, 0);

@@ -23,7 +23,7 @@ static size_t segment_at(const char *conf, size_t held, size_t size)
 {
     env e = env_make(conf, CAP);
     if (held) must_alloc(&e, S3, held);
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, held);
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_ALL].current, held);
     size_t seg = segment_of(&e, must_alloc(&e, LEG, size));
     env_free(&e);
     return seg;
@@ -55,7 +55,7 @@ static void test_shared_segment(void **state)
     assert_ptr_equal(bi.segment, a);
     assert_int_equal(fs_alloc_block_info(e.a, c, &bi), FS_OK);
     assert_ptr_equal(bi.segment, a);
-    assert_int_equal(stats(&e).segment[FS_POOL_LARGE].current, 2);
+    assert_int_equal(stats(&e).segment[FS_SIZE_LARGE].current, 2);
     env_free(&e);
 }
 
@@ -77,7 +77,7 @@ static void test_small_cache(void **state)
     env e = env_make(NULL, CAP);
     for (int i = 0; i < 9; i++)
         must_alloc(&e, LEG, 1600000);
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 18 * MiB);
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_ALL].current, 18 * MiB);
     env_free(&e);
 }
 
@@ -102,7 +102,7 @@ static void test_smaller_when_full(void **state)
     void *q = must_alloc(&e, LEG, 4 * MiB);
     assert_int_equal(fs_alloc_block_info(e.a, q, &bi), FS_OK);
     assert_ptr_equal(bi.segment, p);
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 30 * MiB);
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_ALL].current, 30 * MiB);
     void *r = NULL;
     assert_int_equal(fs_malloc(e.a, 0, LEG, 4 * MiB, 0, &r), FS_ERR_OOM);
     assert_int_equal(stats(&e).num_ooms, 1);

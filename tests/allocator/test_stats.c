@@ -9,7 +9,7 @@
 
 #define CAP      ((size_t)64 << 30)
 #define NSTREAMS 4
-#define KINDS    3 /* FS_POOL_ALL, _SMALL, _LARGE */
+#define KINDS    3 /* FS_SIZE_ALL, _SMALL, _LARGE */
 
 static const fs_stream_t streams[NSTREAMS] = {LEG, S1, S2, S3};
 
@@ -35,7 +35,7 @@ static size_t pick_size(unsigned *s)
  * or less. */
 static int pool_of(size_t size)
 {
-    return (size + 511) / 512 * 512 <= MiB ? FS_POOL_SMALL : FS_POOL_LARGE;
+    return (size + 511) / 512 * 512 <= MiB ? FS_SIZE_SMALL : FS_SIZE_LARGE;
 }
 
 /* A failure in a worker thread, reported by the main one (cmocka's
@@ -56,7 +56,7 @@ typedef struct model {
 static void model_move(model *m, int pool, const int64_t by[NFIELDS])
 {
     for (int f = 0; f < NFIELDS; f++) {
-        const int slots[2] = {pool, FS_POOL_ALL};
+        const int slots[2] = {pool, FS_SIZE_ALL};
         for (int i = 0; i < 2; i++) {
             int k = slots[i];
             m->cur[f][k] += by[f];
@@ -217,7 +217,7 @@ static void *round_worker(void *arg)
                                          (int64_t)bi.block_size};
             for (int f = 0; f < NFIELDS; f++) {
                 w->got[r][f][pool] += by[f];
-                w->got[r][f][FS_POOL_ALL] += by[f];
+                w->got[r][f][FS_SIZE_ALL] += by[f];
             }
         }
         pthread_barrier_wait(w->bar);
@@ -239,22 +239,22 @@ static void test_reset_accumulated(void **state)
     fs_free_async(e.a, b, S1, NULL);
     fs_alloc_reset_accumulated(e.a, 0);
     fs_alloc_stats st = stats(&e);
-    assert_int_equal(st.allocation[FS_POOL_ALL].current, 1);
-    assert_int_equal(st.allocation[FS_POOL_ALL].allocated, 0);
-    assert_int_equal(st.allocation[FS_POOL_ALL].freed, 0);
-    assert_int_equal(st.allocation[FS_POOL_ALL].peak, 2);
-    assert_int_equal(st.segment[FS_POOL_ALL].allocated, 0);
-    assert_int_equal(st.segment[FS_POOL_ALL].current, 1);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].current, 1);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].allocated, 0);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].freed, 0);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].peak, 2);
+    assert_int_equal(st.segment[FS_SIZE_ALL].allocated, 0);
+    assert_int_equal(st.segment[FS_SIZE_ALL].current, 1);
     assert_int_equal(st.num_device_alloc, 0);
     void *c = must_alloc(&e, S1, 4096), *d = must_alloc(&e, S1, (size_t)4 << 20);
     fs_free_async(e.a, a, S1, NULL);
     st = stats(&e);
-    assert_int_equal(st.allocation[FS_POOL_ALL].allocated, 2);
-    assert_int_equal(st.allocation[FS_POOL_ALL].freed, 1);
-    assert_int_equal(st.allocation[FS_POOL_ALL].current, 2);
-    assert_int_equal(st.allocation[FS_POOL_SMALL].allocated, 1);
-    assert_int_equal(st.segment[FS_POOL_ALL].allocated, 1); /* d's segment */
-    assert_int_equal(st.segment[FS_POOL_ALL].freed, 0);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].allocated, 2);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].freed, 1);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].current, 2);
+    assert_int_equal(st.allocation[FS_SIZE_SMALL].allocated, 1);
+    assert_int_equal(st.segment[FS_SIZE_ALL].allocated, 1); /* d's segment */
+    assert_int_equal(st.segment[FS_SIZE_ALL].freed, 0);
     assert_int_equal(st.num_device_alloc, 1);
     fs_free_async(e.a, c, S1, NULL);
     fs_free_async(e.a, d, S1, NULL);
@@ -392,7 +392,7 @@ static void test_threads_readers(void **state)
                 if (s[k].allocated - s[k].freed != s[k].current)
                     fail_msg("reading %d field %d kind %d: allocated - freed != current", r, f, k);
             }
-            if (s[FS_POOL_SMALL].current + s[FS_POOL_LARGE].current != s[FS_POOL_ALL].current)
+            if (s[FS_SIZE_SMALL].current + s[FS_SIZE_LARGE].current != s[FS_SIZE_ALL].current)
                 fail_msg("reading %d field %d: small + large != all", r, f);
         }
         if (r % 50 == 0) {
@@ -407,8 +407,8 @@ static void test_threads_readers(void **state)
     assert_int_equal(atomic_load(&thread_failures), 0);
     fs_alloc_empty_cache(e.a, 0); /* what is still pending retires */
     fs_alloc_stats st = stats(&e);
-    assert_int_equal(st.allocation[FS_POOL_ALL].current, 0);
-    assert_int_equal(st.allocated_bytes[FS_POOL_ALL].current, 0);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].current, 0);
+    assert_int_equal(st.allocated_bytes[FS_SIZE_ALL].current, 0);
     env_free(&e);
 }
 

@@ -34,8 +34,8 @@ static void test_device_ordered_batches(void **state)
      * legacy stream and S1 (it had work), the next two the legacy stream */
     assert_int_equal(counts(&e).event_record, 2 + 1 + 1);
     assert_int_equal(st.pending_frees, 3);
-    assert_int_equal(st.active[FS_POOL_ALL].current, 3);
-    assert_int_equal(st.allocation[FS_POOL_ALL].current, 0);
+    assert_int_equal(st.active[FS_SIZE_ALL].current, 3);
+    assert_int_equal(st.allocation[FS_SIZE_ALL].current, 0);
     assert_int_equal(st.pending_free_bytes, 60 * MiB);
     /* nothing is left for the miss to fence; since the frees would serve
      * it, it polls their fences on the host rather than grow */
@@ -51,7 +51,7 @@ static void test_device_ordered_batches(void **state)
     /* one batch per free: the last is still pending until a retirement
      * looks at it again */
     assert_int_equal(st.pending_frees, 1);
-    assert_int_equal(st.active[FS_POOL_ALL].current, 2);
+    assert_int_equal(st.active[FS_SIZE_ALL].current, 2);
     void *x = must_alloc(&e, S1, BIG);
     assert_int_equal(U(x), SEG(10));
     assert_int_equal(counts(&e).event_record, 4);
@@ -496,7 +496,7 @@ static void test_stream_retire(void **state)
     fs_alloc_stream_retire(e.a, 0, S3);
     assert_int_equal(fs_free(e.a, b, NULL), FS_OK);
     fs_alloc_empty_cache(e.a, 0);
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, 40 * MiB);
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_ALL].current, 40 * MiB);
     env_free(&e);
 }
 
@@ -518,7 +518,7 @@ static void test_host_sync_and_empty_cache(void **state)
     fs_alloc_empty_cache(e.a, -1);
     fs_alloc_stats st = stats(&e);
     assert_int_equal(st.num_device_free, 2);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 2 * MiB);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, 2 * MiB);
     assert_true(counts(&e).event_sync > 0);
     assert_int_equal(counts(&e).device_sync, 0);
     env_free(&e);
@@ -542,14 +542,14 @@ static void test_device_sync_retires_unfenced(void **state)
     fs_alloc_stats st = stats(&e);
     assert_int_equal(st.pending_frees, 1);
     assert_int_equal(st.pending_free_bytes, (int64_t)(20 * MiB));
-    assert_int_equal(st.active_bytes[FS_POOL_ALL].current, (int64_t)(20 * MiB));
+    assert_int_equal(st.active_bytes[FS_SIZE_ALL].current, (int64_t)(20 * MiB));
     /* frees this big fence at once (legacy and S1, then legacy and S2);
      * the synchronisation retired the first without looking at its fence */
     assert_int_equal(counts(&e).event_record, 4);
     assert_null(fs_alloc_check(e.a, 0, &c));
     fs_alloc_trim(e.a, 0, 0);
     st = stats(&e);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, (int64_t)(20 * MiB));
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, (int64_t)(20 * MiB));
     /* a second synchronisation covers the later free, fenced meanwhile or not */
     must_alloc(&e, S3, 4096); /* a miss: the later free gets its batch fence */
     token = fs_alloc_sync_begin(e.a, 0);
@@ -557,7 +557,7 @@ static void test_device_sync_retires_unfenced(void **state)
     assert_int_equal(stats(&e).pending_frees, 0);
     assert_null(fs_alloc_check(e.a, 0, &c));
     fs_alloc_trim(e.a, 0, 0);
-    assert_int_equal(stats(&e).reserved_bytes[FS_POOL_ALL].current, (int64_t)(2 * MiB));
+    assert_int_equal(stats(&e).reserved_bytes[FS_SIZE_ALL].current, (int64_t)(2 * MiB));
     /* no token for a device that does not exist, and nothing happens */
     assert_int_equal(fs_alloc_sync_begin(e.a, 7), 0);
     fs_alloc_note_host_sync_since(e.a, 7, 0);
@@ -641,7 +641,7 @@ static void test_observer(void **state)
     assert_ptr_equal((void *)ev->addr, a);
     assert_int_equal(ev->size, 4096);
     assert_int_equal(ev->requested, 4000);
-    assert_int_equal(ev->pool, FS_POOL_SMALL);
+    assert_int_equal(ev->pool, FS_SIZE_SMALL);
     assert_int_equal(ev->allocated, 4096);
     assert_int_equal(ev->reserved, last_event[FS_EV_SEGMENT_ALLOC].size);
     assert_int_equal(last_event[FS_EV_SEGMENT_ALLOC].allocated, 0);

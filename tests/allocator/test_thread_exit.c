@@ -128,7 +128,7 @@ static void test_reclaimed_before_oom_and_by_empty_cache(void **state)
     fs_alloc_stream_exit(e.a, 0, PT);
     assert_int_equal(fs_alloc_empty_cache(e.a, 0), FS_OK);
     st = stats(&e);
-    assert_int_equal(st.reserved_bytes[FS_POOL_ALL].current, 0);
+    assert_int_equal(st.reserved_bytes[FS_SIZE_ALL].current, 0);
     assert_int_equal(st.pending_frees, 0);
     assert_int_equal(counts(&e).device_sync, 1);
     env_free(&e);
