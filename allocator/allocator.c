@@ -220,8 +220,8 @@ static void live_delta(fs_delta *dl, const fs_block *b, int sign)
 }
 
 /* Block b, just out of p's free bins, becomes live on `stream`. */
-__attribute__((always_inline)) static inline void go_live(fs_stream_cache *p, fs_block *b, size_t req,
-                                                          fs_stream_t stream, fs_delta *dl)
+__attribute__((always_inline)) static inline void
+go_live(fs_stream_cache *p, fs_block *b, size_t req, fs_stream_t stream, fs_delta *dl)
 {
     b->state = FS_BLOCK_LIVE;
     b->stream = stream;
@@ -234,8 +234,8 @@ __attribute__((always_inline)) static inline void go_live(fs_stream_cache *p, fs
 }
 
 /* Hands out free block b of pool p (p->lock held), split if worth it. */
-static void use_free_block(fs_allocator *a, fs_stream_cache *p, fs_block *b, size_t rounded, size_t req,
-                           fs_stream_t stream, fs_delta *dl)
+static void use_free_block(fs_allocator *a, fs_stream_cache *p, fs_block *b, size_t rounded,
+                           size_t req, fs_stream_t stream, fs_delta *dl)
 {
     fs_free_take(p, b, dl);
     b->state = FS_BLOCK_LIVE; /* before the remainder goes in: no merging back */
@@ -311,8 +311,8 @@ static bool lend_would_cut(const fs_block *b, size_t rounded)
  * without it until a mark on the taker's stream completed, and FSDP2's
  * next 32 MiB request on q's stream grew a segment while NCCL's stream,
  * the taker, was still behind (4 ranks on the sim: 1.04x PyTorch's peak). */
-static fs_block *take_completed(fs_allocator *a, fs_stream_cache *q, int set, size_t rounded, size_t req,
-                                fs_stream_t stream, fs_segment **adopt)
+static fs_block *take_completed(fs_allocator *a, fs_stream_cache *q, int set, size_t rounded,
+                                size_t req, fs_stream_t stream, fs_segment **adopt)
 {
     fs_block *b = fs_bins_lower_bound(&q->free[set], rounded);
     for (int scanned = 0; b && scanned < 32; scanned++, b = fs_bins_next(&q->free[set], b)) {
@@ -338,8 +338,8 @@ static fs_block *take_completed(fs_allocator *a, fs_stream_cache *q, int set, si
  * fences are passed, or waited for on the GPU), for the whole block its
  * free_requested named: a split's remainder completes later at its own
  * address (docs/trace-format.md). */
-static void use_pending_block(fs_allocator *a, fs_stream_cache *q, fs_block *b, size_t rounded, size_t req,
-                              fs_stream_t stream)
+static void use_pending_block(fs_allocator *a, fs_stream_cache *q, fs_block *b, size_t rounded,
+                              size_t req, fs_stream_t stream)
 {
     fs_delta dl = {.kind = b->seg->kind};
     fs_observe(a, FS_EV_FREE_COMPLETED, q->dev->id, b->stream, b->addr, b->size, b->requested,
@@ -404,8 +404,8 @@ static bool waitable(const fs_block *b, enum pending_wait wait, bool exit_pendin
 /* Best-fitting pending block of q that `stream` may take: one freed
  * stream-ordered on `stream` itself, or any whose fences `wait` allows
  * waiting for on the GPU. q->lock held, and dev->lock for WAIT_ALL. */
-static fs_block *take_pending(fs_allocator *a, fs_stream_cache *q, int set, size_t rounded, size_t req,
-                              fs_stream_t stream, enum pending_wait wait)
+static fs_block *take_pending(fs_allocator *a, fs_stream_cache *q, int set, size_t rounded,
+                              size_t req, fs_stream_t stream, enum pending_wait wait)
 {
     fs_block *best = NULL;
     bool best_wait = false;
@@ -442,15 +442,15 @@ static fs_block *try_own(fs_allocator *a, fs_stream_cache *p, int set, size_t ro
     return b;
 }
 
-fs_block *fs_cache_take_free(fs_allocator *a, fs_stream_cache *p, int set, size_t rounded, size_t req,
-                            fs_stream_t stream)
+fs_block *fs_cache_take_free(fs_allocator *a, fs_stream_cache *p, int set, size_t rounded,
+                             size_t req, fs_stream_t stream)
 {
     return try_own(a, p, set, rounded, req, stream);
 }
 
 /* The block of segment s, just adopted by p, if nobody took it meanwhile. */
-static fs_block *take_adopted(fs_allocator *a, fs_stream_cache *p, fs_segment *s, int set, size_t rounded,
-                              size_t req, fs_stream_t stream)
+static fs_block *take_adopted(fs_allocator *a, fs_stream_cache *p, fs_segment *s, int set,
+                              size_t rounded, size_t req, fs_stream_t stream)
 {
     fs_block *b = NULL;
     fs_cache_lock(p);
@@ -531,8 +531,8 @@ static bool waits_on_fences(const fs_block *b, bool exit_pending)
  * the request. Its fences are returned with a reference each (fence,
  * uses; either may be NULL); false when there is none. Caller holds
  * dev->lock. */
-static bool pending_would_serve(fs_allocator *a, fs_dev *d, fs_stream_cache *p, int set, size_t rounded,
-                                fs_fence **fence, fs_fence **uses)
+static bool pending_would_serve(fs_allocator *a, fs_dev *d, fs_stream_cache *p, int set,
+                                size_t rounded, fs_fence **fence, fs_fence **uses)
 {
     bool exit_pending = fs_dev_exit_pending(d), found = false;
     for (int i = 0; i < d->npools && !found; i++) {
@@ -570,8 +570,9 @@ static bool pending_would_serve(fs_allocator *a, fs_dev *d, fs_stream_cache *p, 
  * thread goes on costs a delay, not a deadlock. Before that, pending frees
  * are taken with GPU-side waits (try_others), never host ones. Caller
  * holds dev->lock. */
-static fs_block *wait_for_frees(fs_allocator *a, fs_dev *d, fs_stream_cache *p, int set, size_t rounded,
-                                size_t req, fs_stream_t stream, unsigned flags, uint64_t wait_ns)
+static fs_block *wait_for_frees(fs_allocator *a, fs_dev *d, fs_stream_cache *p, int set,
+                                size_t rounded, size_t req, fs_stream_t stream, unsigned flags,
+                                uint64_t wait_ns)
 {
     fs_block *b = NULL;
     fs_fence *f = NULL, *u = NULL;
@@ -701,8 +702,9 @@ size_t fs_dev_capacity(fs_dev *d)
     return c == SIZE_MAX ? 0 : c;
 }
 
-FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_stream_cache *p, int set, size_t rounded,
-                                   size_t req, fs_stream_t stream, unsigned flags, fs_status *st)
+FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_stream_cache *p, int set,
+                                   size_t rounded, size_t req, fs_stream_t stream, unsigned flags,
+                                   fs_status *st)
 {
     fs_block *b = NULL;
     *st = FS_OK;
@@ -750,9 +752,9 @@ FS_SLOW_PATH static fs_block *miss(fs_allocator *a, fs_dev *d, fs_stream_cache *
 
 /* A request of pool p's, from its free bins or else through a miss. */
 __attribute__((always_inline)) static inline fs_status malloc_in(fs_allocator *a, fs_dev *d,
-                                                                 fs_stream_cache *p, fs_stream_t stream,
-                                                                 size_t size, unsigned flags,
-                                                                 void **out)
+                                                                 fs_stream_cache *p,
+                                                                 fs_stream_t stream, size_t size,
+                                                                 unsigned flags, void **out)
 {
     size_t rounded = fs_round_request(a, size);
     int set = fs_set_of(fs_size_kind(rounded), flags & FS_ALLOC_STREAM_ORDERED);
@@ -804,7 +806,8 @@ fs_status fs_malloc_private(fs_allocator *a, int device, fs_stream_t stream, uin
 {
     fs_dev *d = fs_dev_of(a, device);
     if (!d || !out || size == 0) return FS_ERR_INVALID;
-    fs_stream_cache *p = priv ? fs_private_get(a, device, stream, priv) : fs_cache_get(a, device, stream);
+    fs_stream_cache *p =
+        priv ? fs_private_get(a, device, stream, priv) : fs_cache_get(a, device, stream);
     if (!p) return FS_ERR_DEVICE;
     return malloc_in(a, d, p, stream, size, flags, out);
 }

@@ -69,7 +69,8 @@ static bool ckpt_grow(void **arr, size_t *cap, size_t need, size_t each)
 }
 
 /* Appends pool p's segments and blocks to c (p->lock held). */
-static fs_status ckpt_take_pool(fs_stream_cache *p, fs_checkpoint *c, size_t caps[2], char *why, size_t len)
+static fs_status ckpt_take_pool(fs_stream_cache *p, fs_checkpoint *c, size_t caps[2], char *why,
+                                size_t len)
 {
     for (fs_segment *s = p->segs; s; s = s->next) {
         if (!s->size) continue;
@@ -142,7 +143,8 @@ size_t fs_checkpoint_segments(const fs_checkpoint *c, const fs_checkpoint_segmen
 
 /* The pool of `priv` holding the segment at base, and the segment; NULL
  * when it is no longer there. d->lock held. */
-static fs_segment *ckpt_find_segment(fs_dev *d, uint64_t priv, uintptr_t base, fs_stream_cache **pool)
+static fs_segment *ckpt_find_segment(fs_dev *d, uint64_t priv, uintptr_t base,
+                                     fs_stream_cache **pool)
 {
     for (int i = 0; i < d->npools; i++) {
         fs_stream_cache *p = d->pools[i];
@@ -199,7 +201,8 @@ static void ckpt_note(ckpt_addrs *l, uintptr_t addr)
 }
 
 /* Every live block of p freed and coalesced (p->lock held). */
-static void ckpt_free_live(fs_allocator *a, fs_stream_cache *p, fs_delta dl[FS_KINDS], ckpt_addrs *freed)
+static void ckpt_free_live(fs_allocator *a, fs_stream_cache *p, fs_delta dl[FS_KINDS],
+                           ckpt_addrs *freed)
 {
     for (fs_segment *s = p->segs; s; s = s->next)
         for (fs_block *b = s->head; b; b = b->next) {
@@ -211,8 +214,8 @@ static void ckpt_free_live(fs_allocator *a, fs_stream_cache *p, fs_delta dl[FS_K
 
 /* Segment s of pool p, wholly free now, cut into the checkpoint's blocks
  * (p->lock held). */
-static fs_status ckpt_cut(fs_allocator *a, fs_stream_cache *p, fs_segment *s, const fs_checkpoint_block *cb,
-                          size_t n, fs_delta *dl, ckpt_addrs *made)
+static fs_status ckpt_cut(fs_allocator *a, fs_stream_cache *p, fs_segment *s,
+                          const fs_checkpoint_block *cb, size_t n, fs_delta *dl, ckpt_addrs *made)
 {
     fs_block *cur = s->head;
     fs_free_take(p, cur, dl);

@@ -306,8 +306,8 @@ typedef struct fs_dev {
     _Atomic(fs_cache_view *) view; /* the same, for fs_observe */
     void **dead; /* replaced views and destroyed pools, freed at teardown; under lock */
     int ndead, capdead;
-    fs_stream_cache *hash[64];       /* live pools by stream handle */
-    fs_private_entry *privs; /* private pools' configurations, under lock */
+    fs_stream_cache *hash[64]; /* live pools by stream handle */
+    fs_private_entry *privs;   /* private pools' configurations, under lock */
     int nprivs, capprivs;
     fs_stream_t legacy;
     fs_fence *last_batch; /* the newest batch fence (a reference) */
@@ -439,7 +439,8 @@ size_t fs_dev_capacity(fs_dev *d);
  * drop() frees what they own, and the pools themselves are freed with the
  * device (fs_observe may still be reading their counters). */
 bool fs_stats_pool_add(fs_dev *d, fs_stream_cache *p);
-void fs_stats_pools_keep(fs_dev *d, bool (*keep)(fs_stream_cache *p), void (*drop)(fs_stream_cache *p));
+void fs_stats_pools_keep(fs_dev *d, bool (*keep)(fs_stream_cache *p),
+                         void (*drop)(fs_stream_cache *p));
 /* Keeps memory that a reader without a lock may still hold until the
  * allocator is destroyed (d->lock held); false when out of memory. */
 bool fs_dev_keep_dead(fs_dev *d, void *mem);
@@ -483,7 +484,7 @@ typedef enum fs_release_mode {
 } fs_release_mode;
 void fs_block_free(fs_stream_cache *p, fs_block *b); /* caller holds p->lock; p may be NULL */
 fs_block *fs_block_split(fs_stream_cache *p, fs_block *b, size_t size); /* the remainder, or NULL */
-void fs_free_insert(fs_stream_cache *p, fs_block *b, fs_delta *dl);     /* coalesce, then into a bin */
+void fs_free_insert(fs_stream_cache *p, fs_block *b, fs_delta *dl); /* coalesce, then into a bin */
 /* The same for the remainder of a split free block, fresh from
  * fs_block_split: its neighbours cannot be free (the block before is the
  * part just cut off, the one after did not border a free block). */
@@ -634,8 +635,8 @@ fs_status fs_with_live_block(fs_allocator *a, const void *ptr,
 /* ---- "allocator.c" ----------------------------------------------------- */
 /* The best fit among p's free blocks after retiring its completed frees,
  * handed out for stream; NULL when none fits. No pool lock held. */
-fs_block *fs_cache_take_free(fs_allocator *a, fs_stream_cache *p, int set, size_t rounded, size_t req,
-                            fs_stream_t stream);
+fs_block *fs_cache_take_free(fs_allocator *a, fs_stream_cache *p, int set, size_t rounded,
+                             size_t req, fs_stream_t stream);
 /* stream_ordered: an alloc or free_requested through the stream-ordered API. */
 void fs_observe(fs_allocator *a, fs_alloc_event_kind kind, int device, fs_stream_t s,
                 uintptr_t addr, size_t size, size_t requested, bool stream_ordered);

@@ -97,7 +97,7 @@ static FS_TLS struct {
 } last_private;
 
 FS_SLOW_PATH static fs_stream_cache *private_lookup(fs_allocator *a, int device, fs_stream_t s,
-                                            uint64_t priv)
+                                                    uint64_t priv)
 {
     fs_dev *d = &a->devs[device];
     fs_stream_cache *p = NULL;

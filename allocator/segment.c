@@ -105,7 +105,8 @@ void fs_free_take(fs_stream_cache *p, fs_block *b, fs_delta *dl)
  * unmapped neighbour of an unmapped b) into b. Always inlined: with two
  * callers the compiler would call it from fs_free_insert, on every free's
  * path. */
-__attribute__((always_inline)) static inline void absorb(fs_stream_cache *p, fs_block *b, fs_block *n)
+__attribute__((always_inline)) static inline void absorb(fs_stream_cache *p, fs_block *b,
+                                                         fs_block *n)
 {
     if (n == b->prev) {
         b->addr = n->addr;
@@ -475,7 +476,8 @@ static fs_status map_unmapped(fs_allocator *a, fs_stream_cache *p, fs_block *u, 
  * blocks that can, from its start, just the pages the request needs.
  * FS_ERR_NOT_OWNED: no run can, grow a plain segment instead. Pages mapped
  * before a failure stay mapped (and counted) as free memory. */
-static fs_status grow_expandable(fs_allocator *a, fs_stream_cache *p, int set, size_t rounded, bool *oom)
+static fs_status grow_expandable(fs_allocator *a, fs_stream_cache *p, int set, size_t rounded,
+                                 bool *oom)
 {
     fs_status st = FS_OK;
     fs_segment *s = expandable_of(a, p, set, &st);

@@ -254,7 +254,8 @@ static inline void bump_quiet(fs_stat_row *r, const fs_stat_row *o, const int64_
 
 /* After rises by `by` (per field) that passed some room: which counters,
  * and from what. */
-__attribute__((noinline, cold)) static void note_past(fs_cache_stats *s, int k, const int64_t by[NF])
+__attribute__((noinline, cold)) static void note_past(fs_cache_stats *s, int k,
+                                                      const int64_t by[NF])
 {
     for (int f = 0; f < NF; f++) {
         if (by[f] <= 0) continue;
@@ -730,7 +731,8 @@ bool fs_stats_pool_add(fs_dev *d, fs_stream_cache *p)
     return ok;
 }
 
-void fs_stats_pools_keep(fs_dev *d, bool (*keep)(fs_stream_cache *p), void (*drop)(fs_stream_cache *p))
+void fs_stats_pools_keep(fs_dev *d, bool (*keep)(fs_stream_cache *p),
+                         void (*drop)(fs_stream_cache *p))
 {
     fs_stream_cache *gone = NULL;
     /* still, for settling takes room from pools found in a view */

@@ -63,7 +63,7 @@ static void center(out *o, const char *text)
 static void rows(out *o, const char *name, const fs_stat st[FS_SIZE_CLASSES], bool bytes)
 {
     static const char *sub[FS_SIZE_CLASSES] = {NULL, "      from small pool",
-                                             "      from large pool"};
+                                               "      from large pool"};
     static const int order[FS_SIZE_CLASSES] = {FS_SIZE_ALL, FS_SIZE_LARGE, FS_SIZE_SMALL};
     const fs_stat *all = &st[FS_SIZE_ALL];
     int64_t pref[4] = {all->current, all->peak, all->allocated, all->freed};
