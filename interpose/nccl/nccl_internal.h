@@ -54,9 +54,12 @@ bool fs_nccl_comm_info_get(ncclComm_t comm, fs_nccl_comm_info *out);
  * it, so the segments they pinned are unpinned. */
 void fs_nccl_registrations_drop(ncclComm_t comm);
 
-/* ---- nccl.c ------------------------------------------------------------- */
+/* ---- nccl_group.c ------------------------------------------------------- */
 
 /* ncclGroupStart nesting depth of the calling thread. */
 int fs_nccl_group_depth(void);
+/* `stream` of `device` has work from a call NCCL took: noted to the
+ * allocator now outside a group, else at the outermost ncclGroupEnd. */
+void fs_nccl_group_note_work(fs_allocator *a, int device, fs_stream_t stream);
 
 #endif /* FS_NCCL_INTERNAL_H */

@@ -4,6 +4,7 @@
 set(FS_INTERPOSE_NCCL_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/nccl.c
   ${CMAKE_CURRENT_LIST_DIR}/nccl_comm.c
+  ${CMAKE_CURRENT_LIST_DIR}/nccl_group.c
   ${CMAKE_CURRENT_LIST_DIR}/nccl_ptrmap.c
   ${CMAKE_CURRENT_LIST_DIR}/nccl_real.c
   ${CMAKE_CURRENT_LIST_DIR}/nccl_register.c
