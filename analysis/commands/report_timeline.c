@@ -65,34 +65,24 @@ static void *alloc_or_die(size_t n, size_t size)
 
 /* ---- names ---------------------------------------------------------------------- */
 
-static void rehash(fs_timeline *tl, size_t nslots)
+static const char *name_path(const void *owner, uint32_t i)
 {
-    uint32_t *slots = alloc_or_die(nslots, sizeof *slots);
-    for (size_t i = 0; i < tl->nnames; i++) {
-        size_t k = fs_hash_text(tl->names[i].path) & (nslots - 1);
-        while (slots[k])
-            k = (k + 1) & (nslots - 1);
-        slots[k] = (uint32_t)i + 1;
-    }
-    free(tl->slots);
-    tl->slots = slots;
-    tl->nslots = nslots;
+    return ((const fs_timeline *)owner)->names[i].path;
 }
 
 /* The name whose path is `path`, made if new: its index + 1 */
 static uint32_t intern(fs_timeline *tl, const char *path, const char *name)
 {
-    if (2 * (tl->nnames + 1) > tl->nslots) rehash(tl, tl->nslots ? 2 * tl->nslots : 256);
-    size_t k = fs_hash_text(path) & (tl->nslots - 1);
-    for (; tl->slots[k]; k = (k + 1) & (tl->nslots - 1))
-        if (!strcmp(tl->names[tl->slots[k] - 1].path, path)) return tl->slots[k];
+    uint64_t hash = fs_hash_text(path);
+    uint32_t at = fs_text_index_find(&tl->by_path, path, hash, name_path, tl);
+    if (at) return at;
     tl->names = fs_grow(tl->names, &tl->capnames, tl->nnames + 1, sizeof *tl->names);
     fs_tl_name *n = &tl->names[tl->nnames];
     n->path = strdup(path);
     n->name = strdup(name);
     if (!n->path || !n->name) fs_analysis_oom("report");
-    tl->slots[k] = (uint32_t)++tl->nnames;
-    return tl->slots[k];
+    fs_text_index_add(&tl->by_path, (uint32_t)tl->nnames, hash);
+    return (uint32_t)++tl->nnames;
 }
 
 /* Annotation node id's name, rendered once per id and trace */
@@ -512,6 +502,6 @@ void fs_tl_free(fs_timeline *tl)
     }
     free(tl->ranks);
     free(tl->names);
-    free(tl->slots);
+    fs_text_index_free(&tl->by_path);
     *tl = (fs_timeline){0};
 }

@@ -16,6 +16,7 @@
 #define FS_REPORT_TIMELINE_H
 
 #include "reader.h"
+#include "text_index.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -92,8 +93,7 @@ typedef struct fs_timeline {
     size_t nranks;
     fs_tl_name *names;
     size_t nnames, capnames;
-    uint32_t *slots; /* names by path: index + 1, 0 empty */
-    size_t nslots;
+    fs_text_index by_path;         /* names by path */
     struct fs_tl_reading *reading; /* the trace being read */
 } fs_timeline;
 

@@ -23,17 +23,19 @@
 #define BATCH     1000 /* list items per APPENDS, as Python's pickler */
 #define MAX_DEPTH 32   /* lists open at once */
 
-typedef struct memo_slot {
-    char *s; /* NULL: empty */
+/* A string written once, then fetched from the memo by its id */
+typedef struct memo_string {
+    char *s;
     uint32_t id;
-} memo_slot;
+} memo_string;
 
 struct fs_pickle {
     FILE *out;
     bool failed;
-    uint32_t memo;      /* the next memo id */
-    memo_slot *strings; /* open addressing by text */
+    uint32_t memo;        /* the next memo id */
+    memo_string *strings; /* in the order written */
     size_t nstrings, capstrings;
+    fs_text_index by_text;     /* strings by text */
     uint32_t items[MAX_DEPTH]; /* per open list: items written so far */
     int depth;
     char *clean; /* a string made valid UTF-8 */
@@ -71,9 +73,10 @@ bool fs_pickle_close(fs_pickle *p)
 {
     op(p, '.'); /* STOP */
     bool ok = !p->failed && fflush(p->out) == 0 && !ferror(p->out);
-    for (size_t i = 0; i < p->capstrings; i++)
+    for (size_t i = 0; i < p->nstrings; i++)
         free(p->strings[i].s);
     free(p->strings);
+    fs_text_index_free(&p->by_text);
     free(p->clean);
     free(p);
     return ok;
@@ -184,38 +187,20 @@ static const char *valid_utf8(fs_pickle *p, const char *s, size_t n)
     return p->clean;
 }
 
-/* The memo slot of s: its id when s->s is set, else where to put it. */
-static memo_slot *string_slot(fs_pickle *p, const char *s)
+static const char *string_text(const void *owner, uint32_t i)
 {
-    if (2 * (p->nstrings + 1) > p->capstrings) {
-        size_t cap = p->capstrings ? 2 * p->capstrings : 256;
-        memo_slot *slots = calloc(cap, sizeof *slots);
-        if (!slots) fs_analysis_oom("export");
-        for (size_t i = 0; i < p->capstrings; i++) {
-            if (!p->strings[i].s) continue;
-            size_t k = fs_hash_text(p->strings[i].s) & (cap - 1);
-            while (slots[k].s)
-                k = (k + 1) & (cap - 1);
-            slots[k] = p->strings[i];
-        }
-        free(p->strings);
-        p->strings = slots;
-        p->capstrings = cap;
-    }
-    size_t k = fs_hash_text(s) & (p->capstrings - 1);
-    while (p->strings[k].s && strcmp(p->strings[k].s, s))
-        k = (k + 1) & (p->capstrings - 1);
-    return &p->strings[k];
+    return ((const fs_pickle *)owner)->strings[i].s;
 }
 
 void fs_pickle_str(fs_pickle *p, const char *s)
 {
-    memo_slot *slot = string_slot(p, s);
+    uint64_t hash = fs_hash_text(s);
+    uint32_t at = fs_text_index_find(&p->by_text, s, hash, string_text, p);
     size_t n = strlen(s);
     const char *text = valid_utf8(p, s, n);
 
-    if (slot->s) {
-        fs_pickle_get(p, slot->id);
+    if (at) {
+        fs_pickle_get(p, p->strings[at - 1].id);
         return;
     }
     if (n < 256)
@@ -223,9 +208,11 @@ void fs_pickle_str(fs_pickle *p, const char *s)
     else
         op_le(p, 'X', n, 4); /* BINUNICODE */
     put(p, text, n);
-    if (!(slot->s = strdup(s))) fs_analysis_oom("export");
-    p->nstrings++;
-    slot->id = memoize(p);
+    p->strings = fs_grow(p->strings, &p->capstrings, p->nstrings + 1, sizeof *p->strings);
+    memo_string *m = &p->strings[p->nstrings];
+    if (!(m->s = strdup(s))) fs_analysis_oom("export");
+    m->id = memoize(p);
+    fs_text_index_add(&p->by_text, (uint32_t)p->nstrings++, hash);
 }
 
 void fs_pickle_key_int(fs_pickle *p, const char *key, int64_t v)

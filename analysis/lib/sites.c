@@ -80,62 +80,27 @@ const char *fs_site_by_name(enum fs_site_by by)
 
 /* ---- sites by text --------------------------------------------------------------- */
 
-uint64_t fs_hash_text(const char *s)
+static const char *site_text(const void *owner, uint32_t i)
 {
-    /* eight bytes a step: a site's text is kilobytes of frames (FNV-1a, a
-     * byte a step, was a fifth of report's time on a trace of Python
-     * stacks) */
-    size_t n = strlen(s);
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
-    for (; n >= 8; s += 8, n -= 8) {
-        memcpy(&w, s, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-    }
-    w = 0;
-    memcpy(&w, s, n);
-    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 29);
-}
-
-static void rehash(fs_sites *s, size_t nslots)
-{
-    uint32_t *slots = calloc(nslots, sizeof *slots);
-    if (!slots) fs_analysis_oom("analysis");
-    for (size_t i = 0; i < s->n; i++) {
-        size_t k = s->all[i].hash & (nslots - 1);
-        while (slots[k])
-            k = (k + 1) & (nslots - 1);
-        slots[k] = (uint32_t)i + 1;
-    }
-    free(s->slots);
-    s->slots = slots;
-    s->nslots = nslots;
+    return ((const fs_sites *)owner)->all[i].key;
 }
 
 static uint32_t site_by_text(fs_sites *s, const char *key)
 {
-    if (2 * (s->n + 1) > s->nslots) rehash(s, s->nslots ? 2 * s->nslots : 1024);
     uint64_t hash = fs_hash_text(key);
-    size_t k = hash & (s->nslots - 1);
-    for (; s->slots[k]; k = (k + 1) & (s->nslots - 1))
-        if (s->all[s->slots[k] - 1].hash == hash && !strcmp(s->all[s->slots[k] - 1].key, key))
-            return s->slots[k];
+    uint32_t at = fs_text_index_find(&s->by_text, key, hash, site_text, s);
+    if (at) return at;
     s->all = fs_grow(s->all, &s->cap, s->n + 1, sizeof *s->all);
     s->all[s->n] = (fs_site){.key = strdup(key), .hash = hash};
     if (!s->all[s->n].key) fs_analysis_oom("analysis");
-    s->slots[k] = (uint32_t)++s->n;
-    return s->slots[k];
+    fs_text_index_add(&s->by_text, (uint32_t)s->n, hash);
+    return (uint32_t)++s->n;
 }
 
 fs_site *fs_sites_find(fs_sites *s, const char *key)
 {
-    if (!s->nslots) return NULL;
-    uint64_t hash = fs_hash_text(key);
-    for (size_t k = hash & (s->nslots - 1); s->slots[k]; k = (k + 1) & (s->nslots - 1))
-        if (s->all[s->slots[k] - 1].hash == hash && !strcmp(s->all[s->slots[k] - 1].key, key))
-            return &s->all[s->slots[k] - 1];
-    return NULL;
+    uint32_t at = fs_text_index_find(&s->by_text, key, fs_hash_text(key), site_text, s);
+    return at ? &s->all[at - 1] : NULL;
 }
 
 void fs_sites_add(fs_sites *dst, const fs_site *src)
@@ -320,7 +285,7 @@ void fs_sites_free(fs_sites *s)
     for (size_t i = 0; i < s->n; i++)
         free(s->all[i].key);
     free(s->all);
-    free(s->slots);
+    fs_text_index_free(&s->by_text);
     free(s->by_id);
     fs_u64map_free(&s->pairs);
 }

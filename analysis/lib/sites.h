@@ -14,6 +14,7 @@
 #include "reader.h"
 #include "render.h"
 #include "symbols.h"
+#include "text_index.h"
 #include "u64map.h"
 
 #include <getopt.h>
@@ -58,9 +59,8 @@ typedef struct fs_sites {
     bool full;       /* --full-stacks: every frame; else plumbing folded (fold.h) */
     fs_site *all;
     size_t n, cap;
-    uint32_t *slots; /* by text: index + 1, 0 empty */
-    size_t nslots;
-    uint32_t *by_id; /* this file's definition id -> index + 1 */
+    fs_text_index by_text; /* key -> index */
+    uint32_t *by_id;       /* this file's definition id -> index + 1 */
     size_t by_id_cap;
     /* --by stack, allocations with Python frames: this file's (native,
      * Python) stack id pairs -> index + 1 (a uint32_t) */
@@ -117,8 +117,5 @@ void fs_file_name(const fs_file_peaks *p, char *buf, size_t len);
 
 /* A site's text, each line indented by four spaces. */
 void fs_site_print_key(FILE *out, const fs_site *site);
-
-/* A string's hash, for the tables keyed by text. */
-uint64_t fs_hash_text(const char *s);
 
 #endif /* FS_SITES_H */

@@ -11,6 +11,8 @@
  * the next inner one records (DW_AT_call_file, DW_AT_call_line). */
 #include "symbols.h"
 
+#include "u64map.h"
+
 #include <dwarf.h>
 #include <errno.h>
 #include <elfutils/libdw.h>
@@ -35,11 +37,10 @@ typedef struct module {
     Dwfl *dwfl;
     Dwfl_Module *mod; /* NULL: not usable, frames stay module+offset */
     uint64_t lo;      /* lowest PT_LOAD p_vaddr */
+    fs_u64map cache;  /* offset -> its frames (resolved), each resolved once */
 } module;
 
 typedef struct resolved {
-    uint32_t module; /* index + 1; 0: empty slot */
-    uint64_t offset;
     fs_symbol_frame *frames;
     size_t n;
 } resolved;
@@ -49,8 +50,6 @@ struct fs_symbols {
     void *ctx;
     module *modules;
     size_t nmodules;
-    resolved *cache; /* open addressing by (module, offset) */
-    size_t ncache, cachecap;
     /* the ranks of a job are read side by side (parallel.h) and share the
      * modules and the cache: each lookup holds it. It is taken once per
      * unique frame of each file, never per event (sites.c renders each
@@ -79,20 +78,21 @@ fs_symbols *fs_symbols_create(void (*warn)(void *ctx, const char *line), void *c
 void fs_symbols_destroy(fs_symbols *s)
 {
     if (!s) return;
-    for (size_t i = 0; i < s->cachecap; i++) {
-        if (!s->cache[i].module) continue;
-        for (size_t j = 0; j < s->cache[i].n; j++) {
-            free((char *)s->cache[i].frames[j].function);
-            free((char *)s->cache[i].frames[j].file);
-        }
-        free(s->cache[i].frames);
-    }
     for (size_t i = 0; i < s->nmodules; i++) {
+        void *v;
+        for (size_t pos = 0; fs_u64map_next(&s->modules[i].cache, &pos, NULL, &v);) {
+            resolved *r = v;
+            for (size_t j = 0; j < r->n; j++) {
+                free((char *)r->frames[j].function);
+                free((char *)r->frames[j].file);
+            }
+            free(r->frames);
+        }
+        fs_u64map_free(&s->modules[i].cache);
         free(s->modules[i].path);
         if (s->modules[i].dwfl) dwfl_end(s->modules[i].dwfl);
     }
     free(s->modules);
-    free(s->cache);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
@@ -135,6 +135,7 @@ static uint32_t module_of(fs_symbols *s, const char *path, const uint8_t *bid, s
     s->modules = more;
     module *m = &s->modules[s->nmodules];
     *m = (module){.path = strdup(path)};
+    fs_u64map_init(&m->cache, sizeof(resolved));
     if (!m->path) return 0;
     if (bid_len > sizeof m->build_id) bid_len = sizeof m->build_id;
     memcpy(m->build_id, bid, bid_len);
@@ -273,50 +274,29 @@ static size_t resolve_uncached(const module *m, uint64_t offset, fs_symbol_frame
     return n;
 }
 
-static size_t slot_of(uint32_t module, uint64_t offset, size_t cap)
-{
-    return (size_t)((offset * 0x9e3779b97f4a7c15ull) ^ (module * 0xff51afd7ed558ccdull)) &
-           (cap - 1);
-}
-
-static bool cache_grow(fs_symbols *s)
-{
-    size_t cap = s->cachecap ? 2 * s->cachecap : 1024;
-    resolved *c = calloc(cap, sizeof *c);
-    if (!c) return false;
-    for (size_t i = 0; i < s->cachecap; i++) {
-        if (!s->cache[i].module) continue;
-        size_t k = slot_of(s->cache[i].module, s->cache[i].offset, cap);
-        while (c[k].module)
-            k = (k + 1) & (cap - 1);
-        c[k] = s->cache[i];
-    }
-    free(s->cache);
-    s->cache = c;
-    s->cachecap = cap;
-    return true;
-}
-
 /* fs_symbols_resolve, under s->lock */
 static size_t resolve(fs_symbols *s, const char *path, const uint8_t *build_id, size_t build_id_len,
                       uint64_t offset, const fs_symbol_frame **frames)
 {
     uint32_t mi = module_of(s, path, build_id, build_id_len);
     if (!mi || !s->modules[mi - 1].mod) return 0;
-    if (2 * (s->ncache + 1) > s->cachecap && !cache_grow(s)) return 0;
-    size_t k = slot_of(mi, offset, s->cachecap);
-    for (; s->cache[k].module; k = (k + 1) & (s->cachecap - 1))
-        if (s->cache[k].module == mi && s->cache[k].offset == offset) {
-            *frames = s->cache[k].frames;
-            return s->cache[k].n;
-        }
+    module *m = &s->modules[mi - 1];
+    const resolved *known = fs_u64map_get(&m->cache, offset);
+    if (known) {
+        *frames = known->frames;
+        return known->n;
+    }
     fs_symbol_frame tmp[MAX_INLINE];
-    size_t n = resolve_uncached(&s->modules[mi - 1], offset, tmp);
+    size_t n = resolve_uncached(m, offset, tmp);
     fs_symbol_frame *kept = n ? malloc(n * sizeof *kept) : NULL;
     if (n && !kept) return 0;
     if (n) memcpy(kept, tmp, n * sizeof *kept);
-    s->cache[k] = (resolved){mi, offset, kept, n};
-    s->ncache++;
+    resolved *r = fs_u64map_put(&m->cache, offset, NULL);
+    if (!r) {
+        free(kept);
+        return 0;
+    }
+    *r = (resolved){kept, n};
     *frames = kept;
     return n;
 }
