@@ -755,12 +755,8 @@ static bool write_snapshot(memviz *m, const fs_reader *t, FILE *f)
 static void summary(const memviz *m, const char *path, const fs_reader *t, const char *out)
 {
     char name[64], alloc[32], req[32], round[32], resv[32], when[64];
-    int rank = fs_reader_rank(t);
 
-    if (rank >= 0)
-        snprintf(name, sizeof name, "rank %d", rank);
-    else
-        snprintf(name, sizeof name, "pid %u", fs_reader_header(t)->pid);
+    fs_render_trace_name(t, name, sizeof name);
     for (int dn = 0; dn < MAX_DEVICES; dn++) {
         const device *d = &m->dev[dn];
         uint64_t allocated = 0, requested = 0, reserved = 0;

@@ -1063,12 +1063,8 @@ static uint32_t process_id(perfetto *p, const fs_reader *t)
 static void summary(const perfetto *p, const char *path, const fs_reader *t)
 {
     char name[64], bytes[32];
-    int rank = fs_reader_rank(t);
 
-    if (rank >= 0)
-        snprintf(name, sizeof name, "rank %d", rank);
-    else
-        snprintf(name, sizeof name, "pid %u", fs_reader_header(t)->pid);
+    fs_render_trace_name(t, name, sizeof name);
     for (int dn = 0; dn < MAX_DEVICES; dn++) {
         if (!p->dev[dn].peak) continue;
         fs_human_bytes(p->dev[dn].peak, bytes, sizeof bytes);

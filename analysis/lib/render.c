@@ -166,3 +166,12 @@ size_t fs_utf8_len(const unsigned char *s, size_t n)
         if (s[i] < 0x80 || s[i] > 0xbf) return 0;
     return len;
 }
+
+void fs_render_trace_name(const fs_reader *t, char *buf, size_t len)
+{
+    int rank = fs_reader_rank(t);
+    if (rank >= 0)
+        snprintf(buf, len, "rank %d", rank);
+    else
+        snprintf(buf, len, "pid %u", fs_reader_header(t)->pid);
+}

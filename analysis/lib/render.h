@@ -48,6 +48,10 @@ size_t fs_render_frame_sources(const fs_reader *t, fs_symbols *sym, uint64_t pc,
  * trace's string would make a whole output unreadable. */
 size_t fs_utf8_len(const unsigned char *s, size_t n);
 
+/* A trace as the commands name it: "rank R", or "pid P" for a trace
+ * without a rank. */
+void fs_render_trace_name(const fs_reader *t, char *buf, size_t len);
+
 /* "1.5 MiB" */
 void fs_human_bytes(uint64_t bytes, char *buf, size_t len);
 
