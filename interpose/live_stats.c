@@ -27,6 +27,7 @@
  * the handlers may run in any order. The sites' Python labels, whose table
  * lock is held across string interning, are read outside it. */
 #include "live_stats.h"
+#include "core/lifetime.h"
 
 #include "../common/path.h"
 #include "../format/live.h"
@@ -674,8 +675,8 @@ static void after_fork_child(void)
     env_rank();
 }
 
-__attribute__((constructor)) static void live_init(void)
-{
-    env_rank();
-    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
-}
+FS_LIFETIME(live) = {.order = FS_ORDER_LIVE,
+                     .init = env_rank,
+                     .fork_prepare = before_fork,
+                     .fork_parent = after_fork_parent,
+                     .fork_child = after_fork_child};

@@ -21,6 +21,7 @@
  * while it asks the loader anything it can ask first, and no thread waits
  * for create_lock for ever (create_lock_take). */
 #include "driver/driver.h"
+#include "core/lifetime.h"
 #include "live_stats.h"
 #include "real.h"
 #include "runtime/runtime.h"
@@ -436,22 +437,11 @@ static void atfork_child(void)
     over_driver = false;
     device_count = 0;
     if (thread_streams) memset(thread_streams, 0, MAX_DEVICES * sizeof *thread_streams);
-    fs_streams_reset(-1);
-    fs_pool_reset(-1);
-    fs_cuda_device_reset(-1);
-    fs_driver_device_reset();
-    fs_capture_reset();
-    fs_blocks_after_fork();
-}
-
-__attribute__((constructor)) static void shim_init(void)
-{
-    pthread_atfork(NULL, NULL, atfork_child);
 }
 
 /* At exit, with FSDPSHIM_LOG=info or more: one line per device the program
  * used, so a run shows what the cache did without a trace. */
-__attribute__((destructor)) static void report_at_exit(void)
+static void report_at_exit(void)
 {
     fs_allocator *a = fs_shim_allocator_peek();
     fs_alloc_stats st;
@@ -478,3 +468,7 @@ __attribute__((destructor)) static void report_at_exit(void)
                (long long)st.num_alloc_retries, (long long)st.num_ooms);
     }
 }
+
+/* The child's tables of streams, pools, captures and blocks are reset by
+ * their own files' hooks, after this one (core/lifetime.h). */
+FS_LIFETIME(shim) = {.order = FS_ORDER_SHIM, .fork_child = atfork_child, .exit = report_at_exit};

@@ -8,6 +8,7 @@
  * entered (fs_trace_alloc_begin), so that no unwinding ever happens under
  * an allocator lock; the observer, called on the same thread, attaches it. */
 #include "trace_glue.h"
+#include "core/lifetime.h"
 
 #include "../trace/annot.h"
 #include "../trace/python.h"
@@ -504,3 +505,6 @@ void fs_trace_glue_snapshot_signal(void)
     sigaction(SIGUSR2, &sa, &previous_usr2);
     fs_log(FS_LOG_INFO, "snapshot_signal: SIGUSR2 writes a snapshot");
 }
+
+/* A fork child's trace keeps none of its parent's live blocks. */
+FS_LIFETIME(trace_blocks) = {.order = FS_ORDER_TRACE_BLOCKS, .fork_child = fs_blocks_after_fork};

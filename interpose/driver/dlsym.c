@@ -33,6 +33,7 @@
  *   no lock, allocates nothing and calls nothing but the real function
  *   (TSan intercepts dl_iterate_phdr, which is why _r_debug is walked). */
 #include "driver.h"
+#include "../core/lifetime.h"
 #include "../hooks.h"
 #include "../python/gil.h"
 #include "../shim.h"
@@ -249,11 +250,13 @@ FS_LOOKUP_PATH static void *real_function(void **slot, const char *name)
 
 /* While the process has one thread, unless a lookup came first (a
  * sanitizer's, or a constructor's). */
-__attribute__((constructor)) FS_LOOKUP_PATH static void find_real_functions(void)
+FS_LOOKUP_PATH static void find_real_functions(void)
 {
     real_function(REAL_DLSYM, "dlsym");
     real_function(REAL_DLVSYM, "dlvsym");
 }
+
+FS_LIFETIME(lookup) = {.order = FS_ORDER_LOOKUP, .init = find_real_functions};
 
 FS_LOOKUP_PATH void *fs_real_dlsym(void *handle, const char *name)
 {

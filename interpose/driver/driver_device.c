@@ -23,6 +23,7 @@
  * cudaMallocAsync memory does, and a process without the runtime has no
  * cudaDeviceReset; cuDevicePrimaryCtxReset takes every kind of memory. */
 #include "../hooks.h"
+#include "../core/lifetime.h"
 #include "../runtime/runtime.h"
 #include "driver.h"
 #include "vmm.h"
@@ -165,6 +166,8 @@ void fs_driver_device_reset(void)
 {
     memset(primary, 0, sizeof primary);
 }
+
+FS_LIFETIME(driver) = {.order = FS_ORDER_DRIVER, .fork_child = fs_driver_device_reset};
 
 /* Makes `device`'s primary context current for a call; *pushed says whether
  * fs_ctx_leave has the thread's own to put back. */

@@ -14,6 +14,7 @@
  * entry carries the table's generation, bumped whenever a communicator is
  * forgotten, because NCCL may hand the same address to a new communicator. */
 #include "../live_stats.h"
+#include "../core/lifetime.h"
 #include "nccl_internal.h"
 #include "../trace_glue.h"
 
@@ -125,10 +126,7 @@ static void atfork_child(void)
     atomic_fetch_add_explicit(&table_generation, 1, memory_order_acq_rel);
 }
 
-__attribute__((constructor)) static void comm_table_init(void)
-{
-    pthread_atfork(NULL, NULL, atfork_child);
-}
+FS_LIFETIME(nccl_comms) = {.order = FS_ORDER_NCCL_COMMS, .fork_child = atfork_child};
 
 /* Learns a communicator that an initialisation returned: only once it is
  * ready (ncclSuccess outside a group), else on first use. */

@@ -15,6 +15,7 @@
  * deregistration removes one. Destroying a communicator drops whatever was
  * still registered with it, in NCCL and here. */
 #include "nccl_internal.h"
+#include "../core/lifetime.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -100,10 +101,7 @@ static void atfork_child(void)
     }
 }
 
-__attribute__((constructor)) static void registrations_init(void)
-{
-    pthread_atfork(NULL, NULL, atfork_child);
-}
+FS_LIFETIME(nccl_regs) = {.order = FS_ORDER_NCCL_REGS, .fork_child = atfork_child};
 
 FS_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size,
                                         void **handle)

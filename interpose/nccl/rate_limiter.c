@@ -34,6 +34,7 @@
  * condition variable when every fence is being waited on. The queue lock is
  * never held across a wait, so frees are never held up by one. */
 #include "rate_limiter.h"
+#include "../core/lifetime.h"
 #include "../trace_glue.h"
 
 #include "nccl_ptrmap.h"
@@ -264,11 +265,10 @@ static void atfork_child(void)
     }
 }
 
-__attribute__((constructor)) static void ratelimit_init(void)
+static void ratelimit_init(void)
 {
     for (int i = 0; i < RL_SHARDS; i++)
         pthread_mutex_init(&shards[i].lock, NULL);
-    pthread_atfork(NULL, NULL, atfork_child);
 }
 
 /* ---- statistics --------------------------------------------------------
@@ -308,7 +308,7 @@ static double gap_quantile_us(uint64_t n, double quantile)
 }
 
 /* At exit, with FSDPSHIM_LOG=info or more, one line on what the limiter did. */
-__attribute__((destructor)) static void report_at_exit(void)
+static void report_at_exit(void)
 {
     uint64_t n = 0, total_ns = 0;
     for (int d = 0; d < RL_MAX_DEVICES; d++) {
@@ -327,6 +327,11 @@ __attribute__((destructor)) static void report_at_exit(void)
            gap_quantile_us(launched, 0.5), gap_quantile_us(launched, 0.99),
            (double)atomic_load_explicit(&gap_max_ns, memory_order_relaxed) / 1000.0);
 }
+
+FS_LIFETIME(rate_limit) = {.order = FS_ORDER_RATE_LIMIT,
+                           .init = ratelimit_init,
+                           .fork_child = atfork_child,
+                           .exit = report_at_exit};
 
 /* ---- the wait ------------------------------------------------------------ */
 

@@ -8,6 +8,7 @@
  * workers and a program under `fsdpshim run` inherit it silently: the line
  * saying what changed comes once per job, not once per worker. */
 #include "../shim.h"
+#include "../core/lifetime.h"
 #include "python.h"
 #include "torch_route.h"
 
@@ -31,9 +32,9 @@ static void own_dir(char *dir, size_t len)
     if ((slash = strrchr(dir, '/'))) *slash = '\0';
 }
 
-/* Priority 101: before the library's other constructors, so that nothing
+/* The first of the library's init hooks (core/lifetime.h), so that nothing
  * of the shim reads FSDPSHIM_CONF before the route has set it. */
-__attribute__((constructor(101))) static void route_torch(void)
+static void route_torch(void)
 {
     char python[PATH_MAX], lib_dir[PATH_MAX], note[4096], *conf = NULL;
 
@@ -51,3 +52,5 @@ __attribute__((constructor(101))) static void route_torch(void)
     free(conf);
     if (*note) fs_log(FS_LOG_WARN, "%s", note);
 }
+
+FS_LIFETIME(route) = {.order = FS_ORDER_ROUTE, .init = route_torch};

@@ -7,6 +7,7 @@
  * interposed capture calls keep this list; its count is read without a lock
  * so that the common case (no capture at all) costs one load. */
 #include "runtime.h"
+#include "../core/lifetime.h"
 
 #include <pthread.h>
 
@@ -76,6 +77,8 @@ void fs_capture_reset(void)
     n_captures = 0;
     n_global = 0;
 }
+
+FS_LIFETIME(capture) = {.order = FS_ORDER_CAPTURE, .fork_child = fs_capture_reset};
 
 bool fs_shim_stream_capturing(cudaStream_t stream, bool per_thread)
 {

@@ -21,6 +21,7 @@
  *
  * Every function runs inside fs_internal_begin, with the device current. */
 #include "../driver/vmm.h"
+#include "../core/lifetime.h"
 #include "../real.h"
 #include "runtime.h"
 
@@ -334,3 +335,10 @@ void fs_cuda_device_reset(int device)
     }
     pthread_mutex_unlock(&ordered_lock);
 }
+
+static void ordered_after_fork(void)
+{
+    fs_cuda_device_reset(-1);
+}
+
+FS_LIFETIME(ordered) = {.order = FS_ORDER_ORDERED, .fork_child = ordered_after_fork};

@@ -12,6 +12,7 @@
  * destroyed stream's blocks. Pools are keyed by the exact flags and clamped
  * priority, so cudaStreamGetFlags/GetPriority answer as requested. */
 #include "../real.h"
+#include "../core/lifetime.h"
 #include "runtime.h"
 #include "../trace_glue.h"
 
@@ -217,3 +218,10 @@ void fs_pool_reset(int device)
     }
     pthread_mutex_unlock(&pool_lock);
 }
+
+static void stream_pool_after_fork(void)
+{
+    fs_pool_reset(-1);
+}
+
+FS_LIFETIME(stream_pool) = {.order = FS_ORDER_STREAM_POOL, .fork_child = stream_pool_after_fork};

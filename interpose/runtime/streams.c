@@ -17,6 +17,7 @@
  * per-thread cache first, invalidated by a global generation count whenever
  * a stream goes away. */
 #include "../driver/driver.h"
+#include "../core/lifetime.h"
 #include "../real.h"
 #include "runtime.h"
 
@@ -66,7 +67,7 @@ static FS_TLS int current_device; /* device + 1 */
 static pthread_key_t pt_exit_key;
 static pthread_once_t pt_exit_once = PTHREAD_ONCE_INIT;
 
-__attribute__((constructor)) static void streams_init(void)
+static void streams_init(void)
 {
     for (int i = 0; i < SHARDS; i++)
         pthread_mutex_init(&shards[i].lock, NULL);
@@ -359,3 +360,11 @@ void fs_streams_reset(int device)
     __atomic_add_fetch(&table_gen, 1, __ATOMIC_ACQ_REL);
     __atomic_add_fetch(&reg_epoch, 1, __ATOMIC_ACQ_REL);
 }
+
+static void streams_after_fork(void)
+{
+    fs_streams_reset(-1);
+}
+
+FS_LIFETIME(streams) = {
+    .order = FS_ORDER_STREAMS, .init = streams_init, .fork_child = streams_after_fork};
