@@ -9,12 +9,16 @@
  *      that Python (or any plugin loader) dlopen'ed with RTLD_LOCAL is
  *      invisible to RTLD_NEXT, so the shim takes its own reference to it with
  *      dlopen(RTLD_NOLOAD), which never loads anything.
- * Lookups are slow; callers cache what they get (FS_REAL in real.h). */
+ * NCCL's entry points are never the shim's own, and fall back on their
+ * pnccl aliases. This is the one resolver of real symbols: lookups are slow,
+ * and callers cache what they get, per call site (FS_REAL and FS_NCCL_REAL in
+ * real.h) or per entry point of the hook table (hooks.c). */
 #include "shim.h"
 
 #include <dlfcn.h>
 #include <limits.h>
 #include <link.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const lib_prefix[] = {
@@ -91,17 +95,46 @@ static void report_no_runtime(const char *name)
            name);
 }
 
-void *fs_real_symbol(enum fs_lib lib, const char *name)
+/* True when `fn` lies in libfsdpshim.so itself. */
+static bool in_shim(void *fn)
+{
+    Dl_info self, other;
+    if (!dladdr((void *)in_shim, &self) || !dladdr(fn, &other)) return false;
+    return self.dli_fbase == other.dli_fbase;
+}
+
+static void *lookup(enum fs_lib lib, const char *name)
 {
     void *h, *sym = dlsym(RTLD_NEXT, name);
 
     if (sym) return sym;
     h = loaded_handle(lib);
-    if (h) return dlsym(h, name);
+    return h ? dlsym(h, name) : NULL;
+}
+
+/* NCCL's: never one of the shim's own definitions, which would recurse (an
+ * NCCL found only through the loaded objects' scan may resolve to them),
+ * and the pnccl alias that every NCCL exports when ncclX itself is not
+ * reachable (a profiler that wraps ncclX may leave only pncclX). */
+static void *lookup_nccl(const char *name)
+{
+    char alias[128];
+    void *fn = lookup(FS_LIB_NCCL, name);
+
+    if (fn && !in_shim(fn)) return fn;
+    snprintf(alias, sizeof alias, "p%s", name);
+    fn = lookup(FS_LIB_NCCL, alias);
+    return fn && !in_shim(fn) ? fn : NULL;
+}
+
+void *fs_real_symbol(enum fs_lib lib, const char *name)
+{
+    void *sym = lib == FS_LIB_NCCL ? lookup_nccl(name) : lookup(lib, name);
+
     /* the shim's own lookups (inside it) find no runtime while none is loaded
      * yet, as in Python before torch loads it: that is no error */
-    if (lib == FS_LIB_CUDART && !fs_shim_inside()) report_no_runtime(name);
-    return NULL;
+    if (!sym && lib == FS_LIB_CUDART && !fs_shim_inside()) report_no_runtime(name);
+    return sym;
 }
 
 bool fs_runtime_loaded(void)

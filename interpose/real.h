@@ -1,4 +1,5 @@
-/* real.h - cached pointers to the program's real CUDA runtime entry points.
+/* real.h - cached pointers to the program's real CUDA runtime and NCCL entry
+ * points, over the one resolver (fs_real_symbol, real.c).
  *
  * FS_REAL(fn) yields the real `fn` with its declared type, looked up once
  * (per call site) through fs_real_symbol and kept once found. NULL while the
@@ -25,5 +26,8 @@ static inline void *fs_real_cached(void **slot, enum fs_lib lib, const char *nam
     }))
 #define FS_REAL_AS(fn, name) FS_REAL_LIB_AS(FS_LIB_CUDART, fn, name)
 #define FS_REAL(fn)          FS_REAL_AS(fn, #fn)
+/* The program's NCCL entry point behind one of ours (else its pnccl alias),
+ * typed as it: __typeof__(&ncclAllReduce) real = FS_NCCL_REAL(ncclAllReduce); */
+#define FS_NCCL_REAL(fn) FS_REAL_LIB_AS(FS_LIB_NCCL, fn, #fn)
 
 #endif /* FS_REAL_H */

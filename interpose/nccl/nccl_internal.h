@@ -8,6 +8,7 @@
 #ifndef FS_NCCL_INTERNAL_H
 #define FS_NCCL_INTERNAL_H
 
+#include "../real.h"
 #include "../shim.h"
 
 #include <nccl.h>
@@ -15,21 +16,6 @@
 #include <stdbool.h>
 
 /* ---- nccl_real.c -------------------------------------------------------- */
-
-/* The program's `name` (else its pnccl alias) from the NCCL it loaded,
- * never the shim's own definition, cached in *slot once found. NULL while
- * no NCCL is loaded. */
-void *fs_nccl_resolve(_Atomic(void *) *slot, const char *name);
-
-/* The real entry point behind one of our definitions, typed as it:
- *     __typeof__(&ncclAllReduce) real = FS_NCCL_REAL(ncclAllReduce); */
-#define FS_NCCL_REAL(fn)                                                                           \
-    __extension__({                                                                                \
-        static _Atomic(void *) fs_nccl_slot_;                                                      \
-        void *fs_nccl_p_ = atomic_load_explicit(&fs_nccl_slot_, memory_order_acquire);             \
-        (__typeof__(&fn))(fs_likely(fs_nccl_p_) ? fs_nccl_p_                                       \
-                                                : fs_nccl_resolve(&fs_nccl_slot_, #fn));           \
-    })
 
 /* What an interposed entry point returns when the program's NCCL cannot be
  * found (it called us, so this should not happen): logged once. */
