@@ -119,6 +119,18 @@ static void path_data(FILE *f, const points *p)
         fprintf(f, "%s%d %d", i ? "L" : "M", p->x[i], p->y[i]);
 }
 
+/* One path of the chart, with its title as a tooltip: `attr` (class or
+ * style) set to `value`, closed back to its start when `closed`. */
+static void titled_path(FILE *f, const char *attr, const char *value, const points *p, bool closed,
+                        const char *title)
+{
+    fprintf(f, "<path %s=\"%s\" d=\"", attr, value);
+    path_data(f, p);
+    fputs(closed ? "Z\"><title>" : "\"><title>", f);
+    fs_html_esc(f, title, 0);
+    fputs("</title></path>\n", f);
+}
+
 /* The highest values per column as an area down to 0 (a device's totals):
  * its outline shows every peak */
 static void area(FILE *f, const chart *c, const fs_tl_point *cols, bool reserved, const char *cls,
@@ -140,11 +152,7 @@ static void area(FILE *f, const chart *c, const fs_tl_point *cols, bool reserved
         }
     if (first < COLUMNS) {
         point(p, PLOT_X + (int)last + 1, base);
-        fprintf(f, "<path class=\"%s\" d=\"", cls);
-        path_data(f, p);
-        fputs("Z\"><title>", f);
-        fs_html_esc(f, title, 0);
-        fputs("</title></path>\n", f);
+        titled_path(f, "class", cls, p, true, title);
     }
     free(p);
 }
@@ -162,13 +170,7 @@ static void band_line(FILE *f, const chart *c, const fs_tl_point *cols, bool res
         point(p, PLOT_X + (int)i, lo);
         if (hi != lo) point(p, PLOT_X + (int)i, hi);
     }
-    if (p->n) {
-        fprintf(f, "<path style=\"%s\" d=\"", style);
-        path_data(f, p);
-        fputs("\"><title>", f);
-        fs_html_esc(f, title, 0);
-        fputs("</title></path>\n", f);
-    }
+    if (p->n) titled_path(f, "style", style, p, false, title);
     free(p);
 }
 
