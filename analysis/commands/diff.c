@@ -197,11 +197,8 @@ int command_diff(int argc, char **argv)
                 return fs_site_bad(argv[0], "--sort", optarg, measures, 3);
             measure_by = (enum measure)sort;
             break;
-        case 'h':
-            usage_diff(stdout);
-            return 0;
-        default:
-            return FS_EXIT_USAGE;
+        default: /* -h, or a mistake fs_getopt has said */
+            return fs_option_rest(c, usage_diff);
         }
     }
     if (argc - optind != 2)

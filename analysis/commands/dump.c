@@ -241,11 +241,8 @@ int command_dump(int argc, char **argv)
         case 'a':
             o.all = true;
             break;
-        case 'h':
-            usage_dump(stdout);
-            return 0;
-        default:
-            return FS_EXIT_USAGE;
+        default: /* -h, or a mistake fs_getopt has said */
+            return fs_option_rest(c, usage_dump);
         }
     }
     if (optind >= argc) return fs_usage_error(argv[0], "no trace named");

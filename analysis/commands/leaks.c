@@ -343,11 +343,8 @@ int command_leaks(int argc, char **argv)
         case 'F':
             fail = true;
             break;
-        case 'h':
-            usage_leaks(stdout);
-            return 0;
-        default:
-            return FS_EXIT_USAGE;
+        default: /* -h, or a mistake fs_getopt has said */
+            return fs_option_rest(c, usage_leaks);
         }
     }
     if (optind >= argc) return fs_usage_error(argv[0], "no trace named");

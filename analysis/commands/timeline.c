@@ -291,11 +291,8 @@ int command_timeline(int argc, char **argv)
                                       c == 'i' ? "--intervals" : "--width", optarg);
             *(c == 'i' ? &o.intervals : &o.width) = (size_t)v;
             break;
-        case 'h':
-            usage_timeline(stdout);
-            return 0;
-        default:
-            return FS_EXIT_USAGE;
+        default: /* -h, or a mistake fs_getopt has said */
+            return fs_option_rest(c, usage_timeline);
         }
     }
     if (optind >= argc) return fs_usage_error(argv[0], "no trace named");

@@ -155,11 +155,8 @@ int command_top(int argc, char **argv)
                 return fs_site_bad(argv[0], "--sort", optarg, sort_names, 4);
             r.sort = (enum sort_key)sort;
             break;
-        case 'h':
-            usage_top(stdout);
-            return 0;
-        default:
-            return FS_EXIT_USAGE;
+        default: /* -h, or a mistake fs_getopt has said */
+            return fs_option_rest(c, usage_top);
         }
     }
     if (optind >= argc) return fs_usage_error(argv[0], "no trace named");

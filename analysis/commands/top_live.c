@@ -592,11 +592,8 @@ int command_top_live(int argc, char **argv)
                 return FS_EXIT_USAGE;
             }
             break;
-        case 'h':
-            usage_top_live(stdout);
-            return 0;
-        default:
-            return FS_EXIT_USAGE;
+        default: /* -h, or a mistake fs_getopt has said */
+            return fs_option_rest(c, usage_top_live);
         }
     }
     if (argc > optind && !(pids = calloc((size_t)(argc - optind), sizeof *pids)))

@@ -176,11 +176,8 @@ int command_export(int argc, char **argv)
                 return fs_usage_error("export", "--limit '%s': not a count", optarg);
             given[CHROME] = "--limit";
             break;
-        case 'h':
-            usage_export(stdout);
-            return 0;
-        default: /* FS_GETOPT_BAD: said */
-            return FS_EXIT_USAGE;
+        default: /* -h, or a mistake fs_getopt has said */
+            return fs_option_rest(c, usage_export);
         }
     }
     if (!format)

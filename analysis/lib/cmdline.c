@@ -1,6 +1,6 @@
 /* cmdline.c - the analyzer's command lines (cmdline.h). */
 #include "cmdline.h"
-#include "analysis.h"
+#include "exit_status.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -71,4 +71,11 @@ bool fs_parse_count(const char *arg, uint64_t max, uint64_t *out)
     errno = 0;
     *out = strtoull(arg, &end, 10);
     return !*end && !errno && *out <= max;
+}
+
+int fs_option_rest(int c, void (*usage)(FILE *out))
+{
+    if (c != 'h') return FS_EXIT_USAGE;
+    usage(stdout);
+    return 0;
 }

@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* What fs_getopt returns after it has said what was wrong. */
 #define FS_GETOPT_BAD '!'
@@ -19,6 +20,11 @@ int fs_usage_error(const char *command, const char *fmt, ...) __attribute__((for
  * messages off: an unknown option or a missing value is said in one line
  * naming it, and FS_GETOPT_BAD returned. Otherwise as getopt_long. */
 int fs_getopt(int argc, char *const *argv, const char *shortopts, const struct option *longopts);
+
+/* What a command returns for an option its own cases do not take: for -h,
+ * its usage on stdout and 0; otherwise the usage status, fs_getopt having
+ * said what was wrong. */
+int fs_option_rest(int c, void (*usage)(FILE *out));
 
 /* A count: decimal digits only (no sign, no space), at most max. */
 bool fs_parse_count(const char *arg, uint64_t max, uint64_t *out);
