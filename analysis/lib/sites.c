@@ -328,7 +328,7 @@ typedef struct reading {
     site_cell *cells; /* in the order made */
     size_t ncells, capcells;
     fs_u64map cell_index; /* (site, device) -> index into cells (uint32_t) */
-    uint32_t *last_cell; /* by site: the index of its cell last used, which is most often the one */
+    uint32_t *last_cell;  /* by site and device (CELL_WAYS): its cell last used */
     size_t last_cell_cap;
     thread_last *threads;
     size_t nthreads;
@@ -352,11 +352,17 @@ static thread_last *thread_of(reading *r, uint32_t tid)
     return &r->threads[r->nthreads++];
 }
 
+/* A site's cells on the devices it allocates on: the last one used per
+ * site and device (modulo CELL_WAYS) is remembered, which is most often the
+ * one, since a job's ranks drive their devices from the same stacks. */
+#define CELL_WAYS 4
+
 static site_cell *cell_of(reading *r, uint32_t site, int device)
 {
-    r->last_cell = fs_grow(r->last_cell, &r->last_cell_cap, site, sizeof *r->last_cell);
+    size_t way = (size_t)(site - 1) * CELL_WAYS + (unsigned)device % CELL_WAYS;
+    r->last_cell = fs_grow(r->last_cell, &r->last_cell_cap, way + 1, sizeof *r->last_cell);
     if (r->ncells) {
-        site_cell *c = &r->cells[r->last_cell[site - 1]]; /* maybe another site's */
+        site_cell *c = &r->cells[r->last_cell[way]]; /* maybe another site's */
         if (c->site == site && c->device == device) return c;
     }
     bool added;
@@ -368,7 +374,7 @@ static site_cell *cell_of(reading *r, uint32_t site, int device)
         r->cells[r->ncells] = (site_cell){.site = site, .device = device};
         *index = (uint32_t)r->ncells++;
     }
-    r->last_cell[site - 1] = *index;
+    r->last_cell[way] = *index;
     return &r->cells[*index];
 }
 

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct fs_u64map {
     unsigned char *slots; /* cap slots of `stride` bytes: the key (0: empty), then the value */
@@ -42,14 +43,14 @@ void fs_u64map_free(fs_u64map *m);
 void fs_u64map_clear(fs_u64map *m);
 
 /* key's value, NULL when key is not in the table. */
-void *fs_u64map_get(const fs_u64map *m, uint64_t key);
+static inline void *fs_u64map_get(const fs_u64map *m, uint64_t key);
 /* key's value, made (zeroed) when key was not in the table (*added set
  * true then, false otherwise; added may be NULL). NULL only when memory ran
  * out, the table unchanged. */
-void *fs_u64map_put(fs_u64map *m, uint64_t key, bool *added);
+static inline void *fs_u64map_put(fs_u64map *m, uint64_t key, bool *added);
 /* Removes key, its value copied to out first (out may be NULL); false when
  * key was not in the table. */
-bool fs_u64map_take(fs_u64map *m, uint64_t key, void *out);
+static inline bool fs_u64map_take(fs_u64map *m, uint64_t key, void *out);
 
 /* The entries one by one: start with *pos = 0; true with the next entry's
  * key and value (either may be NULL) until there is none. The table must
@@ -65,6 +66,116 @@ static inline uint64_t fs_mix64(uint64_t x)
     x ^= x >> 33;
     x *= 0xc4ceb9fe1a85ec53ull;
     return x ^ (x >> 33);
+}
+
+/* ---- the hot path, inline: one put and one take per allocation and free
+ * of a trace (u64map.c has the rest) ---- */
+
+#define FS_U64MAP_MIN_SLOTS 64 /* slots of a table at its first put */
+
+/* u64map.c */
+bool fs_u64map_resize(fs_u64map *m, size_t cap);
+void *fs_u64map_zero_put(fs_u64map *m, bool *added);
+bool fs_u64map_zero_take(fs_u64map *m, void *out);
+
+static inline unsigned char *fs_u64map_slot_(const fs_u64map *m, size_t i)
+{
+    return m->slots + i * m->stride;
+}
+
+static inline uint64_t fs_u64map_key_(const fs_u64map *m, size_t i)
+{
+    uint64_t k;
+    memcpy(&k, fs_u64map_slot_(m, i), sizeof k);
+    return k;
+}
+
+/* Copies of whole slots and values: a few words each, inline rather than a
+ * call to memcpy/memset of a size known only at run time (the table sits on
+ * the analyzer's hottest path, one put and one take per allocation). */
+static inline void fs_u64map_copy_words_(unsigned char *dst, const unsigned char *src, size_t bytes)
+{
+    for (size_t i = 0; i < bytes; i += 8)
+        memcpy(dst + i, src + i, 8);
+}
+
+static inline void fs_u64map_copy_value_(void *out, const unsigned char *value, size_t vsize)
+{
+    switch (vsize) {
+    case 4:
+        memcpy(out, value, 4);
+        break;
+    case 8:
+        memcpy(out, value, 8);
+        break;
+    case 16:
+        memcpy(out, value, 16);
+        break;
+    default:
+        memcpy(out, value, vsize);
+    }
+}
+
+static inline size_t fs_u64map_home_(const fs_u64map *m, uint64_t key)
+{
+    return (size_t)fs_mix64(key) & (m->cap - 1);
+}
+
+/* The slot holding key (never 0), or the empty one where it would go. */
+static inline size_t fs_u64map_find_(const fs_u64map *m, uint64_t key)
+{
+    size_t i = fs_u64map_home_(m, key);
+    for (uint64_t k; (k = fs_u64map_key_(m, i)) != 0 && k != key;)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static inline void *fs_u64map_get(const fs_u64map *m, uint64_t key)
+{
+    if (!key) return m->has_zero ? m->zero_value : NULL;
+    if (!m->cap) return NULL;
+    size_t i = fs_u64map_find_(m, key);
+    return fs_u64map_key_(m, i) ? fs_u64map_slot_(m, i) + sizeof key : NULL;
+}
+
+static inline void *fs_u64map_put(fs_u64map *m, uint64_t key, bool *added)
+{
+    if (!key) return fs_u64map_zero_put(m, added);
+    if (2 * (m->n + 1) > m->cap && !fs_u64map_resize(m, m->cap ? 2 * m->cap : FS_U64MAP_MIN_SLOTS))
+        return NULL;
+    size_t i = fs_u64map_find_(m, key);
+    unsigned char *s = fs_u64map_slot_(m, i);
+    bool fresh = !fs_u64map_key_(m, i);
+    if (added) *added = fresh;
+    if (fresh) {
+        memcpy(s, &key, sizeof key);
+        for (size_t i = sizeof key; i < m->stride; i += 8)
+            memset(s + i, 0, 8);
+        m->n++;
+    }
+    return s + sizeof key;
+}
+
+static inline bool fs_u64map_take(fs_u64map *m, uint64_t key, void *out)
+{
+    if (!key) return fs_u64map_zero_take(m, out);
+    if (!m->cap) return false;
+    size_t i = fs_u64map_find_(m, key), mask = m->cap - 1;
+    if (!fs_u64map_key_(m, i)) return false;
+    if (out) fs_u64map_copy_value_(out, fs_u64map_slot_(m, i) + sizeof key, m->vsize);
+    /* Backward shift: each entry after the hole that may move into it (its
+     * home is not between the hole and it, cyclically) does, and the hole
+     * moves on, until an empty slot ends the run. */
+    for (size_t j = (i + 1) & mask; fs_u64map_key_(m, j); j = (j + 1) & mask) {
+        size_t h = fs_u64map_home_(m, fs_u64map_key_(m, j));
+        if (((j - h) & mask) >= ((j - i) & mask)) {
+            fs_u64map_copy_words_(fs_u64map_slot_(m, i), fs_u64map_slot_(m, j), m->stride);
+            i = j;
+        }
+    }
+    memset(fs_u64map_slot_(m, i), 0, sizeof key);
+    m->n--;
+    return true;
 }
 
 #endif /* FS_U64MAP_H */
