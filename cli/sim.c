@@ -103,7 +103,7 @@ static int parse_options(int argc, char **argv, sim_options *o)
                 MAX_DEVICES, o->devices);
         return FS_EXIT_USAGE;
     }
-    if (o->mem && !fs_sim_parse_size(o->mem)) {
+    if (o->mem && !sim_parse_size(o->mem)) {
         fprintf(stderr, "fsdpshim sim: --mem takes a size such as 80G or 512MiB, not '%s'\n",
                 o->mem);
         return FS_EXIT_USAGE;

@@ -8,21 +8,21 @@
 
 #include <stddef.h>
 
-static fs_sim_api_hook_fn hook;
+static sim_api_hook_fn hook;
 static uint32_t next_correlation_id = 1;
 
-FS_SIM_SEAM void fs_sim_api_hook_set(fs_sim_api_hook_fn fn)
+SIM_SEAM void sim_api_hook_set(sim_api_hook_fn fn)
 {
     __atomic_store_n(&hook, fn, __ATOMIC_RELEASE);
 }
 
-FS_SIM_SEAM void fs_sim_api_enter(struct fs_sim_api_call *call)
+SIM_SEAM void sim_api_enter(struct sim_api_call *call)
 {
     /* The runtime initialises itself, and the driver with it (which loads
      * a CUDA_INJECTION64_PATH tool that may subscribe), before it reports
      * its first call, as on a GPU; driver calls need cuInit first anyway. */
-    if (call->domain == 2) fs_init();
-    fs_sim_api_hook_fn fn = __atomic_load_n(&hook, __ATOMIC_ACQUIRE);
+    if (call->domain == 2) sim_init();
+    sim_api_hook_fn fn = __atomic_load_n(&hook, __ATOMIC_ACQUIRE);
     call->hooked = fn != NULL;
     if (!fn) return;
     call->correlation = 0;
@@ -30,8 +30,8 @@ FS_SIM_SEAM void fs_sim_api_enter(struct fs_sim_api_call *call)
     fn(call, 0);
 }
 
-FS_SIM_SEAM void fs_sim_api_exit(struct fs_sim_api_call *call)
+SIM_SEAM void sim_api_exit(struct sim_api_call *call)
 {
-    fs_sim_api_hook_fn fn = __atomic_load_n(&hook, __ATOMIC_ACQUIRE);
+    sim_api_hook_fn fn = __atomic_load_n(&hook, __ATOMIC_ACQUIRE);
     if (call->hooked && fn) fn(call, 1);
 }

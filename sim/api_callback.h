@@ -3,7 +3,7 @@
  *
  * On a GPU the driver calls CUPTI's callbacks on API enter and exit; here the
  * entry points that CUPTI's subscriber may care about (sim/cupti/cupti.c
- * lists them) bracket their work with fs_sim_api_enter / fs_sim_api_exit,
+ * lists them) bracket their work with sim_api_enter / sim_api_exit,
  * naming the toolkit's callback id (cupti_runtime_cbid.h,
  * cupti_driver_cbid.h) and passing the toolkit's params struct
  * (generated_cuda_runtime_api_meta.h, generated_cuda_meta.h). While no CUPTI
@@ -13,10 +13,10 @@
 
 #include <stdint.h>
 
-#define FS_SIM_SEAM __attribute__((visibility("default")))
+#define SIM_SEAM __attribute__((visibility("default")))
 
 /* One call of an entry point, from enter to exit. */
-struct fs_sim_api_call {
+struct sim_api_call {
     int domain;              /* CUpti_CallbackDomain: 1 driver, 2 runtime */
     unsigned cbid;           /* the toolkit's callback id */
     const char *name;        /* the entry point's name */
@@ -29,27 +29,27 @@ struct fs_sim_api_call {
 
 /* Called on enter (exit 0) and exit (exit 1) of every bracketed call while
  * set. */
-typedef void (*fs_sim_api_hook_fn)(struct fs_sim_api_call *call, int exit);
+typedef void (*sim_api_hook_fn)(struct sim_api_call *call, int exit);
 
 /* Sets the hook (NULL: none). Only the simulated CUPTI calls it. */
-FS_SIM_SEAM void fs_sim_api_hook_set(fs_sim_api_hook_fn hook);
+SIM_SEAM void sim_api_hook_set(sim_api_hook_fn hook);
 
-FS_SIM_SEAM void fs_sim_api_enter(struct fs_sim_api_call *call);
-FS_SIM_SEAM void fs_sim_api_exit(struct fs_sim_api_call *call);
+SIM_SEAM void sim_api_enter(struct sim_api_call *call);
+SIM_SEAM void sim_api_exit(struct sim_api_call *call);
 
 /* An entry point's work, bracketed: ret = (work) between enter and exit,
  * for the call named by domain (1 driver, 2 runtime), cbid and name, whose
  * arguments are in *params. */
-#define FS_SIM_API_CALL(dom, id, fname, params_ptr, ret, work)                                     \
+#define SIM_API_CALL(dom, id, fname, params_ptr, ret, work)                                        \
     do {                                                                                           \
-        struct fs_sim_api_call call_ = {.domain = (dom),                                           \
-                                        .cbid = (id),                                              \
-                                        .name = (fname),                                           \
-                                        .params = (params_ptr),                                    \
-                                        .ret = &(ret)};                                            \
-        fs_sim_api_enter(&call_);                                                                  \
+        struct sim_api_call call_ = {.domain = (dom),                                              \
+                                     .cbid = (id),                                                 \
+                                     .name = (fname),                                              \
+                                     .params = (params_ptr),                                       \
+                                     .ret = &(ret)};                                               \
+        sim_api_enter(&call_);                                                                     \
         (ret) = (work);                                                                            \
-        fs_sim_api_exit(&call_);                                                                   \
+        sim_api_exit(&call_);                                                                      \
     } while (0)
 
 #endif /* SIM_API_CALLBACK_H */

@@ -54,13 +54,13 @@ struct record {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct arena *arenas[MAX_DEVICES]; /* made on first use (under mu) */
-static struct fs_handle_set *records;
+static struct sim_handle_set *records;
 static struct record *all; /* every live mapping (under mu) */
 static size_t page_size;
 
 static void arena_init(void)
 {
-    records = fs_handles_new();
+    records = sim_handles_new();
     page_size = (size_t)sysconf(_SC_PAGESIZE);
 }
 
@@ -80,7 +80,7 @@ static struct arena *arena_of(int device)
     if (!a) return NULL;
     a->fd = -1;
     a->owned = 1;
-    if (fs_cfg.moves_data) {
+    if (sim_cfg.moves_data) {
         char name[32];
         snprintf(name, sizeof name, "fsdpshim-sim-dev%d", device);
         struct stat st;
@@ -110,7 +110,7 @@ static void *reserve_aligned(size_t len)
     return at;
 }
 
-void *sim_arena_map(struct fs_device *dev, size_t size)
+void *sim_arena_map(struct sim_device *dev, size_t size)
 {
     arena_once();
     size_t len = (size + page_size - 1) & ~(page_size - 1);
@@ -140,14 +140,14 @@ void *sim_arena_map(struct fs_device *dev, size_t size)
     if (all) all->prev = rec;
     all = rec;
     pthread_mutex_unlock(&mu);
-    fs_handles_add(records, p, rec);
+    sim_handles_add(records, p, rec);
     return p;
 }
 
 void sim_arena_unmap(void *base, size_t size)
 {
     arena_once();
-    struct record *rec = fs_handles_remove(records, base);
+    struct record *rec = sim_handles_remove(records, base);
     if (!rec) {
         munmap(base, size);
         return;
@@ -175,7 +175,7 @@ void sim_arena_unmap(void *base, size_t size)
 int sim_arena_backing(const void *base, struct sim_backing *out)
 {
     arena_once();
-    struct record *rec = fs_handles_get(records, base);
+    struct record *rec = sim_handles_get(records, base);
     if (!rec) return 0;
     *out = (struct sim_backing){rec->arena->fd, rec->arena->owned, rec->arena->ino, rec->offset};
     return 1;
@@ -197,15 +197,15 @@ static void privatise(struct arena *a)
     }
 }
 
-void sim_arena_fork(enum fs_fork_phase phase)
+void sim_arena_fork(enum sim_fork_phase phase)
 {
     arena_once();
-    if (phase == FS_FORK_PREPARE) {
+    if (phase == SIM_FORK_PREPARE) {
         pthread_mutex_lock(&mu);
-        fs_handles_lock(records);
+        sim_handles_lock(records);
         return;
     }
-    for (int d = 0; phase == FS_FORK_CHILD && d < MAX_DEVICES; d++) {
+    for (int d = 0; phase == SIM_FORK_CHILD && d < MAX_DEVICES; d++) {
         struct arena *a = arenas[d];
         if (!a) continue;
         if (a->fd >= 0) {
@@ -218,6 +218,6 @@ void sim_arena_fork(enum fs_fork_phase phase)
         a->owned = 0;
         arenas[d] = NULL;
     }
-    fs_handles_unlock(records);
+    sim_handles_unlock(records);
     pthread_mutex_unlock(&mu);
 }

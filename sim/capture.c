@@ -5,7 +5,7 @@
  * A capture starts on its origin stream (cudaStreamBeginCapture) and other
  * streams join it by waiting on an event recorded in it. Each member stream
  * keeps its capture dependencies: the nodes the next work on it depends on.
- * Work enqueued on a member (fs_stream_enqueue, stream.c) becomes a node
+ * Work enqueued on a member (sim_stream_add_work, stream.c) becomes a node
  * after those and replaces them. A prohibited call invalidates the capture,
  * which then records nothing and ends in cudaErrorStreamCaptureInvalidated.
  * At cudaStreamEndCapture every joined stream must have been joined back
@@ -22,46 +22,46 @@
 
 #include "internal.h"
 
-struct fs_capture {
-    struct fs_capture *next; /* in captures */
+struct sim_capture {
+    struct sim_capture *next; /* in captures */
     unsigned long long id;
     cudaGraph_t graph;
     int own_graph; /* made by cudaStreamBeginCapture: destroyed if the capture fails */
     enum cudaStreamCaptureMode mode;
     pthread_t thread; /* that began it */
-    struct fs_stream *origin;
+    struct sim_stream *origin;
     int invalidated;
-    struct fs_stream **members; /* the origin and every joined stream */
+    struct sim_stream **members; /* the origin and every joined stream */
     size_t nmembers;
 };
 
-struct fs_capture_state {
-    struct fs_capture *c;
+struct sim_capture_state {
+    struct sim_capture *c;
     cudaGraphNode_t *deps; /* capture dependencies */
     size_t ndeps;
     cudaGraphEdgeData *edges; /* default edges, for cudaStreamGetCaptureInfo */
 };
 
-struct fs_capture_mark {
+struct sim_capture_mark {
     unsigned long long id; /* the capture */
     cudaGraphNode_t *nodes;
     size_t n;
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct fs_capture *captures;
+static struct sim_capture *captures;
 static unsigned long long next_id = 1;
 static atomic_int ncaptures; /* read without mu: no capture at all is the common case */
 static __thread enum cudaStreamCaptureMode thread_mode = cudaStreamCaptureModeGlobal;
 
 /* Under mu. */
-static struct fs_capture_state *state_of(struct fs_stream *s)
+static struct sim_capture_state *state_of(struct sim_stream *s)
 {
     return atomic_load(&s->cap);
 }
 
 /* Replaces st's dependencies with nodes[0..n); under mu. */
-static int set_deps(struct fs_capture_state *st, const cudaGraphNode_t *nodes, size_t n)
+static int set_deps(struct sim_capture_state *st, const cudaGraphNode_t *nodes, size_t n)
 {
     cudaGraphNode_t *deps = malloc((n ? n : 1) * sizeof *deps);
     cudaGraphEdgeData *edges = calloc(n ? n : 1, sizeof *edges);
@@ -80,11 +80,11 @@ static int set_deps(struct fs_capture_state *st, const cudaGraphNode_t *nodes, s
 }
 
 /* Makes s a member of c with dependencies nodes[0..n); under mu. */
-static cudaError_t attach(struct fs_capture *c, struct fs_stream *s, const cudaGraphNode_t *nodes,
+static cudaError_t attach(struct sim_capture *c, struct sim_stream *s, const cudaGraphNode_t *nodes,
                           size_t n)
 {
-    struct fs_capture_state *st = calloc(1, sizeof *st);
-    struct fs_stream **members = realloc(c->members, (c->nmembers + 1) * sizeof *members);
+    struct sim_capture_state *st = calloc(1, sizeof *st);
+    struct sim_stream **members = realloc(c->members, (c->nmembers + 1) * sizeof *members);
     if (members) c->members = members;
     if (!st || !members || set_deps(st, nodes, n)) {
         free(st);
@@ -97,16 +97,16 @@ static cudaError_t attach(struct fs_capture *c, struct fs_stream *s, const cudaG
 }
 
 /* Ends c: its streams stop capturing; under mu. */
-static void finish(struct fs_capture *c)
+static void finish(struct sim_capture *c)
 {
     for (size_t i = 0; i < c->nmembers; i++) {
-        struct fs_capture_state *st = state_of(c->members[i]);
+        struct sim_capture_state *st = state_of(c->members[i]);
         atomic_store(&c->members[i]->cap, NULL);
         free(st->deps);
         free(st->edges);
         free(st);
     }
-    for (struct fs_capture **pp = &captures; *pp; pp = &(*pp)->next)
+    for (struct sim_capture **pp = &captures; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
             break;
@@ -122,23 +122,23 @@ static cudaError_t begin(cudaStream_t h, int pt, cudaGraph_t graph, const cudaGr
 {
     if ((unsigned)mode > cudaStreamCaptureModeRelaxed || (ndeps && !deps))
         return cudaErrorInvalidValue;
-    struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    struct sim_stream *s;
+    cudaError_t err = sim_stream_resolve(h, pt, &s);
     if (err) return err;
     /* The legacy stream synchronises with every blocking stream: it cannot
      * be captured. */
-    if (s->kind == FS_STREAM_LEGACY) return cudaErrorStreamCaptureUnsupported;
-    if (graph && !fs_graph_valid(graph)) return cudaErrorInvalidValue;
+    if (s->kind == SIM_STREAM_LEGACY) return cudaErrorStreamCaptureUnsupported;
+    if (graph && !sim_graph_valid(graph)) return cudaErrorInvalidValue;
     for (size_t i = 0; i < ndeps; i++) {
-        if (!deps[i] || fs_graph_of(deps[i]) != graph) return cudaErrorInvalidValue;
+        if (!deps[i] || sim_graph_of(deps[i]) != graph) return cudaErrorInvalidValue;
         /* Only default edges: the sim has no programmatic dependencies. */
         static const cudaGraphEdgeData none;
         if (edges && memcmp(&edges[i], &none, sizeof none)) return cudaErrorNotSupported;
     }
-    struct fs_capture *c = calloc(1, sizeof *c);
+    struct sim_capture *c = calloc(1, sizeof *c);
     if (!c) return cudaErrorMemoryAllocation;
     c->own_graph = graph == NULL;
-    c->graph = graph ? graph : fs_graph_new();
+    c->graph = graph ? graph : sim_graph_new();
     if (!c->graph) {
         free(c);
         return cudaErrorMemoryAllocation;
@@ -168,51 +168,54 @@ static cudaError_t begin(cudaStream_t h, int pt, cudaGraph_t graph, const cudaGr
     return err;
 }
 
-FS_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+SIM_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
-    return fs_ret(begin(stream, 0, NULL, NULL, NULL, 0, mode));
+    return sim_record_error(begin(stream, 0, NULL, NULL, NULL, 0, mode));
 }
 SIM_RT_ALIAS(cudaStreamBeginCapture);
 
-FS_API cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+SIM_API cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
+                                                enum cudaStreamCaptureMode mode)
 {
-    return fs_ret(begin(stream, 1, NULL, NULL, NULL, 0, mode));
+    return sim_record_error(begin(stream, 1, NULL, NULL, NULL, 0, mode));
 }
 SIM_RT_ALIAS(cudaStreamBeginCapture_ptsz);
 
-FS_API cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
-                                                 const cudaGraphNode_t *dependencies,
-                                                 const cudaGraphEdgeData *dependencyData,
-                                                 size_t numDependencies,
-                                                 enum cudaStreamCaptureMode mode)
+SIM_API cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
+                                                  const cudaGraphNode_t *dependencies,
+                                                  const cudaGraphEdgeData *dependencyData,
+                                                  size_t numDependencies,
+                                                  enum cudaStreamCaptureMode mode)
 {
-    if (!graph) return fs_ret(cudaErrorInvalidValue);
-    return fs_ret(begin(stream, 0, graph, dependencies, dependencyData, numDependencies, mode));
+    if (!graph) return sim_record_error(cudaErrorInvalidValue);
+    return sim_record_error(
+        begin(stream, 0, graph, dependencies, dependencyData, numDependencies, mode));
 }
 SIM_RT_ALIAS(cudaStreamBeginCaptureToGraph);
 
-FS_API cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
-                                                      const cudaGraphNode_t *dependencies,
-                                                      const cudaGraphEdgeData *dependencyData,
-                                                      size_t numDependencies,
-                                                      enum cudaStreamCaptureMode mode)
+SIM_API cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
+                                                       const cudaGraphNode_t *dependencies,
+                                                       const cudaGraphEdgeData *dependencyData,
+                                                       size_t numDependencies,
+                                                       enum cudaStreamCaptureMode mode)
 {
-    if (!graph) return fs_ret(cudaErrorInvalidValue);
-    return fs_ret(begin(stream, 1, graph, dependencies, dependencyData, numDependencies, mode));
+    if (!graph) return sim_record_error(cudaErrorInvalidValue);
+    return sim_record_error(
+        begin(stream, 1, graph, dependencies, dependencyData, numDependencies, mode));
 }
 SIM_RT_ALIAS(cudaStreamBeginCaptureToGraph_ptsz);
 
 /* Whether every joined stream of c has been joined back into the origin;
  * under mu. */
-static int all_joined(struct fs_capture *c)
+static int all_joined(struct sim_capture *c)
 {
-    struct fs_capture_state *origin = state_of(c->origin);
+    struct sim_capture_state *origin = state_of(c->origin);
     for (size_t i = 0; i < c->nmembers; i++) {
-        struct fs_capture_state *st = state_of(c->members[i]);
+        struct sim_capture_state *st = state_of(c->members[i]);
         for (size_t d = 0; d < st->ndeps; d++) {
             int joined = 0;
             for (size_t o = 0; o < origin->ndeps && !joined; o++)
-                joined = fs_graph_reaches(st->deps[d], origin->deps[o]);
+                joined = sim_graph_reaches(st->deps[d], origin->deps[o]);
             if (!joined) return 0;
         }
     }
@@ -222,12 +225,12 @@ static int all_joined(struct fs_capture *c)
 static cudaError_t end_capture(cudaStream_t h, int pt, cudaGraph_t *graph_out)
 {
     if (!graph_out) return cudaErrorInvalidValue;
-    struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    struct sim_stream *s;
+    cudaError_t err = sim_stream_resolve(h, pt, &s);
     if (err) return err;
     pthread_mutex_lock(&mu);
-    struct fs_capture_state *st = state_of(s);
-    struct fs_capture *c = st ? st->c : NULL;
+    struct sim_capture_state *st = state_of(s);
+    struct sim_capture *c = st ? st->c : NULL;
     cudaGraph_t drop = NULL;
     if (!c) {
         err = cudaErrorIllegalState;
@@ -252,26 +255,26 @@ static cudaError_t end_capture(cudaStream_t h, int pt, cudaGraph_t *graph_out)
     return err;
 }
 
-FS_API cudaError_t cudaStreamEndCapture(cudaStream_t h, cudaGraph_t *graph_out)
+SIM_API cudaError_t cudaStreamEndCapture(cudaStream_t h, cudaGraph_t *graph_out)
 {
-    return fs_ret(end_capture(h, 0, graph_out));
+    return sim_record_error(end_capture(h, 0, graph_out));
 }
 SIM_RT_ALIAS(cudaStreamEndCapture);
 
-FS_API cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t h, cudaGraph_t *graph_out)
+SIM_API cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t h, cudaGraph_t *graph_out)
 {
-    return fs_ret(end_capture(h, 1, graph_out));
+    return sim_record_error(end_capture(h, 1, graph_out));
 }
 SIM_RT_ALIAS(cudaStreamEndCapture_ptsz);
 
-cudaError_t fs_capture_add(struct fs_stream *s, const struct fs_work *w)
+cudaError_t sim_capture_add(struct sim_stream *s, const struct sim_work *w)
 {
     pthread_mutex_lock(&mu);
-    struct fs_capture_state *st = state_of(s);
+    struct sim_capture_state *st = state_of(s);
     cudaError_t err = cudaErrorStreamCaptureInvalidated;
     if (st && !st->c->invalidated) {
         cudaGraphNode_t node;
-        err = fs_graph_add(st->c->graph, w, st->deps, st->ndeps, &node);
+        err = sim_graph_add(st->c->graph, w, st->deps, st->ndeps, &node);
         /* The node is in the graph: only the dependencies could not move on. */
         if (!err && set_deps(st, &node, 1)) st->c->invalidated = 1;
     }
@@ -279,29 +282,29 @@ cudaError_t fs_capture_add(struct fs_stream *s, const struct fs_work *w)
     return err;
 }
 
-int fs_capture_active(struct fs_stream *s)
+int sim_capture_active(struct sim_stream *s)
 {
     return state_of(s) != NULL;
 }
 
-cudaError_t fs_capture_refuse(struct fs_stream *s)
+cudaError_t sim_capture_refuse(struct sim_stream *s)
 {
     if (!state_of(s)) return cudaSuccess;
     pthread_mutex_lock(&mu);
-    struct fs_capture_state *st = state_of(s);
+    struct sim_capture_state *st = state_of(s);
     if (st) st->c->invalidated = 1;
     pthread_mutex_unlock(&mu);
     return st ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
 }
 
-cudaError_t fs_capture_check_legacy(struct fs_device *dev)
+cudaError_t sim_capture_check_legacy(struct sim_device *dev)
 {
     if (atomic_load(&ncaptures) == 0) return cudaSuccess;
     int implicit = 0;
     pthread_mutex_lock(&mu);
-    for (struct fs_capture *c = captures; c; c = c->next)
+    for (struct sim_capture *c = captures; c; c = c->next)
         for (size_t i = 0; i < c->nmembers; i++) {
-            struct fs_stream *m = c->members[i];
+            struct sim_stream *m = c->members[i];
             if (m->dev == dev && !(m->flags & cudaStreamNonBlocking)) {
                 c->invalidated = 1;
                 implicit = 1;
@@ -311,14 +314,14 @@ cudaError_t fs_capture_check_legacy(struct fs_device *dev)
     return implicit ? cudaErrorStreamCaptureImplicit : cudaSuccess;
 }
 
-cudaError_t fs_capture_check_unsafe(void)
+cudaError_t sim_capture_check_unsafe(void)
 {
     if (atomic_load(&ncaptures) == 0 || thread_mode == cudaStreamCaptureModeRelaxed)
         return cudaSuccess;
     int prohibited = 0;
     pthread_t self = pthread_self();
     pthread_mutex_lock(&mu);
-    for (struct fs_capture *c = captures; c; c = c->next) {
+    for (struct sim_capture *c = captures; c; c = c->next) {
         /* The thread's own capture unless relaxed; under the global mode
          * also another thread's global capture. */
         int mine = pthread_equal(c->thread, self);
@@ -333,17 +336,17 @@ cudaError_t fs_capture_check_unsafe(void)
     return prohibited ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
 }
 
-struct fs_capture_mark *fs_capture_mark_new(struct fs_stream *s)
+struct sim_capture_mark *sim_capture_mark_new(struct sim_stream *s)
 {
-    struct fs_capture_mark *m = NULL;
+    struct sim_capture_mark *m = NULL;
     pthread_mutex_lock(&mu);
-    struct fs_capture_state *st = state_of(s);
+    struct sim_capture_state *st = state_of(s);
     if (st) {
         m = malloc(sizeof *m);
         cudaGraphNode_t *nodes = malloc((st->ndeps ? st->ndeps : 1) * sizeof *nodes);
         if (m && nodes) {
             memcpy(nodes, st->deps, st->ndeps * sizeof *nodes);
-            *m = (struct fs_capture_mark){st->c->id, nodes, st->ndeps};
+            *m = (struct sim_capture_mark){st->c->id, nodes, st->ndeps};
         } else {
             free(m);
             free(nodes);
@@ -355,28 +358,28 @@ struct fs_capture_mark *fs_capture_mark_new(struct fs_stream *s)
     return m;
 }
 
-void fs_capture_mark_free(struct fs_capture_mark *m)
+void sim_capture_mark_free(struct sim_capture_mark *m)
 {
     if (!m) return;
     free(m->nodes);
     free(m);
 }
 
-cudaError_t fs_capture_join(struct fs_stream *s, const struct fs_capture_mark *m)
+cudaError_t sim_capture_join(struct sim_stream *s, const struct sim_capture_mark *m)
 {
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&mu);
-    struct fs_capture *c = captures;
+    struct sim_capture *c = captures;
     while (c && c->id != m->id)
         c = c->next;
-    struct fs_capture_state *st = state_of(s);
+    struct sim_capture_state *st = state_of(s);
     if (!c) {
         err = cudaErrorCapturedEvent; /* its capture has ended */
     } else if (st && st->c != c) {
         st->c->invalidated = 1;
         c->invalidated = 1;
         err = cudaErrorStreamCaptureMerge;
-    } else if (s->kind == FS_STREAM_LEGACY) {
+    } else if (s->kind == SIM_STREAM_LEGACY) {
         c->invalidated = 1;
         err = cudaErrorStreamCaptureImplicit;
     } else if (!st) {
@@ -413,11 +416,11 @@ static cudaError_t capture_info(cudaStream_t h, int pt, enum cudaStreamCaptureSt
                                 size_t *ndeps)
 {
     if (!status) return cudaErrorInvalidValue;
-    struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    struct sim_stream *s;
+    cudaError_t err = sim_stream_resolve(h, pt, &s);
     if (err) return err;
     pthread_mutex_lock(&mu);
-    struct fs_capture_state *st = state_of(s);
+    struct sim_capture_state *st = state_of(s);
     *status = !st                  ? cudaStreamCaptureStatusNone
               : st->c->invalidated ? cudaStreamCaptureStatusInvalidated
                                    : cudaStreamCaptureStatusActive;
@@ -432,39 +435,39 @@ static cudaError_t capture_info(cudaStream_t h, int pt, enum cudaStreamCaptureSt
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaStreamIsCapturing(cudaStream_t h, enum cudaStreamCaptureStatus *status)
+SIM_API cudaError_t cudaStreamIsCapturing(cudaStream_t h, enum cudaStreamCaptureStatus *status)
 {
-    return fs_ret(capture_info(h, 0, status, NULL, NULL, NULL, NULL, NULL));
+    return sim_record_error(capture_info(h, 0, status, NULL, NULL, NULL, NULL, NULL));
 }
 
-FS_API cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t h, enum cudaStreamCaptureStatus *status)
+SIM_API cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t h, enum cudaStreamCaptureStatus *status)
 {
-    return fs_ret(capture_info(h, 1, status, NULL, NULL, NULL, NULL, NULL));
+    return sim_record_error(capture_info(h, 1, status, NULL, NULL, NULL, NULL, NULL));
 }
 
 /* The simulated driver's cuStreamIsCapturing (sim/cuda/stream.c). */
-FS_SEAM cudaError_t sim_drv_stream_is_capturing(cudaStream_t h, int pt,
-                                                enum cudaStreamCaptureStatus *status)
+SIM_SEAM cudaError_t sim_drv_stream_is_capturing(cudaStream_t h, int pt,
+                                                 enum cudaStreamCaptureStatus *status)
 {
     return SIM_QUIETLY(capture_info(h, pt, status, NULL, NULL, NULL, NULL, NULL));
 }
 
-FS_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t h, enum cudaStreamCaptureStatus *status,
-                                            unsigned long long *id, cudaGraph_t *graph,
-                                            const cudaGraphNode_t **deps,
-                                            const cudaGraphEdgeData **edges, size_t *ndeps)
+SIM_API cudaError_t cudaStreamGetCaptureInfo(cudaStream_t h, enum cudaStreamCaptureStatus *status,
+                                             unsigned long long *id, cudaGraph_t *graph,
+                                             const cudaGraphNode_t **deps,
+                                             const cudaGraphEdgeData **edges, size_t *ndeps)
 {
-    return fs_ret(capture_info(h, 0, status, id, graph, deps, edges, ndeps));
+    return sim_record_error(capture_info(h, 0, status, id, graph, deps, edges, ndeps));
 }
 SIM_RT_ALIAS(cudaStreamGetCaptureInfo);
 
-FS_API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t h,
-                                                 enum cudaStreamCaptureStatus *status,
-                                                 unsigned long long *id, cudaGraph_t *graph,
-                                                 const cudaGraphNode_t **deps,
-                                                 const cudaGraphEdgeData **edges, size_t *ndeps)
+SIM_API cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t h,
+                                                  enum cudaStreamCaptureStatus *status,
+                                                  unsigned long long *id, cudaGraph_t *graph,
+                                                  const cudaGraphNode_t **deps,
+                                                  const cudaGraphEdgeData **edges, size_t *ndeps)
 {
-    return fs_ret(capture_info(h, 1, status, id, graph, deps, edges, ndeps));
+    return sim_record_error(capture_info(h, 1, status, id, graph, deps, edges, ndeps));
 }
 SIM_RT_ALIAS(cudaStreamGetCaptureInfo_ptsz);
 
@@ -474,19 +477,19 @@ static cudaError_t update_deps(cudaStream_t h, int pt, cudaGraphNode_t *deps,
     if ((n && !deps) ||
         (flags != cudaStreamAddCaptureDependencies && flags != cudaStreamSetCaptureDependencies))
         return cudaErrorInvalidValue;
-    struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(h, pt, &s);
+    struct sim_stream *s;
+    cudaError_t err = sim_stream_resolve(h, pt, &s);
     if (err) return err;
     static const cudaGraphEdgeData none;
     for (size_t i = 0; edges && i < n; i++)
         if (memcmp(&edges[i], &none, sizeof none)) return cudaErrorNotSupported;
     pthread_mutex_lock(&mu);
-    struct fs_capture_state *st = state_of(s);
+    struct sim_capture_state *st = state_of(s);
     if (!st) {
         err = cudaErrorIllegalState;
     } else {
         for (size_t i = 0; i < n && !err; i++)
-            if (!deps[i] || fs_graph_of(deps[i]) != st->c->graph) err = cudaErrorInvalidValue;
+            if (!deps[i] || sim_graph_of(deps[i]) != st->c->graph) err = cudaErrorInvalidValue;
         size_t keep = flags == cudaStreamAddCaptureDependencies ? st->ndeps : 0;
         cudaGraphNode_t *all = err ? NULL : malloc((keep + n + 1) * sizeof *all);
         if (!err && !all) err = cudaErrorMemoryAllocation;
@@ -507,26 +510,26 @@ static cudaError_t update_deps(cudaStream_t h, int pt, cudaGraphNode_t *deps,
     return err;
 }
 
-FS_API cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t h, cudaGraphNode_t *deps,
-                                                       const cudaGraphEdgeData *edges, size_t n,
-                                                       unsigned int flags)
+SIM_API cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t h, cudaGraphNode_t *deps,
+                                                        const cudaGraphEdgeData *edges, size_t n,
+                                                        unsigned int flags)
 {
-    return fs_ret(update_deps(h, 0, deps, edges, n, flags));
+    return sim_record_error(update_deps(h, 0, deps, edges, n, flags));
 }
 SIM_RT_ALIAS(cudaStreamUpdateCaptureDependencies);
 
-FS_API cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t h, cudaGraphNode_t *deps,
-                                                            const cudaGraphEdgeData *edges,
-                                                            size_t n, unsigned int flags)
+SIM_API cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t h, cudaGraphNode_t *deps,
+                                                             const cudaGraphEdgeData *edges,
+                                                             size_t n, unsigned int flags)
 {
-    return fs_ret(update_deps(h, 1, deps, edges, n, flags));
+    return sim_record_error(update_deps(h, 1, deps, edges, n, flags));
 }
 SIM_RT_ALIAS(cudaStreamUpdateCaptureDependencies_ptsz);
 
-FS_API cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
+SIM_API cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
 {
     if (!mode || (unsigned)*mode > cudaStreamCaptureModeRelaxed)
-        return fs_ret(cudaErrorInvalidValue);
+        return sim_record_error(cudaErrorInvalidValue);
     enum cudaStreamCaptureMode old = thread_mode;
     thread_mode = *mode;
     *mode = old;

@@ -38,11 +38,11 @@
 struct extent {
     struct extent *prev, *next;
     size_t off, size;
-    size_t asked;             /* a block: the size it was asked for (UsedMemCurrent) */
-    int block;                /* a block placed here, else free space */
-    struct fs_stream *stream; /* free space: the stream that freed it, NULL: none */
-    int reached;              /* free space: every stream may take it */
-    uint64_t token;           /* free space not yet reached: which free */
+    size_t asked;              /* a block: the size it was asked for (UsedMemCurrent) */
+    int block;                 /* a block placed here, else free space */
+    struct sim_stream *stream; /* free space: the stream that freed it, NULL: none */
+    int reached;               /* free space: every stream may take it */
+    uint64_t token;            /* free space not yet reached: which free */
 };
 
 struct sim_chunk {
@@ -67,14 +67,14 @@ static struct extent *extent_new(size_t off, size_t size)
 /* Whether extent e is free space stream s may take: space no stream freed
  * (never used, or merged from frees of several streams), space s freed, or
  * space another stream freed once reached, if the pool allows that. */
-static int takable(const struct extent *e, struct fs_stream *s, int opportunistic)
+static int takable(const struct extent *e, struct sim_stream *s, int opportunistic)
 {
     if (e->block) return 0;
     if (!e->stream) return e->reached;
     return e->stream == s || (e->reached && opportunistic);
 }
 
-uintptr_t sim_chunks_place(struct sim_chunks *c, size_t size, struct fs_stream *s,
+uintptr_t sim_chunks_place(struct sim_chunks *c, size_t size, struct sim_stream *s,
                            int opportunistic)
 {
     size_t need = sim_round_up(size, SIM_ALLOC_GRANULE);
@@ -138,7 +138,7 @@ uintptr_t sim_chunks_place(struct sim_chunks *c, size_t size, struct fs_stream *
 static cudaError_t charge(struct sim_chunks *c, struct sim_chunk *k)
 {
     if (k->charged || c->memory == SIM_CHUNK_HOST) return cudaSuccess;
-    cudaError_t err = fs_capacity_take(c->dev, k->size);
+    cudaError_t err = sim_capacity_take(c->dev, k->size);
     if (err) return err;
     sim_capacity_count(c->dev, 0);
     k->charged = 1;
@@ -149,7 +149,7 @@ static cudaError_t charge(struct sim_chunks *c, struct sim_chunk *k)
 cudaError_t sim_chunks_grow(struct sim_chunks *c, size_t need, int fallback)
 {
     size_t size = sim_round_up(need, fallback ? SIM_PAGE_SIZE : SIM_POOL_CHUNK);
-    if (c->dev && size > fs_cfg.capacity) return cudaErrorMemoryAllocation;
+    if (c->dev && size > sim_cfg.capacity) return cudaErrorMemoryAllocation;
     struct sim_chunk *k = calloc(1, sizeof *k);
     if (!k) return cudaErrorMemoryAllocation;
     k->size = size;
@@ -169,7 +169,7 @@ cudaError_t sim_chunks_grow(struct sim_chunks *c, size_t need, int fallback)
     }
     if (!p) {
         if (k->charged) {
-            fs_capacity_give(c->dev, size);
+            sim_capacity_give(c->dev, size);
             sim_capacity_count(c->dev, 1);
             c->reserved -= size;
         }
@@ -219,7 +219,7 @@ static struct sim_chunk *chunk_of(struct sim_chunks *c, uintptr_t addr)
     return NULL;
 }
 
-size_t sim_chunks_free(struct sim_chunks *c, uintptr_t base, struct fs_stream *s, int reached,
+size_t sim_chunks_free(struct sim_chunks *c, uintptr_t base, struct sim_stream *s, int reached,
                        uint64_t *token)
 {
     struct sim_chunk *k = chunk_of(c, base);
@@ -252,7 +252,7 @@ void sim_chunks_reach(struct sim_chunks *c, uint64_t token)
             }
 }
 
-void sim_chunks_forget_streams(struct sim_chunks *c, const struct fs_device *dev)
+void sim_chunks_forget_streams(struct sim_chunks *c, const struct sim_device *dev)
 {
     for (struct sim_chunk *k = c->list; k; k = k->next)
         for (struct extent *e = k->first; e; e = e->next) {
@@ -299,7 +299,7 @@ void sim_chunks_unmap(struct sim_chunks *c, struct sim_chunk *list)
         } else {
             sim_arena_unmap((void *)k->base, k->size);
             if (k->charged) {
-                fs_capacity_give(c->dev, k->size);
+                sim_capacity_give(c->dev, k->size);
                 sim_capacity_count(c->dev, 1);
             }
         }

@@ -60,7 +60,7 @@ static void set_row(char *d, const struct move *m)
     }
 }
 
-/* Leaves m alone: a graph may replay it (fs_stream_enqueue frees it). */
+/* Leaves m alone: a graph may replay it (sim_stream_add_work frees it). */
 static void run_move(void *p)
 {
     struct move *m = p;
@@ -81,29 +81,29 @@ static void run_move(void *p)
  * stays host memory in a dry run (managed.c). */
 static int dry_touchable(const void *p)
 {
-    struct fs_range r;
-    return !fs_registry_find((uintptr_t)p, &r) || !fs_range_is_device(&r) ||
-           r.kind == FS_RANGE_MANAGED;
+    struct sim_range r;
+    return !sim_registry_find((uintptr_t)p, &r) || !sim_range_is_device(&r) ||
+           r.kind == SIM_RANGE_MANAGED;
 }
 
 /* What a move from src (NULL: a set) to dst does with the bytes. */
 static enum move_bytes move_bytes(void *dst, const void *src)
 {
-    if (fs_cfg.moves_data) return MOVE_BYTES;
+    if (sim_cfg.moves_data) return MOVE_BYTES;
     if (!dry_touchable(dst)) return MOVE_NOTHING;
     return !src || dry_touchable(src) ? MOVE_BYTES : MOVE_ZEROS;
 }
 
 /* Enqueues a copy of the move on `s`; its sequence number goes to *seq (0
  * when s captures it into a graph: nothing to wait for). */
-static cudaError_t submit_move(struct fs_stream *s, struct move move, uint64_t *seq)
+static cudaError_t submit_move(struct sim_stream *s, struct move move, uint64_t *seq)
 {
     struct move *m = malloc(sizeof *m);
     if (!m) return cudaErrorMemoryAllocation;
     *m = move;
     enum cudaGraphNodeType type = move.src ? cudaGraphNodeTypeMemcpy : cudaGraphNodeTypeMemset;
     cudaError_t err =
-        fs_stream_enqueue(s, &(struct fs_work){type, run_move, free, m, 0}, NULL, seq);
+        sim_stream_add_work(s, &(struct sim_work){type, run_move, free, m, 0}, NULL, seq);
     if (err) free(m);
     return err;
 }
@@ -113,18 +113,18 @@ enum side { SIDE_PAGEABLE, SIDE_PINNED, SIDE_DEVICE };
 /* What the span [p, p+n) is; cudaErrorInvalidValue for NULL or a span that
  * starts in device memory and runs past its allocation (or, in a VMM
  * reservation, past the mappings that follow it without a hole). *sync:
- * the range asks synchronous calls to wait (FS_RANGE_SYNC_MEMOPS). */
+ * the range asks synchronous calls to wait (SIM_RANGE_SYNC_MEMOPS). */
 static cudaError_t classify(const void *p, size_t n, enum side *side, bool *sync)
 {
-    struct fs_range r;
+    struct sim_range r;
     if (!p) return cudaErrorInvalidValue;
-    if (!fs_registry_find((uintptr_t)p, &r)) {
+    if (!sim_registry_find((uintptr_t)p, &r)) {
         *side = SIDE_PAGEABLE;
         return cudaSuccess;
     }
-    if (!fs_registry_covers((uintptr_t)p, n)) return cudaErrorInvalidValue;
-    *side = fs_range_is_device(&r) ? SIDE_DEVICE : SIDE_PINNED;
-    *sync = *sync || (r.flags & FS_RANGE_SYNC_MEMOPS);
+    if (!sim_registry_covers((uintptr_t)p, n)) return cudaErrorInvalidValue;
+    *side = sim_range_is_device(&r) ? SIDE_DEVICE : SIDE_PINNED;
+    *sync = *sync || (r.flags & SIM_RANGE_SYNC_MEMOPS);
     return cudaSuccess;
 }
 
@@ -158,13 +158,14 @@ enum mode { MODE_SYNC, MODE_ASYNC };
 static cudaError_t move_3d(struct move m, enum cudaMemcpyKind kind, cudaStream_t sh, int pt,
                            enum mode mode)
 {
-    fs_init();
-    if (m.src && (unsigned)kind > cudaMemcpyDefault) return fs_ret(cudaErrorInvalidMemcpyDirection);
+    sim_init();
+    if (m.src && (unsigned)kind > cudaMemcpyDefault)
+        return sim_record_error(cudaErrorInvalidMemcpyDirection);
     if ((m.height > 1 || m.depth > 1) && (m.width > m.dpitch || (m.src && m.width > m.spitch)))
-        return fs_ret(cudaErrorInvalidPitchValue);
-    struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(sh, pt, &s);
-    if (err) return fs_ret(err);
+        return sim_record_error(cudaErrorInvalidPitchValue);
+    struct sim_stream *s;
+    cudaError_t err = sim_stream_resolve(sh, pt, &s);
+    if (err) return sim_record_error(err);
     if (m.width == 0 || m.height == 0 || m.depth == 0) return cudaSuccess;
     enum side ds, ss = SIDE_DEVICE;
     bool sync_memops = false;
@@ -176,12 +177,12 @@ static cudaError_t move_3d(struct move m, enum cudaMemcpyKind kind, cudaStream_t
         ((ds == SIDE_PAGEABLE && kind_names_device(kind, true)) ||
          (ss == SIDE_PAGEABLE && kind_names_device(kind, false))))
         err = cudaErrorInvalidValue;
-    if (err) return fs_ret(err);
+    if (err) return sim_record_error(err);
 
     uint64_t seq;
     m.bytes = move_bytes(m.dst, m.src);
     err = submit_move(s, m, &seq);
-    if (err) return fs_ret(err);
+    if (err) return sim_record_error(err);
     int wait;
     if (!m.src) /* a set waits only when it is synchronous and on pinned memory */
         wait = mode == MODE_SYNC && ds == SIDE_PINNED;
@@ -189,7 +190,7 @@ static cudaError_t move_3d(struct move m, enum cudaMemcpyKind kind, cudaStream_t
         wait = !(ds == SIDE_DEVICE && ss == SIDE_DEVICE);
     else
         wait = ds == SIDE_PAGEABLE || ss == SIDE_PAGEABLE;
-    if (wait || (mode == MODE_SYNC && sync_memops)) fs_stream_wait(s, seq);
+    if (wait || (mode == MODE_SYNC && sync_memops)) sim_stream_wait(s, seq);
     return cudaSuccess;
 }
 
@@ -201,16 +202,16 @@ static cudaError_t copy_2d(void *dst, size_t dpitch, const void *src, size_t spi
     return move_3d(m, kind, sh, pt, mode);
 }
 
-cudaError_t fs_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
-                      cudaStream_t s, int per_thread, int async)
+cudaError_t sim_memcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                       cudaStream_t s, int per_thread, int async)
 {
     return copy_2d(dst, n, src, n, n, 1, kind, s, per_thread, async ? MODE_ASYNC : MODE_SYNC);
 }
 
 /* The driver's copies and sets (sim/cuda/copy.c), leaving the runtime's
  * last error as it was. */
-FS_SEAM cudaError_t sim_drv_copy(const struct sim_copy *c, cudaStream_t s, int per_thread,
-                                 int async)
+SIM_SEAM cudaError_t sim_drv_copy(const struct sim_copy *c, cudaStream_t s, int per_thread,
+                                  int async)
 {
     if (!c->src && c->elem != 1 && c->elem != 2 && c->elem != 4) return cudaErrorInvalidValue;
     struct move m = {c->dst,
@@ -228,50 +229,50 @@ FS_SEAM cudaError_t sim_drv_copy(const struct sim_copy *c, cudaStream_t s, int p
     return SIM_QUIETLY(move_3d(m, c->kind, s, per_thread, async ? MODE_ASYNC : MODE_SYNC));
 }
 
-FS_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
+SIM_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
     return copy_2d(dst, n, src, n, n, 1, kind, NULL, 0, MODE_SYNC);
 }
 
-FS_API cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
+SIM_API cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
     return copy_2d(dst, n, src, n, n, 1, kind, NULL, 1, MODE_SYNC);
 }
 
-FS_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
-                                   cudaStream_t s)
+SIM_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                                    cudaStream_t s)
 {
     return copy_2d(dst, n, src, n, n, 1, kind, s, 0, MODE_ASYNC);
 }
 
-FS_API cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n,
-                                        enum cudaMemcpyKind kind, cudaStream_t s)
+SIM_API cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t n,
+                                         enum cudaMemcpyKind kind, cudaStream_t s)
 {
     return copy_2d(dst, n, src, n, n, 1, kind, s, 1, MODE_ASYNC);
 }
 
-FS_API cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                size_t width, size_t height, enum cudaMemcpyKind kind)
+SIM_API cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                 size_t width, size_t height, enum cudaMemcpyKind kind)
 {
     return copy_2d(dst, dpitch, src, spitch, width, height, kind, NULL, 0, MODE_SYNC);
 }
 
-FS_API cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                     size_t width, size_t height, enum cudaMemcpyKind kind)
+SIM_API cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                      size_t width, size_t height, enum cudaMemcpyKind kind)
 {
     return copy_2d(dst, dpitch, src, spitch, width, height, kind, NULL, 1, MODE_SYNC);
 }
 
-FS_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                     size_t width, size_t height, enum cudaMemcpyKind kind,
-                                     cudaStream_t s)
+SIM_API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                      size_t width, size_t height, enum cudaMemcpyKind kind,
+                                      cudaStream_t s)
 {
     return copy_2d(dst, dpitch, src, spitch, width, height, kind, s, 0, MODE_ASYNC);
 }
 
-FS_API cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch,
-                                          size_t width, size_t height, enum cudaMemcpyKind kind,
-                                          cudaStream_t s)
+SIM_API cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                           size_t width, size_t height, enum cudaMemcpyKind kind,
+                                           cudaStream_t s)
 {
     return copy_2d(dst, dpitch, src, spitch, width, height, kind, s, 1, MODE_ASYNC);
 }
@@ -279,20 +280,21 @@ FS_API cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *
 static cudaError_t copy_peer(void *dst, int dst_dev, const void *src, int src_dev, size_t n,
                              cudaStream_t s, enum mode mode)
 {
-    fs_init();
+    sim_init();
     /* a copy of nothing checks no device (seen on a GPU, driver 580:
      * cudaMemcpyPeer(p, 9999, q, 0, 0) is cudaSuccess) */
-    if (n && (!fs_dev(dst_dev) || !fs_dev(src_dev))) return fs_ret(cudaErrorInvalidDevice);
+    if (n && (!sim_dev(dst_dev) || !sim_dev(src_dev)))
+        return sim_record_error(cudaErrorInvalidDevice);
     return copy_2d(dst, n, src, n, n, 1, cudaMemcpyDeviceToDevice, s, 0, mode);
 }
 
-FS_API cudaError_t cudaMemcpyPeer(void *dst, int dst_dev, const void *src, int src_dev, size_t n)
+SIM_API cudaError_t cudaMemcpyPeer(void *dst, int dst_dev, const void *src, int src_dev, size_t n)
 {
     return copy_peer(dst, dst_dev, src, src_dev, n, NULL, MODE_SYNC);
 }
 
-FS_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_dev, const void *src, int src_dev,
-                                       size_t n, cudaStream_t s)
+SIM_API cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_dev, const void *src, int src_dev,
+                                        size_t n, cudaStream_t s)
 {
     return copy_peer(dst, dst_dev, src, src_dev, n, s, MODE_ASYNC);
 }
@@ -304,45 +306,45 @@ static cudaError_t set_2d(void *dst, size_t pitch, int value, size_t width, size
     return move_3d(m, cudaMemcpyDefault, sh, pt, mode);
 }
 
-FS_API cudaError_t cudaMemset(void *dst, int value, size_t n)
+SIM_API cudaError_t cudaMemset(void *dst, int value, size_t n)
 {
     return set_2d(dst, n, value, n, 1, NULL, 0, MODE_SYNC);
 }
 
-FS_API cudaError_t cudaMemset_ptds(void *dst, int value, size_t n)
+SIM_API cudaError_t cudaMemset_ptds(void *dst, int value, size_t n)
 {
     return set_2d(dst, n, value, n, 1, NULL, 1, MODE_SYNC);
 }
 
-FS_API cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t s)
+SIM_API cudaError_t cudaMemsetAsync(void *dst, int value, size_t n, cudaStream_t s)
 {
     return set_2d(dst, n, value, n, 1, s, 0, MODE_ASYNC);
 }
 
-FS_API cudaError_t cudaMemsetAsync_ptsz(void *dst, int value, size_t n, cudaStream_t s)
+SIM_API cudaError_t cudaMemsetAsync_ptsz(void *dst, int value, size_t n, cudaStream_t s)
 {
     return set_2d(dst, n, value, n, 1, s, 1, MODE_ASYNC);
 }
 
-FS_API cudaError_t cudaMemset2D(void *dst, size_t pitch, int value, size_t width, size_t height)
+SIM_API cudaError_t cudaMemset2D(void *dst, size_t pitch, int value, size_t width, size_t height)
 {
     return set_2d(dst, pitch, value, width, height, NULL, 0, MODE_SYNC);
 }
 
-FS_API cudaError_t cudaMemset2D_ptds(void *dst, size_t pitch, int value, size_t width,
-                                     size_t height)
+SIM_API cudaError_t cudaMemset2D_ptds(void *dst, size_t pitch, int value, size_t width,
+                                      size_t height)
 {
     return set_2d(dst, pitch, value, width, height, NULL, 1, MODE_SYNC);
 }
 
-FS_API cudaError_t cudaMemset2DAsync(void *dst, size_t pitch, int value, size_t width,
-                                     size_t height, cudaStream_t s)
+SIM_API cudaError_t cudaMemset2DAsync(void *dst, size_t pitch, int value, size_t width,
+                                      size_t height, cudaStream_t s)
 {
     return set_2d(dst, pitch, value, width, height, s, 0, MODE_ASYNC);
 }
 
-FS_API cudaError_t cudaMemset2DAsync_ptsz(void *dst, size_t pitch, int value, size_t width,
-                                          size_t height, cudaStream_t s)
+SIM_API cudaError_t cudaMemset2DAsync_ptsz(void *dst, size_t pitch, int value, size_t width,
+                                           size_t height, cudaStream_t s)
 {
     return set_2d(dst, pitch, value, width, height, s, 1, MODE_ASYNC);
 }

@@ -14,68 +14,68 @@
 
 #include "internal.h"
 
-static struct fs_device *devices;
+static struct sim_device *devices;
 static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
 static __thread int current_device;
 static __thread int context_bound; /* the thread has a current context */
 
 static void devices_init(void)
 {
-    fs_init();
-    devices = calloc(fs_cfg.ndevices ? (size_t)fs_cfg.ndevices : 1, sizeof *devices);
+    sim_init();
+    devices = calloc(sim_cfg.ndevices ? (size_t)sim_cfg.ndevices : 1, sizeof *devices);
     if (!devices) abort();
-    for (int d = 0; d < fs_cfg.ndevices; d++) {
-        struct fs_device *dev = &devices[d];
+    for (int d = 0; d < sim_cfg.ndevices; d++) {
+        struct sim_device *dev = &devices[d];
         dev->ordinal = d;
         pthread_mutex_init(&dev->mu, NULL);
         pthread_mutex_init(&dev->hostfn_mu, NULL);
-        dev->pool = fs_pool_new(dev);
-        dev->current_pool = dev->pool;
-        dev->graph_pool = sim_pool_new_graph(dev);
+        dev->mempool = sim_mempool_new(dev);
+        dev->current_mempool = dev->mempool;
+        dev->graph_mempool = sim_mempool_new_graph(dev);
     }
 }
 
-struct fs_device *fs_dev(int ordinal)
+struct sim_device *sim_dev(int ordinal)
 {
     pthread_once(&devices_once, devices_init);
-    if (ordinal < 0 || ordinal >= fs_cfg.ndevices) return NULL;
+    if (ordinal < 0 || ordinal >= sim_cfg.ndevices) return NULL;
     return &devices[ordinal];
 }
 
-int fs_cur_device(void)
+int sim_cur_device(void)
 {
     return current_device;
 }
 
 /* The device's primary context is initialised (until a reset). */
-static void activate_context(struct fs_device *dev)
+static void activate_context(struct sim_device *dev)
 {
     if (!__atomic_load_n(&dev->ctx_active, __ATOMIC_RELAXED))
         __atomic_store_n(&dev->ctx_active, 1, __ATOMIC_RELAXED);
 }
 
 /* The runtime binds the current device's primary context on first use. */
-static void bind_context(struct fs_device *dev)
+static void bind_context(struct sim_device *dev)
 {
     context_bound = 1;
     activate_context(dev);
 }
 
-struct fs_device *fs_cur_dev(void)
+struct sim_device *sim_cur_dev(void)
 {
-    struct fs_device *dev = fs_dev(current_device);
+    struct sim_device *dev = sim_dev(current_device);
     if (dev) bind_context(dev);
     return dev;
 }
 
-int fs_ctx_current(void)
+int sim_ctx_current(void)
 {
     return context_bound ? current_device : -1;
 }
 
-void fs_ctx_set_current(int device)
+void sim_ctx_set_current(int device)
 {
-    struct fs_device *dev = fs_dev(device);
+    struct sim_device *dev = sim_dev(device);
     if (!dev) {
         context_bound = 0;
         return;
@@ -84,90 +84,91 @@ void fs_ctx_set_current(int device)
     bind_context(dev);
 }
 
-void fs_device_sync(struct fs_device *dev)
+void sim_device_sync(struct sim_device *dev)
 {
     /* Snapshot every stream's last op, then wait outside the lock. */
     pthread_mutex_lock(&dev->mu);
     size_t n = 0;
-    for (struct fs_stream *s = dev->streams; s; s = s->dev_next)
+    for (struct sim_stream *s = dev->streams; s; s = s->dev_next)
         n++;
-    struct fs_dep *deps = calloc(n ? n : 1, sizeof *deps);
+    struct sim_dep *deps = calloc(n ? n : 1, sizeof *deps);
     size_t k = 0;
-    for (struct fs_stream *s = dev->streams; s && deps; s = s->dev_next)
-        deps[k++] = (struct fs_dep){s, fs_stream_last(s)};
+    for (struct sim_stream *s = dev->streams; s && deps; s = s->dev_next)
+        deps[k++] = (struct sim_dep){s, sim_stream_last(s)};
     pthread_mutex_unlock(&dev->mu);
     for (size_t i = 0; i < k; i++)
-        fs_stream_wait(deps[i].stream, deps[i].seq);
+        sim_stream_wait(deps[i].stream, deps[i].seq);
     free(deps);
-    fs_pool_trim_threshold(dev->pool);
+    sim_mempool_trim_threshold(dev->mempool);
 }
 
-FS_API cudaError_t cudaGetDeviceCount(int *count)
+SIM_API cudaError_t cudaGetDeviceCount(int *count)
 {
-    fs_init();
-    if (!count) return fs_ret(cudaErrorInvalidValue);
-    if (fs_cfg.ndevices == 0) return fs_ret(cudaErrorNoDevice);
-    *count = fs_cfg.ndevices;
+    sim_init();
+    if (!count) return sim_record_error(cudaErrorInvalidValue);
+    if (sim_cfg.ndevices == 0) return sim_record_error(cudaErrorNoDevice);
+    *count = sim_cfg.ndevices;
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaSetDevice(int device)
+SIM_API cudaError_t cudaSetDevice(int device)
 {
-    if (!fs_dev(device)) return fs_ret(cudaErrorInvalidDevice);
-    fs_ctx_set_current(device);
+    if (!sim_dev(device)) return sim_record_error(cudaErrorInvalidDevice);
+    sim_ctx_set_current(device);
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaGetDevice(int *device)
+SIM_API cudaError_t cudaGetDevice(int *device)
 {
-    if (!device) return fs_ret(cudaErrorInvalidValue);
+    if (!device) return sim_record_error(cudaErrorInvalidValue);
     *device = current_device;
     return cudaSuccess;
 }
 
 /* Initialises the device's primary context (since CUDA 12.0, as
  * cudaSetDevice does) without making it current. */
-FS_API cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags)
+SIM_API cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags)
 {
     (void)deviceFlags;
-    struct fs_device *dev = fs_dev(device);
-    if (!dev) return fs_ret(cudaErrorInvalidDevice);
-    if (flags & ~(unsigned)cudaInitDeviceFlagsAreValid) return fs_ret(cudaErrorInvalidValue);
+    struct sim_device *dev = sim_dev(device);
+    if (!dev) return sim_record_error(cudaErrorInvalidDevice);
+    if (flags & ~(unsigned)cudaInitDeviceFlagsAreValid)
+        return sim_record_error(cudaErrorInvalidValue);
     activate_context(dev);
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaSetDeviceFlags(unsigned int flags)
+SIM_API cudaError_t cudaSetDeviceFlags(unsigned int flags)
 {
     /* cudaDeviceMapHost is implied (always on); the schedule flags are one
      * of spin/yield/blocking-sync/auto. */
     unsigned known = cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax |
                      cudaDeviceSyncMemops;
-    if (flags & ~known) return fs_ret(cudaErrorInvalidValue);
-    struct fs_device *dev = fs_cur_dev();
-    if (!dev) return fs_ret(cudaErrorNoDevice);
+    if (flags & ~known) return sim_record_error(cudaErrorInvalidValue);
+    struct sim_device *dev = sim_cur_dev();
+    if (!dev) return sim_record_error(cudaErrorNoDevice);
     pthread_mutex_lock(&dev->mu);
     dev->flags = flags | cudaDeviceMapHost;
     pthread_mutex_unlock(&dev->mu);
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaGetDeviceFlags(unsigned int *flags)
+SIM_API cudaError_t cudaGetDeviceFlags(unsigned int *flags)
 {
-    if (!flags) return fs_ret(cudaErrorInvalidValue);
-    struct fs_device *dev = fs_cur_dev();
-    if (!dev) return fs_ret(cudaErrorNoDevice);
+    if (!flags) return sim_record_error(cudaErrorInvalidValue);
+    struct sim_device *dev = sim_cur_dev();
+    if (!dev) return sim_record_error(cudaErrorNoDevice);
     pthread_mutex_lock(&dev->mu);
     *flags = dev->flags | cudaDeviceMapHost;
     pthread_mutex_unlock(&dev->mu);
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaDeviceSynchronize(void)
+SIM_API cudaError_t cudaDeviceSynchronize(void)
 {
-    struct fs_device *dev = fs_cur_dev();
-    if (!dev) return fs_ret(cudaErrorNoDevice);
-    fs_device_sync(dev);
+    struct sim_device *dev = sim_cur_dev();
+    if (!dev) return sim_record_error(cudaErrorNoDevice);
+    sim_device_sync(dev);
     return cudaSuccess;
 }
 
@@ -175,21 +176,21 @@ FS_API cudaError_t cudaDeviceSynchronize(void)
  * events. Memory pools and their memory (cudaMallocAsync,
  * cudaMallocFromPoolAsync) stay, as the runtime documents ("need to be
  * destroyed explicitly"). */
-FS_API cudaError_t cudaDeviceReset(void)
+SIM_API cudaError_t cudaDeviceReset(void)
 {
-    struct fs_device *dev = fs_cur_dev();
-    if (!dev) return fs_ret(cudaErrorNoDevice);
-    fs_device_reset(dev);
+    struct sim_device *dev = sim_cur_dev();
+    if (!dev) return sim_record_error(cudaErrorNoDevice);
+    sim_device_reset(dev);
     return cudaSuccess;
 }
 
-void fs_device_reset(struct fs_device *dev)
+void sim_device_reset(struct sim_device *dev)
 {
-    fs_device_sync(dev);
-    fs_stream_forget_device(dev);
-    fs_pool_forget_streams(dev->pool);
+    sim_device_sync(dev);
+    sim_stream_forget_device(dev);
+    sim_mempool_forget_streams(dev->mempool);
     __atomic_add_fetch(&dev->reset_gen, 1, __ATOMIC_RELEASE);
-    fs_devmem_forget_device(dev->ordinal);
+    sim_devmem_forget_device(dev->ordinal);
     sim_modules_forget_device(dev->ordinal);
     pthread_mutex_lock(&dev->mu);
     dev->flags = 0;
@@ -197,21 +198,21 @@ void fs_device_reset(struct fs_device *dev)
     __atomic_store_n(&dev->ctx_active, 0, __ATOMIC_RELAXED);
 }
 
-FS_API cudaError_t cudaDriverGetVersion(int *version)
+SIM_API cudaError_t cudaDriverGetVersion(int *version)
 {
-    if (!version) return fs_ret(cudaErrorInvalidValue);
+    if (!version) return sim_record_error(cudaErrorInvalidValue);
     *version = CUDART_VERSION;
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaRuntimeGetVersion(int *version)
+SIM_API cudaError_t cudaRuntimeGetVersion(int *version)
 {
-    if (!version) return fs_ret(cudaErrorInvalidValue);
+    if (!version) return sim_record_error(cudaErrorInvalidValue);
     *version = CUDART_VERSION;
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
+SIM_API cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
 {
     if (least) *least = 0;
     if (greatest) *greatest = -5;
@@ -219,35 +220,35 @@ FS_API cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
 }
 SIM_RT_ALIAS(cudaDeviceGetStreamPriorityRange);
 
-FS_API cudaError_t cudaDeviceGetPCIBusId(char *bus_id, int len, int device)
+SIM_API cudaError_t cudaDeviceGetPCIBusId(char *bus_id, int len, int device)
 {
-    if (!bus_id || len <= 0) return fs_ret(cudaErrorInvalidValue);
-    if (!fs_dev(device)) return fs_ret(cudaErrorInvalidDevice);
+    if (!bus_id || len <= 0) return sim_record_error(cudaErrorInvalidValue);
+    if (!sim_dev(device)) return sim_record_error(cudaErrorInvalidDevice);
     /* Bus numbers 0x18, 0x2a, ... like the GPUs of one node. */
     snprintf(bus_id, (size_t)len, "00000000:%02X:00.0", 0x18 + 0x12 * device);
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer)
+SIM_API cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer)
 {
-    if (!can) return fs_ret(cudaErrorInvalidValue);
-    if (!fs_dev(device) || !fs_dev(peer)) return fs_ret(cudaErrorInvalidDevice);
+    if (!can) return sim_record_error(cudaErrorInvalidValue);
+    if (!sim_dev(device) || !sim_dev(peer)) return sim_record_error(cudaErrorInvalidDevice);
     *can = device != peer;
     return cudaSuccess;
 }
 
-void fs_devices_fork(enum fs_fork_phase phase)
+void sim_devices_fork(enum sim_fork_phase phase)
 {
     pthread_once(&devices_once, devices_init);
-    int n = fs_cfg.ndevices;
-    if (phase == FS_FORK_PREPARE) {
+    int n = sim_cfg.ndevices;
+    if (phase == SIM_FORK_PREPARE) {
         for (int d = 0; d < n; d++)
             pthread_mutex_lock(&devices[d].mu);
         return;
     }
     for (int d = n - 1; d >= 0; d--) {
-        struct fs_device *dev = &devices[d];
-        if (phase == FS_FORK_CHILD) {
+        struct sim_device *dev = &devices[d];
+        if (phase == SIM_FORK_CHILD) {
             /* The streams' workers did not survive the fork; a host
              * function may have held this lock in one of them. Memory
              * stays charged: the child has its own copy of it. The stats

@@ -18,11 +18,11 @@
 
 #include <cupti.h> /* the callback ids and params structs */
 
-cudaError_t fs_capacity_take(struct fs_device *dev, size_t size)
+cudaError_t sim_capacity_take(struct sim_device *dev, size_t size)
 {
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&dev->mu);
-    if (size > fs_cfg.capacity - dev->used) {
+    if (size > sim_cfg.capacity - dev->used) {
         err = cudaErrorMemoryAllocation;
     } else {
         dev->used += size;
@@ -33,7 +33,7 @@ cudaError_t fs_capacity_take(struct fs_device *dev, size_t size)
     return err;
 }
 
-void sim_capacity_count(struct fs_device *dev, int freed)
+void sim_capacity_count(struct sim_device *dev, int freed)
 {
     pthread_mutex_lock(&dev->mu);
     if (freed)
@@ -44,7 +44,7 @@ void sim_capacity_count(struct fs_device *dev, int freed)
     pthread_mutex_unlock(&dev->mu);
 }
 
-cudaError_t fs_capacity_refused(struct fs_device *dev, size_t size, cudaError_t err)
+cudaError_t sim_capacity_refused(struct sim_device *dev, size_t size, cudaError_t err)
 {
     if (err != cudaErrorMemoryAllocation || !dev) return err;
     pthread_mutex_lock(&dev->mu);
@@ -55,150 +55,151 @@ cudaError_t fs_capacity_refused(struct fs_device *dev, size_t size, cudaError_t 
     return err;
 }
 
-void fs_capacity_give(struct fs_device *dev, size_t size)
+void sim_capacity_give(struct sim_device *dev, size_t size)
 {
     pthread_mutex_lock(&dev->mu);
     dev->used -= size;
     pthread_mutex_unlock(&dev->mu);
 }
 
-cudaError_t fs_devmem_alloc(struct fs_device *dev, size_t size, enum fs_range_kind kind, void **out)
+cudaError_t sim_devmem_alloc(struct sim_device *dev, size_t size, enum sim_range_kind kind,
+                             void **out)
 {
-    if (size > fs_cfg.capacity)
+    if (size > sim_cfg.capacity)
         return cudaErrorMemoryAllocation; /* also catches sizes near SIZE_MAX */
     void *p;
-    cudaError_t err = sim_vram_alloc(dev, size, kind == FS_RANGE_MANAGED, &p);
+    cudaError_t err = sim_vram_alloc(dev, size, kind == SIM_RANGE_MANAGED, &p);
     if (err) return err;
     sim_capacity_count(dev, 0);
-    struct fs_range r = {(uintptr_t)p, size, kind, dev->ordinal, 1, NULL, 0, 0};
-    fs_registry_add(&r);
+    struct sim_range r = {(uintptr_t)p, size, kind, dev->ordinal, 1, NULL, 0, 0};
+    sim_registry_add(&r);
     *out = p;
     return cudaSuccess;
 }
 
-static void release(const struct fs_range *r, int unmap)
+static void release(const struct sim_range *r, int unmap)
 {
-    fs_registry_remove(r->base);
+    sim_registry_remove(r->base);
     sim_vram_free((void *)r->base, unmap);
-    sim_capacity_count(fs_dev(r->device), 1);
+    sim_capacity_count(sim_dev(r->device), 1);
 }
 
-void fs_devmem_release(const struct fs_range *r)
+void sim_devmem_release(const struct sim_range *r)
 {
     release(r, 1);
 }
 
-void sim_devmem_drop(const struct fs_range *r)
+void sim_devmem_drop(const struct sim_range *r)
 {
     release(r, 0);
 }
 
-void fs_devmem_forget_device(int device)
+void sim_devmem_forget_device(int device)
 {
-    static const enum fs_range_kind kinds[] = {FS_RANGE_MALLOC, FS_RANGE_MANAGED};
+    static const enum sim_range_kind kinds[] = {SIM_RANGE_MALLOC, SIM_RANGE_MANAGED};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        struct fs_range *list;
-        size_t n = fs_registry_collect(device, kinds[k], &list);
+        struct sim_range *list;
+        size_t n = sim_registry_collect(device, kinds[k], &list);
         for (size_t i = 0; i < n; i++)
-            fs_devmem_release(&list[i]);
+            sim_devmem_release(&list[i]);
         free(list);
     }
 }
 
 static cudaError_t device_malloc(void **ptr, size_t size)
 {
-    fs_init();
-    if (!ptr) return fs_ret(cudaErrorInvalidValue);
-    cudaError_t err = fs_capture_check_unsafe();
-    if (err) return fs_ret(err);
+    sim_init();
+    if (!ptr) return sim_record_error(cudaErrorInvalidValue);
+    cudaError_t err = sim_capture_check_unsafe();
+    if (err) return sim_record_error(err);
     if (size == 0) {
         *ptr = NULL;
         return cudaSuccess;
     }
-    struct fs_device *dev = fs_cur_dev();
-    if (!dev) return fs_ret(cudaErrorNoDevice);
-    return fs_ret(fs_capacity_refused(dev, size, fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, ptr)));
+    struct sim_device *dev = sim_cur_dev();
+    if (!dev) return sim_record_error(cudaErrorNoDevice);
+    return sim_record_error(
+        sim_capacity_refused(dev, size, sim_devmem_alloc(dev, size, SIM_RANGE_MALLOC, ptr)));
 }
 
 /* The block `ptr` starts, claimed for freeing (so two racing frees cannot
  * both succeed); cudaErrorInvalidValue for anything else. */
-cudaError_t fs_claim_device_block(const void *ptr, struct fs_range *r)
+cudaError_t sim_claim_device_block(const void *ptr, struct sim_range *r)
 {
-    if (!fs_registry_find((uintptr_t)ptr, r) || r->base != (uintptr_t)ptr ||
-        (r->kind != FS_RANGE_MALLOC && r->kind != FS_RANGE_POOL && r->kind != FS_RANGE_HOST_POOL &&
-         r->kind != FS_RANGE_MANAGED) ||
-        !fs_registry_set_live(r->base, 1, 0))
+    if (!sim_registry_find((uintptr_t)ptr, r) || r->base != (uintptr_t)ptr ||
+        (r->kind != SIM_RANGE_MALLOC && r->kind != SIM_RANGE_MEMPOOL &&
+         r->kind != SIM_RANGE_HOST_MEMPOOL && r->kind != SIM_RANGE_MANAGED) ||
+        !sim_registry_set_live(r->base, 1, 0))
         return cudaErrorInvalidValue;
     return cudaSuccess;
 }
 
 /* The work behind cudaFree and the driver's cuMemFree: waits for the whole
  * device, as on a GPU, then releases the block. */
-cudaError_t fs_devmem_free(void *ptr)
+cudaError_t sim_devmem_free(void *ptr)
 {
-    struct fs_range r;
-    cudaError_t err = fs_claim_device_block(ptr, &r);
+    struct sim_range r;
+    cudaError_t err = sim_claim_device_block(ptr, &r);
     if (err) return err;
-    struct fs_device *dev = fs_dev(r.device);
-    if (dev) fs_device_sync(dev);
-    if (r.kind == FS_RANGE_POOL || r.kind == FS_RANGE_HOST_POOL)
-        sim_pool_cuda_free(r.pool, r.base);
+    struct sim_device *dev = sim_dev(r.device);
+    if (dev) sim_device_sync(dev);
+    if (r.kind == SIM_RANGE_MEMPOOL || r.kind == SIM_RANGE_HOST_MEMPOOL)
+        sim_mempool_cuda_free(r.mempool, r.base);
     else
-        fs_devmem_release(&r);
+        sim_devmem_release(&r);
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaMalloc(void **ptr, size_t size)
+SIM_API cudaError_t cudaMalloc(void **ptr, size_t size)
 {
     cudaMalloc_v3020_params p = {ptr, size};
     cudaError_t ret;
-    FS_SIM_API_CALL(2, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc", &p, ret,
-                    device_malloc(ptr, size));
+    SIM_API_CALL(2, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc", &p, ret,
+                 device_malloc(ptr, size));
     return ret;
 }
 
 static cudaError_t device_free(void *ptr)
 {
-    fs_init();
+    sim_init();
     if (!ptr) {
-        fs_cur_dev(); /* cudaFree(0): the idiom that initialises the current device's context */
+        sim_cur_dev(); /* cudaFree(0): the idiom that initialises the current device's context */
         return cudaSuccess;
     }
-    cudaError_t err = fs_capture_check_unsafe();
-    return fs_ret(err ? err : fs_devmem_free(ptr));
+    cudaError_t err = sim_capture_check_unsafe();
+    return sim_record_error(err ? err : sim_devmem_free(ptr));
 }
 
-FS_API cudaError_t cudaFree(void *ptr)
+SIM_API cudaError_t cudaFree(void *ptr)
 {
     cudaFree_v3020_params p = {ptr};
     cudaError_t ret;
-    FS_SIM_API_CALL(2, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree", &p, ret,
-                    device_free(ptr));
+    SIM_API_CALL(2, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree", &p, ret, device_free(ptr));
     return ret;
 }
 
 /* The current device's free and total capacity (cudaMemGetInfo, cuMemGetInfo). */
-cudaError_t fs_devmem_info(size_t *free_bytes, size_t *total)
+cudaError_t sim_devmem_info(size_t *free_bytes, size_t *total)
 {
-    struct fs_device *dev = fs_cur_dev();
+    struct sim_device *dev = sim_cur_dev();
     if (!dev) return cudaErrorNoDevice;
     pthread_mutex_lock(&dev->mu);
-    *free_bytes = fs_cfg.capacity - dev->used;
-    *total = fs_cfg.capacity;
+    *free_bytes = sim_cfg.capacity - dev->used;
+    *total = sim_cfg.capacity;
     pthread_mutex_unlock(&dev->mu);
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
+SIM_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)
 {
     size_t f, t;
-    fs_init();
+    sim_init();
     /* A null out-pointer is not an error: on a GPU (driver 580, CUDA 13.0)
      * cudaMemGetInfo(NULL, &total) returns cudaSuccess and fills the other. */
-    cudaError_t e = fs_devmem_info(&f, &t);
+    cudaError_t e = sim_devmem_info(&f, &t);
     if (e == cudaSuccess) {
         if (free_bytes) *free_bytes = f;
         if (total) *total = t;
     }
-    return fs_ret(e);
+    return sim_record_error(e);
 }

@@ -64,9 +64,9 @@ static cudaError_t lookup(const char *symbol, void **fn, int version, unsigned l
 {
     if (!symbol || !fn ||
         flags > (cudaEnableDefault | cudaEnableLegacyStream | cudaEnablePerThreadDefaultStream))
-        return fs_ret(cudaErrorInvalidValue);
+        return sim_record_error(cudaErrorInvalidValue);
     pthread_once(&driver_once, load_driver);
-    if (!get_proc_address) return fs_ret(cudaErrorInsufficientDriver);
+    if (!get_proc_address) return sim_record_error(cudaErrorInsufficientDriver);
     /* The runtime's flags are the driver's CU_GET_PROC_ADDRESS_* values. */
     CUdriverProcAddressQueryResult found;
     if (per_thread && flags == cudaEnableDefault) flags = cudaEnablePerThreadDefaultStream;
@@ -80,27 +80,27 @@ static cudaError_t lookup(const char *symbol, void **fn, int version, unsigned l
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **fn, unsigned long long flags,
-                                           enum cudaDriverEntryPointQueryResult *status)
+SIM_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **fn, unsigned long long flags,
+                                            enum cudaDriverEntryPointQueryResult *status)
 {
     return lookup(symbol, fn, CUDART_VERSION, flags, 0, status);
 }
 
-FS_API cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **fn,
-                                                unsigned long long flags,
-                                                enum cudaDriverEntryPointQueryResult *status)
+SIM_API cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **fn,
+                                                 unsigned long long flags,
+                                                 enum cudaDriverEntryPointQueryResult *status)
 {
     return lookup(symbol, fn, CUDART_VERSION, flags, 1, status);
 }
 
-FS_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn,
-                                                    unsigned int version, unsigned long long flags,
-                                                    enum cudaDriverEntryPointQueryResult *status)
+SIM_API cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn,
+                                                     unsigned int version, unsigned long long flags,
+                                                     enum cudaDriverEntryPointQueryResult *status)
 {
     return lookup(symbol, fn, (int)version, flags, 0, status);
 }
 
-FS_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
+SIM_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
     const char *symbol, void **fn, unsigned int version, unsigned long long flags,
     enum cudaDriverEntryPointQueryResult *status)
 {
@@ -112,7 +112,7 @@ FS_API cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
  * call does anything, and the driver loads the injection library then
  * (sim/cuda/context.c). Without an injection the sim's runtime leaves its
  * driver unloaded until a lookup asks for it. */
-void fs_driver_start(void)
+void sim_driver_start(void)
 {
     pthread_once(&driver_once, load_driver);
 }

@@ -6,16 +6,16 @@
  * program prints the same text on the sim as on a GPU. Driver rows: the enum
  * CUresult of cuda.h, described by the first sentence of the header's own
  * comment (the real driver was not available to read its strings from). */
-#ifndef FS_SIM_ERROR_TABLE_H
-#define FS_SIM_ERROR_TABLE_H
+#ifndef SIM_ERROR_TABLE_H
+#define SIM_ERROR_TABLE_H
 
-struct fs_error_row {
+struct sim_error_row {
     int code;
     const char *name;
     const char *text;
 };
 
-static const struct fs_error_row fs_runtime_errors[] = {
+static const struct sim_error_row sim_runtime_errors[] = {
     {0, "cudaSuccess", "no error"},
     {1, "cudaErrorInvalidValue", "invalid argument"},
     {2, "cudaErrorMemoryAllocation", "out of memory"},
@@ -195,7 +195,7 @@ static const struct fs_error_row fs_runtime_errors[] = {
     {999, "cudaErrorUnknown", "unknown error"},
 };
 
-static const struct fs_error_row fs_driver_errors[] = {
+static const struct sim_error_row sim_driver_errors[] = {
     {0, "CUDA_SUCCESS", "The API call returned with no errors"},
     {1, "CUDA_ERROR_INVALID_VALUE",
      "This indicates that one or more of the parameters passed to the API call is not within an "
@@ -439,4 +439,4 @@ static const struct fs_error_row fs_driver_errors[] = {
     {999, "CUDA_ERROR_UNKNOWN", "This indicates that an unknown internal error has occurred"},
 };
 
-#endif /* FS_SIM_ERROR_TABLE_H */
+#endif /* SIM_ERROR_TABLE_H */

@@ -12,7 +12,7 @@
 
 static __thread cudaError_t last_error = cudaSuccess;
 
-cudaError_t fs_ret(cudaError_t err)
+cudaError_t sim_record_error(cudaError_t err)
 {
     if (err != cudaSuccess && err != cudaErrorNotReady) last_error = err;
     return err;
@@ -28,54 +28,54 @@ void sim_err_put(cudaError_t held)
     last_error = held;
 }
 
-FS_API cudaError_t cudaGetLastError(void)
+SIM_API cudaError_t cudaGetLastError(void)
 {
     cudaError_t err = last_error;
     last_error = cudaSuccess;
     return err;
 }
 
-FS_API cudaError_t cudaPeekAtLastError(void)
+SIM_API cudaError_t cudaPeekAtLastError(void)
 {
     return last_error;
 }
 
-static const struct fs_error_row *find(const struct fs_error_row *rows, size_t n, int code)
+static const struct sim_error_row *find(const struct sim_error_row *rows, size_t n, int code)
 {
     for (size_t i = 0; i < n; i++)
         if (rows[i].code == code) return &rows[i];
     return NULL;
 }
 
-#define RUNTIME_ROWS (sizeof fs_runtime_errors / sizeof fs_runtime_errors[0])
-#define DRIVER_ROWS  (sizeof fs_driver_errors / sizeof fs_driver_errors[0])
+#define RUNTIME_ROWS (sizeof sim_runtime_errors / sizeof sim_runtime_errors[0])
+#define DRIVER_ROWS  (sizeof sim_driver_errors / sizeof sim_driver_errors[0])
 
-FS_API const char *cudaGetErrorName(cudaError_t err)
+SIM_API const char *cudaGetErrorName(cudaError_t err)
 {
-    const struct fs_error_row *r = find(fs_runtime_errors, RUNTIME_ROWS, err);
+    const struct sim_error_row *r = find(sim_runtime_errors, RUNTIME_ROWS, err);
     return r ? r->name : "unrecognized error code";
 }
 
-FS_API const char *cudaGetErrorString(cudaError_t err)
+SIM_API const char *cudaGetErrorString(cudaError_t err)
 {
-    const struct fs_error_row *r = find(fs_runtime_errors, RUNTIME_ROWS, err);
+    const struct sim_error_row *r = find(sim_runtime_errors, RUNTIME_ROWS, err);
     return r ? r->text : "unrecognized error code";
 }
 
 /* Driver API (reached through cudaGetDriverEntryPoint): an unknown code is
  * CUDA_ERROR_INVALID_VALUE with *str set to NULL, as cuda.h documents. */
-CUresult fs_cu_get_error_name(CUresult err, const char **str)
+CUresult sim_cu_get_error_name(CUresult err, const char **str)
 {
     if (!str) return CUDA_ERROR_INVALID_VALUE;
-    const struct fs_error_row *r = find(fs_driver_errors, DRIVER_ROWS, err);
+    const struct sim_error_row *r = find(sim_driver_errors, DRIVER_ROWS, err);
     *str = r ? r->name : NULL;
     return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult fs_cu_get_error_string(CUresult err, const char **str)
+CUresult sim_cu_get_error_string(CUresult err, const char **str)
 {
     if (!str) return CUDA_ERROR_INVALID_VALUE;
-    const struct fs_error_row *r = find(fs_driver_errors, DRIVER_ROWS, err);
+    const struct sim_error_row *r = find(sim_driver_errors, DRIVER_ROWS, err);
     *str = r ? r->text : NULL;
     return r ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }

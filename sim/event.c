@@ -19,44 +19,44 @@
 
 #include "internal.h"
 
-struct fs_event {
+struct sim_event {
     pthread_mutex_t mu;
     unsigned flags;
     int device;
     uint64_t reset_gen; /* the device's reset generation at creation */
     int refs;           /* the handle's own reference + one per pending record op */
     /* Latest record: stream NULL until the event is first recorded. */
-    struct fs_stream *stream;
+    struct sim_stream *stream;
     uint64_t seq;
     uint64_t gen;      /* bumped by every record */
     uint64_t time_gen; /* generation whose time is in time_ns */
     int64_t time_ns;
-    struct fs_capture_mark *mark; /* the latest record was in a capture */
+    struct sim_capture_mark *mark; /* the latest record was in a capture */
     /* cudaEventInterprocess (or opened from a handle): the shared state. */
     struct sim_ipc_event *ipc;
 };
 
 struct record {
-    struct fs_event *ev;
+    struct sim_event *ev;
     uint64_t gen;
     uint64_t ipc_gen; /* the record's generation in ev->ipc */
 };
 
-static struct fs_handle_set *live_events;
+static struct sim_handle_set *live_events;
 static pthread_once_t events_once = PTHREAD_ONCE_INIT;
 
 static void events_init(void)
 {
-    live_events = fs_handles_new();
+    live_events = sim_handles_new();
 }
 
-static void unref(struct fs_event *ev)
+static void unref(struct sim_event *ev)
 {
     pthread_mutex_lock(&ev->mu);
     int last = --ev->refs == 0;
     pthread_mutex_unlock(&ev->mu);
     if (last) {
-        fs_capture_mark_free(ev->mark);
+        sim_capture_mark_free(ev->mark);
         if (ev->ipc) sim_ipc_event_free(ev->ipc);
         pthread_mutex_destroy(&ev->mu);
         free(ev);
@@ -65,7 +65,7 @@ static void unref(struct fs_event *ev)
 
 static void ref(void *p)
 {
-    struct fs_event *ev = p;
+    struct sim_event *ev = p;
     pthread_mutex_lock(&ev->mu);
     ev->refs++;
     pthread_mutex_unlock(&ev->mu);
@@ -73,12 +73,12 @@ static void ref(void *p)
 
 /* The live event behind a handle, with a reference the caller drops with
  * unref: a racing cudaEventDestroy cannot free it in between. */
-static struct fs_event *lookup(cudaEvent_t h)
+static struct sim_event *lookup(cudaEvent_t h)
 {
     pthread_once(&events_once, events_init);
-    struct fs_event *ev = fs_handles_hold(live_events, h, ref);
+    struct sim_event *ev = sim_handles_hold(live_events, h, ref);
     /* cudaDeviceReset invalidates the events of its device. */
-    if (ev && ev->reset_gen != __atomic_load_n(&fs_dev(ev->device)->reset_gen, __ATOMIC_ACQUIRE)) {
+    if (ev && ev->reset_gen != __atomic_load_n(&sim_dev(ev->device)->reset_gen, __ATOMIC_ACQUIRE)) {
         unref(ev);
         return NULL;
     }
@@ -86,10 +86,10 @@ static struct fs_event *lookup(cudaEvent_t h)
 }
 
 /* A new event of dev; it owns ipc (may be NULL) from here on. */
-static cudaError_t event_add(struct fs_device *dev, unsigned flags, struct sim_ipc_event *ipc,
+static cudaError_t event_add(struct sim_device *dev, unsigned flags, struct sim_ipc_event *ipc,
                              cudaEvent_t *out)
 {
-    struct fs_event *ev = calloc(1, sizeof *ev);
+    struct sim_event *ev = calloc(1, sizeof *ev);
     if (!ev) {
         if (ipc) sim_ipc_event_free(ipc);
         return cudaErrorMemoryAllocation;
@@ -100,40 +100,40 @@ static cudaError_t event_add(struct fs_device *dev, unsigned flags, struct sim_i
     ev->reset_gen = __atomic_load_n(&dev->reset_gen, __ATOMIC_ACQUIRE);
     ev->refs = 1;
     ev->ipc = ipc;
-    void *handle = fs_handles_new_key();
-    fs_handles_add(live_events, handle, ev);
+    void *handle = sim_handles_new_key();
+    sim_handles_add(live_events, handle, ev);
     *out = (cudaEvent_t)handle;
     return cudaSuccess;
 }
 
 static cudaError_t event_create(cudaEvent_t *out, unsigned flags)
 {
-    fs_init();
+    sim_init();
     pthread_once(&events_once, events_init);
     unsigned known = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
-    if (!out || (flags & ~known)) return fs_ret(cudaErrorInvalidValue);
+    if (!out || (flags & ~known)) return sim_record_error(cudaErrorInvalidValue);
     if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming))
-        return fs_ret(cudaErrorInvalidValue);
-    struct fs_device *dev = fs_cur_dev();
-    if (!dev) return fs_ret(cudaErrorNoDevice);
+        return sim_record_error(cudaErrorInvalidValue);
+    struct sim_device *dev = sim_cur_dev();
+    if (!dev) return sim_record_error(cudaErrorNoDevice);
     struct sim_ipc_event *ipc = NULL;
     if ((flags & cudaEventInterprocess) && !(ipc = sim_ipc_event_new()))
-        return fs_ret(cudaErrorMemoryAllocation);
+        return sim_record_error(cudaErrorMemoryAllocation);
     cudaError_t err = event_add(dev, flags, ipc, out);
-    return err ? fs_ret(err) : cudaSuccess;
+    return err ? sim_record_error(err) : cudaSuccess;
 }
 
 cudaError_t sim_event_from_ipc(struct sim_ipc_event *e, cudaEvent_t *out)
 {
     pthread_once(&events_once, events_init);
-    struct fs_device *dev = fs_cur_dev();
+    struct sim_device *dev = sim_cur_dev();
     if (!dev) return cudaErrorNoDevice;
     return event_add(dev, cudaEventDisableTiming | cudaEventInterprocess, e, out);
 }
 
 cudaError_t sim_event_ipc_wire(cudaEvent_t h, struct sim_ipc_wire *w)
 {
-    struct fs_event *ev = lookup(h);
+    struct sim_event *ev = lookup(h);
     if (!ev) return cudaErrorInvalidResourceHandle;
     int ipc = ev->ipc != NULL;
     if (ipc) sim_ipc_event_wire(ev->ipc, w);
@@ -141,12 +141,12 @@ cudaError_t sim_event_ipc_wire(cudaEvent_t h, struct sim_ipc_wire *w)
     return ipc ? cudaSuccess : cudaErrorInvalidResourceHandle;
 }
 
-FS_API cudaError_t cudaEventCreate(cudaEvent_t *out)
+SIM_API cudaError_t cudaEventCreate(cudaEvent_t *out)
 {
     return event_create(out, cudaEventDefault);
 }
 
-FS_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned int flags)
+SIM_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned int flags)
 {
     return event_create(out, flags);
 }
@@ -154,14 +154,14 @@ FS_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *out, unsigned int flags
 static cudaError_t event_destroy(cudaEvent_t h)
 {
     pthread_once(&events_once, events_init);
-    struct fs_event *ev = fs_handles_remove(live_events, h);
-    if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
-    int valid = ev->reset_gen == __atomic_load_n(&fs_dev(ev->device)->reset_gen, __ATOMIC_ACQUIRE);
+    struct sim_event *ev = sim_handles_remove(live_events, h);
+    if (!ev) return sim_record_error(cudaErrorInvalidResourceHandle);
+    int valid = ev->reset_gen == __atomic_load_n(&sim_dev(ev->device)->reset_gen, __ATOMIC_ACQUIRE);
     unref(ev);
-    return valid ? cudaSuccess : fs_ret(cudaErrorInvalidResourceHandle);
+    return valid ? cudaSuccess : sim_record_error(cudaErrorInvalidResourceHandle);
 }
 
-FS_API cudaError_t cudaEventDestroy(cudaEvent_t h)
+SIM_API cudaError_t cudaEventDestroy(cudaEvent_t h)
 {
     return event_destroy(h);
 }
@@ -184,27 +184,27 @@ static void stamp(void *p)
 
 static cudaError_t event_record(cudaEvent_t h, cudaStream_t sh, unsigned flags, int pt)
 {
-    if (flags & ~(unsigned)cudaEventRecordExternal) return fs_ret(cudaErrorInvalidValue);
-    struct fs_event *ev = lookup(h);
-    if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
-    struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(sh, pt, &s);
-    if (!err && fs_capture_active(s)) {
-        struct fs_capture_mark *m = fs_capture_mark_new(s);
+    if (flags & ~(unsigned)cudaEventRecordExternal) return sim_record_error(cudaErrorInvalidValue);
+    struct sim_event *ev = lookup(h);
+    if (!ev) return sim_record_error(cudaErrorInvalidResourceHandle);
+    struct sim_stream *s;
+    cudaError_t err = sim_stream_resolve(sh, pt, &s);
+    if (!err && sim_capture_active(s)) {
+        struct sim_capture_mark *m = sim_capture_mark_new(s);
         if (m) {
             pthread_mutex_lock(&ev->mu);
-            fs_capture_mark_free(ev->mark);
+            sim_capture_mark_free(ev->mark);
             ev->mark = m;
             pthread_mutex_unlock(&ev->mu);
         }
         unref(ev);
-        return m ? cudaSuccess : fs_ret(cudaErrorStreamCaptureInvalidated);
+        return m ? cudaSuccess : sim_record_error(cudaErrorStreamCaptureInvalidated);
     }
     struct record *r = err ? NULL : malloc(sizeof *r);
     if (!err && !r) err = cudaErrorMemoryAllocation;
     if (err) {
         unref(ev);
-        return fs_ret(err);
+        return sim_record_error(err);
     }
 
     /* The generation is taken before submitting, so that a stamp from an
@@ -212,21 +212,21 @@ static cudaError_t event_record(cudaEvent_t h, cudaStream_t sh, unsigned flags, 
      * the reference lookup took. */
     pthread_mutex_lock(&ev->mu);
     uint64_t gen = ++ev->gen;
-    fs_capture_mark_free(ev->mark);
+    sim_capture_mark_free(ev->mark);
     ev->mark = NULL;
     ev->refs++; /* this call's own, until it is done with ev */
     pthread_mutex_unlock(&ev->mu);
     /* Other processes see the record from this call on. */
     uint64_t ipc_gen = ev->ipc ? sim_ipc_event_issue(ev->ipc) : 0;
     *r = (struct record){ev, gen, ipc_gen};
-    uint64_t seq = fs_stream_submit(s, stamp, r, 0, NULL);
+    uint64_t seq = sim_stream_submit(s, stamp, r, 0, NULL);
     if (!seq) {
         /* A record that will never run must not hold its waiters. */
         if (ev->ipc) sim_ipc_event_complete(ev->ipc, ipc_gen);
         unref(ev);
         unref(ev);
         free(r);
-        return fs_ret(cudaErrorInvalidResourceHandle);
+        return sim_record_error(cudaErrorInvalidResourceHandle);
     }
     /* Visible to queries as soon as the call returns. */
     pthread_mutex_lock(&ev->mu);
@@ -239,29 +239,29 @@ static cudaError_t event_record(cudaEvent_t h, cudaStream_t sh, unsigned flags, 
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaEventRecord(cudaEvent_t h, cudaStream_t s)
+SIM_API cudaError_t cudaEventRecord(cudaEvent_t h, cudaStream_t s)
 {
     return event_record(h, s, 0, 0);
 }
 
-FS_API cudaError_t cudaEventRecord_ptsz(cudaEvent_t h, cudaStream_t s)
+SIM_API cudaError_t cudaEventRecord_ptsz(cudaEvent_t h, cudaStream_t s)
 {
     return event_record(h, s, 0, 1);
 }
 
-FS_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t h, cudaStream_t s, unsigned int flags)
+SIM_API cudaError_t cudaEventRecordWithFlags(cudaEvent_t h, cudaStream_t s, unsigned int flags)
 {
     return event_record(h, s, flags, 0);
 }
 
-FS_API cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t h, cudaStream_t s, unsigned int flags)
+SIM_API cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t h, cudaStream_t s, unsigned int flags)
 {
     return event_record(h, s, flags, 1);
 }
 
 /* The latest record as a dependency; returns 0 if never recorded, -1 if it
  * was recorded in a capture. */
-static int latest(struct fs_event *ev, struct fs_dep *dep)
+static int latest(struct sim_event *ev, struct sim_dep *dep)
 {
     pthread_mutex_lock(&ev->mu);
     if (ev->mark) {
@@ -276,54 +276,54 @@ static int latest(struct fs_event *ev, struct fs_dep *dep)
 
 static cudaError_t event_query(cudaEvent_t h)
 {
-    struct fs_event *ev = lookup(h);
-    if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
+    struct sim_event *ev = lookup(h);
+    if (!ev) return sim_record_error(cudaErrorInvalidResourceHandle);
     if (ev->ipc) {
         int done = sim_ipc_event_done(ev->ipc, sim_ipc_event_latest(ev->ipc));
         unref(ev);
         return done ? cudaSuccess : cudaErrorNotReady;
     }
-    struct fs_dep dep;
+    struct sim_dep dep;
     int recorded = latest(ev, &dep);
     unref(ev);
-    if (recorded < 0) return fs_ret(cudaErrorCapturedEvent);
+    if (recorded < 0) return sim_record_error(cudaErrorCapturedEvent);
     /* Never recorded: complete. */
-    return !recorded || fs_stream_done(dep.stream, dep.seq) ? cudaSuccess : cudaErrorNotReady;
+    return !recorded || sim_stream_done(dep.stream, dep.seq) ? cudaSuccess : cudaErrorNotReady;
 }
 
-FS_API cudaError_t cudaEventQuery(cudaEvent_t h)
+SIM_API cudaError_t cudaEventQuery(cudaEvent_t h)
 {
     return event_query(h);
 }
 
 static cudaError_t event_synchronize(cudaEvent_t h)
 {
-    struct fs_event *ev = lookup(h);
-    if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
+    struct sim_event *ev = lookup(h);
+    if (!ev) return sim_record_error(cudaErrorInvalidResourceHandle);
     if (ev->ipc) {
         sim_ipc_event_wait(ev->ipc, sim_ipc_event_latest(ev->ipc));
-        fs_pool_trim_threshold(fs_dev(ev->device)->pool);
+        sim_mempool_trim_threshold(sim_dev(ev->device)->mempool);
         unref(ev);
         return cudaSuccess;
     }
-    struct fs_dep dep;
+    struct sim_dep dep;
     int recorded = latest(ev, &dep);
     unref(ev);
-    if (recorded < 0) return fs_ret(cudaErrorCapturedEvent);
+    if (recorded < 0) return sim_record_error(cudaErrorCapturedEvent);
     if (recorded) {
-        fs_stream_wait(dep.stream, dep.seq);
-        fs_pool_trim_threshold(dep.stream->dev->pool);
+        sim_stream_wait(dep.stream, dep.seq);
+        sim_mempool_trim_threshold(dep.stream->dev->mempool);
     }
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaEventSynchronize(cudaEvent_t h)
+SIM_API cudaError_t cudaEventSynchronize(cudaEvent_t h)
 {
     return event_synchronize(h);
 }
 
 struct ipc_wait {
-    struct fs_event *ev;
+    struct sim_event *ev;
     uint64_t gen;
 };
 
@@ -338,11 +338,11 @@ static void ipc_wait_op(void *p)
 }
 
 /* cudaStreamWaitEvent on an interprocess event; consumes the reference. */
-static cudaError_t stream_wait_ipc(struct fs_event *ev, cudaStream_t sh, int pt)
+static cudaError_t stream_wait_ipc(struct sim_event *ev, cudaStream_t sh, int pt)
 {
     uint64_t gen = sim_ipc_event_latest(ev->ipc);
-    struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    struct sim_stream *s;
+    cudaError_t err = sim_stream_resolve(sh, pt, &s);
     struct ipc_wait *w = NULL;
     if (!err && !sim_ipc_event_done(ev->ipc, gen)) {
         w = malloc(sizeof *w);
@@ -350,52 +350,53 @@ static cudaError_t stream_wait_ipc(struct fs_event *ev, cudaStream_t sh, int pt)
     }
     if (!w) {
         unref(ev);
-        return err ? fs_ret(err) : cudaSuccess;
+        return err ? sim_record_error(err) : cudaSuccess;
     }
     *w = (struct ipc_wait){ev, gen};
-    if (!fs_stream_submit(s, ipc_wait_op, w, 0, NULL)) {
+    if (!sim_stream_submit(s, ipc_wait_op, w, 0, NULL)) {
         free(w);
         unref(ev);
-        return fs_ret(cudaErrorInvalidResourceHandle);
+        return sim_record_error(cudaErrorInvalidResourceHandle);
     }
     return cudaSuccess;
 }
 
 static cudaError_t stream_wait_event(cudaStream_t sh, cudaEvent_t h, unsigned flags, int pt)
 {
-    if (flags & ~(unsigned)cudaEventWaitExternal) return fs_ret(cudaErrorInvalidValue);
-    struct fs_event *ev = lookup(h);
-    if (!ev) return fs_ret(cudaErrorInvalidResourceHandle);
+    if (flags & ~(unsigned)cudaEventWaitExternal) return sim_record_error(cudaErrorInvalidValue);
+    struct sim_event *ev = lookup(h);
+    if (!ev) return sim_record_error(cudaErrorInvalidResourceHandle);
     if (ev->ipc) return stream_wait_ipc(ev, sh, pt);
-    struct fs_dep dep;
+    struct sim_dep dep;
     int recorded = latest(ev, &dep);
-    struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    struct sim_stream *s;
+    cudaError_t err = sim_stream_resolve(sh, pt, &s);
     if (!err && recorded < 0) {
         /* Recorded in a capture: s joins it (under ev->mu, so a concurrent
          * record cannot free the mark). */
         pthread_mutex_lock(&ev->mu);
-        err = ev->mark ? fs_capture_join(s, ev->mark) : cudaSuccess;
+        err = ev->mark ? sim_capture_join(s, ev->mark) : cudaSuccess;
         pthread_mutex_unlock(&ev->mu);
         unref(ev);
-        return err ? fs_ret(err) : cudaSuccess;
+        return err ? sim_record_error(err) : cudaSuccess;
     }
     unref(ev);
-    if (err) return fs_ret(err);
+    if (err) return sim_record_error(err);
     /* A capture may only depend on work inside it. */
-    if (fs_capture_active(s) && fs_capture_refuse(s))
-        return fs_ret(cudaErrorStreamCaptureIsolation);
+    if (sim_capture_active(s) && sim_capture_refuse(s))
+        return sim_record_error(cudaErrorStreamCaptureIsolation);
     if (!recorded) return cudaSuccess; /* waiting on a never-recorded event is a no-op */
-    if (!fs_stream_submit(s, NULL, NULL, 0, &dep)) return fs_ret(cudaErrorInvalidResourceHandle);
+    if (!sim_stream_submit(s, NULL, NULL, 0, &dep))
+        return sim_record_error(cudaErrorInvalidResourceHandle);
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t ev, unsigned int flags)
+SIM_API cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t ev, unsigned int flags)
 {
     return stream_wait_event(s, ev, flags, 0);
 }
 
-FS_API cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t ev, unsigned int flags)
+SIM_API cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t ev, unsigned int flags)
 {
     return stream_wait_event(s, ev, flags, 1);
 }
@@ -403,48 +404,49 @@ FS_API cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t ev, unsi
 /* ---- the simulated driver's events (sim/cuda/stream.c): the same calls,
  * leaving the runtime's last error as it was ---- */
 
-FS_SEAM cudaError_t sim_drv_event_create(cudaEvent_t *out, unsigned flags)
+SIM_SEAM cudaError_t sim_drv_event_create(cudaEvent_t *out, unsigned flags)
 {
     return SIM_QUIETLY(event_create(out, flags));
 }
 
-FS_SEAM cudaError_t sim_drv_event_record(cudaEvent_t h, cudaStream_t s, unsigned flags, int pt)
+SIM_SEAM cudaError_t sim_drv_event_record(cudaEvent_t h, cudaStream_t s, unsigned flags, int pt)
 {
     return SIM_QUIETLY(event_record(h, s, flags, pt));
 }
 
-FS_SEAM cudaError_t sim_drv_event_query(cudaEvent_t h)
+SIM_SEAM cudaError_t sim_drv_event_query(cudaEvent_t h)
 {
     return SIM_QUIETLY(event_query(h));
 }
 
-FS_SEAM cudaError_t sim_drv_event_synchronize(cudaEvent_t h)
+SIM_SEAM cudaError_t sim_drv_event_synchronize(cudaEvent_t h)
 {
     return SIM_QUIETLY(event_synchronize(h));
 }
 
-FS_SEAM cudaError_t sim_drv_event_destroy(cudaEvent_t h)
+SIM_SEAM cudaError_t sim_drv_event_destroy(cudaEvent_t h)
 {
     return SIM_QUIETLY(event_destroy(h));
 }
 
-FS_SEAM cudaError_t sim_drv_stream_wait_event(cudaStream_t s, cudaEvent_t h, unsigned flags, int pt)
+SIM_SEAM cudaError_t sim_drv_stream_wait_event(cudaStream_t s, cudaEvent_t h, unsigned flags,
+                                               int pt)
 {
     return SIM_QUIETLY(stream_wait_event(s, h, flags, pt));
 }
 
 /* The time of the latest record, if it has completed. */
-static cudaError_t completed_time(struct fs_event *ev, int64_t *ns)
+static cudaError_t completed_time(struct sim_event *ev, int64_t *ns)
 {
     pthread_mutex_lock(&ev->mu);
-    struct fs_stream *s = ev->stream;
+    struct sim_stream *s = ev->stream;
     uint64_t seq = ev->seq, gen = ev->gen;
     unsigned flags = ev->flags;
     int captured = ev->mark != NULL;
     pthread_mutex_unlock(&ev->mu);
     if (captured) return cudaErrorCapturedEvent;
     if (!s || (flags & cudaEventDisableTiming)) return cudaErrorInvalidResourceHandle;
-    if (!fs_stream_done(s, seq)) return cudaErrorNotReady;
+    if (!sim_stream_done(s, seq)) return cudaErrorNotReady;
     pthread_mutex_lock(&ev->mu);
     int valid = ev->time_gen == gen;
     *ns = ev->time_ns;
@@ -453,10 +455,10 @@ static cudaError_t completed_time(struct fs_event *ev, int64_t *ns)
     return valid ? cudaSuccess : cudaErrorNotReady;
 }
 
-FS_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+SIM_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
-    if (!ms) return fs_ret(cudaErrorInvalidValue);
-    struct fs_event *a = lookup(start), *b = lookup(end);
+    if (!ms) return sim_record_error(cudaErrorInvalidValue);
+    struct sim_event *a = lookup(start), *b = lookup(end);
     int64_t ta = 0, tb = 0;
     cudaError_t err = cudaErrorInvalidResourceHandle;
     if (a && b) {
@@ -465,20 +467,20 @@ FS_API cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_
     }
     if (a) unref(a);
     if (b) unref(b);
-    if (err) return fs_ret(err);
+    if (err) return sim_record_error(err);
     *ms = (float)((double)(tb - ta) / 1e6);
     return cudaSuccess;
 }
 SIM_RT_ALIAS(cudaEventElapsedTime);
 
-void fs_events_fork(enum fs_fork_phase phase)
+void sim_events_fork(enum sim_fork_phase phase)
 {
     pthread_once(&events_once, events_init);
-    if (phase == FS_FORK_PREPARE) {
-        fs_handles_lock(live_events);
+    if (phase == SIM_FORK_PREPARE) {
+        sim_handles_lock(live_events);
         return;
     }
-    fs_handles_unlock(live_events);
+    sim_handles_unlock(live_events);
     /* The parent's events were recorded on streams the child does not have. */
-    if (phase == FS_FORK_CHILD) live_events = fs_handles_new();
+    if (phase == SIM_FORK_CHILD) live_events = sim_handles_new();
 }

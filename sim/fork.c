@@ -22,11 +22,11 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
-void fs_fork_rwlock(pthread_rwlock_t *lock, enum fs_fork_phase phase)
+void sim_fork_rwlock(pthread_rwlock_t *lock, enum sim_fork_phase phase)
 {
-    if (phase == FS_FORK_PREPARE) {
+    if (phase == SIM_FORK_PREPARE) {
         pthread_rwlock_wrlock(lock);
-    } else if (phase == FS_FORK_PARENT) {
+    } else if (phase == SIM_FORK_PARENT) {
         pthread_rwlock_unlock(lock);
     } else {
         /* The fresh lock is the release of the one the prepare took, which
@@ -43,43 +43,43 @@ void fs_fork_rwlock(pthread_rwlock_t *lock, enum fs_fork_phase phase)
 
 static void prepare(void)
 {
-    sim_ipc_event_fork(FS_FORK_PREPARE);
-    sim_ipc_fork(FS_FORK_PREPARE);
-    sim_pools_fork(FS_FORK_PREPARE);
-    sim_vram_fork(FS_FORK_PREPARE);
-    sim_arena_fork(FS_FORK_PREPARE);
-    sim_modules_fork(FS_FORK_PREPARE);
-    fs_devices_fork(FS_FORK_PREPARE);
-    fs_registry_fork(FS_FORK_PREPARE);
-    fs_streams_fork(FS_FORK_PREPARE);
-    fs_events_fork(FS_FORK_PREPARE);
+    sim_ipc_event_fork(SIM_FORK_PREPARE);
+    sim_ipc_fork(SIM_FORK_PREPARE);
+    sim_mempools_fork(SIM_FORK_PREPARE);
+    sim_vram_fork(SIM_FORK_PREPARE);
+    sim_arena_fork(SIM_FORK_PREPARE);
+    sim_modules_fork(SIM_FORK_PREPARE);
+    sim_devices_fork(SIM_FORK_PREPARE);
+    sim_registry_fork(SIM_FORK_PREPARE);
+    sim_streams_fork(SIM_FORK_PREPARE);
+    sim_events_fork(SIM_FORK_PREPARE);
 }
 
-static void after(enum fs_fork_phase phase)
+static void after(enum sim_fork_phase phase)
 {
-    fs_events_fork(phase);
-    fs_streams_fork(phase);
-    fs_registry_fork(phase);
-    fs_devices_fork(phase);
+    sim_events_fork(phase);
+    sim_streams_fork(phase);
+    sim_registry_fork(phase);
+    sim_devices_fork(phase);
     sim_modules_fork(phase);
     sim_arena_fork(phase);
     sim_vram_fork(phase);
-    sim_pools_fork(phase);
+    sim_mempools_fork(phase);
     sim_ipc_fork(phase);
     sim_ipc_event_fork(phase);
 }
 
 static void parent(void)
 {
-    after(FS_FORK_PARENT);
+    after(SIM_FORK_PARENT);
 }
 
 static void child(void)
 {
-    after(FS_FORK_CHILD);
+    after(SIM_FORK_CHILD);
 }
 
-void fs_fork_install(void)
+void sim_fork_install(void)
 {
     pthread_atfork(prepare, parent, child);
 }

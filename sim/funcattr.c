@@ -112,8 +112,8 @@ static cudaError_t set(struct sim_kernel *k, int device, enum cudaFuncAttribute 
 
     pthread_mutex_lock(&mu);
     if (!k->attrs) {
-        k->attrs = malloc((size_t)fs_cfg.ndevices * sizeof *k->attrs);
-        for (int d = 0; k->attrs && d < fs_cfg.ndevices; d++)
+        k->attrs = malloc((size_t)sim_cfg.ndevices * sizeof *k->attrs);
+        for (int d = 0; k->attrs && d < sim_cfg.ndevices; d++)
             k->attrs[d] = defaults;
     }
     if (!k->attrs) {
@@ -146,9 +146,9 @@ static cudaError_t set(struct sim_kernel *k, int device, enum cudaFuncAttribute 
 /* A kernel's attributes as a launch on `device` sees them. */
 static cudaError_t get_attributes(struct cudaFuncAttributes *attr, const void *func, int device)
 {
-    fs_init();
+    sim_init();
     if (!attr) return cudaErrorInvalidValue;
-    if (!fs_dev(device)) return fs_cfg.ndevices ? cudaErrorInvalidDevice : cudaErrorNoDevice;
+    if (!sim_dev(device)) return sim_cfg.ndevices ? cudaErrorInvalidDevice : cudaErrorNoDevice;
     sim_modules_rdlock();
     struct sim_kernel *k = sim_kernel_find(func);
     struct sim_kernel_attrs a = k ? get(k, device) : defaults;
@@ -170,18 +170,18 @@ static cudaError_t get_attributes(struct cudaFuncAttributes *attr, const void *f
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
+SIM_API cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
 {
-    fs_init();
-    int device = fs_cur_device();
-    if (!fs_dev(device)) return fs_ret(cudaErrorNoDevice);
-    return fs_ret(get_attributes(attr, func, device));
+    sim_init();
+    int device = sim_cur_device();
+    if (!sim_dev(device)) return sim_record_error(cudaErrorNoDevice);
+    return sim_record_error(get_attributes(attr, func, device));
 }
 
 /* The driver's cuFuncGetAttribute and cuKernelGetAttribute, which name the
  * device (sim/cuda/launch.c). */
-FS_SEAM cudaError_t sim_drv_func_attributes(struct cudaFuncAttributes *attr, const void *func,
-                                            int device)
+SIM_SEAM cudaError_t sim_drv_func_attributes(struct cudaFuncAttributes *attr, const void *func,
+                                             int device)
 {
     return get_attributes(attr, func, device);
 }
@@ -189,27 +189,28 @@ FS_SEAM cudaError_t sim_drv_func_attributes(struct cudaFuncAttributes *attr, con
 static cudaError_t set_attribute(const void *func, enum cudaFuncAttribute attr, int value,
                                  int device)
 {
-    fs_init();
-    if (!fs_dev(device))
-        return fs_ret(fs_cfg.ndevices ? cudaErrorInvalidDevice : cudaErrorNoDevice);
+    sim_init();
+    if (!sim_dev(device))
+        return sim_record_error(sim_cfg.ndevices ? cudaErrorInvalidDevice : cudaErrorNoDevice);
     sim_modules_rdlock();
     struct sim_kernel *k = sim_kernel_find(func);
     cudaError_t err = k ? set(k, device, attr, value) : cudaErrorInvalidDeviceFunction;
     sim_modules_unlock();
-    return fs_ret(err);
+    return sim_record_error(err);
 }
 
 /* Applies to the current device, as the runtime applies it to the current
  * context. */
-FS_API cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value)
+SIM_API cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value)
 {
-    fs_init();
-    return set_attribute(func, attr, value, fs_cur_device());
+    sim_init();
+    return set_attribute(func, attr, value, sim_cur_device());
 }
 SIM_RT_ALIAS(cudaFuncSetAttribute);
 
-FS_API cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr,
-                                                   int value, int device)
+SIM_API cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel,
+                                                    enum cudaFuncAttribute attr, int value,
+                                                    int device)
 {
     return set_attribute(kernel, attr, value, device);
 }
@@ -218,25 +219,25 @@ SIM_RT_ALIAS(cudaKernelSetAttributeForDevice);
 static cudaError_t occupancy(int *num_blocks, const void *func, int block_size, size_t dyn_smem,
                              unsigned flags)
 {
-    fs_init();
+    sim_init();
     if (!num_blocks || block_size <= 0 || (flags & ~cudaOccupancyDisableCachingOverride))
-        return fs_ret(cudaErrorInvalidValue);
-    int device = fs_cur_device();
-    if (!fs_dev(device)) return fs_ret(cudaErrorNoDevice);
+        return sim_record_error(cudaErrorInvalidValue);
+    int device = sim_cur_device();
+    if (!sim_dev(device)) return sim_record_error(cudaErrorNoDevice);
     sim_modules_rdlock();
     struct sim_kernel *k = sim_kernel_find(func);
     if (k) *num_blocks = sim_occupancy(k, device, block_size, dyn_smem);
     sim_modules_unlock();
-    return k ? cudaSuccess : fs_ret(cudaErrorInvalidDeviceFunction);
+    return k ? cudaSuccess : sim_record_error(cudaErrorInvalidDeviceFunction);
 }
 
-FS_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *num_blocks, const void *func,
-                                                                 int block_size, size_t dyn_smem)
+SIM_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *num_blocks, const void *func,
+                                                                  int block_size, size_t dyn_smem)
 {
     return occupancy(num_blocks, func, block_size, dyn_smem, cudaOccupancyDefault);
 }
 
-FS_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+SIM_API cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     int *num_blocks, const void *func, int block_size, size_t dyn_smem, unsigned int flags)
 {
     return occupancy(num_blocks, func, block_size, dyn_smem, flags);

@@ -2,7 +2,7 @@
  * and their launches, the DOT description, user objects and conditional
  * handles a graph holds.
  *
- * A node is replayable work (struct fs_work) with the nodes it depends on.
+ * A node is replayable work (struct sim_work) with the nodes it depends on.
  * Nodes are only ever added, each after nodes already in the graph, so the
  * order of addition is a topological order. Instantiation takes that order
  * as it stands; a launch submits the nodes in it, one after the other, on
@@ -27,7 +27,7 @@
 struct CUgraphNode_st {
     struct CUgraph_st *graph;
     size_t index;
-    struct fs_work w;
+    struct sim_work w;
     cudaGraphNode_t *deps;
     size_t ndeps;
 };
@@ -54,17 +54,17 @@ struct CUgraphExec_st {
     struct CUgraph_st *graph;
     cudaGraphNode_t *order; /* the nodes at instantiation, in order */
     size_t n;
-    struct fs_dep last; /* the end of the latest launch (under mu) */
+    struct sim_dep last; /* the end of the latest launch (under mu) */
 };
 
-static struct fs_handle_set *live_graphs, *live_execs;
+static struct sim_handle_set *live_graphs, *live_execs;
 static pthread_once_t graphs_once = PTHREAD_ONCE_INIT;
 static unsigned long long next_graph_id = 1;
 
 static void graphs_init(void)
 {
-    live_graphs = fs_handles_new();
-    live_execs = fs_handles_new();
+    live_graphs = sim_handles_new();
+    live_execs = sim_handles_new();
 }
 
 static void graph_unref(struct CUgraph_st *g)
@@ -87,7 +87,7 @@ static void graph_unref(struct CUgraph_st *g)
     free(g);
 }
 
-cudaGraph_t fs_graph_new(void)
+cudaGraph_t sim_graph_new(void)
 {
     pthread_once(&graphs_once, graphs_init);
     struct CUgraph_st *g = calloc(1, sizeof *g);
@@ -95,33 +95,33 @@ cudaGraph_t fs_graph_new(void)
     pthread_mutex_init(&g->mu, NULL);
     g->refs = 1;
     g->id = __atomic_fetch_add(&next_graph_id, 1, __ATOMIC_RELAXED);
-    fs_handles_add(live_graphs, g, g);
+    sim_handles_add(live_graphs, g, g);
     return g;
 }
 
-int fs_graph_valid(cudaGraph_t g)
+int sim_graph_valid(cudaGraph_t g)
 {
     pthread_once(&graphs_once, graphs_init);
-    return g && fs_handles_get(live_graphs, g) != NULL;
+    return g && sim_handles_get(live_graphs, g) != NULL;
 }
 
-cudaGraph_t fs_graph_of(cudaGraphNode_t node)
+cudaGraph_t sim_graph_of(cudaGraphNode_t node)
 {
     return node->graph;
 }
 
-int fs_graph_reaches(cudaGraphNode_t from, cudaGraphNode_t to)
+int sim_graph_reaches(cudaGraphNode_t from, cudaGraphNode_t to)
 {
     if (from == to) return 1;
     /* Dependencies come earlier in the graph: nothing later can lead back. */
     if (from->graph != to->graph || from->index > to->index) return 0;
     for (size_t i = 0; i < to->ndeps; i++)
-        if (fs_graph_reaches(from, to->deps[i])) return 1;
+        if (sim_graph_reaches(from, to->deps[i])) return 1;
     return 0;
 }
 
-cudaError_t fs_graph_add(cudaGraph_t g, const struct fs_work *w, const cudaGraphNode_t *deps,
-                         size_t n, cudaGraphNode_t *out)
+cudaError_t sim_graph_add(cudaGraph_t g, const struct sim_work *w, const cudaGraphNode_t *deps,
+                          size_t n, cudaGraphNode_t *out)
 {
     struct CUgraphNode_st *node = calloc(1, sizeof *node);
     cudaGraphNode_t *copy = malloc((n ? n : 1) * sizeof *copy);
@@ -152,19 +152,19 @@ cudaError_t fs_graph_add(cudaGraph_t g, const struct fs_work *w, const cudaGraph
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaGraphCreate(cudaGraph_t *out, unsigned int flags)
+SIM_API cudaError_t cudaGraphCreate(cudaGraph_t *out, unsigned int flags)
 {
-    if (!out || flags) return fs_ret(cudaErrorInvalidValue);
-    cudaGraph_t g = fs_graph_new();
-    if (!g) return fs_ret(cudaErrorMemoryAllocation);
+    if (!out || flags) return sim_record_error(cudaErrorInvalidValue);
+    cudaGraph_t g = sim_graph_new();
+    if (!g) return sim_record_error(cudaErrorMemoryAllocation);
     *out = g;
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaGraphDestroy(cudaGraph_t g)
+SIM_API cudaError_t cudaGraphDestroy(cudaGraph_t g)
 {
     pthread_once(&graphs_once, graphs_init);
-    if (!g || !fs_handles_remove(live_graphs, g)) return fs_ret(cudaErrorInvalidValue);
+    if (!g || !sim_handles_remove(live_graphs, g)) return sim_record_error(cudaErrorInvalidValue);
     graph_unref(g);
     return cudaSuccess;
 }
@@ -180,36 +180,38 @@ static void run_host_call(void *p)
     h->fn(h->user);
 }
 
-FS_API cudaError_t cudaGraphAddNode(cudaGraphNode_t *out, cudaGraph_t g,
-                                    const cudaGraphNode_t *deps, const cudaGraphEdgeData *edges,
-                                    size_t n, struct cudaGraphNodeParams *params)
+SIM_API cudaError_t cudaGraphAddNode(cudaGraphNode_t *out, cudaGraph_t g,
+                                     const cudaGraphNode_t *deps, const cudaGraphEdgeData *edges,
+                                     size_t n, struct cudaGraphNodeParams *params)
 {
-    if (!out || !params || (n && !deps) || !fs_graph_valid(g)) return fs_ret(cudaErrorInvalidValue);
+    if (!out || !params || (n && !deps) || !sim_graph_valid(g))
+        return sim_record_error(cudaErrorInvalidValue);
     static const cudaGraphEdgeData none;
     for (size_t i = 0; i < n; i++) {
-        if (!deps[i] || deps[i]->graph != g) return fs_ret(cudaErrorInvalidValue);
+        if (!deps[i] || deps[i]->graph != g) return sim_record_error(cudaErrorInvalidValue);
         for (size_t j = 0; j < i; j++)
-            if (deps[j] == deps[i]) return fs_ret(cudaErrorInvalidValue);
-        if (edges && memcmp(&edges[i], &none, sizeof none)) return fs_ret(cudaErrorNotSupported);
+            if (deps[j] == deps[i]) return sim_record_error(cudaErrorInvalidValue);
+        if (edges && memcmp(&edges[i], &none, sizeof none))
+            return sim_record_error(cudaErrorNotSupported);
     }
-    struct fs_work w = {.type = params->type};
+    struct sim_work w = {.type = params->type};
     switch (params->type) {
     case cudaGraphNodeTypeEmpty:
         break;
     case cudaGraphNodeTypeHost: {
-        if (!params->host.fn) return fs_ret(cudaErrorInvalidValue);
+        if (!params->host.fn) return sim_record_error(cudaErrorInvalidValue);
         struct host_call *h = malloc(sizeof *h);
-        if (!h) return fs_ret(cudaErrorMemoryAllocation);
+        if (!h) return sim_record_error(cudaErrorMemoryAllocation);
         *h = (struct host_call){params->host.fn, params->host.userData};
-        w = (struct fs_work){cudaGraphNodeTypeHost, run_host_call, free, h, 1};
+        w = (struct sim_work){cudaGraphNodeTypeHost, run_host_call, free, h, 1};
         break;
     }
     default:
-        return fs_ret(cudaErrorNotSupported);
+        return sim_record_error(cudaErrorNotSupported);
     }
-    cudaError_t err = fs_graph_add(g, &w, deps, n, out);
+    cudaError_t err = sim_graph_add(g, &w, deps, n, out);
     if (err && w.drop) w.drop(w.arg);
-    return err ? fs_ret(err) : cudaSuccess;
+    return err ? sim_record_error(err) : cudaSuccess;
 }
 
 /* Fills the runtime's list queries from src[0..n): with dst NULL only the
@@ -230,35 +232,35 @@ static void list_out(cudaGraphNode_t *dst, cudaGraphEdgeData *edges, const cudaG
     *count = k;
 }
 
-FS_API cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *count)
+SIM_API cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *count)
 {
-    if (!count || !fs_graph_valid(g)) return fs_ret(cudaErrorInvalidValue);
+    if (!count || !sim_graph_valid(g)) return sim_record_error(cudaErrorInvalidValue);
     pthread_mutex_lock(&g->mu);
     list_out(nodes, NULL, g->nodes, g->n, count);
     pthread_mutex_unlock(&g->mu);
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *deps,
-                                                cudaGraphEdgeData *edges, size_t *count)
+SIM_API cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *deps,
+                                                 cudaGraphEdgeData *edges, size_t *count)
 {
-    if (!node || !count || (edges && !deps)) return fs_ret(cudaErrorInvalidValue);
+    if (!node || !count || (edges && !deps)) return sim_record_error(cudaErrorInvalidValue);
     list_out(deps, edges, node->deps, node->ndeps, count);
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *type)
+SIM_API cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *type)
 {
-    if (!node || !type) return fs_ret(cudaErrorInvalidValue);
+    if (!node || !type) return sim_record_error(cudaErrorInvalidValue);
     *type = node->w.type;
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *out, cudaGraph_t g,
-                                                    unsigned int default_value, unsigned int flags)
+SIM_API cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *out, cudaGraph_t g,
+                                                     unsigned int default_value, unsigned int flags)
 {
-    if (!out || (flags & ~(unsigned)cudaGraphCondAssignDefault) || !fs_graph_valid(g))
-        return fs_ret(cudaErrorInvalidValue);
+    if (!out || (flags & ~(unsigned)cudaGraphCondAssignDefault) || !sim_graph_valid(g))
+        return sim_record_error(cudaErrorInvalidValue);
     (void)default_value; /* only a conditional node would read it */
     pthread_mutex_lock(&g->mu);
     unsigned k = g->nconditionals++;
@@ -268,11 +270,11 @@ FS_API cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaGraphRetainUserObject(cudaGraph_t g, cudaUserObject_t obj,
-                                             unsigned int count, unsigned int flags)
+SIM_API cudaError_t cudaGraphRetainUserObject(cudaGraph_t g, cudaUserObject_t obj,
+                                              unsigned int count, unsigned int flags)
 {
-    if (!count || (flags & ~(unsigned)cudaGraphUserObjectMove) || !fs_graph_valid(g))
-        return fs_ret(cudaErrorInvalidValue);
+    if (!count || (flags & ~(unsigned)cudaGraphUserObjectMove) || !sim_graph_valid(g))
+        return sim_record_error(cudaErrorInvalidValue);
     /* Moving takes over the caller's references; the object must still be
      * live either way, which a retain proves. */
     cudaError_t err = cudaUserObjectRetain(obj, flags & cudaGraphUserObjectMove ? 1 : count);
@@ -290,7 +292,7 @@ FS_API cudaError_t cudaGraphRetainUserObject(cudaGraph_t g, cudaUserObject_t obj
     pthread_mutex_unlock(&g->mu);
     if (!objects) {
         if (!(flags & cudaGraphUserObjectMove)) cudaUserObjectRelease(obj, count);
-        return fs_ret(cudaErrorMemoryAllocation);
+        return sim_record_error(cudaErrorMemoryAllocation);
     }
     return cudaSuccess;
 }
@@ -321,12 +323,12 @@ static const char *type_name(enum cudaGraphNodeType t)
     }
 }
 
-FS_API cudaError_t cudaGraphDebugDotPrint(cudaGraph_t g, const char *path, unsigned int flags)
+SIM_API cudaError_t cudaGraphDebugDotPrint(cudaGraph_t g, const char *path, unsigned int flags)
 {
     (void)flags; /* the verbosity: the sim has one level of detail */
-    if (!path || !fs_graph_valid(g)) return fs_ret(cudaErrorInvalidValue);
+    if (!path || !sim_graph_valid(g)) return sim_record_error(cudaErrorInvalidValue);
     FILE *f = fopen(path, "w");
-    if (!f) return fs_ret(cudaErrorOperatingSystem);
+    if (!f) return sim_record_error(cudaErrorOperatingSystem);
     pthread_mutex_lock(&g->mu);
     int ok = fprintf(f,
                      "digraph dot {\nsubgraph cluster_%llu {\nlabel=\"graph_%llu\" "
@@ -344,7 +346,7 @@ FS_API cudaError_t cudaGraphDebugDotPrint(cudaGraph_t g, const char *path, unsig
     pthread_mutex_unlock(&g->mu);
     if (ok) ok = fprintf(f, "}\n}\n") > 0;
     if (fclose(f) != 0) ok = 0;
-    return ok ? cudaSuccess : fs_ret(cudaErrorOperatingSystem);
+    return ok ? cudaSuccess : sim_record_error(cudaErrorOperatingSystem);
 }
 
 /* ---- executable graphs ---- */
@@ -375,9 +377,10 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t g, unsigned lon
     unsigned long long known =
         cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUpload |
         cudaGraphInstantiateFlagDeviceLaunch | cudaGraphInstantiateFlagUseNodePriority;
-    if (!out || (flags & ~known) || !fs_graph_valid(g)) return fs_ret(cudaErrorInvalidValue);
+    if (!out || (flags & ~known) || !sim_graph_valid(g))
+        return sim_record_error(cudaErrorInvalidValue);
     struct CUgraphExec_st *e = calloc(1, sizeof *e);
-    if (!e) return fs_ret(cudaErrorMemoryAllocation);
+    if (!e) return sim_record_error(cudaErrorMemoryAllocation);
     pthread_mutex_init(&e->mu, NULL);
     e->refs = 1;
     e->graph = g;
@@ -392,29 +395,29 @@ static cudaError_t instantiate(cudaGraphExec_t *out, cudaGraph_t g, unsigned lon
     if (!e->order) {
         pthread_mutex_destroy(&e->mu);
         free(e);
-        return fs_ret(cudaErrorMemoryAllocation);
+        return sim_record_error(cudaErrorMemoryAllocation);
     }
-    fs_handles_add(live_execs, e, e);
+    sim_handles_add(live_execs, e, e);
     *out = e;
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *out, cudaGraph_t g,
-                                        unsigned long long flags)
+SIM_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *out, cudaGraph_t g,
+                                         unsigned long long flags)
 {
     return instantiate(out, g, flags);
 }
 
-FS_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *out, cudaGraph_t g,
-                                                 unsigned long long flags)
+SIM_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *out, cudaGraph_t g,
+                                                  unsigned long long flags)
 {
     return instantiate(out, g, flags);
 }
 
-FS_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e)
+SIM_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e)
 {
     pthread_once(&graphs_once, graphs_init);
-    if (!e || !fs_handles_remove(live_execs, e)) return fs_ret(cudaErrorInvalidValue);
+    if (!e || !sim_handles_remove(live_execs, e)) return sim_record_error(cudaErrorInvalidValue);
     exec_unref(e); /* launches still running hold their own references */
     return cudaSuccess;
 }
@@ -422,16 +425,16 @@ FS_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e)
 static cudaError_t launch(cudaGraphExec_t h, cudaStream_t sh, int pt)
 {
     pthread_once(&graphs_once, graphs_init);
-    struct CUgraphExec_st *e = h ? fs_handles_hold(live_execs, h, exec_ref) : NULL;
-    if (!e) return fs_ret(cudaErrorInvalidValue);
-    struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    struct CUgraphExec_st *e = h ? sim_handles_hold(live_execs, h, exec_ref) : NULL;
+    if (!e) return sim_record_error(cudaErrorInvalidValue);
+    struct sim_stream *s;
+    cudaError_t err = sim_stream_resolve(sh, pt, &s);
     /* A launch into a capture would be a child graph node: not simulated. */
-    if (!err && fs_capture_active(s)) err = fs_capture_refuse(s);
-    if (!err && s->kind == FS_STREAM_LEGACY) err = fs_capture_check_legacy(s->dev);
+    if (!err && sim_capture_active(s)) err = sim_capture_refuse(s);
+    if (!err && s->kind == SIM_STREAM_LEGACY) err = sim_capture_check_legacy(s->dev);
     if (err) {
         exec_unref(e);
-        return fs_ret(err);
+        return sim_record_error(err);
     }
     /* Graph memory is charged to the device before the launch that first
      * needs it (graphmem.c). */
@@ -440,35 +443,35 @@ static cudaError_t launch(cudaGraphExec_t h, cudaStream_t sh, int pt)
             err = sim_graph_alloc_map(e->order[i]->w.arg);
     if (err) {
         exec_unref(e);
-        return fs_ret(err);
+        return sim_record_error(err);
     }
     /* The reference lookup took is the launch's: its last op drops it. */
     pthread_mutex_lock(&e->mu);
-    struct fs_dep after = e->last;
-    const struct fs_dep *wait = after.stream ? &after : NULL;
+    struct sim_dep after = e->last;
+    const struct sim_dep *wait = after.stream ? &after : NULL;
     for (size_t i = 0; i < e->n && !err; i++) {
         cudaGraphNode_t node = e->order[i];
         if (!node->w.run) continue; /* empty, memory nodes: nothing to do at run time */
-        if (!fs_stream_submit_replay(s, node->w.run, node->w.arg, node->w.hostfn, wait))
+        if (!sim_stream_submit_replay(s, node->w.run, node->w.arg, node->w.hostfn, wait))
             err = cudaErrorInvalidResourceHandle;
         wait = NULL;
     }
-    uint64_t end = err ? 0 : fs_stream_submit_replay(s, exec_unref, e, 0, wait);
-    if (end) e->last = (struct fs_dep){s, end};
+    uint64_t end = err ? 0 : sim_stream_submit_replay(s, exec_unref, e, 0, wait);
+    if (end) e->last = (struct sim_dep){s, end};
     pthread_mutex_unlock(&e->mu);
     if (!end) {
         exec_unref(e);
-        return fs_ret(cudaErrorInvalidResourceHandle);
+        return sim_record_error(cudaErrorInvalidResourceHandle);
     }
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaGraphLaunch(cudaGraphExec_t h, cudaStream_t s)
+SIM_API cudaError_t cudaGraphLaunch(cudaGraphExec_t h, cudaStream_t s)
 {
     return launch(h, s, 0);
 }
 
-FS_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t h, cudaStream_t s)
+SIM_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t h, cudaStream_t s)
 {
     return launch(h, s, 1);
 }

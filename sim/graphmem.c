@@ -19,14 +19,14 @@
 
 #include "internal.h"
 
-FS_API cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
-                                                  void *value)
+SIM_API cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
+                                                   void *value)
 {
-    struct fs_device *dev = fs_dev(device);
-    if (!dev) return fs_ret(cudaErrorInvalidDevice);
-    if (!value) return fs_ret(cudaErrorInvalidValue);
+    struct sim_device *dev = sim_dev(device);
+    if (!dev) return sim_record_error(cudaErrorInvalidDevice);
+    if (!value) return sim_record_error(cudaErrorInvalidValue);
     uint64_t reserved, used, reserved_high, used_high;
-    sim_graph_pool_amounts(dev->graph_pool, &reserved, &used, &reserved_high, &used_high);
+    sim_graph_mempool_amounts(dev->graph_mempool, &reserved, &used, &reserved_high, &used_high);
     switch (attr) {
     case cudaGraphMemAttrUsedMemCurrent:
         *(uint64_t *)value = used;
@@ -41,29 +41,29 @@ FS_API cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemA
         *(uint64_t *)value = reserved_high;
         return cudaSuccess;
     }
-    return fs_ret(cudaErrorInvalidValue);
+    return sim_record_error(cudaErrorInvalidValue);
 }
 
 /* Only the high-water marks can be set, and only to 0, which resets each
  * to the current amount. */
-FS_API cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
-                                                  void *value)
+SIM_API cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
+                                                   void *value)
 {
-    struct fs_device *dev = fs_dev(device);
-    if (!dev) return fs_ret(cudaErrorInvalidDevice);
-    if (!value) return fs_ret(cudaErrorInvalidValue);
+    struct sim_device *dev = sim_dev(device);
+    if (!dev) return sim_record_error(cudaErrorInvalidDevice);
+    if (!value) return sim_record_error(cudaErrorInvalidValue);
     if (attr != cudaGraphMemAttrUsedMemHigh && attr != cudaGraphMemAttrReservedMemHigh)
-        return fs_ret(cudaErrorInvalidValue);
-    if (*(const uint64_t *)value != 0) return fs_ret(cudaErrorInvalidValue);
-    sim_graph_pool_reset_high(dev->graph_pool, attr == cudaGraphMemAttrReservedMemHigh);
+        return sim_record_error(cudaErrorInvalidValue);
+    if (*(const uint64_t *)value != 0) return sim_record_error(cudaErrorInvalidValue);
+    sim_graph_mempool_reset_high(dev->graph_mempool, attr == cudaGraphMemAttrReservedMemHigh);
     return cudaSuccess;
 }
 
 /* Gives back the chunks that hold no block of a live graph. */
-FS_API cudaError_t cudaDeviceGraphMemTrim(int device)
+SIM_API cudaError_t cudaDeviceGraphMemTrim(int device)
 {
-    struct fs_device *dev = fs_dev(device);
-    if (!dev) return fs_ret(cudaErrorInvalidDevice);
-    sim_graph_pool_trim(dev->graph_pool);
+    struct sim_device *dev = sim_dev(device);
+    if (!dev) return sim_record_error(cudaErrorInvalidDevice);
+    sim_graph_mempool_trim(dev->graph_mempool);
     return cudaSuccess;
 }

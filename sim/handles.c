@@ -5,7 +5,7 @@
  * instead of dereferencing them, turns a stale handle into
  * cudaErrorInvalidResourceHandle rather than a crash. Objects whose memory
  * is freed and reused (events, VMM allocations) get handles that are never
- * reused either (fs_handles_new_key), so a stale handle cannot silently name
+ * reused either (sim_handles_new_key), so a stale handle cannot silently name
  * a newer object. Open addressing with tombstones, rebuilt at 50% load. */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -20,7 +20,7 @@ struct slot {
     void *obj;
 };
 
-struct fs_handle_set {
+struct sim_handle_set {
     pthread_mutex_t mu;
     struct slot *slots;
     size_t cap, used; /* used counts live entries and tombstones */
@@ -28,16 +28,16 @@ struct fs_handle_set {
 
 static atomic_uintptr_t next_key = 1;
 
-void *fs_handles_new_key(void)
+void *sim_handles_new_key(void)
 {
     /* Multiples of 16 look like aligned pointers and never collide with
      * the special stream handles 0, 1 and 2. */
     return (void *)(atomic_fetch_add(&next_key, 1) << 4);
 }
 
-struct fs_handle_set *fs_handles_new(void)
+struct sim_handle_set *sim_handles_new(void)
 {
-    struct fs_handle_set *set = calloc(1, sizeof *set);
+    struct sim_handle_set *set = calloc(1, sizeof *set);
     if (!set) abort();
     pthread_mutex_init(&set->mu, NULL);
     set->cap = 64;
@@ -63,7 +63,7 @@ static void insert(struct slot *slots, size_t cap, uintptr_t key, void *obj)
     slots[i] = (struct slot){key, obj};
 }
 
-static void rebuild(struct fs_handle_set *set)
+static void rebuild(struct sim_handle_set *set)
 {
     size_t live = 0;
     for (size_t i = 0; i < set->cap; i++)
@@ -81,7 +81,7 @@ static void rebuild(struct fs_handle_set *set)
     set->used = live;
 }
 
-void fs_handles_add(struct fs_handle_set *set, const void *h, void *obj)
+void sim_handles_add(struct sim_handle_set *set, const void *h, void *obj)
 {
     pthread_mutex_lock(&set->mu);
     if ((set->used + 1) * 2 > set->cap) rebuild(set);
@@ -90,7 +90,7 @@ void fs_handles_add(struct fs_handle_set *set, const void *h, void *obj)
     pthread_mutex_unlock(&set->mu);
 }
 
-static struct slot *find(struct fs_handle_set *set, uintptr_t key)
+static struct slot *find(struct sim_handle_set *set, uintptr_t key)
 {
     size_t i = hash(key, set->cap);
     while (set->slots[i].key != EMPTY) {
@@ -100,7 +100,7 @@ static struct slot *find(struct fs_handle_set *set, uintptr_t key)
     return NULL;
 }
 
-void *fs_handles_remove(struct fs_handle_set *set, const void *h)
+void *sim_handles_remove(struct sim_handle_set *set, const void *h)
 {
     void *obj = NULL;
     if ((uintptr_t)h <= TOMB) return NULL;
@@ -114,12 +114,12 @@ void *fs_handles_remove(struct fs_handle_set *set, const void *h)
     return obj;
 }
 
-void *fs_handles_get(struct fs_handle_set *set, const void *h)
+void *sim_handles_get(struct sim_handle_set *set, const void *h)
 {
-    return fs_handles_hold(set, h, NULL);
+    return sim_handles_hold(set, h, NULL);
 }
 
-void *fs_handles_hold(struct fs_handle_set *set, const void *h, void (*hold)(void *obj))
+void *sim_handles_hold(struct sim_handle_set *set, const void *h, void (*hold)(void *obj))
 {
     if ((uintptr_t)h <= TOMB) return NULL;
     pthread_mutex_lock(&set->mu);
@@ -130,18 +130,18 @@ void *fs_handles_hold(struct fs_handle_set *set, const void *h, void (*hold)(voi
     return obj;
 }
 
-void *fs_handles_get_locked(struct fs_handle_set *set, const void *h)
+void *sim_handles_get_locked(struct sim_handle_set *set, const void *h)
 {
     struct slot *s = (uintptr_t)h <= TOMB ? NULL : find(set, (uintptr_t)h);
     return s ? s->obj : NULL;
 }
 
-void fs_handles_lock(struct fs_handle_set *set)
+void sim_handles_lock(struct sim_handle_set *set)
 {
     pthread_mutex_lock(&set->mu);
 }
 
-void fs_handles_unlock(struct fs_handle_set *set)
+void sim_handles_unlock(struct sim_handle_set *set)
 {
     pthread_mutex_unlock(&set->mu);
 }

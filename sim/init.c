@@ -19,69 +19,69 @@
 #include "internal.h"
 #include "size_parse.h"
 
-struct fs_config fs_cfg;
+struct sim_config sim_cfg;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int initialized; /* atomic */
 /* CUDA_INJECTION64_PATH is set: the first call also initialises the
  * driver, which loads the injection library (driver.c). The driver's cuInit
- * calls fs_init in turn: the thread starting it goes straight through. */
+ * calls sim_init in turn: the thread starting it goes straight through. */
 static int injection;
 static __thread int starting_driver;
 
 static void init_once(void)
 {
-    fs_cfg.ndevices = 8;
-    fs_cfg.capacity = (size_t)16 << 30;
+    sim_cfg.ndevices = 8;
+    sim_cfg.capacity = (size_t)16 << 30;
     const char *e = getenv("FSDPSHIM_SIM_DEVICES");
     if (e && *e) {
         int n = atoi(e);
         if (n >= 0 && n <= 64)
-            fs_cfg.ndevices = n;
+            sim_cfg.ndevices = n;
         else
             fprintf(stderr, "fsdpshim-sim: ignoring FSDPSHIM_SIM_DEVICES=%s (0..64)\n", e);
     }
     e = getenv("FSDPSHIM_SIM_MEM");
     if (e && *e) {
-        size_t cap = fs_sim_parse_size(e);
+        size_t cap = sim_parse_size(e);
         if (cap)
-            fs_cfg.capacity = cap;
+            sim_cfg.capacity = cap;
         else
             fprintf(stderr, "fsdpshim-sim: ignoring FSDPSHIM_SIM_MEM=%s\n", e);
     }
     e = getenv("FSDPSHIM_SIM_STATS");
-    fs_cfg.stats = e && e[0] == '1';
-    fs_cfg.moves_data = 1;
+    sim_cfg.stats = e && e[0] == '1';
+    sim_cfg.moves_data = 1;
     e = getenv("FSDPSHIM_SIM_DATA");
     if (e && *e) {
         if (strcmp(e, "0") == 0 || strcmp(e, "1") == 0)
-            fs_cfg.moves_data = e[0] == '1';
+            sim_cfg.moves_data = e[0] == '1';
         else
             fprintf(stderr, "fsdpshim-sim: ignoring FSDPSHIM_SIM_DATA=%s (0 or 1)\n", e);
     }
     e = getenv("CUDA_INJECTION64_PATH");
     injection = e && *e;
-    fs_stats_install();
-    fs_fork_install();
+    sim_stats_install();
+    sim_fork_install();
     __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
 }
 
-void fs_init(void)
+void sim_init(void)
 {
     pthread_once(&once, init_once);
     if (injection && !starting_driver) {
         starting_driver = 1;
-        fs_driver_start();
+        sim_driver_start();
         starting_driver = 0;
     }
 }
 
-int fs_initialized(void)
+int sim_initialized(void)
 {
     return __atomic_load_n(&initialized, __ATOMIC_ACQUIRE);
 }
 
-FS_API int fs_sim_moves_data(void)
+SIM_API int sim_moves_data(void)
 {
-    fs_init();
-    return fs_cfg.moves_data;
+    sim_init();
+    return sim_cfg.moves_data;
 }

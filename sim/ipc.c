@@ -65,16 +65,16 @@ int sim_ipc_open_peer_fd(const struct sim_ipc_wire *w)
     return fd;
 }
 
-FS_API cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr)
+SIM_API cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr)
 {
-    fs_init();
-    struct fs_range r;
+    sim_init();
+    struct sim_range r;
     struct sim_backing b;
-    if (!handle || !devPtr || !fs_registry_find((uintptr_t)devPtr, &r) ||
-        r.kind != FS_RANGE_MALLOC || !r.live || !sim_vram_backing((void *)r.base, &b))
-        return fs_ret(cudaErrorInvalidValue);
+    if (!handle || !devPtr || !sim_registry_find((uintptr_t)devPtr, &r) ||
+        r.kind != SIM_RANGE_MALLOC || !r.live || !sim_vram_backing((void *)r.base, &b))
+        return sim_record_error(cudaErrorInvalidValue);
     /* A forked child's inherited memory is its private copy. */
-    if (!b.owned) return fs_ret(cudaErrorNotSupported);
+    if (!b.owned) return sim_record_error(cudaErrorNotSupported);
     struct sim_ipc_wire w = {
         SIM_IPC_MEM_MAGIC, (int32_t)getpid(), b.fd, r.device, b.ino, b.offset, r.size, {0}};
     memcpy(handle, &w, sizeof w);
@@ -92,7 +92,7 @@ static int peer_alive(int32_t pid)
 static cudaError_t map_peer(const struct sim_ipc_wire *w, size_t len, void **out)
 {
     void *p;
-    if (w->fd >= 0 && fs_cfg.moves_data) {
+    if (w->fd >= 0 && sim_cfg.moves_data) {
         int fd = sim_ipc_open_peer_fd(w);
         if (fd < 0) return cudaErrorInvalidResourceHandle;
         size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -102,7 +102,7 @@ static cudaError_t map_peer(const struct sim_ipc_wire *w, size_t len, void **out
     } else {
         /* A dry run on either side: there are no pages to share. */
         if (!peer_alive(w->pid)) return cudaErrorInvalidResourceHandle;
-        int prot = fs_cfg.moves_data ? PROT_READ | PROT_WRITE : PROT_NONE;
+        int prot = sim_cfg.moves_data ? PROT_READ | PROT_WRITE : PROT_NONE;
         p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     }
     if (p == MAP_FAILED) return cudaErrorMapBufferObjectFailed;
@@ -110,20 +110,20 @@ static cudaError_t map_peer(const struct sim_ipc_wire *w, size_t len, void **out
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle,
-                                        unsigned int flags)
+SIM_API cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle,
+                                         unsigned int flags)
 {
-    fs_init();
+    sim_init();
     struct sim_ipc_wire w;
     memcpy(&w, &handle, sizeof w);
     /* cudaIpcMemLazyEnablePeerAccess changes nothing: every device of the
      * sim reaches all memory. */
     if (!devPtr || (flags & ~(unsigned)cudaIpcMemLazyEnablePeerAccess) ||
         w.magic != SIM_IPC_MEM_MAGIC || w.size == 0)
-        return fs_ret(cudaErrorInvalidValue);
-    struct fs_device *dev = fs_cur_dev();
-    if (!dev) return fs_ret(cudaErrorNoDevice);
-    if (w.pid == (int32_t)getpid()) return fs_ret(cudaErrorDeviceUninitialized);
+        return sim_record_error(cudaErrorInvalidValue);
+    struct sim_device *dev = sim_cur_dev();
+    if (!dev) return sim_record_error(cudaErrorNoDevice);
+    if (w.pid == (int32_t)getpid()) return sim_record_error(cudaErrorDeviceUninitialized);
 
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t lead = (size_t)(w.offset & (page - 1));
@@ -145,10 +145,10 @@ FS_API cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle
     if (!err) err = map_peer(&w, len, &map);
     if (!err) {
         /* The device it lives on, when this process sees it. */
-        int device = fs_dev(w.device) ? w.device : dev->ordinal;
+        int device = sim_dev(w.device) ? w.device : dev->ordinal;
         p = (char *)map + lead;
-        struct fs_range r = {(uintptr_t)p, (size_t)w.size, FS_RANGE_IPC, device, 1, NULL, 0, 0};
-        if (fs_registry_add(&r) != 0) {
+        struct sim_range r = {(uintptr_t)p, (size_t)w.size, SIM_RANGE_IPC, device, 1, NULL, 0, 0};
+        if (sim_registry_add(&r) != 0) {
             munmap(map, len);
             err = cudaErrorMemoryAllocation;
         }
@@ -156,7 +156,7 @@ FS_API cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle
     if (err) {
         pthread_mutex_unlock(&mu);
         free(o);
-        return fs_ret(err);
+        return sim_record_error(err);
     }
     *o = (struct opened){opened, w.pid, w.ino, w.offset, p, map, len, 1};
     opened = o;
@@ -165,9 +165,9 @@ FS_API cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaIpcCloseMemHandle(void *devPtr)
+SIM_API cudaError_t cudaIpcCloseMemHandle(void *devPtr)
 {
-    fs_init();
+    sim_init();
     pthread_mutex_lock(&mu);
     struct opened **pp = &opened;
     while (*pp && (*pp)->base != devPtr)
@@ -175,7 +175,7 @@ FS_API cudaError_t cudaIpcCloseMemHandle(void *devPtr)
     struct opened *o = *pp;
     if (!o) {
         pthread_mutex_unlock(&mu);
-        return fs_ret(cudaErrorInvalidValue);
+        return sim_record_error(cudaErrorInvalidValue);
     }
     if (--o->refs > 0) {
         pthread_mutex_unlock(&mu);
@@ -184,22 +184,22 @@ FS_API cudaError_t cudaIpcCloseMemHandle(void *devPtr)
     *pp = o->next;
     pthread_mutex_unlock(&mu);
 
-    struct fs_range r;
-    if (fs_registry_find((uintptr_t)o->base, &r)) {
+    struct sim_range r;
+    if (sim_registry_find((uintptr_t)o->base, &r)) {
         /* Work already submitted may still read or write it. */
-        fs_device_sync(fs_dev(r.device));
-        fs_registry_remove(r.base);
+        sim_device_sync(sim_dev(r.device));
+        sim_registry_remove(r.base);
     }
     munmap(o->map, o->len);
     free(o);
     return cudaSuccess;
 }
 
-void sim_ipc_fork(enum fs_fork_phase phase)
+void sim_ipc_fork(enum sim_fork_phase phase)
 {
     /* The child keeps what was opened: the mappings are MAP_SHARED and
      * stay so. */
-    if (phase == FS_FORK_PREPARE)
+    if (phase == SIM_FORK_PREPARE)
         pthread_mutex_lock(&mu);
     else
         pthread_mutex_unlock(&mu);

@@ -201,42 +201,42 @@ static cudaError_t event_open(const struct sim_ipc_wire *w, struct sim_ipc_event
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t event)
+SIM_API cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t event)
 {
-    fs_init();
-    if (!handle) return fs_ret(cudaErrorInvalidValue);
+    sim_init();
+    if (!handle) return sim_record_error(cudaErrorInvalidValue);
     struct sim_ipc_wire w;
     cudaError_t err = sim_event_ipc_wire(event, &w);
-    if (err) return fs_ret(err);
+    if (err) return sim_record_error(err);
     memcpy(handle, &w, sizeof w);
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle)
+SIM_API cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle)
 {
-    fs_init();
+    sim_init();
     struct sim_ipc_wire w;
     memcpy(&w, &handle, sizeof w);
-    if (!event || w.magic != SIM_IPC_EVENT_MAGIC) return fs_ret(cudaErrorInvalidValue);
-    if (!fs_cur_dev()) return fs_ret(cudaErrorNoDevice);
+    if (!event || w.magic != SIM_IPC_EVENT_MAGIC) return sim_record_error(cudaErrorInvalidValue);
+    if (!sim_cur_dev()) return sim_record_error(cudaErrorNoDevice);
     struct sim_ipc_event *e;
     cudaError_t err = event_open(&w, &e);
     if (!err) {
         err = sim_event_from_ipc(e, event);
         if (err) sim_ipc_event_free(e);
     }
-    return err ? fs_ret(err) : cudaSuccess;
+    return err ? sim_record_error(err) : cudaSuccess;
 }
 
-void sim_ipc_event_fork(enum fs_fork_phase phase)
+void sim_ipc_event_fork(enum sim_fork_phase phase)
 {
-    if (phase == FS_FORK_PREPARE) {
+    if (phase == SIM_FORK_PREPARE) {
         pthread_mutex_lock(&mu);
         return;
     }
     pthread_mutex_unlock(&mu);
-    if (phase != FS_FORK_CHILD || !slots) return;
-    /* The child starts without events (fs_events_fork); the parent's slots
+    if (phase != SIM_FORK_CHILD || !slots) return;
+    /* The child starts without events (sim_events_fork); the parent's slots
      * are the parent's: the child makes a file of its own when it needs. */
     munmap(slots, (size_t)NSLOTS * sizeof(struct slot));
     close(slots_fd);

@@ -63,10 +63,10 @@ static cudaError_t check_cluster(struct sim_kernel *k, int device, const struct 
 
 static cudaError_t launch(struct sim_kernel *k, const struct launch *l)
 {
-    struct fs_stream *s;
+    struct sim_stream *s;
     cudaError_t err = check_dims(l->grid, l->block);
     if (err) return err;
-    err = fs_stream_resolve(l->stream, l->per_thread, &s);
+    err = sim_stream_resolve(l->stream, l->per_thread, &s);
     if (err) return err;
     int device = s->dev->ordinal;
     /* Over the kernel's dynamic shared memory limit (48 KiB unless raised
@@ -78,7 +78,7 @@ static cudaError_t launch(struct sim_kernel *k, const struct launch *l)
         unsigned long long blocks = (unsigned long long)l->grid.x * l->grid.y * l->grid.z;
         int per_sm = sim_occupancy(k, device, threads, l->smem);
         int sms;
-        if (fs_device_attribute(cudaDevAttrMultiProcessorCount, device, &sms))
+        if (sim_device_attribute(cudaDevAttrMultiProcessorCount, device, &sms))
             return cudaErrorInvalidDevice;
         /* Every block of a cooperative grid must be resident at once. */
         if (blocks > (unsigned long long)per_sm * (unsigned)sms)
@@ -91,44 +91,44 @@ static cudaError_t launch(struct sim_kernel *k, const struct launch *l)
     /* An op without work: it runs, in order, and completes; on a capturing
      * stream it becomes a kernel node of the graph. */
     uint64_t seq;
-    return fs_stream_enqueue(
-        s, &(struct fs_work){cudaGraphNodeTypeKernel, kernel_body, NULL, NULL, 0}, NULL, &seq);
+    return sim_stream_add_work(
+        s, &(struct sim_work){cudaGraphNodeTypeKernel, kernel_body, NULL, NULL, 0}, NULL, &seq);
 }
 
 /* Looks the kernel up (by host stub or handle) and launches it. */
 static cudaError_t launch_func(const void *func, const struct launch *l)
 {
-    fs_init();
+    sim_init();
     sim_modules_rdlock();
     struct sim_kernel *k = sim_kernel_find(func);
     cudaError_t err = k ? launch(k, l) : cudaErrorInvalidDeviceFunction;
     sim_modules_unlock();
-    return fs_ret(err);
+    return sim_record_error(err);
 }
 
-FS_API cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args,
-                                    size_t smem, cudaStream_t stream)
+SIM_API cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args,
+                                     size_t smem, cudaStream_t stream)
 {
     (void)args; /* nothing reads the parameters */
     return launch_func(func, &(struct launch){grid, block, smem, stream, 0, 0, {0, 0, 0}});
 }
 
-FS_API cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args,
-                                         size_t smem, cudaStream_t stream)
+SIM_API cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args,
+                                          size_t smem, cudaStream_t stream)
 {
     (void)args;
     return launch_func(func, &(struct launch){grid, block, smem, stream, 1, 0, {0, 0, 0}});
 }
 
-FS_API cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid, dim3 block, void **args,
-                                               size_t smem, cudaStream_t stream)
+SIM_API cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid, dim3 block,
+                                                void **args, size_t smem, cudaStream_t stream)
 {
     (void)args;
     return launch_func(func, &(struct launch){grid, block, smem, stream, 0, 1, {0, 0, 0}});
 }
 
-FS_API cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 grid, dim3 block,
-                                                    void **args, size_t smem, cudaStream_t stream)
+SIM_API cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 grid, dim3 block,
+                                                     void **args, size_t smem, cudaStream_t stream)
 {
     (void)args;
     return launch_func(func, &(struct launch){grid, block, smem, stream, 1, 1, {0, 0, 0}});
@@ -195,28 +195,28 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
 
 static cudaError_t launch_ex(const cudaLaunchConfig_t *c, const void *func, int pt)
 {
-    fs_init();
-    if (!c) return fs_ret(cudaErrorInvalidValue);
+    sim_init();
+    if (!c) return sim_record_error(cudaErrorInvalidValue);
     struct launch l = {c->gridDim, c->blockDim, c->dynamicSmemBytes, c->stream, pt, 0, {0, 0, 0}};
     struct launch_events ev = {{0}, 0};
     cudaError_t err = read_attrs(c, &l, &ev);
-    if (err) return fs_ret(err);
+    if (err) return sim_record_error(err);
     err = launch_func(func, &l);
     for (int i = 0; !err && i < ev.n; i++)
         err = pt ? cudaEventRecord_ptsz(ev.ev[i], c->stream) : cudaEventRecord(ev.ev[i], c->stream);
-    return fs_ret(err);
+    return sim_record_error(err);
 }
 
-FS_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,
-                                       void **args)
+SIM_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func,
+                                        void **args)
 {
     (void)args;
     return launch_ex(config, func, 0);
 }
 SIM_RT_ALIAS(cudaLaunchKernelExC);
 
-FS_API cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
-                                            void **args)
+SIM_API cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
+                                             void **args)
 {
     (void)args;
     return launch_ex(config, func, 1);
@@ -237,17 +237,17 @@ struct call_config {
 static __thread struct call_config calls[CALL_DEPTH];
 static __thread int ncalls;
 
-FS_API unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t smem,
-                                            struct CUstream_st *stream)
+SIM_API unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t smem,
+                                             struct CUstream_st *stream)
 {
     if (ncalls == CALL_DEPTH) return 1;
     calls[ncalls++] = (struct call_config){grid, block, smem, stream};
     return 0;
 }
 
-FS_API cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size_t *smem, void *stream)
+SIM_API cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size_t *smem, void *stream)
 {
-    if (ncalls == 0) return fs_ret(cudaErrorMissingConfiguration);
+    if (ncalls == 0) return sim_record_error(cudaErrorMissingConfiguration);
     struct call_config c = calls[--ncalls];
     *grid = c.grid;
     *block = c.block;
@@ -258,34 +258,34 @@ FS_API cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size_t *s
 
 static cudaError_t get_kernel(cudaKernel_t *out, const void *func)
 {
-    fs_init();
-    if (!out) return fs_ret(cudaErrorInvalidValue);
+    sim_init();
+    if (!out) return sim_record_error(cudaErrorInvalidValue);
     sim_modules_rdlock();
     struct sim_kernel *k = sim_kernel_find(func);
     if (k) *out = k->handle;
     sim_modules_unlock();
-    return k ? cudaSuccess : fs_ret(cudaErrorInvalidDeviceFunction);
+    return k ? cudaSuccess : sim_record_error(cudaErrorInvalidDeviceFunction);
 }
 
-FS_API cudaError_t __cudaGetKernel(cudaKernel_t *out, const void *func)
+SIM_API cudaError_t __cudaGetKernel(cudaKernel_t *out, const void *func)
 {
     return get_kernel(out, func);
 }
 
-FS_API cudaError_t cudaGetKernel(cudaKernel_t *out, const void *func)
+SIM_API cudaError_t cudaGetKernel(cudaKernel_t *out, const void *func)
 {
     return get_kernel(out, func);
 }
 
-FS_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args,
-                                      size_t smem, cudaStream_t stream)
+SIM_API cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args,
+                                       size_t smem, cudaStream_t stream)
 {
     (void)args;
     return launch_func(kernel, &(struct launch){grid, block, smem, stream, 0, 0, {0, 0, 0}});
 }
 
-FS_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void **args,
-                                           size_t smem, cudaStream_t stream)
+SIM_API cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void **args,
+                                            size_t smem, cudaStream_t stream)
 {
     (void)args;
     return launch_func(kernel, &(struct launch){grid, block, smem, stream, 1, 0, {0, 0, 0}});

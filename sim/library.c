@@ -38,12 +38,12 @@ struct library {
     struct sim_module *mod;
 };
 
-static struct fs_handle_set *libraries;
+static struct sim_handle_set *libraries;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void libraries_init(void)
 {
-    libraries = fs_handles_new();
+    libraries = sim_handles_new();
 }
 
 /* ---- reading images ---- */
@@ -293,7 +293,7 @@ static cudaError_t load(cudaLibrary_t *out, const void *code, size_t size, unsig
                         void **jit_values, enum cudaJitOption *jit, unsigned nlib,
                         void **lib_values, enum cudaLibraryOption *lib_opts)
 {
-    fs_init();
+    sim_init();
     if (!out || !code || (njit && (!jit || !jit_values)) || (nlib && (!lib_opts || !lib_values)))
         return cudaErrorInvalidValue;
     pthread_once(&once, libraries_init);
@@ -311,30 +311,30 @@ static cudaError_t load(cudaLibrary_t *out, const void *code, size_t size, unsig
         return err;
     }
     sim_module_publish(lib->mod);
-    void *h = fs_handles_new_key();
-    fs_handles_add(libraries, h, lib);
+    void *h = sim_handles_new_key();
+    sim_handles_add(libraries, h, lib);
     *out = h;
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code,
-                                       enum cudaJitOption *jit_options, void **jit_values,
-                                       unsigned int njit, enum cudaLibraryOption *lib_options,
-                                       void **lib_values, unsigned int nlib)
+SIM_API cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code,
+                                        enum cudaJitOption *jit_options, void **jit_values,
+                                        unsigned int njit, enum cudaLibraryOption *lib_options,
+                                        void **lib_values, unsigned int nlib)
 {
-    return fs_ret(load(library, code, SIZE_MAX, njit, jit_values, jit_options, nlib, lib_values,
-                       lib_options));
+    return sim_record_error(load(library, code, SIZE_MAX, njit, jit_values, jit_options, nlib,
+                                 lib_values, lib_options));
 }
 SIM_RT_ALIAS(cudaLibraryLoadData);
 
-FS_API cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *library, const char *file_name,
-                                           enum cudaJitOption *jit_options, void **jit_values,
-                                           unsigned int njit, enum cudaLibraryOption *lib_options,
-                                           void **lib_values, unsigned int nlib)
+SIM_API cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *library, const char *file_name,
+                                            enum cudaJitOption *jit_options, void **jit_values,
+                                            unsigned int njit, enum cudaLibraryOption *lib_options,
+                                            void **lib_values, unsigned int nlib)
 {
-    if (!library || !file_name) return fs_ret(cudaErrorInvalidValue);
+    if (!library || !file_name) return sim_record_error(cudaErrorInvalidValue);
     FILE *f = fopen(file_name, "rb");
-    if (!f) return fs_ret(cudaErrorFileNotFound);
+    if (!f) return sim_record_error(cudaErrorFileNotFound);
     char *buf = NULL;
     size_t size = 0, cap = 0;
     for (;;) {
@@ -356,63 +356,63 @@ FS_API cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *library, const char *f
             load(library, buf, size, njit, jit_values, jit_options, nlib, lib_values, lib_options);
     }
     free(buf);
-    return fs_ret(err);
+    return sim_record_error(err);
 }
 SIM_RT_ALIAS(cudaLibraryLoadFromFile);
 
 static struct library *find(cudaLibrary_t h)
 {
     pthread_once(&once, libraries_init);
-    return fs_handles_get(libraries, h);
+    return sim_handles_get(libraries, h);
 }
 
-FS_API cudaError_t cudaLibraryUnload(cudaLibrary_t library)
+SIM_API cudaError_t cudaLibraryUnload(cudaLibrary_t library)
 {
     pthread_once(&once, libraries_init);
-    struct library *lib = fs_handles_remove(libraries, library);
-    if (!lib) return fs_ret(cudaErrorInvalidResourceHandle);
+    struct library *lib = sim_handles_remove(libraries, library);
+    if (!lib) return sim_record_error(cudaErrorInvalidResourceHandle);
     sim_module_destroy(lib->mod, 1);
     free(lib);
     return cudaSuccess;
 }
 SIM_RT_ALIAS(cudaLibraryUnload);
 
-FS_API cudaError_t cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t library,
-                                        const char *name)
+SIM_API cudaError_t cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t library,
+                                         const char *name)
 {
-    if (!kernel || !name) return fs_ret(cudaErrorInvalidValue);
+    if (!kernel || !name) return sim_record_error(cudaErrorInvalidValue);
     struct library *lib = find(library);
-    if (!lib) return fs_ret(cudaErrorInvalidResourceHandle);
+    if (!lib) return sim_record_error(cudaErrorInvalidResourceHandle);
     sim_modules_rdlock();
     struct sim_kernel *k = sim_module_kernel_named(lib->mod, name);
     if (k) *kernel = k->handle;
     sim_modules_unlock();
-    return k ? cudaSuccess : fs_ret(cudaErrorSymbolNotFound);
+    return k ? cudaSuccess : sim_record_error(cudaErrorSymbolNotFound);
 }
 SIM_RT_ALIAS(cudaLibraryGetKernel);
 
-FS_API cudaError_t cudaLibraryGetKernelCount(unsigned int *count, cudaLibrary_t library)
+SIM_API cudaError_t cudaLibraryGetKernelCount(unsigned int *count, cudaLibrary_t library)
 {
-    if (!count) return fs_ret(cudaErrorInvalidValue);
+    if (!count) return sim_record_error(cudaErrorInvalidValue);
     struct library *lib = find(library);
-    if (!lib) return fs_ret(cudaErrorInvalidResourceHandle);
+    if (!lib) return sim_record_error(cudaErrorInvalidResourceHandle);
     *count = (unsigned)sim_module_kernel_count(lib->mod);
     return cudaSuccess;
 }
 SIM_RT_ALIAS(cudaLibraryGetKernelCount);
 
-FS_API cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t *kernels, unsigned int n,
-                                               cudaLibrary_t library)
+SIM_API cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t *kernels, unsigned int n,
+                                                cudaLibrary_t library)
 {
-    if (!kernels || !n) return fs_ret(cudaErrorInvalidValue);
+    if (!kernels || !n) return sim_record_error(cudaErrorInvalidValue);
     struct library *lib = find(library);
-    if (!lib) return fs_ret(cudaErrorInvalidResourceHandle);
+    if (!lib) return sim_record_error(cudaErrorInvalidResourceHandle);
     sim_modules_rdlock();
     int ok = n <= sim_module_kernel_count(lib->mod);
     for (unsigned i = 0; ok && i < n; i++)
         kernels[i] = sim_module_kernel_at(lib->mod, i)->handle;
     sim_modules_unlock();
-    return ok ? cudaSuccess : fs_ret(cudaErrorInvalidValue);
+    return ok ? cudaSuccess : sim_record_error(cudaErrorInvalidValue);
 }
 SIM_RT_ALIAS(cudaLibraryEnumerateKernels);
 
@@ -421,11 +421,11 @@ SIM_RT_ALIAS(cudaLibraryEnumerateKernels);
 static cudaError_t get_var(void **dptr, size_t *bytes, cudaLibrary_t library, const char *name,
                            int managed)
 {
-    fs_init();
+    sim_init();
     if (!name) return cudaErrorInvalidValue;
     struct library *lib = find(library);
     if (!lib) return cudaErrorInvalidResourceHandle;
-    struct fs_device *dev = fs_cur_dev();
+    struct sim_device *dev = sim_cur_dev();
     if (!dev) return cudaErrorNoDevice;
     sim_modules_rdlock();
     struct sim_var *v = sim_module_var_named(lib->mod, name);
@@ -438,25 +438,25 @@ static cudaError_t get_var(void **dptr, size_t *bytes, cudaLibrary_t library, co
     return err;
 }
 
-FS_API cudaError_t cudaLibraryGetGlobal(void **dptr, size_t *bytes, cudaLibrary_t library,
-                                        const char *name)
+SIM_API cudaError_t cudaLibraryGetGlobal(void **dptr, size_t *bytes, cudaLibrary_t library,
+                                         const char *name)
 {
-    return fs_ret(get_var(dptr, bytes, library, name, 0));
+    return sim_record_error(get_var(dptr, bytes, library, name, 0));
 }
 SIM_RT_ALIAS(cudaLibraryGetGlobal);
 
-FS_API cudaError_t cudaLibraryGetManaged(void **dptr, size_t *bytes, cudaLibrary_t library,
-                                         const char *name)
+SIM_API cudaError_t cudaLibraryGetManaged(void **dptr, size_t *bytes, cudaLibrary_t library,
+                                          const char *name)
 {
-    return fs_ret(get_var(dptr, bytes, library, name, 1));
+    return sim_record_error(get_var(dptr, bytes, library, name, 1));
 }
 SIM_RT_ALIAS(cudaLibraryGetManaged);
 
-FS_API cudaError_t cudaLibraryGetUnifiedFunction(void **fptr, cudaLibrary_t library,
-                                                 const char *symbol)
+SIM_API cudaError_t cudaLibraryGetUnifiedFunction(void **fptr, cudaLibrary_t library,
+                                                  const char *symbol)
 {
-    if (!fptr || !symbol) return fs_ret(cudaErrorInvalidValue);
-    if (!find(library)) return fs_ret(cudaErrorInvalidResourceHandle);
-    return fs_ret(cudaErrorSymbolNotFound);
+    if (!fptr || !symbol) return sim_record_error(cudaErrorInvalidValue);
+    if (!find(library)) return sim_record_error(cudaErrorInvalidResourceHandle);
+    return sim_record_error(cudaErrorSymbolNotFound);
 }
 SIM_RT_ALIAS(cudaLibraryGetUnifiedFunction);

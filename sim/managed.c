@@ -12,21 +12,21 @@
 
 #include "internal.h"
 
-FS_API cudaError_t cudaMallocManaged(void **ptr, size_t size, unsigned int flags)
+SIM_API cudaError_t cudaMallocManaged(void **ptr, size_t size, unsigned int flags)
 {
-    fs_init();
+    sim_init();
     if (!ptr || size == 0 || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost))
-        return fs_ret(cudaErrorInvalidValue);
-    struct fs_device *dev = fs_cur_dev();
-    if (!dev) return fs_ret(cudaErrorNoDevice);
+        return sim_record_error(cudaErrorInvalidValue);
+    struct sim_device *dev = sim_cur_dev();
+    if (!dev) return sim_record_error(cudaErrorNoDevice);
     void *p;
-    cudaError_t err = fs_devmem_alloc(dev, size, FS_RANGE_MANAGED, &p);
-    if (err) return fs_ret(err);
-    struct fs_range r;
-    if (!fs_cfg.moves_data && fs_registry_find((uintptr_t)p, &r) &&
+    cudaError_t err = sim_devmem_alloc(dev, size, SIM_RANGE_MANAGED, &p);
+    if (err) return sim_record_error(err);
+    struct sim_range r;
+    if (!sim_cfg.moves_data && sim_registry_find((uintptr_t)p, &r) &&
         mprotect(p, r.size, PROT_READ | PROT_WRITE)) {
-        fs_devmem_release(&r);
-        return fs_ret(cudaErrorMemoryAllocation);
+        sim_devmem_release(&r);
+        return sim_record_error(cudaErrorMemoryAllocation);
     }
     *ptr = p;
     return cudaSuccess;

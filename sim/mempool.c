@@ -30,8 +30,8 @@
 
 #define POOL_PEERS 64 /* devices whose access a pool records */
 
-struct fs_pool {
-    struct fs_device *dev; /* its device; NULL for pinned host memory */
+struct sim_mempool {
+    struct sim_device *dev; /* its device; NULL for pinned host memory */
     pthread_mutex_t mu;
     int graph; /* the device's graph memory: no handle, no threshold */
     uint64_t threshold;
@@ -44,18 +44,18 @@ struct fs_pool {
     uint64_t used_stale;
     /* On a default pool: the device's created pools; on a host pool: the
      * next host pool; linked through `created` (under created_mu). */
-    struct fs_pool *created;
+    struct sim_mempool *created;
     int destroyed; /* by cudaMemPoolDestroy with blocks still out: no handle */
     enum cudaMemAccessFlags access[POOL_PEERS]; /* recorded, not enforced */
 };
 
 /* Guards every device's list of created pools, and the host pools. */
 static pthread_mutex_t created_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct fs_pool *host_pools; /* under created_mu */
+static struct sim_mempool *host_pools; /* under created_mu */
 
-static struct fs_pool *pool_alloc_struct(struct fs_device *dev, enum sim_chunk_memory memory)
+static struct sim_mempool *pool_alloc_struct(struct sim_device *dev, enum sim_chunk_memory memory)
 {
-    struct fs_pool *pool = calloc(1, sizeof *pool);
+    struct sim_mempool *pool = calloc(1, sizeof *pool);
     if (!pool) abort();
     pool->dev = dev;
     pthread_mutex_init(&pool->mu, NULL);
@@ -69,27 +69,27 @@ static struct fs_pool *pool_alloc_struct(struct fs_device *dev, enum sim_chunk_m
     return pool;
 }
 
-struct fs_pool *fs_pool_new(struct fs_device *dev)
+struct sim_mempool *sim_mempool_new(struct sim_device *dev)
 {
     return pool_alloc_struct(dev, SIM_CHUNK_DEVICE);
 }
 
-struct fs_pool *sim_pool_new_graph(struct fs_device *dev)
+struct sim_mempool *sim_mempool_new_graph(struct sim_device *dev)
 {
-    struct fs_pool *pool = pool_alloc_struct(dev, SIM_CHUNK_GRAPH);
+    struct sim_mempool *pool = pool_alloc_struct(dev, SIM_CHUNK_GRAPH);
     pool->graph = 1;
     return pool;
 }
 
-static struct fs_pool *pool_check(cudaMemPool_t h)
+static struct sim_mempool *pool_check(cudaMemPool_t h)
 {
-    struct fs_pool *found = NULL;
+    struct sim_mempool *found = NULL;
     pthread_mutex_lock(&created_mu);
-    for (int d = 0; d < fs_cfg.ndevices && !found; d++)
-        for (struct fs_pool *p = fs_dev(d)->pool; p && !found; p = p->created)
-            if ((struct fs_pool *)h == p && !p->destroyed) found = p;
-    for (struct fs_pool *p = host_pools; p && !found; p = p->created)
-        if ((struct fs_pool *)h == p && !p->destroyed) found = p;
+    for (int d = 0; d < sim_cfg.ndevices && !found; d++)
+        for (struct sim_mempool *p = sim_dev(d)->mempool; p && !found; p = p->created)
+            if ((struct sim_mempool *)h == p && !p->destroyed) found = p;
+    for (struct sim_mempool *p = host_pools; p && !found; p = p->created)
+        if ((struct sim_mempool *)h == p && !p->destroyed) found = p;
     pthread_mutex_unlock(&created_mu);
     return found;
 }
@@ -98,23 +98,23 @@ static struct fs_pool *pool_check(cudaMemPool_t h)
  * default pool first), or of every device when def is NULL; with
  * `and_more`, also on the graph memory of those devices and on every host
  * pool. The list is copied under created_mu and walked without it, so fn
- * may take a pool's mu (created_mu comes first, as in sim_pools_fork). */
-static void each_pool(struct fs_pool *def, int and_more, void (*fn)(struct fs_pool *, void *),
-                      void *arg)
+ * may take a pool's mu (created_mu comes first, as in sim_mempools_fork). */
+static void each_pool(struct sim_mempool *def, int and_more,
+                      void (*fn)(struct sim_mempool *, void *), void *arg)
 {
     pthread_mutex_lock(&created_mu);
     size_t n = 0, cap = 16;
-    struct fs_pool **all = malloc(cap * sizeof *all);
-    for (int d = 0; all && d < fs_cfg.ndevices; d++) {
-        struct fs_device *dev = fs_dev(d);
-        if (def && dev->pool != def) continue;
-        for (struct fs_pool *p = dev->pool; all && p; p = p->created) {
+    struct sim_mempool **all = malloc(cap * sizeof *all);
+    for (int d = 0; all && d < sim_cfg.ndevices; d++) {
+        struct sim_device *dev = sim_dev(d);
+        if (def && dev->mempool != def) continue;
+        for (struct sim_mempool *p = dev->mempool; all && p; p = p->created) {
             if (n + 2 > cap) all = realloc(all, (cap *= 2) * sizeof *all);
             if (all) all[n++] = p;
         }
-        if (all && and_more) all[n++] = dev->graph_pool;
+        if (all && and_more) all[n++] = dev->graph_mempool;
     }
-    for (struct fs_pool *p = and_more ? host_pools : NULL; all && p; p = p->created) {
+    for (struct sim_mempool *p = and_more ? host_pools : NULL; all && p; p = p->created) {
         if (n + 1 > cap) all = realloc(all, (cap *= 2) * sizeof *all);
         if (all) all[n++] = p;
     }
@@ -134,13 +134,13 @@ static void each_pool(struct fs_pool *def, int and_more, void (*fn)(struct fs_po
  * graph's destruction, so it is every charged chunk. An H200 (driver 580,
  * run 7) answered used 32 MiB after the graph of a 1 MiB block was
  * destroyed, and 0 after cudaDeviceGraphMemTrim. */
-static uint64_t used_now(const struct fs_pool *pool)
+static uint64_t used_now(const struct sim_mempool *pool)
 {
     return pool->graph ? pool->mem.reserved : pool->mem.used + pool->used_stale;
 }
 
 /* Raises the high-water marks to the current amounts (under pool->mu). */
-static void note_highs(struct fs_pool *pool)
+static void note_highs(struct sim_mempool *pool)
 {
     uint64_t used = used_now(pool);
     if (pool->mem.reserved > pool->reserved_high) pool->reserved_high = pool->mem.reserved;
@@ -149,7 +149,7 @@ static void note_highs(struct fs_pool *pool)
 
 /* Gives back chunks that hold nothing until the pool holds at most `keep`
  * bytes (graph memory: every such chunk). */
-static void pool_trim(struct fs_pool *pool, uint64_t keep)
+static void pool_trim(struct sim_mempool *pool, uint64_t keep)
 {
     pthread_mutex_lock(&pool->mu);
     struct sim_chunk *victims = sim_chunks_trim(&pool->mem, keep);
@@ -157,7 +157,7 @@ static void pool_trim(struct fs_pool *pool, uint64_t keep)
     sim_chunks_unmap(&pool->mem, victims);
 }
 
-static void trim_to_threshold(struct fs_pool *pool, void *unused)
+static void trim_to_threshold(struct sim_mempool *pool, void *unused)
 {
     (void)unused;
     if (pool->graph) return; /* graph memory waits for cudaDeviceGraphMemTrim */
@@ -167,32 +167,33 @@ static void trim_to_threshold(struct fs_pool *pool, void *unused)
     pool_trim(pool, keep);
 }
 
-void fs_pool_trim_threshold(struct fs_pool *def)
+void sim_mempool_trim_threshold(struct sim_mempool *def)
 {
     each_pool(def, 1, trim_to_threshold, NULL);
 }
 
 /* Every free on a stream of `dev` (every stream, when NULL) is reached:
  * those streams are gone. */
-static void forget_streams(struct fs_pool *pool, void *dev)
+static void forget_streams(struct sim_mempool *pool, void *dev)
 {
     pthread_mutex_lock(&pool->mu);
     sim_chunks_forget_streams(&pool->mem, dev);
     pthread_mutex_unlock(&pool->mu);
 }
 
-void fs_pool_forget_streams(struct fs_pool *def)
+void sim_mempool_forget_streams(struct sim_mempool *def)
 {
     each_pool(NULL, 1, forget_streams, def->dev);
 }
 
 /* The block at base, placed for `size` bytes on stream s (NULL: none) in
  * pool, registered as a live block of the pool. */
-static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_stream *s, void **out)
+static cudaError_t pool_alloc(struct sim_mempool *pool, size_t size, struct sim_stream *s,
+                              void **out)
 {
-    struct fs_device *dev = pool->dev;
-    if ((dev && size > fs_cfg.capacity) || size > SIZE_MAX / 2)
-        return fs_capacity_refused(dev, size, cudaErrorMemoryAllocation);
+    struct sim_device *dev = pool->dev;
+    if ((dev && size > sim_cfg.capacity) || size > SIZE_MAX / 2)
+        return sim_capacity_refused(dev, size, cudaErrorMemoryAllocation);
 
     pthread_mutex_lock(&pool->mu);
     int opportunistic = pool->reuse_opportunistic;
@@ -220,24 +221,24 @@ static cudaError_t pool_alloc(struct fs_pool *pool, size_t size, struct fs_strea
     }
     if (base) note_highs(pool);
     pthread_mutex_unlock(&pool->mu);
-    if (!base) return fs_capacity_refused(dev, size, err ? err : cudaErrorMemoryAllocation);
+    if (!base) return sim_capacity_refused(dev, size, err ? err : cudaErrorMemoryAllocation);
 
-    struct fs_range r = {base,
-                         size,
-                         dev ? FS_RANGE_POOL : FS_RANGE_HOST_POOL,
-                         dev ? dev->ordinal : fs_cur_device(),
-                         1,
-                         pool,
-                         0,
-                         0};
-    fs_registry_add(&r);
+    struct sim_range r = {base,
+                          size,
+                          dev ? SIM_RANGE_MEMPOOL : SIM_RANGE_HOST_MEMPOOL,
+                          dev ? dev->ordinal : sim_cur_device(),
+                          1,
+                          pool,
+                          0,
+                          0};
+    sim_registry_add(&r);
     *out = (void *)base;
     return cudaSuccess;
 }
 
 /* Gives the block at base back to its pool, reached by every stream (its
  * registry entry already gone); returns the size it was asked for. */
-static size_t unplace(struct fs_pool *pool, uintptr_t base)
+static size_t unplace(struct sim_mempool *pool, uintptr_t base)
 {
     pthread_mutex_lock(&pool->mu);
     size_t size = sim_chunks_free(&pool->mem, base, NULL, 1, NULL);
@@ -245,9 +246,9 @@ static size_t unplace(struct fs_pool *pool, uintptr_t base)
     return size;
 }
 
-void sim_pool_cuda_free(struct fs_pool *pool, uintptr_t base)
+void sim_mempool_cuda_free(struct sim_mempool *pool, uintptr_t base)
 {
-    fs_registry_remove(base);
+    sim_registry_remove(base);
     size_t size = unplace(pool, base);
     if (pool->graph) return;
     pthread_mutex_lock(&pool->mu);
@@ -259,7 +260,7 @@ void sim_pool_cuda_free(struct fs_pool *pool, uintptr_t base)
 }
 
 struct free_point {
-    struct fs_pool *pool;
+    struct sim_mempool *mempool;
     uint64_t token;
 };
 
@@ -267,30 +268,30 @@ struct free_point {
 static void reach_free(void *p)
 {
     struct free_point *fp = p;
-    pthread_mutex_lock(&fp->pool->mu);
-    sim_chunks_reach(&fp->pool->mem, fp->token);
-    pthread_mutex_unlock(&fp->pool->mu);
+    pthread_mutex_lock(&fp->mempool->mu);
+    sim_chunks_reach(&fp->mempool->mem, fp->token);
+    pthread_mutex_unlock(&fp->mempool->mu);
     free(fp);
 }
 
 /* cudaFreeAsync of cudaMalloc memory: released when the stream gets there. */
 static void release_range(void *p)
 {
-    fs_devmem_release(p);
+    sim_devmem_release(p);
     free(p);
 }
 
 /* What a graph's memory allocation node holds: the block, which a launch
  * needs charged. */
 struct graph_alloc {
-    struct fs_pool *pool;
+    struct sim_mempool *mempool;
     uintptr_t base;
 };
 
 cudaError_t sim_graph_alloc_map(void *arg)
 {
     struct graph_alloc *ga = arg;
-    struct fs_pool *gp = ga->pool;
+    struct sim_mempool *gp = ga->mempool;
     pthread_mutex_lock(&gp->mu);
     cudaError_t err = sim_chunks_charge(&gp->mem, ga->base);
     pthread_mutex_unlock(&gp->mu);
@@ -304,11 +305,11 @@ cudaError_t sim_graph_alloc_map(void *arg)
     pthread_mutex_lock(&gp->mu);
     note_highs(gp);
     pthread_mutex_unlock(&gp->mu);
-    return fs_capacity_refused(gp->dev, SIM_POOL_CHUNK, err);
+    return sim_capacity_refused(gp->dev, SIM_POOL_CHUNK, err);
 }
 
-void sim_graph_pool_amounts(struct fs_pool *gp, uint64_t *reserved, uint64_t *used,
-                            uint64_t *reserved_high, uint64_t *used_high)
+void sim_graph_mempool_amounts(struct sim_mempool *gp, uint64_t *reserved, uint64_t *used,
+                               uint64_t *reserved_high, uint64_t *used_high)
 {
     pthread_mutex_lock(&gp->mu);
     *reserved = gp->mem.reserved;
@@ -318,7 +319,7 @@ void sim_graph_pool_amounts(struct fs_pool *gp, uint64_t *reserved, uint64_t *us
     pthread_mutex_unlock(&gp->mu);
 }
 
-void sim_graph_pool_reset_high(struct fs_pool *gp, int reserved)
+void sim_graph_mempool_reset_high(struct sim_mempool *gp, int reserved)
 {
     pthread_mutex_lock(&gp->mu);
     if (reserved)
@@ -328,40 +329,40 @@ void sim_graph_pool_reset_high(struct fs_pool *gp, int reserved)
     pthread_mutex_unlock(&gp->mu);
 }
 
-void sim_graph_pool_trim(struct fs_pool *gp)
+void sim_graph_mempool_trim(struct sim_mempool *gp)
 {
     pool_trim(gp, 0);
 }
 
 /* The current pool of dev (cudaDeviceSetMemPool). */
-static struct fs_pool *current_pool(struct fs_device *dev)
+static struct sim_mempool *current_pool(struct sim_device *dev)
 {
-    return __atomic_load_n(&dev->current_pool, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&dev->current_mempool, __ATOMIC_ACQUIRE);
 }
 
 /* The work of cudaMallocAsync without the last error, which the runtime's
  * entry points record and the driver's (cuMemAllocAsync) leave alone. */
-static cudaError_t malloc_async(void **ptr, size_t size, struct fs_pool *pool, cudaStream_t sh,
+static cudaError_t malloc_async(void **ptr, size_t size, struct sim_mempool *pool, cudaStream_t sh,
                                 int pt)
 {
-    fs_init();
+    sim_init();
     if (!ptr) return cudaErrorInvalidValue;
-    struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    struct sim_stream *s;
+    cudaError_t err = sim_stream_resolve(sh, pt, &s);
     if (err) return err;
     if (size == 0) {
         *ptr = NULL;
         return cudaSuccess;
     }
     if (!pool) pool = current_pool(s->dev);
-    if (!fs_capture_active(s)) return pool_alloc(pool, size, s, ptr);
+    if (!sim_capture_active(s)) return pool_alloc(pool, size, s, ptr);
 
     /* Captured: graph memory, the graph's from now on (the runtime
      * documents that the allocation is owned by the graph, not the pool), at
      * a fixed address; a launch has nothing to do for it but have its
      * memory charged. Graph memory of the host is not simulated. */
     if (!pool->dev) return cudaErrorNotSupported;
-    struct fs_pool *gp = pool->dev->graph_pool;
+    struct sim_mempool *gp = pool->dev->graph_mempool;
     struct graph_alloc *ga = malloc(sizeof *ga);
     if (!ga) return cudaErrorMemoryAllocation;
     err = pool_alloc(gp, size, s, ptr);
@@ -371,12 +372,12 @@ static cudaError_t malloc_async(void **ptr, size_t size, struct fs_pool *pool, c
     }
     *ga = (struct graph_alloc){gp, (uintptr_t)*ptr};
     uint64_t seq;
-    err = fs_stream_enqueue(
-        s, &(struct fs_work){.type = cudaGraphNodeTypeMemAlloc, .drop = free, .arg = ga}, NULL,
+    err = sim_stream_add_work(
+        s, &(struct sim_work){.type = cudaGraphNodeTypeMemAlloc, .drop = free, .arg = ga}, NULL,
         &seq);
     if (err) {
         free(ga);
-        fs_registry_remove((uintptr_t)*ptr);
+        sim_registry_remove((uintptr_t)*ptr);
         unplace(gp, (uintptr_t)*ptr);
     }
     return err;
@@ -385,34 +386,36 @@ static cudaError_t malloc_async(void **ptr, size_t size, struct fs_pool *pool, c
 /* A block freed in a capture: it stays the graph's until the graph goes. */
 static void release_graph_block(void *p)
 {
-    struct fs_range *r = p;
-    if (r->kind == FS_RANGE_POOL || r->kind == FS_RANGE_HOST_POOL) {
-        fs_registry_remove(r->base);
-        unplace(r->pool, r->base);
+    struct sim_range *r = p;
+    if (r->kind == SIM_RANGE_MEMPOOL || r->kind == SIM_RANGE_HOST_MEMPOOL) {
+        sim_registry_remove(r->base);
+        unplace(r->mempool, r->base);
     } else {
-        fs_devmem_release(r);
+        sim_devmem_release(r);
     }
     free(r);
 }
 
 /* What CUPTI is told of a stream-ordered allocation (api_callback.h): the
  * params structs of the four entry points have one layout. */
-static cudaError_t malloc_async_call(void **ptr, size_t size, struct fs_pool *pool, cudaStream_t s,
-                                     int pt, unsigned cbid, const char *name, const void *params)
+static cudaError_t malloc_async_call(void **ptr, size_t size, struct sim_mempool *pool,
+                                     cudaStream_t s, int pt, unsigned cbid, const char *name,
+                                     const void *params)
 {
     cudaError_t ret;
-    FS_SIM_API_CALL(2, cbid, name, params, ret, fs_ret(malloc_async(ptr, size, pool, s, pt)));
+    SIM_API_CALL(2, cbid, name, params, ret,
+                 sim_record_error(malloc_async(ptr, size, pool, s, pt)));
     return ret;
 }
 
-FS_API cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t s)
+SIM_API cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t s)
 {
     cudaMallocAsync_v11020_params p = {ptr, size, s};
     return malloc_async_call(ptr, size, NULL, s, 0, CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
                              "cudaMallocAsync", &p);
 }
 
-FS_API cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size, cudaStream_t s)
+SIM_API cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size, cudaStream_t s)
 {
     cudaMallocAsync_ptsz_v11020_params p = {ptr, size, s};
     return malloc_async_call(ptr, size, NULL, s, 1,
@@ -420,20 +423,21 @@ FS_API cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size, cudaStream_t s)
                              "cudaMallocAsync_ptsz", &p);
 }
 
-FS_SEAM cudaError_t fs_pool_malloc_async(void **ptr, size_t size, cudaStream_t s, int pt)
+SIM_SEAM cudaError_t sim_mempool_malloc_async(void **ptr, size_t size, cudaStream_t s, int pt)
 {
     return malloc_async(ptr, size, NULL, s, pt);
 }
 
 static cudaError_t from_pool(void **ptr, size_t size, cudaMemPool_t h, cudaStream_t s, int pt)
 {
-    fs_init();
-    struct fs_pool *pool = pool_check(h);
-    return pool ? fs_ret(malloc_async(ptr, size, pool, s, pt)) : fs_ret(cudaErrorInvalidValue);
+    sim_init();
+    struct sim_mempool *pool = pool_check(h);
+    return pool ? sim_record_error(malloc_async(ptr, size, pool, s, pt))
+                : sim_record_error(cudaErrorInvalidValue);
 }
 
-FS_SEAM cudaError_t fs_pool_malloc_from_pool_async(void **ptr, size_t size, cudaMemPool_t h,
-                                                   cudaStream_t s, int pt)
+SIM_SEAM cudaError_t sim_mempool_malloc_from_pool_async(void **ptr, size_t size, cudaMemPool_t h,
+                                                        cudaStream_t s, int pt)
 {
     return SIM_QUIETLY(from_pool(ptr, size, h, s, pt));
 }
@@ -443,20 +447,20 @@ static cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_t h, cu
 {
     cudaMallocFromPoolAsync_v11020_params p = {ptr, size, h, s};
     cudaError_t ret;
-    FS_SIM_API_CALL(2, cbid, name, &p, ret, from_pool(ptr, size, h, s, pt));
+    SIM_API_CALL(2, cbid, name, &p, ret, from_pool(ptr, size, h, s, pt));
     return ret;
 }
 
-FS_API cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool,
-                                           cudaStream_t s)
+SIM_API cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool,
+                                            cudaStream_t s)
 {
     return malloc_from_pool(ptr, size, pool, s, 0,
                             CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020,
                             "cudaMallocFromPoolAsync");
 }
 
-FS_API cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool,
-                                                cudaStream_t s)
+SIM_API cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool,
+                                                 cudaStream_t s)
 {
     return malloc_from_pool(ptr, size, pool, s, 1,
                             CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020,
@@ -464,9 +468,9 @@ FS_API cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMem
 }
 
 /* A heap copy of r, for the stream work that releases it. */
-static struct fs_range *range_copy(const struct fs_range *r)
+static struct sim_range *range_copy(const struct sim_range *r)
 {
-    struct fs_range *copy = malloc(sizeof *copy);
+    struct sim_range *copy = malloc(sizeof *copy);
     if (!copy) abort();
     *copy = *r;
     return copy;
@@ -475,43 +479,43 @@ static struct fs_range *range_copy(const struct fs_range *r)
 /* The work of cudaFreeAsync without the last error, as malloc_async. */
 static cudaError_t free_async(void *ptr, cudaStream_t sh, int pt)
 {
-    fs_init();
-    struct fs_stream *s;
-    cudaError_t err = fs_stream_resolve(sh, pt, &s);
+    sim_init();
+    struct sim_stream *s;
+    cudaError_t err = sim_stream_resolve(sh, pt, &s);
     if (err) return err;
     if (!ptr) return cudaSuccess;
-    struct fs_range r;
-    err = fs_claim_device_block(ptr, &r);
+    struct sim_range r;
+    err = sim_claim_device_block(ptr, &r);
     if (err) return err;
     uint64_t seq;
-    if (fs_capture_active(s)) {
+    if (sim_capture_active(s)) {
         /* A memory free node: the graph may still use the block at every
          * launch until the node, so it is released with the graph. */
-        struct fs_range *copy = range_copy(&r);
-        err = fs_stream_enqueue(
-            s, &(struct fs_work){cudaGraphNodeTypeMemFree, NULL, release_graph_block, copy, 0},
+        struct sim_range *copy = range_copy(&r);
+        err = sim_stream_add_work(
+            s, &(struct sim_work){cudaGraphNodeTypeMemFree, NULL, release_graph_block, copy, 0},
             NULL, &seq);
         if (err) {
             free(copy);
-            fs_registry_set_live(r.base, 0, 1);
+            sim_registry_set_live(r.base, 0, 1);
         }
         return err;
     }
-    if (r.kind != FS_RANGE_POOL && r.kind != FS_RANGE_HOST_POOL) {
-        struct fs_range *copy = range_copy(&r);
-        seq = fs_stream_submit(s, release_range, copy, 0, NULL);
+    if (r.kind != SIM_RANGE_MEMPOOL && r.kind != SIM_RANGE_HOST_MEMPOOL) {
+        struct sim_range *copy = range_copy(&r);
+        seq = sim_stream_submit(s, release_range, copy, 0, NULL);
         if (!seq) free(copy);
         return seq ? cudaSuccess : cudaErrorInvalidResourceHandle;
     }
-    struct fs_pool *pool = r.pool;
+    struct sim_mempool *pool = r.mempool;
     struct free_point *fp = malloc(sizeof *fp);
     if (!fp) abort();
-    fs_registry_remove(r.base);
+    sim_registry_remove(r.base);
     pthread_mutex_lock(&pool->mu);
     sim_chunks_free(&pool->mem, r.base, s, 0, &fp->token);
     pthread_mutex_unlock(&pool->mu);
-    fp->pool = pool;
-    seq = fs_stream_submit(s, reach_free, fp, 0, NULL);
+    fp->mempool = pool;
+    seq = sim_stream_submit(s, reach_free, fp, 0, NULL);
     if (!seq) reach_free(fp); /* the stream went: nothing will use the block */
     return seq ? cudaSuccess : cudaErrorInvalidResourceHandle;
 }
@@ -521,43 +525,43 @@ static cudaError_t free_async_call(void *ptr, cudaStream_t s, int pt, unsigned c
 {
     cudaFreeAsync_v11020_params p = {ptr, s};
     cudaError_t ret;
-    FS_SIM_API_CALL(2, cbid, name, &p, ret, fs_ret(free_async(ptr, s, pt)));
+    SIM_API_CALL(2, cbid, name, &p, ret, sim_record_error(free_async(ptr, s, pt)));
     return ret;
 }
 
-FS_API cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s)
+SIM_API cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s)
 {
     return free_async_call(ptr, s, 0, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
                            "cudaFreeAsync");
 }
 
-FS_API cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
+SIM_API cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
 {
     return free_async_call(ptr, s, 1, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020,
                            "cudaFreeAsync_ptsz");
 }
 
-FS_SEAM cudaError_t fs_pool_free_async(void *ptr, cudaStream_t s, int pt)
+SIM_SEAM cudaError_t sim_mempool_free_async(void *ptr, cudaStream_t s, int pt)
 {
     return free_async(ptr, s, pt);
 }
 
-FS_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
+SIM_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
 {
-    if (!pool) return fs_ret(cudaErrorInvalidValue);
-    struct fs_device *dev = fs_dev(device);
-    if (!dev) return fs_ret(cudaErrorInvalidDevice);
-    *pool = (cudaMemPool_t)dev->pool;
+    if (!pool) return sim_record_error(cudaErrorInvalidValue);
+    struct sim_device *dev = sim_dev(device);
+    if (!dev) return sim_record_error(cudaErrorInvalidDevice);
+    *pool = (cudaMemPool_t)dev->mempool;
     return cudaSuccess;
 }
 SIM_RT_ALIAS(cudaDeviceGetDefaultMemPool);
 
 /* The pool cudaDeviceSetMemPool last made current, else the default pool. */
-FS_API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device)
+SIM_API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device)
 {
-    if (!pool) return fs_ret(cudaErrorInvalidValue);
-    struct fs_device *dev = fs_dev(device);
-    if (!dev) return fs_ret(cudaErrorInvalidDevice);
+    if (!pool) return sim_record_error(cudaErrorInvalidValue);
+    struct sim_device *dev = sim_dev(device);
+    if (!dev) return sim_record_error(cudaErrorInvalidDevice);
     *pool = (cudaMemPool_t)current_pool(dev);
     return cudaSuccess;
 }
@@ -566,14 +570,14 @@ SIM_RT_ALIAS(cudaDeviceGetMemPool);
 /* The pool must be one of the device's own ("local to the specified
  * device"): its default pool or one made on it. cudaMallocAsync and
  * cuMemAllocAsync then allocate from it. */
-FS_API cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t h)
+SIM_API cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t h)
 {
-    fs_init();
-    struct fs_device *dev = fs_dev(device);
-    if (!dev) return fs_ret(cudaErrorInvalidDevice);
-    struct fs_pool *pool = pool_check(h);
-    if (!pool || pool->dev != dev) return fs_ret(cudaErrorInvalidValue);
-    __atomic_store_n(&dev->current_pool, pool, __ATOMIC_RELEASE);
+    sim_init();
+    struct sim_device *dev = sim_dev(device);
+    if (!dev) return sim_record_error(cudaErrorInvalidDevice);
+    struct sim_mempool *pool = pool_check(h);
+    if (!pool || pool->dev != dev) return sim_record_error(cudaErrorInvalidValue);
+    __atomic_store_n(&dev->current_mempool, pool, __ATOMIC_RELEASE);
     return cudaSuccess;
 }
 SIM_RT_ALIAS(cudaDeviceSetMemPool);
@@ -591,28 +595,29 @@ static int host_numa_node(int id)
 /* Pinned memory of one device, or pinned host memory (of any host NUMA
  * node, or of one that exists; such a pool takes no IPC handle types, as
  * cuMemPoolCreate documents). */
-FS_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *h, const struct cudaMemPoolProps *props)
+SIM_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *h, const struct cudaMemPoolProps *props)
 {
-    fs_init();
+    sim_init();
     if (!h || !props || props->allocType != cudaMemAllocationTypePinned)
-        return fs_ret(cudaErrorInvalidValue);
-    struct fs_device *dev = NULL;
+        return sim_record_error(cudaErrorInvalidValue);
+    struct sim_device *dev = NULL;
     switch (props->location.type) {
     case cudaMemLocationTypeDevice:
-        if (!(dev = fs_dev(props->location.id))) return fs_ret(cudaErrorInvalidValue);
+        if (!(dev = sim_dev(props->location.id))) return sim_record_error(cudaErrorInvalidValue);
         break;
     case cudaMemLocationTypeHostNuma:
-        if (!host_numa_node(props->location.id)) return fs_ret(cudaErrorInvalidValue);
+        if (!host_numa_node(props->location.id)) return sim_record_error(cudaErrorInvalidValue);
         /* fall through */
     case cudaMemLocationTypeHost:
-        if (props->handleTypes != cudaMemHandleTypeNone) return fs_ret(cudaErrorInvalidValue);
+        if (props->handleTypes != cudaMemHandleTypeNone)
+            return sim_record_error(cudaErrorInvalidValue);
         break;
     default:
-        return fs_ret(cudaErrorInvalidValue);
+        return sim_record_error(cudaErrorInvalidValue);
     }
-    struct fs_pool *pool = pool_alloc_struct(dev, dev ? SIM_CHUNK_DEVICE : SIM_CHUNK_HOST);
+    struct sim_mempool *pool = pool_alloc_struct(dev, dev ? SIM_CHUNK_DEVICE : SIM_CHUNK_HOST);
     pthread_mutex_lock(&created_mu);
-    struct fs_pool **list = dev ? &dev->pool->created : &host_pools;
+    struct sim_mempool **list = dev ? &dev->mempool->created : &host_pools;
     pool->created = *list;
     *list = pool;
     pthread_mutex_unlock(&created_mu);
@@ -627,14 +632,15 @@ SIM_RT_ALIAS(cudaMemPoolCreate);
  * and gives their memory back at the next synchronisation. A destroyed
  * current pool leaves its device with the default pool current, as
  * cuMemPoolDestroy documents. */
-FS_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
+SIM_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
 {
-    fs_init();
-    struct fs_pool *pool = pool_check(h);
-    if (!pool || (pool->dev && pool == pool->dev->pool)) return fs_ret(cudaErrorInvalidValue);
+    sim_init();
+    struct sim_mempool *pool = pool_check(h);
+    if (!pool || (pool->dev && pool == pool->dev->mempool))
+        return sim_record_error(cudaErrorInvalidValue);
     if (pool->dev) {
-        struct fs_pool *expect = pool;
-        __atomic_compare_exchange_n(&pool->dev->current_pool, &expect, pool->dev->pool, 0,
+        struct sim_mempool *expect = pool;
+        __atomic_compare_exchange_n(&pool->dev->current_mempool, &expect, pool->dev->mempool, 0,
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
     pool_trim(pool, 0);
@@ -645,7 +651,7 @@ FS_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
     pool->threshold = 0;
     pthread_mutex_unlock(&pool->mu);
     if (idle) {
-        struct fs_pool **at = pool->dev ? &pool->dev->pool->created : &host_pools;
+        struct sim_mempool **at = pool->dev ? &pool->dev->mempool->created : &host_pools;
         while (*at != pool)
             at = &(*at)->created;
         *at = pool->created;
@@ -662,13 +668,13 @@ SIM_RT_ALIAS(cudaMemPoolDestroy);
 /* A device whose access a pool records. */
 static int peer_location(const struct cudaMemLocation *loc)
 {
-    return loc->type == cudaMemLocationTypeDevice && fs_dev(loc->id) && loc->id < POOL_PEERS;
+    return loc->type == cudaMemLocationTypeDevice && sim_dev(loc->id) && loc->id < POOL_PEERS;
 }
 
 /* A device (the sim's peers can always reach each other's memory, so the
  * access is recorded only); a device pool's own device keeps read-write
  * access. */
-static int access_valid(const struct fs_pool *pool, const struct cudaMemAccessDesc *d)
+static int access_valid(const struct sim_mempool *pool, const struct cudaMemAccessDesc *d)
 {
     if (!peer_location(&d->location)) return 0;
     if (d->flags != cudaMemAccessFlagsProtNone && d->flags != cudaMemAccessFlagsProtRead &&
@@ -678,14 +684,14 @@ static int access_valid(const struct fs_pool *pool, const struct cudaMemAccessDe
            d->flags == cudaMemAccessFlagsProtReadWrite;
 }
 
-FS_API cudaError_t cudaMemPoolSetAccess(cudaMemPool_t h, const struct cudaMemAccessDesc *descs,
-                                        size_t count)
+SIM_API cudaError_t cudaMemPoolSetAccess(cudaMemPool_t h, const struct cudaMemAccessDesc *descs,
+                                         size_t count)
 {
-    fs_init();
-    struct fs_pool *pool = pool_check(h);
-    if (!pool || (count && !descs)) return fs_ret(cudaErrorInvalidValue);
+    sim_init();
+    struct sim_mempool *pool = pool_check(h);
+    if (!pool || (count && !descs)) return sim_record_error(cudaErrorInvalidValue);
     for (size_t i = 0; i < count; i++)
-        if (!access_valid(pool, &descs[i])) return fs_ret(cudaErrorInvalidValue);
+        if (!access_valid(pool, &descs[i])) return sim_record_error(cudaErrorInvalidValue);
     pthread_mutex_lock(&pool->mu);
     for (size_t i = 0; i < count; i++)
         pool->access[descs[i].location.id] = descs[i].flags;
@@ -694,13 +700,13 @@ FS_API cudaError_t cudaMemPoolSetAccess(cudaMemPool_t h, const struct cudaMemAcc
 }
 SIM_RT_ALIAS(cudaMemPoolSetAccess);
 
-FS_API cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t h,
-                                        struct cudaMemLocation *location)
+SIM_API cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t h,
+                                         struct cudaMemLocation *location)
 {
-    fs_init();
-    struct fs_pool *pool = pool_check(h);
+    sim_init();
+    struct sim_mempool *pool = pool_check(h);
     if (!pool || !flags || !location || !peer_location(location))
-        return fs_ret(cudaErrorInvalidValue);
+        return sim_record_error(cudaErrorInvalidValue);
     pthread_mutex_lock(&pool->mu);
     *flags = pool->access[location->id];
     pthread_mutex_unlock(&pool->mu);
@@ -708,21 +714,21 @@ FS_API cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemP
 }
 SIM_RT_ALIAS(cudaMemPoolGetAccess);
 
-FS_API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t h, size_t keep)
+SIM_API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t h, size_t keep)
 {
-    fs_init();
-    struct fs_pool *pool = pool_check(h);
-    if (!pool) return fs_ret(cudaErrorInvalidValue);
+    sim_init();
+    struct sim_mempool *pool = pool_check(h);
+    if (!pool) return sim_record_error(cudaErrorInvalidValue);
     pool_trim(pool, keep);
     return cudaSuccess;
 }
 SIM_RT_ALIAS(cudaMemPoolTrimTo);
 
-FS_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr attr, void *value)
+SIM_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr attr, void *value)
 {
-    fs_init();
-    struct fs_pool *pool = pool_check(h);
-    if (!pool || !value) return fs_ret(cudaErrorInvalidValue);
+    sim_init();
+    struct sim_mempool *pool = pool_check(h);
+    if (!pool || !value) return sim_record_error(cudaErrorInvalidValue);
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&pool->mu);
     switch (attr) {
@@ -756,15 +762,15 @@ FS_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr
         break;
     }
     pthread_mutex_unlock(&pool->mu);
-    return fs_ret(err);
+    return sim_record_error(err);
 }
 SIM_RT_ALIAS(cudaMemPoolSetAttribute);
 
-FS_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr attr, void *value)
+SIM_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr attr, void *value)
 {
-    fs_init();
-    struct fs_pool *pool = pool_check(h);
-    if (!pool || !value) return fs_ret(cudaErrorInvalidValue);
+    sim_init();
+    struct sim_mempool *pool = pool_check(h);
+    if (!pool || !value) return sim_record_error(cudaErrorInvalidValue);
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&pool->mu);
     switch (attr) {
@@ -797,7 +803,7 @@ FS_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr
         break;
     }
     pthread_mutex_unlock(&pool->mu);
-    return fs_ret(err);
+    return sim_record_error(err);
 }
 SIM_RT_ALIAS(cudaMemPoolGetAttribute);
 
@@ -805,29 +811,29 @@ SIM_RT_ALIAS(cudaMemPoolGetAttribute);
  * arena, the devices and the registry, which a pool's lock is held over),
  * and unlocked after it; in the child, frees pending on the parent's
  * streams can never be reached: they are reached as far as it knows. */
-static void pool_fork_one(struct fs_pool *p, enum fs_fork_phase phase)
+static void pool_fork_one(struct sim_mempool *p, enum sim_fork_phase phase)
 {
-    if (phase == FS_FORK_PREPARE) {
+    if (phase == SIM_FORK_PREPARE) {
         pthread_mutex_lock(&p->mu);
         return;
     }
-    if (phase == FS_FORK_CHILD) sim_chunks_forget_streams(&p->mem, NULL);
+    if (phase == SIM_FORK_CHILD) sim_chunks_forget_streams(&p->mem, NULL);
     pthread_mutex_unlock(&p->mu);
 }
 
-void sim_pools_fork(enum fs_fork_phase phase)
+void sim_mempools_fork(enum sim_fork_phase phase)
 {
-    if (phase == FS_FORK_PREPARE) pthread_mutex_lock(&created_mu);
-    for (int d = 0; d < fs_cfg.ndevices; d++) {
-        struct fs_device *dev = fs_dev(d);
-        for (struct fs_pool *p = dev->pool; p; p = p->created)
+    if (phase == SIM_FORK_PREPARE) pthread_mutex_lock(&created_mu);
+    for (int d = 0; d < sim_cfg.ndevices; d++) {
+        struct sim_device *dev = sim_dev(d);
+        for (struct sim_mempool *p = dev->mempool; p; p = p->created)
             pool_fork_one(p, phase);
-        pool_fork_one(dev->graph_pool, phase);
+        pool_fork_one(dev->graph_mempool, phase);
     }
-    for (struct fs_pool *p = host_pools; p; p = p->created)
+    for (struct sim_mempool *p = host_pools; p; p = p->created)
         pool_fork_one(p, phase);
-    if (phase == FS_FORK_CHILD)
+    if (phase == SIM_FORK_CHILD)
         pthread_mutex_init(&created_mu, NULL);
-    else if (phase == FS_FORK_PARENT)
+    else if (phase == SIM_FORK_PARENT)
         pthread_mutex_unlock(&created_mu);
 }

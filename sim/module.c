@@ -35,14 +35,14 @@ struct sim_module {
 
 static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_once_t maps_once = PTHREAD_ONCE_INIT;
-static struct fs_handle_set *by_stub, *by_handle, *by_host_var;
+static struct sim_handle_set *by_stub, *by_handle, *by_host_var;
 static struct sim_module *modules; /* every published module */
 
 static void maps_init(void)
 {
-    by_stub = fs_handles_new();
-    by_handle = fs_handles_new();
-    by_host_var = fs_handles_new();
+    by_stub = sim_handles_new();
+    by_handle = sim_handles_new();
+    by_host_var = sim_handles_new();
 }
 
 void sim_modules_rdlock(void)
@@ -87,7 +87,7 @@ struct sim_kernel *sim_module_add_kernel(struct sim_module *m, const void *stub,
     }
     k->mod = m;
     k->stub = stub;
-    k->handle = fs_handles_new_key();
+    k->handle = sim_handles_new_key();
     m->kernels[m->nkernels++] = k;
     return k;
 }
@@ -126,15 +126,15 @@ int sim_module_add_var(struct sim_module *m, const void *host, const char *name,
 /* The callers of these three hold the lock for writing. */
 static void publish_kernel(struct sim_kernel *k)
 {
-    fs_handles_add(by_handle, k->handle, k);
+    sim_handles_add(by_handle, k->handle, k);
     /* A template kernel instantiated in several translation units has one
      * host stub that each of their modules registers: the first names it. */
-    if (k->stub && !fs_handles_get(by_stub, k->stub)) fs_handles_add(by_stub, k->stub, k);
+    if (k->stub && !sim_handles_get(by_stub, k->stub)) sim_handles_add(by_stub, k->stub, k);
 }
 
 static void publish_var(struct sim_var *v)
 {
-    if (v->host && !fs_handles_get(by_host_var, v->host)) fs_handles_add(by_host_var, v->host, v);
+    if (v->host && !sim_handles_get(by_host_var, v->host)) sim_handles_add(by_host_var, v->host, v);
 }
 
 static void link_module(struct sim_module *m)
@@ -160,11 +160,11 @@ void sim_module_publish(struct sim_module *m)
  * reference to m. */
 static void unload(struct sim_module *m, int device, int unmap)
 {
-    struct fs_range r;
+    struct sim_range r;
     if (!m->base || !m->base[device]) return;
-    if (fs_registry_find((uintptr_t)m->base[device], &r)) {
+    if (sim_registry_find((uintptr_t)m->base[device], &r)) {
         if (unmap)
-            fs_devmem_release(&r);
+            sim_devmem_release(&r);
         else
             sim_devmem_drop(&r);
     }
@@ -181,22 +181,22 @@ void sim_module_destroy(struct sim_module *m, int wait)
     if (m->next) m->next->prev = m->prev;
     for (size_t i = 0; i < m->nkernels; i++) {
         struct sim_kernel *k = m->kernels[i];
-        fs_handles_remove(by_handle, k->handle);
-        if (k->stub && fs_handles_get(by_stub, k->stub) == k) fs_handles_remove(by_stub, k->stub);
+        sim_handles_remove(by_handle, k->handle);
+        if (k->stub && sim_handles_get(by_stub, k->stub) == k) sim_handles_remove(by_stub, k->stub);
     }
     for (size_t i = 0; i < m->nvars; i++) {
         struct sim_var *v = m->vars[i];
-        if (v->host && fs_handles_get(by_host_var, v->host) == v)
-            fs_handles_remove(by_host_var, v->host);
+        if (v->host && sim_handles_get(by_host_var, v->host) == v)
+            sim_handles_remove(by_host_var, v->host);
     }
     pthread_rwlock_unlock(&lock);
 
     /* Nothing can find the module any more, but work queued on a stream
      * may still touch its memory: wait for the device first, as cudaFree
      * does, or leave the mapping to the process's end. */
-    for (int d = 0; m->base && d < fs_cfg.ndevices; d++) {
+    for (int d = 0; m->base && d < sim_cfg.ndevices; d++) {
         if (!m->base[d]) continue;
-        if (wait) fs_device_sync(fs_dev(d));
+        if (wait) sim_device_sync(sim_dev(d));
         unload(m, d, wait);
     }
     for (size_t i = 0; i < m->nkernels; i++) {
@@ -219,35 +219,35 @@ void sim_module_destroy(struct sim_module *m, int wait)
 struct sim_kernel *sim_kernel_find(const void *func)
 {
     if (!func) return NULL;
-    struct sim_kernel *k = fs_handles_get(by_stub, func);
-    return k ? k : fs_handles_get(by_handle, func);
+    struct sim_kernel *k = sim_handles_get(by_stub, func);
+    return k ? k : sim_handles_get(by_handle, func);
 }
 
 struct sim_var *sim_var_find(const void *host)
 {
-    return host ? fs_handles_get(by_host_var, host) : NULL;
+    return host ? sim_handles_get(by_host_var, host) : NULL;
 }
 
 cudaError_t sim_module_load(struct sim_module *m, int device)
 {
-    struct fs_device *dev = fs_dev(device);
+    struct sim_device *dev = sim_dev(device);
     if (!dev) return cudaErrorInvalidDevice;
     if (m->storage == 0) return cudaSuccess;
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&m->load_mu);
-    if (!m->base) m->base = calloc((size_t)fs_cfg.ndevices, sizeof *m->base);
+    if (!m->base) m->base = calloc((size_t)sim_cfg.ndevices, sizeof *m->base);
     if (!m->base) {
         err = cudaErrorMemoryAllocation;
     } else if (!m->base[device]) {
         void *p;
-        err = fs_devmem_alloc(dev, m->storage, FS_RANGE_MODULE, &p);
+        err = sim_devmem_alloc(dev, m->storage, SIM_RANGE_MODULE, &p);
         if (!err) {
             m->base[device] = p;
             m->loaded = 1;
             /* Variables start zeroed, or from the image; the storage may lie
              * where a freed allocation left its bytes (a shared page). */
-            if (fs_cfg.moves_data) memset(p, 0, m->storage);
-            for (size_t i = 0; fs_cfg.moves_data && i < m->nvars; i++)
+            if (sim_cfg.moves_data) memset(p, 0, m->storage);
+            for (size_t i = 0; sim_cfg.moves_data && i < m->nvars; i++)
                 if (m->vars[i]->init)
                     memcpy(m->base[device] + m->vars[i]->offset, m->vars[i]->init,
                            m->vars[i]->size);
@@ -305,9 +305,9 @@ void sim_modules_forget_device(int device)
     pthread_rwlock_unlock(&lock);
 }
 
-void sim_modules_fork(enum fs_fork_phase phase)
+void sim_modules_fork(enum sim_fork_phase phase)
 {
-    fs_fork_rwlock(&lock, phase);
+    sim_fork_rwlock(&lock, phase);
 }
 
 /* ---- the ABI of nvcc's generated host code (crt/host_runtime.h) ----
@@ -324,22 +324,22 @@ struct fatbin {
     struct sim_module *mod;
 };
 
-static struct fs_handle_set *fatbins;
+static struct sim_handle_set *fatbins;
 static pthread_once_t fatbins_once = PTHREAD_ONCE_INIT;
 
 static void fatbins_init(void)
 {
-    fatbins = fs_handles_new();
+    fatbins = sim_handles_new();
 }
 
 static struct sim_module *module_of(void **handle)
 {
     pthread_once(&fatbins_once, fatbins_init);
-    struct fatbin *fb = fs_handles_get(fatbins, handle);
+    struct fatbin *fb = sim_handles_get(fatbins, handle);
     return fb ? fb->mod : NULL;
 }
 
-FS_API void **__cudaRegisterFatBinary(void *fat_cubin)
+SIM_API void **__cudaRegisterFatBinary(void *fat_cubin)
 {
     pthread_once(&fatbins_once, fatbins_init);
     struct fatbin *fb = malloc(sizeof *fb);
@@ -353,19 +353,19 @@ FS_API void **__cudaRegisterFatBinary(void *fat_cubin)
     pthread_rwlock_wrlock(&lock);
     link_module(fb->mod);
     pthread_rwlock_unlock(&lock);
-    fs_handles_add(fatbins, &fb->slot, fb);
+    sim_handles_add(fatbins, &fb->slot, fb);
     return &fb->slot;
 }
 
-FS_API void __cudaRegisterFatBinaryEnd(void **handle)
+SIM_API void __cudaRegisterFatBinaryEnd(void **handle)
 {
     (void)handle; /* every kernel and variable is usable as soon as it is registered */
 }
 
-FS_API void __cudaUnregisterFatBinary(void **handle)
+SIM_API void __cudaUnregisterFatBinary(void **handle)
 {
     pthread_once(&fatbins_once, fatbins_init);
-    struct fatbin *fb = fs_handles_remove(fatbins, handle);
+    struct fatbin *fb = sim_handles_remove(fatbins, handle);
     if (!fb) return;
     /* Called from atexit handlers, when a stream may still be busy (or
      * stuck): the runtime does not wait there, and neither does the sim. */
@@ -373,9 +373,9 @@ FS_API void __cudaUnregisterFatBinary(void **handle)
     free(fb);
 }
 
-FS_API void __cudaRegisterFunction(void **handle, const char *host_fun, char *device_fun,
-                                   const char *device_name, int thread_limit, uint3 *tid,
-                                   uint3 *bid, dim3 *bdim, dim3 *gdim, int *wsize)
+SIM_API void __cudaRegisterFunction(void **handle, const char *host_fun, char *device_fun,
+                                    const char *device_name, int thread_limit, uint3 *tid,
+                                    uint3 *bid, dim3 *bdim, dim3 *gdim, int *wsize)
 {
     (void)device_fun, (void)thread_limit, (void)tid, (void)bid, (void)bdim, (void)gdim, (void)wsize;
     struct sim_module *m = module_of(handle);
@@ -386,9 +386,9 @@ FS_API void __cudaRegisterFunction(void **handle, const char *host_fun, char *de
     pthread_rwlock_unlock(&lock);
 }
 
-FS_API void __cudaRegisterVar(void **handle, char *host_var, char *device_address,
-                              const char *device_name, int ext, size_t size, int constant,
-                              int global)
+SIM_API void __cudaRegisterVar(void **handle, char *host_var, char *device_address,
+                               const char *device_name, int ext, size_t size, int constant,
+                               int global)
 {
     (void)device_address, (void)ext, (void)constant, (void)global;
     struct sim_module *m = module_of(handle);
@@ -408,13 +408,13 @@ FS_API void __cudaRegisterVar(void **handle, char *host_var, char *device_addres
 /* Called before the first use of a __managed__ variable: loads the module
  * on the current device. Returns nonzero on success (the generated code
  * keeps it as "initialised"). */
-FS_API char __cudaInitModule(void **handle)
+SIM_API char __cudaInitModule(void **handle)
 {
-    fs_init();
+    sim_init();
     struct sim_module *m = module_of(handle);
     if (!m) return 0;
     sim_modules_rdlock();
-    cudaError_t err = sim_module_load(m, fs_cur_device());
+    cudaError_t err = sim_module_load(m, sim_cur_device());
     sim_modules_unlock();
     return err == cudaSuccess;
 }

@@ -21,26 +21,26 @@ struct peer_mapping {
 static pthread_mutex_t peer_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct peer_mapping mappings[SIM_MAX_DEVICES][SIM_MAX_DEVICES];
 
-static uint64_t reset_gen(struct fs_device *dev)
+static uint64_t reset_gen(struct sim_device *dev)
 {
     return __atomic_load_n(&dev->reset_gen, __ATOMIC_ACQUIRE);
 }
 
 /* Under peer_mu. */
-static int mapping_live(struct fs_device *dev, struct fs_device *peer)
+static int mapping_live(struct sim_device *dev, struct sim_device *peer)
 {
     struct peer_mapping *m = &mappings[dev->ordinal][peer->ordinal];
     return m->enabled && m->device_gen == reset_gen(dev) && m->peer_gen == reset_gen(peer);
 }
 
-FS_API cudaError_t cudaDeviceEnablePeerAccess(int peer_device, unsigned int flags)
+SIM_API cudaError_t cudaDeviceEnablePeerAccess(int peer_device, unsigned int flags)
 {
-    struct fs_device *dev = fs_cur_dev();
-    if (!dev) return fs_ret(cudaErrorNoDevice);
-    struct fs_device *peer = fs_dev(peer_device);
+    struct sim_device *dev = sim_cur_dev();
+    if (!dev) return sim_record_error(cudaErrorNoDevice);
+    struct sim_device *peer = sim_dev(peer_device);
     /* A device is not its own peer: cudaDeviceCanAccessPeer says 0. */
-    if (!peer || peer == dev) return fs_ret(cudaErrorInvalidDevice);
-    if (flags != 0) return fs_ret(cudaErrorInvalidValue);
+    if (!peer || peer == dev) return sim_record_error(cudaErrorInvalidDevice);
+    if (flags != 0) return sim_record_error(cudaErrorInvalidValue);
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&peer_mu);
     if (mapping_live(dev, peer))
@@ -49,16 +49,16 @@ FS_API cudaError_t cudaDeviceEnablePeerAccess(int peer_device, unsigned int flag
         mappings[dev->ordinal][peer->ordinal] = (struct peer_mapping){
             .enabled = 1, .device_gen = reset_gen(dev), .peer_gen = reset_gen(peer)};
     pthread_mutex_unlock(&peer_mu);
-    return err == cudaSuccess ? cudaSuccess : fs_ret(err);
+    return err == cudaSuccess ? cudaSuccess : sim_record_error(err);
 }
 SIM_RT_ALIAS(cudaDeviceEnablePeerAccess);
 
-FS_API cudaError_t cudaDeviceDisablePeerAccess(int peer_device)
+SIM_API cudaError_t cudaDeviceDisablePeerAccess(int peer_device)
 {
-    struct fs_device *dev = fs_cur_dev();
-    if (!dev) return fs_ret(cudaErrorNoDevice);
-    struct fs_device *peer = fs_dev(peer_device);
-    if (!peer || peer == dev) return fs_ret(cudaErrorInvalidDevice);
+    struct sim_device *dev = sim_cur_dev();
+    if (!dev) return sim_record_error(cudaErrorNoDevice);
+    struct sim_device *peer = sim_dev(peer_device);
+    if (!peer || peer == dev) return sim_record_error(cudaErrorInvalidDevice);
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&peer_mu);
     if (mapping_live(dev, peer))
@@ -66,6 +66,6 @@ FS_API cudaError_t cudaDeviceDisablePeerAccess(int peer_device)
     else
         err = cudaErrorPeerAccessNotEnabled;
     pthread_mutex_unlock(&peer_mu);
-    return err == cudaSuccess ? cudaSuccess : fs_ret(err);
+    return err == cudaSuccess ? cudaSuccess : sim_record_error(err);
 }
 SIM_RT_ALIAS(cudaDeviceDisablePeerAccess);

@@ -6,12 +6,12 @@
 
 #include "internal.h"
 
-FS_API cudaError_t cudaProfilerStart(void)
+SIM_API cudaError_t cudaProfilerStart(void)
 {
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaProfilerStop(void)
+SIM_API cudaError_t cudaProfilerStop(void)
 {
     return cudaSuccess;
 }

@@ -10,7 +10,7 @@ static void fill_props(struct cudaDeviceProp *p, int device)
     strcpy(p->name, "fsdpshim simulated device");
     for (int i = 0; i < 16; i++)
         p->uuid.bytes[i] = (char)(0xf5 ^ (i * 17) ^ device);
-    p->totalGlobalMem = fs_cfg.capacity;
+    p->totalGlobalMem = sim_cfg.capacity;
     p->sharedMemPerBlock = 48 << 10;
     p->regsPerBlock = 65536;
     p->warpSize = 32;
@@ -61,17 +61,17 @@ static void fill_props(struct cudaDeviceProp *p, int device)
     p->hostNumaId = -1;
 }
 
-FS_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+SIM_API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
-    if (!prop) return fs_ret(cudaErrorInvalidValue);
-    if (!fs_dev(device)) return fs_ret(cudaErrorInvalidDevice);
+    if (!prop) return sim_record_error(cudaErrorInvalidValue);
+    if (!sim_dev(device)) return sim_record_error(cudaErrorInvalidDevice);
     fill_props(prop, device);
     return cudaSuccess;
 }
 
 /* Shared with the driver's cuDeviceGetAttribute, whose numbering agrees with
  * the runtime's for every attribute both have. Returns -1 if unknown. */
-int fs_device_attribute(int attr, int device, int *value)
+int sim_device_attribute(int attr, int device, int *value)
 {
     struct cudaDeviceProp p;
     fill_props(&p, device);
@@ -259,10 +259,11 @@ int fs_device_attribute(int attr, int device, int *value)
     return 0;
 }
 
-FS_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
+SIM_API cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 {
-    if (!value) return fs_ret(cudaErrorInvalidValue);
-    if (!fs_dev(device)) return fs_ret(cudaErrorInvalidDevice);
-    if (fs_device_attribute((int)attr, device, value)) return fs_ret(cudaErrorInvalidValue);
+    if (!value) return sim_record_error(cudaErrorInvalidValue);
+    if (!sim_dev(device)) return sim_record_error(cudaErrorInvalidDevice);
+    if (sim_device_attribute((int)attr, device, value))
+        return sim_record_error(cudaErrorInvalidValue);
     return cudaSuccess;
 }

@@ -10,7 +10,7 @@
 #include "internal.h"
 
 static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
-static struct fs_range *ranges;
+static struct sim_range *ranges;
 static size_t count, cap;
 
 /* Index of the first range with base > addr. */
@@ -27,7 +27,7 @@ static size_t upper(uintptr_t addr)
     return lo;
 }
 
-int fs_registry_add(const struct fs_range *r)
+int sim_registry_add(const struct sim_range *r)
 {
     pthread_rwlock_wrlock(&lock);
     size_t i = upper(r->base);
@@ -35,7 +35,7 @@ int fs_registry_add(const struct fs_range *r)
                   (i < count && r->base + r->size > ranges[i].base);
     if (!overlap && count == cap) {
         size_t ncap = cap ? cap * 2 : 256;
-        struct fs_range *n = realloc(ranges, ncap * sizeof *n);
+        struct sim_range *n = realloc(ranges, ncap * sizeof *n);
         if (!n)
             overlap = 1;
         else {
@@ -52,7 +52,7 @@ int fs_registry_add(const struct fs_range *r)
     return overlap ? -1 : 0;
 }
 
-void fs_registry_remove(uintptr_t base)
+void sim_registry_remove(uintptr_t base)
 {
     pthread_rwlock_wrlock(&lock);
     size_t i = upper(base);
@@ -63,7 +63,7 @@ void fs_registry_remove(uintptr_t base)
     pthread_rwlock_unlock(&lock);
 }
 
-int fs_registry_find(uintptr_t addr, struct fs_range *out)
+int sim_registry_find(uintptr_t addr, struct sim_range *out)
 {
     pthread_rwlock_rdlock(&lock);
     size_t i = upper(addr);
@@ -74,12 +74,12 @@ int fs_registry_find(uintptr_t addr, struct fs_range *out)
 }
 
 /* The end of what a copy or set may reach in range r. */
-static uintptr_t reach(const struct fs_range *r)
+static uintptr_t reach(const struct sim_range *r)
 {
     return r->base + (r->extent ? r->extent : r->size);
 }
 
-int fs_registry_covers(uintptr_t addr, size_t n)
+int sim_registry_covers(uintptr_t addr, size_t n)
 {
     uintptr_t end = addr + n;
     if (end < addr) return 0;
@@ -89,15 +89,15 @@ int fs_registry_covers(uintptr_t addr, size_t n)
     /* ranges[i - 1] holds the span so far; walk on while it runs past. */
     while (ok && end > reach(&ranges[i - 1])) {
         uintptr_t stop = ranges[i - 1].base + ranges[i - 1].size;
-        ok = ranges[i - 1].kind == FS_RANGE_VMM && i < count && ranges[i].base == stop &&
-             ranges[i].kind == FS_RANGE_VMM;
+        ok = ranges[i - 1].kind == SIM_RANGE_VMM && i < count && ranges[i].base == stop &&
+             ranges[i].kind == SIM_RANGE_VMM;
         i++;
     }
     pthread_rwlock_unlock(&lock);
     return ok;
 }
 
-void fs_registry_set_extent(uintptr_t base, size_t extent)
+void sim_registry_set_extent(uintptr_t base, size_t extent)
 {
     pthread_rwlock_wrlock(&lock);
     size_t i = upper(base);
@@ -105,7 +105,7 @@ void fs_registry_set_extent(uintptr_t base, size_t extent)
     pthread_rwlock_unlock(&lock);
 }
 
-int fs_registry_set_flags(uintptr_t addr, unsigned set, unsigned clear)
+int sim_registry_set_flags(uintptr_t addr, unsigned set, unsigned clear)
 {
     pthread_rwlock_wrlock(&lock);
     size_t i = upper(addr);
@@ -115,7 +115,7 @@ int fs_registry_set_flags(uintptr_t addr, unsigned set, unsigned clear)
     return ok;
 }
 
-int fs_registry_set_live(uintptr_t base, int expect, int live)
+int sim_registry_set_live(uintptr_t base, int expect, int live)
 {
     pthread_rwlock_wrlock(&lock);
     size_t i = upper(base);
@@ -125,23 +125,23 @@ int fs_registry_set_live(uintptr_t base, int expect, int live)
     return ok;
 }
 
-FS_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr)
+SIM_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr)
 {
-    if (!attr) return fs_ret(cudaErrorInvalidValue);
-    struct fs_range r;
+    if (!attr) return sim_record_error(cudaErrorInvalidValue);
+    struct sim_range r;
     memset(attr, 0, sizeof *attr);
-    if (!ptr || !fs_registry_find((uintptr_t)ptr, &r)) {
+    if (!ptr || !sim_registry_find((uintptr_t)ptr, &r)) {
         /* Since CUDA 11 plain host memory is not an error. */
         attr->type = cudaMemoryTypeUnregistered;
         attr->device = cudaInvalidDeviceId;
         return cudaSuccess;
     }
     attr->device = r.device;
-    if (r.kind == FS_RANGE_MANAGED) {
+    if (r.kind == SIM_RANGE_MANAGED) {
         attr->type = cudaMemoryTypeManaged;
         attr->devicePointer = (void *)ptr;
         attr->hostPointer = (void *)ptr;
-    } else if (fs_range_is_device(&r)) {
+    } else if (sim_range_is_device(&r)) {
         attr->type = cudaMemoryTypeDevice;
         attr->devicePointer = (void *)ptr;
     } else {
@@ -153,11 +153,11 @@ FS_API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, 
     return cudaSuccess;
 }
 
-size_t fs_registry_collect(int device, enum fs_range_kind kind, struct fs_range **out)
+size_t sim_registry_collect(int device, enum sim_range_kind kind, struct sim_range **out)
 {
     pthread_rwlock_rdlock(&lock);
     size_t n = 0;
-    struct fs_range *list = malloc((count ? count : 1) * sizeof *list);
+    struct sim_range *list = malloc((count ? count : 1) * sizeof *list);
     for (size_t i = 0; list && i < count; i++)
         if (ranges[i].device == device && ranges[i].kind == kind) list[n++] = ranges[i];
     pthread_rwlock_unlock(&lock);
@@ -165,7 +165,7 @@ size_t fs_registry_collect(int device, enum fs_range_kind kind, struct fs_range 
     return n;
 }
 
-void fs_registry_fork(enum fs_fork_phase phase)
+void sim_registry_fork(enum sim_fork_phase phase)
 {
-    fs_fork_rwlock(&lock, phase);
+    sim_fork_rwlock(&lock, phase);
 }

@@ -5,7 +5,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 
-size_t fs_sim_parse_size(const char *s)
+size_t sim_parse_size(const char *s)
 {
     if (!s || !isdigit((unsigned char)*s)) return 0;
     char *end;

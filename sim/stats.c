@@ -21,8 +21,8 @@ static pid_t installed_by;
 
 static void print_stats(void)
 {
-    for (int d = 0; d < fs_cfg.ndevices; d++) {
-        struct fs_device *dev = fs_dev(d);
+    for (int d = 0; d < sim_cfg.ndevices; d++) {
+        struct sim_device *dev = sim_dev(d);
         pthread_mutex_lock(&dev->mu);
         if (dev->touched)
             fprintf(stderr,
@@ -38,9 +38,9 @@ static void write_report_lines(FILE *f)
     const char *rank = getenv("RANK");
 
     fprintf(f, "fsdpshim-sim-report 1\npid %d\nrank %s\ncapacity %zu\nmoves_data %d\n",
-            (int)getpid(), rank && *rank ? rank : "-", fs_cfg.capacity, fs_cfg.moves_data);
-    for (int d = 0; d < fs_cfg.ndevices; d++) {
-        struct fs_device *dev = fs_dev(d);
+            (int)getpid(), rank && *rank ? rank : "-", sim_cfg.capacity, sim_cfg.moves_data);
+    for (int d = 0; d < sim_cfg.ndevices; d++) {
+        struct sim_device *dev = sim_dev(d);
         pthread_mutex_lock(&dev->mu);
         if (dev->touched)
             fprintf(f,
@@ -72,11 +72,11 @@ static void write_report(void)
     }
 }
 
-void fs_stats_install(void)
+void sim_stats_install(void)
 {
     const char *dir = getenv("FSDPSHIM_SIM_REPORT");
 
     installed_by = getpid();
-    if (fs_cfg.stats) atexit(print_stats);
+    if (sim_cfg.stats) atexit(print_stats);
     if (dir && *dir) atexit(write_report);
 }

@@ -13,8 +13,8 @@
  * the thread of a destroyed stream exits once its work has drained.
  *
  * While a stream captures (capture.c) its work is not run but becomes graph
- * nodes: fs_stream_enqueue diverts it, and work that cannot be replayed
- * (fs_stream_submit) is refused. */
+ * nodes: sim_stream_add_work diverts it, and work that cannot be replayed
+ * (sim_stream_submit) is refused. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,36 +22,36 @@
 
 #include "internal.h"
 
-struct fs_op {
-    struct fs_op *next;
-    fs_sim_work_fn fn;   /* NULL: the op only waits for its dependencies */
-    fs_sim_work_fn drop; /* frees arg after fn, when set (fs_stream_enqueue) */
+struct sim_op {
+    struct sim_op *next;
+    sim_work_fn fn;   /* NULL: the op only waits for its dependencies */
+    sim_work_fn drop; /* frees arg after fn, when set (sim_stream_add_work) */
     void *arg;
     int hostfn;
     uint64_t seq;
     int ndeps;
-    struct fs_dep deps[];
+    struct sim_dep deps[];
 };
 
-static struct fs_handle_set *live_streams;
+static struct sim_handle_set *live_streams;
 
 /* Destroyed, drained streams: kept (never reused) so that dependencies and
  * events may still point at them. */
 static pthread_mutex_t retired_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct fs_stream *retired;
+static struct sim_stream *retired;
 static atomic_ullong next_stream_id = 1;
 
 /* Per-thread default streams, indexed by device, made on first use and
  * destroyed when the thread exits. */
 static pthread_key_t pt_key;
 static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
-static __thread struct fs_stream **pt_streams;
+static __thread struct sim_stream **pt_streams;
 
 static void pt_release(void *p)
 {
-    struct fs_stream **arr = p;
-    for (int d = 0; d < fs_cfg.ndevices; d++)
-        if (arr[d]) fs_stream_destroy(arr[d]);
+    struct sim_stream **arr = p;
+    for (int d = 0; d < sim_cfg.ndevices; d++)
+        if (arr[d]) sim_stream_destroy(arr[d]);
     free(arr);
     pt_streams = NULL; /* a later call on this thread starts afresh */
 }
@@ -59,7 +59,7 @@ static void pt_release(void *p)
 static void pt_key_init(void)
 {
     pthread_key_create(&pt_key, pt_release);
-    live_streams = fs_handles_new();
+    live_streams = sim_handles_new();
 }
 
 static void streams_init(void)
@@ -69,11 +69,11 @@ static void streams_init(void)
 
 /* Moves a destroyed stream with no work left from its device to the
  * retired list. */
-static void retire(struct fs_stream *s)
+static void retire(struct sim_stream *s)
 {
-    struct fs_device *dev = s->dev;
+    struct sim_device *dev = s->dev;
     pthread_mutex_lock(&dev->mu);
-    for (struct fs_stream **pp = &dev->streams; *pp; pp = &(*pp)->dev_next) {
+    for (struct sim_stream **pp = &dev->streams; *pp; pp = &(*pp)->dev_next) {
         if (*pp == s) {
             *pp = s->dev_next;
             break;
@@ -88,7 +88,7 @@ static void retire(struct fs_stream *s)
 
 static void *worker_main(void *p)
 {
-    struct fs_stream *s = p;
+    struct sim_stream *s = p;
     char name[16];
     snprintf(name, sizeof name, "fs-sim-s%llu", s->id);
     pthread_setname_np(pthread_self(), name);
@@ -98,11 +98,11 @@ static void *worker_main(void *p)
         while (!s->head && !s->destroyed)
             pthread_cond_wait(&s->work_cv, &s->mu);
         if (!s->head) break;
-        struct fs_op *op = s->head;
+        struct sim_op *op = s->head;
         pthread_mutex_unlock(&s->mu);
 
         for (int i = 0; i < op->ndeps; i++)
-            fs_stream_wait(op->deps[i].stream, op->deps[i].seq);
+            sim_stream_wait(op->deps[i].stream, op->deps[i].seq);
         if (op->fn) {
             if (op->hostfn) pthread_mutex_lock(&s->dev->hostfn_mu);
             op->fn(op->arg);
@@ -123,11 +123,11 @@ static void *worker_main(void *p)
     return NULL;
 }
 
-struct fs_stream *fs_stream_new(struct fs_device *dev, enum fs_stream_kind kind, unsigned flags,
-                                int priority)
+struct sim_stream *sim_stream_new(struct sim_device *dev, enum sim_stream_kind kind, unsigned flags,
+                                  int priority)
 {
     streams_init();
-    struct fs_stream *s = calloc(1, sizeof *s);
+    struct sim_stream *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->dev = dev;
     s->kind = kind;
@@ -142,13 +142,13 @@ struct fs_stream *fs_stream_new(struct fs_device *dev, enum fs_stream_kind kind,
     s->dev_next = dev->streams;
     dev->streams = s;
     pthread_mutex_unlock(&dev->mu);
-    fs_handles_add(live_streams, s, s);
+    sim_handles_add(live_streams, s, s);
     return s;
 }
 
-void fs_stream_destroy(struct fs_stream *s)
+void sim_stream_destroy(struct sim_stream *s)
 {
-    fs_handles_remove(live_streams, s);
+    sim_handles_remove(live_streams, s);
     pthread_mutex_lock(&s->mu);
     int was_destroyed = s->destroyed;
     s->destroyed = 1;
@@ -159,37 +159,37 @@ void fs_stream_destroy(struct fs_stream *s)
     if (idle && !was_destroyed) retire(s);
 }
 
-void fs_stream_forget_device(struct fs_device *dev)
+void sim_stream_forget_device(struct sim_device *dev)
 {
     /* Collect first: destroying takes dev->mu to unlink. */
     pthread_mutex_lock(&dev->mu);
     size_t n = 0;
-    for (struct fs_stream *s = dev->streams; s; s = s->dev_next)
+    for (struct sim_stream *s = dev->streams; s; s = s->dev_next)
         n++;
-    struct fs_stream **victims = calloc(n ? n : 1, sizeof *victims);
+    struct sim_stream **victims = calloc(n ? n : 1, sizeof *victims);
     size_t k = 0;
-    for (struct fs_stream *s = dev->streams; s && victims; s = s->dev_next)
-        if (s->kind == FS_STREAM_USER) victims[k++] = s;
+    for (struct sim_stream *s = dev->streams; s && victims; s = s->dev_next)
+        if (s->kind == SIM_STREAM_USER) victims[k++] = s;
     pthread_mutex_unlock(&dev->mu);
     for (size_t i = 0; i < k; i++)
-        fs_stream_destroy(victims[i]);
+        sim_stream_destroy(victims[i]);
     free(victims);
 }
 
-static struct fs_stream *legacy_of(struct fs_device *dev)
+static struct sim_stream *legacy_of(struct sim_device *dev)
 {
     pthread_mutex_lock(&dev->mu);
-    struct fs_stream *s = dev->legacy;
+    struct sim_stream *s = dev->legacy;
     pthread_mutex_unlock(&dev->mu);
     if (s) return s;
-    s = fs_stream_new(dev, FS_STREAM_LEGACY, 0, 0);
+    s = sim_stream_new(dev, SIM_STREAM_LEGACY, 0, 0);
     pthread_mutex_lock(&dev->mu);
     if (dev->legacy) {
         /* Another thread won the race; ours never ran anything. */
-        struct fs_stream *loser = s;
+        struct sim_stream *loser = s;
         s = dev->legacy;
         pthread_mutex_unlock(&dev->mu);
-        fs_stream_destroy(loser);
+        sim_stream_destroy(loser);
         return s;
     }
     dev->legacy = s;
@@ -197,25 +197,25 @@ static struct fs_stream *legacy_of(struct fs_device *dev)
     return s;
 }
 
-static struct fs_stream *per_thread_of(struct fs_device *dev)
+static struct sim_stream *per_thread_of(struct sim_device *dev)
 {
     streams_init();
     if (!pt_streams) {
-        pt_streams = calloc((size_t)fs_cfg.ndevices, sizeof *pt_streams);
+        pt_streams = calloc((size_t)sim_cfg.ndevices, sizeof *pt_streams);
         if (!pt_streams) return NULL;
         pthread_setspecific(pt_key, pt_streams);
     }
     if (!pt_streams[dev->ordinal])
-        pt_streams[dev->ordinal] = fs_stream_new(dev, FS_STREAM_PER_THREAD, 0, 0);
+        pt_streams[dev->ordinal] = sim_stream_new(dev, SIM_STREAM_PER_THREAD, 0, 0);
     return pt_streams[dev->ordinal];
 }
 
-cudaError_t fs_stream_resolve(cudaStream_t h, int per_thread, struct fs_stream **out)
+cudaError_t sim_stream_resolve(cudaStream_t h, int per_thread, struct sim_stream **out)
 {
-    fs_init();
+    sim_init();
     streams_init();
-    struct fs_device *dev = fs_cur_dev();
-    struct fs_stream *s;
+    struct sim_device *dev = sim_cur_dev();
+    struct sim_stream *s;
     if (!dev && (h == NULL || h == cudaStreamLegacy || h == cudaStreamPerThread))
         return cudaErrorNoDevice;
     if (h == NULL)
@@ -224,7 +224,7 @@ cudaError_t fs_stream_resolve(cudaStream_t h, int per_thread, struct fs_stream *
         s = legacy_of(dev);
     else if (h == cudaStreamPerThread)
         s = per_thread_of(dev);
-    else if (!(s = fs_handles_get(live_streams, h)))
+    else if (!(s = sim_handles_get(live_streams, h)))
         return cudaErrorInvalidResourceHandle;
     if (!s) return cudaErrorMemoryAllocation;
     *out = s;
@@ -232,7 +232,7 @@ cudaError_t fs_stream_resolve(cudaStream_t h, int per_thread, struct fs_stream *
 }
 
 /* The dependency on t's latest op, if that op is still pending. */
-static int pending_dep(struct fs_stream *t, struct fs_dep *dep)
+static int pending_dep(struct sim_stream *t, struct sim_dep *dep)
 {
     pthread_mutex_lock(&t->mu);
     int pending = t->submitted > t->completed;
@@ -242,17 +242,17 @@ static int pending_dep(struct fs_stream *t, struct fs_dep *dep)
     return pending;
 }
 
-static uint64_t submit_op(struct fs_stream *s, fs_sim_work_fn fn, fs_sim_work_fn drop, void *arg,
-                          int hostfn, const struct fs_dep *extra)
+static uint64_t submit_op(struct sim_stream *s, sim_work_fn fn, sim_work_fn drop, void *arg,
+                          int hostfn, const struct sim_dep *extra)
 {
-    struct fs_device *dev = s->dev;
+    struct sim_device *dev = s->dev;
     pthread_mutex_lock(&dev->mu);
 
     size_t cap = 2;
-    if (s->kind == FS_STREAM_LEGACY)
-        for (struct fs_stream *t = dev->streams; t; t = t->dev_next)
+    if (s->kind == SIM_STREAM_LEGACY)
+        for (struct sim_stream *t = dev->streams; t; t = t->dev_next)
             cap++;
-    struct fs_op *op = malloc(sizeof *op + cap * sizeof(struct fs_dep));
+    struct sim_op *op = malloc(sizeof *op + cap * sizeof(struct sim_dep));
     if (!op) {
         pthread_mutex_unlock(&dev->mu);
         return 0;
@@ -266,15 +266,15 @@ static uint64_t submit_op(struct fs_stream *s, fs_sim_work_fn fn, fs_sim_work_fn
 
     /* Legacy work waits for everything before it on blocking streams; work
      * on a blocking stream waits for everything before it on legacy. */
-    if (s->kind == FS_STREAM_LEGACY) {
-        for (struct fs_stream *t = dev->streams; t; t = t->dev_next)
+    if (s->kind == SIM_STREAM_LEGACY) {
+        for (struct sim_stream *t = dev->streams; t; t = t->dev_next)
             if (t != s && !(t->flags & cudaStreamNonBlocking) &&
                 pending_dep(t, &op->deps[op->ndeps]))
                 op->ndeps++;
     } else if (!(s->flags & cudaStreamNonBlocking) && dev->legacy) {
         if (pending_dep(dev->legacy, &op->deps[op->ndeps])) op->ndeps++;
     }
-    if (extra && extra->stream != s && !fs_stream_done(extra->stream, extra->seq))
+    if (extra && extra->stream != s && !sim_stream_done(extra->stream, extra->seq))
         op->deps[op->ndeps++] = *extra;
 
     pthread_mutex_lock(&s->mu);
@@ -311,37 +311,37 @@ static uint64_t submit_op(struct fs_stream *s, fs_sim_work_fn fn, fs_sim_work_fn
     return seq;
 }
 
-uint64_t fs_stream_submit(struct fs_stream *s, fs_sim_work_fn fn, void *arg, int hostfn,
-                          const struct fs_dep *extra)
+uint64_t sim_stream_submit(struct sim_stream *s, sim_work_fn fn, void *arg, int hostfn,
+                           const struct sim_dep *extra)
 {
-    if (fs_capture_refuse(s)) return 0;
-    if (s->kind == FS_STREAM_LEGACY && fs_capture_check_legacy(s->dev)) return 0;
+    if (sim_capture_refuse(s)) return 0;
+    if (s->kind == SIM_STREAM_LEGACY && sim_capture_check_legacy(s->dev)) return 0;
     return submit_op(s, fn, NULL, arg, hostfn, extra);
 }
 
-uint64_t fs_stream_submit_replay(struct fs_stream *s, fs_sim_work_fn fn, void *arg, int hostfn,
-                                 const struct fs_dep *extra)
+uint64_t sim_stream_submit_replay(struct sim_stream *s, sim_work_fn fn, void *arg, int hostfn,
+                                  const struct sim_dep *extra)
 {
     return submit_op(s, fn, NULL, arg, hostfn, extra);
 }
 
-cudaError_t fs_stream_enqueue(struct fs_stream *s, const struct fs_work *w,
-                              const struct fs_dep *extra, uint64_t *seq)
+cudaError_t sim_stream_add_work(struct sim_stream *s, const struct sim_work *w,
+                                const struct sim_dep *extra, uint64_t *seq)
 {
     *seq = 0;
-    if (s->kind == FS_STREAM_LEGACY) {
-        cudaError_t err = fs_capture_check_legacy(s->dev);
+    if (s->kind == SIM_STREAM_LEGACY) {
+        cudaError_t err = sim_capture_check_legacy(s->dev);
         if (err) return err;
     }
     /* Capture happens here, on the one path all work takes, so that every
      * kind of work (copies, host functions, collectives, launches) becomes a
      * node without its call site knowing. */
-    if (atomic_load(&s->cap)) return fs_capture_add(s, w);
+    if (atomic_load(&s->cap)) return sim_capture_add(s, w);
     *seq = submit_op(s, w->run, w->drop, w->arg, w->hostfn, extra);
     return *seq ? cudaSuccess : cudaErrorInvalidResourceHandle;
 }
 
-void fs_stream_wait(struct fs_stream *s, uint64_t seq)
+void sim_stream_wait(struct sim_stream *s, uint64_t seq)
 {
     pthread_mutex_lock(&s->mu);
     while (s->completed < seq)
@@ -349,7 +349,7 @@ void fs_stream_wait(struct fs_stream *s, uint64_t seq)
     pthread_mutex_unlock(&s->mu);
 }
 
-int fs_stream_done(struct fs_stream *s, uint64_t seq)
+int sim_stream_done(struct sim_stream *s, uint64_t seq)
 {
     pthread_mutex_lock(&s->mu);
     int done = s->completed >= seq;
@@ -357,7 +357,7 @@ int fs_stream_done(struct fs_stream *s, uint64_t seq)
     return done;
 }
 
-uint64_t fs_stream_last(struct fs_stream *s)
+uint64_t sim_stream_last(struct sim_stream *s)
 {
     pthread_mutex_lock(&s->mu);
     uint64_t seq = s->submitted;
@@ -365,20 +365,20 @@ uint64_t fs_stream_last(struct fs_stream *s)
     return seq;
 }
 
-void fs_streams_fork(enum fs_fork_phase phase)
+void sim_streams_fork(enum sim_fork_phase phase)
 {
     streams_init();
-    if (phase == FS_FORK_PREPARE) {
+    if (phase == SIM_FORK_PREPARE) {
         pthread_mutex_lock(&retired_mu);
-        fs_handles_lock(live_streams);
+        sim_handles_lock(live_streams);
         return;
     }
-    fs_handles_unlock(live_streams);
+    sim_handles_unlock(live_streams);
     pthread_mutex_unlock(&retired_mu);
-    if (phase == FS_FORK_CHILD) {
+    if (phase == SIM_FORK_CHILD) {
         /* Only the forking thread exists now, and no stream worker: the
          * child starts without streams (devices forgot theirs). */
-        live_streams = fs_handles_new();
+        live_streams = sim_handles_new();
         pt_streams = NULL;
         pthread_setspecific(pt_key, NULL);
     }

@@ -61,15 +61,15 @@ static struct CUuserObject_st **find_live(cudaUserObject_t obj)
     return NULL;
 }
 
-FS_API cudaError_t cudaUserObjectCreate(cudaUserObject_t *object_out, void *ptr,
-                                        cudaHostFn_t destroy, unsigned int initial_refcount,
-                                        unsigned int flags)
+SIM_API cudaError_t cudaUserObjectCreate(cudaUserObject_t *object_out, void *ptr,
+                                         cudaHostFn_t destroy, unsigned int initial_refcount,
+                                         unsigned int flags)
 {
     if (!object_out || !destroy || initial_refcount == 0 || initial_refcount > INT_MAX ||
         flags != cudaUserObjectNoDestructorSync)
-        return fs_ret(cudaErrorInvalidValue);
+        return sim_record_error(cudaErrorInvalidValue);
     struct CUuserObject_st *obj = malloc(sizeof *obj);
-    if (!obj) return fs_ret(cudaErrorMemoryAllocation);
+    if (!obj) return sim_record_error(cudaErrorMemoryAllocation);
     *obj = (struct CUuserObject_st){.refcount = initial_refcount, .destroy = destroy, .ptr = ptr};
     pthread_mutex_lock(&objects_mu);
     obj->next = live_objects;
@@ -79,9 +79,9 @@ FS_API cudaError_t cudaUserObjectCreate(cudaUserObject_t *object_out, void *ptr,
     return cudaSuccess;
 }
 
-FS_API cudaError_t cudaUserObjectRetain(cudaUserObject_t object, unsigned int count)
+SIM_API cudaError_t cudaUserObjectRetain(cudaUserObject_t object, unsigned int count)
 {
-    if (count == 0 || count > INT_MAX) return fs_ret(cudaErrorInvalidValue);
+    if (count == 0 || count > INT_MAX) return sim_record_error(cudaErrorInvalidValue);
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&objects_mu);
     struct CUuserObject_st **link = find_live(object);
@@ -90,12 +90,12 @@ FS_API cudaError_t cudaUserObjectRetain(cudaUserObject_t object, unsigned int co
     else
         (*link)->refcount += count;
     pthread_mutex_unlock(&objects_mu);
-    return err == cudaSuccess ? cudaSuccess : fs_ret(err);
+    return err == cudaSuccess ? cudaSuccess : sim_record_error(err);
 }
 
-FS_API cudaError_t cudaUserObjectRelease(cudaUserObject_t object, unsigned int count)
+SIM_API cudaError_t cudaUserObjectRelease(cudaUserObject_t object, unsigned int count)
 {
-    if (count == 0 || count > INT_MAX) return fs_ret(cudaErrorInvalidValue);
+    if (count == 0 || count > INT_MAX) return sim_record_error(cudaErrorInvalidValue);
     cudaError_t err = cudaSuccess;
     struct CUuserObject_st *dead = NULL;
     pthread_mutex_lock(&objects_mu);
@@ -107,7 +107,7 @@ FS_API cudaError_t cudaUserObjectRelease(cudaUserObject_t object, unsigned int c
         *link = dead->next;
     }
     pthread_mutex_unlock(&objects_mu);
-    if (err != cudaSuccess) return fs_ret(err);
+    if (err != cudaSuccess) return sim_record_error(err);
     if (dead) start_destructor(dead);
     return cudaSuccess;
 }

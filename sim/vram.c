@@ -55,12 +55,12 @@ struct placed {
  * per device. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct heap heaps[MAX_DEVICES];
-static struct fs_handle_set *placed;
+static struct sim_handle_set *placed;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void vram_init(void)
 {
-    placed = fs_handles_new();
+    placed = sim_handles_new();
 }
 
 static int slot_taken(const struct page *p, unsigned i)
@@ -98,13 +98,13 @@ static long find_run(const struct page *p, unsigned n)
 }
 
 /* Pages of their own: `len` bytes charged and mapped. */
-static cudaError_t own_pages(struct fs_device *dev, size_t len, void **out)
+static cudaError_t own_pages(struct sim_device *dev, size_t len, void **out)
 {
-    cudaError_t err = fs_capacity_take(dev, len);
+    cudaError_t err = sim_capacity_take(dev, len);
     if (err) return err;
     void *p = sim_arena_map(dev, len);
     if (!p) {
-        fs_capacity_give(dev, len);
+        sim_capacity_give(dev, len);
         return cudaErrorMemoryAllocation;
     }
     *out = p;
@@ -112,7 +112,7 @@ static cudaError_t own_pages(struct fs_device *dev, size_t len, void **out)
 }
 
 /* n slots in the oldest page of h with room, or in a new page (under mu). */
-static cudaError_t share_page(struct fs_device *dev, struct heap *h, unsigned n, struct placed *at,
+static cudaError_t share_page(struct sim_device *dev, struct heap *h, unsigned n, struct placed *at,
                               void **out)
 {
     struct page **tail = &h->pages;
@@ -139,10 +139,10 @@ static cudaError_t share_page(struct fs_device *dev, struct heap *h, unsigned n,
     return cudaSuccess;
 }
 
-cudaError_t sim_vram_alloc(struct fs_device *dev, size_t size, int own, void **out)
+cudaError_t sim_vram_alloc(struct sim_device *dev, size_t size, int own, void **out)
 {
     pthread_once(&once, vram_init);
-    if (size == 0 || size > fs_cfg.capacity) return cudaErrorMemoryAllocation;
+    if (size == 0 || size > sim_cfg.capacity) return cudaErrorMemoryAllocation;
     struct placed *at = malloc(sizeof *at);
     if (!at) return cudaErrorMemoryAllocation;
     cudaError_t err;
@@ -165,19 +165,19 @@ cudaError_t sim_vram_alloc(struct fs_device *dev, size_t size, int own, void **o
         free(at);
         return err;
     }
-    fs_handles_add(placed, *out, at);
+    sim_handles_add(placed, *out, at);
     return cudaSuccess;
 }
 
 void sim_vram_free(void *ptr, int unmap)
 {
     pthread_once(&once, vram_init);
-    struct placed *at = fs_handles_remove(placed, ptr);
+    struct placed *at = sim_handles_remove(placed, ptr);
     if (!at) return;
-    struct fs_device *dev = fs_dev(at->device);
+    struct sim_device *dev = sim_dev(at->device);
     if (!at->page) {
         if (unmap) sim_arena_unmap(ptr, at->len);
-        fs_capacity_give(dev, at->len);
+        sim_capacity_give(dev, at->len);
         free(at);
         return;
     }
@@ -198,14 +198,14 @@ void sim_vram_free(void *ptr, int unmap)
     free(at);
     if (!empty) return;
     if (unmap) sim_arena_unmap(empty->base, SIM_PAGE_SIZE);
-    fs_capacity_give(dev, SIM_PAGE_SIZE);
+    sim_capacity_give(dev, SIM_PAGE_SIZE);
     free(empty);
 }
 
 int sim_vram_backing(const void *ptr, struct sim_backing *out)
 {
     pthread_once(&once, vram_init);
-    struct placed *at = fs_handles_get(placed, ptr);
+    struct placed *at = sim_handles_get(placed, ptr);
     if (!at) return 0;
     const char *mapping = at->page ? at->page->base : ptr;
     if (!sim_arena_backing(mapping, out)) return 0;
@@ -215,16 +215,16 @@ int sim_vram_backing(const void *ptr, struct sim_backing *out)
 
 /* The heaps' lock, then the map of what was placed (which a thread takes
  * without mu held, never the other way round). */
-void sim_vram_fork(enum fs_fork_phase phase)
+void sim_vram_fork(enum sim_fork_phase phase)
 {
     pthread_once(&once, vram_init);
-    if (phase == FS_FORK_PREPARE) {
+    if (phase == SIM_FORK_PREPARE) {
         pthread_mutex_lock(&mu);
-        fs_handles_lock(placed);
+        sim_handles_lock(placed);
         return;
     }
-    fs_handles_unlock(placed);
-    for (int d = 0; phase == FS_FORK_CHILD && d < MAX_DEVICES; d++)
+    sim_handles_unlock(placed);
+    for (int d = 0; phase == SIM_FORK_CHILD && d < MAX_DEVICES; d++)
         for (struct page *p = heaps[d].pages; p; p = p->next)
             p->inherited = 1;
     pthread_mutex_unlock(&mu);

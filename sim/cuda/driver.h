@@ -24,10 +24,10 @@
 CUresult sim_cu_ready(void);
 /* The device of the thread's current context; CUDA_ERROR_INVALID_CONTEXT
  * when it has none (after sim_cu_ready). */
-CUresult sim_cu_current_device(struct fs_device **out);
+CUresult sim_cu_current_device(struct sim_device **out);
 /* sim_cu_ready, then sim_cu_current_device: for calls that work in the
  * current context. */
-CUresult sim_cu_ready_in_context(struct fs_device **out);
+CUresult sim_cu_ready_in_context(struct sim_device **out);
 /* A call on the legacy or the per-thread stream works in the current
  * context, which the thread must have (CUDA_ERROR_INVALID_CONTEXT); an
  * explicit stream names its own: CUDA_SUCCESS. */

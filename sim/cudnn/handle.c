@@ -166,7 +166,7 @@ cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t streamId)
     /* a stream of another device, or none the runtime knows, does not map
      * to the handle's context */
     if (streamId && streamId != cudaStreamLegacy && streamId != cudaStreamPerThread &&
-        fs_sim_stream_device(streamId) != handle->device)
+        sim_stream_device(streamId) != handle->device)
         /* CUDNN_STATUS_MAPPING_ERROR, the deprecated name of this value */
         return sim_dnn_fail(CUDNN_STATUS_INTERNAL_ERROR_TEXTURE_CREATION_FAILED, __func__,
                             "the stream is not one of the handle's device");
@@ -192,8 +192,8 @@ cudnnStatus_t sim_dnn_launch(cudnnHandle_t h)
 {
     /* replayable (it holds nothing), so a capturing stream records it as a
      * kernel node, as a CUDA graph records cuDNN's kernels */
-    if (fs_sim_stream_enqueue_work(h->stream, 0, cudaGraphNodeTypeKernel, sim_dnn_nothing, NULL,
-                                   NULL) != cudaSuccess) {
+    if (sim_stream_enqueue_work(h->stream, 0, cudaGraphNodeTypeKernel, sim_dnn_nothing, NULL,
+                                NULL) != cudaSuccess) {
         cudaGetLastError();
         return CUDNN_STATUS_EXECUTION_FAILED_CUDART;
     }
