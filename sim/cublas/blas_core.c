@@ -3,7 +3,7 @@
  * libraries. */
 #include "blas_internal.h"
 
-#include "sim_private.h"
+#include "sim.h"
 
 #include <cuda_runtime_api.h>
 #include <stdlib.h>

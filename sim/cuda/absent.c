@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
+#include "driver_internal.h"
 
 SIM_API CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource,
                                         CUdevResourceType type)

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
+#include "driver_internal.h"
 
 /* The opaque CUcontext of cuda.h: a primary one per device, and the
  * created ones. */

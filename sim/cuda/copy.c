@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "driver.h"
+#include "driver_internal.h"
 
 #define DEVICE(p) ((void *)(uintptr_t)(p))
 
@@ -346,7 +346,7 @@ SIM_API CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs
 }
 
 /* The CUDA 12.8 ABI, with the index of a failed copy, under the name cuda.h
- * now gives the CUDA 13 one (its symbol: driver.h). */
+ * now gives the CUDA 13 one (its symbol: driver_internal.h). */
 SIM_API CUresult sim_memcpy_batch_v1(SIM_BATCH_V1_PARAMS)
 {
     return batch(dsts, srcs, sizes, count, attrs, idxs, nattrs, fail, s, 0);

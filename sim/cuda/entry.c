@@ -9,7 +9,7 @@
  * test sim_torch_imports checks that every function libcuda.so.1 exports
  * is found through it, and sim_driver_api that cuda.h's memory, copy, set,
  * stream, event, context, pointer, module and launch functions are, ABI for
- * ABI. The runtime's cudaGetDriverEntryPoint* come here (../driver.c). */
+ * ABI. The runtime's cudaGetDriverEntryPoint* come here (../cudart/driver_entry.c). */
 
 /* The table hands out deprecated entry points too (cuCtxGetSharedMemConfig):
  * the driver still exports them. */
@@ -17,7 +17,7 @@
 
 #include <string.h>
 
-#include "driver.h"
+#include "driver_internal.h"
 
 struct entry {
     const char *name;

@@ -14,7 +14,7 @@
  * stream's device on first use, then one op on the stream that computes
  * nothing, ordered with copies, events and other work exactly as a kernel
  * is on a GPU. The kernel's parameters are never read. */
-#include "driver.h"
+#include "driver_internal.h"
 
 _Static_assert(sizeof(CUlaunchAttribute) == sizeof(cudaLaunchAttribute), "launch attributes");
 _Static_assert((int)CU_LAUNCH_ATTRIBUTE_COOPERATIVE == (int)cudaLaunchAttributeCooperative,

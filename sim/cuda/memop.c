@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "driver.h"
+#include "driver_internal.h"
 
 /* One operation, checked and ready to run. */
 struct memop {

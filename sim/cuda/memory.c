@@ -9,8 +9,7 @@
  * rest are the runtime calls' own work (SIM_RT). */
 #include <stdlib.h>
 
-#include "../api_callback.h"
-#include "driver.h"
+#include "driver_internal.h"
 
 #include <cupti.h> /* the callback ids and params structs */
 
@@ -236,7 +235,7 @@ SIM_API CUresult cuPointerGetAttributes(unsigned int count, CUpointer_attribute 
     return CUDA_SUCCESS;
 }
 
-/* ---- the entry points as CUPTI sees them (../api_callback.h) ---- */
+/* ---- the entry points as CUPTI sees them (sim.h, ../core/api_callback.c) ---- */
 
 SIM_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 {

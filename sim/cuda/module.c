@@ -3,7 +3,7 @@
  * cuModule*, and cuLibrary* with cuKernelGetFunction.
  *
  * The sim runs no device code, but it reads what an image declares
- * (../library.c: the kernels and variables of a cubin, of PTX text, or of
+ * (../core/image.c: the kernels and variables of a cubin, of PTX text, or of
  * the first uncompressed one in a fat binary), which is all a module needs
  * to be: functions to launch, ordered on their stream and computing nothing
  * (launch.c), and globals with device memory of their own, starting from a
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
+#include "driver_internal.h"
 
 #define LIB(m) ((cudaLibrary_t)(m))
 

@@ -11,7 +11,7 @@
  * CUDA_ERROR_NOT_SUPPORTED, one of the codes cuda.h lists. Pool IPC
  * (cuMemPoolExport*, cuMemPoolImport*) is not offered: the runtime's pools
  * have no shareable backing. */
-#include "driver.h"
+#include "driver_internal.h"
 
 _Static_assert(sizeof(CUmemPoolProps) == sizeof(struct cudaMemPoolProps), "pool props");
 _Static_assert(sizeof(CUmemAccessDesc) == sizeof(struct cudaMemAccessDesc), "access desc");

@@ -4,12 +4,12 @@
  * cudaGraph_t, as on a GPU).
  *
  * Each call is the runtime call's implementation reached through a seam of
- * libcudart.so.13 or its sim_rt_ name (driver.h), with the driver's codes
+ * libcudart.so.13 or its sim_rt_ name (driver_internal.h), with the driver's codes
  * and without the runtime's last error. A call on the legacy or per-thread
  * stream works in the current context, which the thread must have; an
  * explicit stream or event names its own device. The _ptsz variants take
  * stream 0 as the per-thread stream. */
-#include "driver.h"
+#include "driver_internal.h"
 
 /* Initialised, and, for the default streams, a current context. */
 static CUresult ready_on(CUstream s)

@@ -36,8 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../api_callback.h"
-#include "driver.h"
+#include "driver_internal.h"
 
 #include <cupti.h> /* the callback ids and params structs */
 
@@ -492,7 +491,7 @@ SIM_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *ha
     return res;
 }
 
-/* ---- the entry points as CUPTI sees them (../api_callback.h) ---- */
+/* ---- the entry points as CUPTI sees them (sim.h, ../core/api_callback.c) ---- */
 
 SIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                              const CUmemAllocationProp *prop, unsigned long long flags)

@@ -3,7 +3,7 @@
  * turns a validated operation into device work (dnn_internal.h). */
 #include "dnn_internal.h"
 
-#include "sim_private.h"
+#include "sim.h"
 
 #include <cuda_runtime_api.h>
 #include <stdio.h>

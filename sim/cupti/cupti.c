@@ -3,7 +3,7 @@
  * the simulated runtime and driver.
  *
  * What is reported: the entry points that bracket their work with
- * sim_api_enter/exit (../api_callback.h): cudaMalloc, cudaFree,
+ * sim_api_enter/exit (sim.h, ../core/api_callback.c): cudaMalloc, cudaFree,
  * cudaMallocAsync, cudaFreeAsync, cudaMallocFromPoolAsync (and their _ptsz
  * forms), cudaStreamCreate(WithFlags, WithPriority), cudaStreamDestroy;
  * cuMemAlloc_v2, cuMemFree_v2, cuMemAllocAsync, cuMemFreeAsync (and _ptsz),
@@ -11,7 +11,7 @@
  * cuMemAddressFree. Every other id can be enabled and is never called. Ids,
  * domains, sites and params structs are the toolkit's headers'. No activity
  * API, no resource or synchronize domain: nothing in the tree uses them. */
-#include "api_callback.h"
+#include "sim.h"
 
 #include <cuda.h>
 #include <cupti.h>
@@ -48,7 +48,7 @@ static atomic_uchar *switch_of(CUpti_CallbackDomain domain, size_t *n)
     }
 }
 
-/* The hook the runtime and driver call (api_callback.h). The switch is read
+/* The hook the runtime and driver call (sim.h, ../core/api_callback.c). The switch is read
  * with acquire: what the subscriber set up before enabling a callback is
  * seen by the thread that calls it. */
 static void dispatch(struct sim_api_call *call, int exit)

@@ -21,14 +21,14 @@ static ncclResult_t sim_submit(enum sim_op_kind kind, const void *sendbuff, void
     if (usable != ncclSuccess) return usable;
     int err = atomic_load(&comm->async_err);
     if (err != ncclSuccess && err != ncclInProgress) return (ncclResult_t)err;
-    struct sim_op o = {.kind = kind,
-                       .comm = comm,
-                       .sendbuff = sendbuff,
-                       .recvbuff = recvbuff,
-                       .count = count,
-                       .dtype = dtype,
-                       .root = root,
-                       .stream = stream};
+    struct sim_nccl_op o = {.kind = kind,
+                            .comm = comm,
+                            .sendbuff = sendbuff,
+                            .recvbuff = recvbuff,
+                            .count = count,
+                            .dtype = dtype,
+                            .root = root,
+                            .stream = stream};
     if (!sim_dtype_size(dtype)) {
         sim_set_last_error("sim NCCL: invalid data type %d", (int)dtype);
         return ncclInvalidArgument;

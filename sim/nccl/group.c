@@ -10,14 +10,14 @@
  * communicators in one group cannot deadlock either. */
 #include "nccl_internal.h"
 
-#include "sim_private.h"
+#include "sim.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static _Thread_local int group_depth;
-static _Thread_local struct sim_op *group_queue;
+static _Thread_local struct sim_nccl_op *group_queue;
 static _Thread_local int group_queued, group_queue_cap;
 static _Thread_local struct sim_task *group_tasks, **group_tasks_tail;
 
@@ -70,14 +70,15 @@ static void sim_stream_join(cudaStream_t to, cudaStream_t from)
     cudaEventDestroy(ev);
 }
 
-static ncclResult_t sim_enqueue_on_device(const struct sim_op *ops, int n, struct ncclComm *comm);
+static ncclResult_t sim_enqueue_on_device(const struct sim_nccl_op *ops, int n,
+                                          struct ncclComm *comm);
 
 /* Enqueues the operations of `comm` among ops[0..n) as one work item on
  * the stream of the first; other streams used in the batch are joined to
  * it before and after with events, as NCCL does. Like NCCL, it enqueues with
  * the communicator's device current, so that stream 0 (the legacy stream) is
  * that device's, whatever device is current at ncclGroupEnd. */
-static ncclResult_t sim_enqueue_comm(const struct sim_op *ops, int n, struct ncclComm *comm)
+static ncclResult_t sim_enqueue_comm(const struct sim_nccl_op *ops, int n, struct ncclComm *comm)
 {
     int dev;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaSetDevice(comm->device) != cudaSuccess) {
@@ -89,12 +90,13 @@ static ncclResult_t sim_enqueue_comm(const struct sim_op *ops, int n, struct ncc
     return rc;
 }
 
-static ncclResult_t sim_enqueue_on_device(const struct sim_op *ops, int n, struct ncclComm *comm)
+static ncclResult_t sim_enqueue_on_device(const struct sim_nccl_op *ops, int n,
+                                          struct ncclComm *comm)
 {
     int count = 0;
     for (int i = 0; i < n; i++)
         count += ops[i].comm == comm;
-    struct sim_work *w = malloc(sizeof(*w) + (size_t)count * sizeof(struct sim_op));
+    struct sim_nccl_work *w = malloc(sizeof(*w) + (size_t)count * sizeof(struct sim_nccl_op));
     if (!w) return ncclSystemError;
     w->comm = comm;
     w->nops = 0;
@@ -128,7 +130,7 @@ static ncclResult_t sim_enqueue_on_device(const struct sim_op *ops, int n, struc
 }
 
 /* One work item per communicator, in the order each first appears. */
-static ncclResult_t sim_enqueue(const struct sim_op *ops, int n)
+static ncclResult_t sim_enqueue(const struct sim_nccl_op *ops, int n)
 {
     ncclResult_t first = ncclSuccess;
     for (int i = 0; i < n; i++) {
@@ -142,12 +144,12 @@ static ncclResult_t sim_enqueue(const struct sim_op *ops, int n)
     return first;
 }
 
-ncclResult_t sim_group_submit(const struct sim_op *op)
+ncclResult_t sim_group_submit(const struct sim_nccl_op *op)
 {
     if (group_depth == 0) return sim_enqueue(op, 1);
     if (group_queued == group_queue_cap) {
         int cap = group_queue_cap ? 2 * group_queue_cap : 16;
-        struct sim_op *q = realloc(group_queue, (size_t)cap * sizeof(*q));
+        struct sim_nccl_op *q = realloc(group_queue, (size_t)cap * sizeof(*q));
         if (!q) return ncclSystemError;
         group_queue = q;
         group_queue_cap = cap;
@@ -164,7 +166,7 @@ SIM_NCCL_EXPORT ncclResult_t pncclGroupStart(void)
 SIM_NCCL_ALIAS(ncclGroupStart);
 
 /* Leaves the outermost group: takes the queued tasks and operations. */
-static void sim_group_take(struct sim_task **tasks, struct sim_op **ops, int *n)
+static void sim_group_take(struct sim_task **tasks, struct sim_nccl_op **ops, int *n)
 {
     *tasks = group_tasks;
     *ops = group_queue;
@@ -183,7 +185,7 @@ SIM_NCCL_EXPORT ncclResult_t pncclGroupEnd(void)
     }
     if (--group_depth > 0) return ncclSuccess;
     struct sim_task *tasks;
-    struct sim_op *ops;
+    struct sim_nccl_op *ops;
     int n;
     sim_group_take(&tasks, &ops, &n);
     ncclResult_t rc = sim_run_tasks(tasks);
@@ -208,7 +210,7 @@ SIM_NCCL_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
     if (group_depth == 0) return ncclInvalidUsage;
     if (--group_depth > 0) return ncclSuccess;
     struct sim_task *tasks;
-    struct sim_op *ops;
+    struct sim_nccl_op *ops;
     int n;
     sim_group_take(&tasks, &ops, &n);
     double bytes = 0;

@@ -201,7 +201,7 @@ enum sim_op_kind {
     SIM_RECV
 };
 
-struct sim_op {
+struct sim_nccl_op {
     enum sim_op_kind kind;
     struct ncclComm *comm;
     const void *sendbuff;
@@ -214,11 +214,11 @@ struct sim_op {
 };
 
 /* A batch of one communicator's operations run as one piece of device work. */
-struct sim_work {
+struct sim_nccl_work {
     struct ncclComm *comm;
     uint64_t seq; /* 1-based position in the comm's device order */
     int nops;
-    struct sim_op ops[];
+    struct sim_nccl_op ops[];
 };
 
 /* Stream work function: runs w's operations, then frees w. */
@@ -234,7 +234,7 @@ struct sim_task {
 };
 
 /* Queues op for ncclGroupEnd when inside a group, otherwise enqueues it. */
-ncclResult_t sim_group_submit(const struct sim_op *op);
+ncclResult_t sim_group_submit(const struct sim_nccl_op *op);
 /* Runs t now (polling until done) outside a group, or queues it. */
 ncclResult_t sim_group_task(struct sim_task *t);
 

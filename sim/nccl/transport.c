@@ -21,7 +21,7 @@
  * and a send is one message of no data that its receive still has to take,
  * so ordering, hangs and a dead peer's errors stay as they are with data. */
 #include "nccl_internal.h"
-#include "sim_private.h"
+#include "sim.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +41,7 @@ static char *sim_stage(struct sim_clique *c, int r)
 }
 
 /* Runs one collective; returns the wait outcome. */
-static enum sim_wait_rc sim_run_collective(struct ncclComm *comm, const struct sim_op *op,
+static enum sim_wait_rc sim_run_collective(struct ncclComm *comm, const struct sim_nccl_op *op,
                                            char *why, size_t whylen)
 {
     struct sim_clique *c = &comm->clq;
@@ -123,8 +123,8 @@ static enum sim_wait_rc sim_run_collective(struct ncclComm *comm, const struct s
 
 struct sim_p2p {
     struct ncclComm *comm;
-    const struct sim_op **ops; /* the batch's sends and receives, in call order */
-    size_t *done;              /* bytes moved per op */
+    const struct sim_nccl_op **ops; /* the batch's sends and receives, in call order */
+    size_t *done;                   /* bytes moved per op */
     int nops;
     int moves; /* 0 under FSDPSHIM_SIM_DATA=0: messages carry no data */
 };
@@ -143,11 +143,11 @@ static char *sim_mdata_of(struct sim_clique *c, int src, int dst)
  * messages between two ranks match in call order. */
 static int sim_p2p_active(const struct sim_p2p *p, int i)
 {
-    const struct sim_op *op = p->ops[i];
+    const struct sim_nccl_op *op = p->ops[i];
     size_t total = op->count * sim_dtype_size(op->dtype);
     if (p->done[i] >= total) return 0;
     for (int j = 0; j < i; j++) {
-        const struct sim_op *o = p->ops[j];
+        const struct sim_nccl_op *o = p->ops[j];
         if (o->kind == op->kind && o->root == op->root &&
             p->done[j] < o->count * sim_dtype_size(o->dtype))
             return 0;
@@ -163,7 +163,7 @@ static int sim_p2p_step(struct sim_p2p *p, int dry_run)
     int me = p->comm->rank, moved = 0;
     for (int i = 0; i < p->nops; i++) {
         if (!sim_p2p_active(p, i)) continue;
-        const struct sim_op *op = p->ops[i];
+        const struct sim_nccl_op *op = p->ops[i];
         size_t total = op->count * sim_dtype_size(op->dtype), left = total - p->done[i];
         if (op->kind == SIM_SEND) {
             struct sim_mbox *mb = sim_mbox_of(c, me, op->root);
@@ -246,7 +246,7 @@ static void sim_work_failed(struct ncclComm *comm, enum sim_wait_rc rc, const ch
 
 void sim_work_run(void *arg)
 {
-    struct sim_work *w = arg;
+    struct sim_nccl_work *w = arg;
     struct ncclComm *comm = w->comm;
     char why[256] = "";
     /* Work items of one communicator run in the order they were issued, even
@@ -272,7 +272,7 @@ void sim_work_run(void *arg)
         }
     }
     if (np2p && !broken) {
-        const struct sim_op *ops[np2p];
+        const struct sim_nccl_op *ops[np2p];
         size_t done[np2p];
         struct sim_p2p p = {comm, ops, done, 0, sim_moves_data()};
         for (int i = 0; i < w->nops; i++)

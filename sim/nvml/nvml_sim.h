@@ -4,7 +4,7 @@
 #ifndef SIM_NVML_SIM_H
 #define SIM_NVML_SIM_H
 
-#include "internal.h"
+#include "sim.h"
 #include "nvml_api.h"
 
 /* Every NVML entry point is defined with this; libnvidia-ml.map exports

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "require_device.h"
-#include "sim_private.h"
+#include "sim.h"
 
 #define N 4096
 

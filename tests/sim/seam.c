@@ -1,5 +1,5 @@
 /* seam.c - sim-only: the private seam the simulated NCCL runs collectives
- * through (sim/sim_private.h). Enqueued work runs in stream order, is not
+ * through (sim/core/sim.h). Enqueued work runs in stream order, is not
  * held by a blocked host function of the same device, understands handle 0
  * as legacy or per-thread as asked, and refuses destroyed streams. */
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "require_device.h"
-#include "sim_private.h"
+#include "sim.h"
 
 struct log {
     int seen[16];
