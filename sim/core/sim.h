@@ -231,7 +231,7 @@ void sim_stream_forget_device(struct sim_device *dev);
 /* ---- core/stream_ops.c: the runtime's stream calls, each with its checks
  * and last-error rules (pt: stream 0 is the per-thread stream), shared by the
  * runtime's entry points (cudart/stream_management.c) and the driver's
- * (sim_drv_stream_*, sim/cuda/driver_internal.h); and the device-work seam above ---- */
+ * (sim_drv_stream_*, declared below); and the device-work seam above ---- */
 /* cudaStreamCreateWithPriority's work: priorities are clamped to [-5, 0]. */
 cudaError_t sim_stream_create(cudaStream_t *out, unsigned flags, int priority);
 /* cudaStreamDestroy's work: the default streams cannot be destroyed. */
@@ -888,6 +888,32 @@ void sim_kernel_attrs_free(struct sim_kernel *k);
  * leaving the last error alone: the driver's cuFuncGetAttribute. */
 SIM_SEAM cudaError_t sim_drv_func_attributes(struct cudaFuncAttributes *attr, const void *func,
                                              int device);
+
+/* ==== The seam: the driver's streams, events, captures and pinned host
+ * memory (sim/cuda/stream.c, memory.c), each the runtime call's own
+ * implementation, leaving the runtime's last error as it was (pt: the
+ * per-thread default stream variant) ==== */
+/* core/stream_ops.c */
+SIM_SEAM cudaError_t sim_drv_stream_create(cudaStream_t *out, unsigned flags, int priority);
+SIM_SEAM cudaError_t sim_drv_stream_destroy(cudaStream_t h);
+SIM_SEAM cudaError_t sim_drv_stream_synchronize(cudaStream_t h, int pt);
+SIM_SEAM cudaError_t sim_drv_stream_get_flags(cudaStream_t h, unsigned *flags, int pt);
+SIM_SEAM cudaError_t sim_drv_stream_get_device(cudaStream_t h, int *device, int pt);
+SIM_SEAM cudaError_t sim_drv_launch_host_func(cudaStream_t h, cudaHostFn_t fn, void *user, int pt);
+/* core/event.c */
+SIM_SEAM cudaError_t sim_drv_event_create(cudaEvent_t *out, unsigned flags);
+SIM_SEAM cudaError_t sim_drv_event_record(cudaEvent_t h, cudaStream_t s, unsigned flags, int pt);
+SIM_SEAM cudaError_t sim_drv_event_query(cudaEvent_t h);
+SIM_SEAM cudaError_t sim_drv_event_synchronize(cudaEvent_t h);
+SIM_SEAM cudaError_t sim_drv_event_destroy(cudaEvent_t h);
+SIM_SEAM cudaError_t sim_drv_stream_wait_event(cudaStream_t s, cudaEvent_t h, unsigned flags,
+                                               int pt);
+/* core/capture.c */
+SIM_SEAM cudaError_t sim_drv_stream_is_capturing(cudaStream_t h, int pt,
+                                                 enum cudaStreamCaptureStatus *status);
+/* core/hostmem.c */
+SIM_SEAM cudaError_t sim_drv_host_alloc(void **ptr, size_t size, unsigned flags);
+SIM_SEAM cudaError_t sim_drv_host_free(void *ptr);
 
 /* ---- core/api_callback.c: the hook through which the simulated CUPTI
  * (sim/cupti/) sees API calls of the simulated runtime and driver ----

@@ -45,30 +45,9 @@ CUresult sim_cu_result(cudaError_t err);
  * error left as it was. */
 #define SIM_RT(call) sim_cu_result(SIM_QUIETLY(call))
 
-/* ---- the model's streams, events, captures and copies, for stream.c:
- * seams of libcudart.so.13 under FSDPSHIM_SIM_PRIVATE, each the runtime
- * call's own implementation, leaving the runtime's last error as it was
- * (pt: the per-thread default stream variant) ---- */
-/* ../stream_api.c */
-cudaError_t sim_drv_stream_create(cudaStream_t *out, unsigned flags, int priority);
-cudaError_t sim_drv_stream_destroy(cudaStream_t h);
-cudaError_t sim_drv_stream_synchronize(cudaStream_t h, int pt);
-cudaError_t sim_drv_stream_get_flags(cudaStream_t h, unsigned *flags, int pt);
-cudaError_t sim_drv_stream_get_device(cudaStream_t h, int *device, int pt);
-cudaError_t sim_drv_launch_host_func(cudaStream_t h, cudaHostFn_t fn, void *user, int pt);
-/* ../event.c */
-cudaError_t sim_drv_event_create(cudaEvent_t *out, unsigned flags);
-cudaError_t sim_drv_event_record(cudaEvent_t h, cudaStream_t s, unsigned flags, int pt);
-cudaError_t sim_drv_event_query(cudaEvent_t h);
-cudaError_t sim_drv_event_synchronize(cudaEvent_t h);
-cudaError_t sim_drv_event_destroy(cudaEvent_t h);
-cudaError_t sim_drv_stream_wait_event(cudaStream_t s, cudaEvent_t h, unsigned flags, int pt);
-/* ../capture.c */
-cudaError_t sim_drv_stream_is_capturing(cudaStream_t h, int pt,
-                                        enum cudaStreamCaptureStatus *status);
-/* ../hostmem.c */
-cudaError_t sim_drv_host_alloc(void **ptr, size_t size, unsigned flags);
-cudaError_t sim_drv_host_free(void *ptr);
+/* The model's own calls for the driver (sim_drv_*: streams, events,
+ * captures, copies, pinned host memory, function attributes) are part of
+ * the seam, declared in ../core/sim.h. */
 
 /* ---- the runtime entry points whose work a driver call is, by their
  * second names (SIM_RT_ALIAS in ../core/sim.h), to be called through
@@ -96,7 +75,7 @@ cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream, cudaGr
                                                      unsigned int flags);
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
                                      void **args);
-/* ../stream_api.c, ../event.c, ../capture.c */
+/* ../cudart/stream_management.c, event_management.c, stream_capture.c */
 SIM_RT_DECLARE(cudaStreamQuery);
 SIM_RT_DECLARE(cudaStreamQuery_ptsz);
 SIM_RT_DECLARE(cudaStreamGetPriority);
@@ -116,11 +95,11 @@ SIM_RT_DECLARE(cudaStreamGetCaptureInfo);
 SIM_RT_DECLARE(cudaStreamGetCaptureInfo_ptsz);
 SIM_RT_DECLARE(cudaStreamUpdateCaptureDependencies);
 SIM_RT_DECLARE(cudaStreamUpdateCaptureDependencies_ptsz);
-/* ../device.c, ../peer.c */
+/* ../cudart/device_management.c, peer.c */
 SIM_RT_DECLARE(cudaDeviceGetStreamPriorityRange);
 SIM_RT_DECLARE(cudaDeviceEnablePeerAccess);
 SIM_RT_DECLARE(cudaDeviceDisablePeerAccess);
-/* ../mempool.c, ../hostmem.c, ../managed.c */
+/* ../cudart/stream_ordered_allocator.c, pinned_memory.c, managed.c */
 SIM_RT_DECLARE(cudaMemPoolCreate);
 SIM_RT_DECLARE(cudaMemPoolDestroy);
 SIM_RT_DECLARE(cudaMemPoolSetAccess);
@@ -135,7 +114,7 @@ SIM_RT_DECLARE(cudaHostRegister);
 SIM_RT_DECLARE(cudaHostUnregister);
 SIM_RT_DECLARE(cudaHostGetDevicePointer);
 SIM_RT_DECLARE(cudaMallocManaged);
-/* ../library.c, ../launch.c, ../funcattr.c */
+/* ../cudart/library_management.c, kernel_launch.c, function_attributes.c */
 SIM_RT_DECLARE(cudaLibraryLoadData);
 SIM_RT_DECLARE(cudaLibraryLoadFromFile);
 SIM_RT_DECLARE(cudaLibraryUnload);
