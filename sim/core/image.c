@@ -1,5 +1,5 @@
 /* image.c - reading device code images: what an image declares becomes a
- * module (module.c), for the runtime's libraries
+ * module (modules.c), for the runtime's libraries
  * (sim/cudart/library_management.c) and for the fat binaries nvcc's
  * generated code registers.
  *

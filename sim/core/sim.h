@@ -109,7 +109,7 @@ SIM_SEAM CUresult sim_cu_get_error_string(CUresult err, const char **str);
 const char *sim_error_name(cudaError_t err);
 const char *sim_error_text(cudaError_t err);
 
-/* ---- core/device.c: devices and the thread's current device ---- */
+/* ---- core/devices.c: devices and the thread's current device ---- */
 struct sim_mempool;
 struct sim_stream;
 struct sim_device {
@@ -745,7 +745,7 @@ void sim_ipc_event_fork(enum sim_fork_phase phase);
 /* ---- core/stats.c ---- */
 void sim_stats_install(void);
 
-/* ---- core/copy.c: stream-ordered byte moves, for the runtime's
+/* ---- core/copy_engine.c: stream-ordered byte moves, for the runtime's
  * cudaMemcpy* and cudaMemset* (cudart/memcpy.c) and the driver's ---- */
 /* Whether a copy or set returns as its synchronous or its asynchronous
  * form does (docs/sim.md, "When a call blocks the host"). */
@@ -786,7 +786,7 @@ struct sim_copy {
 SIM_SEAM cudaError_t sim_drv_copy(const struct sim_copy *c, cudaStream_t s, int per_thread,
                                   int async);
 
-/* ---- core/module.c: modules (fat binaries, libraries), their kernels and variables ---- */
+/* ---- core/modules.c: modules (fat binaries, libraries), their kernels and variables ---- */
 struct sim_module;
 struct sim_kernel_attrs;
 /* A kernel: what a cudaKernel_t names, and what a registered host stub names. */

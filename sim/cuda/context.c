@@ -4,7 +4,7 @@
  * created context is a handle of its own on the same device model (memory,
  * streams and events are the device's, whichever context made them), so
  * that a program, and the shim, can tell it from the primary one. The
- * thread's current device is kept by the device model (../device.c)
+ * thread's current device is kept by the device model (../core/devices.c)
  * together with the runtime's current device, so the two always agree, as
  * on a GPU: cudaSetDevice(d) makes d's primary context current,
  * cuCtxSetCurrent(ctx of d) makes cudaGetDevice answer d; which context of
@@ -614,7 +614,7 @@ SIM_API CUresult cuCtxGetExecAffinity(CUexecAffinityParam *param, CUexecAffinity
 }
 
 /* Peer access from the current context's device to the peer context's
- * (../peer.c keeps it per pair of devices). */
+ * (../cudart/peer.c keeps it per pair of devices). */
 SIM_API CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)
 {
     struct sim_device *d;

@@ -2,7 +2,7 @@
  * and batched) and cuMemsetD8/D16/D32 (linear and 2-D), each synchronous
  * form with its _ptds variant and each Async form with its _ptsz variant.
  *
- * Each is one move of the runtime's model (../copy.c, through
+ * Each is one move of the runtime's model (../core/copy_engine.c, through
  * sim_drv_copy), so it is an op on its stream in order with kernels, events
  * and the runtime's copies, really moves or sets the bytes (nothing reaches
  * device memory in a dry run, FSDPSHIM_SIM_DATA=0), and blocks the caller

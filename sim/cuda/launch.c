@@ -4,11 +4,11 @@
  * cuLaunchKernelEx and cuLaunchCooperativeKernel.
  *
  * A CUfunction or CUkernel is a kernel of the runtime's registry
- * (../module.c): one the module loader found in an image (module.c), or
+ * (../core/modules.c): one the module loader found in an image (module.c), or
  * one nvcc's generated code registered (cudaGetFuncBySymbol and
  * cudaGetKernel hand those out). Its attributes are the runtime's
- * (../funcattr.c), and a launch is the runtime's cudaLaunchKernelExC
- * (../launch.c): checked as a GPU checks it (grid and block against the
+ * (../core/funcattr.c), and a launch is the runtime's cudaLaunchKernelExC
+ * (../cudart/kernel_launch.c): checked as a GPU checks it (grid and block against the
  * device's limits, dynamic shared memory against the function's, clusters,
  * cooperative grids that must fit at once), the module loaded on the
  * stream's device on first use, then one op on the stream that computes
@@ -205,7 +205,7 @@ SIM_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction func, unsigned int gx
 }
 
 /* The driver's launch attributes are the runtime's, id for id and value for
- * value (checked above): the runtime reads them (../launch.c). */
+ * value (checked above): the runtime reads them (../cudart/kernel_launch.c). */
 static CUresult launch_ex(const CUlaunchConfig *config, CUfunction func, void **params,
                           void **extra, int pt)
 {

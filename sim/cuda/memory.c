@@ -3,7 +3,7 @@
  * same allocations cudaMalloc makes and cudaPointerGetAttributes sees).
  *
  * cuMemAllocAsync and cuMemFreeAsync are cudaMallocAsync and cudaFreeAsync
- * on the stream's device's current pool (../mempool.c), with the driver's
+ * on the stream's device's current pool (../core/mempool.c), with the driver's
  * codes and without the runtime's last error; the pools themselves are
  * pool.c's. cuMemAllocManaged, cuMemHostAlloc, cuMemHostRegister and the
  * rest are the runtime calls' own work (SIM_RT). */
@@ -94,7 +94,7 @@ static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream, int per_thread
 }
 
 /* Rows of widthInBytes at a pitch the device chooses: a multiple of the
- * 512-byte texture alignment the sim reports (../vram.c's granule), which
+ * 512-byte texture alignment the sim reports (../core/vram.c's granule), which
  * every element size divides. The element size must be 4, 8 or 16, as
  * documented. */
 SIM_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
@@ -113,7 +113,7 @@ SIM_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t wid
     return CUDA_SUCCESS;
 }
 
-/* cudaMallocManaged on the current context's device (../managed.c). */
+/* cudaMallocManaged on the current context's device (../cudart/managed.c). */
 SIM_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned int flags)
 {
     struct sim_device *dev;
@@ -178,7 +178,7 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attr, CUdevice
         *(int *)data = known && (r->flags & SIM_RANGE_SYNC_MEMOPS);
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-        /* A pool block's pool (../mempool.c hands out its pools' addresses). */
+        /* A pool block's pool (../core/mempool.c hands out its pools' addresses). */
         *(CUmemoryPool *)data =
             known && r->kind == SIM_RANGE_MEMPOOL ? (CUmemoryPool)r->mempool : NULL;
         return CUDA_SUCCESS;
@@ -204,7 +204,7 @@ SIM_API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute
 }
 
 /* Only CU_POINTER_ATTRIBUTE_SYNC_MEMOPS can be set, as documented, on
- * memory the sim knows; copies and sets then honour it (../copy.c). */
+ * memory the sim knows; copies and sets then honour it (../core/copy_engine.c). */
 SIM_API CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attribute,
                                        CUdeviceptr ptr)
 {
@@ -256,7 +256,7 @@ SIM_API CUresult cuMemFree_v2(CUdeviceptr dptr)
 }
 
 /* The stream-ordered calls and their _ptsz variants, whose params structs
- * have one layout (as ../mempool.c does for the runtime's). */
+ * have one layout (as ../core/mempool.c does for the runtime's). */
 static CUresult mem_alloc_async_call(CUdeviceptr *dptr, size_t size, CUstream stream,
                                      int per_thread, unsigned cbid, const char *name)
 {
@@ -300,7 +300,7 @@ SIM_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
 }
 
 /* ---- page-locked host memory, which copies use asynchronously
- * (../hostmem.c) ---- */
+ * (../core/hostmem.c) ---- */
 
 SIM_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 {

@@ -3,7 +3,7 @@
  * location (cuMem*MemPool, CUDA 13).
  *
  * A CUmemoryPool is the runtime's cudaMemPool_t and every call is the
- * runtime call's own work (../mempool.c, through SIM_RT), so both APIs see
+ * runtime call's own work (../core/mempool.c, through SIM_RT), so both APIs see
  * one set of pools: the driver's types, enums and attribute values are the
  * runtime's, as the static assertions below check. The sim keeps a default
  * and a current pool for each device's pinned memory only: asking for the

@@ -110,7 +110,7 @@ STREAM_PAIR(cuStreamAddCallback, (CUstream s, CUstreamCallback fn, void *user, u
             ((cudaStream_t)s, (cudaStreamCallback_t)(void (*)(void))fn, user, flags),
             cudaStreamAddCallback)
 
-/* ---- stream capture (../capture.c) ---- */
+/* ---- stream capture (../core/capture.c) ---- */
 
 _Static_assert(sizeof(CUgraphEdgeData) == sizeof(cudaGraphEdgeData), "edge data");
 _Static_assert((int)CU_STREAM_CAPTURE_MODE_RELAXED == (int)cudaStreamCaptureModeRelaxed, "mode");

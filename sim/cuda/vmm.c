@@ -83,7 +83,7 @@ static void fork_after(void)
 
 /* The fork handler is registered after the device model's (sim_init
  * registers that), so it runs first and this lock is taken before the
- * model's, the order the VMM calls take them in (../fork.c). */
+ * model's, the order the VMM calls take them in (../core/fork.c). */
 static void allocs_init(void)
 {
     sim_init();

@@ -1,6 +1,6 @@
 /* device_management.c - the runtime's device management and version
  * entry points (cudaSetDevice, cudaGetDeviceCount, cudaDeviceSynchronize,
- * cudaDeviceReset, ...) onto the devices of sim/core/device.c. */
+ * cudaDeviceReset, ...) onto the devices of sim/core/devices.c. */
 #include <stdio.h>
 #include <stdlib.h>
 

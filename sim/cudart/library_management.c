@@ -1,7 +1,7 @@
 /* library_management.c - modules loaded at run time: the runtime's
  * cudaLibraryLoadData, cudaLibraryLoadFromFile, cudaLibraryUnload and the
  * lookups in a library (kernels, globals, managed variables, unified
- * functions). A library is a module (sim/core/module.c) filled by the image
+ * functions). A library is a module (sim/core/modules.c) filled by the image
  * reader (sim/core/image.c); its kernels launch as any other (ordered,
  * computing nothing) and its variables get device memory on first use.
  * Unified functions are host-callable device code, which the sim never

@@ -1,5 +1,5 @@
 /* memcpy.c - the runtime's cudaMemcpy*, cudaMemcpyPeer* and cudaMemset*
- * entry points, each a copy or set of sim/core/copy.c. */
+ * entry points, each a copy or set of sim/core/copy_engine.c. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>

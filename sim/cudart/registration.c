@@ -2,7 +2,7 @@
  * it registers at load time (__cudaRegisterFatBinary[End],
  * __cudaUnregisterFatBinary), their kernels and variables
  * (__cudaRegisterFunction, __cudaRegisterVar) and __cudaInitModule, each a
- * module of sim/core/module.c. The registration handle nvcc keeps is a
+ * module of sim/core/modules.c. The registration handle nvcc keeps is a
  * slot of ours that names the module. */
 #include <stdlib.h>
 #include <string.h>

@@ -3,9 +3,9 @@
  * cudaMemcpyFromSymbol[Async].
  *
  * A symbol is the address of a variable's host shadow, registered by
- * __cudaRegisterVar (registration.c, sim/core/module.c). Its device copy lives in its module's
+ * __cudaRegisterVar (registration.c, sim/core/modules.c). Its device copy lives in its module's
  * storage on the current device, made when the module is first used there.
- * Copies to and from it are ordinary copies (sim/core/copy.c): same stream order,
+ * Copies to and from it are ordinary copies (sim/core/copy_engine.c): same stream order,
  * same waits, same checks. */
 #include "sim.h"
 

@@ -27,7 +27,7 @@ static struct nvmlDevice_st handles[SIM_NVML_MAX_DEVICES];
 /* The H100 SXM5's PCI device id and NVIDIA's vendor id: the sim reports an
  * H100-like part (sim/core/props.c). */
 #define SIM_PCI_DEVICE_ID 0x233010DEu
-/* Bus numbers as cudaDeviceGetPCIBusId gives them (sim/core/device.c). */
+/* Bus numbers as cudaDeviceGetPCIBusId gives them (sim/cudart/device_management.c). */
 static unsigned bus_of(int ordinal)
 {
     return 0x18u + 0x12u * (unsigned)ordinal;

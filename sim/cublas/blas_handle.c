@@ -1,4 +1,4 @@
-/* handle.c - cuBLAS handles: create and destroy, and what each handle holds
+/* blas_handle.c - cuBLAS handles: create and destroy, and what each handle holds
  * (stream, pointer mode, math mode, atomics mode, SM count target, the
  * workspace from cublasSetWorkspace), the version queries and the status
  * strings. Every entry point answers CUBLAS_STATUS_NOT_INITIALIZED for a

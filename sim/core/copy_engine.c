@@ -1,4 +1,4 @@
-/* copy.c - stream-ordered byte moves: the copies and sets behind the
+/* copy_engine.c - stream-ordered byte moves: the copies and sets behind the
  * runtime's cudaMemcpy* and cudaMemset* (their entry points are in
  * sim/cudart/memcpy.c) and the driver's cuMemcpy* and cuMemset*
  * (sim_drv_copy).

@@ -1,4 +1,4 @@
-/* module.c - modules and what they hold: the fat binaries that nvcc's
+/* modules.c - modules and what they hold: the fat binaries that nvcc's
  * generated host code registers at load time (sim/cudart/registration.c),
  * the libraries that cudaLibraryLoad* makes
  * (sim/cudart/library_management.c), and the device memory of their

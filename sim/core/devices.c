@@ -1,4 +1,4 @@
-/* device.c - the simulated devices, the thread's current device and its
+/* devices.c - the simulated devices, the thread's current device and its
  * current context, device-wide synchronisation and reset.
  *
  * The current device is per thread and starts at 0, as in the runtime. Each

@@ -1,4 +1,4 @@
-/* handle.c - the simulated cuDNN's handle and streams, its version queries,
+/* dnn_handle.c - the simulated cuDNN's handle and streams, its version queries,
  * status strings and per-thread last error message, and the launch that
  * turns a validated operation into device work (dnn_internal.h). */
 #include "dnn_internal.h"
