@@ -7,7 +7,7 @@
  * DT_RPATH, which LD_LIBRARY_PATH cannot override), and under the shim
  * unless --native. Every process that uses the sim writes its figures at
  * exit into a directory of this run's own (FSDPSHIM_SIM_REPORT,
- * sim/stats.c); once the program has exited the launcher reads them and
+ * sim/core/stats.c); once the program has exited the launcher reads them and
  * prints one line per process and device, the job's peak, and the devices
  * that refused memory, and, when the run was traced, the trace files its
  * processes wrote (the list `fsdpshim record` uses, run.c). So unlike
@@ -103,7 +103,7 @@ static int parse_options(int argc, char **argv, sim_options *o)
                 MAX_DEVICES, o->devices);
         return FS_EXIT_USAGE;
     }
-    if (o->mem && !fs_sim_parse_size(o->mem)) {
+    if (o->mem && !sim_parse_size(o->mem)) {
         fprintf(stderr, "fsdpshim sim: --mem takes a size such as 80G or 512MiB, not '%s'\n",
                 o->mem);
         return FS_EXIT_USAGE;
@@ -189,7 +189,7 @@ static int add_row(job_report *r, const device_use *u)
     return 0;
 }
 
-/* Reads one process's report (sim/stats.c writes the format). */
+/* Reads one process's report (sim/core/stats.c writes the format). */
 static int read_one(const char *path, job_report *r)
 {
     FILE *f = fopen(path, "r");

@@ -29,7 +29,7 @@ function(fs_cuda_program target)
     set_target_properties(${target} PROPERTIES SKIP_BUILD_RPATH TRUE)
     target_compile_definitions(${target} PRIVATE FSDPSHIM_REAL_RUNTIME)
   else()
-    target_link_libraries(${target} PRIVATE fs_sim_cudart fs_sim_nccl ${P_LIBS} Threads::Threads)
+    target_link_libraries(${target} PRIVATE sim_libcudart sim_libnccl ${P_LIBS} Threads::Threads)
   endif()
 endfunction()
 

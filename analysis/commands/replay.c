@@ -1119,7 +1119,7 @@ int command_replay(int argc, char **argv)
             recorded = optarg;
             break;
         case 'm':
-            if (!(rc.capacity = fs_sim_parse_size(optarg))) {
+            if (!(rc.capacity = sim_parse_size(optarg))) {
                 fprintf(stderr,
                         "fsdpshim replay: --mem takes a size such as 80G or 512MiB, not '%s'\n",
                         optarg);

@@ -3,7 +3,7 @@
  * libraries. */
 #include "blas_internal.h"
 
-#include "sim_private.h"
+#include "sim.h"
 
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
@@ -55,8 +55,8 @@ cublasStatus_t sim_blas_launch(cudaStream_t stream)
 {
     /* replayable (it holds nothing), so a capturing stream records it as a
      * kernel node, as a CUDA graph records cuBLAS's kernels */
-    if (fs_sim_stream_enqueue_work(stream, 0, cudaGraphNodeTypeKernel, sim_blas_nothing, NULL,
-                                   NULL) != cudaSuccess)
+    if (sim_stream_enqueue_work(stream, 0, cudaGraphNodeTypeKernel, sim_blas_nothing, NULL, NULL) !=
+        cudaSuccess)
         return CUBLAS_STATUS_EXECUTION_FAILED;
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -32,99 +32,99 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
+#include "driver_internal.h"
 
-FS_API CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource,
-                                       CUdevResourceType type)
+SIM_API CUresult cuDeviceGetDevResource(CUdevice device, CUdevResource *resource,
+                                        CUdevResourceType type)
 {
     (void)device, (void)resource, (void)type;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *groups,
-                                            const CUdevResource *input, CUdevResource *remaining,
-                                            unsigned int flags, unsigned int min_count)
+SIM_API CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *groups,
+                                             const CUdevResource *input, CUdevResource *remaining,
+                                             unsigned int flags, unsigned int min_count)
 {
     (void)result, (void)groups, (void)input, (void)remaining, (void)flags, (void)min_count;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *desc, CUdevResource *resources,
-                                          unsigned int count)
+SIM_API CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *desc, CUdevResource *resources,
+                                           unsigned int count)
 {
     (void)desc, (void)resources, (void)count;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuGreenCtxCreate(CUgreenCtx *ctx, CUdevResourceDesc desc, CUdevice dev,
-                                 unsigned int flags)
+SIM_API CUresult cuGreenCtxCreate(CUgreenCtx *ctx, CUdevResourceDesc desc, CUdevice dev,
+                                  unsigned int flags)
 {
     (void)ctx, (void)desc, (void)dev, (void)flags;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuGreenCtxDestroy(CUgreenCtx ctx)
+SIM_API CUresult cuGreenCtxDestroy(CUgreenCtx ctx)
 {
     (void)ctx;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuCtxFromGreenCtx(CUcontext *ctx, CUgreenCtx green)
+SIM_API CUresult cuCtxFromGreenCtx(CUcontext *ctx, CUgreenCtx green)
 {
     (void)ctx, (void)green;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuGreenCtxStreamCreate(CUstream *stream, CUgreenCtx green, unsigned int flags,
-                                       int priority)
+SIM_API CUresult cuGreenCtxStreamCreate(CUstream *stream, CUgreenCtx green, unsigned int flags,
+                                        int priority)
 {
     (void)stream, (void)green, (void)flags, (void)priority;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuMulticastCreate(CUmemGenericAllocationHandle *handle,
-                                  const CUmulticastObjectProp *prop)
+SIM_API CUresult cuMulticastCreate(CUmemGenericAllocationHandle *handle,
+                                   const CUmulticastObjectProp *prop)
 {
     (void)handle, (void)prop;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle handle, CUdevice dev)
+SIM_API CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle handle, CUdevice dev)
 {
     (void)handle, (void)dev;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuMulticastBindMem(CUmemGenericAllocationHandle handle, size_t offset,
-                                   CUmemGenericAllocationHandle mem, size_t mem_offset, size_t size,
-                                   unsigned long long flags)
+SIM_API CUresult cuMulticastBindMem(CUmemGenericAllocationHandle handle, size_t offset,
+                                    CUmemGenericAllocationHandle mem, size_t mem_offset,
+                                    size_t size, unsigned long long flags)
 {
     (void)handle, (void)offset, (void)mem, (void)mem_offset, (void)size, (void)flags;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuMulticastUnbind(CUmemGenericAllocationHandle handle, CUdevice dev, size_t offset,
-                                  size_t size)
+SIM_API CUresult cuMulticastUnbind(CUmemGenericAllocationHandle handle, CUdevice dev, size_t offset,
+                                   size_t size)
 {
     (void)handle, (void)dev, (void)offset, (void)size;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuCtxGetDevResource(CUcontext ctx, CUdevResource *resource, CUdevResourceType type)
+SIM_API CUresult cuCtxGetDevResource(CUcontext ctx, CUdevResource *resource, CUdevResourceType type)
 {
     (void)ctx, (void)resource, (void)type;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr ptr, size_t size,
-                                              CUmemRangeHandleType type, unsigned long long flags)
+SIM_API CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr ptr, size_t size,
+                                               CUmemRangeHandleType type, unsigned long long flags)
 {
     (void)handle, (void)ptr, (void)size, (void)type, (void)flags;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuMemBatchDecompressAsync(CUmemDecompressParams *params, size_t count,
-                                          unsigned int flags, size_t *error_index, CUstream stream)
+SIM_API CUresult cuMemBatchDecompressAsync(CUmemDecompressParams *params, size_t count,
+                                           unsigned int flags, size_t *error_index, CUstream stream)
 {
     (void)params, (void)count, (void)flags, (void)stream;
     if (error_index) *error_index = SIZE_MAX; /* no single operation failed */
@@ -132,22 +132,22 @@ FS_API CUresult cuMemBatchDecompressAsync(CUmemDecompressParams *params, size_t 
 }
 SIM_CU_ALIAS(cuMemBatchDecompressAsync_ptsz, cuMemBatchDecompressAsync);
 
-FS_API CUresult cuLinkCreate_v2(unsigned int count, CUjit_option *options, void **values,
-                                CUlinkState *state)
+SIM_API CUresult cuLinkCreate_v2(unsigned int count, CUjit_option *options, void **values,
+                                 CUlinkState *state)
 {
     (void)count, (void)options, (void)values, (void)state;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-FS_API CUresult cuLinkComplete(CUlinkState state, void **cubin, size_t *size)
+SIM_API CUresult cuLinkComplete(CUlinkState state, void **cubin, size_t *size)
 {
     (void)state, (void)cubin, (void)size;
     return CUDA_ERROR_INVALID_HANDLE;
 }
 
-FS_API CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size,
-                                 const char *name, unsigned int count, CUjit_option *options,
-                                 void **values)
+SIM_API CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size,
+                                  const char *name, unsigned int count, CUjit_option *options,
+                                  void **values)
 {
     (void)state, (void)type, (void)data, (void)size, (void)name, (void)count, (void)options;
     (void)values;
@@ -165,7 +165,7 @@ struct CUlogsCallbackEntry_st {
 static pthread_mutex_t logs_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct CUlogsCallbackEntry_st *callbacks;
 
-FS_API CUresult cuLogsRegisterCallback(CUlogsCallback fn, void *user, CUlogsCallbackHandle *out)
+SIM_API CUresult cuLogsRegisterCallback(CUlogsCallback fn, void *user, CUlogsCallbackHandle *out)
 {
     if (!fn || !out) return CUDA_ERROR_INVALID_VALUE;
     struct CUlogsCallbackEntry_st *e = malloc(sizeof *e);
@@ -178,7 +178,7 @@ FS_API CUresult cuLogsRegisterCallback(CUlogsCallback fn, void *user, CUlogsCall
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuLogsUnregisterCallback(CUlogsCallbackHandle handle)
+SIM_API CUresult cuLogsUnregisterCallback(CUlogsCallbackHandle handle)
 {
     pthread_mutex_lock(&logs_mu);
     struct CUlogsCallbackEntry_st **pp = &callbacks;
@@ -192,12 +192,13 @@ FS_API CUresult cuLogsUnregisterCallback(CUlogsCallbackHandle handle)
 }
 
 /* The limits cuda.h documents for cuTensorMapEncodeTiled. */
-FS_API CUresult cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
-                                       void *address, const cuuint64_t *dims,
-                                       const cuuint64_t *strides, const cuuint32_t *box,
-                                       const cuuint32_t *element_strides,
-                                       CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
-                                       CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill)
+SIM_API CUresult cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
+                                        void *address, const cuuint64_t *dims,
+                                        const cuuint64_t *strides, const cuuint32_t *box,
+                                        const cuuint32_t *element_strides,
+                                        CUtensorMapInterleave interleave,
+                                        CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                                        CUtensorMapFloatOOBfill fill)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;

@@ -4,7 +4,7 @@
  * created context is a handle of its own on the same device model (memory,
  * streams and events are the device's, whichever context made them), so
  * that a program, and the shim, can tell it from the primary one. The
- * thread's current device is kept by the device model (../device.c)
+ * thread's current device is kept by the device model (../core/devices.c)
  * together with the runtime's current device, so the two always agree, as
  * on a GPU: cudaSetDevice(d) makes d's primary context current,
  * cuCtxSetCurrent(ctx of d) makes cudaGetDevice answer d; which context of
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
+#include "driver_internal.h"
 
 /* The opaque CUcontext of cuda.h: a primary one per device, and the
  * created ones. */
@@ -56,13 +56,13 @@ static struct CUctx_st created[MAX_CREATED];
 
 CUresult sim_cu_ready(void)
 {
-    if (__atomic_load_n(&initialized, __ATOMIC_ACQUIRE) || fs_initialized()) return CUDA_SUCCESS;
+    if (__atomic_load_n(&initialized, __ATOMIC_ACQUIRE) || sim_initialized()) return CUDA_SUCCESS;
     return CUDA_ERROR_NOT_INITIALIZED;
 }
 
 CUcontext sim_primary_ctx(int device)
 {
-    return fs_dev(device) ? &primaries[device] : NULL;
+    return sim_dev(device) ? &primaries[device] : NULL;
 }
 
 static bool is_created(CUcontext ctx)
@@ -77,13 +77,13 @@ int sim_ctx_device(CUcontext ctx)
     if (is_created(ctx)) return __atomic_load_n(&ctx->device, __ATOMIC_ACQUIRE);
     if (p < base || (p - base) % sizeof primaries[0]) return -1;
     size_t d = (p - base) / sizeof primaries[0];
-    return d < MAX_DEVICES && fs_dev((int)d) ? (int)d : -1;
+    return d < MAX_DEVICES && sim_dev((int)d) ? (int)d : -1;
 }
 
 /* The thread's current context, NULL for none. */
 static CUcontext current_ctx(void)
 {
-    int d = fs_ctx_current();
+    int d = sim_ctx_current();
     if (created_current && __atomic_load_n(&created_current->device, __ATOMIC_ACQUIRE) == d)
         return created_current;
     return d < 0 ? NULL : sim_primary_ctx(d);
@@ -94,18 +94,18 @@ static void make_current(CUcontext ctx)
 {
     int d = ctx ? sim_ctx_device(ctx) : -1;
     created_current = ctx && ctx != sim_primary_ctx(d) ? ctx : NULL;
-    fs_ctx_set_current(d);
+    sim_ctx_set_current(d);
 }
 
-CUresult sim_cu_current_device(struct fs_device **out)
+CUresult sim_cu_current_device(struct sim_device **out)
 {
-    int d = fs_ctx_current();
+    int d = sim_ctx_current();
     if (d < 0) return CUDA_ERROR_INVALID_CONTEXT;
-    *out = fs_dev(d);
+    *out = sim_dev(d);
     return CUDA_SUCCESS;
 }
 
-CUresult sim_cu_ready_in_context(struct fs_device **out)
+CUresult sim_cu_ready_in_context(struct sim_device **out)
 {
     CUresult res = sim_cu_ready();
     return res ? res : sim_cu_current_device(out);
@@ -119,7 +119,7 @@ static bool is_default_stream(CUstream s)
 
 CUresult sim_cu_stream_context(CUstream s)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     return is_default_stream(s) ? sim_cu_current_device(&dev) : CUDA_SUCCESS;
 }
 
@@ -143,19 +143,19 @@ static void load_injection(void)
     init();
 }
 
-FS_API CUresult cuInit(unsigned int flags)
+SIM_API CUresult cuInit(unsigned int flags)
 {
     static pthread_once_t injection_once = PTHREAD_ONCE_INIT;
     if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
-    fs_init();
-    if (fs_cfg.ndevices == 0) return CUDA_ERROR_NO_DEVICE;
+    sim_init();
+    if (sim_cfg.ndevices == 0) return CUDA_ERROR_NO_DEVICE;
     __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
     pthread_once(&injection_once, load_injection);
     return CUDA_SUCCESS;
 }
 
 /* Allowed before cuInit, as documented. */
-FS_API CUresult cuDriverGetVersion(int *version)
+SIM_API CUresult cuDriverGetVersion(int *version)
 {
     if (!version) return CUDA_ERROR_INVALID_VALUE;
     *version = CUDA_VERSION;
@@ -163,36 +163,36 @@ FS_API CUresult cuDriverGetVersion(int *version)
 }
 
 /* The checks every call taking a CUdevice makes, in the driver's order. */
-static CUresult device_of(CUdevice dev, struct fs_device **out)
+static CUresult device_of(CUdevice dev, struct sim_device **out)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
-    *out = fs_dev(dev);
+    *out = sim_dev(dev);
     return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
-FS_API CUresult cuDeviceGet(CUdevice *device, int ordinal)
+SIM_API CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
     if (!device) return CUDA_ERROR_INVALID_VALUE;
-    if (!fs_dev(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+    if (!sim_dev(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
     *device = ordinal;
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuDeviceGetCount(int *count)
+SIM_API CUresult cuDeviceGetCount(int *count)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
     if (!count) return CUDA_ERROR_INVALID_VALUE;
-    *count = fs_cfg.ndevices;
+    *count = sim_cfg.ndevices;
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+SIM_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = device_of(dev, &d);
     if (res) return res;
     if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
@@ -205,9 +205,9 @@ FS_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 
 /* The same UUID that cudaGetDeviceProperties reports (no MIG instances, so
  * _v2's answer is the same as the original's). */
-FS_API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+SIM_API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = device_of(dev, &d);
     if (res) return res;
     if (!uuid) return CUDA_ERROR_INVALID_VALUE;
@@ -218,13 +218,13 @@ FS_API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 }
 SIM_CU_ALIAS(cuDeviceGetUuid, cuDeviceGetUuid_v2);
 
-FS_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+SIM_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = device_of(dev, &d);
     if (res) return res;
     if (!bytes) return CUDA_ERROR_INVALID_VALUE;
-    *bytes = fs_cfg.capacity;
+    *bytes = sim_cfg.capacity;
     return CUDA_SUCCESS;
 }
 
@@ -263,19 +263,19 @@ static int driver_attribute(CUdevice_attribute attr, int *value)
     }
 }
 
-FS_API CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev)
+SIM_API CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = device_of(dev, &d);
     if (res) return res;
     if (!value) return CUDA_ERROR_INVALID_VALUE;
     if (driver_attribute(attrib, value)) return CUDA_SUCCESS;
-    return fs_device_attribute((int)attrib, dev, value) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    return sim_device_attribute((int)attrib, dev, value) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
-FS_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+SIM_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = device_of(dev, &d);
     if (res) return res;
     if (!pctx) return CUDA_ERROR_INVALID_VALUE;
@@ -286,9 +286,9 @@ FS_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+SIM_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = device_of(dev, &d);
     if (res) return res;
     pthread_mutex_lock(&mu);
@@ -301,9 +301,9 @@ FS_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 }
 SIM_CU_ALIAS(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2);
 
-FS_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+SIM_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = device_of(dev, &d);
     if (res) return res;
     if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
@@ -319,9 +319,9 @@ FS_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, in
 /* One scheduling policy (spin, yield, blocking sync or automatic) plus
  * CU_CTX_MAP_HOST, CU_CTX_LMEM_RESIZE_TO_MAX and CU_CTX_SYNC_MEMOPS: the
  * values cudaSetDeviceFlags takes, stored where it stores them. */
-FS_API CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+SIM_API CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = device_of(dev, &d);
     if (res) return res;
     unsigned sched = flags & CU_CTX_SCHED_MASK;
@@ -337,12 +337,12 @@ SIM_CU_ALIAS(cuDevicePrimaryCtxSetFlags, cuDevicePrimaryCtxSetFlags_v2);
 
 /* What cudaDeviceReset does to the device: memory, streams and events are
  * gone and the context is inactive whatever its retain count was. */
-FS_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+SIM_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = device_of(dev, &d);
     if (res) return res;
-    fs_device_reset(d);
+    sim_device_reset(d);
     pthread_mutex_lock(&mu);
     primaries[dev].retains = 0;
     pthread_mutex_unlock(&mu);
@@ -350,7 +350,7 @@ FS_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 }
 SIM_CU_ALIAS(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2);
 
-FS_API CUresult cuCtxGetCurrent(CUcontext *pctx)
+SIM_API CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -360,7 +360,7 @@ FS_API CUresult cuCtxGetCurrent(CUcontext *pctx)
 }
 
 /* Replaces the current context; NULL pops it (a no-op with none). */
-FS_API CUresult cuCtxSetCurrent(CUcontext ctx)
+SIM_API CUresult cuCtxSetCurrent(CUcontext ctx)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -373,7 +373,7 @@ FS_API CUresult cuCtxSetCurrent(CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+SIM_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -385,7 +385,7 @@ FS_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 }
 SIM_CU_ALIAS(cuCtxPushCurrent, cuCtxPushCurrent_v2);
 
-FS_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+SIM_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -401,7 +401,7 @@ SIM_CU_ALIAS(cuCtxPopCurrent, cuCtxPopCurrent_v2);
  * as cuDevicePrimaryCtxSetFlags checks them and otherwise ignored. */
 static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = device_of(dev, &d);
     CUcontext ctx = NULL;
 
@@ -427,14 +427,14 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+SIM_API CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
     return ctx_create(pctx, flags, dev);
 }
 
 /* No execution affinity or CIG parameters: the sim has no partitions. */
-FS_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
-                               CUdevice dev)
+SIM_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
+                                CUdevice dev)
 {
     if (params) return CUDA_ERROR_NOT_SUPPORTED;
     return ctx_create(pctx, flags, dev);
@@ -442,8 +442,8 @@ FS_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsig
 
 /* The CUDA 11.4 ABI: an SM count affinity needs MPS, which the sim's
  * devices, like a GPU without it, do not offer. */
-FS_API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int nparams,
-                               unsigned int flags, CUdevice dev)
+SIM_API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int nparams,
+                                unsigned int flags, CUdevice dev)
 {
     if (nparams < 0 || (nparams && !params)) return CUDA_ERROR_INVALID_VALUE;
     if (nparams) return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
@@ -453,7 +453,7 @@ FS_API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int
 /* Destroys a created context; where it is the calling thread's current
  * one, it is popped, as cuCtxDestroy documents. Its device's memory,
  * streams and events stay the device's. */
-FS_API CUresult cuCtxDestroy_v2(CUcontext ctx)
+SIM_API CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
     CUresult res = sim_cu_ready();
     bool found = false;
@@ -473,10 +473,10 @@ FS_API CUresult cuCtxDestroy_v2(CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuCtxGetDevice(CUdevice *device)
+SIM_API CUresult cuCtxGetDevice(CUdevice *device)
 {
     CUresult res = sim_cu_ready();
-    struct fs_device *d;
+    struct sim_device *d;
     if (res) return res;
     if (!device) return CUDA_ERROR_INVALID_VALUE;
     if ((res = sim_cu_current_device(&d))) return res;
@@ -484,10 +484,10 @@ FS_API CUresult cuCtxGetDevice(CUdevice *device)
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuCtxGetFlags(unsigned int *flags)
+SIM_API CUresult cuCtxGetFlags(unsigned int *flags)
 {
     CUresult res = sim_cu_ready();
-    struct fs_device *d;
+    struct sim_device *d;
     if (res) return res;
     if (!flags) return CUDA_ERROR_INVALID_VALUE;
     if ((res = sim_cu_current_device(&d))) return res;
@@ -498,40 +498,40 @@ FS_API CUresult cuCtxGetFlags(unsigned int *flags)
 }
 
 /* Waits for all work of the current context's device. */
-FS_API CUresult cuCtxSynchronize(void)
+SIM_API CUresult cuCtxSynchronize(void)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = sim_cu_ready_in_context(&d);
     if (res) return res;
-    fs_device_sync(d);
+    sim_device_sync(d);
     return CUDA_SUCCESS;
 }
 
 /* The device of ctx, the current context's for NULL (the CUDA 13 ABIs that
  * name a context). */
-static CUresult device_of_ctx(CUcontext ctx, struct fs_device **out)
+static CUresult device_of_ctx(CUcontext ctx, struct sim_device **out)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
     if (!ctx) return sim_cu_current_device(out);
     int d = sim_ctx_device(ctx);
     if (d < 0) return CUDA_ERROR_INVALID_CONTEXT;
-    *out = fs_dev(d);
+    *out = sim_dev(d);
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuCtxSynchronize_v2(CUcontext ctx)
+SIM_API CUresult cuCtxSynchronize_v2(CUcontext ctx)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = device_of_ctx(ctx, &d);
     if (res) return res;
-    fs_device_sync(d);
+    sim_device_sync(d);
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+SIM_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = device_of_ctx(ctx, &d);
     if (res) return res;
     if (!device) return CUDA_ERROR_INVALID_VALUE;
@@ -541,7 +541,7 @@ FS_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 
 /* Primary contexts are numbered 1 to the device count, created ones after
  * them, never again the same: unique in the process, as documented. */
-FS_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
+SIM_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -562,7 +562,7 @@ FS_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long *id)
 /* Every context the sim makes is made with the CUDA 3.2 ABI
  * (cuCtxCreate_v2 and later, and the primary contexts), whose version the
  * call documents as 3020. */
-FS_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+SIM_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -576,37 +576,37 @@ FS_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 /* The current context's flags: its device's, as cuDevicePrimaryCtxSetFlags
  * sets them (one value seen from both APIs and every context of the
  * device). */
-FS_API CUresult cuCtxSetFlags(unsigned int flags)
+SIM_API CUresult cuCtxSetFlags(unsigned int flags)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = sim_cu_ready_in_context(&d);
     return res ? res : cuDevicePrimaryCtxSetFlags_v2(d->ordinal, flags);
 }
 
-FS_API CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
+SIM_API CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = sim_cu_ready_in_context(&d);
     return res ? res : SIM_RT(sim_rt_cudaDeviceGetStreamPriorityRange(least, greatest));
 }
 
 /* The sim has no L2 cache to reset. */
-FS_API CUresult cuCtxResetPersistingL2Cache(void)
+SIM_API CUresult cuCtxResetPersistingL2Cache(void)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     return sim_cu_ready_in_context(&d);
 }
 
 /* Without MPS, a context may use every SM of its device. */
-FS_API CUresult cuCtxGetExecAffinity(CUexecAffinityParam *param, CUexecAffinityType type)
+SIM_API CUresult cuCtxGetExecAffinity(CUexecAffinityParam *param, CUexecAffinityType type)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = sim_cu_ready_in_context(&d);
     if (res) return res;
     if (!param) return CUDA_ERROR_INVALID_VALUE;
     if (type != CU_EXEC_AFFINITY_TYPE_SM_COUNT) return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
     int sms;
-    if (fs_device_attribute(cudaDevAttrMultiProcessorCount, d->ordinal, &sms))
+    if (sim_device_attribute(cudaDevAttrMultiProcessorCount, d->ordinal, &sms))
         return CUDA_ERROR_INVALID_CONTEXT;
     param->type = type;
     param->param.smCount.val = (unsigned)sms;
@@ -614,10 +614,10 @@ FS_API CUresult cuCtxGetExecAffinity(CUexecAffinityParam *param, CUexecAffinityT
 }
 
 /* Peer access from the current context's device to the peer context's
- * (../peer.c keeps it per pair of devices). */
-FS_API CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)
+ * (../cudart/peer.c keeps it per pair of devices). */
+SIM_API CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = sim_cu_ready_in_context(&d);
     if (res) return res;
     int p = sim_ctx_device(peer);
@@ -625,9 +625,9 @@ FS_API CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)
     return SIM_RT(sim_rt_cudaDeviceEnablePeerAccess(p, flags));
 }
 
-FS_API CUresult cuCtxDisablePeerAccess(CUcontext peer)
+SIM_API CUresult cuCtxDisablePeerAccess(CUcontext peer)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = sim_cu_ready_in_context(&d);
     if (res) return res;
     int p = sim_ctx_device(peer);
@@ -665,9 +665,9 @@ static struct ctx_settings *settings_of(int device) /* under mu */
     return &settings[device];
 }
 
-FS_API CUresult cuCtxGetCacheConfig(CUfunc_cache *config)
+SIM_API CUresult cuCtxGetCacheConfig(CUfunc_cache *config)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = sim_cu_ready_in_context(&d);
     if (res) return res;
     if (!config) return CUDA_ERROR_INVALID_VALUE;
@@ -678,9 +678,9 @@ FS_API CUresult cuCtxGetCacheConfig(CUfunc_cache *config)
 }
 
 /* A preference, kept and answered; the sim has no L1 to split. */
-FS_API CUresult cuCtxSetCacheConfig(CUfunc_cache config)
+SIM_API CUresult cuCtxSetCacheConfig(CUfunc_cache config)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = sim_cu_ready_in_context(&d);
     if (res) return res;
     if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
@@ -693,9 +693,9 @@ FS_API CUresult cuCtxSetCacheConfig(CUfunc_cache config)
 /* Deprecated; on a device without configurable banks the get answers the
  * hardware's fixed size and the set does nothing (cuda.h). The sim's
  * device, like every one since compute capability 5.0, has 4-byte banks. */
-FS_API CUresult cuCtxGetSharedMemConfig(CUsharedconfig *config)
+SIM_API CUresult cuCtxGetSharedMemConfig(CUsharedconfig *config)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = sim_cu_ready_in_context(&d);
     if (res) return res;
     if (!config) return CUDA_ERROR_INVALID_VALUE;
@@ -703,9 +703,9 @@ FS_API CUresult cuCtxGetSharedMemConfig(CUsharedconfig *config)
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuCtxSetSharedMemConfig(CUsharedconfig config)
+SIM_API CUresult cuCtxSetSharedMemConfig(CUsharedconfig config)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = sim_cu_ready_in_context(&d);
     if (res) return res;
     return (unsigned)config > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE ? CUDA_ERROR_INVALID_VALUE
@@ -735,9 +735,9 @@ static CUresult limit_known(CUlimit limit)
     }
 }
 
-FS_API CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
+SIM_API CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = sim_cu_ready_in_context(&d);
     if (res) return res;
     if (!value) return CUDA_ERROR_INVALID_VALUE;
@@ -750,16 +750,16 @@ FS_API CUresult cuCtxGetLimit(size_t *value, CUlimit limit)
 
 /* The two L2 limits are hints, clamped as documented: the fetch granularity
  * to 128 bytes, the persisting lines to the device's maximum. */
-FS_API CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+SIM_API CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     CUresult res = sim_cu_ready_in_context(&d);
     if (res) return res;
     if ((res = limit_known(limit))) return res;
     if (limit == CU_LIMIT_CIG_ENABLED) return CUDA_ERROR_INVALID_VALUE; /* query only */
     int max_persisting = 0;
     if (limit == CU_LIMIT_PERSISTING_L2_CACHE_SIZE &&
-        !fs_device_attribute(cudaDevAttrMaxPersistingL2CacheSize, d->ordinal, &max_persisting) &&
+        !sim_device_attribute(cudaDevAttrMaxPersistingL2CacheSize, d->ordinal, &max_persisting) &&
         value > (size_t)max_persisting)
         value = (size_t)max_persisting;
     if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value > 128) value = 128;
@@ -771,10 +771,10 @@ FS_API CUresult cuCtxSetLimit(CUlimit limit, size_t value)
 
 /* A stream's context: its device's primary context; the default streams'
  * is the current one. */
-FS_API CUresult cuStreamGetCtx(CUstream stream, CUcontext *pctx)
+SIM_API CUresult cuStreamGetCtx(CUstream stream, CUcontext *pctx)
 {
     CUresult res = sim_cu_ready();
-    struct fs_device *d;
+    struct sim_device *d;
     if (res) return res;
     if (!pctx) return CUDA_ERROR_INVALID_VALUE;
     if (is_default_stream(stream)) {
@@ -782,14 +782,14 @@ FS_API CUresult cuStreamGetCtx(CUstream stream, CUcontext *pctx)
         *pctx = sim_primary_ctx(d->ordinal);
         return CUDA_SUCCESS;
     }
-    int device = fs_sim_stream_device((cudaStream_t)stream);
+    int device = sim_stream_device((cudaStream_t)stream);
     if (device < 0) return CUDA_ERROR_INVALID_HANDLE;
     *pctx = sim_primary_ctx(device);
     return CUDA_SUCCESS;
 }
 
 /* The same, and no green context: the sim makes none. */
-FS_API CUresult cuStreamGetCtx_v2(CUstream stream, CUcontext *pctx, CUgreenCtx *pgreen)
+SIM_API CUresult cuStreamGetCtx_v2(CUstream stream, CUcontext *pctx, CUgreenCtx *pgreen)
 {
     if (!pgreen) return CUDA_ERROR_INVALID_VALUE;
     CUresult res = cuStreamGetCtx(stream, pctx);

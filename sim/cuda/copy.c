@@ -2,7 +2,7 @@
  * and batched) and cuMemsetD8/D16/D32 (linear and 2-D), each synchronous
  * form with its _ptds variant and each Async form with its _ptsz variant.
  *
- * Each is one move of the runtime's model (../copy.c, through
+ * Each is one move of the runtime's model (../core/copy_engine.c, through
  * sim_drv_copy), so it is an op on its stream in order with kernels, events
  * and the runtime's copies, really moves or sets the bytes (nothing reaches
  * device memory in a dry run, FSDPSHIM_SIM_DATA=0), and blocks the caller
@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "driver.h"
+#include "driver_internal.h"
 
 #define DEVICE(p) ((void *)(uintptr_t)(p))
 
@@ -46,11 +46,11 @@ static CUresult copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind k
 /* ---- linear copies ---- */
 
 #define COPY_PAIR(name, pt_name, params, dst, src, kind, stream, async)                            \
-    FS_API CUresult name params                                                                    \
+    SIM_API CUresult name params                                                                   \
     {                                                                                              \
         return copy(dst, src, n, kind, stream, 0, async);                                          \
     }                                                                                              \
-    FS_API CUresult pt_name params                                                                 \
+    SIM_API CUresult pt_name params                                                                \
     {                                                                                              \
         return copy(dst, src, n, kind, stream, 1, async);                                          \
     }
@@ -89,26 +89,26 @@ static CUresult copy_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, C
     return copy(DEVICE(dst), DEVICE(src), n, cudaMemcpyDeviceToDevice, s, pt, async);
 }
 
-FS_API CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
-                             size_t n)
+SIM_API CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
+                              CUcontext src_ctx, size_t n)
 {
     return copy_peer(dst, dst_ctx, src, src_ctx, n, NULL, 0, 0);
 }
 
-FS_API CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                                  CUcontext src_ctx, size_t n)
+SIM_API CUresult cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
+                                   CUcontext src_ctx, size_t n)
 {
     return copy_peer(dst, dst_ctx, src, src_ctx, n, NULL, 1, 0);
 }
 
-FS_API CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                                  CUcontext src_ctx, size_t n, CUstream s)
+SIM_API CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
+                                   CUcontext src_ctx, size_t n, CUstream s)
 {
     return copy_peer(dst, dst_ctx, src, src_ctx, n, s, 0, 1);
 }
 
-FS_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
-                                       CUcontext src_ctx, size_t n, CUstream s)
+SIM_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
+                                        CUcontext src_ctx, size_t n, CUstream s)
 {
     return copy_peer(dst, dst_ctx, src, src_ctx, n, s, 1, 1);
 }
@@ -129,7 +129,7 @@ static CUresult side_start(const struct side *sd, char **start, bool *device)
 {
     size_t max_pitch = 0;
     int attr;
-    if (fs_device_attribute(cudaDevAttrMaxPitch, 0, &attr) == 0) max_pitch = (size_t)attr;
+    if (sim_device_attribute(cudaDevAttrMaxPitch, 0, &attr) == 0) max_pitch = (size_t)attr;
     if (max_pitch && sd->pitch > max_pitch) return CUDA_ERROR_INVALID_VALUE;
     uintptr_t base;
     switch (sd->type) {
@@ -245,20 +245,20 @@ static CUresult copy_3d_peer_desc(const CUDA_MEMCPY3D_PEER *p, CUstream s, int p
 }
 
 #define DESC_PAIR(name, pt_name, impl, desc_type, async)                                           \
-    FS_API CUresult name(const desc_type *p)                                                       \
+    SIM_API CUresult name(const desc_type *p)                                                      \
     {                                                                                              \
         return impl(p, NULL, 0, async);                                                            \
     }                                                                                              \
-    FS_API CUresult pt_name(const desc_type *p)                                                    \
+    SIM_API CUresult pt_name(const desc_type *p)                                                   \
     {                                                                                              \
         return impl(p, NULL, 1, async);                                                            \
     }
 #define DESC_ASYNC_PAIR(name, pt_name, impl, desc_type)                                            \
-    FS_API CUresult name(const desc_type *p, CUstream s)                                           \
+    SIM_API CUresult name(const desc_type *p, CUstream s)                                          \
     {                                                                                              \
         return impl(p, s, 0, 1);                                                                   \
     }                                                                                              \
-    FS_API CUresult pt_name(const desc_type *p, CUstream s)                                        \
+    SIM_API CUresult pt_name(const desc_type *p, CUstream s)                                       \
     {                                                                                              \
         return impl(p, s, 1, 1);                                                                   \
     }
@@ -331,28 +331,28 @@ static CUresult batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
-                                      size_t count, CUmemcpyAttributes *attrs, size_t *idxs,
-                                      size_t nattrs, CUstream s)
+SIM_API CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                       size_t count, CUmemcpyAttributes *attrs, size_t *idxs,
+                                       size_t nattrs, CUstream s)
 {
     return batch(dsts, srcs, sizes, count, attrs, idxs, nattrs, NULL, s, 0);
 }
 
-FS_API CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
-                                           size_t count, CUmemcpyAttributes *attrs, size_t *idxs,
-                                           size_t nattrs, CUstream s)
+SIM_API CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                            size_t count, CUmemcpyAttributes *attrs, size_t *idxs,
+                                            size_t nattrs, CUstream s)
 {
     return batch(dsts, srcs, sizes, count, attrs, idxs, nattrs, NULL, s, 1);
 }
 
 /* The CUDA 12.8 ABI, with the index of a failed copy, under the name cuda.h
- * now gives the CUDA 13 one (its symbol: driver.h). */
-FS_API CUresult sim_memcpy_batch_v1(SIM_BATCH_V1_PARAMS)
+ * now gives the CUDA 13 one (its symbol: driver_internal.h). */
+SIM_API CUresult sim_memcpy_batch_v1(SIM_BATCH_V1_PARAMS)
 {
     return batch(dsts, srcs, sizes, count, attrs, idxs, nattrs, fail, s, 0);
 }
 
-FS_API CUresult sim_memcpy_batch_v1_ptsz(SIM_BATCH_V1_PARAMS)
+SIM_API CUresult sim_memcpy_batch_v1_ptsz(SIM_BATCH_V1_PARAMS)
 {
     return batch(dsts, srcs, sizes, count, attrs, idxs, nattrs, fail, s, 1);
 }
@@ -408,25 +408,25 @@ static CUresult batch_3d(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail,
     return res;
 }
 
-FS_API CUresult cuMemcpy3DBatchAsync_v2(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops,
-                                        unsigned long long flags, CUstream s)
+SIM_API CUresult cuMemcpy3DBatchAsync_v2(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops,
+                                         unsigned long long flags, CUstream s)
 {
     return batch_3d(n, ops, NULL, flags, s, 0);
 }
 
-FS_API CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops,
-                                             unsigned long long flags, CUstream s)
+SIM_API CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops,
+                                              unsigned long long flags, CUstream s)
 {
     return batch_3d(n, ops, NULL, flags, s, 1);
 }
 
 /* The CUDA 12.8 ABI, with the index of a failed operation. */
-FS_API CUresult sim_memcpy_3d_batch_v1(SIM_BATCH_3D_V1_PARAMS)
+SIM_API CUresult sim_memcpy_3d_batch_v1(SIM_BATCH_3D_V1_PARAMS)
 {
     return batch_3d(n, ops, fail, flags, s, 0);
 }
 
-FS_API CUresult sim_memcpy_3d_batch_v1_ptsz(SIM_BATCH_3D_V1_PARAMS)
+SIM_API CUresult sim_memcpy_3d_batch_v1_ptsz(SIM_BATCH_3D_V1_PARAMS)
 {
     return batch_3d(n, ops, fail, flags, s, 1);
 }
@@ -451,39 +451,39 @@ static CUresult set(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elem
 }
 
 #define SET_FORMS(bits, type)                                                                      \
-    FS_API CUresult cuMemsetD##bits##_v2(CUdeviceptr dst, type v, size_t n)                        \
+    SIM_API CUresult cuMemsetD##bits##_v2(CUdeviceptr dst, type v, size_t n)                       \
     {                                                                                              \
         return set(dst, 0, v, bits / 8, n, 1, NULL, 0, 0);                                         \
     }                                                                                              \
-    FS_API CUresult cuMemsetD##bits##_v2_ptds(CUdeviceptr dst, type v, size_t n)                   \
+    SIM_API CUresult cuMemsetD##bits##_v2_ptds(CUdeviceptr dst, type v, size_t n)                  \
     {                                                                                              \
         return set(dst, 0, v, bits / 8, n, 1, NULL, 1, 0);                                         \
     }                                                                                              \
-    FS_API CUresult cuMemsetD##bits##Async(CUdeviceptr dst, type v, size_t n, CUstream s)          \
+    SIM_API CUresult cuMemsetD##bits##Async(CUdeviceptr dst, type v, size_t n, CUstream s)         \
     {                                                                                              \
         return set(dst, 0, v, bits / 8, n, 1, s, 0, 1);                                            \
     }                                                                                              \
-    FS_API CUresult cuMemsetD##bits##Async_ptsz(CUdeviceptr dst, type v, size_t n, CUstream s)     \
+    SIM_API CUresult cuMemsetD##bits##Async_ptsz(CUdeviceptr dst, type v, size_t n, CUstream s)    \
     {                                                                                              \
         return set(dst, 0, v, bits / 8, n, 1, s, 1, 1);                                            \
     }                                                                                              \
-    FS_API CUresult cuMemsetD2D##bits##_v2(CUdeviceptr dst, size_t pitch, type v, size_t w,        \
-                                           size_t h)                                               \
+    SIM_API CUresult cuMemsetD2D##bits##_v2(CUdeviceptr dst, size_t pitch, type v, size_t w,       \
+                                            size_t h)                                              \
     {                                                                                              \
         return set(dst, pitch, v, bits / 8, w, h, NULL, 0, 0);                                     \
     }                                                                                              \
-    FS_API CUresult cuMemsetD2D##bits##_v2_ptds(CUdeviceptr dst, size_t pitch, type v, size_t w,   \
-                                                size_t h)                                          \
+    SIM_API CUresult cuMemsetD2D##bits##_v2_ptds(CUdeviceptr dst, size_t pitch, type v, size_t w,  \
+                                                 size_t h)                                         \
     {                                                                                              \
         return set(dst, pitch, v, bits / 8, w, h, NULL, 1, 0);                                     \
     }                                                                                              \
-    FS_API CUresult cuMemsetD2D##bits##Async(CUdeviceptr dst, size_t pitch, type v, size_t w,      \
-                                             size_t h, CUstream s)                                 \
+    SIM_API CUresult cuMemsetD2D##bits##Async(CUdeviceptr dst, size_t pitch, type v, size_t w,     \
+                                              size_t h, CUstream s)                                \
     {                                                                                              \
         return set(dst, pitch, v, bits / 8, w, h, s, 0, 1);                                        \
     }                                                                                              \
-    FS_API CUresult cuMemsetD2D##bits##Async_ptsz(CUdeviceptr dst, size_t pitch, type v, size_t w, \
-                                                  size_t h, CUstream s)                            \
+    SIM_API CUresult cuMemsetD2D##bits##Async_ptsz(CUdeviceptr dst, size_t pitch, type v,          \
+                                                   size_t w, size_t h, CUstream s)                 \
     {                                                                                              \
         return set(dst, pitch, v, bits / 8, w, h, s, 1, 1);                                        \
     }

@@ -9,7 +9,7 @@
  * test sim_torch_imports checks that every function libcuda.so.1 exports
  * is found through it, and sim_driver_api that cuda.h's memory, copy, set,
  * stream, event, context, pointer, module and launch functions are, ABI for
- * ABI. The runtime's cudaGetDriverEntryPoint* come here (../driver.c). */
+ * ABI. The runtime's cudaGetDriverEntryPoint* come here (../cudart/driver_entry.c). */
 
 /* The table hands out deprecated entry points too (cuCtxGetSharedMemConfig):
  * the driver still exports them. */
@@ -17,7 +17,7 @@
 
 #include <string.h>
 
-#include "driver.h"
+#include "driver_internal.h"
 
 struct entry {
     const char *name;
@@ -280,8 +280,8 @@ static const struct entry entries[] = {
 };
 
 /* Allowed before cuInit: it is how a program finds cuInit. */
-FS_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
-                                    CUdriverProcAddressQueryResult *status)
+SIM_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                     CUdriverProcAddressQueryResult *status)
 {
     if (!symbol || !pfn ||
         flags > (CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
@@ -310,22 +310,22 @@ FS_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
 
 /* The same lookup under its original name, cuGetProcAddress (no status),
  * which cuda.h now spells cuGetProcAddress_v2. */
-FS_API CUresult sim_get_proc_address_v1(const char *symbol, void **pfn, int version,
-                                        cuuint64_t flags) __asm__("cuGetProcAddress");
-FS_API CUresult sim_get_proc_address_v1(const char *symbol, void **pfn, int version,
-                                        cuuint64_t flags)
+SIM_API CUresult sim_get_proc_address_v1(const char *symbol, void **pfn, int version,
+                                         cuuint64_t flags) __asm__("cuGetProcAddress");
+SIM_API CUresult sim_get_proc_address_v1(const char *symbol, void **pfn, int version,
+                                         cuuint64_t flags)
 {
     return cuGetProcAddress_v2(symbol, pfn, version, flags, NULL);
 }
 
 /* Both allowed before cuInit; an unknown code is CUDA_ERROR_INVALID_VALUE
  * with *str set to NULL, as cuda.h documents. */
-FS_API CUresult cuGetErrorName(CUresult error, const char **str)
+SIM_API CUresult cuGetErrorName(CUresult error, const char **str)
 {
-    return fs_cu_get_error_name(error, str);
+    return sim_cu_get_error_name(error, str);
 }
 
-FS_API CUresult cuGetErrorString(CUresult error, const char **str)
+SIM_API CUresult cuGetErrorString(CUresult error, const char **str)
 {
-    return fs_cu_get_error_string(error, str);
+    return sim_cu_get_error_string(error, str);
 }

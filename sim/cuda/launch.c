@@ -4,17 +4,17 @@
  * cuLaunchKernelEx and cuLaunchCooperativeKernel.
  *
  * A CUfunction or CUkernel is a kernel of the runtime's registry
- * (../module.c): one the module loader found in an image (module.c), or
+ * (../core/modules.c): one the module loader found in an image (module.c), or
  * one nvcc's generated code registered (cudaGetFuncBySymbol and
  * cudaGetKernel hand those out). Its attributes are the runtime's
- * (../funcattr.c), and a launch is the runtime's cudaLaunchKernelExC
- * (../launch.c): checked as a GPU checks it (grid and block against the
+ * (../core/funcattr.c), and a launch is the runtime's cudaLaunchKernelExC
+ * (../cudart/kernel_launch.c): checked as a GPU checks it (grid and block against the
  * device's limits, dynamic shared memory against the function's, clusters,
  * cooperative grids that must fit at once), the module loaded on the
  * stream's device on first use, then one op on the stream that computes
  * nothing, ordered with copies, events and other work exactly as a kernel
  * is on a GPU. The kernel's parameters are never read. */
-#include "driver.h"
+#include "driver_internal.h"
 
 _Static_assert(sizeof(CUlaunchAttribute) == sizeof(cudaLaunchAttribute), "launch attributes");
 _Static_assert((int)CU_LAUNCH_ATTRIBUTE_COOPERATIVE == (int)cudaLaunchAttributeCooperative,
@@ -83,34 +83,34 @@ static CUresult attribute(int *value, CUfunction_attribute attr, const void *fun
 }
 
 /* A function's attributes in the current context. */
-FS_API CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attr, CUfunction func)
+SIM_API CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attr, CUfunction func)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     return res ? res : attribute(value, attr, func, dev->ordinal);
 }
 
-FS_API CUresult cuKernelGetAttribute(int *value, CUfunction_attribute attr, CUkernel kernel,
-                                     CUdevice dev)
+SIM_API CUresult cuKernelGetAttribute(int *value, CUfunction_attribute attr, CUkernel kernel,
+                                      CUdevice dev)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
-    if (!fs_dev(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    if (!sim_dev(dev)) return CUDA_ERROR_INVALID_DEVICE;
     return attribute(value, attr, kernel, dev);
 }
 
 /* The settable attributes have the runtime's numbers (cudaFuncAttribute);
  * the others are read-only, CUDA_ERROR_INVALID_VALUE. */
-FS_API CUresult cuFuncSetAttribute(CUfunction func, CUfunction_attribute attr, int value)
+SIM_API CUresult cuFuncSetAttribute(CUfunction func, CUfunction_attribute attr, int value)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     return SIM_RT(sim_rt_cudaFuncSetAttribute(func, (enum cudaFuncAttribute)attr, value));
 }
 
-FS_API CUresult cuKernelSetAttribute(CUfunction_attribute attr, int value, CUkernel kernel,
-                                     CUdevice dev)
+SIM_API CUresult cuKernelSetAttribute(CUfunction_attribute attr, int value, CUkernel kernel,
+                                      CUdevice dev)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -119,9 +119,9 @@ FS_API CUresult cuKernelSetAttribute(CUfunction_attribute attr, int value, CUker
 }
 
 /* A preference for a function the sim knows; it has no L1 to split. */
-FS_API CUresult cuFuncSetCacheConfig(CUfunction func, CUfunc_cache config)
+SIM_API CUresult cuFuncSetCacheConfig(CUfunction func, CUfunc_cache config)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL) return CUDA_ERROR_INVALID_VALUE;
@@ -129,20 +129,20 @@ FS_API CUresult cuFuncSetCacheConfig(CUfunction func, CUfunc_cache config)
     return sim_cu_result(sim_drv_func_attributes(&a, func, dev->ordinal));
 }
 
-FS_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, CUfunction func,
-                                                                     int block_size,
-                                                                     size_t dynamic_smem,
-                                                                     unsigned int flags)
+SIM_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, CUfunction func,
+                                                                      int block_size,
+                                                                      size_t dynamic_smem,
+                                                                      unsigned int flags)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     return SIM_RT(sim_rt_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
         blocks, func, block_size, dynamic_smem, flags));
 }
 
-FS_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction func,
-                                                            int block_size, size_t dynamic_smem)
+SIM_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction func,
+                                                             int block_size, size_t dynamic_smem)
 {
     return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, func, block_size,
                                                                 dynamic_smem, 0);
@@ -173,39 +173,39 @@ static CUresult launch_grid(CUfunction func, unsigned gx, unsigned gy, unsigned 
     return launch(&c, func, params, extra, pt);
 }
 
-FS_API CUresult cuLaunchKernel(CUfunction func, unsigned int gx, unsigned int gy, unsigned int gz,
-                               unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
-                               CUstream stream, void **params, void **extra)
+SIM_API CUresult cuLaunchKernel(CUfunction func, unsigned int gx, unsigned int gy, unsigned int gz,
+                                unsigned int bx, unsigned int by, unsigned int bz,
+                                unsigned int smem, CUstream stream, void **params, void **extra)
 {
     return launch_grid(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra, 0, 0);
 }
 
-FS_API CUresult cuLaunchKernel_ptsz(CUfunction func, unsigned int gx, unsigned int gy,
-                                    unsigned int gz, unsigned int bx, unsigned int by,
-                                    unsigned int bz, unsigned int smem, CUstream stream,
-                                    void **params, void **extra)
+SIM_API CUresult cuLaunchKernel_ptsz(CUfunction func, unsigned int gx, unsigned int gy,
+                                     unsigned int gz, unsigned int bx, unsigned int by,
+                                     unsigned int bz, unsigned int smem, CUstream stream,
+                                     void **params, void **extra)
 {
     return launch_grid(func, gx, gy, gz, bx, by, bz, smem, stream, params, extra, 0, 1);
 }
 
-FS_API CUresult cuLaunchCooperativeKernel(CUfunction func, unsigned int gx, unsigned int gy,
-                                          unsigned int gz, unsigned int bx, unsigned int by,
-                                          unsigned int bz, unsigned int smem, CUstream stream,
-                                          void **params)
+SIM_API CUresult cuLaunchCooperativeKernel(CUfunction func, unsigned int gx, unsigned int gy,
+                                           unsigned int gz, unsigned int bx, unsigned int by,
+                                           unsigned int bz, unsigned int smem, CUstream stream,
+                                           void **params)
 {
     return launch_grid(func, gx, gy, gz, bx, by, bz, smem, stream, params, NULL, 1, 0);
 }
 
-FS_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction func, unsigned int gx, unsigned int gy,
-                                               unsigned int gz, unsigned int bx, unsigned int by,
-                                               unsigned int bz, unsigned int smem, CUstream stream,
-                                               void **params)
+SIM_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction func, unsigned int gx, unsigned int gy,
+                                                unsigned int gz, unsigned int bx, unsigned int by,
+                                                unsigned int bz, unsigned int smem, CUstream stream,
+                                                void **params)
 {
     return launch_grid(func, gx, gy, gz, bx, by, bz, smem, stream, params, NULL, 1, 1);
 }
 
 /* The driver's launch attributes are the runtime's, id for id and value for
- * value (checked above): the runtime reads them (../launch.c). */
+ * value (checked above): the runtime reads them (../cudart/kernel_launch.c). */
 static CUresult launch_ex(const CUlaunchConfig *config, CUfunction func, void **params,
                           void **extra, int pt)
 {
@@ -219,14 +219,14 @@ static CUresult launch_ex(const CUlaunchConfig *config, CUfunction func, void **
     return launch(&c, func, params, extra, pt);
 }
 
-FS_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction func, void **params,
-                                 void **extra)
+SIM_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction func, void **params,
+                                  void **extra)
 {
     return launch_ex(config, func, params, extra, 0);
 }
 
-FS_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction func, void **params,
-                                      void **extra)
+SIM_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction func, void **params,
+                                       void **extra)
 {
     return launch_ex(config, func, params, extra, 1);
 }

@@ -2,7 +2,7 @@
  * cuStreamWaitValue32/64 and cuStreamBatchMemOp, each with its _ptsz
  * variant.
  *
- * A call is one op on its stream (fs_sim_stream_enqueue), in order with
+ * A call is one op on its stream (sim_stream_enqueue), in order with
  * kernels and copies: a write stores the value, a wait holds the stream
  * (its worker polls the word) until the condition cuda.h gives holds, as a
  * GPU's front end does; so a stream waiting for a value that never comes
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "driver.h"
+#include "driver_internal.h"
 
 /* One operation, checked and ready to run. */
 struct memop {
@@ -38,9 +38,9 @@ struct memops {
  * host memory (pinned, or managed memory, which stays host memory). */
 static bool touchable(uintptr_t addr)
 {
-    struct fs_range r;
-    if (fs_sim_moves_data()) return true;
-    return fs_registry_find(addr, &r) && (!fs_range_is_device(&r) || r.kind == FS_RANGE_MANAGED);
+    struct sim_range r;
+    if (sim_moves_data()) return true;
+    return sim_registry_find(addr, &r) && (!sim_range_is_device(&r) || r.kind == SIM_RANGE_MANAGED);
 }
 
 /* cuda.h's conditions, on the word's current value. */
@@ -129,7 +129,7 @@ static CUresult check(const CUstreamBatchMemOpParams *p, struct memop *o)
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (!addr || addr % size || !fs_registry_covers((uintptr_t)addr, size))
+    if (!addr || addr % size || !sim_registry_covers((uintptr_t)addr, size))
         return CUDA_ERROR_INVALID_VALUE;
     o->addr = (void *)(uintptr_t)addr;
     o->touch = touchable((uintptr_t)addr);
@@ -154,19 +154,19 @@ static CUresult batch(CUstream s, unsigned count, const CUstreamBatchMemOpParams
         }
         if (o.addr) ops->op[ops->n++] = o; /* barriers have nothing to do */
     }
-    cudaError_t err = fs_sim_stream_enqueue((cudaStream_t)s, pt, run_memops, ops);
+    cudaError_t err = sim_stream_enqueue((cudaStream_t)s, pt, run_memops, ops);
     if (err) free(ops);
     return sim_cu_result(err);
 }
 
-FS_API CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned int count,
-                                      CUstreamBatchMemOpParams *params, unsigned int flags)
+SIM_API CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned int count,
+                                       CUstreamBatchMemOpParams *params, unsigned int flags)
 {
     return batch(s, count, params, flags, 0);
 }
 
-FS_API CUresult cuStreamBatchMemOp_v2_ptsz(CUstream s, unsigned int count,
-                                           CUstreamBatchMemOpParams *params, unsigned int flags)
+SIM_API CUresult cuStreamBatchMemOp_v2_ptsz(CUstream s, unsigned int count,
+                                            CUstreamBatchMemOpParams *params, unsigned int flags)
 {
     return batch(s, count, params, flags, 1);
 }
@@ -194,12 +194,12 @@ static CUresult one(CUstream s, CUstreamBatchMemOpType type, CUdeviceptr addr, u
 }
 
 #define MEMOP_FORMS(name, value_type, op)                                                          \
-    FS_API CUresult name##_v2(CUstream s, CUdeviceptr addr, value_type value, unsigned int flags)  \
+    SIM_API CUresult name##_v2(CUstream s, CUdeviceptr addr, value_type value, unsigned int flags) \
     {                                                                                              \
         return one(s, op, addr, value, flags, 0);                                                  \
     }                                                                                              \
-    FS_API CUresult name##_v2_ptsz(CUstream s, CUdeviceptr addr, value_type value,                 \
-                                   unsigned int flags)                                             \
+    SIM_API CUresult name##_v2_ptsz(CUstream s, CUdeviceptr addr, value_type value,                \
+                                    unsigned int flags)                                            \
     {                                                                                              \
         return one(s, op, addr, value, flags, 1);                                                  \
     }

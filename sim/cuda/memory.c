@@ -3,26 +3,25 @@
  * same allocations cudaMalloc makes and cudaPointerGetAttributes sees).
  *
  * cuMemAllocAsync and cuMemFreeAsync are cudaMallocAsync and cudaFreeAsync
- * on the stream's device's current pool (../mempool.c), with the driver's
+ * on the stream's device's current pool (../core/mempool.c), with the driver's
  * codes and without the runtime's last error; the pools themselves are
  * pool.c's. cuMemAllocManaged, cuMemHostAlloc, cuMemHostRegister and the
  * rest are the runtime calls' own work (SIM_RT). */
 #include <stdlib.h>
 
-#include "../api_callback.h"
-#include "driver.h"
+#include "driver_internal.h"
 
 #include <cupti.h> /* the callback ids and params structs */
 
 static CUresult cuMemAlloc_v2_impl(CUdeviceptr *dptr, size_t size)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     if (!dptr || size == 0) /* the driver, unlike cudaMalloc, refuses 0 */
         return CUDA_ERROR_INVALID_VALUE;
     void *p;
-    if (fs_capacity_refused(dev, size, fs_devmem_alloc(dev, size, FS_RANGE_MALLOC, &p)))
+    if (sim_capacity_refused(dev, size, sim_devmem_alloc(dev, size, SIM_RANGE_MALLOC, &p)))
         return CUDA_ERROR_OUT_OF_MEMORY;
     *dptr = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
@@ -33,17 +32,17 @@ static CUresult cuMemFree_v2_impl(CUdeviceptr dptr)
     CUresult res = sim_cu_ready();
     if (res) return res;
     if (!dptr) return CUDA_SUCCESS;
-    return fs_devmem_free((void *)(uintptr_t)dptr) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    return sim_devmem_free((void *)(uintptr_t)dptr) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
-FS_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
+SIM_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
     /* The current context's device is the runtime's current device. */
-    return fs_devmem_info(free_bytes, total) ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
+    return sim_devmem_info(free_bytes, total) ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
 }
 
 /* Since CUDA 10.1 most runtime codes have the driver's numbers
@@ -66,7 +65,7 @@ CUresult sim_cu_result(cudaError_t err)
     case cudaErrorInvalidSymbol: /* a global a module does not have */
         return CUDA_ERROR_NOT_FOUND;
     default:
-        if (err >= 100 && fs_cu_get_error_name((CUresult)err, &known) == CUDA_SUCCESS)
+        if (err >= 100 && sim_cu_get_error_name((CUresult)err, &known) == CUDA_SUCCESS)
             return (CUresult)err;
         return CUDA_ERROR_INVALID_VALUE; /* configuration, pitch, direction, value */
     }
@@ -81,7 +80,7 @@ static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream,
     if (!dptr) return CUDA_ERROR_INVALID_VALUE;
     if ((res = sim_cu_stream_context(stream))) return res;
     void *p;
-    res = sim_cu_result(fs_pool_malloc_async(&p, size, (cudaStream_t)stream, per_thread));
+    res = sim_cu_result(sim_mempool_malloc_async(&p, size, (cudaStream_t)stream, per_thread));
     if (res == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)p;
     return res;
 }
@@ -91,17 +90,17 @@ static CUresult mem_free_async(CUdeviceptr dptr, CUstream stream, int per_thread
     CUresult res = sim_cu_ready();
     if (res || (res = sim_cu_stream_context(stream))) return res;
     return sim_cu_result(
-        fs_pool_free_async((void *)(uintptr_t)dptr, (cudaStream_t)stream, per_thread));
+        sim_mempool_free_async((void *)(uintptr_t)dptr, (cudaStream_t)stream, per_thread));
 }
 
 /* Rows of widthInBytes at a pitch the device chooses: a multiple of the
- * 512-byte texture alignment the sim reports (../vram.c's granule), which
+ * 512-byte texture alignment the sim reports (../core/vram.c's granule), which
  * every element size divides. The element size must be 4, 8 or 16, as
  * documented. */
-FS_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
-                                   unsigned int element_size)
+SIM_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
+                                    unsigned int element_size)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     if (!dptr || !pitch || !width || !height ||
@@ -114,22 +113,22 @@ FS_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t widt
     return CUDA_SUCCESS;
 }
 
-/* cudaMallocManaged on the current context's device (../managed.c). */
-FS_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned int flags)
+/* cudaMallocManaged on the current context's device (../cudart/managed.c). */
+SIM_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned int flags)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     return SIM_RT(sim_rt_cudaMallocManaged((void **)dptr, size, flags));
 }
 
 /* The enclosing allocation (or VMM mapping) of dptr. */
-FS_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr dptr)
+SIM_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr dptr)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
-    struct fs_range r;
-    if (!fs_registry_find((uintptr_t)dptr, &r) || !fs_range_is_device(&r) || !r.live)
+    struct sim_range r;
+    if (!sim_registry_find((uintptr_t)dptr, &r) || !sim_range_is_device(&r) || !r.live)
         return CUDA_ERROR_NOT_FOUND;
     if (base) *base = (CUdeviceptr)r.base;
     if (size) *size = r.size;
@@ -139,9 +138,9 @@ FS_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdevic
 /* One attribute of a known range r (known: 0 for memory the sim does not
  * know, which only cuPointerGetAttributes answers for). */
 static CUresult pointer_attribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr, int known,
-                                  const struct fs_range *r)
+                                  const struct sim_range *r)
 {
-    int device = known && fs_range_is_device(r);
+    int device = known && sim_range_is_device(r);
     switch (attr) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
         *(CUcontext *)data = device ? sim_primary_ctx(r->device) : NULL;
@@ -158,7 +157,7 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attr, CUdevice
         *(void **)data = known ? (void *)(uintptr_t)ptr : NULL;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-        *(unsigned *)data = known && r->kind == FS_RANGE_MANAGED;
+        *(unsigned *)data = known && r->kind == SIM_RANGE_MANAGED;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         *(int *)data = known ? r->device : -2; /* -2: CU_DEVICE_INVALID */
@@ -173,14 +172,15 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attr, CUdevice
         *(int *)data = known;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-        *(int *)data = known && r->kind == FS_RANGE_MALLOC;
+        *(int *)data = known && r->kind == SIM_RANGE_MALLOC;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
-        *(int *)data = known && (r->flags & FS_RANGE_SYNC_MEMOPS);
+        *(int *)data = known && (r->flags & SIM_RANGE_SYNC_MEMOPS);
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-        /* A pool block's pool (../mempool.c hands out its pools' addresses). */
-        *(CUmemoryPool *)data = known && r->kind == FS_RANGE_POOL ? (CUmemoryPool)r->pool : NULL;
+        /* A pool block's pool (../core/mempool.c hands out its pools' addresses). */
+        *(CUmemoryPool *)data =
+            known && r->kind == SIM_RANGE_MEMPOOL ? (CUmemoryPool)r->mempool : NULL;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
         *(void **)data = device ? (void *)r->base : NULL;
@@ -194,40 +194,40 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attr, CUdevice
 }
 
 /* Memory the sim does not know is CUDA_ERROR_INVALID_VALUE, as documented. */
-FS_API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+SIM_API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
-    struct fs_range r;
-    if (!data || !ptr || !fs_registry_find((uintptr_t)ptr, &r)) return CUDA_ERROR_INVALID_VALUE;
+    struct sim_range r;
+    if (!data || !ptr || !sim_registry_find((uintptr_t)ptr, &r)) return CUDA_ERROR_INVALID_VALUE;
     return pointer_attribute(data, attribute, ptr, 1, &r);
 }
 
 /* Only CU_POINTER_ATTRIBUTE_SYNC_MEMOPS can be set, as documented, on
- * memory the sim knows; copies and sets then honour it (../copy.c). */
-FS_API CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attribute,
-                                      CUdeviceptr ptr)
+ * memory the sim knows; copies and sets then honour it (../core/copy_engine.c). */
+SIM_API CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attribute,
+                                       CUdeviceptr ptr)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
     if (!value || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) return CUDA_ERROR_INVALID_VALUE;
     int on = *(const int *)value != 0;
-    if (!ptr || !fs_registry_set_flags((uintptr_t)ptr, on ? FS_RANGE_SYNC_MEMOPS : 0,
-                                       on ? 0 : FS_RANGE_SYNC_MEMOPS))
+    if (!ptr || !sim_registry_set_flags((uintptr_t)ptr, on ? SIM_RANGE_SYNC_MEMOPS : 0,
+                                        on ? 0 : SIM_RANGE_SYNC_MEMOPS))
         return CUDA_ERROR_INVALID_VALUE;
     return CUDA_SUCCESS;
 }
 
 /* Unlike cuPointerGetAttribute, unknown memory is not an error: each
  * attribute gets its "not CUDA memory" value. */
-FS_API CUresult cuPointerGetAttributes(unsigned int count, CUpointer_attribute *attributes,
-                                       void **data, CUdeviceptr ptr)
+SIM_API CUresult cuPointerGetAttributes(unsigned int count, CUpointer_attribute *attributes,
+                                        void **data, CUdeviceptr ptr)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
     if (!attributes || !data) return CUDA_ERROR_INVALID_VALUE;
-    struct fs_range r;
-    int known = ptr && fs_registry_find((uintptr_t)ptr, &r);
+    struct sim_range r;
+    int known = ptr && sim_registry_find((uintptr_t)ptr, &r);
     for (unsigned i = 0; i < count; i++) {
         if (!data[i]) return CUDA_ERROR_INVALID_VALUE;
         if ((res = pointer_attribute(data[i], attributes[i], ptr, known, &r))) return res;
@@ -235,44 +235,44 @@ FS_API CUresult cuPointerGetAttributes(unsigned int count, CUpointer_attribute *
     return CUDA_SUCCESS;
 }
 
-/* ---- the entry points as CUPTI sees them (../api_callback.h) ---- */
+/* ---- the entry points as CUPTI sees them (sim.h, ../core/api_callback.c) ---- */
 
-FS_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
+SIM_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 {
     cuMemAlloc_v2_params p = {dptr, size};
     CUresult ret;
-    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", &p, ret,
-                    cuMemAlloc_v2_impl(dptr, size));
+    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", &p, ret,
+                 cuMemAlloc_v2_impl(dptr, size));
     return ret;
 }
 
-FS_API CUresult cuMemFree_v2(CUdeviceptr dptr)
+SIM_API CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     cuMemFree_v2_params p = {dptr};
     CUresult ret;
-    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", &p, ret,
-                    cuMemFree_v2_impl(dptr));
+    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", &p, ret,
+                 cuMemFree_v2_impl(dptr));
     return ret;
 }
 
 /* The stream-ordered calls and their _ptsz variants, whose params structs
- * have one layout (as ../mempool.c does for the runtime's). */
+ * have one layout (as ../core/mempool.c does for the runtime's). */
 static CUresult mem_alloc_async_call(CUdeviceptr *dptr, size_t size, CUstream stream,
                                      int per_thread, unsigned cbid, const char *name)
 {
     cuMemAllocAsync_params p = {dptr, size, stream};
     CUresult ret;
-    FS_SIM_API_CALL(1, cbid, name, &p, ret, mem_alloc_async(dptr, size, stream, per_thread));
+    SIM_API_CALL(1, cbid, name, &p, ret, mem_alloc_async(dptr, size, stream, per_thread));
     return ret;
 }
 
-FS_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream stream)
+SIM_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream stream)
 {
     return mem_alloc_async_call(dptr, size, stream, 0, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
                                 "cuMemAllocAsync");
 }
 
-FS_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream)
+SIM_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream)
 {
     return mem_alloc_async_call(dptr, size, stream, 1, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
                                 "cuMemAllocAsync_ptsz");
@@ -283,39 +283,39 @@ static CUresult mem_free_async_call(CUdeviceptr dptr, CUstream stream, int per_t
 {
     cuMemFreeAsync_params p = {dptr, stream};
     CUresult ret;
-    FS_SIM_API_CALL(1, cbid, name, &p, ret, mem_free_async(dptr, stream, per_thread));
+    SIM_API_CALL(1, cbid, name, &p, ret, mem_free_async(dptr, stream, per_thread));
     return ret;
 }
 
-FS_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
+SIM_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
 {
     return mem_free_async_call(dptr, stream, 0, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
                                "cuMemFreeAsync");
 }
 
-FS_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
+SIM_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
 {
     return mem_free_async_call(dptr, stream, 1, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
                                "cuMemFreeAsync_ptsz");
 }
 
 /* ---- page-locked host memory, which copies use asynchronously
- * (../hostmem.c) ---- */
+ * (../core/hostmem.c) ---- */
 
-FS_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+SIM_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
     CUresult res = sim_cu_ready();
     return res ? res : sim_cu_result(sim_drv_host_alloc(pp, bytesize, 0));
 }
 
 /* The driver's CU_MEMHOSTALLOC_* flags are the runtime's cudaHostAlloc*. */
-FS_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
+SIM_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
 {
     CUresult res = sim_cu_ready();
     return res ? res : sim_cu_result(sim_drv_host_alloc(pp, bytesize, flags));
 }
 
-FS_API CUresult cuMemFreeHost(void *p)
+SIM_API CUresult cuMemFreeHost(void *p)
 {
     CUresult res = sim_cu_ready();
     return res ? res : sim_cu_result(sim_drv_host_free(p));
@@ -323,34 +323,34 @@ FS_API CUresult cuMemFreeHost(void *p)
 
 /* The flags given to cuMemHostAlloc (cuMemAllocHost's are 0) or to
  * cuMemHostRegister, for any address in the memory. */
-FS_API CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
+SIM_API CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
-    struct fs_range r;
-    if (!flags || !p || !fs_registry_find((uintptr_t)p, &r) ||
-        (r.kind != FS_RANGE_PINNED && r.kind != FS_RANGE_REGISTERED))
+    struct sim_range r;
+    if (!flags || !p || !sim_registry_find((uintptr_t)p, &r) ||
+        (r.kind != SIM_RANGE_PINNED && r.kind != SIM_RANGE_REGISTERED))
         return CUDA_ERROR_INVALID_VALUE;
-    *flags = r.flags & ~FS_RANGE_SYNC_MEMOPS;
+    *flags = r.flags & ~SIM_RANGE_SYNC_MEMOPS;
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int flags)
+SIM_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int flags)
 {
     CUresult res = sim_cu_ready();
     return res ? res : SIM_RT(sim_rt_cudaHostGetDevicePointer((void **)pdptr, p, flags));
 }
 
-FS_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags)
+SIM_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     return res ? res : SIM_RT(sim_rt_cudaHostRegister(p, bytesize, flags));
 }
 /* The CUDA 4.0 ABI, whose signature did not change. */
 SIM_CU_ALIAS(cuMemHostRegister, cuMemHostRegister_v2);
 
-FS_API CUresult cuMemHostUnregister(void *p)
+SIM_API CUresult cuMemHostUnregister(void *p)
 {
     CUresult res = sim_cu_ready();
     return res ? res : SIM_RT(sim_rt_cudaHostUnregister(p));

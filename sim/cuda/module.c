@@ -3,7 +3,7 @@
  * cuModule*, and cuLibrary* with cuKernelGetFunction.
  *
  * The sim runs no device code, but it reads what an image declares
- * (../library.c: the kernels and variables of a cubin, of PTX text, or of
+ * (../core/image.c: the kernels and variables of a cubin, of PTX text, or of
  * the first uncompressed one in a fat binary), which is all a module needs
  * to be: functions to launch, ordered on their stream and computing nothing
  * (launch.c), and globals with device memory of their own, starting from a
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
+#include "driver_internal.h"
 
 #define LIB(m) ((cudaLibrary_t)(m))
 
@@ -53,7 +53,7 @@ static CUresult jit_options(unsigned n, CUjit_option *options, void **values)
 /* Loads an image in the current context. */
 static CUresult load_data(CUmodule *module, const void *image)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
@@ -61,26 +61,26 @@ static CUresult load_data(CUmodule *module, const void *image)
         sim_rt_cudaLibraryLoadData((cudaLibrary_t *)module, image, NULL, NULL, 0, NULL, NULL, 0));
 }
 
-FS_API CUresult cuModuleLoadData(CUmodule *module, const void *image)
+SIM_API CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
     return load_data(module, image);
 }
 
-FS_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
-                                   CUjit_option *options, void **values)
+SIM_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
+                                    CUjit_option *options, void **values)
 {
     CUresult res = jit_options(n, options, values);
     return res ? res : load_data(module, image);
 }
 
-FS_API CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatbin)
+SIM_API CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatbin)
 {
     return load_data(module, fatbin);
 }
 
-FS_API CUresult cuModuleLoad(CUmodule *module, const char *path)
+SIM_API CUresult cuModuleLoad(CUmodule *module, const char *path)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     if (!module || !path) return CUDA_ERROR_INVALID_VALUE;
@@ -90,26 +90,26 @@ FS_API CUresult cuModuleLoad(CUmodule *module, const char *path)
 
 /* Waits for the devices the module was loaded on (its globals may still be
  * in use there), as the runtime's unload does. */
-FS_API CUresult cuModuleUnload(CUmodule module)
+SIM_API CUresult cuModuleUnload(CUmodule module)
 {
     CUresult res = sim_cu_ready();
     return res ? res : SIM_RT(sim_rt_cudaLibraryUnload(LIB(module)));
 }
 
-FS_API CUresult cuModuleGetFunction(CUfunction *func, CUmodule module, const char *name)
+SIM_API CUresult cuModuleGetFunction(CUfunction *func, CUmodule module, const char *name)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
     return SIM_RT(sim_rt_cudaLibraryGetKernel((cudaKernel_t *)func, LIB(module), name));
 }
 
-FS_API CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule module)
+SIM_API CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule module)
 {
     CUresult res = sim_cu_ready();
     return res ? res : SIM_RT(sim_rt_cudaLibraryGetKernelCount(count, LIB(module)));
 }
 
-FS_API CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int n, CUmodule module)
+SIM_API CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int n, CUmodule module)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -118,10 +118,10 @@ FS_API CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int n
 
 /* A global's address in the current context (its module's storage on that
  * device, made on first use). */
-FS_API CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule module,
-                                     const char *name)
+SIM_API CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule module,
+                                      const char *name)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     return SIM_RT(sim_rt_cudaLibraryGetGlobal((void **)dptr, bytes, LIB(module), name));
@@ -129,7 +129,7 @@ FS_API CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule 
 
 /* Lazy unless CUDA_MODULE_LOADING=EAGER, the default since CUDA 12.2; the
  * sim loads a module's globals on first use either way. */
-FS_API CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+SIM_API CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -150,9 +150,9 @@ static CUresult library_options(unsigned njit, CUjit_option *jit, void **jit_val
     return jit_options(njit, jit, jit_values);
 }
 
-FS_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jit,
-                                  void **jit_values, unsigned int njit, CUlibraryOption *lib,
-                                  void **lib_values, unsigned int nlib)
+SIM_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jit,
+                                   void **jit_values, unsigned int njit, CUlibraryOption *lib,
+                                   void **lib_values, unsigned int nlib)
 {
     CUresult res = library_options(njit, jit, jit_values, nlib, lib, lib_values);
     if (res) return res;
@@ -160,9 +160,9 @@ FS_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_op
         sim_rt_cudaLibraryLoadData((cudaLibrary_t *)library, code, NULL, NULL, 0, NULL, NULL, 0));
 }
 
-FS_API CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *path, CUjit_option *jit,
-                                      void **jit_values, unsigned int njit, CUlibraryOption *lib,
-                                      void **lib_values, unsigned int nlib)
+SIM_API CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *path, CUjit_option *jit,
+                                       void **jit_values, unsigned int njit, CUlibraryOption *lib,
+                                       void **lib_values, unsigned int nlib)
 {
     CUresult res = library_options(njit, jit, jit_values, nlib, lib, lib_values);
     if (res) return res;
@@ -170,60 +170,60 @@ FS_API CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *path, CUji
                                                  NULL, NULL, 0));
 }
 
-FS_API CUresult cuLibraryUnload(CUlibrary library)
+SIM_API CUresult cuLibraryUnload(CUlibrary library)
 {
     CUresult res = sim_cu_ready();
     return res ? res : SIM_RT(sim_rt_cudaLibraryUnload(LIB(library)));
 }
 
-FS_API CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *name)
+SIM_API CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *name)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
     return SIM_RT(sim_rt_cudaLibraryGetKernel((cudaKernel_t *)kernel, LIB(library), name));
 }
 
-FS_API CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary library)
+SIM_API CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary library)
 {
     CUresult res = sim_cu_ready();
     return res ? res : SIM_RT(sim_rt_cudaLibraryGetKernelCount(count, LIB(library)));
 }
 
-FS_API CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int n, CUlibrary library)
+SIM_API CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int n, CUlibrary library)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
     return SIM_RT(sim_rt_cudaLibraryEnumerateKernels((cudaKernel_t *)kernels, n, LIB(library)));
 }
 
-FS_API CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
-                                   const char *name)
+SIM_API CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                                    const char *name)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     return SIM_RT(sim_rt_cudaLibraryGetGlobal((void **)dptr, bytes, LIB(library), name));
 }
 
-FS_API CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
-                                    const char *name)
+SIM_API CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                                     const char *name)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     return SIM_RT(sim_rt_cudaLibraryGetManaged((void **)dptr, bytes, LIB(library), name));
 }
 
-FS_API CUresult cuLibraryGetUnifiedFunction(void **fptr, CUlibrary library, const char *symbol)
+SIM_API CUresult cuLibraryGetUnifiedFunction(void **fptr, CUlibrary library, const char *symbol)
 {
     CUresult res = sim_cu_ready();
     return res ? res : SIM_RT(sim_rt_cudaLibraryGetUnifiedFunction(fptr, LIB(library), symbol));
 }
 
 /* A kernel's function in the current context: the same handle here. */
-FS_API CUresult cuKernelGetFunction(CUfunction *func, CUkernel kernel)
+SIM_API CUresult cuKernelGetFunction(CUfunction *func, CUkernel kernel)
 {
-    struct fs_device *dev;
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
     if (res) return res;
     if (!func) return CUDA_ERROR_INVALID_VALUE;

@@ -3,7 +3,7 @@
  * location (cuMem*MemPool, CUDA 13).
  *
  * A CUmemoryPool is the runtime's cudaMemPool_t and every call is the
- * runtime call's own work (../mempool.c, through SIM_RT), so both APIs see
+ * runtime call's own work (../core/mempool.c, through SIM_RT), so both APIs see
  * one set of pools: the driver's types, enums and attribute values are the
  * runtime's, as the static assertions below check. The sim keeps a default
  * and a current pool for each device's pinned memory only: asking for the
@@ -11,7 +11,7 @@
  * CUDA_ERROR_NOT_SUPPORTED, one of the codes cuda.h lists. Pool IPC
  * (cuMemPoolExport*, cuMemPoolImport*) is not offered: the runtime's pools
  * have no shareable backing. */
-#include "driver.h"
+#include "driver_internal.h"
 
 _Static_assert(sizeof(CUmemPoolProps) == sizeof(struct cudaMemPoolProps), "pool props");
 _Static_assert(sizeof(CUmemAccessDesc) == sizeof(struct cudaMemAccessDesc), "access desc");
@@ -23,7 +23,7 @@ _Static_assert((int)CU_MEM_ACCESS_FLAGS_PROT_READWRITE == (int)cudaMemAccessFlag
 
 #define POOL(p) ((cudaMemPool_t)(p))
 
-FS_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+SIM_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -31,13 +31,13 @@ FS_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
         sim_rt_cudaMemPoolCreate((cudaMemPool_t *)pool, (const struct cudaMemPoolProps *)props));
 }
 
-FS_API CUresult cuMemPoolDestroy(CUmemoryPool pool)
+SIM_API CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
     CUresult res = sim_cu_ready();
     return res ? res : SIM_RT(sim_rt_cudaMemPoolDestroy(POOL(pool)));
 }
 
-FS_API CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
+SIM_API CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -45,8 +45,8 @@ FS_API CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map
         sim_rt_cudaMemPoolSetAccess(POOL(pool), (const struct cudaMemAccessDesc *)map, count));
 }
 
-FS_API CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool pool,
-                                   CUmemLocation *location)
+SIM_API CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool pool,
+                                    CUmemLocation *location)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -54,20 +54,20 @@ FS_API CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool pool,
                                               (struct cudaMemLocation *)location));
 }
 
-FS_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
+SIM_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
 {
     CUresult res = sim_cu_ready();
     return res ? res : SIM_RT(sim_rt_cudaMemPoolTrimTo(POOL(pool), keep));
 }
 
-FS_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+SIM_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
     return SIM_RT(sim_rt_cudaMemPoolSetAttribute(POOL(pool), (enum cudaMemPoolAttr)attr, value));
 }
 
-FS_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+SIM_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -83,38 +83,39 @@ static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t size, CUmemoryPool poo
     if (res || (res = sim_cu_stream_context(s))) return res;
     if (!dptr) return CUDA_ERROR_INVALID_VALUE;
     void *p;
-    res = sim_cu_result(fs_pool_malloc_from_pool_async(&p, size, POOL(pool), (cudaStream_t)s, pt));
+    res = sim_cu_result(
+        sim_mempool_malloc_from_pool_async(&p, size, POOL(pool), (cudaStream_t)s, pt));
     if (res == CUDA_SUCCESS) *dptr = (CUdeviceptr)(uintptr_t)p;
     return res;
 }
 
-FS_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
-                                        CUstream s)
+SIM_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
+                                         CUstream s)
 {
     return alloc_from_pool(dptr, size, pool, s, 0);
 }
 
-FS_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
-                                             CUstream s)
+SIM_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
+                                              CUstream s)
 {
     return alloc_from_pool(dptr, size, pool, s, 1);
 }
 
 /* ---- a device's pools ---- */
 
-FS_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
+SIM_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
 {
     CUresult res = sim_cu_ready();
     return res ? res : SIM_RT(sim_rt_cudaDeviceGetDefaultMemPool((cudaMemPool_t *)pool, dev));
 }
 
-FS_API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+SIM_API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
     CUresult res = sim_cu_ready();
     return res ? res : SIM_RT(sim_rt_cudaDeviceGetMemPool((cudaMemPool_t *)pool, dev));
 }
 
-FS_API CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+SIM_API CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
     CUresult res = sim_cu_ready();
     return res ? res : SIM_RT(sim_rt_cudaDeviceSetMemPool(dev, POOL(pool)));
@@ -133,7 +134,7 @@ static CUresult location_device(const CUmemLocation *loc, CUmemAllocationType ty
         return CUDA_ERROR_INVALID_VALUE;
     switch (loc->type) {
     case CU_MEM_LOCATION_TYPE_DEVICE:
-        if (!fs_dev(loc->id)) return CUDA_ERROR_INVALID_DEVICE;
+        if (!sim_dev(loc->id)) return CUDA_ERROR_INVALID_DEVICE;
         *device = loc->id;
         return type == CU_MEM_ALLOCATION_TYPE_PINNED ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
     case CU_MEM_LOCATION_TYPE_HOST:
@@ -147,24 +148,24 @@ static CUresult location_device(const CUmemLocation *loc, CUmemAllocationType ty
     }
 }
 
-FS_API CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, CUmemLocation *location,
-                                       CUmemAllocationType type)
+SIM_API CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, CUmemLocation *location,
+                                        CUmemAllocationType type)
 {
     int device;
     CUresult res = location_device(location, type, &device);
     return res ? res : cuDeviceGetDefaultMemPool(pool, device);
 }
 
-FS_API CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location,
-                                CUmemAllocationType type)
+SIM_API CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location,
+                                 CUmemAllocationType type)
 {
     int device;
     CUresult res = location_device(location, type, &device);
     return res ? res : cuDeviceGetMemPool(pool, device);
 }
 
-FS_API CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type,
-                                CUmemoryPool pool)
+SIM_API CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type,
+                                 CUmemoryPool pool)
 {
     int device;
     CUresult res = location_device(location, type, &device);

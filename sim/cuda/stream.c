@@ -4,12 +4,12 @@
  * cudaGraph_t, as on a GPU).
  *
  * Each call is the runtime call's implementation reached through a seam of
- * libcudart.so.13 or its sim_rt_ name (driver.h), with the driver's codes
+ * libcudart.so.13 or its sim_rt_ name (driver_internal.h), with the driver's codes
  * and without the runtime's last error. A call on the legacy or per-thread
  * stream works in the current context, which the thread must have; an
  * explicit stream or event names its own device. The _ptsz variants take
  * stream 0 as the per-thread stream. */
-#include "driver.h"
+#include "driver_internal.h"
 
 /* Initialised, and, for the default streams, a current context. */
 static CUresult ready_on(CUstream s)
@@ -20,9 +20,9 @@ static CUresult ready_on(CUstream s)
 
 /* ---- streams ---- */
 
-FS_API CUresult cuStreamCreate(CUstream *out, unsigned int flags)
+SIM_API CUresult cuStreamCreate(CUstream *out, unsigned int flags)
 {
-    struct fs_device *dev; /* the call's context, which must exist */
+    struct sim_device *dev; /* the call's context, which must exist */
     CUresult res = sim_cu_ready_in_context(&dev);
     cudaStream_t s;
 
@@ -34,9 +34,9 @@ FS_API CUresult cuStreamCreate(CUstream *out, unsigned int flags)
 }
 
 /* The priority is clamped to the device's range, as the runtime's is. */
-FS_API CUresult cuStreamCreateWithPriority(CUstream *out, unsigned int flags, int priority)
+SIM_API CUresult cuStreamCreateWithPriority(CUstream *out, unsigned int flags, int priority)
 {
-    struct fs_device *dev; /* the call's context, which must exist */
+    struct sim_device *dev; /* the call's context, which must exist */
     CUresult res = sim_cu_ready_in_context(&dev);
     cudaStream_t s;
 
@@ -47,7 +47,7 @@ FS_API CUresult cuStreamCreateWithPriority(CUstream *out, unsigned int flags, in
     return res;
 }
 
-FS_API CUresult cuStreamDestroy_v2(CUstream s)
+SIM_API CUresult cuStreamDestroy_v2(CUstream s)
 {
     CUresult res = sim_cu_ready();
     return res ? res : sim_cu_result(sim_drv_stream_destroy((cudaStream_t)s));
@@ -59,12 +59,12 @@ static CUresult stream_synchronize(CUstream s, int pt)
     return res ? res : sim_cu_result(sim_drv_stream_synchronize((cudaStream_t)s, pt));
 }
 
-FS_API CUresult cuStreamSynchronize(CUstream s)
+SIM_API CUresult cuStreamSynchronize(CUstream s)
 {
     return stream_synchronize(s, 0);
 }
 
-FS_API CUresult cuStreamSynchronize_ptsz(CUstream s)
+SIM_API CUresult cuStreamSynchronize_ptsz(CUstream s)
 {
     return stream_synchronize(s, 1);
 }
@@ -75,12 +75,12 @@ static CUresult stream_get_flags(CUstream s, unsigned int *flags, int pt)
     return res ? res : sim_cu_result(sim_drv_stream_get_flags((cudaStream_t)s, flags, pt));
 }
 
-FS_API CUresult cuStreamGetFlags(CUstream s, unsigned int *flags)
+SIM_API CUresult cuStreamGetFlags(CUstream s, unsigned int *flags)
 {
     return stream_get_flags(s, flags, 0);
 }
 
-FS_API CUresult cuStreamGetFlags_ptsz(CUstream s, unsigned int *flags)
+SIM_API CUresult cuStreamGetFlags_ptsz(CUstream s, unsigned int *flags)
 {
     return stream_get_flags(s, flags, 1);
 }
@@ -88,12 +88,12 @@ FS_API CUresult cuStreamGetFlags_ptsz(CUstream s, unsigned int *flags)
 /* An entry point and its _ptsz variant, each the runtime call's work for
  * the stream as the calling thread names it. */
 #define STREAM_PAIR(name, params, args, rt_call)                                                   \
-    FS_API CUresult name params                                                                    \
+    SIM_API CUresult name params                                                                   \
     {                                                                                              \
         CUresult res = ready_on(s);                                                                \
         return res ? res : SIM_RT(sim_rt_##rt_call args);                                          \
     }                                                                                              \
-    FS_API CUresult name##_ptsz params                                                             \
+    SIM_API CUresult name##_ptsz params                                                            \
     {                                                                                              \
         CUresult res = ready_on(s);                                                                \
         return res ? res : SIM_RT(sim_rt_##rt_call##_ptsz args);                                   \
@@ -110,7 +110,7 @@ STREAM_PAIR(cuStreamAddCallback, (CUstream s, CUstreamCallback fn, void *user, u
             ((cudaStream_t)s, (cudaStreamCallback_t)(void (*)(void))fn, user, flags),
             cudaStreamAddCallback)
 
-/* ---- stream capture (../capture.c) ---- */
+/* ---- stream capture (../core/capture.c) ---- */
 
 _Static_assert(sizeof(CUgraphEdgeData) == sizeof(cudaGraphEdgeData), "edge data");
 _Static_assert((int)CU_STREAM_CAPTURE_MODE_RELAXED == (int)cudaStreamCaptureModeRelaxed, "mode");
@@ -152,13 +152,13 @@ STREAM_PAIR(sim_update_capture_deps_v1,
             cudaStreamUpdateCaptureDependencies)
 
 /* No stream of the sim belongs to a green context (it makes none). */
-FS_API CUresult cuStreamGetGreenCtx(CUstream s, CUgreenCtx *green)
+SIM_API CUresult cuStreamGetGreenCtx(CUstream s, CUgreenCtx *green)
 {
     CUresult res = ready_on(s);
     if (res) return res;
     if (!green) return CUDA_ERROR_INVALID_VALUE;
     if (s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && s &&
-        fs_sim_stream_device((cudaStream_t)s) < 0)
+        sim_stream_device((cudaStream_t)s) < 0)
         return CUDA_ERROR_INVALID_HANDLE;
     *green = NULL;
     return CUDA_SUCCESS;
@@ -170,12 +170,12 @@ static CUresult stream_get_device(CUstream s, CUdevice *device, int pt)
     return res ? res : sim_cu_result(sim_drv_stream_get_device((cudaStream_t)s, device, pt));
 }
 
-FS_API CUresult cuStreamGetDevice(CUstream s, CUdevice *device)
+SIM_API CUresult cuStreamGetDevice(CUstream s, CUdevice *device)
 {
     return stream_get_device(s, device, 0);
 }
 
-FS_API CUresult cuStreamGetDevice_ptsz(CUstream s, CUdevice *device)
+SIM_API CUresult cuStreamGetDevice_ptsz(CUstream s, CUdevice *device)
 {
     return stream_get_device(s, device, 1);
 }
@@ -188,12 +188,12 @@ static CUresult stream_is_capturing(CUstream s, CUstreamCaptureStatus *status, i
         sim_drv_stream_is_capturing((cudaStream_t)s, pt, (enum cudaStreamCaptureStatus *)status));
 }
 
-FS_API CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status)
+SIM_API CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status)
 {
     return stream_is_capturing(s, status, 0);
 }
 
-FS_API CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *status)
+SIM_API CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *status)
 {
     return stream_is_capturing(s, status, 1);
 }
@@ -205,12 +205,12 @@ static CUresult stream_wait_event(CUstream s, CUevent ev, unsigned int flags, in
     return sim_cu_result(sim_drv_stream_wait_event((cudaStream_t)s, (cudaEvent_t)ev, flags, pt));
 }
 
-FS_API CUresult cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int flags)
+SIM_API CUresult cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int flags)
 {
     return stream_wait_event(s, ev, flags, 0);
 }
 
-FS_API CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent ev, unsigned int flags)
+SIM_API CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent ev, unsigned int flags)
 {
     return stream_wait_event(s, ev, flags, 1);
 }
@@ -222,21 +222,21 @@ static CUresult launch_host_func(CUstream s, CUhostFn fn, void *user, int pt)
     return sim_cu_result(sim_drv_launch_host_func((cudaStream_t)s, fn, user, pt));
 }
 
-FS_API CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *user)
+SIM_API CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *user)
 {
     return launch_host_func(s, fn, user, 0);
 }
 
-FS_API CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *user)
+SIM_API CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *user)
 {
     return launch_host_func(s, fn, user, 1);
 }
 
 /* ---- events ---- */
 
-FS_API CUresult cuEventCreate(CUevent *out, unsigned int flags)
+SIM_API CUresult cuEventCreate(CUevent *out, unsigned int flags)
 {
-    struct fs_device *dev; /* the call's context, which must exist */
+    struct sim_device *dev; /* the call's context, which must exist */
     CUresult res = sim_cu_ready_in_context(&dev);
     cudaEvent_t ev;
 
@@ -255,39 +255,39 @@ static CUresult event_record(CUevent ev, CUstream s, unsigned flags, int pt)
     return sim_cu_result(sim_drv_event_record((cudaEvent_t)ev, (cudaStream_t)s, flags, pt));
 }
 
-FS_API CUresult cuEventRecord(CUevent ev, CUstream s)
+SIM_API CUresult cuEventRecord(CUevent ev, CUstream s)
 {
     return event_record(ev, s, 0, 0);
 }
 
-FS_API CUresult cuEventRecord_ptsz(CUevent ev, CUstream s)
+SIM_API CUresult cuEventRecord_ptsz(CUevent ev, CUstream s)
 {
     return event_record(ev, s, 0, 1);
 }
 
-FS_API CUresult cuEventRecordWithFlags(CUevent ev, CUstream s, unsigned int flags)
+SIM_API CUresult cuEventRecordWithFlags(CUevent ev, CUstream s, unsigned int flags)
 {
     return event_record(ev, s, flags, 0);
 }
 
-FS_API CUresult cuEventRecordWithFlags_ptsz(CUevent ev, CUstream s, unsigned int flags)
+SIM_API CUresult cuEventRecordWithFlags_ptsz(CUevent ev, CUstream s, unsigned int flags)
 {
     return event_record(ev, s, flags, 1);
 }
 
-FS_API CUresult cuEventQuery(CUevent ev)
+SIM_API CUresult cuEventQuery(CUevent ev)
 {
     CUresult res = sim_cu_ready();
     return res ? res : sim_cu_result(sim_drv_event_query((cudaEvent_t)ev));
 }
 
-FS_API CUresult cuEventSynchronize(CUevent ev)
+SIM_API CUresult cuEventSynchronize(CUevent ev)
 {
     CUresult res = sim_cu_ready();
     return res ? res : sim_cu_result(sim_drv_event_synchronize((cudaEvent_t)ev));
 }
 
-FS_API CUresult cuEventDestroy_v2(CUevent ev)
+SIM_API CUresult cuEventDestroy_v2(CUevent ev)
 {
     CUresult res = sim_cu_ready();
     return res ? res : sim_cu_result(sim_drv_event_destroy((cudaEvent_t)ev));
@@ -295,7 +295,7 @@ FS_API CUresult cuEventDestroy_v2(CUevent ev)
 
 /* CUDA 12.8's ABI changed what may be timed, not the signature; both are
  * cudaEventElapsedTime's answer. */
-FS_API CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
+SIM_API CUresult cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;

@@ -36,8 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../api_callback.h"
-#include "driver.h"
+#include "driver_internal.h"
 
 #include <cupti.h> /* the callback ids and params structs */
 
@@ -68,31 +67,31 @@ struct vmm_span {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct vmm_span *reservations, *mappings;
-static struct fs_handle_set *allocs;
+static struct sim_handle_set *allocs;
 
 static void fork_prepare(void)
 {
     pthread_mutex_lock(&mu);
-    fs_handles_lock(allocs);
+    sim_handles_lock(allocs);
 }
 
 static void fork_after(void)
 {
-    fs_handles_unlock(allocs);
+    sim_handles_unlock(allocs);
     pthread_mutex_unlock(&mu);
 }
 
-/* The fork handler is registered after the device model's (fs_init
+/* The fork handler is registered after the device model's (sim_init
  * registers that), so it runs first and this lock is taken before the
- * model's, the order the VMM calls take them in (../fork.c). */
+ * model's, the order the VMM calls take them in (../core/fork.c). */
 static void allocs_init(void)
 {
-    fs_init();
-    allocs = fs_handles_new();
+    sim_init();
+    allocs = sim_handles_new();
     pthread_atfork(fork_prepare, fork_after, fork_after);
 }
 
-static struct fs_handle_set *alloc_handles(void)
+static struct sim_handle_set *alloc_handles(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, allocs_init);
@@ -101,16 +100,16 @@ static struct fs_handle_set *alloc_handles(void)
 
 static struct vmm_alloc *alloc_of(CUmemGenericAllocationHandle h)
 {
-    return fs_handles_get(alloc_handles(), (void *)(uintptr_t)h);
+    return sim_handles_get(alloc_handles(), (void *)(uintptr_t)h);
 }
 
 static int device_location(const CUmemLocation *loc)
 {
-    return loc->type == CU_MEM_LOCATION_TYPE_DEVICE && fs_dev(loc->id) != NULL;
+    return loc->type == CU_MEM_LOCATION_TYPE_DEVICE && sim_dev(loc->id) != NULL;
 }
 
-FS_API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
-                                              CUmemAllocationGranularity_flags option)
+SIM_API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                               CUmemAllocationGranularity_flags option)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -140,9 +139,9 @@ static CUresult add_alloc(int fd, size_t size, int device, int charged,
 {
     struct vmm_alloc *a = calloc(1, sizeof *a);
     if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
-    void *key = fs_handles_new_key();
+    void *key = sim_handles_new_key();
     *a = (struct vmm_alloc){fd, size, device, charged, 1, 0, *prop, (uintptr_t)key};
-    fs_handles_add(alloc_handles(), key, a);
+    sim_handles_add(alloc_handles(), key, a);
     *handle = a->handle;
     return CUDA_SUCCESS;
 }
@@ -156,9 +155,9 @@ static CUresult cuMemCreate_impl(CUmemGenericAllocationHandle *handle, size_t si
         prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || !device_location(&prop->location))
         return CUDA_ERROR_INVALID_VALUE;
     if ((res = check_handle_types(prop->requestedHandleTypes))) return res;
-    struct fs_device *dev = fs_dev(prop->location.id);
-    if (size > fs_cfg.capacity || fs_capacity_take(dev, size)) {
-        fs_capacity_refused(dev, size, cudaErrorMemoryAllocation);
+    struct sim_device *dev = sim_dev(prop->location.id);
+    if (size > sim_cfg.capacity || sim_capacity_take(dev, size)) {
+        sim_capacity_refused(dev, size, cudaErrorMemoryAllocation);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     /* The device is in the name, so that an importer knows it. */
@@ -168,7 +167,7 @@ static CUresult cuMemCreate_impl(CUmemGenericAllocationHandle *handle, size_t si
     if (fd < 0 || ftruncate(fd, (off_t)size) != 0 ||
         add_alloc(fd, size, dev->ordinal, 1, prop, handle)) {
         if (fd >= 0) close(fd);
-        fs_capacity_give(dev, size);
+        sim_capacity_give(dev, size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     sim_capacity_count(dev, 0);
@@ -181,8 +180,8 @@ static void maybe_destroy(struct vmm_alloc *a)
     if (a->refs || a->maps) return;
     close(a->fd);
     if (a->charged) {
-        fs_capacity_give(fs_dev(a->device), a->size);
-        sim_capacity_count(fs_dev(a->device), 1);
+        sim_capacity_give(sim_dev(a->device), a->size);
+        sim_capacity_count(sim_dev(a->device), 1);
     }
     free(a);
 }
@@ -198,7 +197,7 @@ static CUresult cuMemRelease_impl(CUmemGenericAllocationHandle h)
         return CUDA_ERROR_INVALID_VALUE;
     }
     if (--a->refs == 0) {
-        fs_handles_remove(alloc_handles(), (void *)(uintptr_t)h);
+        sim_handles_remove(alloc_handles(), (void *)(uintptr_t)h);
         maybe_destroy(a);
     }
     pthread_mutex_unlock(&mu);
@@ -301,8 +300,8 @@ static CUresult cuMemMap_impl(CUdeviceptr ptr, size_t size, size_t offset,
     *m = (struct vmm_span){mappings, base, size, a, {0}};
     mappings = m;
     a->maps++;
-    struct fs_range r = {base, size, FS_RANGE_VMM, a->device, 1, NULL, 0, 0};
-    fs_registry_add(&r);
+    struct sim_range r = {base, size, SIM_RANGE_VMM, a->device, 1, NULL, 0, 0};
+    sim_registry_add(&r);
     pthread_mutex_unlock(&mu);
     return CUDA_SUCCESS;
 }
@@ -329,7 +328,7 @@ static CUresult cuMemUnmap_impl(CUdeviceptr ptr, size_t size)
             continue;
         }
         *pp = m->next;
-        fs_registry_remove(m->base);
+        sim_registry_remove(m->base);
         mmap((void *)m->base, m->size, PROT_NONE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
         m->alloc->maps--;
@@ -340,8 +339,8 @@ static CUresult cuMemUnmap_impl(CUdeviceptr ptr, size_t size)
     return CUDA_SUCCESS;
 }
 
-FS_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
-                               size_t count)
+SIM_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+                                size_t count)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -366,7 +365,7 @@ FS_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDe
             uintptr_t hi = m->base + m->size < end ? m->base + m->size : end;
             covered += hi - lo;
         }
-    if (!fs_cfg.moves_data) prot = PROT_NONE; /* nothing may touch it in a dry run */
+    if (!sim_cfg.moves_data) prot = PROT_NONE; /* nothing may touch it in a dry run */
     if (covered != size)
         res = CUDA_ERROR_INVALID_VALUE; /* every byte must be mapped */
     else if (mprotect((void *)base, size, prot) != 0)
@@ -381,8 +380,8 @@ FS_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDe
 
 /* What cuMemSetAccess granted the device `location` names on the mapping
  * that holds ptr. */
-FS_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location,
-                               CUdeviceptr ptr)
+SIM_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location,
+                                CUdeviceptr ptr)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -401,7 +400,7 @@ FS_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *l
 }
 
 /* The allocation mapped at addr (anywhere inside a mapping). */
-FS_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+SIM_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -413,7 +412,7 @@ FS_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle
         if (p >= m->base && p < m->base + m->size) {
             /* a handle released while mapped is valid again, as on a GPU */
             if (m->alloc->refs++ == 0)
-                fs_handles_add(alloc_handles(), (void *)(uintptr_t)m->alloc->handle, m->alloc);
+                sim_handles_add(alloc_handles(), (void *)(uintptr_t)m->alloc->handle, m->alloc);
             *handle = m->alloc->handle;
             res = CUDA_SUCCESS;
             break;
@@ -422,8 +421,8 @@ FS_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle
     return res;
 }
 
-FS_API CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
-                                                       CUmemGenericAllocationHandle h)
+SIM_API CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                        CUmemGenericAllocationHandle h)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -435,9 +434,9 @@ FS_API CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop
     return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-FS_API CUresult cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocationHandle h,
-                                             CUmemAllocationHandleType type,
-                                             unsigned long long flags)
+SIM_API CUresult cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocationHandle h,
+                                              CUmemAllocationHandleType type,
+                                              unsigned long long flags)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -464,13 +463,13 @@ static int memfd_device(int fd)
     int device;
     if (n <= 0) return -1;
     target[n] = '\0';
-    if (sscanf(target, "/memfd:fsdpshim-sim-vmm-%d", &device) != 1 || !fs_dev(device)) return -1;
+    if (sscanf(target, "/memfd:fsdpshim-sim-vmm-%d", &device) != 1 || !sim_dev(device)) return -1;
     return device;
 }
 
 /* The descriptor is the caller's: the allocation keeps a duplicate. */
-FS_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
-                                               void *os_handle, CUmemAllocationHandleType type)
+SIM_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
+                                                void *os_handle, CUmemAllocationHandleType type)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
@@ -492,61 +491,61 @@ FS_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *han
     return res;
 }
 
-/* ---- the entry points as CUPTI sees them (../api_callback.h) ---- */
+/* ---- the entry points as CUPTI sees them (sim.h, ../core/api_callback.c) ---- */
 
-FS_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-                            const CUmemAllocationProp *prop, unsigned long long flags)
+SIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                             const CUmemAllocationProp *prop, unsigned long long flags)
 {
     cuMemCreate_params p = {handle, size, prop, flags};
     CUresult ret;
-    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemCreate, "cuMemCreate", &p, ret,
-                    cuMemCreate_impl(handle, size, prop, flags));
+    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemCreate, "cuMemCreate", &p, ret,
+                 cuMemCreate_impl(handle, size, prop, flags));
     return ret;
 }
 
-FS_API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+SIM_API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
     cuMemRelease_params p = {h};
     CUresult ret;
-    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemRelease, "cuMemRelease", &p, ret,
-                    cuMemRelease_impl(h));
+    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemRelease, "cuMemRelease", &p, ret,
+                 cuMemRelease_impl(h));
     return ret;
 }
 
-FS_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
-                                    CUdeviceptr addr, unsigned long long flags)
+SIM_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                     CUdeviceptr addr, unsigned long long flags)
 {
     cuMemAddressReserve_params p = {ptr, size, alignment, addr, flags};
     CUresult ret;
-    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve, "cuMemAddressReserve", &p, ret,
-                    cuMemAddressReserve_impl(ptr, size, alignment, addr, flags));
+    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve, "cuMemAddressReserve", &p, ret,
+                 cuMemAddressReserve_impl(ptr, size, alignment, addr, flags));
     return ret;
 }
 
-FS_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+SIM_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
     cuMemAddressFree_params p = {ptr, size};
     CUresult ret;
-    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree, "cuMemAddressFree", &p, ret,
-                    cuMemAddressFree_impl(ptr, size));
+    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree, "cuMemAddressFree", &p, ret,
+                 cuMemAddressFree_impl(ptr, size));
     return ret;
 }
 
-FS_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-                         CUmemGenericAllocationHandle h, unsigned long long flags)
+SIM_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                          CUmemGenericAllocationHandle h, unsigned long long flags)
 {
     cuMemMap_params p = {ptr, size, offset, h, flags};
     CUresult ret;
-    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemMap, "cuMemMap", &p, ret,
-                    cuMemMap_impl(ptr, size, offset, h, flags));
+    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemMap, "cuMemMap", &p, ret,
+                 cuMemMap_impl(ptr, size, offset, h, flags));
     return ret;
 }
 
-FS_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+SIM_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     cuMemUnmap_params p = {ptr, size};
     CUresult ret;
-    FS_SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, "cuMemUnmap", &p, ret,
-                    cuMemUnmap_impl(ptr, size));
+    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, "cuMemUnmap", &p, ret,
+                 cuMemUnmap_impl(ptr, size));
     return ret;
 }

@@ -120,7 +120,7 @@ struct cudnnSpatialTransformerStruct {
     int dims[CUDNN_DIM_MAX];
 };
 
-/* "handle.c" */
+/* "dnn_handle.c" */
 
 /* 1 for a handle cudnnCreate made and cudnnDestroy has not freed. */
 int sim_dnn_handle_ok(cudnnHandle_t h);

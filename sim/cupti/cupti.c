@@ -3,7 +3,7 @@
  * the simulated runtime and driver.
  *
  * What is reported: the entry points that bracket their work with
- * fs_sim_api_enter/exit (../api_callback.h): cudaMalloc, cudaFree,
+ * sim_api_enter/exit (sim.h, ../core/api_callback.c): cudaMalloc, cudaFree,
  * cudaMallocAsync, cudaFreeAsync, cudaMallocFromPoolAsync (and their _ptsz
  * forms), cudaStreamCreate(WithFlags, WithPriority), cudaStreamDestroy;
  * cuMemAlloc_v2, cuMemFree_v2, cuMemAllocAsync, cuMemFreeAsync (and _ptsz),
@@ -11,7 +11,7 @@
  * cuMemAddressFree. Every other id can be enabled and is never called. Ids,
  * domains, sites and params structs are the toolkit's headers'. No activity
  * API, no resource or synchronize domain: nothing in the tree uses them. */
-#include "api_callback.h"
+#include "sim.h"
 
 #include <cuda.h>
 #include <cupti.h>
@@ -48,10 +48,10 @@ static atomic_uchar *switch_of(CUpti_CallbackDomain domain, size_t *n)
     }
 }
 
-/* The hook the runtime and driver call (api_callback.h). The switch is read
+/* The hook the runtime and driver call (sim.h, ../core/api_callback.c). The switch is read
  * with acquire: what the subscriber set up before enabling a callback is
  * seen by the thread that calls it. */
-static void dispatch(struct fs_sim_api_call *call, int exit)
+static void dispatch(struct sim_api_call *call, int exit)
 {
     size_t n;
     atomic_uchar *on = switch_of((CUpti_CallbackDomain)call->domain, &n);
@@ -84,14 +84,14 @@ SIM_CUPTI_API CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *handle
         return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     subscriber = (struct CUpti_Subscriber_st){callback, userdata};
     *handle = &subscriber;
-    if (callback) fs_sim_api_hook_set(dispatch);
+    if (callback) sim_api_hook_set(dispatch);
     return CUPTI_SUCCESS;
 }
 
 SIM_CUPTI_API CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle handle)
 {
     if (handle != &subscriber || !atomic_load(&taken)) return CUPTI_ERROR_INVALID_PARAMETER;
-    fs_sim_api_hook_set(NULL);
+    sim_api_hook_set(NULL);
     for (size_t i = 0; i < CUPTI_DRIVER_TRACE_CBID_SIZE; i++)
         atomic_store(&driver_on[i], 0);
     for (size_t i = 0; i < CUPTI_RUNTIME_TRACE_CBID_SIZE; i++)

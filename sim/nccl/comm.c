@@ -21,12 +21,12 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#define FS_COMM_DEAD    0xdeadc0117dead000ULL
-#define FS_CONFIG_MAGIC 0xcafebeef
+#define SIM_COMM_DEAD    0xdeadc0117dead000ULL
+#define SIM_CONFIG_MAGIC 0xcafebeef
 
-struct fs_reg {
-    struct fs_reg *next;
-    struct fs_reg *wnext; /* fs_windows */
+struct sim_reg {
+    struct sim_reg *next;
+    struct sim_reg *wnext; /* sim_windows */
     struct ncclComm *comm;
     void *buff;
     size_t size;
@@ -35,48 +35,48 @@ struct fs_reg {
 
 /* Every live window of the process, for the device API's pointer queries,
  * which name a window without its communicator. */
-static pthread_mutex_t fs_windows_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct fs_reg *fs_windows;
+static pthread_mutex_t sim_windows_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sim_reg *sim_windows;
 
-static void fs_window_unlink(struct fs_reg *r)
+static void sim_window_unlink(struct sim_reg *r)
 {
-    pthread_mutex_lock(&fs_windows_lock);
-    for (struct fs_reg **pp = &fs_windows; *pp; pp = &(*pp)->wnext)
+    pthread_mutex_lock(&sim_windows_lock);
+    for (struct sim_reg **pp = &sim_windows; *pp; pp = &(*pp)->wnext)
         if (*pp == r) {
             *pp = r->wnext;
             break;
         }
-    pthread_mutex_unlock(&fs_windows_lock);
+    pthread_mutex_unlock(&sim_windows_lock);
 }
 
-static _Thread_local char fs_last_error[512];
+static _Thread_local char sim_last_error[512];
 
-void fs_set_last_error(const char *fmt, ...)
+void sim_set_last_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(fs_last_error, sizeof(fs_last_error), fmt, ap);
+    vsnprintf(sim_last_error, sizeof(sim_last_error), fmt, ap);
     va_end(ap);
 }
 
-int fs_comm_valid(const struct ncclComm *c)
+int sim_comm_valid(const struct ncclComm *c)
 {
-    return c && c->magic == FS_COMM_MAGIC;
+    return c && c->magic == SIM_COMM_MAGIC;
 }
 
-void fs_comm_ref(struct ncclComm *c)
+void sim_comm_ref(struct ncclComm *c)
 {
     atomic_fetch_add(&c->refs, 1);
 }
 
-void fs_comm_unref(struct ncclComm *c)
+void sim_comm_unref(struct ncclComm *c)
 {
     if (atomic_fetch_sub(&c->refs, 1) != 1) return;
-    fs_clique_close(&c->clq);
+    sim_clique_close(&c->clq);
     while (c->regs) {
-        struct fs_reg *r = c->regs;
+        struct sim_reg *r = c->regs;
         c->regs = r->next;
-        if (r->window) fs_window_unlink(r);
+        if (r->window) sim_window_unlink(r);
         free(r);
     }
     pthread_mutex_destroy(&c->lock);
@@ -84,14 +84,14 @@ void fs_comm_unref(struct ncclComm *c)
     free(c);
 }
 
-void fs_comm_set_error(struct ncclComm *c, ncclResult_t rc, const char *fmt, ...)
+void sim_comm_set_error(struct ncclComm *c, ncclResult_t rc, const char *fmt, ...)
 {
     char msg[sizeof(c->errmsg)];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fs_set_last_error("%s", msg);
+    sim_set_last_error("%s", msg);
     /* The first error sticks; it is also the one worth printing. Errors come
      * from stream workers too, so the message is kept on the communicator
      * for ncclGetLastError(comm) on the user's thread. has_errmsg: 0 none,
@@ -106,33 +106,33 @@ void fs_comm_set_error(struct ncclComm *c, ncclResult_t rc, const char *fmt, ...
 
 /* ---- ids and versions ---------------------------------------------------- */
 
-FS_NCCL_EXPORT ncclResult_t pncclGetVersion(int *version)
+SIM_NCCL_EXPORT ncclResult_t pncclGetVersion(int *version)
 {
     if (!version) return ncclInvalidArgument;
     *version = NCCL_VERSION_CODE;
     return ncclSuccess;
 }
-FS_NCCL_ALIAS(ncclGetVersion);
+SIM_NCCL_ALIAS(ncclGetVersion);
 
-FS_NCCL_EXPORT ncclResult_t pncclGetUniqueId(ncclUniqueId *id)
+SIM_NCCL_EXPORT ncclResult_t pncclGetUniqueId(ncclUniqueId *id)
 {
     if (!id) return ncclInvalidArgument;
     memset(id, 0, sizeof(*id));
     /* 20 random bytes name the segment; the pid only helps a human reading /dev/shm. */
     if (getrandom(id->internal, 20, 0) != 20) {
-        fs_set_last_error("sim NCCL: getrandom failed");
+        sim_set_last_error("sim NCCL: getrandom failed");
         return ncclSystemError;
     }
     int pid = getpid();
     memcpy(id->internal + 20, &pid, sizeof(pid));
     return ncclSuccess;
 }
-FS_NCCL_ALIAS(ncclGetUniqueId);
+SIM_NCCL_ALIAS(ncclGetUniqueId);
 
 /* A child communicator's id: the parent's, mixed with the split's ordinal
  * and colour, so that every rank of the parent derives the same one. */
-static void fs_child_id(const ncclUniqueId *parent, uint64_t ordinal, int64_t color,
-                        ncclUniqueId *out)
+static void sim_child_id(const ncclUniqueId *parent, uint64_t ordinal, int64_t color,
+                         ncclUniqueId *out)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     memset(out, 0, sizeof(*out));
@@ -148,34 +148,34 @@ static void fs_child_id(const ncclUniqueId *parent, uint64_t ordinal, int64_t co
 
 /* ---- init ---------------------------------------------------------------- */
 
-ncclResult_t fs_wait_result(enum fs_wait_rc rc)
+ncclResult_t sim_wait_result(enum sim_wait_rc rc)
 {
     switch (rc) {
-    case FS_WAIT_OK:
+    case SIM_WAIT_OK:
         return ncclSuccess;
-    case FS_WAIT_PEER:
+    case SIM_WAIT_PEER:
         return ncclRemoteError;
-    case FS_WAIT_TIMEOUT:
+    case SIM_WAIT_TIMEOUT:
         return ncclSystemError;
     default:
         return ncclInvalidUsage; /* aborted under the caller's feet */
     }
 }
 
-struct fs_init_task {
-    struct fs_task base;
+struct sim_init_task {
+    struct sim_task base;
     struct ncclComm *comm;
     ncclComm_t *out;
     uint64_t started;
 };
 
 /* Every rank's device is known once all have joined. */
-static ncclResult_t fs_check_devices(struct ncclComm *c)
+static ncclResult_t sim_check_devices(struct ncclComm *c)
 {
     for (int a = 0; a < c->nranks; a++)
         for (int b = a + 1; b < c->nranks; b++)
             if (c->clq.slots[a].device == c->clq.slots[b].device) {
-                fs_set_last_error(
+                sim_set_last_error(
                     "sim NCCL: Duplicate GPU detected : rank %d and rank %d both on CUDA "
                     "device %d",
                     a, b, c->clq.slots[a].device);
@@ -184,35 +184,35 @@ static ncclResult_t fs_check_devices(struct ncclComm *c)
     return ncclSuccess;
 }
 
-static void fs_init_fail(struct fs_init_task *t, ncclResult_t rc)
+static void sim_init_fail(struct sim_init_task *t, ncclResult_t rc)
 {
     struct ncclComm *c = t->comm;
-    fs_clique_fail(&c->clq);
-    fs_clique_unlink(&c->clq);
-    c->magic = FS_COMM_DEAD;
-    fs_comm_unref(c);
+    sim_clique_fail(&c->clq);
+    sim_clique_unlink(&c->clq);
+    c->magic = SIM_COMM_DEAD;
+    sim_comm_unref(c);
     *t->out = NULL;
     t->base.rc = rc;
 }
 
-static int fs_init_poll(struct fs_task *task)
+static int sim_init_poll(struct sim_task *task)
 {
-    struct fs_init_task *t = (struct fs_init_task *)task;
+    struct sim_init_task *t = (struct sim_init_task *)task;
     struct ncclComm *c = t->comm;
     char why[256];
-    int rc = fs_clique_poll_joined(&c->clq, t->started, why, sizeof(why));
+    int rc = sim_clique_poll_joined(&c->clq, t->started, why, sizeof(why));
     if (rc == 0) return 0;
     if (rc < 0) {
-        fs_set_last_error("sim NCCL rank %d/%d: init failed: %s", c->rank, c->nranks, why);
+        sim_set_last_error("sim NCCL rank %d/%d: init failed: %s", c->rank, c->nranks, why);
         fprintf(stderr, "fsdpshim: sim NCCL rank %d/%d: init failed: %s\n", c->rank, c->nranks,
                 why);
-        fs_init_fail(t, fs_wait_result(-rc));
+        sim_init_fail(t, sim_wait_result(-rc));
         return -1;
     }
-    fs_clique_unlink(&c->clq);
-    ncclResult_t dup = fs_check_devices(c);
+    sim_clique_unlink(&c->clq);
+    ncclResult_t dup = sim_check_devices(c);
     if (dup != ncclSuccess) {
-        fs_init_fail(t, dup);
+        sim_init_fail(t, dup);
         return -1;
     }
     atomic_store(&c->async_err, ncclSuccess);
@@ -223,11 +223,11 @@ static int fs_init_poll(struct fs_task *task)
  * nothing here, and a non-blocking communicator is simply initialised
  * before the call returns, which is a valid outcome of a non-blocking call
  * (ncclSuccess instead of ncclInProgress). */
-static ncclResult_t fs_check_config(const ncclConfig_t *config)
+static ncclResult_t sim_check_config(const ncclConfig_t *config)
 {
-    if (config && (config->magic != FS_CONFIG_MAGIC ||
+    if (config && (config->magic != SIM_CONFIG_MAGIC ||
                    config->size < offsetof(ncclConfig_t, cgaClusterSize))) {
-        fs_set_last_error("sim NCCL: ncclConfig_t not initialised with NCCL_CONFIG_INITIALIZER");
+        sim_set_last_error("sim NCCL: ncclConfig_t not initialised with NCCL_CONFIG_INITIALIZER");
         return ncclInvalidArgument;
     }
     return ncclSuccess;
@@ -235,18 +235,18 @@ static ncclResult_t fs_check_config(const ncclConfig_t *config)
 
 /* Creates rank `rank` of the communicator `id` on `device`, joined, and
  * its init task, which finishes it and stores it in *out. */
-static ncclResult_t fs_comm_new(ncclComm_t *out, int nranks, const ncclUniqueId *id, int rank,
-                                int device, struct fs_init_task **task)
+static ncclResult_t sim_comm_new(ncclComm_t *out, int nranks, const ncclUniqueId *id, int rank,
+                                 int device, struct sim_init_task **task)
 {
     struct ncclComm *c = calloc(1, sizeof(*c));
-    struct fs_init_task *t = calloc(1, sizeof(*t));
+    struct sim_init_task *t = calloc(1, sizeof(*t));
     *out = NULL;
     if (!c || !t) {
         free(c);
         free(t);
         return ncclSystemError;
     }
-    c->magic = FS_COMM_MAGIC;
+    c->magic = SIM_COMM_MAGIC;
     c->id = *id;
     c->rank = rank;
     c->nranks = nranks;
@@ -254,100 +254,100 @@ static ncclResult_t fs_comm_new(ncclComm_t *out, int nranks, const ncclUniqueId 
     atomic_init(&c->refs, 1);
     atomic_init(&c->async_err, ncclInProgress);
     pthread_mutex_init(&c->lock, NULL);
-    ncclResult_t rc = fs_clique_open(&c->clq, id, nranks, rank);
+    ncclResult_t rc = sim_clique_open(&c->clq, id, nranks, rank);
     if (rc == ncclSuccess) {
         c->clq.abort_flag = &c->aborted;
-        rc = fs_clique_join(&c->clq, device);
+        rc = sim_clique_join(&c->clq, device);
     }
     if (rc != ncclSuccess) {
-        fs_clique_close(&c->clq);
+        sim_clique_close(&c->clq);
         pthread_mutex_destroy(&c->lock);
         free(c);
         free(t);
         return rc;
     }
-    t->base.poll = fs_init_poll;
+    t->base.poll = sim_init_poll;
     t->comm = c;
     t->out = out;
-    t->started = fs_now_ns();
+    t->started = sim_now_ns();
     /* The handle exists at once, as in NCCL: calls in the same group may name it. */
     *out = c;
     *task = t;
     return ncclSuccess;
 }
 
-/* fs_comm_new, then init now or at ncclGroupEnd. */
-static ncclResult_t fs_comm_create(ncclComm_t *out, int nranks, const ncclUniqueId *id, int rank,
-                                   int device)
+/* sim_comm_new, then init now or at ncclGroupEnd. */
+static ncclResult_t sim_comm_create(ncclComm_t *out, int nranks, const ncclUniqueId *id, int rank,
+                                    int device)
 {
-    struct fs_init_task *t;
-    ncclResult_t rc = fs_comm_new(out, nranks, id, rank, device, &t);
-    return rc == ncclSuccess ? fs_group_task(&t->base) : rc;
+    struct sim_init_task *t;
+    ncclResult_t rc = sim_comm_new(out, nranks, id, rank, device, &t);
+    return rc == ncclSuccess ? sim_group_task(&t->base) : rc;
 }
 
-static ncclResult_t fs_init_args(ncclComm_t *comm, int nranks, int rank)
+static ncclResult_t sim_init_args(ncclComm_t *comm, int nranks, int rank)
 {
     if (!comm || nranks < 1 || rank < 0 || rank >= nranks) {
-        fs_set_last_error("sim NCCL: invalid init arguments (nranks %d, rank %d)", nranks, rank);
+        sim_set_last_error("sim NCCL: invalid init arguments (nranks %d, rank %d)", nranks, rank);
         return ncclInvalidArgument;
     }
     return ncclSuccess;
 }
 
-static ncclResult_t fs_current_device(int *device)
+static ncclResult_t sim_current_device(int *device)
 {
     if (cudaGetDevice(device) != cudaSuccess) {
-        fs_set_last_error("sim NCCL: cudaGetDevice failed");
+        sim_set_last_error("sim NCCL: cudaGetDevice failed");
         return ncclUnhandledCudaError;
     }
     return ncclSuccess;
 }
 
-FS_NCCL_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks,
-                                                    ncclUniqueId commId, int rank,
-                                                    ncclConfig_t *config)
+SIM_NCCL_EXPORT ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks,
+                                                     ncclUniqueId commId, int rank,
+                                                     ncclConfig_t *config)
 {
     int device;
-    ncclResult_t rc = fs_init_args(comm, nranks, rank);
-    if (rc == ncclSuccess) rc = fs_check_config(config);
-    if (rc == ncclSuccess) rc = fs_current_device(&device);
+    ncclResult_t rc = sim_init_args(comm, nranks, rank);
+    if (rc == ncclSuccess) rc = sim_check_config(config);
+    if (rc == ncclSuccess) rc = sim_current_device(&device);
     if (rc != ncclSuccess) return rc;
-    return fs_comm_create(comm, nranks, &commId, rank, device);
+    return sim_comm_create(comm, nranks, &commId, rank, device);
 }
-FS_NCCL_ALIAS(ncclCommInitRankConfig);
+SIM_NCCL_ALIAS(ncclCommInitRankConfig);
 
-FS_NCCL_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
-                                              int rank)
+SIM_NCCL_EXPORT ncclResult_t pncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId,
+                                               int rank)
 {
     return pncclCommInitRankConfig(comm, nranks, commId, rank, NULL);
 }
-FS_NCCL_ALIAS(ncclCommInitRank);
+SIM_NCCL_ALIAS(ncclCommInitRank);
 
 /* Several ids only spread the real bootstrap's load; one is enough here. */
-FS_NCCL_EXPORT ncclResult_t pncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank,
-                                                      int nId, ncclUniqueId *commIds,
-                                                      ncclConfig_t *config)
+SIM_NCCL_EXPORT ncclResult_t pncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank,
+                                                       int nId, ncclUniqueId *commIds,
+                                                       ncclConfig_t *config)
 {
     if (nId < 1 || !commIds) {
-        fs_set_last_error("sim NCCL: ncclCommInitRankScalable needs at least one id");
+        sim_set_last_error("sim NCCL: ncclCommInitRankScalable needs at least one id");
         return ncclInvalidArgument;
     }
     return pncclCommInitRankConfig(newcomm, nranks, commIds[0], myrank, config);
 }
-FS_NCCL_ALIAS(ncclCommInitRankScalable);
+SIM_NCCL_ALIAS(ncclCommInitRankScalable);
 
-FS_NCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
+SIM_NCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist)
 {
     int ndevices = 0;
     if (!comm || ndev < 1) {
-        fs_set_last_error("sim NCCL: ncclCommInitAll: invalid arguments");
+        sim_set_last_error("sim NCCL: ncclCommInitAll: invalid arguments");
         return ncclInvalidArgument;
     }
     if (cudaGetDeviceCount(&ndevices) != cudaSuccess) return ncclUnhandledCudaError;
     for (int i = 0; i < ndev; i++) {
         int dev = devlist ? devlist[i] : i;
         if (dev < 0 || dev >= ndevices) {
-            fs_set_last_error("sim NCCL: ncclCommInitAll: invalid device %d", dev);
+            sim_set_last_error("sim NCCL: ncclCommInitAll: invalid device %d", dev);
             return ncclInvalidArgument;
         }
     }
@@ -360,7 +360,7 @@ FS_NCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t *comm, int ndev, const i
      * non-blocking and waits for all of them at its end. */
     pncclGroupStart();
     for (int i = 0; i < ndev && rc == ncclSuccess; i++)
-        rc = fs_comm_create(&comm[i], ndev, &id, i, devlist ? devlist[i] : i);
+        rc = sim_comm_create(&comm[i], ndev, &id, i, devlist ? devlist[i] : i);
     /* If a rank could not even be created, the others would wait for it:
      * abort them so that the group end below fails them at once. */
     for (int i = 0; rc != ncclSuccess && i < ndev; i++)
@@ -375,23 +375,23 @@ FS_NCCL_EXPORT ncclResult_t pncclCommInitAll(ncclComm_t *comm, int ndev, const i
             }
     return rc;
 }
-FS_NCCL_ALIAS(ncclCommInitAll);
+SIM_NCCL_ALIAS(ncclCommInitAll);
 
 /* ---- split and shrink ------------------------------------------------------ */
 
 /* Split: exchange (colour, key) over the parent, then init the child. */
-struct fs_split_task {
-    struct fs_task base;
+struct sim_split_task {
+    struct sim_task base;
     struct ncclComm *parent;
     ncclComm_t *out;
     int64_t color, key;
     uint64_t ticket, ordinal, started;
-    struct fs_task *child; /* the child's init task, once created */
+    struct sim_task *child; /* the child's init task, once created */
 };
 
-static int fs_split_poll(struct fs_task *task)
+static int sim_split_poll(struct sim_task *task)
 {
-    struct fs_split_task *t = (struct fs_split_task *)task;
+    struct sim_split_task *t = (struct sim_split_task *)task;
     struct ncclComm *p = t->parent;
     char why[256];
     if (t->child) {
@@ -401,19 +401,19 @@ static int fs_split_poll(struct fs_task *task)
         return rc;
     }
     int64_t all[2 * p->nranks];
-    int rc = fs_clique_xpoll(&p->clq, t->ticket, all, t->started, why, sizeof(why));
+    int rc = sim_clique_xpoll(&p->clq, t->ticket, all, t->started, why, sizeof(why));
     if (rc == 0) return 0;
     if (rc < 0) {
-        t->base.rc = fs_wait_result(-rc);
-        fs_comm_set_error(p, t->base.rc, "sim NCCL rank %d/%d: split failed: %s", p->rank,
-                          p->nranks, why);
-        fs_comm_unref(p);
+        t->base.rc = sim_wait_result(-rc);
+        sim_comm_set_error(p, t->base.rc, "sim NCCL rank %d/%d: split failed: %s", p->rank,
+                           p->nranks, why);
+        sim_comm_unref(p);
         t->parent = NULL;
         *t->out = NULL;
         return -1;
     }
     if (t->color == NCCL_SPLIT_NOCOLOR) {
-        fs_comm_unref(p);
+        sim_comm_unref(p);
         t->parent = NULL;
         *t->out = NULL;
         return 1;
@@ -426,11 +426,11 @@ static int fs_split_poll(struct fs_task *task)
         n++;
     }
     ncclUniqueId id;
-    fs_child_id(&p->id, t->ordinal, t->color, &id);
+    sim_child_id(&p->id, t->ordinal, t->color, &id);
     /* The child's init is polled from here, not queued on its own. */
-    struct fs_init_task *child;
-    ncclResult_t r = fs_comm_new(t->out, n, &id, me, p->device, &child);
-    fs_comm_unref(p);
+    struct sim_init_task *child;
+    ncclResult_t r = sim_comm_new(t->out, n, &id, me, p->device, &child);
+    sim_comm_unref(p);
     t->parent = NULL;
     if (r != ncclSuccess) {
         t->base.rc = r;
@@ -440,53 +440,53 @@ static int fs_split_poll(struct fs_task *task)
     return 0;
 }
 
-static ncclResult_t fs_derive_args(ncclComm_t comm, ncclComm_t *newcomm, ncclConfig_t *config)
+static ncclResult_t sim_derive_args(ncclComm_t comm, ncclComm_t *newcomm, ncclConfig_t *config)
 {
-    if (!fs_comm_valid(comm) || !newcomm) {
-        fs_set_last_error("sim NCCL: invalid communicator or output pointer");
+    if (!sim_comm_valid(comm) || !newcomm) {
+        sim_set_last_error("sim NCCL: invalid communicator or output pointer");
         return ncclInvalidArgument;
     }
-    return fs_check_config(config);
+    return sim_check_config(config);
 }
 
-FS_NCCL_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
-                                           ncclConfig_t *config)
+SIM_NCCL_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key,
+                                            ncclComm_t *newcomm, ncclConfig_t *config)
 {
-    ncclResult_t rc = fs_derive_args(comm, newcomm, config);
+    ncclResult_t rc = sim_derive_args(comm, newcomm, config);
     if (rc != ncclSuccess) return rc;
     if (color < 0 && color != NCCL_SPLIT_NOCOLOR) {
-        fs_set_last_error("sim NCCL: ncclCommSplit: invalid color %d", color);
+        sim_set_last_error("sim NCCL: ncclCommSplit: invalid color %d", color);
         return ncclInvalidArgument;
     }
-    struct fs_split_task *t = calloc(1, sizeof(*t));
+    struct sim_split_task *t = calloc(1, sizeof(*t));
     if (!t) return ncclSystemError;
-    fs_comm_ref(comm);
-    t->base.poll = fs_split_poll;
+    sim_comm_ref(comm);
+    t->base.poll = sim_split_poll;
     t->parent = comm;
     t->out = newcomm;
     t->color = color;
     t->key = key;
     t->ordinal = ++comm->splits;
-    t->started = fs_now_ns();
+    t->started = sim_now_ns();
     int64_t mine[2] = {color, key};
-    t->ticket = fs_clique_xpost(&comm->clq, mine);
+    t->ticket = sim_clique_xpost(&comm->clq, mine);
     *newcomm = NULL;
-    rc = fs_group_task(&t->base);
+    rc = sim_group_task(&t->base);
     return rc;
 }
-FS_NCCL_ALIAS(ncclCommSplit);
+SIM_NCCL_ALIAS(ncclCommSplit);
 
 /* Shrink needs no exchange: every surviving rank passes the same list, and
  * the excluded ranks (perhaps dead) take no part. */
-FS_NCCL_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksList,
-                                            int excludeRanksCount, ncclComm_t *newcomm,
-                                            ncclConfig_t *config, int shrinkFlags)
+SIM_NCCL_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksList,
+                                             int excludeRanksCount, ncclComm_t *newcomm,
+                                             ncclConfig_t *config, int shrinkFlags)
 {
-    ncclResult_t rc = fs_derive_args(comm, newcomm, config);
+    ncclResult_t rc = sim_derive_args(comm, newcomm, config);
     if (rc != ncclSuccess) return rc;
     if (excludeRanksCount < 0 || (excludeRanksCount > 0 && !excludeRanksList) ||
         (shrinkFlags & ~(NCCL_SHRINK_DEFAULT | NCCL_SHRINK_ABORT))) {
-        fs_set_last_error("sim NCCL: ncclCommShrink: invalid arguments");
+        sim_set_last_error("sim NCCL: ncclCommShrink: invalid arguments");
         return ncclInvalidArgument;
     }
     int me = comm->rank, n = comm->nranks;
@@ -496,7 +496,7 @@ FS_NCCL_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksLi
             if (excludeRanksList[i] == r) excluded = 1;
         if (!excluded) continue;
         if (r == comm->rank) {
-            fs_set_last_error("sim NCCL: ncclCommShrink called by excluded rank %d", r);
+            sim_set_last_error("sim NCCL: ncclCommShrink called by excluded rank %d", r);
             return ncclInvalidArgument;
         }
         n--;
@@ -505,13 +505,13 @@ FS_NCCL_EXPORT ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksLi
     if (shrinkFlags & NCCL_SHRINK_ABORT) {
         /* Stop what the parent has in flight; it can only be destroyed now. */
         atomic_store(&comm->aborted, 1);
-        fs_clique_fail(&comm->clq);
+        sim_clique_fail(&comm->clq);
     }
     ncclUniqueId id;
-    fs_child_id(&comm->id, ++comm->splits, -2, &id);
-    return fs_comm_create(newcomm, n, &id, me, comm->device);
+    sim_child_id(&comm->id, ++comm->splits, -2, &id);
+    return sim_comm_create(newcomm, n, &id, me, comm->device);
 }
-FS_NCCL_ALIAS(ncclCommShrink);
+SIM_NCCL_ALIAS(ncclCommShrink);
 
 /* Growth (NCCL 2.29): the grown communicator is a new one of nRanks, in which
  * the existing ranks keep their numbers and the new ranks take theirs. Its id
@@ -519,141 +519,143 @@ FS_NCCL_ALIAS(ncclCommShrink);
  * that every existing rank knows it without the root sending it; the root
  * hands it to the new ranks out of band (ncclCommGetUniqueId), and passes it
  * back to ncclCommGrow, where it must match. */
-#define FS_GROW_COLOR (-0x67726f77) /* "grow": apart from every split colour */
+#define SIM_GROW_COLOR (-0x67726f77) /* "grow": apart from every split colour */
 
-static void fs_grow_id(const struct ncclComm *c, ncclUniqueId *out)
+static void sim_grow_id(const struct ncclComm *c, ncclUniqueId *out)
 {
-    fs_child_id(&c->id, c->grows + 1, FS_GROW_COLOR, out);
+    sim_child_id(&c->id, c->grows + 1, SIM_GROW_COLOR, out);
 }
 
-FS_NCCL_EXPORT ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *uniqueId)
+SIM_NCCL_EXPORT ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId *uniqueId)
 {
-    if (!fs_comm_valid(comm) || !uniqueId) {
-        fs_set_last_error("sim NCCL: ncclCommGetUniqueId: invalid communicator or output pointer");
+    if (!sim_comm_valid(comm) || !uniqueId) {
+        sim_set_last_error("sim NCCL: ncclCommGetUniqueId: invalid communicator or output pointer");
         return ncclInvalidArgument;
     }
-    ncclResult_t rc = fs_comm_usable(comm);
+    ncclResult_t rc = sim_comm_usable(comm);
     if (rc != ncclSuccess) return rc;
     pthread_mutex_lock(&comm->lock);
     if (comm->grow_id_out) {
         rc = ncclInvalidUsage;
-        fs_set_last_error("sim NCCL: ncclCommGetUniqueId: the previous id was not consumed by "
-                          "ncclCommGrow yet");
+        sim_set_last_error("sim NCCL: ncclCommGetUniqueId: the previous id was not consumed by "
+                           "ncclCommGrow yet");
     } else {
-        fs_grow_id(comm, uniqueId);
+        sim_grow_id(comm, uniqueId);
         comm->grow_id_out = 1;
     }
     pthread_mutex_unlock(&comm->lock);
     return rc;
 }
-FS_NCCL_ALIAS(ncclCommGetUniqueId);
+SIM_NCCL_ALIAS(ncclCommGetUniqueId);
 
-FS_NCCL_EXPORT ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId *uniqueId,
-                                          int rank, ncclComm_t *newcomm, ncclConfig_t *config)
+SIM_NCCL_EXPORT ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks,
+                                           const ncclUniqueId *uniqueId, int rank,
+                                           ncclComm_t *newcomm, ncclConfig_t *config)
 {
     ncclUniqueId id;
     int device;
-    ncclResult_t rc = newcomm ? fs_check_config(config) : ncclInvalidArgument;
+    ncclResult_t rc = newcomm ? sim_check_config(config) : ncclInvalidArgument;
 
     if (rc != ncclSuccess) return rc;
     *newcomm = NULL;
     if (!comm) { /* a new rank: the root's id, its assigned rank */
         if (!uniqueId || nRanks < 1 || rank < 0 || rank >= nRanks) {
-            fs_set_last_error("sim NCCL: ncclCommGrow: a new rank needs the id and a rank in "
-                              "[0, %d), not %d",
-                              nRanks, rank);
+            sim_set_last_error("sim NCCL: ncclCommGrow: a new rank needs the id and a rank in "
+                               "[0, %d), not %d",
+                               nRanks, rank);
             return ncclInvalidArgument;
         }
-        rc = fs_current_device(&device);
-        return rc == ncclSuccess ? fs_comm_create(newcomm, nRanks, uniqueId, rank, device) : rc;
+        rc = sim_current_device(&device);
+        return rc == ncclSuccess ? sim_comm_create(newcomm, nRanks, uniqueId, rank, device) : rc;
     }
-    if (!fs_comm_valid(comm) || rank != -1 || nRanks <= comm->nranks) {
-        fs_set_last_error("sim NCCL: ncclCommGrow: an existing rank passes its communicator, rank "
-                          "-1 and more than its %d ranks (got rank %d, nRanks %d)",
-                          fs_comm_valid(comm) ? comm->nranks : 0, rank, nRanks);
+    if (!sim_comm_valid(comm) || rank != -1 || nRanks <= comm->nranks) {
+        sim_set_last_error("sim NCCL: ncclCommGrow: an existing rank passes its communicator, rank "
+                           "-1 and more than its %d ranks (got rank %d, nRanks %d)",
+                           sim_comm_valid(comm) ? comm->nranks : 0, rank, nRanks);
         return ncclInvalidArgument;
     }
-    if ((rc = fs_comm_usable(comm)) != ncclSuccess) return rc;
+    if ((rc = sim_comm_usable(comm)) != ncclSuccess) return rc;
     pthread_mutex_lock(&comm->lock);
-    fs_grow_id(comm, &id);
+    sim_grow_id(comm, &id);
     if (uniqueId && memcmp(uniqueId, &id, sizeof id)) {
         rc = ncclInvalidArgument;
-        fs_set_last_error("sim NCCL: ncclCommGrow: the id is not this communicator's "
-                          "ncclCommGetUniqueId");
+        sim_set_last_error("sim NCCL: ncclCommGrow: the id is not this communicator's "
+                           "ncclCommGetUniqueId");
     } else {
         comm->grows++;
         comm->grow_id_out = 0;
     }
     pthread_mutex_unlock(&comm->lock);
-    return rc == ncclSuccess ? fs_comm_create(newcomm, nRanks, &id, comm->rank, comm->device) : rc;
+    return rc == ncclSuccess ? sim_comm_create(newcomm, nRanks, &id, comm->rank, comm->device) : rc;
 }
-FS_NCCL_ALIAS(ncclCommGrow);
+SIM_NCCL_ALIAS(ncclCommGrow);
 
 /* ---- tear-down ------------------------------------------------------------- */
 
-static int fs_drained(void *arg)
+static int sim_drained(void *arg)
 {
     struct ncclComm *c = arg;
     return atomic_load(&c->done) == atomic_load(&c->issued);
 }
 
 /* Waits until this rank's queued device work has run. */
-static ncclResult_t fs_comm_drain(struct ncclComm *c)
+static ncclResult_t sim_comm_drain(struct ncclComm *c)
 {
     char why[256];
-    enum fs_wait_rc rc = fs_clique_wait(&c->clq, fs_drained, c, c->rank, why, sizeof(why));
-    if (rc == FS_WAIT_TIMEOUT) {
-        fs_comm_set_error(c, ncclSystemError, "sim NCCL rank %d/%d: finalize: %s", c->rank,
-                          c->nranks, why);
+    enum sim_wait_rc rc = sim_clique_wait(&c->clq, sim_drained, c, c->rank, why, sizeof(why));
+    if (rc == SIM_WAIT_TIMEOUT) {
+        sim_comm_set_error(c, ncclSystemError, "sim NCCL rank %d/%d: finalize: %s", c->rank,
+                           c->nranks, why);
         return ncclSystemError;
     }
     return ncclSuccess;
 }
 
-FS_NCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm)
+SIM_NCCL_EXPORT ncclResult_t pncclCommFinalize(ncclComm_t comm)
 {
-    if (!fs_comm_valid(comm)) return ncclInvalidArgument;
+    if (!sim_comm_valid(comm)) return ncclInvalidArgument;
     if (atomic_load(&comm->revoked)) {
-        fs_set_last_error("sim NCCL: ncclCommFinalize after ncclCommRevoke");
+        sim_set_last_error("sim NCCL: ncclCommFinalize after ncclCommRevoke");
         return ncclInvalidUsage;
     }
-    return fs_comm_drain(comm);
+    return sim_comm_drain(comm);
 }
-FS_NCCL_ALIAS(ncclCommFinalize);
+SIM_NCCL_ALIAS(ncclCommFinalize);
 
-FS_NCCL_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm)
+SIM_NCCL_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm)
 {
     if (!comm) return ncclSuccess;
-    if (!fs_comm_valid(comm)) return ncclInvalidArgument;
-    fs_comm_drain(comm);
-    comm->magic = FS_COMM_DEAD;
-    fs_comm_unref(comm);
+    if (!sim_comm_valid(comm)) return ncclInvalidArgument;
+    sim_comm_drain(comm);
+    comm->magic = SIM_COMM_DEAD;
+    sim_comm_unref(comm);
     return ncclSuccess;
 }
-FS_NCCL_ALIAS(ncclCommDestroy);
+SIM_NCCL_ALIAS(ncclCommDestroy);
 
-FS_NCCL_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm)
+SIM_NCCL_EXPORT ncclResult_t pncclCommAbort(ncclComm_t comm)
 {
     if (!comm) return ncclSuccess;
-    if (!fs_comm_valid(comm)) return ncclInvalidArgument;
+    if (!sim_comm_valid(comm)) return ncclInvalidArgument;
     /* Queued work sees the flag and skips; peers see this rank failed. */
     atomic_store(&comm->aborted, 1);
-    fs_clique_fail(&comm->clq);
-    fs_clique_unlink(&comm->clq);
-    comm->magic = FS_COMM_DEAD;
-    fs_comm_unref(comm);
+    sim_clique_fail(&comm->clq);
+    sim_clique_unlink(&comm->clq);
+    comm->magic = SIM_COMM_DEAD;
+    sim_comm_unref(comm);
     return ncclSuccess;
 }
-FS_NCCL_ALIAS(ncclCommAbort);
+SIM_NCCL_ALIAS(ncclCommAbort);
 
-ncclResult_t fs_comm_usable(struct ncclComm *c)
+ncclResult_t sim_comm_usable(struct ncclComm *c)
 {
     if (atomic_load(&c->revoked)) {
-        fs_set_last_error("sim NCCL rank %d/%d: the communicator is revoked", c->rank, c->nranks);
+        sim_set_last_error("sim NCCL rank %d/%d: the communicator is revoked", c->rank, c->nranks);
         return ncclInvalidUsage;
     }
     if (atomic_load(&c->suspended)) {
-        fs_set_last_error("sim NCCL rank %d/%d: the communicator is suspended", c->rank, c->nranks);
+        sim_set_last_error("sim NCCL rank %d/%d: the communicator is suspended", c->rank,
+                           c->nranks);
         return ncclInvalidUsage;
     }
     return ncclSuccess;
@@ -663,103 +665,103 @@ ncclResult_t fs_comm_usable(struct ncclComm *c)
  * queued runs to its end as the sim's always does (a collective is never cut
  * short), and ncclCommGetAsyncError says ncclInProgress until it has, then
  * ncclSuccess. Destroy, split and shrink stay allowed, finalize does not. */
-FS_NCCL_EXPORT ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags)
+SIM_NCCL_EXPORT ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags)
 {
-    if (!fs_comm_valid(comm) || revokeFlags != NCCL_REVOKE_DEFAULT) {
-        fs_set_last_error("sim NCCL: ncclCommRevoke: invalid communicator or flags %d",
-                          revokeFlags);
+    if (!sim_comm_valid(comm) || revokeFlags != NCCL_REVOKE_DEFAULT) {
+        sim_set_last_error("sim NCCL: ncclCommRevoke: invalid communicator or flags %d",
+                           revokeFlags);
         return ncclInvalidArgument;
     }
     atomic_store(&comm->revoked, 1);
     return ncclSuccess;
 }
-FS_NCCL_ALIAS(ncclCommRevoke);
+SIM_NCCL_ALIAS(ncclCommRevoke);
 
 /* Suspend (NCCL 2.29): after the work queued so far, the communicator takes
  * no operation until resumed. NCCL_SUSPEND_MEM releases its dynamic device
  * memory, which the sim's NCCL has none of (it stages through host shared
  * memory), so nothing is released and ncclCommMemStats says 0 bytes. */
-FS_NCCL_EXPORT ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags)
+SIM_NCCL_EXPORT ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags)
 {
-    if (!fs_comm_valid(comm) || (flags & ~NCCL_SUSPEND_MEM)) {
-        fs_set_last_error("sim NCCL: ncclCommSuspend: invalid communicator or flags %#x", flags);
+    if (!sim_comm_valid(comm) || (flags & ~NCCL_SUSPEND_MEM)) {
+        sim_set_last_error("sim NCCL: ncclCommSuspend: invalid communicator or flags %#x", flags);
         return ncclInvalidArgument;
     }
-    ncclResult_t rc = fs_comm_usable(comm);
+    ncclResult_t rc = sim_comm_usable(comm);
     if (rc != ncclSuccess) return rc;
-    if ((rc = fs_comm_drain(comm)) != ncclSuccess) return rc;
+    if ((rc = sim_comm_drain(comm)) != ncclSuccess) return rc;
     atomic_store(&comm->suspended, 1);
     return ncclSuccess;
 }
-FS_NCCL_ALIAS(ncclCommSuspend);
+SIM_NCCL_ALIAS(ncclCommSuspend);
 
-FS_NCCL_EXPORT ncclResult_t pncclCommResume(ncclComm_t comm)
+SIM_NCCL_EXPORT ncclResult_t pncclCommResume(ncclComm_t comm)
 {
     int was = 1;
-    if (!fs_comm_valid(comm)) return ncclInvalidArgument;
+    if (!sim_comm_valid(comm)) return ncclInvalidArgument;
     if (!atomic_compare_exchange_strong(&comm->suspended, &was, 0)) {
-        fs_set_last_error("sim NCCL: ncclCommResume: the communicator is not suspended");
+        sim_set_last_error("sim NCCL: ncclCommResume: the communicator is not suspended");
         return ncclInvalidUsage;
     }
     return ncclSuccess;
 }
-FS_NCCL_ALIAS(ncclCommResume);
+SIM_NCCL_ALIAS(ncclCommResume);
 
-FS_NCCL_EXPORT ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat,
-                                              uint64_t *value)
+SIM_NCCL_EXPORT ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat,
+                                               uint64_t *value)
 {
-    if (!fs_comm_valid(comm) || !value || stat < ncclStatGpuMemSuspend ||
+    if (!sim_comm_valid(comm) || !value || stat < ncclStatGpuMemSuspend ||
         stat > ncclStatGpuMemTotal) {
-        fs_set_last_error("sim NCCL: ncclCommMemStats: invalid communicator, statistic %d or "
-                          "output pointer",
-                          (int)stat);
+        sim_set_last_error("sim NCCL: ncclCommMemStats: invalid communicator, statistic %d or "
+                           "output pointer",
+                           (int)stat);
         return ncclInvalidArgument;
     }
     /* no device memory of its own: every byte count is 0 */
     *value = stat == ncclStatGpuMemSuspended ? (uint64_t)atomic_load(&comm->suspended) : 0;
     return ncclSuccess;
 }
-FS_NCCL_ALIAS(ncclCommMemStats);
+SIM_NCCL_ALIAS(ncclCommMemStats);
 
 /* ---- queries ---------------------------------------------------------------- */
 
-FS_NCCL_EXPORT ncclResult_t pncclCommCount(const ncclComm_t comm, int *count)
+SIM_NCCL_EXPORT ncclResult_t pncclCommCount(const ncclComm_t comm, int *count)
 {
-    if (!fs_comm_valid(comm) || !count) return ncclInvalidArgument;
+    if (!sim_comm_valid(comm) || !count) return ncclInvalidArgument;
     *count = comm->nranks;
     return ncclSuccess;
 }
-FS_NCCL_ALIAS(ncclCommCount);
+SIM_NCCL_ALIAS(ncclCommCount);
 
-FS_NCCL_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int *device)
+SIM_NCCL_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int *device)
 {
-    if (!fs_comm_valid(comm) || !device) return ncclInvalidArgument;
+    if (!sim_comm_valid(comm) || !device) return ncclInvalidArgument;
     *device = comm->device;
     return ncclSuccess;
 }
-FS_NCCL_ALIAS(ncclCommCuDevice);
+SIM_NCCL_ALIAS(ncclCommCuDevice);
 
-FS_NCCL_EXPORT ncclResult_t pncclCommUserRank(const ncclComm_t comm, int *rank)
+SIM_NCCL_EXPORT ncclResult_t pncclCommUserRank(const ncclComm_t comm, int *rank)
 {
-    if (!fs_comm_valid(comm) || !rank) return ncclInvalidArgument;
+    if (!sim_comm_valid(comm) || !rank) return ncclInvalidArgument;
     *rank = comm->rank;
     return ncclSuccess;
 }
-FS_NCCL_ALIAS(ncclCommUserRank);
+SIM_NCCL_ALIAS(ncclCommUserRank);
 
-FS_NCCL_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+SIM_NCCL_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
 {
-    if (!fs_comm_valid(comm) || !asyncError) return ncclInvalidArgument;
+    if (!sim_comm_valid(comm) || !asyncError) return ncclInvalidArgument;
     /* revoked: in progress until the work queued before the revoke has run */
     if (atomic_load(&comm->revoked))
-        *asyncError = fs_drained(comm) ? ncclSuccess : ncclInProgress;
+        *asyncError = sim_drained(comm) ? ncclSuccess : ncclInProgress;
     else
         *asyncError = (ncclResult_t)atomic_load(&comm->async_err);
     return ncclSuccess;
 }
-FS_NCCL_ALIAS(ncclCommGetAsyncError);
+SIM_NCCL_ALIAS(ncclCommGetAsyncError);
 
-FS_NCCL_EXPORT const char *pncclGetErrorString(ncclResult_t result)
+SIM_NCCL_EXPORT const char *pncclGetErrorString(ncclResult_t result)
 {
     switch (result) {
     case ncclSuccess:
@@ -782,24 +784,24 @@ FS_NCCL_EXPORT const char *pncclGetErrorString(ncclResult_t result)
         return "unknown result code";
     }
 }
-FS_NCCL_ALIAS(ncclGetErrorString);
+SIM_NCCL_ALIAS(ncclGetErrorString);
 
 /* The communicator's first error when it has one (it may have happened on
  * a stream worker), else the calling thread's last error. */
-FS_NCCL_EXPORT const char *pncclGetLastError(ncclComm_t comm)
+SIM_NCCL_EXPORT const char *pncclGetLastError(ncclComm_t comm)
 {
-    if (fs_comm_valid(comm) && atomic_load(&comm->has_errmsg) == 1) return comm->errmsg;
-    return fs_last_error;
+    if (sim_comm_valid(comm) && atomic_load(&comm->has_errmsg) == 1) return comm->errmsg;
+    return sim_last_error;
 }
-FS_NCCL_ALIAS(ncclGetLastError);
+SIM_NCCL_ALIAS(ncclGetLastError);
 
 /* ---- registrations: bookkeeping only, the sim needs no mapping ------------ */
 
-static ncclResult_t fs_reg_add(ncclComm_t comm, void *buff, size_t size, int window,
-                               struct fs_reg **out)
+static ncclResult_t sim_reg_add(ncclComm_t comm, void *buff, size_t size, int window,
+                                struct sim_reg **out)
 {
-    if (!fs_comm_valid(comm) || !buff || !size || !out) return ncclInvalidArgument;
-    struct fs_reg *r = calloc(1, sizeof(*r));
+    if (!sim_comm_valid(comm) || !buff || !size || !out) return ncclInvalidArgument;
+    struct sim_reg *r = calloc(1, sizeof(*r));
     if (!r) return ncclSystemError;
     r->comm = comm;
     r->buff = buff;
@@ -810,25 +812,25 @@ static ncclResult_t fs_reg_add(ncclComm_t comm, void *buff, size_t size, int win
     comm->regs = r;
     pthread_mutex_unlock(&comm->lock);
     if (window) {
-        pthread_mutex_lock(&fs_windows_lock);
-        r->wnext = fs_windows;
-        fs_windows = r;
-        pthread_mutex_unlock(&fs_windows_lock);
+        pthread_mutex_lock(&sim_windows_lock);
+        r->wnext = sim_windows;
+        sim_windows = r;
+        pthread_mutex_unlock(&sim_windows_lock);
     }
     *out = r;
     return ncclSuccess;
 }
 
-static ncclResult_t fs_reg_remove(ncclComm_t comm, void *handle, int window)
+static ncclResult_t sim_reg_remove(ncclComm_t comm, void *handle, int window)
 {
-    if (!fs_comm_valid(comm) || !handle) return ncclInvalidArgument;
+    if (!sim_comm_valid(comm) || !handle) return ncclInvalidArgument;
     ncclResult_t rc = ncclInvalidArgument;
     pthread_mutex_lock(&comm->lock);
-    for (struct fs_reg **pp = &comm->regs; *pp; pp = &(*pp)->next)
+    for (struct sim_reg **pp = &comm->regs; *pp; pp = &(*pp)->next)
         if (*pp == handle && (*pp)->window == window) {
-            struct fs_reg *r = *pp;
+            struct sim_reg *r = *pp;
             *pp = r->next;
-            if (r->window) fs_window_unlink(r);
+            if (r->window) sim_window_unlink(r);
             free(r);
             rc = ncclSuccess;
             break;
@@ -837,46 +839,46 @@ static ncclResult_t fs_reg_remove(ncclComm_t comm, void *handle, int window)
     return rc;
 }
 
-FS_NCCL_EXPORT ncclResult_t pncclCommRegister(const ncclComm_t comm, void *buff, size_t size,
-                                              void **handle)
+SIM_NCCL_EXPORT ncclResult_t pncclCommRegister(const ncclComm_t comm, void *buff, size_t size,
+                                               void **handle)
 {
-    struct fs_reg *r;
-    ncclResult_t rc = fs_reg_add(comm, buff, size, 0, &r);
+    struct sim_reg *r;
+    ncclResult_t rc = sim_reg_add(comm, buff, size, 0, &r);
     if (rc == ncclSuccess) *handle = r;
     return rc;
 }
-FS_NCCL_ALIAS(ncclCommRegister);
+SIM_NCCL_ALIAS(ncclCommRegister);
 
-FS_NCCL_EXPORT ncclResult_t pncclCommDeregister(const ncclComm_t comm, void *handle)
+SIM_NCCL_EXPORT ncclResult_t pncclCommDeregister(const ncclComm_t comm, void *handle)
 {
-    return fs_reg_remove(comm, handle, 0);
+    return sim_reg_remove(comm, handle, 0);
 }
-FS_NCCL_ALIAS(ncclCommDeregister);
+SIM_NCCL_ALIAS(ncclCommDeregister);
 
-FS_NCCL_EXPORT ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
-                                                    ncclWindow_t *win, int winFlags)
+SIM_NCCL_EXPORT ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
+                                                     ncclWindow_t *win, int winFlags)
 {
-    struct fs_reg *r;
+    struct sim_reg *r;
     if (!win || (winFlags & ~(NCCL_WIN_DEFAULT | NCCL_WIN_COLL_SYMMETRIC)))
         return ncclInvalidArgument;
-    ncclResult_t rc = fs_reg_add(comm, buff, size, 1, &r);
+    ncclResult_t rc = sim_reg_add(comm, buff, size, 1, &r);
     if (rc == ncclSuccess) *win = (ncclWindow_t)(void *)r;
     return rc;
 }
-FS_NCCL_ALIAS(ncclCommWindowRegister);
+SIM_NCCL_ALIAS(ncclCommWindowRegister);
 
-FS_NCCL_EXPORT ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
+SIM_NCCL_EXPORT ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
 {
-    return fs_reg_remove(comm, (void *)win, 1);
+    return sim_reg_remove(comm, (void *)win, 1);
 }
-FS_NCCL_ALIAS(ncclCommWindowDeregister);
+SIM_NCCL_ALIAS(ncclCommWindowDeregister);
 
-ncclResult_t fs_window_find(ncclComm_t comm, ncclWindow_t win, void **buff, size_t *size)
+ncclResult_t sim_window_find(ncclComm_t comm, ncclWindow_t win, void **buff, size_t *size)
 {
     ncclResult_t rc = ncclInvalidArgument;
-    if (!fs_comm_valid(comm) || !win) return rc;
+    if (!sim_comm_valid(comm) || !win) return rc;
     pthread_mutex_lock(&comm->lock);
-    for (struct fs_reg *r = comm->regs; r; r = r->next)
+    for (struct sim_reg *r = comm->regs; r; r = r->next)
         if ((void *)r == (void *)win && r->window) {
             if (buff) *buff = r->buff;
             if (size) *size = r->size;
@@ -885,16 +887,17 @@ ncclResult_t fs_window_find(ncclComm_t comm, ncclWindow_t win, void **buff, size
         }
     pthread_mutex_unlock(&comm->lock);
     if (rc != ncclSuccess)
-        fs_set_last_error("sim NCCL: not a window registered on this communicator");
+        sim_set_last_error("sim NCCL: not a window registered on this communicator");
     return rc;
 }
 
-FS_NCCL_EXPORT ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void **outUserPtr)
+SIM_NCCL_EXPORT ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win,
+                                                void **outUserPtr)
 {
     if (!outUserPtr) return ncclInvalidArgument;
-    return fs_window_find(comm, win, outUserPtr, NULL);
+    return sim_window_find(comm, win, outUserPtr, NULL);
 }
-FS_NCCL_ALIAS(ncclWinGetUserPtr);
+SIM_NCCL_ALIAS(ncclWinGetUserPtr);
 
 /* The device API's pointer queries take the window alone (a live one, found
  * among the process's windows); its communicator is the one it was registered
@@ -902,12 +905,12 @@ FS_NCCL_ALIAS(ncclWinGetUserPtr);
  * rank reaches its own window; the sim maps no peer's memory into a process
  * (each rank's device memory is its own process's), so another peer is
  * ncclInvalidUsage, and so is multimem (no NVLink SHARP). */
-static ncclResult_t fs_window_comm(ncclWindow_t window, size_t offset, void **outPtr, int *rank,
-                                   int *nranks, void **buff)
+static ncclResult_t sim_window_comm(ncclWindow_t window, size_t offset, void **outPtr, int *rank,
+                                    int *nranks, void **buff)
 {
     ncclResult_t rc = ncclInvalidArgument;
-    pthread_mutex_lock(&fs_windows_lock);
-    for (struct fs_reg *r = fs_windows; r && outPtr; r = r->wnext)
+    pthread_mutex_lock(&sim_windows_lock);
+    for (struct sim_reg *r = sim_windows; r && outPtr; r = r->wnext)
         if ((void *)r == (void *)window && offset < r->size) {
             *rank = r->comm->rank;
             *nranks = r->comm->nranks;
@@ -915,76 +918,76 @@ static ncclResult_t fs_window_comm(ncclWindow_t window, size_t offset, void **ou
             rc = ncclSuccess;
             break;
         }
-    pthread_mutex_unlock(&fs_windows_lock);
-    if (rc != ncclSuccess) fs_set_last_error("sim NCCL: invalid window, offset or output pointer");
+    pthread_mutex_unlock(&sim_windows_lock);
+    if (rc != ncclSuccess) sim_set_last_error("sim NCCL: invalid window, offset or output pointer");
     return rc;
 }
 
-FS_NCCL_EXPORT ncclResult_t pncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer,
-                                                      void **outPtr)
+SIM_NCCL_EXPORT ncclResult_t pncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer,
+                                                       void **outPtr)
 {
     int rank, nranks;
     void *buff;
-    ncclResult_t rc = fs_window_comm(window, offset, outPtr, &rank, &nranks, &buff);
+    ncclResult_t rc = sim_window_comm(window, offset, outPtr, &rank, &nranks, &buff);
     if (rc != ncclSuccess) return rc;
     if (peer < 0 || peer >= nranks) {
-        fs_set_last_error("sim NCCL: peer %d out of [0, %d)", peer, nranks);
+        sim_set_last_error("sim NCCL: peer %d out of [0, %d)", peer, nranks);
         return ncclInvalidArgument;
     }
     if (peer != rank) {
-        fs_set_last_error("sim NCCL: rank %d's window memory is not mapped in rank %d's process",
-                          peer, rank);
+        sim_set_last_error("sim NCCL: rank %d's window memory is not mapped in rank %d's process",
+                           peer, rank);
         return ncclInvalidUsage;
     }
     *outPtr = (char *)buff + offset;
     return ncclSuccess;
 }
-FS_NCCL_ALIAS(ncclGetPeerDevicePointer);
+SIM_NCCL_ALIAS(ncclGetPeerDevicePointer);
 
-FS_NCCL_EXPORT ncclResult_t pncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset,
-                                                             void **outPtr)
+SIM_NCCL_EXPORT ncclResult_t pncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset,
+                                                              void **outPtr)
 {
     int rank, nranks;
     void *buff;
-    ncclResult_t rc = fs_window_comm(window, offset, outPtr, &rank, &nranks, &buff);
+    ncclResult_t rc = sim_window_comm(window, offset, outPtr, &rank, &nranks, &buff);
     if (rc != ncclSuccess) return rc;
-    fs_set_last_error("sim NCCL: no multimem (NVLink SHARP) on the simulated device");
+    sim_set_last_error("sim NCCL: no multimem (NVLink SHARP) on the simulated device");
     return ncclInvalidUsage;
 }
-FS_NCCL_ALIAS(ncclGetLsaMultimemDevicePointer);
+SIM_NCCL_ALIAS(ncclGetLsaMultimemDevicePointer);
 
-FS_NCCL_EXPORT ncclResult_t pncclMemAlloc(void **ptr, size_t size)
+SIM_NCCL_EXPORT ncclResult_t pncclMemAlloc(void **ptr, size_t size)
 {
     if (!ptr || !size) return ncclInvalidArgument;
     return cudaMalloc(ptr, size) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
 }
-FS_NCCL_ALIAS(ncclMemAlloc);
+SIM_NCCL_ALIAS(ncclMemAlloc);
 
-FS_NCCL_EXPORT ncclResult_t pncclMemFree(void *ptr)
+SIM_NCCL_EXPORT ncclResult_t pncclMemFree(void *ptr)
 {
     if (!ptr) return ncclSuccess;
     return cudaFree(ptr) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
 }
-FS_NCCL_ALIAS(ncclMemFree);
+SIM_NCCL_ALIAS(ncclMemFree);
 
 /* ---- user reduction operators ---------------------------------------------- */
 
-FS_NCCL_EXPORT ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar,
-                                                      ncclDataType_t datatype,
-                                                      ncclScalarResidence_t residence,
-                                                      ncclComm_t comm)
+SIM_NCCL_EXPORT ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar,
+                                                       ncclDataType_t datatype,
+                                                       ncclScalarResidence_t residence,
+                                                       ncclComm_t comm)
 {
-    size_t es = fs_dtype_size(datatype);
-    if (!op || !scalar || !fs_comm_valid(comm) || !es ||
+    size_t es = sim_dtype_size(datatype);
+    if (!op || !scalar || !sim_comm_valid(comm) || !es ||
         (residence != ncclScalarDevice && residence != ncclScalarHostImmediate))
         return ncclInvalidArgument;
     ncclResult_t rc = ncclInvalidUsage;
     pthread_mutex_lock(&comm->lock);
-    for (int i = 0; i < FS_MAX_USER_OPS; i++) {
+    for (int i = 0; i < SIM_MAX_USER_OPS; i++) {
         if (comm->user_op_used[i]) continue;
-        struct fs_redop *r = &comm->user_ops[i];
+        struct sim_redop *r = &comm->user_ops[i];
         memset(r, 0, sizeof(*r));
-        r->kind = FS_PREMULSUM;
+        r->kind = SIM_PREMULSUM;
         r->dtype = datatype;
         r->scalar_on_device = residence == ncclScalarDevice;
         r->scalar_ptr = scalar;
@@ -997,22 +1000,22 @@ FS_NCCL_EXPORT ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *sca
     pthread_mutex_unlock(&comm->lock);
     return rc;
 }
-FS_NCCL_ALIAS(ncclRedOpCreatePreMulSum);
+SIM_NCCL_ALIAS(ncclRedOpCreatePreMulSum);
 
-FS_NCCL_EXPORT ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
+SIM_NCCL_EXPORT ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
 {
     int i = (int)op - ncclNumOps;
-    if (!fs_comm_valid(comm) || i < 0 || i >= FS_MAX_USER_OPS) return ncclInvalidArgument;
+    if (!sim_comm_valid(comm) || i < 0 || i >= SIM_MAX_USER_OPS) return ncclInvalidArgument;
     pthread_mutex_lock(&comm->lock);
     ncclResult_t rc = comm->user_op_used[i] ? ncclSuccess : ncclInvalidArgument;
     comm->user_op_used[i] = 0;
     pthread_mutex_unlock(&comm->lock);
     return rc;
 }
-FS_NCCL_ALIAS(ncclRedOpDestroy);
+SIM_NCCL_ALIAS(ncclRedOpDestroy);
 
-ncclResult_t fs_comm_resolve_op(struct ncclComm *c, ncclRedOp_t op, ncclDataType_t t,
-                                struct fs_redop *out)
+ncclResult_t sim_comm_resolve_op(struct ncclComm *c, ncclRedOp_t op, ncclDataType_t t,
+                                 struct sim_redop *out)
 {
     memset(out, 0, sizeof(*out));
     out->dtype = t;
@@ -1021,7 +1024,7 @@ ncclResult_t fs_comm_resolve_op(struct ncclComm *c, ncclRedOp_t op, ncclDataType
         return ncclSuccess;
     }
     int i = (int)op - ncclNumOps;
-    if (i < 0 || i >= FS_MAX_USER_OPS) return ncclInvalidArgument;
+    if (i < 0 || i >= SIM_MAX_USER_OPS) return ncclInvalidArgument;
     pthread_mutex_lock(&c->lock);
     ncclResult_t rc = ncclInvalidArgument;
     if (c->user_op_used[i] && c->user_ops[i].dtype == t) {

@@ -10,25 +10,25 @@
  * communicators in one group cannot deadlock either. */
 #include "nccl_internal.h"
 
-#include "sim_private.h"
+#include "sim.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static _Thread_local int fs_depth;
-static _Thread_local struct fs_op *fs_queue;
-static _Thread_local int fs_queued, fs_queue_cap;
-static _Thread_local struct fs_task *fs_tasks, **fs_tasks_tail;
+static _Thread_local int group_depth;
+static _Thread_local struct sim_nccl_op *group_queue;
+static _Thread_local int group_queued, group_queue_cap;
+static _Thread_local struct sim_task *group_tasks, **group_tasks_tail;
 
 /* Polls every task until all have finished; returns the first failure. */
-static ncclResult_t fs_run_tasks(struct fs_task *list)
+static ncclResult_t sim_run_tasks(struct sim_task *list)
 {
     ncclResult_t first = ncclSuccess;
     while (list) {
-        struct fs_task **pp = &list;
+        struct sim_task **pp = &list;
         while (*pp) {
-            struct fs_task *t = *pp;
+            struct sim_task *t = *pp;
             int rc = t->poll(t);
             if (rc == 0) {
                 pp = &t->next;
@@ -42,26 +42,26 @@ static ncclResult_t fs_run_tasks(struct fs_task *list)
     return first;
 }
 
-ncclResult_t fs_group_task(struct fs_task *t)
+ncclResult_t sim_group_task(struct sim_task *t)
 {
     t->next = NULL;
-    if (fs_depth == 0) return fs_run_tasks(t);
-    if (!fs_tasks_tail) fs_tasks_tail = &fs_tasks;
-    *fs_tasks_tail = t;
-    fs_tasks_tail = &t->next;
+    if (group_depth == 0) return sim_run_tasks(t);
+    if (!group_tasks_tail) group_tasks_tail = &group_tasks;
+    *group_tasks_tail = t;
+    group_tasks_tail = &t->next;
     return ncclSuccess;
 }
 
 /* A work item that cannot be enqueued still holds its place in the
  * communicator's order: a helper thread retires it, empty. */
-static void *fs_retire(void *w)
+static void *sim_retire(void *w)
 {
-    fs_work_run(w);
+    sim_work_run(w);
     return NULL;
 }
 
 /* Makes `to` wait for the work queued so far on `from`. */
-static void fs_stream_join(cudaStream_t to, cudaStream_t from)
+static void sim_stream_join(cudaStream_t to, cudaStream_t from)
 {
     cudaEvent_t ev;
     if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) return;
@@ -70,31 +70,33 @@ static void fs_stream_join(cudaStream_t to, cudaStream_t from)
     cudaEventDestroy(ev);
 }
 
-static ncclResult_t fs_enqueue_on_device(const struct fs_op *ops, int n, struct ncclComm *comm);
+static ncclResult_t sim_enqueue_on_device(const struct sim_nccl_op *ops, int n,
+                                          struct ncclComm *comm);
 
 /* Enqueues the operations of `comm` among ops[0..n) as one work item on
  * the stream of the first; other streams used in the batch are joined to
  * it before and after with events, as NCCL does. Like NCCL, it enqueues with
  * the communicator's device current, so that stream 0 (the legacy stream) is
  * that device's, whatever device is current at ncclGroupEnd. */
-static ncclResult_t fs_enqueue_comm(const struct fs_op *ops, int n, struct ncclComm *comm)
+static ncclResult_t sim_enqueue_comm(const struct sim_nccl_op *ops, int n, struct ncclComm *comm)
 {
     int dev;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaSetDevice(comm->device) != cudaSuccess) {
-        fs_set_last_error("sim NCCL: cannot make device %d current", comm->device);
+        sim_set_last_error("sim NCCL: cannot make device %d current", comm->device);
         return ncclUnhandledCudaError;
     }
-    ncclResult_t rc = fs_enqueue_on_device(ops, n, comm);
+    ncclResult_t rc = sim_enqueue_on_device(ops, n, comm);
     if (cudaSetDevice(dev) != cudaSuccess && rc == ncclSuccess) rc = ncclUnhandledCudaError;
     return rc;
 }
 
-static ncclResult_t fs_enqueue_on_device(const struct fs_op *ops, int n, struct ncclComm *comm)
+static ncclResult_t sim_enqueue_on_device(const struct sim_nccl_op *ops, int n,
+                                          struct ncclComm *comm)
 {
     int count = 0;
     for (int i = 0; i < n; i++)
         count += ops[i].comm == comm;
-    struct fs_work *w = malloc(sizeof(*w) + (size_t)count * sizeof(struct fs_op));
+    struct sim_nccl_work *w = malloc(sizeof(*w) + (size_t)count * sizeof(struct sim_nccl_op));
     if (!w) return ncclSystemError;
     w->comm = comm;
     w->nops = 0;
@@ -105,30 +107,30 @@ static ncclResult_t fs_enqueue_on_device(const struct fs_op *ops, int n, struct 
     int nothers = 0;
     for (int i = 1; i < w->nops; i++)
         if (w->ops[i].stream != main) {
-            fs_stream_join(main, w->ops[i].stream);
+            sim_stream_join(main, w->ops[i].stream);
             others[nothers++] = w->ops[i].stream;
         }
-    fs_comm_ref(comm);
+    sim_comm_ref(comm);
     w->seq = atomic_fetch_add(&comm->issued, 1) + 1;
-    cudaError_t err = fs_sim_stream_enqueue(main, 0, fs_work_run, w);
+    cudaError_t err = sim_stream_enqueue(main, 0, sim_work_run, w);
     if (err != cudaSuccess) {
         w->nops = 0;
         pthread_t th;
-        if (pthread_create(&th, NULL, fs_retire, w) == 0)
+        if (pthread_create(&th, NULL, sim_retire, w) == 0)
             pthread_detach(th);
         else
-            fs_work_run(w); /* its turn has come unless earlier work is stuck */
-        fs_set_last_error("sim NCCL: cannot enqueue on stream %p: %s", (void *)main,
-                          cudaGetErrorString(err));
+            sim_work_run(w); /* its turn has come unless earlier work is stuck */
+        sim_set_last_error("sim NCCL: cannot enqueue on stream %p: %s", (void *)main,
+                           cudaGetErrorString(err));
         return ncclUnhandledCudaError;
     }
     for (int i = 0; i < nothers; i++)
-        fs_stream_join(others[i], main);
+        sim_stream_join(others[i], main);
     return ncclSuccess;
 }
 
 /* One work item per communicator, in the order each first appears. */
-static ncclResult_t fs_enqueue(const struct fs_op *ops, int n)
+static ncclResult_t sim_enqueue(const struct sim_nccl_op *ops, int n)
 {
     ncclResult_t first = ncclSuccess;
     for (int i = 0; i < n; i++) {
@@ -136,86 +138,87 @@ static ncclResult_t fs_enqueue(const struct fs_op *ops, int n)
         for (int j = 0; j < i && !seen; j++)
             seen = ops[j].comm == ops[i].comm;
         if (seen) continue;
-        ncclResult_t rc = fs_enqueue_comm(ops + i, n - i, ops[i].comm);
+        ncclResult_t rc = sim_enqueue_comm(ops + i, n - i, ops[i].comm);
         if (rc != ncclSuccess && first == ncclSuccess) first = rc;
     }
     return first;
 }
 
-ncclResult_t fs_group_submit(const struct fs_op *op)
+ncclResult_t sim_group_submit(const struct sim_nccl_op *op)
 {
-    if (fs_depth == 0) return fs_enqueue(op, 1);
-    if (fs_queued == fs_queue_cap) {
-        int cap = fs_queue_cap ? 2 * fs_queue_cap : 16;
-        struct fs_op *q = realloc(fs_queue, (size_t)cap * sizeof(*q));
+    if (group_depth == 0) return sim_enqueue(op, 1);
+    if (group_queued == group_queue_cap) {
+        int cap = group_queue_cap ? 2 * group_queue_cap : 16;
+        struct sim_nccl_op *q = realloc(group_queue, (size_t)cap * sizeof(*q));
         if (!q) return ncclSystemError;
-        fs_queue = q;
-        fs_queue_cap = cap;
+        group_queue = q;
+        group_queue_cap = cap;
     }
-    fs_queue[fs_queued++] = *op;
+    group_queue[group_queued++] = *op;
     return ncclSuccess;
 }
 
-FS_NCCL_EXPORT ncclResult_t pncclGroupStart(void)
+SIM_NCCL_EXPORT ncclResult_t pncclGroupStart(void)
 {
-    fs_depth++;
+    group_depth++;
     return ncclSuccess;
 }
-FS_NCCL_ALIAS(ncclGroupStart);
+SIM_NCCL_ALIAS(ncclGroupStart);
 
 /* Leaves the outermost group: takes the queued tasks and operations. */
-static void fs_group_take(struct fs_task **tasks, struct fs_op **ops, int *n)
+static void sim_group_take(struct sim_task **tasks, struct sim_nccl_op **ops, int *n)
 {
-    *tasks = fs_tasks;
-    *ops = fs_queue;
-    *n = fs_queued;
-    fs_tasks = NULL;
-    fs_tasks_tail = NULL;
-    fs_queue = NULL;
-    fs_queued = fs_queue_cap = 0;
+    *tasks = group_tasks;
+    *ops = group_queue;
+    *n = group_queued;
+    group_tasks = NULL;
+    group_tasks_tail = NULL;
+    group_queue = NULL;
+    group_queued = group_queue_cap = 0;
 }
 
-FS_NCCL_EXPORT ncclResult_t pncclGroupEnd(void)
+SIM_NCCL_EXPORT ncclResult_t pncclGroupEnd(void)
 {
-    if (fs_depth == 0) {
-        fs_set_last_error("sim NCCL: ncclGroupEnd without ncclGroupStart");
+    if (group_depth == 0) {
+        sim_set_last_error("sim NCCL: ncclGroupEnd without ncclGroupStart");
         return ncclInvalidUsage;
     }
-    if (--fs_depth > 0) return ncclSuccess;
-    struct fs_task *tasks;
-    struct fs_op *ops;
+    if (--group_depth > 0) return ncclSuccess;
+    struct sim_task *tasks;
+    struct sim_nccl_op *ops;
     int n;
-    fs_group_take(&tasks, &ops, &n);
-    ncclResult_t rc = fs_run_tasks(tasks);
-    ncclResult_t rc2 = fs_enqueue(ops, n);
+    sim_group_take(&tasks, &ops, &n);
+    ncclResult_t rc = sim_run_tasks(tasks);
+    ncclResult_t rc2 = sim_enqueue(ops, n);
     free(ops);
     return rc != ncclSuccess ? rc : rc2;
 }
-FS_NCCL_ALIAS(ncclGroupEnd);
+SIM_NCCL_ALIAS(ncclGroupEnd);
 
-#define FS_SIM_INFO_MAGIC 0x74685283u
+#define SIM_INFO_MAGIC 0x74685283u
 
 /* Ends the group without running its operations and estimates their time
  * from their size at a nominal 100 GB/s (the sim has no topology to model).
  * Tasks (inits) are still completed: they are not operations. */
-FS_NCCL_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
+SIM_NCCL_EXPORT ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
 {
-    if (!simInfo || simInfo->magic != FS_SIM_INFO_MAGIC) {
-        fs_set_last_error("sim NCCL: ncclSimInfo_t not initialised with NCCL_SIM_INFO_INITIALIZER");
+    if (!simInfo || simInfo->magic != SIM_INFO_MAGIC) {
+        sim_set_last_error(
+            "sim NCCL: ncclSimInfo_t not initialised with NCCL_SIM_INFO_INITIALIZER");
         return ncclInvalidArgument;
     }
-    if (fs_depth == 0) return ncclInvalidUsage;
-    if (--fs_depth > 0) return ncclSuccess;
-    struct fs_task *tasks;
-    struct fs_op *ops;
+    if (group_depth == 0) return ncclInvalidUsage;
+    if (--group_depth > 0) return ncclSuccess;
+    struct sim_task *tasks;
+    struct sim_nccl_op *ops;
     int n;
-    fs_group_take(&tasks, &ops, &n);
+    sim_group_take(&tasks, &ops, &n);
     double bytes = 0;
     for (int i = 0; i < n; i++)
-        bytes += (double)ops[i].count * (double)fs_dtype_size(ops[i].dtype) *
-                 (ops[i].kind == FS_SEND || ops[i].kind == FS_RECV ? 1 : ops[i].comm->nranks);
+        bytes += (double)ops[i].count * (double)sim_dtype_size(ops[i].dtype) *
+                 (ops[i].kind == SIM_SEND || ops[i].kind == SIM_RECV ? 1 : ops[i].comm->nranks);
     free(ops);
     simInfo->estimatedTime = (float)(bytes / 100e9 * 1e6); /* microseconds */
-    return fs_run_tasks(tasks);
+    return sim_run_tasks(tasks);
 }
-FS_NCCL_ALIAS(ncclGroupSimulateEnd);
+SIM_NCCL_ALIAS(ncclGroupSimulateEnd);

@@ -7,8 +7,8 @@
  * ncclDevCommCreate and ncclDevCommDestroy are already in the 2.28 headers.
  * The device API's types stay opaque: the sim has no device code to give them
  * to (docs/sim-nccl.md). */
-#ifndef FS_NCCL_2_30_H
-#define FS_NCCL_2_30_H
+#ifndef SIM_NCCL_2_30_H
+#define SIM_NCCL_2_30_H
 #include <nccl.h>
 #include <stdint.h>
 
@@ -73,4 +73,4 @@ ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset,
 ncclResult_t pncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void **outPtr);
 ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void **outPtr);
 ncclResult_t pncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void **outPtr);
-#endif /* FS_NCCL_2_30_H */
+#endif /* SIM_NCCL_2_30_H */

@@ -13,7 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-size_t fs_dtype_size(ncclDataType_t t)
+size_t sim_dtype_size(ncclDataType_t t)
 {
     switch (t) {
     case ncclInt8:
@@ -41,7 +41,7 @@ size_t fs_dtype_size(ncclDataType_t t)
  * One encoder/decoder for any sign/exponent/mantissa layout. `fn` marks the
  * e4m3 "finite" variant: no infinities, a single NaN mantissa pattern. */
 
-static float fs_mini_decode(uint32_t v, int ebits, int mbits, int fn)
+static float sim_mini_decode(uint32_t v, int ebits, int mbits, int fn)
 {
     uint32_t emask = (1u << ebits) - 1, mmask = (1u << mbits) - 1;
     int bias = (1 << (ebits - 1)) - 1;
@@ -53,7 +53,7 @@ static float fs_mini_decode(uint32_t v, int ebits, int mbits, int fn)
     return sign * ldexpf((float)(m | (1u << mbits)), (int)e - bias - mbits);
 }
 
-static uint32_t fs_mini_encode(float f, int ebits, int mbits, int fn, int saturate)
+static uint32_t sim_mini_encode(float f, int ebits, int mbits, int fn, int saturate)
 {
     uint32_t emask = (1u << ebits) - 1, mmask = (1u << mbits) - 1;
     int bias = (1 << (ebits - 1)) - 1;
@@ -85,32 +85,32 @@ static uint32_t fs_mini_encode(float f, int ebits, int mbits, int fn, int satura
     return sign | bits;
 }
 
-float fs_half_to_float(uint16_t h)
+float sim_half_to_float(uint16_t h)
 {
-    return fs_mini_decode(h, 5, 10, 0);
+    return sim_mini_decode(h, 5, 10, 0);
 }
-uint16_t fs_float_to_half(float f)
+uint16_t sim_float_to_half(float f)
 {
-    return (uint16_t)fs_mini_encode(f, 5, 10, 0, 0);
+    return (uint16_t)sim_mini_encode(f, 5, 10, 0, 0);
 }
-float fs_e4m3_to_float(uint8_t v)
+float sim_e4m3_to_float(uint8_t v)
 {
-    return fs_mini_decode(v, 4, 3, 1);
+    return sim_mini_decode(v, 4, 3, 1);
 }
-uint8_t fs_float_to_e4m3(float f)
+uint8_t sim_float_to_e4m3(float f)
 {
-    return (uint8_t)fs_mini_encode(f, 4, 3, 1, 1);
+    return (uint8_t)sim_mini_encode(f, 4, 3, 1, 1);
 }
-float fs_e5m2_to_float(uint8_t v)
+float sim_e5m2_to_float(uint8_t v)
 {
-    return fs_mini_decode(v, 5, 2, 0);
+    return sim_mini_decode(v, 5, 2, 0);
 }
-uint8_t fs_float_to_e5m2(float f)
+uint8_t sim_float_to_e5m2(float f)
 {
-    return (uint8_t)fs_mini_encode(f, 5, 2, 0, 1);
+    return (uint8_t)sim_mini_encode(f, 5, 2, 0, 1);
 }
 
-float fs_bf16_to_float(uint16_t h)
+float sim_bf16_to_float(uint16_t h)
 {
     uint32_t u = (uint32_t)h << 16;
     float f;
@@ -118,7 +118,7 @@ float fs_bf16_to_float(uint16_t h)
     return f;
 }
 
-uint16_t fs_float_to_bf16(float f)
+uint16_t sim_float_to_bf16(float f)
 {
     uint32_t u;
     memcpy(&u, &f, sizeof(u));
@@ -129,19 +129,19 @@ uint16_t fs_float_to_bf16(float f)
 
 /* ---- native types ---------------------------------------------------------
  * T is the element type, U the type arithmetic is done in. */
-#define FS_ADD(T, U, a, b) ((T)((U)(a) + (U)(b)))
-#define FS_MUL(T, U, a, b) ((T)((U)(a) * (U)(b)))
+#define SIM_ADD(T, U, a, b) ((T)((U)(a) + (U)(b)))
+#define SIM_MUL(T, U, a, b) ((T)((U)(a) * (U)(b)))
 
-#define FS_DEFINE_REDUCE(suffix, T, U)                                                             \
-    static void fs_reduce_##suffix(void *dst, const void *const *srcs, int nsrc, size_t n,         \
-                                   int kind, const void *scalar)                                   \
+#define SIM_DEFINE_REDUCE(suffix, T, U)                                                            \
+    static void sim_reduce_##suffix(void *dst, const void *const *srcs, int nsrc, size_t n,        \
+                                    int kind, const void *scalar)                                  \
     {                                                                                              \
         T *d = dst, scale;                                                                         \
         const T *s0 = srcs[0];                                                                     \
         memcpy(&scale, scalar, sizeof(T));                                                         \
-        if (kind == FS_PREMULSUM)                                                                  \
+        if (kind == SIM_PREMULSUM)                                                                 \
             for (size_t i = 0; i < n; i++)                                                         \
-                d[i] = FS_MUL(T, U, s0[i], scale);                                                 \
+                d[i] = SIM_MUL(T, U, s0[i], scale);                                                \
         else                                                                                       \
             memcpy(d, s0, n * sizeof(T));                                                          \
         for (int k = 1; k < nsrc; k++) {                                                           \
@@ -150,15 +150,15 @@ uint16_t fs_float_to_bf16(float f)
             case ncclSum:                                                                          \
             case ncclAvg:                                                                          \
                 for (size_t i = 0; i < n; i++)                                                     \
-                    d[i] = FS_ADD(T, U, d[i], s[i]);                                               \
+                    d[i] = SIM_ADD(T, U, d[i], s[i]);                                              \
                 break;                                                                             \
-            case FS_PREMULSUM:                                                                     \
+            case SIM_PREMULSUM:                                                                    \
                 for (size_t i = 0; i < n; i++)                                                     \
-                    d[i] = FS_ADD(T, U, d[i], FS_MUL(T, U, s[i], scale));                          \
+                    d[i] = SIM_ADD(T, U, d[i], SIM_MUL(T, U, s[i], scale));                        \
                 break;                                                                             \
             case ncclProd:                                                                         \
                 for (size_t i = 0; i < n; i++)                                                     \
-                    d[i] = FS_MUL(T, U, d[i], s[i]);                                               \
+                    d[i] = SIM_MUL(T, U, d[i], s[i]);                                              \
                 break;                                                                             \
             case ncclMax:                                                                          \
                 for (size_t i = 0; i < n; i++)                                                     \
@@ -175,64 +175,64 @@ uint16_t fs_float_to_bf16(float f)
                 d[i] = (T)(d[i] / (T)nsrc);                                                        \
     }
 
-FS_DEFINE_REDUCE(i8, int8_t, uint8_t)
-FS_DEFINE_REDUCE(u8, uint8_t, uint8_t)
-FS_DEFINE_REDUCE(i32, int32_t, uint32_t)
-FS_DEFINE_REDUCE(u32, uint32_t, uint32_t)
-FS_DEFINE_REDUCE(i64, int64_t, uint64_t)
-FS_DEFINE_REDUCE(u64, uint64_t, uint64_t)
-FS_DEFINE_REDUCE(f32, float, float)
-FS_DEFINE_REDUCE(f64, double, double)
+SIM_DEFINE_REDUCE(i8, int8_t, uint8_t)
+SIM_DEFINE_REDUCE(u8, uint8_t, uint8_t)
+SIM_DEFINE_REDUCE(i32, int32_t, uint32_t)
+SIM_DEFINE_REDUCE(u32, uint32_t, uint32_t)
+SIM_DEFINE_REDUCE(i64, int64_t, uint64_t)
+SIM_DEFINE_REDUCE(u64, uint64_t, uint64_t)
+SIM_DEFINE_REDUCE(f32, float, float)
+SIM_DEFINE_REDUCE(f64, double, double)
 
 /* ---- small float types: widen a block to float, reduce, narrow back ---- */
 
-static float fs_small_load(ncclDataType_t t, const void *p, size_t i)
+static float sim_small_load(ncclDataType_t t, const void *p, size_t i)
 {
     switch (t) {
     case ncclFloat16:
-        return fs_half_to_float(((const uint16_t *)p)[i]);
+        return sim_half_to_float(((const uint16_t *)p)[i]);
     case ncclBfloat16:
-        return fs_bf16_to_float(((const uint16_t *)p)[i]);
+        return sim_bf16_to_float(((const uint16_t *)p)[i]);
     case ncclFloat8e4m3:
-        return fs_e4m3_to_float(((const uint8_t *)p)[i]);
+        return sim_e4m3_to_float(((const uint8_t *)p)[i]);
     default:
-        return fs_e5m2_to_float(((const uint8_t *)p)[i]);
+        return sim_e5m2_to_float(((const uint8_t *)p)[i]);
     }
 }
 
-static void fs_small_store(ncclDataType_t t, void *p, size_t i, float v)
+static void sim_small_store(ncclDataType_t t, void *p, size_t i, float v)
 {
     switch (t) {
     case ncclFloat16:
-        ((uint16_t *)p)[i] = fs_float_to_half(v);
+        ((uint16_t *)p)[i] = sim_float_to_half(v);
         break;
     case ncclBfloat16:
-        ((uint16_t *)p)[i] = fs_float_to_bf16(v);
+        ((uint16_t *)p)[i] = sim_float_to_bf16(v);
         break;
     case ncclFloat8e4m3:
-        ((uint8_t *)p)[i] = fs_float_to_e4m3(v);
+        ((uint8_t *)p)[i] = sim_float_to_e4m3(v);
         break;
     default:
-        ((uint8_t *)p)[i] = fs_float_to_e5m2(v);
+        ((uint8_t *)p)[i] = sim_float_to_e5m2(v);
         break;
     }
 }
 
-#define FS_BLOCK 1024
+#define SIM_BLOCK 1024
 
-static void fs_reduce_small(void *dst, const void *const *srcs, int nsrc, size_t n,
-                            ncclDataType_t t, int kind, const void *scalar)
+static void sim_reduce_small(void *dst, const void *const *srcs, int nsrc, size_t n,
+                             ncclDataType_t t, int kind, const void *scalar)
 {
-    float acc[FS_BLOCK], wide[FS_BLOCK];
-    float scale = fs_small_load(t, scalar, 0);
-    for (size_t base = 0; base < n; base += FS_BLOCK) {
-        size_t m = n - base < FS_BLOCK ? n - base : FS_BLOCK;
+    float acc[SIM_BLOCK], wide[SIM_BLOCK];
+    float scale = sim_small_load(t, scalar, 0);
+    for (size_t base = 0; base < n; base += SIM_BLOCK) {
+        size_t m = n - base < SIM_BLOCK ? n - base : SIM_BLOCK;
         const void *widened[1] = {wide};
         for (int k = 0; k < nsrc; k++) {
             for (size_t i = 0; i < m; i++)
-                wide[i] = fs_small_load(t, srcs[k], base + i);
+                wide[i] = sim_small_load(t, srcs[k], base + i);
             if (k == 0) {
-                fs_reduce_f32(acc, widened, 1, m, kind, &scale);
+                sim_reduce_f32(acc, widened, 1, m, kind, &scale);
                 continue;
             }
             for (size_t i = 0; i < m; i++) {
@@ -247,7 +247,7 @@ static void fs_reduce_small(void *dst, const void *const *srcs, int nsrc, size_t
                 case ncclMin:
                     acc[i] = b < a ? b : a;
                     break;
-                case FS_PREMULSUM:
+                case SIM_PREMULSUM:
                     acc[i] = a + b * scale;
                     break;
                 default:
@@ -257,41 +257,41 @@ static void fs_reduce_small(void *dst, const void *const *srcs, int nsrc, size_t
             }
         }
         for (size_t i = 0; i < m; i++)
-            fs_small_store(t, dst, base + i, kind == ncclAvg ? acc[i] / (float)nsrc : acc[i]);
+            sim_small_store(t, dst, base + i, kind == ncclAvg ? acc[i] / (float)nsrc : acc[i]);
     }
 }
 
-void fs_reduce(void *dst, const void *const *srcs, int nsrc, size_t n, ncclDataType_t t,
-               const struct fs_redop *op)
+void sim_reduce(void *dst, const void *const *srcs, int nsrc, size_t n, ncclDataType_t t,
+                const struct sim_redop *op)
 {
     const void *scalar = op->scalar_on_device ? op->scalar_ptr : op->scalar;
     switch (t) {
     case ncclInt8:
-        fs_reduce_i8(dst, srcs, nsrc, n, op->kind, scalar);
+        sim_reduce_i8(dst, srcs, nsrc, n, op->kind, scalar);
         break;
     case ncclUint8:
-        fs_reduce_u8(dst, srcs, nsrc, n, op->kind, scalar);
+        sim_reduce_u8(dst, srcs, nsrc, n, op->kind, scalar);
         break;
     case ncclInt32:
-        fs_reduce_i32(dst, srcs, nsrc, n, op->kind, scalar);
+        sim_reduce_i32(dst, srcs, nsrc, n, op->kind, scalar);
         break;
     case ncclUint32:
-        fs_reduce_u32(dst, srcs, nsrc, n, op->kind, scalar);
+        sim_reduce_u32(dst, srcs, nsrc, n, op->kind, scalar);
         break;
     case ncclInt64:
-        fs_reduce_i64(dst, srcs, nsrc, n, op->kind, scalar);
+        sim_reduce_i64(dst, srcs, nsrc, n, op->kind, scalar);
         break;
     case ncclUint64:
-        fs_reduce_u64(dst, srcs, nsrc, n, op->kind, scalar);
+        sim_reduce_u64(dst, srcs, nsrc, n, op->kind, scalar);
         break;
     case ncclFloat32:
-        fs_reduce_f32(dst, srcs, nsrc, n, op->kind, scalar);
+        sim_reduce_f32(dst, srcs, nsrc, n, op->kind, scalar);
         break;
     case ncclFloat64:
-        fs_reduce_f64(dst, srcs, nsrc, n, op->kind, scalar);
+        sim_reduce_f64(dst, srcs, nsrc, n, op->kind, scalar);
         break;
     default:
-        fs_reduce_small(dst, srcs, nsrc, n, t, op->kind, scalar);
+        sim_reduce_small(dst, srcs, nsrc, n, t, op->kind, scalar);
         break;
     }
 }

@@ -25,9 +25,9 @@ struct nvmlDevice_st {
 static struct nvmlDevice_st handles[SIM_NVML_MAX_DEVICES];
 
 /* The H100 SXM5's PCI device id and NVIDIA's vendor id: the sim reports an
- * H100-like part (sim/props.c). */
+ * H100-like part (sim/core/props.c). */
 #define SIM_PCI_DEVICE_ID 0x233010DEu
-/* Bus numbers as cudaDeviceGetPCIBusId gives them (sim/device.c). */
+/* Bus numbers as cudaDeviceGetPCIBusId gives them (sim/cudart/device_management.c). */
 static unsigned bus_of(int ordinal)
 {
     return 0x18u + 0x12u * (unsigned)ordinal;
@@ -35,13 +35,13 @@ static unsigned bus_of(int ordinal)
 
 /* The checks every device query makes, in NVML's order: initialised, then a
  * valid handle (NVML_ERROR_INVALID_ARGUMENT otherwise). */
-static nvmlReturn_t device_of(nvmlDevice_t h, struct fs_device **out)
+static nvmlReturn_t device_of(nvmlDevice_t h, struct sim_device **out)
 {
     nvmlReturn_t res = sim_nvml_ready();
     if (res) return res;
     uintptr_t at = (uintptr_t)h - (uintptr_t)handles;
     if (at >= sizeof handles) return NVML_ERROR_INVALID_ARGUMENT;
-    *out = fs_dev((int)(at / sizeof handles[0]));
+    *out = sim_dev((int)(at / sizeof handles[0]));
     return *out ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
 }
 
@@ -50,7 +50,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
     nvmlReturn_t res = sim_nvml_ready();
     if (res) return res;
     if (!deviceCount) return NVML_ERROR_INVALID_ARGUMENT;
-    *deviceCount = (unsigned)fs_cfg.ndevices;
+    *deviceCount = (unsigned)sim_cfg.ndevices;
     return NVML_SUCCESS;
 }
 /* The legacy ABI counts only devices it may initialise: all of the sim's. */
@@ -60,7 +60,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvml
 {
     nvmlReturn_t res = sim_nvml_ready();
     if (res) return res;
-    if (!device || index >= (unsigned)fs_cfg.ndevices) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!device || index >= (unsigned)sim_cfg.ndevices) return NVML_ERROR_INVALID_ARGUMENT;
     *device = &handles[index];
     return NVML_SUCCESS;
 }
@@ -94,7 +94,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId,
     unsigned domain, bus, dev, fn;
     if (!pciBusId || !device || !parse_bus_id(pciBusId, &domain, &bus, &dev, &fn))
         return NVML_ERROR_INVALID_ARGUMENT;
-    for (int i = 0; i < fs_cfg.ndevices; i++) {
+    for (int i = 0; i < sim_cfg.ndevices; i++) {
         if (domain == 0 && bus == bus_of(i) && dev == 0 && fn == 0) {
             *device = &handles[i];
             return NVML_SUCCESS;
@@ -122,7 +122,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice
     nvmlReturn_t res = sim_nvml_ready();
     if (res) return res;
     if (!uuid || !device) return NVML_ERROR_INVALID_ARGUMENT;
-    for (int i = 0; i < fs_cfg.ndevices; i++) {
+    for (int i = 0; i < sim_cfg.ndevices; i++) {
         char s[NVML_DEVICE_UUID_BUFFER_SIZE];
         uuid_string(i, s);
         if (strcmp(s, uuid) == 0) {
@@ -135,7 +135,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice
 
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!index) return NVML_ERROR_INVALID_ARGUMENT;
@@ -159,7 +159,7 @@ static nvmlReturn_t put_string(const char *s, char *buf, unsigned int len)
 
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     struct cudaDeviceProp p;
@@ -169,7 +169,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, uns
 
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     char s[NVML_DEVICE_UUID_BUFFER_SIZE];
@@ -189,7 +189,7 @@ static void pci_info(int ordinal, nvmlPciInfo_t *pci)
 
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!pci) return NVML_ERROR_INVALID_ARGUMENT;
@@ -200,29 +200,29 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciIn
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major,
                                                              int *minor)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!major || !minor) return NVML_ERROR_INVALID_ARGUMENT;
-    if (fs_device_attribute(cudaDevAttrComputeCapabilityMajor, d->ordinal, major) ||
-        fs_device_attribute(cudaDevAttrComputeCapabilityMinor, d->ordinal, minor))
+    if (sim_device_attribute(cudaDevAttrComputeCapabilityMajor, d->ordinal, major) ||
+        sim_device_attribute(cudaDevAttrComputeCapabilityMinor, d->ordinal, minor))
         return NVML_ERROR_UNKNOWN;
     return NVML_SUCCESS;
 }
 
 /* total: the device's capacity (FSDPSHIM_SIM_MEM); used: what the sim has
  * charged to it now; free: the rest. */
-static void memory_of(struct fs_device *d, unsigned long long *total, unsigned long long *used)
+static void memory_of(struct sim_device *d, unsigned long long *total, unsigned long long *used)
 {
     pthread_mutex_lock(&d->mu);
     *used = d->used;
     pthread_mutex_unlock(&d->mu);
-    *total = fs_cfg.capacity;
+    *total = sim_cfg.capacity;
 }
 
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
@@ -234,7 +234,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemor
 /* As nvmlDeviceGetMemoryInfo; nothing is reserved by a driver in the sim. */
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
@@ -248,7 +248,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMe
 /* The processes with a context on the device: in the sim only this one,
  * listed once it has a context there or memory charged to it. Fills
  * *pid and *used and returns 1 then, else returns 0. */
-static int this_process(struct fs_device *d, unsigned *pid, unsigned long long *used)
+static int this_process(struct sim_device *d, unsigned *pid, unsigned long long *used)
 {
     unsigned long long total;
     memory_of(d, &total, used);
@@ -261,7 +261,7 @@ static int this_process(struct fs_device *d, unsigned *pid, unsigned long long *
  * NULL when *infoCount is 0, to ask for the count). */
 static nvmlReturn_t processes(nvmlDevice_t device, unsigned int *infoCount, void *infos, int legacy)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!infoCount || (!infos && *infoCount)) return NVML_ERROR_INVALID_ARGUMENT;
@@ -308,7 +308,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t devi
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
                                                         nvmlUtilization_t *utilization)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!utilization) return NVML_ERROR_INVALID_ARGUMENT;
@@ -322,7 +322,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
                                                    nvmlTemperatureSensors_t sensorType,
                                                    unsigned int *temp)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!temp || sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
@@ -331,7 +331,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
 
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!power) return NVML_ERROR_INVALID_ARGUMENT;
@@ -343,15 +343,15 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned 
  * graphics clock is the SM clock, as on an H100; there is no video clock. */
 static nvmlReturn_t clock_of(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!clock || (unsigned)type >= NVML_CLOCK_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
     int khz;
     if (type == NVML_CLOCK_VIDEO) return NVML_ERROR_NOT_SUPPORTED;
-    if (fs_device_attribute(type == NVML_CLOCK_MEM ? cudaDevAttrMemoryClockRate
-                                                   : cudaDevAttrClockRate,
-                            d->ordinal, &khz))
+    if (sim_device_attribute(type == NVML_CLOCK_MEM ? cudaDevAttrMemoryClockRate
+                                                    : cudaDevAttrClockRate,
+                             d->ordinal, &khz))
         return NVML_ERROR_UNKNOWN;
     *clock = (unsigned)khz / 1000;
     return NVML_SUCCESS;
@@ -373,7 +373,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClo
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device,
                                                           nvmlGpuVirtualizationMode_t *pVirtualMode)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!pVirtualMode) return NVML_ERROR_INVALID_ARGUMENT;
@@ -385,7 +385,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device,
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
                                                unsigned int *pendingMode)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!currentMode || !pendingMode) return NVML_ERROR_INVALID_ARGUMENT;
@@ -398,7 +398,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int
  * has one; the sim's devices report no NUMA id (cudaDevAttrNumaId -1). */
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!node) return NVML_ERROR_INVALID_ARGUMENT;
@@ -410,7 +410,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned 
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device,
                                                       nvmlGpuFabricInfoV_t *gpuFabricInfo)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!gpuFabricInfo) return NVML_ERROR_INVALID_ARGUMENT;
@@ -433,7 +433,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device,
  * with no NVLink: every link of a valid number is not supported. */
 static nvmlReturn_t nvlink_check(nvmlDevice_t device, unsigned int link, const void *out)
 {
-    struct fs_device *d;
+    struct sim_device *d;
     nvmlReturn_t res = device_of(device, &d);
     if (res) return res;
     if (!out || link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;

@@ -29,7 +29,7 @@ SIM_NVML_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
 {
     if (flags & ~(unsigned)(NVML_INIT_FLAG_NO_GPUS | NVML_INIT_FLAG_NO_ATTACH))
         return NVML_ERROR_INVALID_ARGUMENT;
-    fs_init();
+    sim_init();
     pthread_mutex_lock(&init_mu);
     __atomic_store_n(&init_count, init_count + 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&init_mu);

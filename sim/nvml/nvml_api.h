@@ -8,8 +8,8 @@
  * ABIs that NVML's API reference documents. Layouts and values must stay
  * those of nvml.h: programs compiled against the real header call this
  * library. */
-#ifndef FS_SIM_NVML_API_H
-#define FS_SIM_NVML_API_H
+#ifndef SIM_NVML_API_H
+#define SIM_NVML_API_H
 
 typedef enum nvmlReturn_enum {
     NVML_SUCCESS = 0,
@@ -215,4 +215,4 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned i
 nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link,
                                                  nvmlPciInfo_t *pci);
 
-#endif /* FS_SIM_NVML_API_H */
+#endif /* SIM_NVML_API_H */

@@ -1,10 +1,10 @@
 /* nvml_sim.h - what the two files of the simulated NVML share: whether the
  * library is initialised (init.c) and the check every device query makes
  * first (device.c). */
-#ifndef FS_SIM_NVML_SIM_H
-#define FS_SIM_NVML_SIM_H
+#ifndef SIM_NVML_SIM_H
+#define SIM_NVML_SIM_H
 
-#include "internal.h"
+#include "sim.h"
 #include "nvml_api.h"
 
 /* Every NVML entry point is defined with this; libnvidia-ml.map exports
@@ -20,4 +20,4 @@
  * nvmlShutdown, else NVML_ERROR_UNINITIALIZED. */
 nvmlReturn_t sim_nvml_ready(void);
 
-#endif /* FS_SIM_NVML_SIM_H */
+#endif /* SIM_NVML_SIM_H */

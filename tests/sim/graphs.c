@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "require_device.h"
-#include "sim_private.h"
+#include "sim.h"
 
 #define N 4096
 
@@ -137,7 +137,7 @@ static void test_capture_across_two_streams_and_replay(void **state)
     assert_deps(nodes[4], (cudaGraphNode_t[]){nodes[2], nodes[3]}, 2);
     assert_deps(nodes[5], &nodes[4], 1);
 
-    char path[] = "/tmp/fs_sim_graph_XXXXXX";
+    char path[] = "/tmp/sim_graph_XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
@@ -259,7 +259,7 @@ static void test_stream_ordered_allocation_becomes_graph_memory(void **state)
     assert_int_equal(pool_used(), before);
     assert_int_equal(graph_mem(cudaGraphMemAttrReservedMemCurrent), 0);
 
-    char path[] = "/tmp/fs_sim_graph_XXXXXX";
+    char path[] = "/tmp/sim_graph_XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
@@ -441,7 +441,7 @@ static void test_seam_work_is_captured_and_replayed(void **state)
     assert_int_equal(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
     /* Outside a capture: runs once, then dropped. */
     assert_int_equal(
-        fs_sim_stream_enqueue_work(s, 0, cudaGraphNodeTypeKernel, run_work, drop_work, &r),
+        sim_stream_enqueue_work(s, 0, cudaGraphNodeTypeKernel, run_work, drop_work, &r),
         cudaSuccess);
     assert_int_equal(cudaStreamSynchronize(s), cudaSuccess);
     assert_int_equal(r.runs, 1);
@@ -450,7 +450,7 @@ static void test_seam_work_is_captured_and_replayed(void **state)
     r = (struct replay){0, 0};
     assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
     assert_int_equal(
-        fs_sim_stream_enqueue_work(s, 0, cudaGraphNodeTypeKernel, run_work, drop_work, &r),
+        sim_stream_enqueue_work(s, 0, cudaGraphNodeTypeKernel, run_work, drop_work, &r),
         cudaSuccess);
     assert_int_equal(cudaStreamEndCapture(s, &g), cudaSuccess);
     assert_int_equal(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
@@ -465,7 +465,7 @@ static void test_seam_work_is_captured_and_replayed(void **state)
 
     /* Work that consumes its argument cannot be captured. */
     assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
-    assert_int_equal(fs_sim_stream_enqueue(s, 0, consume, NULL), cudaErrorStreamCaptureUnsupported);
+    assert_int_equal(sim_stream_enqueue(s, 0, consume, NULL), cudaErrorStreamCaptureUnsupported);
     assert_int_equal(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
     assert_null(g);
     cudaStreamDestroy(s);

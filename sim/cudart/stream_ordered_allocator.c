@@ -1,0 +1,310 @@
+/* stream_ordered_allocator.c - the runtime's stream-ordered allocator:
+ * cudaMallocAsync, cudaMallocFromPoolAsync and cudaFreeAsync (each
+ * bracketed for CUPTI's subscriber), the device's default and current pool,
+ * cudaMemPoolCreate/Destroy, access, trimming and attributes, onto the
+ * pools of sim/core/mempool.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+#include <cupti.h> /* the callback ids and params structs */
+
+/* What CUPTI is told of a stream-ordered allocation (sim.h, core/api_callback.c): the
+ * params structs of the four entry points have one layout. */
+static cudaError_t malloc_async_call(void **ptr, size_t size, struct sim_mempool *pool,
+                                     cudaStream_t s, int pt, unsigned cbid, const char *name,
+                                     const void *params)
+{
+    cudaError_t ret;
+    SIM_API_CALL(2, cbid, name, params, ret,
+                 sim_record_error(sim_mempool_alloc(ptr, size, pool, s, pt)));
+    return ret;
+}
+
+SIM_API cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t s)
+{
+    cudaMallocAsync_v11020_params p = {ptr, size, s};
+    return malloc_async_call(ptr, size, NULL, s, 0, CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
+                             "cudaMallocAsync", &p);
+}
+
+SIM_API cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size, cudaStream_t s)
+{
+    cudaMallocAsync_ptsz_v11020_params p = {ptr, size, s};
+    return malloc_async_call(ptr, size, NULL, s, 1,
+                             CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
+                             "cudaMallocAsync_ptsz", &p);
+}
+
+static cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_t h, cudaStream_t s,
+                                    int pt, unsigned cbid, const char *name)
+{
+    cudaMallocFromPoolAsync_v11020_params p = {ptr, size, h, s};
+    cudaError_t ret;
+    SIM_API_CALL(2, cbid, name, &p, ret, sim_mempool_alloc_from(ptr, size, h, s, pt));
+    return ret;
+}
+
+SIM_API cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool,
+                                            cudaStream_t s)
+{
+    return malloc_from_pool(ptr, size, pool, s, 0,
+                            CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020,
+                            "cudaMallocFromPoolAsync");
+}
+
+SIM_API cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool,
+                                                 cudaStream_t s)
+{
+    return malloc_from_pool(ptr, size, pool, s, 1,
+                            CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020,
+                            "cudaMallocFromPoolAsync_ptsz");
+}
+
+static cudaError_t free_async_call(void *ptr, cudaStream_t s, int pt, unsigned cbid,
+                                   const char *name)
+{
+    cudaFreeAsync_v11020_params p = {ptr, s};
+    cudaError_t ret;
+    SIM_API_CALL(2, cbid, name, &p, ret, sim_record_error(sim_mempool_free(ptr, s, pt)));
+    return ret;
+}
+
+SIM_API cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s)
+{
+    return free_async_call(ptr, s, 0, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
+                           "cudaFreeAsync");
+}
+
+SIM_API cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
+{
+    return free_async_call(ptr, s, 1, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020,
+                           "cudaFreeAsync_ptsz");
+}
+
+SIM_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
+{
+    if (!pool) return sim_record_error(cudaErrorInvalidValue);
+    struct sim_device *dev = sim_dev(device);
+    if (!dev) return sim_record_error(cudaErrorInvalidDevice);
+    *pool = (cudaMemPool_t)dev->mempool;
+    return cudaSuccess;
+}
+SIM_RT_ALIAS(cudaDeviceGetDefaultMemPool);
+
+/* The pool cudaDeviceSetMemPool last made current, else the default pool. */
+SIM_API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device)
+{
+    if (!pool) return sim_record_error(cudaErrorInvalidValue);
+    struct sim_device *dev = sim_dev(device);
+    if (!dev) return sim_record_error(cudaErrorInvalidDevice);
+    *pool = (cudaMemPool_t)sim_mempool_current(dev);
+    return cudaSuccess;
+}
+SIM_RT_ALIAS(cudaDeviceGetMemPool);
+
+/* The pool must be one of the device's own ("local to the specified
+ * device"): its default pool or one made on it. cudaMallocAsync and
+ * cuMemAllocAsync then allocate from it. */
+SIM_API cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t h)
+{
+    sim_init();
+    struct sim_device *dev = sim_dev(device);
+    if (!dev) return sim_record_error(cudaErrorInvalidDevice);
+    struct sim_mempool *pool = sim_mempool_check(h);
+    if (!pool || pool->dev != dev) return sim_record_error(cudaErrorInvalidValue);
+    __atomic_store_n(&dev->current_mempool, pool, __ATOMIC_RELEASE);
+    return cudaSuccess;
+}
+SIM_RT_ALIAS(cudaDeviceSetMemPool);
+
+/* Whether host NUMA node `id` exists (node 0 always does). */
+static int host_numa_node(int id)
+{
+    char path[64];
+    if (id == 0) return 1;
+    if (id < 0) return 0;
+    snprintf(path, sizeof path, "/sys/devices/system/node/node%d", id);
+    return access(path, F_OK) == 0;
+}
+
+/* Pinned memory of one device, or pinned host memory (of any host NUMA
+ * node, or of one that exists; such a pool takes no IPC handle types, as
+ * cuMemPoolCreate documents). */
+SIM_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *h, const struct cudaMemPoolProps *props)
+{
+    sim_init();
+    if (!h || !props || props->allocType != cudaMemAllocationTypePinned)
+        return sim_record_error(cudaErrorInvalidValue);
+    struct sim_device *dev = NULL;
+    switch (props->location.type) {
+    case cudaMemLocationTypeDevice:
+        if (!(dev = sim_dev(props->location.id))) return sim_record_error(cudaErrorInvalidValue);
+        break;
+    case cudaMemLocationTypeHostNuma:
+        if (!host_numa_node(props->location.id)) return sim_record_error(cudaErrorInvalidValue);
+        /* fall through */
+    case cudaMemLocationTypeHost:
+        if (props->handleTypes != cudaMemHandleTypeNone)
+            return sim_record_error(cudaErrorInvalidValue);
+        break;
+    default:
+        return sim_record_error(cudaErrorInvalidValue);
+    }
+    *h = (cudaMemPool_t)sim_mempool_create(dev);
+    return cudaSuccess;
+}
+SIM_RT_ALIAS(cudaMemPoolCreate);
+
+SIM_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t h)
+{
+    sim_init();
+    cudaError_t err = sim_mempool_destroy(h);
+    return err ? sim_record_error(err) : cudaSuccess;
+}
+SIM_RT_ALIAS(cudaMemPoolDestroy);
+
+/* A device whose access a pool records. */
+static int peer_location(const struct cudaMemLocation *loc)
+{
+    return loc->type == cudaMemLocationTypeDevice && sim_dev(loc->id) &&
+           loc->id < SIM_MEMPOOL_PEERS;
+}
+
+/* A device (the sim's peers can always reach each other's memory, so the
+ * access is recorded only); a device pool's own device keeps read-write
+ * access. */
+static int access_valid(const struct sim_mempool *pool, const struct cudaMemAccessDesc *d)
+{
+    if (!peer_location(&d->location)) return 0;
+    if (d->flags != cudaMemAccessFlagsProtNone && d->flags != cudaMemAccessFlagsProtRead &&
+        d->flags != cudaMemAccessFlagsProtReadWrite)
+        return 0;
+    return !pool->dev || d->location.id != pool->dev->ordinal ||
+           d->flags == cudaMemAccessFlagsProtReadWrite;
+}
+
+SIM_API cudaError_t cudaMemPoolSetAccess(cudaMemPool_t h, const struct cudaMemAccessDesc *descs,
+                                         size_t count)
+{
+    sim_init();
+    struct sim_mempool *pool = sim_mempool_check(h);
+    if (!pool || (count && !descs)) return sim_record_error(cudaErrorInvalidValue);
+    for (size_t i = 0; i < count; i++)
+        if (!access_valid(pool, &descs[i])) return sim_record_error(cudaErrorInvalidValue);
+    pthread_mutex_lock(&pool->mu);
+    for (size_t i = 0; i < count; i++)
+        pool->access[descs[i].location.id] = descs[i].flags;
+    pthread_mutex_unlock(&pool->mu);
+    return cudaSuccess;
+}
+SIM_RT_ALIAS(cudaMemPoolSetAccess);
+
+SIM_API cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t h,
+                                         struct cudaMemLocation *location)
+{
+    sim_init();
+    struct sim_mempool *pool = sim_mempool_check(h);
+    if (!pool || !flags || !location || !peer_location(location))
+        return sim_record_error(cudaErrorInvalidValue);
+    pthread_mutex_lock(&pool->mu);
+    *flags = pool->access[location->id];
+    pthread_mutex_unlock(&pool->mu);
+    return cudaSuccess;
+}
+SIM_RT_ALIAS(cudaMemPoolGetAccess);
+
+SIM_API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t h, size_t keep)
+{
+    sim_init();
+    struct sim_mempool *pool = sim_mempool_check(h);
+    if (!pool) return sim_record_error(cudaErrorInvalidValue);
+    sim_mempool_trim(pool, keep);
+    return cudaSuccess;
+}
+SIM_RT_ALIAS(cudaMemPoolTrimTo);
+
+SIM_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr attr, void *value)
+{
+    sim_init();
+    struct sim_mempool *pool = sim_mempool_check(h);
+    if (!pool || !value) return sim_record_error(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&pool->mu);
+    switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies:
+        pool->reuse_follow = *(int *)value != 0;
+        break;
+    case cudaMemPoolReuseAllowOpportunistic:
+        pool->reuse_opportunistic = *(int *)value != 0;
+        break;
+    case cudaMemPoolReuseAllowInternalDependencies:
+        pool->reuse_internal = *(int *)value != 0;
+        break;
+    case cudaMemPoolAttrReleaseThreshold:
+        pool->threshold = *(uint64_t *)value;
+        break;
+    /* The high-water marks can only be reset, by writing 0. */
+    case cudaMemPoolAttrReservedMemHigh:
+        if (*(uint64_t *)value)
+            err = cudaErrorInvalidValue;
+        else
+            pool->reserved_high = pool->mem.reserved;
+        break;
+    case cudaMemPoolAttrUsedMemHigh:
+        if (*(uint64_t *)value)
+            err = cudaErrorInvalidValue;
+        else
+            pool->used_high = sim_mempool_used_now(pool);
+        break;
+    default:
+        err = cudaErrorInvalidValue;
+        break;
+    }
+    pthread_mutex_unlock(&pool->mu);
+    return sim_record_error(err);
+}
+SIM_RT_ALIAS(cudaMemPoolSetAttribute);
+
+SIM_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr attr, void *value)
+{
+    sim_init();
+    struct sim_mempool *pool = sim_mempool_check(h);
+    if (!pool || !value) return sim_record_error(cudaErrorInvalidValue);
+    cudaError_t err = cudaSuccess;
+    pthread_mutex_lock(&pool->mu);
+    switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies:
+        *(int *)value = pool->reuse_follow;
+        break;
+    case cudaMemPoolReuseAllowOpportunistic:
+        *(int *)value = pool->reuse_opportunistic;
+        break;
+    case cudaMemPoolReuseAllowInternalDependencies:
+        *(int *)value = pool->reuse_internal;
+        break;
+    case cudaMemPoolAttrReleaseThreshold:
+        *(uint64_t *)value = pool->threshold;
+        break;
+    case cudaMemPoolAttrReservedMemCurrent:
+        *(uint64_t *)value = pool->mem.reserved;
+        break;
+    case cudaMemPoolAttrReservedMemHigh:
+        *(uint64_t *)value = pool->reserved_high;
+        break;
+    case cudaMemPoolAttrUsedMemCurrent:
+        *(uint64_t *)value = sim_mempool_used_now(pool);
+        break;
+    case cudaMemPoolAttrUsedMemHigh:
+        *(uint64_t *)value = pool->used_high;
+        break;
+    default:
+        err = cudaErrorInvalidValue;
+        break;
+    }
+    pthread_mutex_unlock(&pool->mu);
+    return sim_record_error(err);
+}
+SIM_RT_ALIAS(cudaMemPoolGetAttribute);
