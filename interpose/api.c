@@ -9,7 +9,7 @@
 #include "../trace/annot.h"
 #include "../trace/trace.h"
 #include "runtime/runtime.h"
-#include "trace_glue.h"
+#include "core/trace_glue.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -36,7 +36,7 @@
 #include "../trace/stack.h"
 #include "nccl/rate_limiter.h"
 #include "runtime/runtime.h"
-#include "trace_glue.h"
+#include "core/trace_glue.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -612,7 +612,13 @@ static int thread_start(void)
     return rc;
 }
 
-void fs_live_start(fs_allocator *a, int ndev)
+/* Makes the page and starts the thread that keeps it up to date, unless
+ * FSDPSHIM_CONF says live:false. Started once the allocator exists, before
+ * the trace writer starts (its fatal-signal handlers hand on to the ones
+ * installed here: core/lifetime.h's order); again in a fork child, with its
+ * own allocator. Failing to make the page is logged (info) and changes
+ * nothing else. */
+static void live_start(fs_allocator *a, int ndev)
 {
     static bool hooks; /* once per process image: a fork child keeps them */
 
@@ -676,6 +682,7 @@ static void after_fork_child(void)
 }
 
 FS_LIFETIME(live) = {.order = FS_ORDER_LIVE,
+                     .started = live_start,
                      .init = env_rank,
                      .fork_prepare = before_fork,
                      .fork_parent = after_fork_parent,

@@ -8,7 +8,7 @@
 #include "../../trace/trace.h"
 #include "../cupti/cupti.h"
 #include "got.h"
-#include "../shim.h"
+#include "../core/shim.h"
 
 #include <pthread.h>
 #include <stdio.h>

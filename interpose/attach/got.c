@@ -25,9 +25,9 @@
  * $ORIGIN and namespace, which a wrapper would make the shim's. */
 #include "got.h"
 
-#include "../hooks.h"
-#include "../shim.h"
-#include "../slots.h"
+#include "../core/hooks.h"
+#include "../core/shim.h"
+#include "../core/slots.h"
 #include "passive.h"
 
 #include <link.h>
@@ -81,9 +81,10 @@ static void *traced_for(const char *name, enum object_kind kind)
 {
     for (int i = 0; i < FS_HOOK_COUNT; i++) {
         const struct fs_hook *h = &fs_hooks[i];
-        if (!h->traced || strcmp(name, h->name)) continue;
+        void *traced = fs_hook_handed_out((enum fs_hook_id)i, true);
+        if (!traced || strcmp(name, h->name)) continue;
         if (kind == OBJECT_LOOKUPS && !(h->flags & FS_HOOK_LOOKUP)) return NULL;
-        return fs_hook_real((enum fs_hook_id)i) ? h->traced : NULL;
+        return fs_hook_real((enum fs_hook_id)i) ? traced : NULL;
     }
     return NULL;
 }

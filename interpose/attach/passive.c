@@ -18,7 +18,7 @@
 #include "../../trace/stack.h"
 #include "../../trace/trace.h"
 #include "../python/gil.h"
-#include "../shim.h"
+#include "../core/shim.h"
 
 #include <link.h>
 #include <pthread.h>

@@ -10,8 +10,9 @@
  * the program's runtime's, driver's or NCCL's. A function handed out stays
  * with the program after the detach; the trace is closed then, and it only
  * passes the call on. */
-#include "../hooks.h"
-#include "../trace_glue.h"
+#include "../core/hooks.h"
+#include "traced.h"
+#include "../core/trace_glue.h"
 #include "passive.h"
 
 /* The legacy stream is 0 in traces, as in the CUDA API. */
@@ -265,3 +266,26 @@ ncclResult_t fs_traced_nccl_mem_free(void *p)
         fs_passive_free_failed();
     return r;
 }
+
+/* What the shim hands out for the table's entries (core/hooks.h): served
+ * while preloaded, traced while `fsdpshim attach` traces through the slots. */
+FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC, NULL, fs_traced_cu_mem_alloc);
+FS_HOOK_FN(FS_HOOK_CU_MEM_FREE, NULL, fs_traced_cu_mem_free);
+FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC_ASYNC, NULL, fs_traced_cu_mem_alloc_async);
+FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC_ASYNC_PTSZ, NULL, fs_traced_cu_mem_alloc_async_ptsz);
+FS_HOOK_FN(FS_HOOK_CU_MEM_FREE_ASYNC, NULL, fs_traced_cu_mem_free_async);
+FS_HOOK_FN(FS_HOOK_CU_MEM_FREE_ASYNC_PTSZ, NULL, fs_traced_cu_mem_free_async_ptsz);
+FS_HOOK_FN(FS_HOOK_CUDA_MALLOC, NULL, fs_traced_cuda_malloc);
+FS_HOOK_FN(FS_HOOK_CUDA_FREE, NULL, fs_traced_cuda_free);
+FS_HOOK_FN(FS_HOOK_CUDA_MALLOC_ASYNC, NULL, fs_traced_cuda_malloc_async);
+FS_HOOK_FN(FS_HOOK_CUDA_MALLOC_ASYNC_PTSZ, NULL, fs_traced_cuda_malloc_async_ptsz);
+FS_HOOK_FN(FS_HOOK_CUDA_FREE_ASYNC, NULL, fs_traced_cuda_free_async);
+FS_HOOK_FN(FS_HOOK_CUDA_FREE_ASYNC_PTSZ, NULL, fs_traced_cuda_free_async_ptsz);
+FS_HOOK_FN(FS_HOOK_CUDA_MALLOC_FROM_POOL, NULL, fs_traced_cuda_malloc_from_pool);
+FS_HOOK_FN(FS_HOOK_CUDA_STREAM_CREATE, NULL, fs_traced_cuda_stream_create);
+FS_HOOK_FN(FS_HOOK_CUDA_STREAM_CREATE_WITH_FLAGS, NULL, fs_traced_cuda_stream_create_with_flags);
+FS_HOOK_FN(FS_HOOK_CUDA_STREAM_CREATE_WITH_PRIORITY, NULL,
+           fs_traced_cuda_stream_create_with_priority);
+FS_HOOK_FN(FS_HOOK_CUDA_STREAM_DESTROY, NULL, fs_traced_cuda_stream_destroy);
+FS_HOOK_FN(FS_HOOK_NCCL_MEM_ALLOC, NULL, fs_traced_nccl_mem_alloc);
+FS_HOOK_FN(FS_HOOK_NCCL_MEM_FREE, NULL, fs_traced_nccl_mem_free);

@@ -56,6 +56,12 @@ __attribute__((constructor(101))) static void lifetime_init(void)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
+void fs_lifetime_started(struct fs_allocator *a, int ndev)
+{
+    for (size_t i = 0; i < nhooks; i++)
+        if (hooks[i]->started) hooks[i]->started(a, ndev);
+}
+
 __attribute__((destructor)) static void lifetime_exit(void)
 {
     for (size_t i = nhooks; i-- > 0;)

@@ -20,8 +20,8 @@
 
 #include "../../trace/trace.h"
 #include "../attach/passive.h"
-#include "../shim.h"
-#include "../trace_glue.h"
+#include "../core/shim.h"
+#include "../core/trace_glue.h"
 
 #include <cupti.h> /* with the params structs of every traced call */
 #include <dlfcn.h>

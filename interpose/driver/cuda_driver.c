@@ -38,19 +38,17 @@
  * cudaMallocPitch goes to the runtime too), cuMemAllocManaged, host memory,
  * cuMemAllocFromPoolAsync; the legacy 32-bit ABIs (cuMemAlloc, cuMemFree).
  *
- * The driver is adopted once, from the first of its functions a lookup
- * answers with (or, for `fsdpshim attach`, from among the loaded objects): the real functions of
- * every entry point are then read from that library's symbol table, without a lock (threads that
- * race find the same ones), so that no lookup ever waits for another thread, which may hold the
- * loader's lock in a constructor. Lookups the CUDA runtime makes itself get the real functions: its
- * driver calls implement runtime calls that the shim interposes already, and would otherwise be
- * served twice. */
+ * The driver is adopted by the first lookup that answers with one of its
+ * functions (core/real_driver.c). Lookups the CUDA runtime makes itself get
+ * the real functions: its driver calls implement runtime calls that the
+ * shim interposes already, and would otherwise be served twice. */
 #include "driver.h"
 #include "../../common/path.h"
-#include "../hooks.h"
-#include "../real.h"
+#include "../core/devices.h"
+#include "../core/hooks.h"
+#include "../core/real.h"
 #include "../runtime/runtime.h"
-#include "../trace_glue.h"
+#include "../core/trace_glue.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -61,87 +59,11 @@
 /* cuGetProcAddress before CUDA 12.0: no symbol status. */
 typedef CUresult (*get_proc_address_v1_fn)(const char *, void **, int, cuuint64_t);
 
-static int adopted; /* 1 once the table's driver entries have the driver's */
-/* The adopted driver's link map, set before `adopted`: the driver device
- * table (driver_device.c) reads its other functions from it. */
-static const struct link_map *adopted_object;
-
 /* The real function of a driver entry. A hook is handed out only once the
  * driver is adopted, so it always finds its own. */
 static void *real_of(enum fs_hook_id id)
 {
     return fs_hook_real(id);
-}
-
-static bool is_driver(const char *path)
-{
-    return strncmp(fs_base_name(path), "libcuda.so", 10) == 0;
-}
-
-/* Adopts the driver library `path`, whose link map is `object`: its real
- * functions of the table's driver entries. A reference of the shim's own
- * keeps it: the hooks call into the library for good, even after the
- * program dlcloses it. */
-static bool adopt(const char *path, const struct link_map *object)
-{
-    if (!dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD)) return false;
-    for (int i = 0; i < FS_HOOK_DRIVER_END; i++) {
-        void *none = NULL;
-        __atomic_compare_exchange_n(&fs_hooks[i].real, &none,
-                                    fs_object_function(object, fs_hooks[i].name), false,
-                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
-    }
-    __atomic_store_n(&adopted_object, object, __ATOMIC_RELEASE);
-    __atomic_store_n(&adopted, 1, __ATOMIC_RELEASE);
-    fs_log(FS_LOG_DEBUG, "driver entry points hooked in %s", path);
-    return true;
-}
-
-/* Adopts the driver library that `fn` belongs to (libcuda.so.1, or the
- * versioned file it links to), unless one is adopted already; false when
- * `fn` is not a driver's. */
-static bool adopt_driver(void *fn)
-{
-    struct link_map *object;
-    Dl_info info;
-
-    if (fs_likely(__atomic_load_n(&adopted, __ATOMIC_ACQUIRE))) return true;
-    if (!dladdr1(fn, &info, (void **)&object, RTLD_DL_LINKMAP) || !info.dli_fname ||
-        !is_driver(info.dli_fname))
-        return false;
-    return adopt(info.dli_fname, object);
-}
-
-static int find_driver(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    char *path = arg;
-
-    (void)size;
-    if (!info->dlpi_name || !is_driver(info->dlpi_name)) return 0;
-    strncpy(path, info->dlpi_name, PATH_MAX - 1);
-    path[PATH_MAX - 1] = '\0';
-    return 1;
-}
-
-/* Not on a lookup path: dl_iterate_phdr and dlinfo take the loader's lock,
- * and the dlopen happens outside dl_iterate_phdr, which holds it. */
-void fs_driver_adopt_loaded(void)
-{
-    char path[PATH_MAX];
-    struct link_map *object;
-    void *handle;
-
-    if (__atomic_load_n(&adopted, __ATOMIC_ACQUIRE) || !dl_iterate_phdr(find_driver, path)) return;
-    handle = dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
-    if (handle && dlinfo(handle, RTLD_DI_LINKMAP, &object) == 0) adopt(path, object);
-    if (handle) dlclose(handle);
-}
-
-void *fs_driver_function(const char *name)
-{
-    const struct link_map *object = __atomic_load_n(&adopted_object, __ATOMIC_ACQUIRE);
-
-    return object ? fs_object_function(object, name) : NULL;
 }
 
 /* The shim's hook in place of the driver function `fn`, or `fn` itself:
@@ -151,10 +73,10 @@ static void *hook_for(void *fn)
 {
     bool tracing;
 
-    if (!fn || !adopt_driver(fn)) return fn;
+    if (!fn || !fs_driver_adopt(fn)) return fn;
     tracing = fs_hooks_tracing();
     for (int i = 0; i < FS_HOOK_DRIVER_END; i++) {
-        void *hook = tracing ? fs_hooks[i].traced : fs_hooks[i].served;
+        void *hook = fs_hook_handed_out((enum fs_hook_id)i, tracing);
         if (!hook || real_of((enum fs_hook_id)i) != fn) continue;
         return (fs_hooks[i].flags & FS_HOOK_NO_RUNTIME) && fs_runtime_loaded() ? fn : hook;
     }
@@ -551,3 +473,27 @@ CUresult fs_drv_address_free(CUdeviceptr ptr, size_t size)
     if (r == CUDA_SUCCESS) fs_trace_vmm(FS_VMM_ADDRESS_FREE, -1, ptr, size, 0);
     return r;
 }
+
+/* What the shim hands out for the table's entries (core/hooks.h): served
+ * while preloaded, traced while `fsdpshim attach` traces through the slots. */
+FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC, fs_drv_mem_alloc, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEM_FREE, fs_drv_mem_free, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC_ASYNC, fs_drv_mem_alloc_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC_ASYNC_PTSZ, fs_drv_mem_alloc_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEM_FREE_ASYNC, fs_drv_mem_free_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEM_FREE_ASYNC_PTSZ, fs_drv_mem_free_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEM_GET_INFO, fs_drv_mem_get_info, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEM_CREATE, fs_drv_mem_create, fs_drv_mem_create);
+FS_HOOK_FN(FS_HOOK_CU_MEM_RELEASE, fs_drv_mem_release, fs_drv_mem_release);
+FS_HOOK_FN(FS_HOOK_CU_MEM_MAP, fs_drv_mem_map, fs_drv_mem_map);
+FS_HOOK_FN(FS_HOOK_CU_MEM_UNMAP, fs_drv_mem_unmap, fs_drv_mem_unmap);
+FS_HOOK_FN(FS_HOOK_CU_MEM_ADDRESS_RESERVE, fs_drv_address_reserve, fs_drv_address_reserve);
+FS_HOOK_FN(FS_HOOK_CU_MEM_ADDRESS_FREE, fs_drv_address_free, fs_drv_address_free);
+FS_HOOK_FN(FS_HOOK_CU_GET_PROC_ADDRESS, fs_drv_get_proc_address, fs_drv_get_proc_address);
+FS_HOOK_FN(FS_HOOK_CU_GET_PROC_ADDRESS_V2, fs_drv_get_proc_address_v2, fs_drv_get_proc_address_v2);
+FS_HOOK_FN(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT, NULL, fs_get_driver_entry_point);
+FS_HOOK_FN(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_PTSZ, NULL, fs_get_driver_entry_point_ptsz);
+FS_HOOK_FN(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION, NULL,
+           fs_get_driver_entry_point_by_version);
+FS_HOOK_FN(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION_PTSZ, NULL,
+           fs_get_driver_entry_point_by_version_ptsz);

@@ -10,19 +10,10 @@
 #include "../../allocator/device.h"
 
 #include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <stdbool.h>
 
 struct link_map;
-
-/* ---- dlsym.c ---- */
-/* The real dlsym and dlvsym, called from the shim: RTLD_NEXT is the object
- * after the shim. Never the shim's own definitions, so never a hook. */
-void *fs_real_dlsym(void *handle, const char *name);
-void *fs_real_dlvsym(void *handle, const char *name, const char *version);
-/* The function `name` as the loaded object itself defines it (its default
- * version), or NULL: read from its symbol table, so a name it lacks leaves
- * no dlerror() behind and nothing is locked. */
-void *fs_object_function(const struct link_map *object, const char *name);
 
 /* ---- runtime/served_lookup.c ---- */
 /* The answer to the program's dlsym(handle, name) or dlvsym(handle, name,
@@ -41,30 +32,87 @@ void *fs_served_dlsym(void *handle, const char *name, const char *version, const
  * address of the lookup) is not in the CUDA runtime. Never called with
  * RTLD_NEXT, whose answer depends on the caller's object. */
 void *fs_driver_dlsym(void *handle, const char *name, const char *version, const void *caller);
-/* The adopted driver's own function `name` (its default version), read
- * from its symbol table; NULL before a driver is adopted, or when it has
- * none. */
-void *fs_driver_function(const char *name);
+/* ---- the functions handed out for the table's entries (core/hooks.h) ---- */
 
-/* ---- driver_device.c ---- */
-/* The allocator's device table over the adopted driver, for a process with
- * no CUDA runtime the shim can reach; expandable segments only if asked
- * and the driver's virtual-memory API is there. */
-const fs_device_ops *fs_driver_device_ops(bool want_vm);
-/* cuDeviceGetCount; -1 when it fails (before the program's cuInit, or with
- * no driver adopted). */
-int fs_driver_device_count(void);
-/* The device whose primary context is the calling thread's current context,
- * the only context whose allocations the shim serves; -1 with none current,
- * or another context (cuCtxCreate'd, green). */
-int fs_driver_served_device(void);
-/* The device and flags of a stream of a primary context; false for a bad
- * handle or a stream of another context. */
-bool fs_driver_stream_probe(CUstream s, int *device, unsigned *flags);
-/* The device's free and total memory (cuMemGetInfo_v2 in its primary
- * context); false when the driver cannot say. */
-bool fs_driver_mem_info(int device, size_t *free, size_t *total);
-/* Forgets the retained primary contexts (fork child). */
-void fs_driver_device_reset(void);
+/* ---- cuda_driver.c ---- */
+/* Served: the driver's memory calls as their runtime counterparts. */
+CUresult fs_drv_mem_alloc(CUdeviceptr *dptr, size_t size);
+CUresult fs_drv_mem_free(CUdeviceptr dptr);
+CUresult fs_drv_mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream);
+CUresult fs_drv_mem_alloc_async_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream);
+CUresult fs_drv_mem_free_async(CUdeviceptr dptr, CUstream stream);
+CUresult fs_drv_mem_free_async_ptsz(CUdeviceptr dptr, CUstream stream);
+CUresult fs_drv_mem_get_info(size_t *free, size_t *total);
+/* Passed through and traced, served and traced alike: virtual memory. */
+CUresult fs_drv_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
+                           const CUmemAllocationProp *prop, unsigned long long flags);
+CUresult fs_drv_mem_release(CUmemGenericAllocationHandle handle);
+CUresult fs_drv_mem_map(CUdeviceptr ptr, size_t size, size_t offset,
+                        CUmemGenericAllocationHandle handle, unsigned long long flags);
+CUresult fs_drv_mem_unmap(CUdeviceptr ptr, size_t size);
+CUresult fs_drv_address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                unsigned long long flags);
+CUresult fs_drv_address_free(CUdeviceptr ptr, size_t size);
+/* The lookups, whose answers are replaced in turn. */
+CUresult fs_drv_get_proc_address(const char *symbol, void **pfn, int version, cuuint64_t flags);
+CUresult fs_drv_get_proc_address_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                    CUdriverProcAddressQueryResult *status);
+cudaError_t fs_get_driver_entry_point(const char *symbol, void **fn, unsigned long long flags,
+                                      enum cudaDriverEntryPointQueryResult *status);
+cudaError_t fs_get_driver_entry_point_ptsz(const char *symbol, void **fn, unsigned long long flags,
+                                           enum cudaDriverEntryPointQueryResult *status);
+cudaError_t fs_get_driver_entry_point_by_version(const char *symbol, void **fn,
+                                                 unsigned int version, unsigned long long flags,
+                                                 enum cudaDriverEntryPointQueryResult *status);
+cudaError_t fs_get_driver_entry_point_by_version_ptsz(const char *symbol, void **fn,
+                                                      unsigned int version,
+                                                      unsigned long long flags,
+                                                      enum cudaDriverEntryPointQueryResult *status);
+
+/* ---- driver_work.c ---- */
+/* Served where no CUDA runtime is loaded: the driver's work on streams and
+ * waits for it, told to the allocator as the runtime's are. */
+#define FS_DRV_PAIR(name, params)                                                                  \
+    CUresult fs_drv_##name params;                                                                 \
+    CUresult fs_drv_##name##_ptsz params;
+FS_DRV_PAIR(memcpy_async, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))
+FS_DRV_PAIR(memcpy_htod_async, (CUdeviceptr dst, const void *src, size_t n, CUstream s))
+FS_DRV_PAIR(memcpy_dtoh_async, (void *dst, CUdeviceptr src, size_t n, CUstream s))
+FS_DRV_PAIR(memcpy_dtod_async, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))
+FS_DRV_PAIR(memcpy_peer_async, (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src,
+                                CUcontext src_ctx, size_t n, CUstream s))
+FS_DRV_PAIR(memcpy_2d_async, (const CUDA_MEMCPY2D *c, CUstream s))
+FS_DRV_PAIR(memcpy_3d_async, (const CUDA_MEMCPY3D *c, CUstream s))
+FS_DRV_PAIR(memset_d8_async, (CUdeviceptr dst, unsigned char v, size_t n, CUstream s))
+FS_DRV_PAIR(memset_d16_async, (CUdeviceptr dst, unsigned short v, size_t n, CUstream s))
+FS_DRV_PAIR(memset_d32_async, (CUdeviceptr dst, unsigned int v, size_t n, CUstream s))
+FS_DRV_PAIR(memset_d2d8_async,
+            (CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s))
+FS_DRV_PAIR(memset_d2d16_async,
+            (CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s))
+FS_DRV_PAIR(memset_d2d32_async,
+            (CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s))
+FS_DRV_PAIR(launch_kernel,
+            (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+             unsigned bz, unsigned shared, CUstream s, void **params, void **extra))
+FS_DRV_PAIR(launch_kernel_ex,
+            (const CUlaunchConfig *config, CUfunction f, void **params, void **extra))
+FS_DRV_PAIR(launch_cooperative_kernel,
+            (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+             unsigned bz, unsigned shared, CUstream s, void **params))
+FS_DRV_PAIR(launch_host_func, (CUstream s, CUhostFn fn, void *user))
+FS_DRV_PAIR(graph_launch, (CUgraphExec g, CUstream s))
+FS_DRV_PAIR(stream_wait_event, (CUstream s, CUevent event, unsigned flags))
+FS_DRV_PAIR(stream_synchronize, (CUstream s))
+#undef FS_DRV_PAIR
+CUresult fs_drv_event_synchronize(CUevent event);
+CUresult fs_drv_ctx_synchronize(void);
+CUresult fs_drv_stream_create(CUstream *s, unsigned flags);
+CUresult fs_drv_stream_create_with_priority(CUstream *s, unsigned flags, int priority);
+
+/* ---- dlsym.c ---- */
+/* The shim's dlsym and dlvsym (exported under those names). */
+void *fs_dlsym(void *handle, const char *name);
+void *fs_dlvsym(void *handle, const char *name, const char *version);
 
 #endif /* FS_DRIVER_H */

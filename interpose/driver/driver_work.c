@@ -26,7 +26,7 @@
  * the allocator, and the driver calls other libraries make (a kernel
  * launcher's cuLaunchKernel) go to the driver as before. The _ptsz
  * variants take stream 0 as the calling thread's per-thread stream. */
-#include "../hooks.h"
+#include "../core/hooks.h"
 #include "../runtime/runtime.h"
 
 #define REAL(id, type) ((type)fs_hook_real(id))
@@ -207,3 +207,50 @@ CUresult fs_drv_stream_create_with_priority(CUstream *s, unsigned flags, int pri
                         CUresult(*)(CUstream *, unsigned, int))(s, flags, priority),
                    s);
 }
+
+/* What the shim hands out for the table's entries (core/hooks.h): served
+ * while preloaded, traced while `fsdpshim attach` traces through the slots. */
+FS_HOOK_FN(FS_HOOK_CU_EVENT_SYNCHRONIZE, fs_drv_event_synchronize, NULL);
+FS_HOOK_FN(FS_HOOK_CU_CTX_SYNCHRONIZE, fs_drv_ctx_synchronize, NULL);
+FS_HOOK_FN(FS_HOOK_CU_STREAM_CREATE, fs_drv_stream_create, NULL);
+FS_HOOK_FN(FS_HOOK_CU_STREAM_CREATE_WITH_PRIORITY, fs_drv_stream_create_with_priority, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMCPY_ASYNC, fs_drv_memcpy_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMCPY_ASYNC_PTSZ, fs_drv_memcpy_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMCPY_HTOD_ASYNC, fs_drv_memcpy_htod_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMCPY_HTOD_ASYNC_PTSZ, fs_drv_memcpy_htod_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMCPY_DTOH_ASYNC, fs_drv_memcpy_dtoh_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMCPY_DTOH_ASYNC_PTSZ, fs_drv_memcpy_dtoh_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMCPY_DTOD_ASYNC, fs_drv_memcpy_dtod_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMCPY_DTOD_ASYNC_PTSZ, fs_drv_memcpy_dtod_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMCPY_PEER_ASYNC, fs_drv_memcpy_peer_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMCPY_PEER_ASYNC_PTSZ, fs_drv_memcpy_peer_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMCPY_2D_ASYNC, fs_drv_memcpy_2d_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMCPY_2D_ASYNC_PTSZ, fs_drv_memcpy_2d_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMCPY_3D_ASYNC, fs_drv_memcpy_3d_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMCPY_3D_ASYNC_PTSZ, fs_drv_memcpy_3d_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMSET_D8_ASYNC, fs_drv_memset_d8_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMSET_D8_ASYNC_PTSZ, fs_drv_memset_d8_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMSET_D16_ASYNC, fs_drv_memset_d16_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMSET_D16_ASYNC_PTSZ, fs_drv_memset_d16_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMSET_D32_ASYNC, fs_drv_memset_d32_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMSET_D32_ASYNC_PTSZ, fs_drv_memset_d32_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMSET_D2D8_ASYNC, fs_drv_memset_d2d8_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMSET_D2D8_ASYNC_PTSZ, fs_drv_memset_d2d8_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMSET_D2D16_ASYNC, fs_drv_memset_d2d16_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMSET_D2D16_ASYNC_PTSZ, fs_drv_memset_d2d16_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMSET_D2D32_ASYNC, fs_drv_memset_d2d32_async, NULL);
+FS_HOOK_FN(FS_HOOK_CU_MEMSET_D2D32_ASYNC_PTSZ, fs_drv_memset_d2d32_async_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_LAUNCH_KERNEL, fs_drv_launch_kernel, NULL);
+FS_HOOK_FN(FS_HOOK_CU_LAUNCH_KERNEL_PTSZ, fs_drv_launch_kernel_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_LAUNCH_KERNEL_EX, fs_drv_launch_kernel_ex, NULL);
+FS_HOOK_FN(FS_HOOK_CU_LAUNCH_KERNEL_EX_PTSZ, fs_drv_launch_kernel_ex_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_LAUNCH_COOPERATIVE_KERNEL, fs_drv_launch_cooperative_kernel, NULL);
+FS_HOOK_FN(FS_HOOK_CU_LAUNCH_COOPERATIVE_KERNEL_PTSZ, fs_drv_launch_cooperative_kernel_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_LAUNCH_HOST_FUNC, fs_drv_launch_host_func, NULL);
+FS_HOOK_FN(FS_HOOK_CU_LAUNCH_HOST_FUNC_PTSZ, fs_drv_launch_host_func_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_GRAPH_LAUNCH, fs_drv_graph_launch, NULL);
+FS_HOOK_FN(FS_HOOK_CU_GRAPH_LAUNCH_PTSZ, fs_drv_graph_launch_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_STREAM_WAIT_EVENT, fs_drv_stream_wait_event, NULL);
+FS_HOOK_FN(FS_HOOK_CU_STREAM_WAIT_EVENT_PTSZ, fs_drv_stream_wait_event_ptsz, NULL);
+FS_HOOK_FN(FS_HOOK_CU_STREAM_SYNCHRONIZE, fs_drv_stream_synchronize, NULL);
+FS_HOOK_FN(FS_HOOK_CU_STREAM_SYNCHRONIZE_PTSZ, fs_drv_stream_synchronize_ptsz, NULL);

@@ -21,7 +21,7 @@
  * the pointers the call was given: any address inside a shim block names
  * that block; pointers outside every shim block are not ours to track. */
 #include "nccl_internal.h"
-#include "../trace_glue.h"
+#include "../core/trace_glue.h"
 #include "rate_limiter.h"
 
 #include <stdlib.h>

@@ -16,7 +16,7 @@
 #include "../live_stats.h"
 #include "../core/lifetime.h"
 #include "nccl_internal.h"
-#include "../trace_glue.h"
+#include "../core/trace_glue.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -8,8 +8,8 @@
 #ifndef FS_NCCL_INTERNAL_H
 #define FS_NCCL_INTERNAL_H
 
-#include "../real.h"
-#include "../shim.h"
+#include "../core/real.h"
+#include "../core/shim.h"
 
 #include <nccl.h>
 #include <stdatomic.h>

@@ -35,10 +35,10 @@
  * never held across a wait, so frees are never held up by one. */
 #include "rate_limiter.h"
 #include "../core/lifetime.h"
-#include "../trace_glue.h"
+#include "../core/trace_glue.h"
 
 #include "nccl_ptrmap.h"
-#include "../shim.h"
+#include "../core/shim.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -13,7 +13,7 @@
  *
  * The interpreter's functions are the first definitions in the loader's
  * order that are not the shim's, read from each object's symbol table
- * (driver/dlsym.c): libpython after a preloaded shim, the python
+ * (core/real_loader.c): libpython after a preloaded shim, the python
  * executable itself where it links libpython statically. There, and where
  * the shim was loaded after libpython (the trace-only attach through
  * CUDA_INJECTION64_PATH), the global scope binds the interpreter's
@@ -30,9 +30,10 @@
 
 #include "../../trace/python.h"
 #include "../../trace/trace.h"
-#include "../driver/driver.h"
-#include "../shim.h"
-#include "../slots.h"
+#include "../core/lifetime.h"
+#include "../core/real.h"
+#include "../core/shim.h"
+#include "../core/slots.h"
 
 #include <link.h>
 #include <pthread.h>
@@ -255,6 +256,16 @@ void fs_python_gil_start(unsigned kept)
            "linked statically, or the shim loaded after it): %u slots pointed at the shim's",
            redirect_loaded());
 }
+
+/* With trace:python, once the trace has started (core/lifetime.h) */
+static void gil_started(fs_allocator *a, int ndev)
+{
+    (void)a, (void)ndev;
+    if (fs_trace_level() >= FS_TRACE_PYTHON)
+        fs_python_gil_start(fs_shim_config_get()->trace_frames);
+}
+
+FS_LIFETIME(python) = {.order = FS_ORDER_PYTHON, .started = gil_started};
 
 void fs_python_gil_loaded(void)
 {

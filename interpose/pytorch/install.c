@@ -20,7 +20,7 @@
 
 #include "../../route/torch_route.h"
 #include "../../trace/stack.h"
-#include "../shim.h"
+#include "../core/shim.h"
 
 #include <dlfcn.h>
 #include <limits.h>

@@ -7,7 +7,7 @@
  * configuration. The route marks the environment, so torchrun's
  * workers and a program under `fsdpshim run` inherit it silently: the line
  * saying what changed comes once per job, not once per worker. */
-#include "../shim.h"
+#include "../core/shim.h"
 #include "../core/lifetime.h"
 #include "python.h"
 #include "torch_route.h"

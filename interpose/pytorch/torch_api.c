@@ -13,9 +13,9 @@
 #include "torch_api.h"
 
 #include "../../include/fsdpshim/fsdpshim.h"
-#include "../real.h"
-#include "../runtime/runtime.h"
-#include "../trace_glue.h"
+#include "../core/real.h"
+#include "../core/devices.h"
+#include "../core/trace_glue.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -14,12 +14,13 @@
  * fails exactly as the runtime would (code and last error), or succeeds if
  * memory came free meanwhile, and then the pointer passes through on free.
  *
- * The allocator's side of each call (fs_mem_*, runtime.h) is shared with the
- * driver's cuMemAlloc, cuMemFree, cuMemAllocAsync, cuMemFreeAsync and
- * cuMemGetInfo (cuda_driver.c), which the shim serves the same way. */
-#include "../real.h"
+ * The allocator's side of each call (fs_mem_*, core/serve.c) is shared with
+ * the driver's cuMemAlloc, cuMemFree, cuMemAllocAsync, cuMemFreeAsync and
+ * cuMemGetInfo (driver/cuda_driver.c), which the shim serves the same way. */
+#include "../core/devices.h"
+#include "../core/real.h"
 #include "runtime.h"
-#include "../trace_glue.h"
+#include "../core/trace_glue.h"
 
 #define MAX_DEVICES 64
 
@@ -67,25 +68,6 @@ static cudaError_t error_of(fs_status st)
 
 /* ---- allocation ---- */
 
-/* For the stream the thread set for `dev` (docs/api.md), else its legacy
- * stream. */
-fs_status fs_mem_alloc(fs_allocator *a, int dev, size_t size, void **out)
-{
-    cudaStream_t s = fs_thread_stream(dev);
-    fs_stream_t key;
-    fs_status st;
-    int stream_dev;
-
-    if (fs_shim_stream_capturing(s, false)) return FS_ERR_NOT_OWNED;
-    key = fs_shim_stream_key(s, false, &stream_dev);
-    if (fs_unlikely(stream_dev != dev)) /* the stream is gone, or its handle reused */
-        key = fs_shim_stream_key(NULL, false, &stream_dev);
-    fs_trace_alloc_begin();
-    st = dev >= 0 && stream_dev == dev ? fs_malloc(a, dev, key, size, 0, out) : FS_ERR_NOT_OWNED;
-    fs_trace_alloc_end();
-    return st;
-}
-
 FS_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
     __typeof__(&cudaMalloc) real = FS_REAL(cudaMalloc);
@@ -114,26 +96,6 @@ static bool stream_rejected(cudaStream_t s, cudaError_t *err)
     return true;
 }
 
-fs_status fs_mem_alloc_async(fs_allocator *a, cudaStream_t s, bool pt, size_t size, void **out,
-                             int *dev)
-{
-    return fs_mem_alloc_ordered(a, s, pt, size, 0, out, dev);
-}
-
-fs_status fs_mem_alloc_ordered(fs_allocator *a, cudaStream_t s, bool pt, size_t size,
-                               unsigned flags, void **out, int *dev)
-{
-    fs_stream_t key = fs_shim_stream_key(s, pt, dev);
-    fs_status st;
-
-    fs_trace_alloc_begin();
-    st = *dev >= 0 ? fs_malloc(a, *dev, key, size, FS_ALLOC_STREAM_ORDERED | flags, out)
-                   : FS_ERR_NOT_OWNED;
-    fs_trace_alloc_end();
-    return st;
-}
-
-/* The runtime checks the out-pointer, then the stream, then the size. */
 static cudaError_t malloc_async(void **p, size_t size, cudaStream_t s, bool pt,
                                 __typeof__(&cudaMallocAsync) real)
 {
@@ -218,21 +180,6 @@ FS_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cuda
 }
 
 /* ---- free ---- */
-
-/* Hands the block's fence to the rate limiter when it asks for it. */
-fs_status fs_mem_free(fs_allocator *a, void *ptr, bool ordered, fs_stream_t key)
-{
-    const fs_shim_free_hook *hook = fs_free_hook();
-    fs_fence *fence = NULL, **want = NULL;
-    fs_block_info info;
-    fs_status st;
-
-    if (hook && hook->wants_fence(ptr) && fs_alloc_block_info(a, ptr, &info) == FS_OK)
-        want = &fence;
-    st = ordered ? fs_free_async(a, ptr, key, want) : fs_free(a, ptr, want);
-    if (st == FS_OK && fence) hook->on_fence(info.device, ptr, fence);
-    return st;
-}
 
 FS_EXPORT cudaError_t cudaFree(void *devPtr)
 {
@@ -393,21 +340,6 @@ FS_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesTo
     if (a && (dev = default_pool_device(memPool)) >= 0) fs_alloc_trim(a, dev, minBytesToKeep);
     fs_shim_leave();
     return e;
-}
-
-/* Memory the cache holds but no block uses counts as free: the program gets
- * it back from the shim, without the device, whenever it allocates. Free
- * plus what the program holds through the shim (UsedMemCurrent) therefore
- * stays within the total, as PyTorch's cacheInfo asserts. */
-size_t fs_mem_cached_free(fs_allocator *a, int dev)
-{
-    fs_alloc_stats st;
-
-    if (dev < 0 || dev >= fs_shim_device_count()) return 0;
-    fs_alloc_get_stats(a, dev, &st);
-    if (st.reserved_bytes[FS_SIZE_ALL].current <= st.allocated_bytes[FS_SIZE_ALL].current) return 0;
-    return (size_t)(st.reserved_bytes[FS_SIZE_ALL].current -
-                    st.allocated_bytes[FS_SIZE_ALL].current);
 }
 
 /* There is no _ptsz variant: the call names no stream. */

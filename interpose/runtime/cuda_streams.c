@@ -15,66 +15,8 @@
  * Each entry point with a per-thread-default-stream variant (_ptsz, _ptds)
  * is defined twice: stream 0 means the legacy stream in the plain one and
  * the calling thread's per-thread stream in the variant. */
-#include "../real.h"
+#include "../core/real.h"
 #include "runtime.h"
-
-/* ---- what the allocator is told ---- */
-
-/* Work was issued on `s`: frees must fence it. Called after the real call
- * has put the work on the stream: a fence taken between a note and the
- * work would clear the note and miss the work. A call that failed issued
- * nothing, and is not followed by internal calls that could disturb the
- * last error it left. */
-void fs_stream_note_work(cudaStream_t s, bool pt)
-{
-    fs_allocator *a = fs_shim_allocator_peek();
-    fs_stream_t key;
-    int dev;
-
-    if (!a || !fs_shim_enter()) return;
-    if (!fs_shim_stream_capturing(s, pt)) {
-        key = fs_shim_stream_key(s, pt, &dev);
-        if (dev >= 0) fs_alloc_stream_note_work(a, dev, key);
-    }
-    fs_shim_leave();
-}
-
-void fs_stream_learn(cudaStream_t s)
-{
-    int dev;
-
-    if (fs_shim_allocator_peek()) (void)fs_shim_stream_key(s, false, &dev);
-}
-
-/* `s` works on the memory at `p`, `q`: record the use on the blocks the
- * shim owns (others are not its business). */
-void fs_stream_record_uses(const void *p, const void *q, cudaStream_t s, bool pt)
-{
-    fs_allocator *a = fs_shim_allocator_peek();
-    fs_stream_t key;
-    int dev;
-
-    if (!a || !fs_shim_enter()) return;
-    if (!fs_shim_stream_capturing(s, pt)) {
-        key = fs_shim_stream_key(s, pt, &dev);
-        if (dev >= 0) {
-            fs_alloc_stream_note_work(a, dev, key);
-            if (p) fs_record_stream(a, (void *)p, key);
-            if (q) fs_record_stream(a, (void *)q, key);
-        }
-    }
-    fs_shim_leave();
-}
-
-/* The host has waited for work on `device` (-1: unknown, any). */
-void fs_host_synced(int device)
-{
-    fs_allocator *a = fs_shim_allocator_peek();
-
-    if (!a || !fs_shim_enter()) return;
-    fs_alloc_note_host_sync(a, device);
-    fs_shim_leave();
-}
 
 /* ---- the checks the shim makes itself (docs/interpose.md, "Error codes") ----
  *

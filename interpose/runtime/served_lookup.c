@@ -20,7 +20,7 @@
  * The path runs only for names that begin with "cuda" or "nccl" (dlsym.c),
  * never for a sanitizer's early lookups, so it may call dladdr. */
 #include "../driver/driver.h"
-#include "../shim.h"
+#include "../core/real.h"
 
 #include <dlfcn.h>
 #include <link.h>

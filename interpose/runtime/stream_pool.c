@@ -11,10 +11,10 @@
  * are created and destroyed for real, and the allocator retires the
  * destroyed stream's blocks. Pools are keyed by the exact flags and clamped
  * priority, so cudaStreamGetFlags/GetPriority answer as requested. */
-#include "../real.h"
+#include "../core/real.h"
 #include "../core/lifetime.h"
 #include "runtime.h"
-#include "../trace_glue.h"
+#include "../core/trace_glue.h"
 
 #include <pthread.h>
 #include <stdlib.h>

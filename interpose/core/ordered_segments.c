@@ -20,10 +20,10 @@
  * reported at exit (shim.c).
  *
  * Every function runs inside fs_internal_begin, with the device current. */
-#include "../driver/vmm.h"
-#include "../core/lifetime.h"
-#include "../real.h"
-#include "runtime.h"
+#include "vmm.h"
+#include "lifetime.h"
+#include "real.h"
+#include "devices.h"
 
 #include <pthread.h>
 #include <stdlib.h>

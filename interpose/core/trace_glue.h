@@ -3,7 +3,7 @@
 #ifndef FS_TRACE_GLUE_H
 #define FS_TRACE_GLUE_H
 
-#include "../trace/trace.h"
+#include "../../trace/trace.h"
 #include "shim.h"
 
 #include <stdbool.h>

@@ -6,8 +6,8 @@
  * mode is under way anywhere, the shim's own calls run in relaxed mode. The
  * interposed capture calls keep this list; its count is read without a lock
  * so that the common case (no capture at all) costs one load. */
-#include "runtime.h"
-#include "../core/lifetime.h"
+#include "devices.h"
+#include "lifetime.h"
 
 #include <pthread.h>
 

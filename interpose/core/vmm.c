@@ -11,7 +11,7 @@
  * (pidfd_getfd) whenever it opens the handle. */
 #include "vmm.h"
 
-#include "../shim.h"
+#include "shim.h"
 
 #include <pthread.h>
 #include <stdlib.h>

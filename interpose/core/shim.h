@@ -12,8 +12,8 @@
 #ifndef FS_SHIM_H
 #define FS_SHIM_H
 
-#include "../allocator/allocator.h"
-#include "../common/compiler.h"
+#include "../../allocator/allocator.h"
+#include "../../common/compiler.h"
 
 #include <cuda_runtime_api.h>
 #include <stdbool.h>
@@ -169,5 +169,88 @@ bool fs_shim_mem_info(int device, size_t *free, size_t *total);
  * runtime is loaded, else one over the driver, created once the program
  * has initialised it (cuInit); NULL as fs_shim_allocator. */
 fs_allocator *fs_shim_driver_allocator(void);
+
+/* ---- stream keys (streams.c) ---- */
+/* The runtime handle that names `key` for the calling thread: the legacy
+ * stream for its key, cudaStreamPerThread for the calling thread's own
+ * per-thread stream and cudaStreamLegacy for another thread's (the legacy
+ * stream orders every blocking stream, so that is the safe stand-in). */
+cudaStream_t fs_stream_handle(fs_stream_t key);
+/* The stream is known to the shim and was destroyed by the program (it sits
+ * in a stream pool): calls on it fail as on a destroyed stream. */
+bool fs_stream_is_destroyed(cudaStream_t s);
+/* Records a stream the shim created (or re-issued from a pool) for the
+ * program; pooled says it goes back to a pool when destroyed. */
+void fs_stream_adopt(cudaStream_t s, int device, unsigned flags, int priority, bool pooled);
+/* The program destroyed `s`: returns true and fills the fields if the stream
+ * is pooled (then it is marked destroyed and the caller parks it); false if
+ * not (the entry is dropped and the caller destroys it for real). */
+bool fs_stream_release(cudaStream_t s, int *device, unsigned *flags, int *priority);
+/* The pooled stream `s` is destroyed for real: forget it. */
+void fs_stream_forget(cudaStream_t s);
+/* Forget every stream of `device` (cudaDeviceReset), or all (fork child). */
+void fs_streams_reset(int device);
+/* Sets the per-thread current device cache. */
+void fs_current_device_set(int device);
+
+/* ---- graph captures (capture.c) ---- */
+/* Number of captures under way in the process (any mode). */
+unsigned fs_capture_active(void);
+bool fs_capture_global_underway(void);
+bool fs_capture_key_capturing(fs_stream_t key);
+void fs_capture_begin(fs_stream_t key, enum cudaStreamCaptureMode mode);
+void fs_capture_end(fs_stream_t key);
+void fs_capture_reset(void);
+
+/* ---- internal calls (cuda_device.c) ----
+ * Brackets a batch of internal runtime calls: the program's last error is
+ * kept, calls run in relaxed capture mode while a capture is under way, and
+ * `device` (if >= 0) is made current for the duration. */
+typedef struct fs_internal_call {
+    fs_err_state err;
+    int prev_device;
+    bool relaxed;
+    enum cudaStreamCaptureMode mode;
+} fs_internal_call;
+void fs_internal_begin(fs_internal_call *c, int device);
+void fs_internal_end(fs_internal_call *c);
+
+/* ---- serving (serve.c) ----
+ * The allocator's side of the memory calls, shared by the runtime's entry
+ * points, the driver's (driver/cuda_driver.c) and the PyTorch adapter's. Called inside the shim;
+ * FS_ERR_NOT_OWNED (and FS_ERR_OOM for an allocation) means: make the real
+ * call. */
+/* A plain allocation on `dev` for the thread's stream there; not served
+ * while that stream is being captured. */
+fs_status fs_mem_alloc(fs_allocator *a, int dev, size_t size, void **out);
+/* A stream-ordered allocation for `s` (not capturing: the caller checks);
+ * *dev receives the stream's device, -1 for a bad or destroyed handle. */
+fs_status fs_mem_alloc_async(fs_allocator *a, cudaStream_t s, bool pt, size_t size, void **out,
+                             int *dev);
+/* The same with more of fs_malloc's flags (FS_ALLOC_NO_GPU_WAIT). */
+fs_status fs_mem_alloc_ordered(fs_allocator *a, cudaStream_t s, bool pt, size_t size,
+                               unsigned flags, void **out, int *dev);
+/* Frees a block the allocator may own: ordered on `key`'s stream, or, not
+ * ordered, as cudaFree. */
+fs_status fs_mem_free(fs_allocator *a, void *ptr, bool ordered, fs_stream_t key);
+/* The bytes of `dev` the cache holds unused, which the memory-information
+ * calls count as free. */
+size_t fs_mem_cached_free(fs_allocator *a, int dev);
+
+/* What the allocator is told of the work on streams (serve.c), by the
+ * runtime's calls (runtime/cuda_streams.c) and the driver's
+ * (driver/driver_work.c). */
+/* Work was issued on `s` (pt: stream 0 is the per-thread stream): frees
+ * must fence it. Call after the real call has put the work there. */
+void fs_stream_note_work(cudaStream_t s, bool pt);
+/* A stream just created: the allocator learns of it now, before any work
+ * is put on it (fs_alloc_stream_register), so that the work follows what
+ * every stream was made to wait for. Inside the shim (fs_shim_enter). */
+void fs_stream_learn(cudaStream_t s);
+/* The same, and `s` works on the memory at `p` and `q` (either may be NULL
+ * or not the shim's): a use of those blocks is recorded. */
+void fs_stream_record_uses(const void *p, const void *q, cudaStream_t s, bool pt);
+/* The host has waited for work on `device` (-1: unknown, any). */
+void fs_host_synced(int device);
 
 #endif /* FS_SHIM_H */

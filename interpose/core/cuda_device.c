@@ -9,9 +9,9 @@
  * another thread (relaxed capture mode while any capture is active). Driver
  * entry points come through cudaGetDriverEntryPointByVersion, as PyTorch
  * gets them, so the shim never links libcuda either. */
-#include "../driver/vmm.h"
-#include "../real.h"
-#include "runtime.h"
+#include "vmm.h"
+#include "real.h"
+#include "devices.h"
 
 #include <cuda.h>
 #include <pthread.h>

@@ -22,10 +22,10 @@
  * own only so that they survive cudaDeviceReset as the program's
  * cudaMallocAsync memory does, and a process without the runtime has no
  * cudaDeviceReset; cuDevicePrimaryCtxReset takes every kind of memory. */
-#include "../hooks.h"
-#include "../core/lifetime.h"
-#include "../runtime/runtime.h"
-#include "driver.h"
+#include "hooks.h"
+#include "real.h"
+#include "lifetime.h"
+#include "devices.h"
 #include "vmm.h"
 
 #include <sched.h>

@@ -7,7 +7,7 @@
  * The runtime has no call that sets the last error, so an error is put back
  * by making the real runtime fail the same way with a harmless bad argument;
  * the codes the shim can meet are covered. */
-#include "../real.h"
+#include "real.h"
 
 #include <stdint.h>
 

@@ -20,15 +20,13 @@
  * and a constructor may call cudaMalloc. So no thread holds create_lock
  * while it asks the loader anything it can ask first, and no thread waits
  * for create_lock for ever (create_lock_take). */
-#include "driver/driver.h"
-#include "core/lifetime.h"
-#include "live_stats.h"
+#include "lifetime.h"
 #include "real.h"
-#include "runtime/runtime.h"
+#include "devices.h"
 #include "trace_glue.h"
 
-#include "../route/torch_route.h"
-#include "../trace/snapshot.h"
+#include "../../route/torch_route.h"
+#include "../../trace/snapshot.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -277,10 +275,8 @@ static void create_allocator(int n, bool driver)
         fs_log(FS_LOG_ERROR, "cannot create the allocator; passing calls through");
         return;
     }
-    /* before the trace: the trace writer's fatal-signal handlers hand on to
-     * the live page's, which remove the page once the process is dying */
-    fs_live_start(a, n);
-    fs_trace_glue_start();
+    /* the live page, then the trace, then the GIL's hooks (core/lifetime.h) */
+    fs_lifetime_started(a, n);
     fs_trace_glue_observe(&observer);
     fs_trace_glue_snapshot_signal();
     install_observer(a);

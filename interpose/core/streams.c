@@ -16,10 +16,9 @@
  * flags, pooled, destroyed) in sharded buckets; the hot path asks a one-entry
  * per-thread cache first, invalidated by a global generation count whenever
  * a stream goes away. */
-#include "../driver/driver.h"
-#include "../core/lifetime.h"
-#include "../real.h"
-#include "runtime.h"
+#include "lifetime.h"
+#include "real.h"
+#include "devices.h"
 
 #include <pthread.h>
 #include <stdlib.h>

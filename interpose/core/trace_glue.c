@@ -8,15 +8,14 @@
  * entered (fs_trace_alloc_begin), so that no unwinding ever happens under
  * an allocator lock; the observer, called on the same thread, attaches it. */
 #include "trace_glue.h"
-#include "core/lifetime.h"
+#include "lifetime.h"
 
-#include "../trace/annot.h"
-#include "../trace/python.h"
-#include "../trace/snapshot.h"
-#include "../trace/stack.h"
-#include "../trace/trace.h"
-#include "python/gil.h"
-#include "runtime/runtime.h"
+#include "../../trace/annot.h"
+#include "../../trace/python.h"
+#include "../../trace/snapshot.h"
+#include "../../trace/stack.h"
+#include "../../trace/trace.h"
+#include "devices.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -92,7 +91,6 @@ void fs_trace_glue_start(void)
     };
 
     if (!cfg->trace || !fs_trace_start(&s)) return;
-    if (cfg->trace >= FS_TRACE_PYTHON) fs_python_gil_start(cfg->trace_frames);
     fs_modules_define();
     define_config(&cfg->alloc);
     fs_log(FS_LOG_INFO, "tracing (%s) to %s",
@@ -507,4 +505,11 @@ void fs_trace_glue_snapshot_signal(void)
 }
 
 /* A fork child's trace keeps none of its parent's live blocks. */
-FS_LIFETIME(trace_blocks) = {.order = FS_ORDER_TRACE_BLOCKS, .fork_child = fs_blocks_after_fork};
+static void trace_started(fs_allocator *a, int ndev)
+{
+    (void)a, (void)ndev;
+    fs_trace_glue_start();
+}
+
+FS_LIFETIME(trace_blocks) = {
+    .order = FS_ORDER_TRACE_BLOCKS, .fork_child = fs_blocks_after_fork, .started = trace_started};
