@@ -11,7 +11,6 @@
  * with the program after the detach; the trace is closed then, and it only
  * passes the call on. */
 #include "../core/hooks.h"
-#include "traced.h"
 #include "../core/trace_glue.h"
 #include "passive.h"
 
@@ -47,7 +46,7 @@ static int context_device(void)
 
 /* ---- the runtime ---------------------------------------------------------- */
 
-cudaError_t fs_traced_cuda_malloc(void **p, size_t size)
+static cudaError_t fs_traced_cuda_malloc(void **p, size_t size)
 {
     __typeof__(&cudaMalloc) real = (__typeof__(&cudaMalloc))fs_hook_real(FS_HOOK_CUDA_MALLOC);
 
@@ -56,8 +55,9 @@ cudaError_t fs_traced_cuda_malloc(void **p, size_t size)
     if (e == cudaSuccess && p) fs_passive_alloc(runtime_device(), 0, (uintptr_t)*p, size, false);
     return e;
 }
+FS_HOOK_FN(FS_HOOK_CUDA_MALLOC, NULL, fs_traced_cuda_malloc);
 
-cudaError_t fs_traced_cuda_free(void *p)
+static cudaError_t fs_traced_cuda_free(void *p)
 {
     __typeof__(&cudaFree) real = (__typeof__(&cudaFree))fs_hook_real(FS_HOOK_CUDA_FREE);
 
@@ -69,6 +69,7 @@ cudaError_t fs_traced_cuda_free(void *p)
         fs_passive_free_failed();
     return e;
 }
+FS_HOOK_FN(FS_HOOK_CUDA_FREE, NULL, fs_traced_cuda_free);
 
 static cudaError_t malloc_async(enum fs_hook_id id, void **p, size_t size, cudaStream_t s)
 {
@@ -81,18 +82,20 @@ static cudaError_t malloc_async(enum fs_hook_id id, void **p, size_t size, cudaS
     return e;
 }
 
-cudaError_t fs_traced_cuda_malloc_async(void **p, size_t size, cudaStream_t s)
+static cudaError_t fs_traced_cuda_malloc_async(void **p, size_t size, cudaStream_t s)
 {
     return malloc_async(FS_HOOK_CUDA_MALLOC_ASYNC, p, size, s);
 }
+FS_HOOK_FN(FS_HOOK_CUDA_MALLOC_ASYNC, NULL, fs_traced_cuda_malloc_async);
 
-cudaError_t fs_traced_cuda_malloc_async_ptsz(void **p, size_t size, cudaStream_t s)
+static cudaError_t fs_traced_cuda_malloc_async_ptsz(void **p, size_t size, cudaStream_t s)
 {
     return malloc_async(FS_HOOK_CUDA_MALLOC_ASYNC_PTSZ, p, size, s);
 }
+FS_HOOK_FN(FS_HOOK_CUDA_MALLOC_ASYNC_PTSZ, NULL, fs_traced_cuda_malloc_async_ptsz);
 
-cudaError_t fs_traced_cuda_malloc_from_pool(void **p, size_t size, cudaMemPool_t pool,
-                                            cudaStream_t s)
+static cudaError_t fs_traced_cuda_malloc_from_pool(void **p, size_t size, cudaMemPool_t pool,
+                                                   cudaStream_t s)
 {
     __typeof__(&cudaMallocFromPoolAsync) real =
         (__typeof__(&cudaMallocFromPoolAsync))fs_hook_real(FS_HOOK_CUDA_MALLOC_FROM_POOL);
@@ -103,6 +106,7 @@ cudaError_t fs_traced_cuda_malloc_from_pool(void **p, size_t size, cudaMemPool_t
         fs_passive_alloc(runtime_device(), stream_value(s), (uintptr_t)*p, size, true);
     return e;
 }
+FS_HOOK_FN(FS_HOOK_CUDA_MALLOC_FROM_POOL, NULL, fs_traced_cuda_malloc_from_pool);
 
 static cudaError_t free_async(enum fs_hook_id id, void *p, cudaStream_t s)
 {
@@ -117,15 +121,17 @@ static cudaError_t free_async(enum fs_hook_id id, void *p, cudaStream_t s)
     return e;
 }
 
-cudaError_t fs_traced_cuda_free_async(void *p, cudaStream_t s)
+static cudaError_t fs_traced_cuda_free_async(void *p, cudaStream_t s)
 {
     return free_async(FS_HOOK_CUDA_FREE_ASYNC, p, s);
 }
+FS_HOOK_FN(FS_HOOK_CUDA_FREE_ASYNC, NULL, fs_traced_cuda_free_async);
 
-cudaError_t fs_traced_cuda_free_async_ptsz(void *p, cudaStream_t s)
+static cudaError_t fs_traced_cuda_free_async_ptsz(void *p, cudaStream_t s)
 {
     return free_async(FS_HOOK_CUDA_FREE_ASYNC_PTSZ, p, s);
 }
+FS_HOOK_FN(FS_HOOK_CUDA_FREE_ASYNC_PTSZ, NULL, fs_traced_cuda_free_async_ptsz);
 
 static cudaError_t stream_created(cudaError_t e, cudaStream_t *s, unsigned flags, int priority)
 {
@@ -133,24 +139,26 @@ static cudaError_t stream_created(cudaError_t e, cudaStream_t *s, unsigned flags
     return e;
 }
 
-cudaError_t fs_traced_cuda_stream_create(cudaStream_t *s)
+static cudaError_t fs_traced_cuda_stream_create(cudaStream_t *s)
 {
     __typeof__(&cudaStreamCreate) real =
         (__typeof__(&cudaStreamCreate))fs_hook_real(FS_HOOK_CUDA_STREAM_CREATE);
 
     return stream_created(real(s), s, 0, 0);
 }
+FS_HOOK_FN(FS_HOOK_CUDA_STREAM_CREATE, NULL, fs_traced_cuda_stream_create);
 
-cudaError_t fs_traced_cuda_stream_create_with_flags(cudaStream_t *s, unsigned flags)
+static cudaError_t fs_traced_cuda_stream_create_with_flags(cudaStream_t *s, unsigned flags)
 {
     __typeof__(&cudaStreamCreateWithFlags) real =
         (__typeof__(&cudaStreamCreateWithFlags))fs_hook_real(FS_HOOK_CUDA_STREAM_CREATE_WITH_FLAGS);
 
     return stream_created(real(s, flags), s, flags, 0);
 }
+FS_HOOK_FN(FS_HOOK_CUDA_STREAM_CREATE_WITH_FLAGS, NULL, fs_traced_cuda_stream_create_with_flags);
 
-cudaError_t fs_traced_cuda_stream_create_with_priority(cudaStream_t *s, unsigned flags,
-                                                       int priority)
+static cudaError_t fs_traced_cuda_stream_create_with_priority(cudaStream_t *s, unsigned flags,
+                                                              int priority)
 {
     __typeof__(&cudaStreamCreateWithPriority) real =
         (__typeof__(&cudaStreamCreateWithPriority))fs_hook_real(
@@ -158,8 +166,10 @@ cudaError_t fs_traced_cuda_stream_create_with_priority(cudaStream_t *s, unsigned
 
     return stream_created(real(s, flags, priority), s, flags, priority);
 }
+FS_HOOK_FN(FS_HOOK_CUDA_STREAM_CREATE_WITH_PRIORITY, NULL,
+           fs_traced_cuda_stream_create_with_priority);
 
-cudaError_t fs_traced_cuda_stream_destroy(cudaStream_t s)
+static cudaError_t fs_traced_cuda_stream_destroy(cudaStream_t s)
 {
     __typeof__(&cudaStreamDestroy) real =
         (__typeof__(&cudaStreamDestroy))fs_hook_real(FS_HOOK_CUDA_STREAM_DESTROY);
@@ -168,10 +178,11 @@ cudaError_t fs_traced_cuda_stream_destroy(cudaStream_t s)
     if (e == cudaSuccess) fs_trace_stream(false, runtime_device(), s, 0, 0, false);
     return e;
 }
+FS_HOOK_FN(FS_HOOK_CUDA_STREAM_DESTROY, NULL, fs_traced_cuda_stream_destroy);
 
 /* ---- the driver (reached by lookup, or by symbol with -lcuda) ---------------- */
 
-CUresult fs_traced_cu_mem_alloc(CUdeviceptr *dptr, size_t size)
+static CUresult fs_traced_cu_mem_alloc(CUdeviceptr *dptr, size_t size)
 {
     __typeof__(&cuMemAlloc_v2) real =
         (__typeof__(&cuMemAlloc_v2))fs_hook_real(FS_HOOK_CU_MEM_ALLOC);
@@ -181,8 +192,9 @@ CUresult fs_traced_cu_mem_alloc(CUdeviceptr *dptr, size_t size)
     if (r == CUDA_SUCCESS && dptr) fs_passive_alloc(context_device(), 0, *dptr, size, false);
     return r;
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC, NULL, fs_traced_cu_mem_alloc);
 
-CUresult fs_traced_cu_mem_free(CUdeviceptr dptr)
+static CUresult fs_traced_cu_mem_free(CUdeviceptr dptr)
 {
     __typeof__(&cuMemFree_v2) real = (__typeof__(&cuMemFree_v2))fs_hook_real(FS_HOOK_CU_MEM_FREE);
 
@@ -194,6 +206,7 @@ CUresult fs_traced_cu_mem_free(CUdeviceptr dptr)
         fs_passive_free_failed();
     return r;
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_FREE, NULL, fs_traced_cu_mem_free);
 
 static CUresult mem_alloc_async(enum fs_hook_id id, CUdeviceptr *dptr, size_t size, CUstream s)
 {
@@ -206,15 +219,17 @@ static CUresult mem_alloc_async(enum fs_hook_id id, CUdeviceptr *dptr, size_t si
     return r;
 }
 
-CUresult fs_traced_cu_mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream s)
+static CUresult fs_traced_cu_mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream s)
 {
     return mem_alloc_async(FS_HOOK_CU_MEM_ALLOC_ASYNC, dptr, size, s);
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC_ASYNC, NULL, fs_traced_cu_mem_alloc_async);
 
-CUresult fs_traced_cu_mem_alloc_async_ptsz(CUdeviceptr *dptr, size_t size, CUstream s)
+static CUresult fs_traced_cu_mem_alloc_async_ptsz(CUdeviceptr *dptr, size_t size, CUstream s)
 {
     return mem_alloc_async(FS_HOOK_CU_MEM_ALLOC_ASYNC_PTSZ, dptr, size, s);
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC_ASYNC_PTSZ, NULL, fs_traced_cu_mem_alloc_async_ptsz);
 
 static CUresult mem_free_async(enum fs_hook_id id, CUdeviceptr dptr, CUstream s)
 {
@@ -229,21 +244,23 @@ static CUresult mem_free_async(enum fs_hook_id id, CUdeviceptr dptr, CUstream s)
     return r;
 }
 
-CUresult fs_traced_cu_mem_free_async(CUdeviceptr dptr, CUstream s)
+static CUresult fs_traced_cu_mem_free_async(CUdeviceptr dptr, CUstream s)
 {
     return mem_free_async(FS_HOOK_CU_MEM_FREE_ASYNC, dptr, s);
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_FREE_ASYNC, NULL, fs_traced_cu_mem_free_async);
 
-CUresult fs_traced_cu_mem_free_async_ptsz(CUdeviceptr dptr, CUstream s)
+static CUresult fs_traced_cu_mem_free_async_ptsz(CUdeviceptr dptr, CUstream s)
 {
     return mem_free_async(FS_HOOK_CU_MEM_FREE_ASYNC_PTSZ, dptr, s);
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_FREE_ASYNC_PTSZ, NULL, fs_traced_cu_mem_free_async_ptsz);
 
 /* ---- NCCL ------------------------------------------------------------------ */
 
 /* The buffers NCCL's user buffer registration wants; the device is the
  * runtime's current one, where ncclMemAlloc allocates. */
-ncclResult_t fs_traced_nccl_mem_alloc(void **p, size_t size)
+static ncclResult_t fs_traced_nccl_mem_alloc(void **p, size_t size)
 {
     __typeof__(&ncclMemAlloc) real =
         (__typeof__(&ncclMemAlloc))fs_hook_real(FS_HOOK_NCCL_MEM_ALLOC);
@@ -253,8 +270,9 @@ ncclResult_t fs_traced_nccl_mem_alloc(void **p, size_t size)
     if (r == ncclSuccess && p) fs_passive_alloc(runtime_device(), 0, (uintptr_t)*p, size, false);
     return r;
 }
+FS_HOOK_FN(FS_HOOK_NCCL_MEM_ALLOC, NULL, fs_traced_nccl_mem_alloc);
 
-ncclResult_t fs_traced_nccl_mem_free(void *p)
+static ncclResult_t fs_traced_nccl_mem_free(void *p)
 {
     __typeof__(&ncclMemFree) real = (__typeof__(&ncclMemFree))fs_hook_real(FS_HOOK_NCCL_MEM_FREE);
 
@@ -266,26 +284,4 @@ ncclResult_t fs_traced_nccl_mem_free(void *p)
         fs_passive_free_failed();
     return r;
 }
-
-/* What the shim hands out for the table's entries (core/hooks.h): served
- * while preloaded, traced while `fsdpshim attach` traces through the slots. */
-FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC, NULL, fs_traced_cu_mem_alloc);
-FS_HOOK_FN(FS_HOOK_CU_MEM_FREE, NULL, fs_traced_cu_mem_free);
-FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC_ASYNC, NULL, fs_traced_cu_mem_alloc_async);
-FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC_ASYNC_PTSZ, NULL, fs_traced_cu_mem_alloc_async_ptsz);
-FS_HOOK_FN(FS_HOOK_CU_MEM_FREE_ASYNC, NULL, fs_traced_cu_mem_free_async);
-FS_HOOK_FN(FS_HOOK_CU_MEM_FREE_ASYNC_PTSZ, NULL, fs_traced_cu_mem_free_async_ptsz);
-FS_HOOK_FN(FS_HOOK_CUDA_MALLOC, NULL, fs_traced_cuda_malloc);
-FS_HOOK_FN(FS_HOOK_CUDA_FREE, NULL, fs_traced_cuda_free);
-FS_HOOK_FN(FS_HOOK_CUDA_MALLOC_ASYNC, NULL, fs_traced_cuda_malloc_async);
-FS_HOOK_FN(FS_HOOK_CUDA_MALLOC_ASYNC_PTSZ, NULL, fs_traced_cuda_malloc_async_ptsz);
-FS_HOOK_FN(FS_HOOK_CUDA_FREE_ASYNC, NULL, fs_traced_cuda_free_async);
-FS_HOOK_FN(FS_HOOK_CUDA_FREE_ASYNC_PTSZ, NULL, fs_traced_cuda_free_async_ptsz);
-FS_HOOK_FN(FS_HOOK_CUDA_MALLOC_FROM_POOL, NULL, fs_traced_cuda_malloc_from_pool);
-FS_HOOK_FN(FS_HOOK_CUDA_STREAM_CREATE, NULL, fs_traced_cuda_stream_create);
-FS_HOOK_FN(FS_HOOK_CUDA_STREAM_CREATE_WITH_FLAGS, NULL, fs_traced_cuda_stream_create_with_flags);
-FS_HOOK_FN(FS_HOOK_CUDA_STREAM_CREATE_WITH_PRIORITY, NULL,
-           fs_traced_cuda_stream_create_with_priority);
-FS_HOOK_FN(FS_HOOK_CUDA_STREAM_DESTROY, NULL, fs_traced_cuda_stream_destroy);
-FS_HOOK_FN(FS_HOOK_NCCL_MEM_ALLOC, NULL, fs_traced_nccl_mem_alloc);
 FS_HOOK_FN(FS_HOOK_NCCL_MEM_FREE, NULL, fs_traced_nccl_mem_free);

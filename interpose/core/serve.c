@@ -91,16 +91,7 @@ size_t fs_mem_cached_free(fs_allocator *a, int dev)
  * last error it left. */
 void fs_stream_note_work(cudaStream_t s, bool pt)
 {
-    fs_allocator *a = fs_shim_allocator_peek();
-    fs_stream_t key;
-    int dev;
-
-    if (!a || !fs_shim_enter()) return;
-    if (!fs_shim_stream_capturing(s, pt)) {
-        key = fs_shim_stream_key(s, pt, &dev);
-        if (dev >= 0) fs_alloc_stream_note_work(a, dev, key);
-    }
-    fs_shim_leave();
+    fs_stream_record_uses(NULL, NULL, s, pt);
 }
 
 void fs_stream_learn(cudaStream_t s)
@@ -111,7 +102,7 @@ void fs_stream_learn(cudaStream_t s)
 }
 
 /* `s` works on the memory at `p`, `q`: record the use on the blocks the
- * shim owns (others are not its business). */
+ * shim owns (others are not its business); the work is noted either way. */
 void fs_stream_record_uses(const void *p, const void *q, cudaStream_t s, bool pt)
 {
     fs_allocator *a = fs_shim_allocator_peek();

@@ -120,7 +120,8 @@ static void *looked_up(const char *symbol, int version, cuuint64_t flags, void *
     return hook;
 }
 
-CUresult fs_drv_get_proc_address(const char *symbol, void **pfn, int version, cuuint64_t flags)
+static CUresult fs_drv_get_proc_address(const char *symbol, void **pfn, int version,
+                                        cuuint64_t flags)
 {
     get_proc_address_v1_fn real = (get_proc_address_v1_fn)real_of(FS_HOOK_CU_GET_PROC_ADDRESS);
     CUresult r = real(symbol, pfn, version, flags);
@@ -128,9 +129,10 @@ CUresult fs_drv_get_proc_address(const char *symbol, void **pfn, int version, cu
     if (r == CUDA_SUCCESS && pfn) *pfn = looked_up(symbol, version, flags, *pfn);
     return r;
 }
+FS_HOOK_FN(FS_HOOK_CU_GET_PROC_ADDRESS, fs_drv_get_proc_address, fs_drv_get_proc_address);
 
-CUresult fs_drv_get_proc_address_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
-                                    CUdriverProcAddressQueryResult *status)
+static CUresult fs_drv_get_proc_address_v2(const char *symbol, void **pfn, int version,
+                                           cuuint64_t flags, CUdriverProcAddressQueryResult *status)
 {
     __typeof__(&cuGetProcAddress_v2) real =
         (__typeof__(&cuGetProcAddress_v2))real_of(FS_HOOK_CU_GET_PROC_ADDRESS_V2);
@@ -139,6 +141,7 @@ CUresult fs_drv_get_proc_address_v2(const char *symbol, void **pfn, int version,
     if (r == CUDA_SUCCESS && pfn) *pfn = looked_up(symbol, version, flags, *pfn);
     return r;
 }
+FS_HOOK_FN(FS_HOOK_CU_GET_PROC_ADDRESS_V2, fs_drv_get_proc_address_v2, fs_drv_get_proc_address_v2);
 
 /* The runtime's lookups; cudaGetDriverEntryPoint is deprecated in the
  * headers, hence types of their own. */
@@ -176,34 +179,43 @@ static cudaError_t entry_point_by_version(enum fs_hook_id id, const char *symbol
     return e;
 }
 
-cudaError_t fs_get_driver_entry_point(const char *symbol, void **fn, unsigned long long flags,
-                                      enum cudaDriverEntryPointQueryResult *status)
+static cudaError_t fs_get_driver_entry_point(const char *symbol, void **fn,
+                                             unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *status)
 {
     return entry_point(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT, symbol, fn, flags, status);
 }
+FS_HOOK_FN(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT, NULL, fs_get_driver_entry_point);
 
-cudaError_t fs_get_driver_entry_point_ptsz(const char *symbol, void **fn, unsigned long long flags,
-                                           enum cudaDriverEntryPointQueryResult *status)
+static cudaError_t fs_get_driver_entry_point_ptsz(const char *symbol, void **fn,
+                                                  unsigned long long flags,
+                                                  enum cudaDriverEntryPointQueryResult *status)
 {
     return entry_point(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_PTSZ, symbol, fn, flags, status);
 }
+FS_HOOK_FN(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_PTSZ, NULL, fs_get_driver_entry_point_ptsz);
 
-cudaError_t fs_get_driver_entry_point_by_version(const char *symbol, void **fn,
-                                                 unsigned int version, unsigned long long flags,
-                                                 enum cudaDriverEntryPointQueryResult *status)
+static cudaError_t
+fs_get_driver_entry_point_by_version(const char *symbol, void **fn, unsigned int version,
+                                     unsigned long long flags,
+                                     enum cudaDriverEntryPointQueryResult *status)
 {
     return entry_point_by_version(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION, symbol, fn,
                                   version, flags, status);
 }
+FS_HOOK_FN(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION, NULL,
+           fs_get_driver_entry_point_by_version);
 
-cudaError_t fs_get_driver_entry_point_by_version_ptsz(const char *symbol, void **fn,
-                                                      unsigned int version,
-                                                      unsigned long long flags,
-                                                      enum cudaDriverEntryPointQueryResult *status)
+static cudaError_t
+fs_get_driver_entry_point_by_version_ptsz(const char *symbol, void **fn, unsigned int version,
+                                          unsigned long long flags,
+                                          enum cudaDriverEntryPointQueryResult *status)
 {
     return entry_point_by_version(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION_PTSZ, symbol, fn,
                                   version, flags, status);
 }
+FS_HOOK_FN(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION_PTSZ, NULL,
+           fs_get_driver_entry_point_by_version_ptsz);
 
 /* Exported under the runtime's names for the preloaded shim; the functions
  * above are what the table names, since a reference to an exported name
@@ -277,7 +289,7 @@ static CUresult driver_error(fs_status st)
  * null out-pointer go to the driver, as does a request the cache cannot
  * serve (the driver then fails with its own out-of-memory, or succeeds, and
  * the pointer passes through on free). */
-CUresult fs_drv_mem_alloc(CUdeviceptr *dptr, size_t size)
+static CUresult fs_drv_mem_alloc(CUdeviceptr *dptr, size_t size)
 {
     __typeof__(&cuMemAlloc_v2) real = (__typeof__(&cuMemAlloc_v2))real_of(FS_HOOK_CU_MEM_ALLOC);
     fs_status st = FS_ERR_NOT_OWNED;
@@ -295,8 +307,9 @@ CUresult fs_drv_mem_alloc(CUdeviceptr *dptr, size_t size)
     }
     return real(dptr, size);
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC, fs_drv_mem_alloc, NULL);
 
-CUresult fs_drv_mem_free(CUdeviceptr dptr)
+static CUresult fs_drv_mem_free(CUdeviceptr dptr)
 {
     __typeof__(&cuMemFree_v2) real = (__typeof__(&cuMemFree_v2))real_of(FS_HOOK_CU_MEM_FREE);
     fs_allocator *a;
@@ -310,6 +323,7 @@ CUresult fs_drv_mem_free(CUdeviceptr dptr)
     if (st == FS_ERR_NOT_OWNED) return real(dptr);
     return driver_error(st);
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_FREE, fs_drv_mem_free, NULL);
 
 /* As cudaMallocAsync: the out-pointer, then the stream, then the size. A
  * stream the program destroyed that waits in a stream pool fails as a
@@ -337,17 +351,19 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUstream s, bool pt,
     return real(dptr, size, s);
 }
 
-CUresult fs_drv_mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
+static CUresult fs_drv_mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
 {
     return alloc_async(dptr, size, stream, false,
                        (__typeof__(&cuMemAllocAsync))real_of(FS_HOOK_CU_MEM_ALLOC_ASYNC));
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC_ASYNC, fs_drv_mem_alloc_async, NULL);
 
-CUresult fs_drv_mem_alloc_async_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream)
+static CUresult fs_drv_mem_alloc_async_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream)
 {
     return alloc_async(dptr, size, stream, true,
                        (__typeof__(&cuMemAllocAsync))real_of(FS_HOOK_CU_MEM_ALLOC_ASYNC_PTSZ));
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC_ASYNC_PTSZ, fs_drv_mem_alloc_async_ptsz, NULL);
 
 /* As cudaFreeAsync: the stream, then the pointer. */
 static CUresult free_async(CUdeviceptr dptr, CUstream s, bool pt, __typeof__(&cuMemFreeAsync) real)
@@ -372,20 +388,22 @@ static CUresult free_async(CUdeviceptr dptr, CUstream s, bool pt, __typeof__(&cu
     return driver_error(st);
 }
 
-CUresult fs_drv_mem_free_async(CUdeviceptr dptr, CUstream stream)
+static CUresult fs_drv_mem_free_async(CUdeviceptr dptr, CUstream stream)
 {
     return free_async(dptr, stream, false,
                       (__typeof__(&cuMemFreeAsync))real_of(FS_HOOK_CU_MEM_FREE_ASYNC));
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_FREE_ASYNC, fs_drv_mem_free_async, NULL);
 
-CUresult fs_drv_mem_free_async_ptsz(CUdeviceptr dptr, CUstream stream)
+static CUresult fs_drv_mem_free_async_ptsz(CUdeviceptr dptr, CUstream stream)
 {
     return free_async(dptr, stream, true,
                       (__typeof__(&cuMemFreeAsync))real_of(FS_HOOK_CU_MEM_FREE_ASYNC_PTSZ));
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_FREE_ASYNC_PTSZ, fs_drv_mem_free_async_ptsz, NULL);
 
 /* As cudaMemGetInfo: what the cache holds unused counts as free. */
-CUresult fs_drv_mem_get_info(size_t *free, size_t *total)
+static CUresult fs_drv_mem_get_info(size_t *free, size_t *total)
 {
     __typeof__(&cuMemGetInfo_v2) real =
         (__typeof__(&cuMemGetInfo_v2))real_of(FS_HOOK_CU_MEM_GET_INFO);
@@ -399,101 +417,83 @@ CUresult fs_drv_mem_get_info(size_t *free, size_t *total)
     fs_shim_leave();
     return r;
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_GET_INFO, fs_drv_mem_get_info, NULL);
 
 /* ---- passed through: virtual memory ---- */
 
-CUresult fs_drv_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
-                           const CUmemAllocationProp *prop, unsigned long long flags)
+/* A virtual-memory call made: logged at FSDPSHIM_LOG=debug and, when it
+ * succeeded, traced (`ptr` and `handle` are read by the caller only then:
+ * the outputs of cuMemAddressReserve and cuMemCreate). */
+static CUresult vmm_called(CUresult r, fs_fmt_vmm op, int device, CUdeviceptr ptr, size_t size,
+                           CUmemGenericAllocationHandle handle)
+{
+    static const char *const names[] = {
+        [FS_VMM_CREATE] = "cuMemCreate",
+        [FS_VMM_RELEASE] = "cuMemRelease",
+        [FS_VMM_MAP] = "cuMemMap",
+        [FS_VMM_UNMAP] = "cuMemUnmap",
+        [FS_VMM_RESERVE] = "cuMemAddressReserve",
+        [FS_VMM_ADDRESS_FREE] = "cuMemAddressFree",
+    };
+
+    fs_log(FS_LOG_DEBUG, "%s(%#llx, %zu bytes, device %d, handle %#llx) = %d", names[op],
+           (unsigned long long)ptr, size, device, (unsigned long long)handle, (int)r);
+    if (r == CUDA_SUCCESS) fs_trace_vmm(op, device, ptr, size, handle);
+    return r;
+}
+
+static CUresult fs_drv_mem_create(CUmemGenericAllocationHandle *handle, size_t size,
+                                  const CUmemAllocationProp *prop, unsigned long long flags)
 {
     __typeof__(&cuMemCreate) real = (__typeof__(&cuMemCreate))real_of(FS_HOOK_CU_MEM_CREATE);
     CUresult r = real(handle, size, prop, flags);
 
-    fs_log(FS_LOG_DEBUG, "cuMemCreate(%zu bytes, device %d) = %d: handle %#llx", size,
-           prop ? prop->location.id : -1, (int)r,
-           r == CUDA_SUCCESS ? (unsigned long long)*handle : 0ULL);
-    if (r == CUDA_SUCCESS)
-        fs_trace_vmm(FS_VMM_CREATE, prop ? prop->location.id : -1, 0, size, *handle);
-    return r;
+    return vmm_called(r, FS_VMM_CREATE, prop ? prop->location.id : -1, 0, size,
+                      r == CUDA_SUCCESS ? *handle : 0);
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_CREATE, fs_drv_mem_create, fs_drv_mem_create);
 
-CUresult fs_drv_mem_release(CUmemGenericAllocationHandle handle)
+static CUresult fs_drv_mem_release(CUmemGenericAllocationHandle handle)
 {
     __typeof__(&cuMemRelease) real = (__typeof__(&cuMemRelease))real_of(FS_HOOK_CU_MEM_RELEASE);
-    CUresult r = real(handle);
 
-    fs_log(FS_LOG_DEBUG, "cuMemRelease(handle %#llx) = %d", (unsigned long long)handle, (int)r);
-    if (r == CUDA_SUCCESS) fs_trace_vmm(FS_VMM_RELEASE, -1, 0, 0, handle);
-    return r;
+    return vmm_called(real(handle), FS_VMM_RELEASE, -1, 0, 0, handle);
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_RELEASE, fs_drv_mem_release, fs_drv_mem_release);
 
-CUresult fs_drv_mem_map(CUdeviceptr ptr, size_t size, size_t offset,
-                        CUmemGenericAllocationHandle handle, unsigned long long flags)
+static CUresult fs_drv_mem_map(CUdeviceptr ptr, size_t size, size_t offset,
+                               CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
     __typeof__(&cuMemMap) real = (__typeof__(&cuMemMap))real_of(FS_HOOK_CU_MEM_MAP);
-    CUresult r = real(ptr, size, offset, handle, flags);
 
-    fs_log(FS_LOG_DEBUG, "cuMemMap(%#llx, %zu bytes, handle %#llx + %zu) = %d",
-           (unsigned long long)ptr, size, (unsigned long long)handle, offset, (int)r);
-    if (r == CUDA_SUCCESS) fs_trace_vmm(FS_VMM_MAP, -1, ptr, size, handle);
-    return r;
+    return vmm_called(real(ptr, size, offset, handle, flags), FS_VMM_MAP, -1, ptr, size, handle);
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_MAP, fs_drv_mem_map, fs_drv_mem_map);
 
-CUresult fs_drv_mem_unmap(CUdeviceptr ptr, size_t size)
+static CUresult fs_drv_mem_unmap(CUdeviceptr ptr, size_t size)
 {
     __typeof__(&cuMemUnmap) real = (__typeof__(&cuMemUnmap))real_of(FS_HOOK_CU_MEM_UNMAP);
-    CUresult r = real(ptr, size);
 
-    fs_log(FS_LOG_DEBUG, "cuMemUnmap(%#llx, %zu bytes) = %d", (unsigned long long)ptr, size,
-           (int)r);
-    if (r == CUDA_SUCCESS) fs_trace_vmm(FS_VMM_UNMAP, -1, ptr, size, 0);
-    return r;
+    return vmm_called(real(ptr, size), FS_VMM_UNMAP, -1, ptr, size, 0);
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_UNMAP, fs_drv_mem_unmap, fs_drv_mem_unmap);
 
-CUresult fs_drv_address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
-                                unsigned long long flags)
+static CUresult fs_drv_address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                       CUdeviceptr addr, unsigned long long flags)
 {
     __typeof__(&cuMemAddressReserve) real =
         (__typeof__(&cuMemAddressReserve))real_of(FS_HOOK_CU_MEM_ADDRESS_RESERVE);
     CUresult r = real(ptr, size, alignment, addr, flags);
 
-    fs_log(FS_LOG_DEBUG, "cuMemAddressReserve(%zu bytes) = %d: %#llx", size, (int)r,
-           r == CUDA_SUCCESS ? (unsigned long long)*ptr : 0ULL);
-    if (r == CUDA_SUCCESS) fs_trace_vmm(FS_VMM_RESERVE, -1, *ptr, size, 0);
-    return r;
+    return vmm_called(r, FS_VMM_RESERVE, -1, r == CUDA_SUCCESS ? *ptr : 0, size, 0);
 }
+FS_HOOK_FN(FS_HOOK_CU_MEM_ADDRESS_RESERVE, fs_drv_address_reserve, fs_drv_address_reserve);
 
-CUresult fs_drv_address_free(CUdeviceptr ptr, size_t size)
+static CUresult fs_drv_address_free(CUdeviceptr ptr, size_t size)
 {
     __typeof__(&cuMemAddressFree) real =
         (__typeof__(&cuMemAddressFree))real_of(FS_HOOK_CU_MEM_ADDRESS_FREE);
-    CUresult r = real(ptr, size);
 
-    fs_log(FS_LOG_DEBUG, "cuMemAddressFree(%#llx, %zu bytes) = %d", (unsigned long long)ptr, size,
-           (int)r);
-    if (r == CUDA_SUCCESS) fs_trace_vmm(FS_VMM_ADDRESS_FREE, -1, ptr, size, 0);
-    return r;
+    return vmm_called(real(ptr, size), FS_VMM_ADDRESS_FREE, -1, ptr, size, 0);
 }
-
-/* What the shim hands out for the table's entries (core/hooks.h): served
- * while preloaded, traced while `fsdpshim attach` traces through the slots. */
-FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC, fs_drv_mem_alloc, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEM_FREE, fs_drv_mem_free, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC_ASYNC, fs_drv_mem_alloc_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEM_ALLOC_ASYNC_PTSZ, fs_drv_mem_alloc_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEM_FREE_ASYNC, fs_drv_mem_free_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEM_FREE_ASYNC_PTSZ, fs_drv_mem_free_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEM_GET_INFO, fs_drv_mem_get_info, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEM_CREATE, fs_drv_mem_create, fs_drv_mem_create);
-FS_HOOK_FN(FS_HOOK_CU_MEM_RELEASE, fs_drv_mem_release, fs_drv_mem_release);
-FS_HOOK_FN(FS_HOOK_CU_MEM_MAP, fs_drv_mem_map, fs_drv_mem_map);
-FS_HOOK_FN(FS_HOOK_CU_MEM_UNMAP, fs_drv_mem_unmap, fs_drv_mem_unmap);
-FS_HOOK_FN(FS_HOOK_CU_MEM_ADDRESS_RESERVE, fs_drv_address_reserve, fs_drv_address_reserve);
 FS_HOOK_FN(FS_HOOK_CU_MEM_ADDRESS_FREE, fs_drv_address_free, fs_drv_address_free);
-FS_HOOK_FN(FS_HOOK_CU_GET_PROC_ADDRESS, fs_drv_get_proc_address, fs_drv_get_proc_address);
-FS_HOOK_FN(FS_HOOK_CU_GET_PROC_ADDRESS_V2, fs_drv_get_proc_address_v2, fs_drv_get_proc_address_v2);
-FS_HOOK_FN(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT, NULL, fs_get_driver_entry_point);
-FS_HOOK_FN(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_PTSZ, NULL, fs_get_driver_entry_point_ptsz);
-FS_HOOK_FN(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION, NULL,
-           fs_get_driver_entry_point_by_version);
-FS_HOOK_FN(FS_HOOK_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION_PTSZ, NULL,
-           fs_get_driver_entry_point_by_version_ptsz);

@@ -93,6 +93,7 @@ FS_TAIL_CALLER void *fs_dlsym(void *handle, const char *name)
     }
     FS_TAIL return real(handle, name);
 }
+FS_HOOK_FN(FS_HOOK_DLSYM, NULL, fs_dlsym);
 
 FS_TAIL_CALLER void *fs_dlvsym(void *handle, const char *name, const char *version)
 {
@@ -104,6 +105,7 @@ FS_TAIL_CALLER void *fs_dlvsym(void *handle, const char *name, const char *versi
         return fs_served_dlsym(handle, name, version, __builtin_return_address(0));
     FS_TAIL return real(handle, name, version);
 }
+FS_HOOK_FN(FS_HOOK_DLVSYM, NULL, fs_dlvsym);
 
 /* Exported as dlsym and dlvsym: the same functions under the C library's
  * names. The table (hooks.c) names them as fs_dlsym and fs_dlvsym, since
@@ -113,8 +115,3 @@ FS_TAIL_CALLER void *fs_dlvsym(void *handle, const char *name, const char *versi
 FS_EXPORT void *dlsym(void *handle, const char *name) __attribute__((alias("fs_dlsym")));
 FS_EXPORT void *dlvsym(void *handle, const char *name, const char *version)
     __attribute__((alias("fs_dlvsym")));
-
-/* What the shim hands out for the table's entries (core/hooks.h): served
- * while preloaded, traced while `fsdpshim attach` traces through the slots. */
-FS_HOOK_FN(FS_HOOK_DLSYM, NULL, fs_dlsym);
-FS_HOOK_FN(FS_HOOK_DLVSYM, NULL, fs_dlvsym);

@@ -62,14 +62,16 @@ typedef CUresult (*memset2d32_fn)(CUdeviceptr, size_t, unsigned int, size_t, siz
 
 /* Each copy or set twice: the plain entry point and its _ptsz variant. */
 #define COPY_PAIR(name, id, params, args, dst, src, fn_type)                                       \
-    CUresult fs_drv_##name params                                                                  \
+    static CUresult fs_drv_##name params                                                           \
     {                                                                                              \
         return copy(REAL(id, fn_type) args, dst, src, s, false);                                   \
     }                                                                                              \
-    CUresult fs_drv_##name##_ptsz params                                                           \
+    FS_HOOK_FN(id, fs_drv_##name, NULL);                                                           \
+    static CUresult fs_drv_##name##_ptsz params                                                    \
     {                                                                                              \
         return copy(REAL(id##_PTSZ, fn_type) args, dst, src, s, true);                             \
-    }
+    }                                                                                              \
+    FS_HOOK_FN(id##_PTSZ, fs_drv_##name##_ptsz, NULL);
 
 COPY_PAIR(memcpy_async, FS_HOOK_CU_MEMCPY_ASYNC,
           (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s), DEVPTR(dst),
@@ -130,14 +132,16 @@ typedef CUresult (*graph_launch_fn)(CUgraphExec, CUstream);
 typedef CUresult (*wait_event_fn)(CUstream, CUevent, unsigned);
 
 #define WORK_PAIR(name, id, params, args, stream, fn_type)                                         \
-    CUresult fs_drv_##name params                                                                  \
+    static CUresult fs_drv_##name params                                                           \
     {                                                                                              \
         return work(REAL(id, fn_type) args, stream, false);                                        \
     }                                                                                              \
-    CUresult fs_drv_##name##_ptsz params                                                           \
+    FS_HOOK_FN(id, fs_drv_##name, NULL);                                                           \
+    static CUresult fs_drv_##name##_ptsz params                                                    \
     {                                                                                              \
         return work(REAL(id##_PTSZ, fn_type) args, stream, true);                                  \
-    }
+    }                                                                                              \
+    FS_HOOK_FN(id##_PTSZ, fs_drv_##name##_ptsz, NULL);
 
 WORK_PAIR(launch_kernel, FS_HOOK_CU_LAUNCH_KERNEL,
           (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -165,25 +169,29 @@ static CUresult synced(CUresult r)
     return r;
 }
 
-CUresult fs_drv_stream_synchronize(CUstream s)
+static CUresult fs_drv_stream_synchronize(CUstream s)
 {
     return synced(REAL(FS_HOOK_CU_STREAM_SYNCHRONIZE, CUresult(*)(CUstream))(s));
 }
+FS_HOOK_FN(FS_HOOK_CU_STREAM_SYNCHRONIZE, fs_drv_stream_synchronize, NULL);
 
-CUresult fs_drv_stream_synchronize_ptsz(CUstream s)
+static CUresult fs_drv_stream_synchronize_ptsz(CUstream s)
 {
     return synced(REAL(FS_HOOK_CU_STREAM_SYNCHRONIZE_PTSZ, CUresult(*)(CUstream))(s));
 }
+FS_HOOK_FN(FS_HOOK_CU_STREAM_SYNCHRONIZE_PTSZ, fs_drv_stream_synchronize_ptsz, NULL);
 
-CUresult fs_drv_event_synchronize(CUevent event)
+static CUresult fs_drv_event_synchronize(CUevent event)
 {
     return synced(REAL(FS_HOOK_CU_EVENT_SYNCHRONIZE, CUresult(*)(CUevent))(event));
 }
+FS_HOOK_FN(FS_HOOK_CU_EVENT_SYNCHRONIZE, fs_drv_event_synchronize, NULL);
 
-CUresult fs_drv_ctx_synchronize(void)
+static CUresult fs_drv_ctx_synchronize(void)
 {
     return synced(REAL(FS_HOOK_CU_CTX_SYNCHRONIZE, CUresult(*)(void))());
 }
+FS_HOOK_FN(FS_HOOK_CU_CTX_SYNCHRONIZE, fs_drv_ctx_synchronize, NULL);
 
 /* ---- new streams ---- */
 
@@ -196,61 +204,16 @@ static CUresult created(CUresult r, CUstream *s)
     return r;
 }
 
-CUresult fs_drv_stream_create(CUstream *s, unsigned flags)
+static CUresult fs_drv_stream_create(CUstream *s, unsigned flags)
 {
     return created(REAL(FS_HOOK_CU_STREAM_CREATE, CUresult(*)(CUstream *, unsigned))(s, flags), s);
 }
+FS_HOOK_FN(FS_HOOK_CU_STREAM_CREATE, fs_drv_stream_create, NULL);
 
-CUresult fs_drv_stream_create_with_priority(CUstream *s, unsigned flags, int priority)
+static CUresult fs_drv_stream_create_with_priority(CUstream *s, unsigned flags, int priority)
 {
     return created(REAL(FS_HOOK_CU_STREAM_CREATE_WITH_PRIORITY,
                         CUresult(*)(CUstream *, unsigned, int))(s, flags, priority),
                    s);
 }
-
-/* What the shim hands out for the table's entries (core/hooks.h): served
- * while preloaded, traced while `fsdpshim attach` traces through the slots. */
-FS_HOOK_FN(FS_HOOK_CU_EVENT_SYNCHRONIZE, fs_drv_event_synchronize, NULL);
-FS_HOOK_FN(FS_HOOK_CU_CTX_SYNCHRONIZE, fs_drv_ctx_synchronize, NULL);
-FS_HOOK_FN(FS_HOOK_CU_STREAM_CREATE, fs_drv_stream_create, NULL);
 FS_HOOK_FN(FS_HOOK_CU_STREAM_CREATE_WITH_PRIORITY, fs_drv_stream_create_with_priority, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMCPY_ASYNC, fs_drv_memcpy_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMCPY_ASYNC_PTSZ, fs_drv_memcpy_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMCPY_HTOD_ASYNC, fs_drv_memcpy_htod_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMCPY_HTOD_ASYNC_PTSZ, fs_drv_memcpy_htod_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMCPY_DTOH_ASYNC, fs_drv_memcpy_dtoh_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMCPY_DTOH_ASYNC_PTSZ, fs_drv_memcpy_dtoh_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMCPY_DTOD_ASYNC, fs_drv_memcpy_dtod_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMCPY_DTOD_ASYNC_PTSZ, fs_drv_memcpy_dtod_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMCPY_PEER_ASYNC, fs_drv_memcpy_peer_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMCPY_PEER_ASYNC_PTSZ, fs_drv_memcpy_peer_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMCPY_2D_ASYNC, fs_drv_memcpy_2d_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMCPY_2D_ASYNC_PTSZ, fs_drv_memcpy_2d_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMCPY_3D_ASYNC, fs_drv_memcpy_3d_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMCPY_3D_ASYNC_PTSZ, fs_drv_memcpy_3d_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMSET_D8_ASYNC, fs_drv_memset_d8_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMSET_D8_ASYNC_PTSZ, fs_drv_memset_d8_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMSET_D16_ASYNC, fs_drv_memset_d16_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMSET_D16_ASYNC_PTSZ, fs_drv_memset_d16_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMSET_D32_ASYNC, fs_drv_memset_d32_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMSET_D32_ASYNC_PTSZ, fs_drv_memset_d32_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMSET_D2D8_ASYNC, fs_drv_memset_d2d8_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMSET_D2D8_ASYNC_PTSZ, fs_drv_memset_d2d8_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMSET_D2D16_ASYNC, fs_drv_memset_d2d16_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMSET_D2D16_ASYNC_PTSZ, fs_drv_memset_d2d16_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMSET_D2D32_ASYNC, fs_drv_memset_d2d32_async, NULL);
-FS_HOOK_FN(FS_HOOK_CU_MEMSET_D2D32_ASYNC_PTSZ, fs_drv_memset_d2d32_async_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_LAUNCH_KERNEL, fs_drv_launch_kernel, NULL);
-FS_HOOK_FN(FS_HOOK_CU_LAUNCH_KERNEL_PTSZ, fs_drv_launch_kernel_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_LAUNCH_KERNEL_EX, fs_drv_launch_kernel_ex, NULL);
-FS_HOOK_FN(FS_HOOK_CU_LAUNCH_KERNEL_EX_PTSZ, fs_drv_launch_kernel_ex_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_LAUNCH_COOPERATIVE_KERNEL, fs_drv_launch_cooperative_kernel, NULL);
-FS_HOOK_FN(FS_HOOK_CU_LAUNCH_COOPERATIVE_KERNEL_PTSZ, fs_drv_launch_cooperative_kernel_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_LAUNCH_HOST_FUNC, fs_drv_launch_host_func, NULL);
-FS_HOOK_FN(FS_HOOK_CU_LAUNCH_HOST_FUNC_PTSZ, fs_drv_launch_host_func_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_GRAPH_LAUNCH, fs_drv_graph_launch, NULL);
-FS_HOOK_FN(FS_HOOK_CU_GRAPH_LAUNCH_PTSZ, fs_drv_graph_launch_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_STREAM_WAIT_EVENT, fs_drv_stream_wait_event, NULL);
-FS_HOOK_FN(FS_HOOK_CU_STREAM_WAIT_EVENT_PTSZ, fs_drv_stream_wait_event_ptsz, NULL);
-FS_HOOK_FN(FS_HOOK_CU_STREAM_SYNCHRONIZE, fs_drv_stream_synchronize, NULL);
-FS_HOOK_FN(FS_HOOK_CU_STREAM_SYNCHRONIZE_PTSZ, fs_drv_stream_synchronize_ptsz, NULL);
