@@ -2,7 +2,7 @@
  *
  * The allocator never names a CUDA symbol: it reaches the device only
  * through this table. The preload library fills it with the program's own
- * CUDA runtime and driver (interpose/runtime/cuda_device.c); the unit tests fill it
+ * CUDA runtime and driver (interpose/core/cuda_device.c); the unit tests fill it
  * with a scripted fake (tests/allocator/fake_device.c); the benchmarks with a
  * zero-cost device.
  *

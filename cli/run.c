@@ -397,7 +397,7 @@ bool fs_conf_traces(const char *conf)
     char *copy = conf ? strdup(conf) : NULL, *cur = copy, *key, *value;
     bool on = false;
 
-    /* as the shim reads it (interpose/config.c): the last good trace key
+    /* as the shim reads it (interpose/core/config.c): the last good trace key
      * wins; a bad value is reported there and changes nothing */
     while (cur && fs_conf_next(&cur, &key, &value)) {
         if (strcmp(key, "trace")) continue;

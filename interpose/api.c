@@ -8,7 +8,7 @@
 #include "../include/fsdpshim/fsdpshim.h"
 #include "../trace/annot.h"
 #include "../trace/trace.h"
-#include "runtime/runtime.h"
+#include "core/shim.h"
 #include "core/trace_glue.h"
 
 #include <pthread.h>

@@ -35,7 +35,7 @@
 #include "../trace/snapshot.h"
 #include "../trace/stack.h"
 #include "nccl/rate_limiter.h"
-#include "runtime/runtime.h"
+#include "core/shim.h"
 #include "core/trace_glue.h"
 
 #include <dirent.h>

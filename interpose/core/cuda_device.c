@@ -204,7 +204,7 @@ static size_t mem_capacity(void *ctx, int device)
     return fs_cuda_mem_info(device, &free, &total) ? total : 0;
 }
 
-/* ---- expandable segments: the driver's virtual-memory API (driver/vmm.c) ---- */
+/* ---- expandable segments: the driver's virtual-memory API (core/vmm.c) ---- */
 
 static fs_vmm drv;
 

@@ -3,7 +3,7 @@
  * program that carries NVIDIA's static runtime (nvcc's default link) loads
  * no libcudart.so, and its runtime reaches libcuda.so.1 by dlopen, dlsym and
  * cuGetProcAddress, which the shim hooks (cuda_driver.c). The table over
- * the runtime (runtime/cuda_device.c) has nothing to call there.
+ * the runtime (core/cuda_device.c) has nothing to call there.
  *
  * Every call runs in the device's primary context, the one the static
  * runtime works in (and the only one whose allocations the shim serves:
@@ -15,7 +15,7 @@
  * The functions are the adopted driver's own (cuda_driver.c), read from its
  * symbol table, never the shim's hooks. CUstream and cudaStream_t are the
  * same handles, the legacy and per-thread ones included, so the stream
- * handles of the allocator's keys (runtime/streams.c) serve as they are.
+ * handles of the allocator's keys (core/streams.c) serve as they are.
  *
  * Both kinds of segment are plain driver allocations (cuMemAlloc_v2): the
  * runtime table keeps its stream-ordered segments in a memory pool of its

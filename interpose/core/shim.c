@@ -8,12 +8,12 @@
  * It is never created while the program's CUDA calls do not reach the shim
  * (linked rather than preloaded): the shim then stays inactive.
  *
- * Its device table is the program's CUDA runtime (runtime/cuda_device.c)
+ * Its device table is the program's CUDA runtime (core/cuda_device.c)
  * wherever one is loaded. A process whose program carries the runtime
  * statically (nvcc's default) has none the shim can call: its calls reach
  * the shim only as driver calls, by lookup (driver/cuda_driver.c), and the
  * first one served creates the allocator over the driver instead
- * (driver/driver_device.c), once the program has initialised it.
+ * (core/driver_device.c), once the program has initialised it.
  *
  * Creating it looks symbols up and may load libraries, which takes glibc's
  * loader lock; glibc holds that lock while it runs a library's constructors,

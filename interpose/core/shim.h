@@ -63,7 +63,7 @@ const fs_shim_config *fs_shim_config_get(void);
 
 /* ---- the allocator (shim.c) ---------------------------------------------
  * The process-wide allocator, created on first use over cuda_device.c (or,
- * in a process without the runtime, over driver/driver_device.c). NULL
+ * in a process without the runtime, over core/driver_device.c). NULL
  * when the shim is inactive: the program's CUDA calls do not reach it (it is
  * linked, not preloaded), the CUDA runtime is not loaded (yet), or the
  * device count could not be read; and, for a call that gave up waiting for
@@ -162,7 +162,7 @@ fs_allocator *fs_shim_allocator_peek(void);
 /* Device count the allocator was created for (0 before). */
 int fs_shim_device_count(void);
 /* A device's free and total memory, asked of the runtime or, where the
- * allocator runs over the driver (driver/driver_device.c), of the driver;
+ * allocator runs over the driver (core/driver_device.c), of the driver;
  * false when it cannot say. */
 bool fs_shim_mem_info(int device, size_t *free, size_t *total);
 /* The allocator for a served driver call: the one over the runtime where a

@@ -161,7 +161,7 @@ static void register_implicit(fs_allocator *a, int device, bool per_thread)
 }
 
 /* Asks the runtime about a stream the shim has not seen being created, or
- * the driver in a process without a runtime (driver/driver_device.c). */
+ * the driver in a process without a runtime (core/driver_device.c). */
 static bool probe(cudaStream_t s, int *device, unsigned *flags)
 {
     __typeof__(&cudaStreamGetDevice) get_device = FS_REAL(cudaStreamGetDevice);

@@ -1,6 +1,6 @@
 /* vmm.h - expandable segments' memory through the driver's virtual-memory
  * API (vmm.c), shared by the device table over the runtime
- * (runtime/cuda_device.c) and the one over the driver (driver_device.c).
+ * (core/cuda_device.c) and the one over the driver (driver_device.c).
  * Each table finds the functions its own way and brackets every call with
  * its own way of making the device current. */
 #ifndef FS_VMM_H

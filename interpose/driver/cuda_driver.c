@@ -6,7 +6,7 @@
  * cuGetProcAddress (the static runtime, NCCL) or the runtime's
  * cudaGetDriverEntryPoint[ByVersion] (PyTorch's c10). Each of them answers
  * with the shim's hook where the real answer is the driver's own function for
- * one of the driver entry points of the table (hooks.c), and passes any other
+ * one of the driver entry points of the table (core/hooks.c), and passes any other
  * answer on unchanged:
  * unknown and future names, other ABIs and per-thread variants of a name, a
  * version or flags that select another function, failures. A hook is
@@ -47,7 +47,7 @@
 #include "../core/devices.h"
 #include "../core/hooks.h"
 #include "../core/real.h"
-#include "../runtime/runtime.h"
+#include "../core/shim.h"
 #include "../core/trace_glue.h"
 
 #include <cuda.h>

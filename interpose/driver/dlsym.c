@@ -108,7 +108,7 @@ FS_TAIL_CALLER void *fs_dlvsym(void *handle, const char *name, const char *versi
 FS_HOOK_FN(FS_HOOK_DLVSYM, NULL, fs_dlvsym);
 
 /* Exported as dlsym and dlvsym: the same functions under the C library's
- * names. The table (hooks.c) names them as fs_dlsym and fs_dlvsym, since
+ * names. The hook rows name them as fs_dlsym and fs_dlvsym, since
  * inside the shim a reference to an exported name binds to the first
  * definition in the global scope, which is the C library's where the shim
  * is not preloaded (`fsdpshim attach`). */

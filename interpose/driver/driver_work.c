@@ -21,13 +21,13 @@
  *   that took a block whose free was still pending).
  * Each is the real call, then the note; a call that failed is not noted.
  *
- * The lookups hand these out only while no CUDA runtime is loaded (hooks.c,
+ * The lookups hand these out only while no CUDA runtime is loaded (core/hooks.c,
  * FS_HOOK_NO_RUNTIME): where one is, the runtime's own entry points tell
  * the allocator, and the driver calls other libraries make (a kernel
  * launcher's cuLaunchKernel) go to the driver as before. The _ptsz
  * variants take stream 0 as the calling thread's per-thread stream. */
 #include "../core/hooks.h"
-#include "../runtime/runtime.h"
+#include "../core/shim.h"
 
 #define REAL(id, type) ((type)fs_hook_real(id))
 #define DEVPTR(p)      ((const void *)(uintptr_t)(p))

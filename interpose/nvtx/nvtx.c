@@ -15,7 +15,7 @@
  * handles are kept inside the shim's own, since both libraries hand the
  * program handles. */
 #define NVTX_NO_IMPL
-#include "../runtime/runtime.h"
+#include "../core/shim.h"
 #include "../../trace/annot.h"
 
 #include <dlfcn.h>

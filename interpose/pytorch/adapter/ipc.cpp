@@ -17,7 +17,7 @@
 //
 // The version byte is PyTorch's: 2 up to 2.12, 3 from 2.13 on, which added
 // the handle type to the 'e' header (PyTorch issue 179220). The shim's
-// pages stay exported until they are unmapped (interpose/driver/vmm.c), as
+// pages stay exported until they are unmapped (interpose/core/vmm.c), as
 // PyTorch keeps its own.
 #include "adapter.h"
 

@@ -8,7 +8,7 @@
 # (skipped) without one.
 #
 # Checked: the programs load no libcudart.so; the shim runs its allocator
-# over the driver (driver/driver_device.c) and serves their allocations
+# over the driver (core/driver_device.c) and serves their allocations
 # ("N allocations served by M device allocations" at FSDPSHIM_LOG=info);
 # trace_prog's two allocations, made through the static runtime, come out in
 # the trace; the data-integrity program's checks pass under the shim, served
