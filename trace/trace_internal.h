@@ -1,6 +1,9 @@
-/* trace_internal.h - what the writer's files share: the session state
- * (session.c), the buffers and write cycle (writer.c), string interning
- * (strings.c) and the signal and exit hooks (signals.c). */
+/* trace_internal.h - what the writer's files share, grouped by the file
+ * that defines it, from the bottom up: the process-wide state and log
+ * (state.c), the file (file.c), the buffers and write cycle (writer.c),
+ * string interning over the writer (strings.c), the signal hooks
+ * (signals.c) and, on top, the session (session.c). No file calls one
+ * above it. */
 #ifndef FS_TRACE_INTERNAL_H
 #define FS_TRACE_INTERNAL_H
 
@@ -31,9 +34,11 @@ typedef struct fs_trace_state {
     unsigned buffers;        /* spare buffers, at most [64]; FSDPSHIM_TRACE_BUFFERS for tests */
 } fs_trace_state;
 
+/* state.c */
 extern fs_trace_state fs_trace_g;
 
 uint64_t fs_trace_mono_ns(void);
+void fs_trace_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The level definitions (strings, modules, stacks) are kept at: the trace's,
  * or FS_TRACE_STACKS with tracing off after fs_trace_keep_stacks. */
@@ -45,7 +50,16 @@ static inline int fs_trace_defs_level(void)
         return FS_TRACE_STACKS;
     return level;
 }
-void fs_trace_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* file.c */
+/* Creates the file the pattern names and writes its header; false (after
+ * logging why, and listing the failure) when it cannot be created. */
+bool fs_trace_open_file(void);
+/* The file named again once the rank is known, where the pattern has %r. */
+void fs_trace_file_rename(void);
+/* A header for this process (a trace's, or with FS_FMT_FEAT_SNAPSHOT a
+ * snapshot's) at trace level `level`: on the trace's clock unless 0. */
+void fs_trace_header_of(fs_fmt_header *h, uint32_t features, int level);
 
 /* writer.c */
 void fs_trace_write_cycle(bool in_signal);
@@ -55,15 +69,12 @@ void fs_trace_writer_lock_all(void);
 void fs_trace_writer_unlock_all(void);
 void fs_trace_writer_after_fork(void);
 void fs_trace_writer_reset(void);
+/* How the writer gets the string id of a thread's name (strings.c's
+ * fs_trace_string, given by session.c before tracing is first on). */
+void fs_trace_writer_name_threads(uint32_t (*string_id)(const char *s, size_t len));
 /* Every definition appended so far, in blocks of whole records (for
  * snapshot files, which must stand alone). */
 void fs_trace_definitions(void (*emit)(void *ctx, const uint8_t *raw, size_t len), void *ctx);
-
-/* session.c */
-bool fs_trace_open_file(void);
-/* A header for this process (a trace's, or with FS_FMT_FEAT_SNAPSHOT a
- * snapshot's) at trace level `level`: on the trace's clock unless 0. */
-void fs_trace_header_of(fs_fmt_header *h, uint32_t features, int level);
 
 /* strings.c */
 void fs_trace_strings_lock(void);

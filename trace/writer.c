@@ -53,8 +53,6 @@ typedef struct staging {
     size_t len, cap;
 } staging;
 
-fs_trace_state fs_trace_g = {.fd = -1};
-
 /* Lock order: a producer takes its thread's lock, then `lock` (to swap a
  * full buffer); the writer takes `list_lock`, then each thread's lock, then
  * `lock` (to take the buffers that thread queued meanwhile): the producer's
@@ -89,34 +87,10 @@ static struct {
 static pthread_key_t thread_key;
 static pthread_once_t thread_key_once = PTHREAD_ONCE_INIT;
 static FS_TLS thread_buf *self;
-
-/* Acquire: a thread that sees tracing on sees everything fs_trace_start
- * (and a trace-only attach, before it) set up ahead of turning it on, the
- * clock's base among them (a plain load on x86). */
-int fs_trace_level(void)
-{
-    return atomic_load_explicit(&fs_trace_g.level, memory_order_acquire);
-}
-
-uint64_t fs_trace_now(void)
-{
-    return fs_trace_mono_ns() - fs_trace_g.mono_base;
-}
-
-uint64_t fs_trace_mono_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
+/* The id of a thread's name as a string (fs_trace_writer_name_threads). */
+static uint32_t (*thread_name_id)(const char *s, size_t len);
 
 /* ---- definitions ------------------------------------------------------------ */
-
-void fs_trace_keep_stacks(unsigned frames)
-{
-    if (!fs_trace_level()) fs_trace_g.settings.frames = frames; /* for snapshot headers */
-    atomic_store_explicit(&fs_trace_g.keep_stacks, true, memory_order_relaxed);
-}
 
 void fs_trace_define(const uint8_t *rec, size_t len)
 {
@@ -139,6 +113,14 @@ void fs_trace_define(const uint8_t *rec, size_t len)
     memcpy(W.defs + W.defs_len, rec, len);
     W.defs_len += len;
     pthread_mutex_unlock(&W.defs_lock);
+}
+
+/* Strings are interned above the writer (strings.c defines each through
+ * fs_trace_define), so the writer names a thread through the function it
+ * is given here (session.c gives fs_trace_string) rather than calling up. */
+void fs_trace_writer_name_threads(uint32_t (*string_id)(const char *s, size_t len))
+{
+    thread_name_id = string_id;
 }
 
 /* ---- buffers ---------------------------------------------------------------- */
@@ -200,7 +182,8 @@ static thread_buf *thread_register(void)
     pthread_once(&thread_key_once, make_thread_key);
     pthread_setspecific(thread_key, t);
     pthread_getname_np(pthread_self(), name, sizeof name);
-    fs_trace_define(rec, fs_fmt_put_thread(t->cur->tid, fs_trace_string(name, strlen(name)), rec));
+    uint32_t name_id = thread_name_id ? thread_name_id(name, strlen(name)) : 0;
+    fs_trace_define(rec, fs_fmt_put_thread(t->cur->tid, name_id, rec));
     pthread_mutex_lock(&W.list_lock);
     t->next = W.threads;
     W.threads = t;

@@ -4,14 +4,25 @@
 // reached only through the C table of ../torch_api.h.
 //
 // The product's one C++ part (STYLE): each method translates to a call of
-// that table, no policy of its own; one file per concern: alloc.cpp
-// (allocation, streams, the cache), settings.cpp (the memory fraction,
-// settings changed at run time), stats.cpp (memory_stats), snapshot.cpp
-// (snapshot()), history.cpp (memory history), pools.cpp (private pools:
-// MemPool, CUDA graphs), checkpoint.cpp (their layouts, for CUDA graph
-// trees), capture_reuse.cpp (frees during a capture), ipc.cpp (sharing memory with other
-// processes), install.cpp (the version check and the swap). PyTorch's interface differs between
-// releases; the build passes FS_TORCH_MINOR (the PyTorch 2.x it compiles against) and FS_TORCH_KEY
+// that table, no policy of its own; one file per concern, each using only
+// those below it:
+//   install.cpp        the version check and the swap
+//   alloc.cpp          the class PyTorch calls (Adapter): every method of
+//                      its interface, allocation, streams and the cache
+//                      itself, the rest handed to the file of its concern
+//   snapshot.cpp       snapshot(), over pools and history
+//   checkpoint.cpp     private pools' layouts, for CUDA graph trees, over
+//                      pools and history
+//   pools.cpp          private pools (MemPool, CUDA graphs), over
+//                      capture_reuse
+//   capture_reuse.cpp  frees during a capture
+//   history.cpp        memory history and the trace trackers
+//   settings.cpp       the memory fraction, settings changed at run time
+//   stats.cpp          memory_stats
+//   ipc.cpp            sharing memory with other processes
+//   api.cpp            the table
+// PyTorch's interface differs between releases; the build passes
+// FS_TORCH_MINOR (the PyTorch 2.x it compiles against) and FS_TORCH_KEY
 // (its version and git hash, which install.cpp checks).
 #pragma once
 
@@ -39,8 +50,12 @@ namespace fsdpshim
 
 namespace cca = c10::cuda::CUDACachingAllocator;
 
-// The table, set once by fsdpshim_torch_install before the adapter is used.
+// api.cpp: the table, set once by fsdpshim_torch_install before the
+// adapter is used.
 extern const fs_torch_api *api;
+
+// api.cpp: the walk of one device's segments and blocks
+std::vector<fs_torch_walk_entry> walk(int device);
 
 // history.cpp: PyTorch's memory history (recordHistory) over the adapter's
 // calls, with the stacks of live blocks, and the same entries for PyTorch's
@@ -59,6 +74,7 @@ class History
     {
         return active_.load(std::memory_order_acquire);
     }
+    // attachAllocatorTraceTracker: from now on, every entry to it too
     void attach_tracker(cca::AllocatorTraceTracker tracker);
     struct PerThread; // history.cpp: what each thread's calls keep
     void configure(bool enabled, cca::CreateContextFn recorder, size_t max_entries,
@@ -129,9 +145,12 @@ class History
         ~Outbox();
     };
     void set_active(); // lock_ held
+    // the table's hook: segment events and deferred frees' completions
+    void hear_segment_events();
 
     std::atomic<bool> on_{false};
     std::atomic<bool> active_{false};
+    std::once_flag hook_once_;
     std::mutex lock_;
     // the trackers, replaced whole on attach (under lock_) and read without
     // a lock while they run (a tracker may allocate: NCCL's registration);
@@ -154,63 +173,6 @@ class History
     // the program's annotations, a ring of max_entries_ as the traces
     std::vector<c10::CachingDeviceAllocator::AnnotationEntry> annotations_;
     size_t annotations_next_ = 0; // the oldest, once full
-};
-
-// pools.cpp: PyTorch's private pools (MempoolId_t) over the shim's, which
-// are numbered: the use counts, the captures under way with their filters,
-// and each pool's options, as PyTorch's own allocator keeps them.
-class Pools
-{
-  public:
-    // The private pool an allocation on `stream` goes to, 0 for the shared
-    // cache: the newest capture under way on the device whose filter takes
-    // the stream, as PyTorch's get_pool.
-    uint64_t route(c10::DeviceIndex device, cudaStream_t stream)
-    {
-        if (capturing_.load(std::memory_order_acquire) == 0) return 0;
-        return route_slow(device, stream);
-    }
-    bool capturing() const
-    {
-        return capturing_.load(std::memory_order_acquire) > 0;
-    }
-    void create_or_incref(c10::DeviceIndex device, c10::MempoolId_t id,
-                          std::shared_ptr<cca::CUDAAllocator> allocator);
-    void begin(c10::DeviceIndex device, c10::MempoolId_t id,
-               std::function<bool(cudaStream_t)> filter);
-    void end(c10::DeviceIndex device, c10::MempoolId_t id);
-    void release(c10::DeviceIndex device, c10::MempoolId_t id);
-    int use_count(c10::DeviceIndex device, c10::MempoolId_t id);
-    void set_use_on_oom(c10::DeviceIndex device, c10::MempoolId_t id, bool on);
-    void set_no_split(c10::DeviceIndex device, c10::MempoolId_t id);
-    // emptyCache: the shared cache and every pool let go, or one pool
-    void empty(int device_count, c10::MempoolId_t id);
-    // The shim's number for id (0: none), and back (the pool's MempoolId_t,
-    // {0, 0} for the shared cache).
-    uint64_t number(c10::DeviceIndex device, c10::MempoolId_t id);
-    c10::MempoolId_t id_of(uint64_t number);
-
-  private:
-    struct Pool {
-        uint64_t number;
-        int use_count;
-        bool use_on_oom, no_split;
-        std::shared_ptr<cca::CUDAAllocator> allocator; // its segments' source, or null
-    };
-    struct Device {
-        std::map<c10::MempoolId_t, Pool> pools;
-        std::vector<std::pair<c10::MempoolId_t, std::function<bool(cudaStream_t)>>> captures;
-    };
-    uint64_t route_slow(c10::DeviceIndex device, cudaStream_t stream);
-    Device &device(c10::DeviceIndex d);                                         // lock_ held
-    Pool &pool(c10::DeviceIndex device, c10::MempoolId_t id, const char *what); // lock_ held
-    void configure(c10::DeviceIndex device, const Pool &p);                     // lock_ held
-
-    std::mutex lock_;
-    std::atomic<int> capturing_{0};
-    std::vector<Device> devices_;
-    std::map<uint64_t, c10::MempoolId_t> ids_; // every number ever given
-    uint64_t next_ = 1;
 };
 
 // capture_reuse.cpp: PyTorch's graph_capture_record_stream_reuse, a block
@@ -245,10 +207,112 @@ class CaptureReuse
         visited_;
 };
 
+// pools.cpp: PyTorch's private pools (MempoolId_t) over the shim's, which
+// are numbered: the use counts, the captures under way with their filters,
+// and each pool's options, as PyTorch's own allocator keeps them.
+class Pools
+{
+  public:
+    // The private pool an allocation on `stream` goes to, 0 for the shared
+    // cache: the newest capture under way on the device whose filter takes
+    // the stream, as PyTorch's get_pool.
+    uint64_t route(c10::DeviceIndex device, cudaStream_t stream)
+    {
+        if (capturing_.load(std::memory_order_acquire) == 0) return 0;
+        return route_slow(device, stream);
+    }
+    bool capturing() const
+    {
+        return capturing_.load(std::memory_order_acquire) > 0;
+    }
+    void create_or_incref(c10::DeviceIndex device, c10::MempoolId_t id,
+                          std::shared_ptr<cca::CUDAAllocator> allocator);
+    void begin(c10::DeviceIndex device, c10::MempoolId_t id,
+               std::function<bool(cudaStream_t)> filter);
+    // the capture ends; when it was the last one under way, `reuse` hears so
+    void end(c10::DeviceIndex device, c10::MempoolId_t id, CaptureReuse &reuse);
+    void release(c10::DeviceIndex device, c10::MempoolId_t id);
+    int use_count(c10::DeviceIndex device, c10::MempoolId_t id);
+    void set_use_on_oom(c10::DeviceIndex device, c10::MempoolId_t id, bool on);
+    void set_no_split(c10::DeviceIndex device, c10::MempoolId_t id);
+    // emptyCache: the shared cache and every pool let go, or one pool
+    void empty(int device_count, c10::MempoolId_t id);
+    // The shim's number for id (0: none), and back (the pool's MempoolId_t,
+    // {0, 0} for the shared cache).
+    uint64_t number(c10::DeviceIndex device, c10::MempoolId_t id);
+    c10::MempoolId_t id_of(uint64_t number);
+    // checkPoolLiveAllocations: whether the pool's blocks handed out are
+    // exactly `expected`
+    bool live_blocks_are(c10::DeviceIndex device, c10::MempoolId_t id,
+                         const std::unordered_set<void *> &expected);
+
+  private:
+    struct Pool {
+        uint64_t number;
+        int use_count;
+        bool use_on_oom, no_split;
+        std::shared_ptr<cca::CUDAAllocator> allocator; // its segments' source, or null
+    };
+    struct Device {
+        std::map<c10::MempoolId_t, Pool> pools;
+        std::vector<std::pair<c10::MempoolId_t, std::function<bool(cudaStream_t)>>> captures;
+    };
+    uint64_t route_slow(c10::DeviceIndex device, cudaStream_t stream);
+    Device &device(c10::DeviceIndex d);                                         // lock_ held
+    Pool &pool(c10::DeviceIndex device, c10::MempoolId_t id, const char *what); // lock_ held
+    void configure(c10::DeviceIndex device, const Pool &p);                     // lock_ held
+
+    std::mutex lock_;
+    std::atomic<int> capturing_{0};
+    std::vector<Device> devices_;
+    std::map<uint64_t, c10::MempoolId_t> ids_; // every number ever given
+    uint64_t next_ = 1;
+};
+
+// settings.cpp: PyTorch's allocator settings carried to the shim: the
+// memory fraction per device, and the settings PyTorch parses at run time.
+class Settings
+{
+  public:
+    // the allocator's init: no limit of PyTorch's on any device, then what
+    // PyTorch's configuration held at start
+    void start(int device_count);
+    double fraction(c10::DeviceIndex device) const;
+    void set_fraction(double fraction, c10::DeviceIndex device);
+    // from now on, settings PyTorch parses reach the shim
+    static void watch();
+
+  private:
+    std::vector<double> fractions_; // per device; 1.0 = no limit of PyTorch's
+};
+
+// stats.cpp: memory_stats() of one device
+c10::CachingDeviceAllocator::DeviceStats device_stats(c10::DeviceIndex device);
+
+// snapshot.cpp: snapshot() of the devices, or of one private pool, with
+// the history's stacks and traces
+cca::SnapshotInfo snapshot_of(int device_count, c10::MempoolId_t mempool_id, bool include_traces,
+                              Pools &pools, History &history);
+
+// checkpoint.cpp: a private pool's layout taken, and put back; the blocks
+// made live again are handed out with `deleter` (the cache's)
+std::shared_ptr<cca::AllocatorState> checkpoint_of(c10::DeviceIndex device, c10::MempoolId_t id,
+                                                   Pools &pools);
+cca::CheckpointDelta restore_checkpoint(c10::DeviceIndex device,
+                                        std::shared_ptr<cca::AllocatorState> pps, Pools &pools,
+                                        History &history, c10::DeleterFnPtr deleter);
+
+// ipc.cpp: a block shared with another process, and another process's
+// block opened here, in PyTorch's own handles
+cca::ShareableHandle share_ipc_handle(void *ptr);
+std::shared_ptr<void> open_ipc_handle(const std::string &handle);
+
+// alloc.cpp: PyTorch's allocator interface; allocation, streams and the
+// cache here, every other method handed to the file of its concern.
 class Adapter final : public cca::CUDAAllocator
 {
   public:
-    // ---- alloc.cpp: allocation, streams, the cache
+    // ---- allocation, streams, the cache
     c10::DataPtr allocate(size_t size) override;
     c10::DeleterFnPtr raw_deleter() const override;
     void copy_data(void *dest, const void *src, std::size_t count) const override;
@@ -257,8 +321,6 @@ class Adapter final : public cca::CUDAAllocator
     void raw_delete(void *ptr) override;
     void init(int device_count) override;
     bool initialized() override;
-    double getMemoryFraction(c10::DeviceIndex device) override;
-    void setMemoryFraction(double fraction, c10::DeviceIndex device) override;
     void emptyCache(c10::MempoolId_t mempool_id) override;
     void enable(bool value) override;
     bool isEnabled() const override;
@@ -275,16 +337,22 @@ class Adapter final : public cca::CUDAAllocator
 #endif
     std::string name() override;
 
-    // ---- stats.cpp
+    // ---- settings (Settings, settings.cpp)
+    double getMemoryFraction(c10::DeviceIndex device) override;
+    void setMemoryFraction(double fraction, c10::DeviceIndex device) override;
+    // from now on, settings PyTorch parses reach the shim
+    void watch_settings();
+
+    // ---- statistics (stats.cpp)
     c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override;
     void resetAccumulatedStats(c10::DeviceIndex device) override;
     void resetPeakStats(c10::DeviceIndex device) override;
 
-    // ---- snapshot.cpp: snapshot and the trace trackers
+    // ---- snapshot (snapshot.cpp)
     cca::SnapshotInfo snapshot(c10::MempoolId_t mempool_id, bool include_traces) override;
-    void attachAllocatorTraceTracker(cca::AllocatorTraceTracker tracker) override;
 
-    // ---- history.cpp (through History)
+    // ---- memory history and the trace trackers (History, history.cpp)
+    void attachAllocatorTraceTracker(cca::AllocatorTraceTracker tracker) override;
     bool isHistoryEnabled() override;
     void recordHistory(bool enabled, cca::CreateContextFn context_recorder,
                        size_t alloc_trace_max_entries, cca::RecordContext when, bool clearHistory,
@@ -305,10 +373,8 @@ class Adapter final : public cca::CUDAAllocator
     bool supportsUserMetadata() override;
     void annotateMemory(const void *ptr, const std::string &metadata) override;
 #endif
-    // every segment or free event from the table's hook, to the history and the trackers
-    void hook_event(int action, int device, uintptr_t addr, size_t size, void *stream);
 
-    // ---- pools.cpp: private pools (through Pools)
+    // ---- private pools (Pools, pools.cpp; CaptureReuse, capture_reuse.cpp)
     void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
                              std::function<bool(cudaStream_t)> filter) override;
     void endAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id) override;
@@ -330,27 +396,19 @@ class Adapter final : public cca::CUDAAllocator
         return capture_reuse_;
     }
 
-    // ---- ipc.cpp
-    cca::ShareableHandle shareIpcHandle(void *ptr) override;
-    std::shared_ptr<void> getIpcDevPtr(std::string handle) override;
-
-    // ---- checkpoint.cpp: a private pool's layout taken and put back
+    // ---- a private pool's layout taken and put back (checkpoint.cpp)
     std::shared_ptr<cca::AllocatorState> getCheckpointState(c10::DeviceIndex device,
                                                             c10::MempoolId_t id) override;
     cca::CheckpointDelta setCheckpointPoolState(c10::DeviceIndex device,
                                                 std::shared_ptr<cca::AllocatorState> pps) override;
 
+    // ---- IPC (ipc.cpp)
+    cca::ShareableHandle shareIpcHandle(void *ptr) override;
+    std::shared_ptr<void> getIpcDevPtr(std::string handle) override;
+
   private:
     void *alloc_on(c10::DeviceIndex device, size_t size, cudaStream_t stream);
     void *uncached_alloc(c10::DeviceIndex device, size_t size);
-    void apply_start_settings(); // settings.cpp
-
-  public:
-    // settings.cpp: from now on, settings PyTorch parses reach the shim
-    void watch_settings();
-
-  private:
-    void install_hook();
 
     std::atomic<bool> initialized_{false};
     std::atomic<bool> enabled_{true};
@@ -360,20 +418,13 @@ class Adapter final : public cca::CUDAAllocator
 #if FS_TORCH_MINOR >= 12
     std::vector<cca::OomRejectionObserver> rejection_observers_;
 #endif
-    std::vector<double> fractions_; // per device; 1.0 = no limit of PyTorch's
-    std::once_flag hook_once_;
+    Settings settings_;
     History history_;
     Pools pools_;
     CaptureReuse capture_reuse_;
 };
 
-// alloc.cpp: the deleter of the blocks the shim's cache hands out
-c10::DeleterFnPtr cached_deleter();
-
-// snapshot.cpp: the walk of one device's segments and blocks
-std::vector<fs_torch_walk_entry> walk(int device);
-
-// The one instance PyTorch's allocator pointer is set to.
+// alloc.cpp: the one instance PyTorch's allocator pointer is set to.
 Adapter &adapter();
 
 } // namespace fsdpshim

@@ -1,7 +1,9 @@
-// alloc.cpp - the adapter's allocation, streams and cache: each method is
-// one call of the shim's table (../torch_api.h), with PyTorch's semantics
-// carried by the shim's allocator itself (a block freed on the stream it was
-// allocated for, reusable there at once; recorded streams; statistics).
+// alloc.cpp - PyTorch's allocator interface (class Adapter), the top of the
+// adapter: allocation, streams and the cache here, each method one call of
+// the shim's table (../torch_api.h), with PyTorch's semantics carried by the
+// shim's allocator itself (a block freed on the stream it was allocated for,
+// reusable there at once; recorded streams; statistics); every other method
+// hands on to the file of its concern (adapter.h), none of which calls back.
 #include "adapter.h"
 
 #include <c10/cuda/CUDAException.h>
@@ -14,8 +16,6 @@
 
 namespace fsdpshim
 {
-
-const fs_torch_api *api = nullptr;
 
 namespace
 {
@@ -148,11 +148,6 @@ c10::DataPtr Adapter::allocate(size_t size)
     return {p, p, cached ? &raw_free : &uncached_free, c10::Device(c10::DeviceType::CUDA, device)};
 }
 
-c10::DeleterFnPtr cached_deleter()
-{
-    return &raw_free;
-}
-
 c10::DeleterFnPtr Adapter::raw_deleter() const
 {
     return enabled_.load(std::memory_order_relaxed) ? &raw_free : &uncached_free;
@@ -187,8 +182,7 @@ void Adapter::raw_delete(void *ptr)
 void Adapter::init(int device_count)
 {
     device_count_ = device_count;
-    fractions_.assign(size_t(device_count > 0 ? device_count : 0), 1.0);
-    apply_start_settings();
+    settings_.start(device_count);
     initialized_.store(true);
 }
 
@@ -290,6 +284,184 @@ void Adapter::attachOomRejectionObserver(cca::OomRejectionObserver observer)
 std::string Adapter::name()
 {
     return "fsdpshim";
+}
+
+// ---- settings
+
+double Adapter::getMemoryFraction(c10::DeviceIndex device)
+{
+    return settings_.fraction(device);
+}
+
+void Adapter::setMemoryFraction(double fraction, c10::DeviceIndex device)
+{
+    settings_.set_fraction(fraction, device);
+}
+
+void Adapter::watch_settings()
+{
+    Settings::watch();
+}
+
+// ---- statistics
+
+c10::CachingDeviceAllocator::DeviceStats Adapter::getDeviceStats(c10::DeviceIndex device)
+{
+    return device_stats(device);
+}
+
+void Adapter::resetAccumulatedStats(c10::DeviceIndex device)
+{
+    api->reset_accumulated(device);
+}
+
+void Adapter::resetPeakStats(c10::DeviceIndex device)
+{
+    api->reset_peak(device);
+}
+
+// ---- snapshot
+
+cca::SnapshotInfo Adapter::snapshot(c10::MempoolId_t mempool_id, bool include_traces)
+{
+    return snapshot_of(device_count_, mempool_id, include_traces, pools_, history_);
+}
+
+// ---- memory history and the trace trackers
+
+void Adapter::attachAllocatorTraceTracker(cca::AllocatorTraceTracker tracker)
+{
+    history_.attach_tracker(std::move(tracker));
+}
+
+bool Adapter::isHistoryEnabled()
+{
+    return history_.on();
+}
+
+void Adapter::recordHistory(bool enabled, cca::CreateContextFn context_recorder,
+                            size_t alloc_trace_max_entries, cca::RecordContext when,
+                            bool clearHistory, const std::vector<std::string> &skip_actions)
+{
+    history_.configure(enabled, context_recorder, alloc_trace_max_entries, when, clearHistory,
+                       skip_actions, device_count_);
+}
+
+// getContextForPointer from PyTorch 2.12 on; annotations from 2.14
+#if FS_TORCH_MINOR >= 12
+std::shared_ptr<c10::GatheredContext> Adapter::getContextForPointer(const void *ptr)
+{
+    return history_.context_of(ptr);
+}
+#endif
+
+void Adapter::recordAnnotation(const std::vector<std::pair<std::string, std::string>> &md)
+{
+    history_.record_annotation(md);
+}
+
+void Adapter::pushCompileContext(std::string &md)
+{
+    history_.push_compile_context(md);
+}
+
+void Adapter::popCompileContext()
+{
+    history_.pop_compile_context();
+}
+
+void Adapter::setUserMetadata(const std::string &metadata)
+{
+    history_.set_user_metadata(metadata);
+}
+
+std::string Adapter::getUserMetadata()
+{
+    return history_.user_metadata();
+}
+
+#if FS_TORCH_MINOR >= 14
+bool Adapter::supportsUserMetadata()
+{
+    return true;
+}
+
+void Adapter::annotateMemory(const void *ptr, const std::string &metadata)
+{
+    history_.annotate(ptr, metadata);
+}
+#endif
+
+// ---- private pools
+
+void Adapter::createOrIncrefPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
+                                 std::shared_ptr<cca::CUDAAllocator> allocator)
+{
+    pools_.create_or_incref(device, mempool_id, std::move(allocator));
+}
+
+void Adapter::beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
+                                  std::function<bool(cudaStream_t)> filter)
+{
+    pools_.begin(device, mempool_id, std::move(filter));
+}
+
+void Adapter::endAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id)
+{
+    pools_.end(device, mempool_id, capture_reuse_);
+}
+
+void Adapter::releasePool(c10::DeviceIndex device, c10::MempoolId_t mempool_id)
+{
+    pools_.release(device, mempool_id);
+}
+
+int Adapter::getPoolUseCount(c10::DeviceIndex device, c10::MempoolId_t mempool_id)
+{
+    return pools_.use_count(device, mempool_id);
+}
+
+void Adapter::setUseOnOOM(c10::DeviceIndex device, c10::MempoolId_t mempool_id, bool use_on_oom)
+{
+    pools_.set_use_on_oom(device, mempool_id, use_on_oom);
+}
+
+void Adapter::setNoSplit(c10::DeviceIndex device, c10::MempoolId_t mempool_id)
+{
+    pools_.set_no_split(device, mempool_id);
+}
+
+bool Adapter::checkPoolLiveAllocations(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
+                                       const std::unordered_set<void *> &expected)
+{
+    return pools_.live_blocks_are(device, mempool_id, expected);
+}
+
+// ---- checkpoints of private pools
+
+std::shared_ptr<cca::AllocatorState> Adapter::getCheckpointState(c10::DeviceIndex device,
+                                                                 c10::MempoolId_t id)
+{
+    return checkpoint_of(device, id, pools_);
+}
+
+// the blocks made live again are the cache's, freed through its deleter
+cca::CheckpointDelta Adapter::setCheckpointPoolState(c10::DeviceIndex device,
+                                                     std::shared_ptr<cca::AllocatorState> pps)
+{
+    return restore_checkpoint(device, std::move(pps), pools_, history_, &raw_free);
+}
+
+// ---- IPC
+
+cca::ShareableHandle Adapter::shareIpcHandle(void *ptr)
+{
+    return share_ipc_handle(ptr);
+}
+
+std::shared_ptr<void> Adapter::getIpcDevPtr(std::string handle)
+{
+    return open_ipc_handle(handle);
 }
 
 Adapter &adapter()

@@ -20,9 +20,16 @@
 // retired it) is closed when its address is handed out again, so that
 // memory_viz never sees two live blocks at one address.
 //
-// PyTorch's trace trackers get the same entries, every action (skip_actions
-// only thins the history), with or without history, as PyTorch's own
-// allocator gives them. With history on, each call's entries are handed to
+// PyTorch's trace trackers (attachAllocatorTraceTracker: NCCL's buffer
+// registration, which PyTorch 2.15's default process group sets up at init
+// right after reading a snapshot) get the same entries, every action
+// (skip_actions only thins the history), with or without history, as
+// PyTorch's own allocator gives them: blocks allocated, frees requested and
+// completed, segments allocated, freed, mapped and unmapped (the table's
+// event hook), OOMs. They are called after the shim's call has returned,
+// holding no lock of the shim's or the adapter's (the table queues the
+// events), so a tracker may call NCCL and CUDA; PyTorch's own allocator
+// calls them under its lock. With history on, each call's entries are handed to
 // the trackers once the call has left every lock (Outbox). With history
 // off (PyTorch 2.15's NCCL process group attaches a tracker to every
 // distributed job) they take a path of their own, alloc_tracked and
@@ -68,12 +75,25 @@ struct History::PerThread {
 namespace
 {
 thread_local History::PerThread per_thread;
+
+void on_event(void *ctx, int action, int device, uintptr_t addr, size_t size, void *stream)
+{
+    History *h = static_cast<History *>(ctx);
+    if (h->active()) h->event(action, device, addr, size, stream);
+}
+
 } // namespace
+
+void History::hear_segment_events()
+{
+    std::call_once(hook_once_, [this] { api->segment_hook(&on_event, this); });
+}
 
 void History::configure(bool enabled, cca::CreateContextFn recorder, size_t max_entries,
                         cca::RecordContext when, bool clear,
                         const std::vector<std::string> &skip_actions, int device_count)
 {
+    if (enabled) hear_segment_events(); // segment events and deferred frees' completions
     TORCH_CHECK(!enabled || when == cca::RecordContext::NEVER || recorder,
                 "memory history with stacks needs a context recorder");
     std::lock_guard<std::mutex> g(lock_);
@@ -120,6 +140,7 @@ void History::set_active()
 
 void History::attach_tracker(cca::AllocatorTraceTracker tracker)
 {
+    hear_segment_events(); // segment events and deferred frees' completions
     std::lock_guard<std::mutex> g(lock_);
     auto grown = std::make_unique<Trackers>();
     if (const Trackers *now = trackers_.load(std::memory_order_relaxed)) *grown = *now;
@@ -538,26 +559,6 @@ void History::annotate(const void *ptr, const std::string &md)
 #endif
 }
 
-// getContextForPointer from PyTorch 2.12 on; annotations from 2.14
-#if FS_TORCH_MINOR >= 12
-std::shared_ptr<c10::GatheredContext> Adapter::getContextForPointer(const void *ptr)
-{
-    return history_.context_of(ptr);
-}
-#endif
-
-#if FS_TORCH_MINOR >= 14
-bool Adapter::supportsUserMetadata()
-{
-    return true;
-}
-
-void Adapter::annotateMemory(const void *ptr, const std::string &metadata)
-{
-    history_.annotate(ptr, metadata);
-}
-#endif
-
 // As PyTorch's: kept while history records, stamped with the current
 // device and the time.
 void History::record_annotation(const std::vector<std::pair<std::string, std::string>> &md)
@@ -574,45 +575,6 @@ void History::record_annotation(const std::vector<std::pair<std::string, std::st
         annotations_[annotations_next_] = std::move(entry);
         annotations_next_ = (annotations_next_ + 1) % max_entries_;
     }
-}
-
-void Adapter::recordAnnotation(const std::vector<std::pair<std::string, std::string>> &md)
-{
-    history_.record_annotation(md);
-}
-
-void Adapter::pushCompileContext(std::string &md)
-{
-    history_.push_compile_context(md);
-}
-
-void Adapter::popCompileContext()
-{
-    history_.pop_compile_context();
-}
-
-void Adapter::setUserMetadata(const std::string &metadata)
-{
-    history_.set_user_metadata(metadata);
-}
-
-std::string Adapter::getUserMetadata()
-{
-    return history_.user_metadata();
-}
-
-bool Adapter::isHistoryEnabled()
-{
-    return history_.on();
-}
-
-void Adapter::recordHistory(bool enabled, cca::CreateContextFn context_recorder,
-                            size_t alloc_trace_max_entries, cca::RecordContext when,
-                            bool clearHistory, const std::vector<std::string> &skip_actions)
-{
-    if (enabled) install_hook(); // segment events and deferred frees' completions
-    history_.configure(enabled, context_recorder, alloc_trace_max_entries, when, clearHistory,
-                       skip_actions, device_count_);
 }
 
 } // namespace fsdpshim

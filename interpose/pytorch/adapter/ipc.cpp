@@ -195,7 +195,7 @@ std::shared_ptr<void> open_cuda_malloc(const cudaIpcMemHandle_t &h)
 
 } // namespace
 
-cca::ShareableHandle Adapter::shareIpcHandle(void *ptr)
+cca::ShareableHandle share_ipc_handle(void *ptr)
 {
     size_t page = 0;
     uintptr_t first = 0;
@@ -241,7 +241,7 @@ cca::ShareableHandle Adapter::shareIpcHandle(void *ptr)
     return {static_cast<char *>(ptr) - static_cast<char *>(base), handle};
 }
 
-std::shared_ptr<void> Adapter::getIpcDevPtr(std::string handle)
+std::shared_ptr<void> open_ipc_handle(const std::string &handle)
 {
     std::lock_guard<std::mutex> g(opened_lock);
     auto it = opened.find(handle);

@@ -134,15 +134,14 @@ void Pools::begin(c10::DeviceIndex d, c10::MempoolId_t id, std::function<bool(cu
     capturing_.fetch_add(1, std::memory_order_acq_rel);
 }
 
-void Pools::end(c10::DeviceIndex d, c10::MempoolId_t id)
+void Pools::end(c10::DeviceIndex d, c10::MempoolId_t id, CaptureReuse &reuse)
 {
     std::lock_guard<std::mutex> g(lock_);
     auto &caps = device(d).captures;
     auto it = std::find_if(caps.begin(), caps.end(), [&](auto &c) { return c.first == id; });
     TORCH_CHECK(it != caps.end(), "endAllocatePool: not currently recording to mempool_id");
     caps.erase(it);
-    if (capturing_.fetch_sub(1, std::memory_order_acq_rel) == 1)
-        adapter().capture_reuse().captures_ended();
+    if (capturing_.fetch_sub(1, std::memory_order_acq_rel) == 1) reuse.captures_ended();
 }
 
 void Pools::release(c10::DeviceIndex d, c10::MempoolId_t id)
@@ -225,51 +224,12 @@ c10::MempoolId_t Pools::id_of(uint64_t number)
     return it == ids_.end() ? c10::MempoolId_t{0, 0} : it->second;
 }
 
-// ---- the interface's methods
-
-void Adapter::createOrIncrefPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
-                                 std::shared_ptr<cca::CUDAAllocator> allocator)
-{
-    pools_.create_or_incref(device, mempool_id, std::move(allocator));
-}
-
-void Adapter::beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
-                                  std::function<bool(cudaStream_t)> filter)
-{
-    pools_.begin(device, mempool_id, std::move(filter));
-}
-
-void Adapter::endAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t mempool_id)
-{
-    pools_.end(device, mempool_id);
-}
-
-void Adapter::releasePool(c10::DeviceIndex device, c10::MempoolId_t mempool_id)
-{
-    pools_.release(device, mempool_id);
-}
-
-int Adapter::getPoolUseCount(c10::DeviceIndex device, c10::MempoolId_t mempool_id)
-{
-    return pools_.use_count(device, mempool_id);
-}
-
-void Adapter::setUseOnOOM(c10::DeviceIndex device, c10::MempoolId_t mempool_id, bool use_on_oom)
-{
-    pools_.set_use_on_oom(device, mempool_id, use_on_oom);
-}
-
-void Adapter::setNoSplit(c10::DeviceIndex device, c10::MempoolId_t mempool_id)
-{
-    pools_.set_no_split(device, mempool_id);
-}
-
 // As PyTorch's: the pool's blocks handed out are exactly `expected`
 // (frees still waiting for their streams do not count).
-bool Adapter::checkPoolLiveAllocations(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
-                                       const std::unordered_set<void *> &expected)
+bool Pools::live_blocks_are(c10::DeviceIndex device, c10::MempoolId_t mempool_id,
+                            const std::unordered_set<void *> &expected)
 {
-    uint64_t n = pools_.number(device, mempool_id);
+    uint64_t n = number(device, mempool_id);
     TORCH_CHECK(n != 0, "Could not find pool of id (", mempool_id.first, ", ", mempool_id.second,
                 ")");
     size_t live = 0;

@@ -78,7 +78,7 @@ void tell_shim(const std::string &env)
 
 } // namespace
 
-void Adapter::watch_settings()
+void Settings::watch()
 {
     // PyTorch's configuration parses PYTORCH_CUDA_ALLOC_CONF when first
     // asked: done now, so that only later changes reach the shim
@@ -92,7 +92,7 @@ void Adapter::watch_settings()
     };
 }
 
-double Adapter::getMemoryFraction(c10::DeviceIndex device)
+double Settings::fraction(c10::DeviceIndex device) const
 {
     return size_t(device) < fractions_.size() ? fractions_[size_t(device)] : 1.0;
 }
@@ -101,11 +101,12 @@ double Adapter::getMemoryFraction(c10::DeviceIndex device)
 // a miss that would grow past it gives back the cache and retries, then
 // raises OutOfMemoryError. The shim's cap covers everything it serves on
 // the device (NCCL's or a library's cudaMalloc too), not only PyTorch's.
-void Adapter::setMemoryFraction(double fraction, c10::DeviceIndex device)
+void Settings::set_fraction(double fraction, c10::DeviceIndex device)
 {
     TORCH_CHECK(fraction >= 0 && fraction <= 1, "invalid fraction: ", fraction,
                 ". Please set within [0, 1].");
-    TORCH_CHECK(device >= 0 && device < device_count_, "invalid device ", int(device));
+    // one fraction per device the allocator was started with
+    TORCH_CHECK(device >= 0 && size_t(device) < fractions_.size(), "invalid device ", int(device));
     cudaDeviceProp prop{};
     C10_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     size_t cap = static_cast<size_t>(fraction * static_cast<double>(prop.totalGlobalMem));
@@ -113,20 +114,21 @@ void Adapter::setMemoryFraction(double fraction, c10::DeviceIndex device)
     fractions_[size_t(device)] = fraction;
 }
 
-// What PyTorch's configuration holds when its allocator starts: settings
+// At the allocator's init, what PyTorch's configuration holds: settings
 // the program changed before its first CUDA call, which reached PyTorch's
 // configuration alone (the adapter is installed at that call), and
 // PYTORCH_CUDA_ALLOC_CONF's per_process_memory_fraction, which PyTorch's
 // allocator applies to every device at its init (the device's properties
 // need no context on it).
-void Adapter::apply_start_settings()
+void Settings::start(int device_count)
 {
+    fractions_.assign(size_t(device_count > 0 ? device_count : 0), 1.0);
     std::string last = AC::last_allocator_settings();
     if (!last.empty()) tell_shim(last);
     double f = cca::CUDAAllocatorConfig::per_process_memory_fraction();
     if (f >= 1.0) return;
-    for (int d = 0; d < device_count_; d++)
-        setMemoryFraction(f, c10::DeviceIndex(d));
+    for (int d = 0; d < device_count; d++)
+        set_fraction(f, c10::DeviceIndex(d));
 }
 
 } // namespace fsdpshim

@@ -26,7 +26,7 @@ void copy(c10::CachingDeviceAllocator::StatArray &out, const fs_torch_stat in[3]
 
 } // namespace
 
-c10::CachingDeviceAllocator::DeviceStats Adapter::getDeviceStats(c10::DeviceIndex device)
+c10::CachingDeviceAllocator::DeviceStats device_stats(c10::DeviceIndex device)
 {
     fs_torch_stats st{};
     api->stats(device, &st);
@@ -50,16 +50,6 @@ c10::CachingDeviceAllocator::DeviceStats Adapter::getDeviceStats(c10::DeviceInde
     copy(out.oversize_segments, st.oversize_segments);
     out.max_split_size = st.max_split_size;
     return out;
-}
-
-void Adapter::resetAccumulatedStats(c10::DeviceIndex device)
-{
-    api->reset_accumulated(device);
-}
-
-void Adapter::resetPeakStats(c10::DeviceIndex device)
-{
-    api->reset_peak(device);
 }
 
 } // namespace fsdpshim
