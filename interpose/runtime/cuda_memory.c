@@ -403,7 +403,7 @@ FS_EXPORT cudaError_t cudaDeviceReset(void)
     if (a && dev < fs_shim_device_count()) {
         fs_cuda_device_reset(dev);
         fs_alloc_device_reset(a, dev);
-        fs_pool_reset(dev);
+        fs_stream_pool_reset(dev);
         fs_streams_reset(dev);
         if (dev < MAX_DEVICES) __atomic_store_n(&default_pool[dev], NULL, __ATOMIC_RELEASE);
         fs_log(FS_LOG_INFO, "device %d reset: its plain memory, streams and events are forgotten",

@@ -115,26 +115,26 @@ static cudaError_t refused(cudaError_t empty_call, bool parked)
 FS_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream)
 {
     if (!FS_REAL(cudaStreamCreateWithPriority)) return cudaErrorInitializationError;
-    return fs_pool_stream_create(pStream, cudaStreamDefault, 0);
+    return fs_stream_pool_create(pStream, cudaStreamDefault, 0);
 }
 
 FS_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 {
     if (!FS_REAL(cudaStreamCreateWithPriority)) return cudaErrorInitializationError;
-    return fs_pool_stream_create(pStream, flags, 0);
+    return fs_stream_pool_create(pStream, flags, 0);
 }
 
 FS_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
                                                    int priority)
 {
     if (!FS_REAL(cudaStreamCreateWithPriority)) return cudaErrorInitializationError;
-    return fs_pool_stream_create(pStream, flags, priority);
+    return fs_stream_pool_create(pStream, flags, priority);
 }
 
 FS_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
     if (!FS_REAL(cudaStreamDestroy)) return cudaErrorInitializationError;
-    return fs_pool_stream_destroy(stream);
+    return fs_stream_pool_destroy(stream);
 }
 
 /* ---- questions about a stream: the out-pointer is checked first ---- */

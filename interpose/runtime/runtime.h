@@ -6,9 +6,9 @@
 #include "../core/shim.h"
 
 /* ---- stream_pool.c ---- */
-cudaError_t fs_pool_stream_create(cudaStream_t *out, unsigned flags, int priority);
-cudaError_t fs_pool_stream_destroy(cudaStream_t s);
+cudaError_t fs_stream_pool_create(cudaStream_t *out, unsigned flags, int priority);
+cudaError_t fs_stream_pool_destroy(cudaStream_t s);
 /* Forget pooled streams of `device` (cudaDeviceReset), or all (-1, fork). */
-void fs_pool_reset(int device);
+void fs_stream_pool_reset(int device);
 
 #endif /* FS_RUNTIME_H */

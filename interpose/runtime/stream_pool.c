@@ -181,7 +181,7 @@ static cudaError_t pool_destroy(cudaStream_t s)
 
 /* The entry points: a runtime that creates streams for itself while the
  * shim is calling it gets plain streams. */
-cudaError_t fs_pool_stream_create(cudaStream_t *out, unsigned flags, int priority)
+cudaError_t fs_stream_pool_create(cudaStream_t *out, unsigned flags, int priority)
 {
     cudaError_t e;
 
@@ -191,7 +191,7 @@ cudaError_t fs_pool_stream_create(cudaStream_t *out, unsigned flags, int priorit
     return e;
 }
 
-cudaError_t fs_pool_stream_destroy(cudaStream_t s)
+cudaError_t fs_stream_pool_destroy(cudaStream_t s)
 {
     cudaError_t e;
 
@@ -201,7 +201,7 @@ cudaError_t fs_pool_stream_destroy(cudaStream_t s)
     return e;
 }
 
-void fs_pool_reset(int device)
+void fs_stream_pool_reset(int device)
 {
     if (device < 0) {
         pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
@@ -221,7 +221,7 @@ void fs_pool_reset(int device)
 
 static void stream_pool_after_fork(void)
 {
-    fs_pool_reset(-1);
+    fs_stream_pool_reset(-1);
 }
 
 FS_LIFETIME(stream_pool) = {.order = FS_ORDER_STREAM_POOL, .fork_child = stream_pool_after_fork};
