@@ -427,16 +427,7 @@ FS_HOOK_FN(FS_HOOK_CU_MEM_GET_INFO, fs_drv_mem_get_info, NULL);
 static CUresult vmm_called(CUresult r, fs_fmt_vmm op, int device, CUdeviceptr ptr, size_t size,
                            CUmemGenericAllocationHandle handle)
 {
-    static const char *const names[] = {
-        [FS_VMM_CREATE] = "cuMemCreate",
-        [FS_VMM_RELEASE] = "cuMemRelease",
-        [FS_VMM_MAP] = "cuMemMap",
-        [FS_VMM_UNMAP] = "cuMemUnmap",
-        [FS_VMM_RESERVE] = "cuMemAddressReserve",
-        [FS_VMM_ADDRESS_FREE] = "cuMemAddressFree",
-    };
-
-    fs_log(FS_LOG_DEBUG, "%s(%#llx, %zu bytes, device %d, handle %#llx) = %d", names[op],
+    fs_log(FS_LOG_DEBUG, "%s(%#llx, %zu bytes, device %d, handle %#llx) = %d", fs_fmt_vmm_name(op),
            (unsigned long long)ptr, size, device, (unsigned long long)handle, (int)r);
     if (r == CUDA_SUCCESS) fs_trace_vmm(op, device, ptr, size, handle);
     return r;
