@@ -37,7 +37,7 @@ CUresult sim_cu_stream_context(CUstream s);
 CUcontext sim_primary_ctx(int device);
 int sim_ctx_device(CUcontext ctx);
 
-/* ---- memory.c ---- */
+/* ---- result.c ---- */
 /* The driver's code for a runtime status the model answered with. */
 CUresult sim_cu_result(cudaError_t err);
 /* A call into the runtime's own work (a sim_rt_ alias, below, or a seam)
