@@ -630,27 +630,30 @@ SIM_NCCL_ALIAS(ncclCommMemStats);
 
 /* ---- queries ---------------------------------------------------------------- */
 
+/* The integer queries: *out is the int at `field` (offsetof) of a valid
+ * communicator. */
+static ncclResult_t query_int(const ncclComm_t comm, int *out, size_t field)
+{
+    if (!sim_comm_valid(comm) || !out) return ncclInvalidArgument;
+    memcpy(out, (const char *)comm + field, sizeof *out);
+    return ncclSuccess;
+}
+
 SIM_NCCL_EXPORT ncclResult_t pncclCommCount(const ncclComm_t comm, int *count)
 {
-    if (!sim_comm_valid(comm) || !count) return ncclInvalidArgument;
-    *count = comm->nranks;
-    return ncclSuccess;
+    return query_int(comm, count, offsetof(struct ncclComm, nranks));
 }
 SIM_NCCL_ALIAS(ncclCommCount);
 
 SIM_NCCL_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int *device)
 {
-    if (!sim_comm_valid(comm) || !device) return ncclInvalidArgument;
-    *device = comm->device;
-    return ncclSuccess;
+    return query_int(comm, device, offsetof(struct ncclComm, device));
 }
 SIM_NCCL_ALIAS(ncclCommCuDevice);
 
 SIM_NCCL_EXPORT ncclResult_t pncclCommUserRank(const ncclComm_t comm, int *rank)
 {
-    if (!sim_comm_valid(comm) || !rank) return ncclInvalidArgument;
-    *rank = comm->rank;
-    return ncclSuccess;
+    return query_int(comm, rank, offsetof(struct ncclComm, rank));
 }
 SIM_NCCL_ALIAS(ncclCommUserRank);
 
