@@ -187,28 +187,33 @@ cudaError_t sim_chunks_grow(struct sim_chunks *c, size_t need, int fallback)
     return cudaSuccess;
 }
 
-/* Merges e with its free, reached neighbours (the stream that freed the
- * merged space is kept only when both freed it); returns what e became. */
+/* A free extent whose space has been reached, which merges with another. */
+static int mergeable(const struct extent *e)
+{
+    return e && !e->block && e->reached;
+}
+
+/* Folds the extent after keep into keep (the stream that freed the merged
+ * space is kept only when both freed it). */
+static void absorb_next(struct extent *keep)
+{
+    struct extent *gone = keep->next;
+    keep->size += gone->size;
+    if (keep->stream != gone->stream) keep->stream = NULL;
+    keep->next = gone->next;
+    if (gone->next) gone->next->prev = keep;
+    free(gone);
+}
+
+/* Merges e with its free, reached neighbours; returns what e became. */
 static struct extent *merge(struct extent *e)
 {
-    if (e->block || !e->reached) return e;
-    struct extent *p = e->prev;
-    if (p && !p->block && p->reached) {
-        p->size += e->size;
-        if (p->stream != e->stream) p->stream = NULL;
-        p->next = e->next;
-        if (e->next) e->next->prev = p;
-        free(e);
-        e = p;
+    if (!mergeable(e)) return e;
+    if (mergeable(e->prev)) {
+        e = e->prev;
+        absorb_next(e);
     }
-    struct extent *n = e->next;
-    if (n && !n->block && n->reached) {
-        e->size += n->size;
-        if (n->stream != e->stream) e->stream = NULL;
-        e->next = n->next;
-        if (n->next) n->next->prev = e;
-        free(n);
-    }
+    if (mergeable(e->next)) absorb_next(e);
     return e;
 }
 

@@ -11,7 +11,7 @@
  *                         there at exit, for `fsdpshim sim` (stats.c)
  *   CUDA_INJECTION64_PATH a tool the driver loads at its initialisation,
  *                         which the runtime's first call then makes
- *                         (cudart/driver_entry.c) */
+ *                         (driver_load.c) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +23,7 @@ struct sim_config sim_cfg;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int initialized; /* atomic */
 /* CUDA_INJECTION64_PATH is set: the first call also initialises the
- * driver, which loads the injection library (cudart/driver_entry.c). The driver's cuInit
+ * driver, which loads the injection library (driver_load.c). The driver's cuInit
  * calls sim_init in turn: the thread starting it goes straight through. */
 static int injection;
 static __thread int starting_driver;

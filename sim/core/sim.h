@@ -85,8 +85,15 @@ SIM_SEAM void sim_init(void);
 /* Whether sim_init has run: the runtime initialises the driver on its first
  * call, so driver calls need no cuInit after one (sim/cuda/). */
 SIM_SEAM int sim_initialized(void);
-/* Loads and initialises the simulated driver, once (cudart/driver_entry.c). */
+
+/* ---- core/driver_load.c: the simulated driver, loaded at run time ---- */
+/* Loads and initialises the simulated driver, once. */
 void sim_driver_start(void);
+typedef CUresult (*sim_get_proc_address_fn)(const char *, void **, int, cuuint64_t,
+                                            CUdriverProcAddressQueryResult *);
+/* The driver's cuGetProcAddress_v2, after sim_driver_start; NULL when no
+ * driver could be loaded and initialised. */
+sim_get_proc_address_fn sim_driver_proc_address(void);
 
 /* ---- core/errors.c: the per-thread last error ---- */
 /* Records err as the thread's last error (except cudaSuccess and

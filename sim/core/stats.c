@@ -19,37 +19,47 @@
 
 static pid_t installed_by;
 
+/* One device's figures, read under its lock. */
+struct figures {
+    unsigned long long allocs, frees, refused;
+    size_t peak, largest_refused;
+};
+
+/* Fills *f with device d's figures; 0 when the process never used it. */
+static int device_figures(int d, struct figures *f)
+{
+    struct sim_device *dev = sim_dev(d);
+    pthread_mutex_lock(&dev->mu);
+    int touched = dev->touched;
+    *f = (struct figures){dev->allocs, dev->frees, dev->refused, dev->peak, dev->largest_refused};
+    pthread_mutex_unlock(&dev->mu);
+    return touched;
+}
+
 static void print_stats(void)
 {
-    for (int d = 0; d < sim_cfg.ndevices; d++) {
-        struct sim_device *dev = sim_dev(d);
-        pthread_mutex_lock(&dev->mu);
-        if (dev->touched)
+    struct figures f;
+    for (int d = 0; d < sim_cfg.ndevices; d++)
+        if (device_figures(d, &f))
             fprintf(stderr,
                     "fsdpshim-sim: device %d: device_allocs=%llu device_frees=%llu "
                     "peak_used_bytes=%zu\n",
-                    d, (unsigned long long)dev->allocs, (unsigned long long)dev->frees, dev->peak);
-        pthread_mutex_unlock(&dev->mu);
-    }
+                    d, f.allocs, f.frees, f.peak);
 }
 
 static void write_report_lines(FILE *f)
 {
     const char *rank = getenv("RANK");
+    struct figures g;
 
     fprintf(f, "fsdpshim-sim-report 1\npid %d\nrank %s\ncapacity %zu\nmoves_data %d\n",
             (int)getpid(), rank && *rank ? rank : "-", sim_cfg.capacity, sim_cfg.moves_data);
-    for (int d = 0; d < sim_cfg.ndevices; d++) {
-        struct sim_device *dev = sim_dev(d);
-        pthread_mutex_lock(&dev->mu);
-        if (dev->touched)
+    for (int d = 0; d < sim_cfg.ndevices; d++)
+        if (device_figures(d, &g))
             fprintf(f,
                     "device %d peak_used_bytes %zu device_allocs %llu device_frees %llu "
                     "refused %llu largest_refused %zu\n",
-                    d, dev->peak, (unsigned long long)dev->allocs, (unsigned long long)dev->frees,
-                    (unsigned long long)dev->refused, dev->largest_refused);
-        pthread_mutex_unlock(&dev->mu);
-    }
+                    d, g.peak, g.allocs, g.frees, g.refused, g.largest_refused);
 }
 
 static void write_report(void)

@@ -39,27 +39,22 @@ SIM_AXPY(cublasDaxpy_v2, double)
 SIM_AXPY(cublasCaxpy_v2, cuComplex)
 SIM_AXPY(cublasZaxpy_v2, cuDoubleComplex)
 
-#define SIM_COPY(name, T)                                                                          \
-    cublasStatus_t name(cublasHandle_t handle, int n, const T *x, int incx, T *y, int incy)        \
+/* copy and swap: read x and write y (swap writes x too, so its x is not
+ * const: X is x's element type as the entry point declares it). */
+#define SIM_COPY_SWAP(name, X, T)                                                                  \
+    cublasStatus_t name(cublasHandle_t handle, int n, X *x, int incx, T *y, int incy)              \
     {                                                                                              \
         (void)x, (void)incx, (void)y, (void)incy;                                                  \
         return update(handle, n);                                                                  \
     }
-SIM_COPY(cublasScopy_v2, float)
-SIM_COPY(cublasDcopy_v2, double)
-SIM_COPY(cublasCcopy_v2, cuComplex)
-SIM_COPY(cublasZcopy_v2, cuDoubleComplex)
-
-#define SIM_SWAP(name, T)                                                                          \
-    cublasStatus_t name(cublasHandle_t handle, int n, T *x, int incx, T *y, int incy)              \
-    {                                                                                              \
-        (void)x, (void)incx, (void)y, (void)incy;                                                  \
-        return update(handle, n);                                                                  \
-    }
-SIM_SWAP(cublasSswap_v2, float)
-SIM_SWAP(cublasDswap_v2, double)
-SIM_SWAP(cublasCswap_v2, cuComplex)
-SIM_SWAP(cublasZswap_v2, cuDoubleComplex)
+SIM_COPY_SWAP(cublasScopy_v2, const float, float)
+SIM_COPY_SWAP(cublasDcopy_v2, const double, double)
+SIM_COPY_SWAP(cublasCcopy_v2, const cuComplex, cuComplex)
+SIM_COPY_SWAP(cublasZcopy_v2, const cuDoubleComplex, cuDoubleComplex)
+SIM_COPY_SWAP(cublasSswap_v2, float, float)
+SIM_COPY_SWAP(cublasDswap_v2, double, double)
+SIM_COPY_SWAP(cublasCswap_v2, cuComplex, cuComplex)
+SIM_COPY_SWAP(cublasZswap_v2, cuDoubleComplex, cuDoubleComplex)
 
 #define SIM_SCAL(name, T, S)                                                                       \
     cublasStatus_t name(cublasHandle_t handle, int n, const S *alpha, T *x, int incx)              \

@@ -5,57 +5,41 @@
  * answer alike. */
 #include "blas_internal.h"
 
+/* Every status the library answers with: its name, and its string. */
+#define STATUS(s, text)                                                                            \
+    {                                                                                              \
+        s, #s, text                                                                                \
+    }
+static const struct {
+    cublasStatus_t status;
+    const char *name, *text;
+} statuses[] = {
+    STATUS(CUBLAS_STATUS_SUCCESS, "success"),
+    STATUS(CUBLAS_STATUS_NOT_INITIALIZED, "the library was not initialized"),
+    STATUS(CUBLAS_STATUS_ALLOC_FAILED, "the resource allocation failed"),
+    STATUS(CUBLAS_STATUS_INVALID_VALUE,
+           "an unsupported value or parameter was passed to the function"),
+    STATUS(CUBLAS_STATUS_ARCH_MISMATCH,
+           "the function requires an architectural feature absent from the device"),
+    STATUS(CUBLAS_STATUS_MAPPING_ERROR, "an access to GPU memory space failed"),
+    STATUS(CUBLAS_STATUS_EXECUTION_FAILED, "the function failed to launch on the GPU"),
+    STATUS(CUBLAS_STATUS_INTERNAL_ERROR, "an internal operation failed"),
+    STATUS(CUBLAS_STATUS_NOT_SUPPORTED, "the requested functionality is not supported"),
+    STATUS(CUBLAS_STATUS_LICENSE_ERROR, "the license check failed"),
+};
+#undef STATUS
+
 const char *sim_blas_status_name(cublasStatus_t status)
 {
-    switch (status) {
-    case CUBLAS_STATUS_SUCCESS:
-        return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED:
-        return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED:
-        return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE:
-        return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH:
-        return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_MAPPING_ERROR:
-        return "CUBLAS_STATUS_MAPPING_ERROR";
-    case CUBLAS_STATUS_EXECUTION_FAILED:
-        return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR:
-        return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED:
-        return "CUBLAS_STATUS_NOT_SUPPORTED";
-    case CUBLAS_STATUS_LICENSE_ERROR:
-        return "CUBLAS_STATUS_LICENSE_ERROR";
-    }
+    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
+        if (statuses[i].status == status) return statuses[i].name;
     return "unrecognized status";
 }
 
 const char *sim_blas_status_string(cublasStatus_t status)
 {
-    switch (status) {
-    case CUBLAS_STATUS_SUCCESS:
-        return "success";
-    case CUBLAS_STATUS_NOT_INITIALIZED:
-        return "the library was not initialized";
-    case CUBLAS_STATUS_ALLOC_FAILED:
-        return "the resource allocation failed";
-    case CUBLAS_STATUS_INVALID_VALUE:
-        return "an unsupported value or parameter was passed to the function";
-    case CUBLAS_STATUS_ARCH_MISMATCH:
-        return "the function requires an architectural feature absent from the device";
-    case CUBLAS_STATUS_MAPPING_ERROR:
-        return "an access to GPU memory space failed";
-    case CUBLAS_STATUS_EXECUTION_FAILED:
-        return "the function failed to launch on the GPU";
-    case CUBLAS_STATUS_INTERNAL_ERROR:
-        return "an internal operation failed";
-    case CUBLAS_STATUS_NOT_SUPPORTED:
-        return "the requested functionality is not supported";
-    case CUBLAS_STATUS_LICENSE_ERROR:
-        return "the license check failed";
-    }
+    for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
+        if (statuses[i].status == status) return statuses[i].text;
     return "unrecognized status";
 }
 

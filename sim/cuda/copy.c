@@ -218,15 +218,20 @@ static CUresult copy_2d_desc(const CUDA_MEMCPY2D *p, CUstream s, int pt, int asy
     return copy_3d(&src, &dst, p->WidthInBytes, p->Height, 1, s, pt, async);
 }
 
+/* One side of a 3D copy, from the fields CUDA_MEMCPY3D and
+ * CUDA_MEMCPY3D_PEER name alike (x: src or dst). */
+#define SIDE_3D(p, x)                                                                              \
+    {                                                                                              \
+        p->x##MemoryType, p->x##Host, p->x##Device, p->x##Array, p->x##XInBytes, p->x##Y, p->x##Z, \
+            p->x##Pitch, p->x##Height                                                              \
+    }
+
 /* The level of detail and the reserved fields must be 0, as documented. */
 static CUresult copy_3d_desc(const CUDA_MEMCPY3D *p, CUstream s, int pt, int async)
 {
     if (!p || p->srcLOD || p->dstLOD || p->reserved0 || p->reserved1)
         return CUDA_ERROR_INVALID_VALUE;
-    struct side src = {p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcXInBytes,
-                       p->srcY,          p->srcZ,    p->srcPitch,  p->srcHeight};
-    struct side dst = {p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, p->dstXInBytes,
-                       p->dstY,          p->dstZ,    p->dstPitch,  p->dstHeight};
+    struct side src = SIDE_3D(p, src), dst = SIDE_3D(p, dst);
     return copy_3d(&src, &dst, p->WidthInBytes, p->Height, p->Depth, s, pt, async);
 }
 
@@ -237,10 +242,7 @@ static CUresult copy_3d_peer_desc(const CUDA_MEMCPY3D_PEER *p, CUstream s, int p
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     if (sim_ctx_device(p->srcContext) < 0 || sim_ctx_device(p->dstContext) < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
-    struct side src = {p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcXInBytes,
-                       p->srcY,          p->srcZ,    p->srcPitch,  p->srcHeight};
-    struct side dst = {p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, p->dstXInBytes,
-                       p->dstY,          p->dstZ,    p->dstPitch,  p->dstHeight};
+    struct side src = SIDE_3D(p, src), dst = SIDE_3D(p, dst);
     return copy_3d(&src, &dst, p->WidthInBytes, p->Height, p->Depth, s, pt, async);
 }
 

@@ -17,6 +17,18 @@
     extern __typeof__(impl) sim_alias_##legacy __asm__(#legacy)                                    \
         __attribute__((alias(#impl), visibility("default")))
 
+/* An entry point as CUPTI sees it (sim.h, ../core/api_callback.c), as an
+ * expression: name's params struct filled with the arguments (...), the
+ * callbacks on entry and exit around `work`, and work's result. The
+ * callback id and the name the subscriber sees are name's own. */
+#define SIM_CU_TRACED(name, work, ...)                                                             \
+    __extension__({                                                                                \
+        name##_params params_ = {__VA_ARGS__};                                                     \
+        CUresult ret;                                                                              \
+        SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_##name, #name, &params_, ret, (work));             \
+        ret;                                                                                       \
+    })
+
 /* ---- context.c: initialisation, devices, contexts ---- */
 /* CUDA_SUCCESS once the driver is initialised: by cuInit, or by the
  * runtime's first call (the runtime initialises the driver on a GPU too);
@@ -37,7 +49,7 @@ CUresult sim_cu_stream_context(CUstream s);
 CUcontext sim_primary_ctx(int device);
 int sim_ctx_device(CUcontext ctx);
 
-/* ---- memory.c ---- */
+/* ---- result.c ---- */
 /* The driver's code for a runtime status the model answered with. */
 CUresult sim_cu_result(cudaError_t err);
 /* A call into the runtime's own work (a sim_rt_ alias, below, or a seam)

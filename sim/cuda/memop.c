@@ -83,6 +83,14 @@ static void run_memops(void *arg)
     free(ops);
 }
 
+/* The value a wait or write operates with, from its 32- or 64-bit field;
+ * returns the word's size. */
+static size_t operand(int is32, cuuint32_t value, cuuint64_t value64, uint64_t *out)
+{
+    *out = is32 ? value : value64;
+    return is32 ? 4 : 8;
+}
+
 /* Checks one operation of cuStreamBatchMemOp's form and fills *o. */
 static CUresult check(const CUstreamBatchMemOpParams *p, struct memop *o)
 {
@@ -98,13 +106,8 @@ static CUresult check(const CUstreamBatchMemOpParams *p, struct memop *o)
             return CUDA_ERROR_NOT_SUPPORTED; /* CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES: 0 */
         addr = p->waitValue.address;
         o->flags = p->waitValue.flags;
-        if (p->operation == CU_STREAM_MEM_OP_WAIT_VALUE_32) {
-            o->value = p->waitValue.value;
-            size = 4;
-        } else {
-            o->value = p->waitValue.value64;
-            size = 8;
-        }
+        size = operand(p->operation == CU_STREAM_MEM_OP_WAIT_VALUE_32, p->waitValue.value,
+                       p->waitValue.value64, &o->value);
         break;
     case CU_STREAM_MEM_OP_WRITE_VALUE_32:
     case CU_STREAM_MEM_OP_WRITE_VALUE_64:
@@ -113,13 +116,8 @@ static CUresult check(const CUstreamBatchMemOpParams *p, struct memop *o)
         if (p->writeValue.flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)
             return CUDA_ERROR_INVALID_VALUE;
         addr = p->writeValue.address;
-        if (p->operation == CU_STREAM_MEM_OP_WRITE_VALUE_32) {
-            o->value = p->writeValue.value;
-            size = 4;
-        } else {
-            o->value = p->writeValue.value64;
-            size = 8;
-        }
+        size = operand(p->operation == CU_STREAM_MEM_OP_WRITE_VALUE_32, p->writeValue.value,
+                       p->writeValue.value64, &o->value);
         break;
     case CU_STREAM_MEM_OP_BARRIER:
         return p->memoryBarrier.flags > CU_STREAM_MEMORY_BARRIER_TYPE_GPU ? CUDA_ERROR_INVALID_VALUE

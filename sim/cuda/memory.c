@@ -45,32 +45,6 @@ SIM_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
     return sim_devmem_info(free_bytes, total) ? CUDA_ERROR_NO_DEVICE : CUDA_SUCCESS;
 }
 
-/* Since CUDA 10.1 most runtime codes have the driver's numbers
- * (cudaErrorInvalidResourceHandle is CUDA_ERROR_INVALID_HANDLE, 400;
- * cudaErrorStreamCaptureUnsupported is CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
- * 900); those are passed on. The runtime's own codes below 100, which the
- * driver has not, become what the driver answers for the same mistake. */
-CUresult sim_cu_result(cudaError_t err)
-{
-    const char *known;
-    switch (err) {
-    case cudaSuccess:
-        return CUDA_SUCCESS;
-    case cudaErrorMemoryAllocation:
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    case cudaErrorInitializationError:
-        return CUDA_ERROR_NOT_INITIALIZED;
-    case cudaErrorInvalidDeviceFunction: /* a function the driver does not know */
-        return CUDA_ERROR_INVALID_HANDLE;
-    case cudaErrorInvalidSymbol: /* a global a module does not have */
-        return CUDA_ERROR_NOT_FOUND;
-    default:
-        if (err >= 100 && sim_cu_get_error_name((CUresult)err, &known) == CUDA_SUCCESS)
-            return (CUresult)err;
-        return CUDA_ERROR_INVALID_VALUE; /* configuration, pitch, direction, value */
-    }
-}
-
 /* Size 0 succeeds with a null pointer, as cudaMallocAsync does (an H100,
  * driver 580, answered CUDA_SUCCESS), unlike cuMemAlloc. */
 static CUresult mem_alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream, int per_thread)
@@ -239,64 +213,34 @@ SIM_API CUresult cuPointerGetAttributes(unsigned int count, CUpointer_attribute 
 
 SIM_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t size)
 {
-    cuMemAlloc_v2_params p = {dptr, size};
-    CUresult ret;
-    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", &p, ret,
-                 cuMemAlloc_v2_impl(dptr, size));
-    return ret;
+    return SIM_CU_TRACED(cuMemAlloc_v2, cuMemAlloc_v2_impl(dptr, size), dptr, size);
 }
 
 SIM_API CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-    cuMemFree_v2_params p = {dptr};
-    CUresult ret;
-    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, "cuMemFree_v2", &p, ret,
-                 cuMemFree_v2_impl(dptr));
-    return ret;
-}
-
-/* The stream-ordered calls and their _ptsz variants, whose params structs
- * have one layout (as ../core/mempool.c does for the runtime's). */
-static CUresult mem_alloc_async_call(CUdeviceptr *dptr, size_t size, CUstream stream,
-                                     int per_thread, unsigned cbid, const char *name)
-{
-    cuMemAllocAsync_params p = {dptr, size, stream};
-    CUresult ret;
-    SIM_API_CALL(1, cbid, name, &p, ret, mem_alloc_async(dptr, size, stream, per_thread));
-    return ret;
+    return SIM_CU_TRACED(cuMemFree_v2, cuMemFree_v2_impl(dptr), dptr);
 }
 
 SIM_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream stream)
 {
-    return mem_alloc_async_call(dptr, size, stream, 0, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
-                                "cuMemAllocAsync");
+    return SIM_CU_TRACED(cuMemAllocAsync, mem_alloc_async(dptr, size, stream, 0), dptr, size,
+                         stream);
 }
 
 SIM_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream stream)
 {
-    return mem_alloc_async_call(dptr, size, stream, 1, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
-                                "cuMemAllocAsync_ptsz");
-}
-
-static CUresult mem_free_async_call(CUdeviceptr dptr, CUstream stream, int per_thread,
-                                    unsigned cbid, const char *name)
-{
-    cuMemFreeAsync_params p = {dptr, stream};
-    CUresult ret;
-    SIM_API_CALL(1, cbid, name, &p, ret, mem_free_async(dptr, stream, per_thread));
-    return ret;
+    return SIM_CU_TRACED(cuMemAllocAsync_ptsz, mem_alloc_async(dptr, size, stream, 1), dptr, size,
+                         stream);
 }
 
 SIM_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream)
 {
-    return mem_free_async_call(dptr, stream, 0, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
-                               "cuMemFreeAsync");
+    return SIM_CU_TRACED(cuMemFreeAsync, mem_free_async(dptr, stream, 0), dptr, stream);
 }
 
 SIM_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream)
 {
-    return mem_free_async_call(dptr, stream, 1, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz,
-                               "cuMemFreeAsync_ptsz");
+    return SIM_CU_TRACED(cuMemFreeAsync_ptsz, mem_free_async(dptr, stream, 1), dptr, stream);
 }
 
 /* ---- page-locked host memory, which copies use asynchronously

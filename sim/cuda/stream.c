@@ -20,31 +20,34 @@ static CUresult ready_on(CUstream s)
 
 /* ---- streams ---- */
 
-SIM_API CUresult cuStreamCreate(CUstream *out, unsigned int flags)
+/* The checks of a call that creates a stream or an event in the current
+ * context, which must exist, and stores it in *out. */
+static CUresult ready_to_create(const void *out)
 {
-    struct sim_device *dev; /* the call's context, which must exist */
+    struct sim_device *dev;
     CUresult res = sim_cu_ready_in_context(&dev);
-    cudaStream_t s;
-
     if (res) return res;
-    if (!out) return CUDA_ERROR_INVALID_VALUE;
-    res = sim_cu_result(sim_drv_stream_create(&s, flags, 0));
+    return out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* The priority is clamped to the device's range, as the runtime's is. */
+static CUresult stream_create(CUstream *out, unsigned int flags, int priority)
+{
+    cudaStream_t s;
+    CUresult res = ready_to_create(out);
+    if (res == CUDA_SUCCESS) res = sim_cu_result(sim_drv_stream_create(&s, flags, priority));
     if (res == CUDA_SUCCESS) *out = (CUstream)s;
     return res;
 }
 
-/* The priority is clamped to the device's range, as the runtime's is. */
+SIM_API CUresult cuStreamCreate(CUstream *out, unsigned int flags)
+{
+    return stream_create(out, flags, 0);
+}
+
 SIM_API CUresult cuStreamCreateWithPriority(CUstream *out, unsigned int flags, int priority)
 {
-    struct sim_device *dev; /* the call's context, which must exist */
-    CUresult res = sim_cu_ready_in_context(&dev);
-    cudaStream_t s;
-
-    if (res) return res;
-    if (!out) return CUDA_ERROR_INVALID_VALUE;
-    res = sim_cu_result(sim_drv_stream_create(&s, flags, priority));
-    if (res == CUDA_SUCCESS) *out = (CUstream)s;
-    return res;
+    return stream_create(out, flags, priority);
 }
 
 SIM_API CUresult cuStreamDestroy_v2(CUstream s)
@@ -236,13 +239,9 @@ SIM_API CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *user)
 
 SIM_API CUresult cuEventCreate(CUevent *out, unsigned int flags)
 {
-    struct sim_device *dev; /* the call's context, which must exist */
-    CUresult res = sim_cu_ready_in_context(&dev);
     cudaEvent_t ev;
-
-    if (res) return res;
-    if (!out) return CUDA_ERROR_INVALID_VALUE;
-    res = sim_cu_result(sim_drv_event_create(&ev, flags));
+    CUresult res = ready_to_create(out);
+    if (res == CUDA_SUCCESS) res = sim_cu_result(sim_drv_event_create(&ev, flags));
     if (res == CUDA_SUCCESS) *out = (CUevent)ev;
     return res;
 }

@@ -496,56 +496,36 @@ SIM_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *ha
 SIM_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                              const CUmemAllocationProp *prop, unsigned long long flags)
 {
-    cuMemCreate_params p = {handle, size, prop, flags};
-    CUresult ret;
-    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemCreate, "cuMemCreate", &p, ret,
-                 cuMemCreate_impl(handle, size, prop, flags));
-    return ret;
+    return SIM_CU_TRACED(cuMemCreate, cuMemCreate_impl(handle, size, prop, flags), handle, size,
+                         prop, flags);
 }
 
 SIM_API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
-    cuMemRelease_params p = {h};
-    CUresult ret;
-    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemRelease, "cuMemRelease", &p, ret,
-                 cuMemRelease_impl(h));
-    return ret;
+    return SIM_CU_TRACED(cuMemRelease, cuMemRelease_impl(h), h);
 }
 
 SIM_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
                                      CUdeviceptr addr, unsigned long long flags)
 {
-    cuMemAddressReserve_params p = {ptr, size, alignment, addr, flags};
-    CUresult ret;
-    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve, "cuMemAddressReserve", &p, ret,
-                 cuMemAddressReserve_impl(ptr, size, alignment, addr, flags));
-    return ret;
+    return SIM_CU_TRACED(cuMemAddressReserve,
+                         cuMemAddressReserve_impl(ptr, size, alignment, addr, flags), ptr, size,
+                         alignment, addr, flags);
 }
 
 SIM_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
-    cuMemAddressFree_params p = {ptr, size};
-    CUresult ret;
-    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree, "cuMemAddressFree", &p, ret,
-                 cuMemAddressFree_impl(ptr, size));
-    return ret;
+    return SIM_CU_TRACED(cuMemAddressFree, cuMemAddressFree_impl(ptr, size), ptr, size);
 }
 
 SIM_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                           CUmemGenericAllocationHandle h, unsigned long long flags)
 {
-    cuMemMap_params p = {ptr, size, offset, h, flags};
-    CUresult ret;
-    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemMap, "cuMemMap", &p, ret,
-                 cuMemMap_impl(ptr, size, offset, h, flags));
-    return ret;
+    return SIM_CU_TRACED(cuMemMap, cuMemMap_impl(ptr, size, offset, h, flags), ptr, size, offset, h,
+                         flags);
 }
 
 SIM_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
-    cuMemUnmap_params p = {ptr, size};
-    CUresult ret;
-    SIM_API_CALL(1, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, "cuMemUnmap", &p, ret,
-                 cuMemUnmap_impl(ptr, size));
-    return ret;
+    return SIM_CU_TRACED(cuMemUnmap, cuMemUnmap_impl(ptr, size), ptr, size);
 }

@@ -495,57 +495,72 @@ static cudnnStatus_t finalize_variant_pack(struct sim_be *be)
     return CUDNN_STATUS_SUCCESS;
 }
 
+/* The three below fail in cudnnBackendFinalize's name, whose cases they were. */
+#define FINALIZE "cudnnBackendFinalize"
+
+/* An operation graph: its operations, and the engines it offers (the
+ * handle is optional since it was deprecated, cuDNN 9). */
+static cudnnStatus_t finalize_graph(struct sim_be *be)
+{
+    int64_t count = SIM_BE_ENGINES;
+    const struct sim_be_attr *ops = find(be, CUDNN_ATTR_OPERATIONGRAPH_OPS);
+    if (!ops || ops->count < 1)
+        return sim_dnn_fail(CUDNN_STATUS_BAD_PARAM, FINALIZE,
+                            "operation graph lacks its operations");
+    if (store(be, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1, &count))
+        return sim_dnn_fail(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED, FINALIZE,
+                            "out of host memory");
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* An engine config: its engine; it asks for no workspace and has no
+ * intermediates. */
+static cudnnStatus_t finalize_engine_cfg(struct sim_be *be)
+{
+    int64_t zero = 0;
+    if (!one_desc(be, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_BACKEND_ENGINE_DESCRIPTOR))
+        return sim_dnn_fail(CUDNN_STATUS_BAD_PARAM, FINALIZE, "engine config lacks its engine");
+    if (store(be, CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &zero) ||
+        store(be, CUDNN_ATTR_ENGINECFG_INTERMEDIATE_INFO, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, NULL))
+        return sim_dnn_fail(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED, FINALIZE,
+                            "out of host memory");
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* A knob choice: its knob's type and value. */
+static cudnnStatus_t finalize_knob_choice(struct sim_be *be)
+{
+    if (!one(be, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE) ||
+        !one(be, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64))
+        return sim_dnn_fail(CUDNN_STATUS_BAD_PARAM, FINALIZE,
+                            "knob choice lacks its type or value");
+    return CUDNN_STATUS_SUCCESS;
+}
+
+/* What finalizing checks and derives, by descriptor type; a type not here
+ * finalizes as it is. */
+static const struct {
+    cudnnBackendDescriptorType_t type;
+    cudnnStatus_t (*finalize)(struct sim_be *be);
+} finalizers[] = {
+    {CUDNN_BACKEND_TENSOR_DESCRIPTOR, finalize_tensor},
+    {CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, finalize_graph},
+    {CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, finalize_heuristics},
+    {CUDNN_BACKEND_ENGINE_DESCRIPTOR, finalize_engine},
+    {CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, finalize_engine_cfg},
+    {CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, finalize_plan},
+    {CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, finalize_variant_pack},
+    {CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, finalize_knob_choice},
+};
+
 cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor)
 {
     struct sim_be *be = be_of(descriptor);
     if (!be) return BAD("not a backend descriptor");
     if (be->finalized) return FAIL(CUDNN_STATUS_NOT_INITIALIZED, "descriptor already finalized");
     cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
-    int64_t count = SIM_BE_ENGINES;
-    switch (be->type) {
-    case CUDNN_BACKEND_TENSOR_DESCRIPTOR:
-        st = finalize_tensor(be);
-        break;
-    case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR: {
-        /* the handle is optional since it was deprecated (cuDNN 9) */
-        const struct sim_be_attr *ops = find(be, CUDNN_ATTR_OPERATIONGRAPH_OPS);
-        if (!ops || ops->count < 1)
-            st = BAD("operation graph lacks its operations");
-        else if (store(be, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT, CUDNN_TYPE_INT64, 1,
-                       &count))
-            st = FAIL(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED, "out of host memory");
-        break;
-    }
-    case CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR:
-        st = finalize_heuristics(be);
-        break;
-    case CUDNN_BACKEND_ENGINE_DESCRIPTOR:
-        st = finalize_engine(be);
-        break;
-    case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR: {
-        int64_t zero = 0;
-        if (!one_desc(be, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_BACKEND_ENGINE_DESCRIPTOR))
-            st = BAD("engine config lacks its engine");
-        else if (store(be, CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &zero) ||
-                 store(be, CUDNN_ATTR_ENGINECFG_INTERMEDIATE_INFO, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-                       NULL))
-            st = FAIL(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED, "out of host memory");
-        break;
-    }
-    case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
-        st = finalize_plan(be);
-        break;
-    case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR:
-        st = finalize_variant_pack(be);
-        break;
-    case CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR:
-        if (!one(be, CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE) ||
-            !one(be, CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64))
-            st = BAD("knob choice lacks its type or value");
-        break;
-    default:
-        break;
-    }
+    for (size_t k = 0; k < sizeof finalizers / sizeof finalizers[0]; k++)
+        if (finalizers[k].type == be->type) st = finalizers[k].finalize(be);
     if (st == CUDNN_STATUS_SUCCESS) be->finalized = true;
     return st;
 }

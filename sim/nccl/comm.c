@@ -14,7 +14,6 @@
 #include "nccl_internal.h"
 #include "nccl_2_30.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,86 +22,6 @@
 
 #define SIM_COMM_DEAD    0xdeadc0117dead000ULL
 #define SIM_CONFIG_MAGIC 0xcafebeef
-
-struct sim_reg {
-    struct sim_reg *next;
-    struct sim_reg *wnext; /* sim_windows */
-    struct ncclComm *comm;
-    void *buff;
-    size_t size;
-    int window;
-};
-
-/* Every live window of the process, for the device API's pointer queries,
- * which name a window without its communicator. */
-static pthread_mutex_t sim_windows_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sim_reg *sim_windows;
-
-static void sim_window_unlink(struct sim_reg *r)
-{
-    pthread_mutex_lock(&sim_windows_lock);
-    for (struct sim_reg **pp = &sim_windows; *pp; pp = &(*pp)->wnext)
-        if (*pp == r) {
-            *pp = r->wnext;
-            break;
-        }
-    pthread_mutex_unlock(&sim_windows_lock);
-}
-
-static _Thread_local char sim_last_error[512];
-
-void sim_set_last_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(sim_last_error, sizeof(sim_last_error), fmt, ap);
-    va_end(ap);
-}
-
-int sim_comm_valid(const struct ncclComm *c)
-{
-    return c && c->magic == SIM_COMM_MAGIC;
-}
-
-void sim_comm_ref(struct ncclComm *c)
-{
-    atomic_fetch_add(&c->refs, 1);
-}
-
-void sim_comm_unref(struct ncclComm *c)
-{
-    if (atomic_fetch_sub(&c->refs, 1) != 1) return;
-    sim_clique_close(&c->clq);
-    while (c->regs) {
-        struct sim_reg *r = c->regs;
-        c->regs = r->next;
-        if (r->window) sim_window_unlink(r);
-        free(r);
-    }
-    pthread_mutex_destroy(&c->lock);
-    c->magic = 0;
-    free(c);
-}
-
-void sim_comm_set_error(struct ncclComm *c, ncclResult_t rc, const char *fmt, ...)
-{
-    char msg[sizeof(c->errmsg)];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    sim_set_last_error("%s", msg);
-    /* The first error sticks; it is also the one worth printing. Errors come
-     * from stream workers too, so the message is kept on the communicator
-     * for ncclGetLastError(comm) on the user's thread. has_errmsg: 0 none,
-     * 2 being written, 1 written. */
-    int none = 0;
-    if (!atomic_compare_exchange_strong(&c->has_errmsg, &none, 2)) return;
-    memcpy(c->errmsg, msg, sizeof(msg));
-    atomic_store(&c->async_err, rc);
-    atomic_store(&c->has_errmsg, 1);
-    fprintf(stderr, "fsdpshim: %s\n", msg);
-}
 
 /* ---- ids and versions ---------------------------------------------------- */
 
@@ -147,20 +66,6 @@ static void sim_child_id(const ncclUniqueId *parent, uint64_t ordinal, int64_t c
 }
 
 /* ---- init ---------------------------------------------------------------- */
-
-ncclResult_t sim_wait_result(enum sim_wait_rc rc)
-{
-    switch (rc) {
-    case SIM_WAIT_OK:
-        return ncclSuccess;
-    case SIM_WAIT_PEER:
-        return ncclRemoteError;
-    case SIM_WAIT_TIMEOUT:
-        return ncclSystemError;
-    default:
-        return ncclInvalidUsage; /* aborted under the caller's feet */
-    }
-}
 
 struct sim_init_task {
     struct sim_task base;
@@ -725,27 +630,30 @@ SIM_NCCL_ALIAS(ncclCommMemStats);
 
 /* ---- queries ---------------------------------------------------------------- */
 
+/* The integer queries: *out is the int at `field` (offsetof) of a valid
+ * communicator. */
+static ncclResult_t query_int(const ncclComm_t comm, int *out, size_t field)
+{
+    if (!sim_comm_valid(comm) || !out) return ncclInvalidArgument;
+    memcpy(out, (const char *)comm + field, sizeof *out);
+    return ncclSuccess;
+}
+
 SIM_NCCL_EXPORT ncclResult_t pncclCommCount(const ncclComm_t comm, int *count)
 {
-    if (!sim_comm_valid(comm) || !count) return ncclInvalidArgument;
-    *count = comm->nranks;
-    return ncclSuccess;
+    return query_int(comm, count, offsetof(struct ncclComm, nranks));
 }
 SIM_NCCL_ALIAS(ncclCommCount);
 
 SIM_NCCL_EXPORT ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int *device)
 {
-    if (!sim_comm_valid(comm) || !device) return ncclInvalidArgument;
-    *device = comm->device;
-    return ncclSuccess;
+    return query_int(comm, device, offsetof(struct ncclComm, device));
 }
 SIM_NCCL_ALIAS(ncclCommCuDevice);
 
 SIM_NCCL_EXPORT ncclResult_t pncclCommUserRank(const ncclComm_t comm, int *rank)
 {
-    if (!sim_comm_valid(comm) || !rank) return ncclInvalidArgument;
-    *rank = comm->rank;
-    return ncclSuccess;
+    return query_int(comm, rank, offsetof(struct ncclComm, rank));
 }
 SIM_NCCL_ALIAS(ncclCommUserRank);
 
@@ -760,215 +668,6 @@ SIM_NCCL_EXPORT ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_
     return ncclSuccess;
 }
 SIM_NCCL_ALIAS(ncclCommGetAsyncError);
-
-SIM_NCCL_EXPORT const char *pncclGetErrorString(ncclResult_t result)
-{
-    switch (result) {
-    case ncclSuccess:
-        return "no error";
-    case ncclUnhandledCudaError:
-        return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError:
-        return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError:
-        return "internal error - please report this issue to the NCCL developers";
-    case ncclInvalidArgument:
-        return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage:
-        return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError:
-        return "remote process exited or there was a network error";
-    case ncclInProgress:
-        return "NCCL operation in progress";
-    default:
-        return "unknown result code";
-    }
-}
-SIM_NCCL_ALIAS(ncclGetErrorString);
-
-/* The communicator's first error when it has one (it may have happened on
- * a stream worker), else the calling thread's last error. */
-SIM_NCCL_EXPORT const char *pncclGetLastError(ncclComm_t comm)
-{
-    if (sim_comm_valid(comm) && atomic_load(&comm->has_errmsg) == 1) return comm->errmsg;
-    return sim_last_error;
-}
-SIM_NCCL_ALIAS(ncclGetLastError);
-
-/* ---- registrations: bookkeeping only, the sim needs no mapping ------------ */
-
-static ncclResult_t sim_reg_add(ncclComm_t comm, void *buff, size_t size, int window,
-                                struct sim_reg **out)
-{
-    if (!sim_comm_valid(comm) || !buff || !size || !out) return ncclInvalidArgument;
-    struct sim_reg *r = calloc(1, sizeof(*r));
-    if (!r) return ncclSystemError;
-    r->comm = comm;
-    r->buff = buff;
-    r->size = size;
-    r->window = window;
-    pthread_mutex_lock(&comm->lock);
-    r->next = comm->regs;
-    comm->regs = r;
-    pthread_mutex_unlock(&comm->lock);
-    if (window) {
-        pthread_mutex_lock(&sim_windows_lock);
-        r->wnext = sim_windows;
-        sim_windows = r;
-        pthread_mutex_unlock(&sim_windows_lock);
-    }
-    *out = r;
-    return ncclSuccess;
-}
-
-static ncclResult_t sim_reg_remove(ncclComm_t comm, void *handle, int window)
-{
-    if (!sim_comm_valid(comm) || !handle) return ncclInvalidArgument;
-    ncclResult_t rc = ncclInvalidArgument;
-    pthread_mutex_lock(&comm->lock);
-    for (struct sim_reg **pp = &comm->regs; *pp; pp = &(*pp)->next)
-        if (*pp == handle && (*pp)->window == window) {
-            struct sim_reg *r = *pp;
-            *pp = r->next;
-            if (r->window) sim_window_unlink(r);
-            free(r);
-            rc = ncclSuccess;
-            break;
-        }
-    pthread_mutex_unlock(&comm->lock);
-    return rc;
-}
-
-SIM_NCCL_EXPORT ncclResult_t pncclCommRegister(const ncclComm_t comm, void *buff, size_t size,
-                                               void **handle)
-{
-    struct sim_reg *r;
-    ncclResult_t rc = sim_reg_add(comm, buff, size, 0, &r);
-    if (rc == ncclSuccess) *handle = r;
-    return rc;
-}
-SIM_NCCL_ALIAS(ncclCommRegister);
-
-SIM_NCCL_EXPORT ncclResult_t pncclCommDeregister(const ncclComm_t comm, void *handle)
-{
-    return sim_reg_remove(comm, handle, 0);
-}
-SIM_NCCL_ALIAS(ncclCommDeregister);
-
-SIM_NCCL_EXPORT ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
-                                                     ncclWindow_t *win, int winFlags)
-{
-    struct sim_reg *r;
-    if (!win || (winFlags & ~(NCCL_WIN_DEFAULT | NCCL_WIN_COLL_SYMMETRIC)))
-        return ncclInvalidArgument;
-    ncclResult_t rc = sim_reg_add(comm, buff, size, 1, &r);
-    if (rc == ncclSuccess) *win = (ncclWindow_t)(void *)r;
-    return rc;
-}
-SIM_NCCL_ALIAS(ncclCommWindowRegister);
-
-SIM_NCCL_EXPORT ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
-{
-    return sim_reg_remove(comm, (void *)win, 1);
-}
-SIM_NCCL_ALIAS(ncclCommWindowDeregister);
-
-ncclResult_t sim_window_find(ncclComm_t comm, ncclWindow_t win, void **buff, size_t *size)
-{
-    ncclResult_t rc = ncclInvalidArgument;
-    if (!sim_comm_valid(comm) || !win) return rc;
-    pthread_mutex_lock(&comm->lock);
-    for (struct sim_reg *r = comm->regs; r; r = r->next)
-        if ((void *)r == (void *)win && r->window) {
-            if (buff) *buff = r->buff;
-            if (size) *size = r->size;
-            rc = ncclSuccess;
-            break;
-        }
-    pthread_mutex_unlock(&comm->lock);
-    if (rc != ncclSuccess)
-        sim_set_last_error("sim NCCL: not a window registered on this communicator");
-    return rc;
-}
-
-SIM_NCCL_EXPORT ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win,
-                                                void **outUserPtr)
-{
-    if (!outUserPtr) return ncclInvalidArgument;
-    return sim_window_find(comm, win, outUserPtr, NULL);
-}
-SIM_NCCL_ALIAS(ncclWinGetUserPtr);
-
-/* The device API's pointer queries take the window alone (a live one, found
- * among the process's windows); its communicator is the one it was registered
- * on. A
- * rank reaches its own window; the sim maps no peer's memory into a process
- * (each rank's device memory is its own process's), so another peer is
- * ncclInvalidUsage, and so is multimem (no NVLink SHARP). */
-static ncclResult_t sim_window_comm(ncclWindow_t window, size_t offset, void **outPtr, int *rank,
-                                    int *nranks, void **buff)
-{
-    ncclResult_t rc = ncclInvalidArgument;
-    pthread_mutex_lock(&sim_windows_lock);
-    for (struct sim_reg *r = sim_windows; r && outPtr; r = r->wnext)
-        if ((void *)r == (void *)window && offset < r->size) {
-            *rank = r->comm->rank;
-            *nranks = r->comm->nranks;
-            *buff = r->buff;
-            rc = ncclSuccess;
-            break;
-        }
-    pthread_mutex_unlock(&sim_windows_lock);
-    if (rc != ncclSuccess) sim_set_last_error("sim NCCL: invalid window, offset or output pointer");
-    return rc;
-}
-
-SIM_NCCL_EXPORT ncclResult_t pncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer,
-                                                       void **outPtr)
-{
-    int rank, nranks;
-    void *buff;
-    ncclResult_t rc = sim_window_comm(window, offset, outPtr, &rank, &nranks, &buff);
-    if (rc != ncclSuccess) return rc;
-    if (peer < 0 || peer >= nranks) {
-        sim_set_last_error("sim NCCL: peer %d out of [0, %d)", peer, nranks);
-        return ncclInvalidArgument;
-    }
-    if (peer != rank) {
-        sim_set_last_error("sim NCCL: rank %d's window memory is not mapped in rank %d's process",
-                           peer, rank);
-        return ncclInvalidUsage;
-    }
-    *outPtr = (char *)buff + offset;
-    return ncclSuccess;
-}
-SIM_NCCL_ALIAS(ncclGetPeerDevicePointer);
-
-SIM_NCCL_EXPORT ncclResult_t pncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset,
-                                                              void **outPtr)
-{
-    int rank, nranks;
-    void *buff;
-    ncclResult_t rc = sim_window_comm(window, offset, outPtr, &rank, &nranks, &buff);
-    if (rc != ncclSuccess) return rc;
-    sim_set_last_error("sim NCCL: no multimem (NVLink SHARP) on the simulated device");
-    return ncclInvalidUsage;
-}
-SIM_NCCL_ALIAS(ncclGetLsaMultimemDevicePointer);
-
-SIM_NCCL_EXPORT ncclResult_t pncclMemAlloc(void **ptr, size_t size)
-{
-    if (!ptr || !size) return ncclInvalidArgument;
-    return cudaMalloc(ptr, size) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
-}
-SIM_NCCL_ALIAS(ncclMemAlloc);
-
-SIM_NCCL_EXPORT ncclResult_t pncclMemFree(void *ptr)
-{
-    if (!ptr) return ncclSuccess;
-    return cudaFree(ptr) == cudaSuccess ? ncclSuccess : ncclUnhandledCudaError;
-}
-SIM_NCCL_ALIAS(ncclMemFree);
 
 /* ---- user reduction operators ---------------------------------------------- */
 

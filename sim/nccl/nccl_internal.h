@@ -6,11 +6,18 @@
  *   reduce.c    data types, their conversions and the reduction operators
  *   transport.c the device work: collectives and send/recv moving real data
  *               through the segment, run on the caller's stream
+ *   last_error.c the thread's and a communicator's errors, error strings
+ *   comm_ref.c  a communicator's references; the last frees it
+ *   buffers.c   registrations, windows, ncclMemAlloc/Free
  *   comm.c      communicator life: unique ids, init, split, shrink, destroy,
- *               abort, queries, registrations, error strings
+ *               abort, suspend, revoke, queries, user reduction operators
  *   group.c     ncclGroupStart/End: queued operations and host tasks
  *   coll.c      the collective and point-to-point entry points
- * Declarations below are grouped by the file that owns them. */
+ *   onesided.c  the one-sided (window) operations
+ * Calls go down this list's dependencies only: last_error.c below every
+ * file, comm_ref.c below transport.c and comm.c, transport.c below group.c,
+ * group.c below comm.c, comm.c below the entry points of coll.c and
+ * onesided.c. Declarations below are grouped by the file that owns them. */
 #ifndef SIM_NCCL_INTERNAL_H
 #define SIM_NCCL_INTERNAL_H
 
@@ -135,6 +142,32 @@ uint8_t sim_float_to_e4m3(float f);
 float sim_e5m2_to_float(uint8_t v);
 uint8_t sim_float_to_e5m2(float f);
 
+/* ---- last_error.c ------------------------------------------------------ */
+
+/* The thread's last-error string (ncclGetLastError). */
+void sim_set_last_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Records an error on the communicator and in the last-error string. */
+void sim_comm_set_error(struct ncclComm *c, ncclResult_t rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The NCCL result for a failed wait: a dead or failed peer is
+ * ncclRemoteError, a timeout ncclSystemError. */
+ncclResult_t sim_wait_result(enum sim_wait_rc rc);
+
+/* ---- comm_ref.c -------------------------------------------------------- */
+
+void sim_comm_ref(struct ncclComm *c);
+/* Drops a reference; the last closes c's segment, releases its
+ * registrations and frees it. */
+void sim_comm_unref(struct ncclComm *c);
+
+/* ---- buffers.c --------------------------------------------------------- */
+
+/* Frees every registration and window of c (its last reference is gone). */
+void sim_buffers_release(struct ncclComm *c);
+/* The buffer and size of window `win` of comm; ncclInvalidArgument (said)
+ * when win is not a window registered on comm. */
+ncclResult_t sim_window_find(ncclComm_t comm, ncclWindow_t win, void **buff, size_t *size);
+
 /* ---- comm.c ------------------------------------------------------------ */
 
 #define SIM_COMM_MAGIC   0x5f73696d6e63636cULL /* "_simnccl" */
@@ -164,24 +197,14 @@ struct ncclComm {
     struct sim_reg *regs;
 };
 
-/* The NCCL result for a failed wait: a dead or failed peer is
- * ncclRemoteError, a timeout ncclSystemError. */
-ncclResult_t sim_wait_result(enum sim_wait_rc rc);
 /* 1 if c looks like a live communicator handle. */
-int sim_comm_valid(const struct ncclComm *c);
+static inline int sim_comm_valid(const struct ncclComm *c)
+{
+    return c && c->magic == SIM_COMM_MAGIC;
+}
 /* ncclInvalidUsage (said in the last error) when c is suspended or revoked
  * and so takes no operation, else ncclSuccess; c is valid. */
 ncclResult_t sim_comm_usable(struct ncclComm *c);
-void sim_comm_ref(struct ncclComm *c);
-void sim_comm_unref(struct ncclComm *c);
-/* Records an error on the communicator and in the last-error string. */
-void sim_comm_set_error(struct ncclComm *c, ncclResult_t rc, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* The thread's last-error string (ncclGetLastError). */
-void sim_set_last_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The buffer and size of window `win` of comm; ncclInvalidArgument (said)
- * when win is not a window registered on comm. */
-ncclResult_t sim_window_find(ncclComm_t comm, ncclWindow_t win, void **buff, size_t *size);
 /* Resolves an ncclRedOp_t for a collective on comm with data type t. */
 ncclResult_t sim_comm_resolve_op(struct ncclComm *c, ncclRedOp_t op, ncclDataType_t t,
                                  struct sim_redop *out);
