@@ -177,40 +177,11 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
                           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, sizeInBytes);
 }
 
-/* The algorithm rankings: every algorithm succeeds, needs no workspace and
- * uses the descriptor's math type; the measured ones (Find) are timed in
- * order, as cuDNN sorts them fastest first. nondet is a bit set of the
- * algorithms cuDNN documents as non-deterministic. */
-#define PERF_FILL(results, n, conv, measured, nondet)                                              \
-    for (int i = 0; i < (n); i++) {                                                                \
-        memset(&(results)[i], 0, sizeof((results)[i]));                                            \
-        (results)[i].algo = i;                                                                     \
-        (results)[i].status = CUDNN_STATUS_SUCCESS;                                                \
-        (results)[i].time = (measured) ? 0.01f * (float)(i + 1) : -1.0f;                           \
-        (results)[i].memory = 0;                                                                   \
-        (results)[i].determinism =                                                                 \
-            ((nondet) >> i) & 1 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC;                   \
-        (results)[i].mathType = (conv)->math;                                                      \
-    }
-
-static cudnnStatus_t perf_check(const char *func, cudnnStatus_t shapes, int requested,
-                                int *returned, const void *results)
-{
-    if (shapes != CUDNN_STATUS_SUCCESS) return shapes;
-    if (requested < 1 || !returned || !results)
-        return sim_dnn_fail(CUDNN_STATUS_BAD_PARAM, func, "requestedAlgoCount or outputs");
-    return CUDNN_STATUS_SUCCESS;
-}
-
-static int min_int(int a, int b)
-{
-    return a < b ? a : b;
-}
-
 /* Find*Ex runs every algorithm it ranks on the handle's stream and returns
  * once they are done. */
-static cudnnStatus_t find_run(const char *func, cudnnHandle_t h, int n)
+static cudnnStatus_t find_run(const char *func, cudnnHandle_t h, int data_ok, int n)
 {
+    if (!data_ok) return sim_dnn_fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, func, "NULL data");
     for (int i = 0; i < n; i++) {
         cudnnStatus_t st = run(func, h);
         if (st != CUDNN_STATUS_SUCCESS) return st;
@@ -222,9 +193,58 @@ static cudnnStatus_t find_run(const char *func, cudnnHandle_t h, int n)
     return CUDNN_STATUS_SUCCESS;
 }
 
-#define BWD_DATA_NONDET (1u << CUDNN_CONVOLUTION_BWD_DATA_ALGO_0)
-#define BWD_FILTER_NONDET                                                                          \
-    ((1u << CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0) | (1u << CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3))
+/* A direction's algorithms: how many, and the bit set of those cuDNN
+ * documents as non-deterministic. */
+struct ranking {
+    int algo_count;
+    unsigned nondet;
+};
+
+static const struct ranking FWD = {CUDNN_CONVOLUTION_FWD_ALGO_COUNT, 0u};
+static const struct ranking BWD_DATA = {CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                        1u << CUDNN_CONVOLUTION_BWD_DATA_ALGO_0};
+static const struct ranking BWD_FILTER = {CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+                                          (1u << CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0) |
+                                              (1u << CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3)};
+
+/* The three directions' result rows are one layout under three names; the
+ * rows are built as the forward one and copied out. */
+_Static_assert(sizeof(cudnnConvolutionFwdAlgoPerf_t) == sizeof(cudnnConvolutionBwdDataAlgoPerf_t) &&
+                   sizeof(cudnnConvolutionFwdAlgoPerf_t) ==
+                       sizeof(cudnnConvolutionBwdFilterAlgoPerf_t),
+               "the algorithm rankings' rows share one layout");
+
+/* The algorithm rankings (Get*_v7, and Find*Ex when measured): every
+ * algorithm succeeds, needs no workspace and uses the descriptor's math
+ * type; the measured ones are run (data_ok says their data pointers are
+ * set) and timed in order, as cuDNN sorts them fastest first. shapes is
+ * conv_check's verdict on the descriptors. */
+static cudnnStatus_t rank(const char *func, cudnnHandle_t h, cudnnStatus_t shapes,
+                          cudnnConvolutionDescriptor_t conv, const struct ranking *dir,
+                          int measured, int data_ok, int requested, int *returned, void *results)
+{
+    if (shapes != CUDNN_STATUS_SUCCESS) return shapes;
+    if (requested < 1 || !returned || !results)
+        return sim_dnn_fail(CUDNN_STATUS_BAD_PARAM, func, "requestedAlgoCount or outputs");
+    int n = requested < dir->algo_count ? requested : dir->algo_count;
+    if (measured) {
+        cudnnStatus_t st = find_run(func, h, data_ok, n);
+        if (st != CUDNN_STATUS_SUCCESS) return st;
+    }
+    for (int i = 0; i < n; i++) {
+        cudnnConvolutionFwdAlgoPerf_t row;
+        memset(&row, 0, sizeof(row));
+        row.algo = (cudnnConvolutionFwdAlgo_t)i;
+        row.status = CUDNN_STATUS_SUCCESS;
+        row.time = measured ? 0.01f * (float)(i + 1) : -1.0f;
+        row.memory = 0;
+        row.determinism = (dir->nondet >> i) & 1 ? CUDNN_NON_DETERMINISTIC : CUDNN_DETERMINISTIC;
+        row.mathType = conv->math;
+        memcpy((char *)results + (size_t)i * sizeof(row), &row, sizeof(row));
+    }
+    *returned = n;
+    return CUDNN_STATUS_SUCCESS;
+}
 
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(
     cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc,
@@ -232,14 +252,9 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(
     const cudnnTensorDescriptor_t destDesc, const int requestedAlgoCount, int *returnedAlgoCount,
     cudnnConvolutionFwdAlgoPerf_t *perfResults)
 {
-    cudnnStatus_t st =
-        perf_check(__func__, conv_check(__func__, handle, srcDesc, filterDesc, convDesc, destDesc),
-                   requestedAlgoCount, returnedAlgoCount, perfResults);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    int n = min_int(requestedAlgoCount, CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-    PERF_FILL(perfResults, n, convDesc, 0, 0u);
-    *returnedAlgoCount = n;
-    return CUDNN_STATUS_SUCCESS;
+    return rank(__func__, handle,
+                conv_check(__func__, handle, srcDesc, filterDesc, convDesc, destDesc), convDesc,
+                &FWD, 0, 1, requestedAlgoCount, returnedAlgoCount, perfResults);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(
@@ -248,14 +263,9 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(
     const cudnnTensorDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount,
     cudnnConvolutionBwdDataAlgoPerf_t *perfResults)
 {
-    cudnnStatus_t st =
-        perf_check(__func__, conv_check(__func__, handle, gradDesc, filterDesc, convDesc, diffDesc),
-                   requestedAlgoCount, returnedAlgoCount, perfResults);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    int n = min_int(requestedAlgoCount, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-    PERF_FILL(perfResults, n, convDesc, 0, BWD_DATA_NONDET);
-    *returnedAlgoCount = n;
-    return CUDNN_STATUS_SUCCESS;
+    return rank(__func__, handle,
+                conv_check(__func__, handle, gradDesc, filterDesc, convDesc, diffDesc), convDesc,
+                &BWD_DATA, 0, 1, requestedAlgoCount, returnedAlgoCount, perfResults);
 }
 
 cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
@@ -264,14 +274,9 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
     const cudnnFilterDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount,
     cudnnConvolutionBwdFilterAlgoPerf_t *perfResults)
 {
-    cudnnStatus_t st =
-        perf_check(__func__, conv_check(__func__, handle, srcDesc, gradDesc, convDesc, diffDesc),
-                   requestedAlgoCount, returnedAlgoCount, perfResults);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    int n = min_int(requestedAlgoCount, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-    PERF_FILL(perfResults, n, convDesc, 0, BWD_FILTER_NONDET);
-    *returnedAlgoCount = n;
-    return CUDNN_STATUS_SUCCESS;
+    return rank(__func__, handle,
+                conv_check(__func__, handle, srcDesc, gradDesc, convDesc, diffDesc), convDesc,
+                &BWD_FILTER, 0, 1, requestedAlgoCount, returnedAlgoCount, perfResults);
 }
 
 cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
@@ -282,16 +287,8 @@ cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
     size_t workSpaceSizeInBytes)
 {
     (void)workSpace, (void)workSpaceSizeInBytes;
-    cudnnStatus_t st =
-        perf_check(__func__, conv_check(__func__, handle, xDesc, wDesc, convDesc, yDesc),
-                   requestedAlgoCount, returnedAlgoCount, perfResults);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    if (!x || !w || !y) return FAIL(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "NULL data");
-    int n = min_int(requestedAlgoCount, CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-    if ((st = find_run(__func__, handle, n)) != CUDNN_STATUS_SUCCESS) return st;
-    PERF_FILL(perfResults, n, convDesc, 1, 0u);
-    *returnedAlgoCount = n;
-    return CUDNN_STATUS_SUCCESS;
+    return rank(__func__, handle, conv_check(__func__, handle, xDesc, wDesc, convDesc, yDesc),
+                convDesc, &FWD, 1, x && w && y, requestedAlgoCount, returnedAlgoCount, perfResults);
 }
 
 cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
@@ -302,16 +299,9 @@ cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
     cudnnConvolutionBwdDataAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes)
 {
     (void)workSpace, (void)workSpaceSizeInBytes;
-    cudnnStatus_t st =
-        perf_check(__func__, conv_check(__func__, handle, dxDesc, wDesc, convDesc, dyDesc),
-                   requestedAlgoCount, returnedAlgoCount, perfResults);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    if (!w || !dy || !dx) return FAIL(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "NULL data");
-    int n = min_int(requestedAlgoCount, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-    if ((st = find_run(__func__, handle, n)) != CUDNN_STATUS_SUCCESS) return st;
-    PERF_FILL(perfResults, n, convDesc, 1, BWD_DATA_NONDET);
-    *returnedAlgoCount = n;
-    return CUDNN_STATUS_SUCCESS;
+    return rank(__func__, handle, conv_check(__func__, handle, dxDesc, wDesc, convDesc, dyDesc),
+                convDesc, &BWD_DATA, 1, w && dy && dx, requestedAlgoCount, returnedAlgoCount,
+                perfResults);
 }
 
 cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
@@ -322,16 +312,9 @@ cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
     cudnnConvolutionBwdFilterAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes)
 {
     (void)workSpace, (void)workSpaceSizeInBytes;
-    cudnnStatus_t st =
-        perf_check(__func__, conv_check(__func__, handle, xDesc, dwDesc, convDesc, dyDesc),
-                   requestedAlgoCount, returnedAlgoCount, perfResults);
-    if (st != CUDNN_STATUS_SUCCESS) return st;
-    if (!x || !y || !dw) return FAIL(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "NULL data");
-    int n = min_int(requestedAlgoCount, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-    if ((st = find_run(__func__, handle, n)) != CUDNN_STATUS_SUCCESS) return st;
-    PERF_FILL(perfResults, n, convDesc, 1, BWD_FILTER_NONDET);
-    *returnedAlgoCount = n;
-    return CUDNN_STATUS_SUCCESS;
+    return rank(__func__, handle, conv_check(__func__, handle, xDesc, dwDesc, convDesc, dyDesc),
+                convDesc, &BWD_FILTER, 1, x && y && dw, requestedAlgoCount, returnedAlgoCount,
+                perfResults);
 }
 
 /* Batch normalization: x and y (dx, dy) share a shape; the scale, bias,
