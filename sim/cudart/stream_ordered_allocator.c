@@ -84,24 +84,26 @@ SIM_API cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
                            "cudaFreeAsync_ptsz");
 }
 
-SIM_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
+/* A device's default pool, or (current) the pool cudaDeviceSetMemPool last
+ * made current, else the default pool. */
+static cudaError_t device_pool(cudaMemPool_t *pool, int device, int current)
 {
     if (!pool) return sim_record_error(cudaErrorInvalidValue);
     struct sim_device *dev = sim_dev(device);
     if (!dev) return sim_record_error(cudaErrorInvalidDevice);
-    *pool = (cudaMemPool_t)dev->mempool;
+    *pool = (cudaMemPool_t)(current ? sim_mempool_current(dev) : dev->mempool);
     return cudaSuccess;
+}
+
+SIM_API cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
+{
+    return device_pool(pool, device, 0);
 }
 SIM_RT_ALIAS(cudaDeviceGetDefaultMemPool);
 
-/* The pool cudaDeviceSetMemPool last made current, else the default pool. */
 SIM_API cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device)
 {
-    if (!pool) return sim_record_error(cudaErrorInvalidValue);
-    struct sim_device *dev = sim_dev(device);
-    if (!dev) return sim_record_error(cudaErrorInvalidDevice);
-    *pool = (cudaMemPool_t)sim_mempool_current(dev);
-    return cudaSuccess;
+    return device_pool(pool, device, 1);
 }
 SIM_RT_ALIAS(cudaDeviceGetMemPool);
 
@@ -226,85 +228,95 @@ SIM_API cudaError_t cudaMemPoolTrimTo(cudaMemPool_t h, size_t keep)
 }
 SIM_RT_ALIAS(cudaMemPoolTrimTo);
 
-SIM_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr attr, void *value)
+/* The pool's flag for one of the three reuse attributes, else NULL. */
+static int *reuse_flag(struct sim_mempool *pool, enum cudaMemPoolAttr attr)
+{
+    switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies:
+        return &pool->reuse_follow;
+    case cudaMemPoolReuseAllowOpportunistic:
+        return &pool->reuse_opportunistic;
+    case cudaMemPoolReuseAllowInternalDependencies:
+        return &pool->reuse_internal;
+    default:
+        return NULL;
+    }
+}
+
+/* The pool's figures other than the reuse flags: the release threshold is
+ * set freely, the high-water marks only reset (by writing 0). */
+static cudaError_t set_figure(struct sim_mempool *pool, enum cudaMemPoolAttr attr,
+                              const void *value)
+{
+    switch (attr) {
+    case cudaMemPoolAttrReleaseThreshold:
+        pool->threshold = *(const uint64_t *)value;
+        return cudaSuccess;
+    case cudaMemPoolAttrReservedMemHigh:
+        if (*(const uint64_t *)value) return cudaErrorInvalidValue;
+        pool->reserved_high = pool->mem.reserved;
+        return cudaSuccess;
+    case cudaMemPoolAttrUsedMemHigh:
+        if (*(const uint64_t *)value) return cudaErrorInvalidValue;
+        pool->used_high = sim_mempool_used_now(pool);
+        return cudaSuccess;
+    default:
+        return cudaErrorInvalidValue;
+    }
+}
+
+static cudaError_t get_figure(struct sim_mempool *pool, enum cudaMemPoolAttr attr, void *value)
+{
+    uint64_t *out = value;
+    switch (attr) {
+    case cudaMemPoolAttrReleaseThreshold:
+        *out = pool->threshold;
+        return cudaSuccess;
+    case cudaMemPoolAttrReservedMemCurrent:
+        *out = pool->mem.reserved;
+        return cudaSuccess;
+    case cudaMemPoolAttrReservedMemHigh:
+        *out = pool->reserved_high;
+        return cudaSuccess;
+    case cudaMemPoolAttrUsedMemCurrent:
+        *out = sim_mempool_used_now(pool);
+        return cudaSuccess;
+    case cudaMemPoolAttrUsedMemHigh:
+        *out = pool->used_high;
+        return cudaSuccess;
+    default:
+        return cudaErrorInvalidValue;
+    }
+}
+
+/* cudaMemPoolSetAttribute (set) and cudaMemPoolGetAttribute: one attribute
+ * of a pool, under its lock. */
+static cudaError_t pool_attribute(cudaMemPool_t h, enum cudaMemPoolAttr attr, void *value, int set)
 {
     sim_init();
     struct sim_mempool *pool = sim_mempool_check(h);
     if (!pool || !value) return sim_record_error(cudaErrorInvalidValue);
     cudaError_t err = cudaSuccess;
     pthread_mutex_lock(&pool->mu);
-    switch (attr) {
-    case cudaMemPoolReuseFollowEventDependencies:
-        pool->reuse_follow = *(int *)value != 0;
-        break;
-    case cudaMemPoolReuseAllowOpportunistic:
-        pool->reuse_opportunistic = *(int *)value != 0;
-        break;
-    case cudaMemPoolReuseAllowInternalDependencies:
-        pool->reuse_internal = *(int *)value != 0;
-        break;
-    case cudaMemPoolAttrReleaseThreshold:
-        pool->threshold = *(uint64_t *)value;
-        break;
-    /* The high-water marks can only be reset, by writing 0. */
-    case cudaMemPoolAttrReservedMemHigh:
-        if (*(uint64_t *)value)
-            err = cudaErrorInvalidValue;
-        else
-            pool->reserved_high = pool->mem.reserved;
-        break;
-    case cudaMemPoolAttrUsedMemHigh:
-        if (*(uint64_t *)value)
-            err = cudaErrorInvalidValue;
-        else
-            pool->used_high = sim_mempool_used_now(pool);
-        break;
-    default:
-        err = cudaErrorInvalidValue;
-        break;
-    }
+    int *flag = reuse_flag(pool, attr);
+    if (flag && set)
+        *flag = *(int *)value != 0;
+    else if (flag)
+        *(int *)value = *flag;
+    else
+        err = set ? set_figure(pool, attr, value) : get_figure(pool, attr, value);
     pthread_mutex_unlock(&pool->mu);
     return sim_record_error(err);
+}
+
+SIM_API cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr attr, void *value)
+{
+    return pool_attribute(h, attr, value, 1);
 }
 SIM_RT_ALIAS(cudaMemPoolSetAttribute);
 
 SIM_API cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t h, enum cudaMemPoolAttr attr, void *value)
 {
-    sim_init();
-    struct sim_mempool *pool = sim_mempool_check(h);
-    if (!pool || !value) return sim_record_error(cudaErrorInvalidValue);
-    cudaError_t err = cudaSuccess;
-    pthread_mutex_lock(&pool->mu);
-    switch (attr) {
-    case cudaMemPoolReuseFollowEventDependencies:
-        *(int *)value = pool->reuse_follow;
-        break;
-    case cudaMemPoolReuseAllowOpportunistic:
-        *(int *)value = pool->reuse_opportunistic;
-        break;
-    case cudaMemPoolReuseAllowInternalDependencies:
-        *(int *)value = pool->reuse_internal;
-        break;
-    case cudaMemPoolAttrReleaseThreshold:
-        *(uint64_t *)value = pool->threshold;
-        break;
-    case cudaMemPoolAttrReservedMemCurrent:
-        *(uint64_t *)value = pool->mem.reserved;
-        break;
-    case cudaMemPoolAttrReservedMemHigh:
-        *(uint64_t *)value = pool->reserved_high;
-        break;
-    case cudaMemPoolAttrUsedMemCurrent:
-        *(uint64_t *)value = sim_mempool_used_now(pool);
-        break;
-    case cudaMemPoolAttrUsedMemHigh:
-        *(uint64_t *)value = pool->used_high;
-        break;
-    default:
-        err = cudaErrorInvalidValue;
-        break;
-    }
-    pthread_mutex_unlock(&pool->mu);
-    return sim_record_error(err);
+    return pool_attribute(h, attr, value, 0);
 }
 SIM_RT_ALIAS(cudaMemPoolGetAttribute);
