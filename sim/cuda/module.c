@@ -23,6 +23,44 @@
 
 #define LIB(m) ((cudaLibrary_t)(m))
 
+/* The calls a module and a library share (a CUmodule is a CUlibrary, a
+ * CUfunction a CUkernel): each is the runtime's library call once the
+ * driver is initialised. */
+static CUresult library_unload(cudaLibrary_t lib)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : SIM_RT(sim_rt_cudaLibraryUnload(lib));
+}
+
+static CUresult library_kernel(void *kernel, cudaLibrary_t lib, const char *name)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : SIM_RT(sim_rt_cudaLibraryGetKernel((cudaKernel_t *)kernel, lib, name));
+}
+
+static CUresult library_kernel_count(unsigned int *count, cudaLibrary_t lib)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : SIM_RT(sim_rt_cudaLibraryGetKernelCount(count, lib));
+}
+
+static CUresult library_kernels(void *kernels, unsigned int n, cudaLibrary_t lib)
+{
+    CUresult res = sim_cu_ready();
+    return res ? res : SIM_RT(sim_rt_cudaLibraryEnumerateKernels((cudaKernel_t *)kernels, n, lib));
+}
+
+/* A global's (or a managed variable's) address in the current context. */
+static CUresult library_global(CUdeviceptr *dptr, size_t *bytes, cudaLibrary_t lib,
+                               const char *name, int managed)
+{
+    struct sim_device *dev;
+    CUresult res = sim_cu_ready_in_context(&dev);
+    if (res) return res;
+    return SIM_RT(managed ? sim_rt_cudaLibraryGetManaged((void **)dptr, bytes, lib, name)
+                          : sim_rt_cudaLibraryGetGlobal((void **)dptr, bytes, lib, name));
+}
+
 /* What the JIT options given ask to be written back: nothing was compiled,
  * so every log is empty and took no time. */
 static CUresult jit_options(unsigned n, CUjit_option *options, void **values)
@@ -92,28 +130,22 @@ SIM_API CUresult cuModuleLoad(CUmodule *module, const char *path)
  * in use there), as the runtime's unload does. */
 SIM_API CUresult cuModuleUnload(CUmodule module)
 {
-    CUresult res = sim_cu_ready();
-    return res ? res : SIM_RT(sim_rt_cudaLibraryUnload(LIB(module)));
+    return library_unload(LIB(module));
 }
 
 SIM_API CUresult cuModuleGetFunction(CUfunction *func, CUmodule module, const char *name)
 {
-    CUresult res = sim_cu_ready();
-    if (res) return res;
-    return SIM_RT(sim_rt_cudaLibraryGetKernel((cudaKernel_t *)func, LIB(module), name));
+    return library_kernel(func, LIB(module), name);
 }
 
 SIM_API CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule module)
 {
-    CUresult res = sim_cu_ready();
-    return res ? res : SIM_RT(sim_rt_cudaLibraryGetKernelCount(count, LIB(module)));
+    return library_kernel_count(count, LIB(module));
 }
 
 SIM_API CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int n, CUmodule module)
 {
-    CUresult res = sim_cu_ready();
-    if (res) return res;
-    return SIM_RT(sim_rt_cudaLibraryEnumerateKernels((cudaKernel_t *)functions, n, LIB(module)));
+    return library_kernels(functions, n, LIB(module));
 }
 
 /* A global's address in the current context (its module's storage on that
@@ -121,10 +153,7 @@ SIM_API CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int 
 SIM_API CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule module,
                                       const char *name)
 {
-    struct sim_device *dev;
-    CUresult res = sim_cu_ready_in_context(&dev);
-    if (res) return res;
-    return SIM_RT(sim_rt_cudaLibraryGetGlobal((void **)dptr, bytes, LIB(module), name));
+    return library_global(dptr, bytes, LIB(module), name, 0);
 }
 
 /* Lazy unless CUDA_MODULE_LOADING=EAGER, the default since CUDA 12.2; the
@@ -172,46 +201,34 @@ SIM_API CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *path, CUj
 
 SIM_API CUresult cuLibraryUnload(CUlibrary library)
 {
-    CUresult res = sim_cu_ready();
-    return res ? res : SIM_RT(sim_rt_cudaLibraryUnload(LIB(library)));
+    return library_unload(LIB(library));
 }
 
 SIM_API CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *name)
 {
-    CUresult res = sim_cu_ready();
-    if (res) return res;
-    return SIM_RT(sim_rt_cudaLibraryGetKernel((cudaKernel_t *)kernel, LIB(library), name));
+    return library_kernel(kernel, LIB(library), name);
 }
 
 SIM_API CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary library)
 {
-    CUresult res = sim_cu_ready();
-    return res ? res : SIM_RT(sim_rt_cudaLibraryGetKernelCount(count, LIB(library)));
+    return library_kernel_count(count, LIB(library));
 }
 
 SIM_API CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int n, CUlibrary library)
 {
-    CUresult res = sim_cu_ready();
-    if (res) return res;
-    return SIM_RT(sim_rt_cudaLibraryEnumerateKernels((cudaKernel_t *)kernels, n, LIB(library)));
+    return library_kernels(kernels, n, LIB(library));
 }
 
 SIM_API CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
                                     const char *name)
 {
-    struct sim_device *dev;
-    CUresult res = sim_cu_ready_in_context(&dev);
-    if (res) return res;
-    return SIM_RT(sim_rt_cudaLibraryGetGlobal((void **)dptr, bytes, LIB(library), name));
+    return library_global(dptr, bytes, LIB(library), name, 0);
 }
 
 SIM_API CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
                                      const char *name)
 {
-    struct sim_device *dev;
-    CUresult res = sim_cu_ready_in_context(&dev);
-    if (res) return res;
-    return SIM_RT(sim_rt_cudaLibraryGetManaged((void **)dptr, bytes, LIB(library), name));
+    return library_global(dptr, bytes, LIB(library), name, 1);
 }
 
 SIM_API CUresult cuLibraryGetUnifiedFunction(void **fptr, CUlibrary library, const char *symbol)
