@@ -163,12 +163,18 @@ SIM_API CUresult cuDriverGetVersion(int *version)
 }
 
 /* The checks every call taking a CUdevice makes, in the driver's order. */
-static CUresult device_of(CUdevice dev, struct sim_device **out)
+/* A device call's checks, in the driver's order: initialised, a valid
+ * ordinal (its device in *out, when out is not NULL), then the call's own
+ * arguments (args_ok), else CUDA_ERROR_INVALID_VALUE. */
+static CUresult device_of(CUdevice dev, struct sim_device **out, int args_ok)
 {
     CUresult res = sim_cu_ready();
     if (res) return res;
-    *out = sim_dev(dev);
-    return *out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    struct sim_device *d = sim_dev(dev);
+    if (!d) return CUDA_ERROR_INVALID_DEVICE;
+    if (!args_ok) return CUDA_ERROR_INVALID_VALUE;
+    if (out) *out = d;
+    return CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuDeviceGet(CUdevice *device, int ordinal)
@@ -192,10 +198,8 @@ SIM_API CUresult cuDeviceGetCount(int *count)
 
 SIM_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
-    struct sim_device *d;
-    CUresult res = device_of(dev, &d);
+    CUresult res = device_of(dev, NULL, name && len > 0);
     if (res) return res;
-    if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
     struct cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, dev) != cudaSuccess) return CUDA_ERROR_INVALID_DEVICE;
     strncpy(name, p.name, (size_t)len - 1);
@@ -207,10 +211,8 @@ SIM_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
  * _v2's answer is the same as the original's). */
 SIM_API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
-    struct sim_device *d;
-    CUresult res = device_of(dev, &d);
+    CUresult res = device_of(dev, NULL, uuid != NULL);
     if (res) return res;
-    if (!uuid) return CUDA_ERROR_INVALID_VALUE;
     struct cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, dev) != cudaSuccess) return CUDA_ERROR_INVALID_DEVICE;
     memcpy(uuid->bytes, p.uuid.bytes, sizeof uuid->bytes);
@@ -220,10 +222,8 @@ SIM_CU_ALIAS(cuDeviceGetUuid, cuDeviceGetUuid_v2);
 
 SIM_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
-    struct sim_device *d;
-    CUresult res = device_of(dev, &d);
+    CUresult res = device_of(dev, NULL, bytes != NULL);
     if (res) return res;
-    if (!bytes) return CUDA_ERROR_INVALID_VALUE;
     *bytes = sim_cfg.capacity;
     return CUDA_SUCCESS;
 }
@@ -265,20 +265,16 @@ static int driver_attribute(CUdevice_attribute attr, int *value)
 
 SIM_API CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attrib, CUdevice dev)
 {
-    struct sim_device *d;
-    CUresult res = device_of(dev, &d);
+    CUresult res = device_of(dev, NULL, value != NULL);
     if (res) return res;
-    if (!value) return CUDA_ERROR_INVALID_VALUE;
     if (driver_attribute(attrib, value)) return CUDA_SUCCESS;
     return sim_device_attribute((int)attrib, dev, value) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
 SIM_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
-    struct sim_device *d;
-    CUresult res = device_of(dev, &d);
+    CUresult res = device_of(dev, NULL, pctx != NULL);
     if (res) return res;
-    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&mu);
     primaries[dev].retains++;
     pthread_mutex_unlock(&mu);
@@ -288,8 +284,7 @@ SIM_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 
 SIM_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-    struct sim_device *d;
-    CUresult res = device_of(dev, &d);
+    CUresult res = device_of(dev, NULL, 1);
     if (res) return res;
     pthread_mutex_lock(&mu);
     if (primaries[dev].retains == 0)
@@ -304,9 +299,8 @@ SIM_CU_ALIAS(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2);
 SIM_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
     struct sim_device *d;
-    CUresult res = device_of(dev, &d);
+    CUresult res = device_of(dev, &d, flags && active);
     if (res) return res;
-    if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&mu);
     *active = primaries[dev].retains > 0 || __atomic_load_n(&d->ctx_active, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&mu);
@@ -322,7 +316,7 @@ SIM_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, i
 SIM_API CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
 {
     struct sim_device *d;
-    CUresult res = device_of(dev, &d);
+    CUresult res = device_of(dev, &d, 1);
     if (res) return res;
     unsigned sched = flags & CU_CTX_SCHED_MASK;
     unsigned known =
@@ -340,7 +334,7 @@ SIM_CU_ALIAS(cuDevicePrimaryCtxSetFlags, cuDevicePrimaryCtxSetFlags_v2);
 SIM_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
     struct sim_device *d;
-    CUresult res = device_of(dev, &d);
+    CUresult res = device_of(dev, &d, 1);
     if (res) return res;
     sim_device_reset(d);
     pthread_mutex_lock(&mu);
@@ -402,7 +396,7 @@ SIM_CU_ALIAS(cuCtxPopCurrent, cuCtxPopCurrent_v2);
 static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
     struct sim_device *d;
-    CUresult res = device_of(dev, &d);
+    CUresult res = device_of(dev, &d, 1);
     CUcontext ctx = NULL;
 
     if (res) return res;

@@ -35,14 +35,19 @@ static unsigned bus_of(int ordinal)
 
 /* The checks every device query makes, in NVML's order: initialised, then a
  * valid handle (NVML_ERROR_INVALID_ARGUMENT otherwise). */
-static nvmlReturn_t device_of(nvmlDevice_t h, struct sim_device **out)
+/* Every device query's checks, in NVML's order: initialised, a valid
+ * handle (its device in *out, when out is not NULL), then the query's own
+ * arguments (args_ok), else NVML_ERROR_INVALID_ARGUMENT. */
+static nvmlReturn_t device_of(nvmlDevice_t h, struct sim_device **out, int args_ok)
 {
     nvmlReturn_t res = sim_nvml_ready();
     if (res) return res;
     uintptr_t at = (uintptr_t)h - (uintptr_t)handles;
     if (at >= sizeof handles) return NVML_ERROR_INVALID_ARGUMENT;
-    *out = sim_dev((int)(at / sizeof handles[0]));
-    return *out ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
+    struct sim_device *d = sim_dev((int)(at / sizeof handles[0]));
+    if (!d || !args_ok) return NVML_ERROR_INVALID_ARGUMENT;
+    if (out) *out = d;
+    return NVML_SUCCESS;
 }
 
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
@@ -136,9 +141,8 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {
     struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
+    nvmlReturn_t res = device_of(device, &d, index != NULL);
     if (res) return res;
-    if (!index) return NVML_ERROR_INVALID_ARGUMENT;
     *index = (unsigned)d->ordinal;
     return NVML_SUCCESS;
 }
@@ -160,7 +164,7 @@ static nvmlReturn_t put_string(const char *s, char *buf, unsigned int len)
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
     struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
+    nvmlReturn_t res = device_of(device, &d, 1);
     if (res) return res;
     struct cudaDeviceProp p;
     if (cudaGetDeviceProperties(&p, d->ordinal) != cudaSuccess) return NVML_ERROR_UNKNOWN;
@@ -170,7 +174,7 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, uns
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
     struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
+    nvmlReturn_t res = device_of(device, &d, 1);
     if (res) return res;
     char s[NVML_DEVICE_UUID_BUFFER_SIZE];
     uuid_string(d->ordinal, s);
@@ -190,9 +194,8 @@ static void pci_info(int ordinal, nvmlPciInfo_t *pci)
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
 {
     struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
+    nvmlReturn_t res = device_of(device, &d, pci != NULL);
     if (res) return res;
-    if (!pci) return NVML_ERROR_INVALID_ARGUMENT;
     pci_info(d->ordinal, pci);
     return NVML_SUCCESS;
 }
@@ -201,9 +204,8 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device
                                                              int *minor)
 {
     struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
+    nvmlReturn_t res = device_of(device, &d, major && minor);
     if (res) return res;
-    if (!major || !minor) return NVML_ERROR_INVALID_ARGUMENT;
     if (sim_device_attribute(cudaDevAttrComputeCapabilityMajor, d->ordinal, major) ||
         sim_device_attribute(cudaDevAttrComputeCapabilityMinor, d->ordinal, minor))
         return NVML_ERROR_UNKNOWN;
@@ -223,9 +225,8 @@ static void memory_of(struct sim_device *d, unsigned long long *total, unsigned 
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
     struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
+    nvmlReturn_t res = device_of(device, &d, memory != NULL);
     if (res) return res;
-    if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
     memory_of(d, &memory->total, &memory->used);
     memory->free = memory->total - memory->used;
     return NVML_SUCCESS;
@@ -235,9 +236,8 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemor
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
     struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
+    nvmlReturn_t res = device_of(device, &d, memory != NULL);
     if (res) return res;
-    if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
     if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     memory_of(d, &memory->total, &memory->used);
     memory->reserved = 0;
@@ -262,9 +262,8 @@ static int this_process(struct sim_device *d, unsigned *pid, unsigned long long 
 static nvmlReturn_t processes(nvmlDevice_t device, unsigned int *infoCount, void *infos, int legacy)
 {
     struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
+    nvmlReturn_t res = device_of(device, &d, infoCount && (infos || !*infoCount));
     if (res) return res;
-    if (!infoCount || (!infos && *infoCount)) return NVML_ERROR_INVALID_ARGUMENT;
     unsigned pid;
     unsigned long long used;
     unsigned n = (unsigned)this_process(d, &pid, &used);
@@ -308,10 +307,8 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t devi
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
                                                         nvmlUtilization_t *utilization)
 {
-    struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
+    nvmlReturn_t res = device_of(device, NULL, utilization != NULL);
     if (res) return res;
-    if (!utilization) return NVML_ERROR_INVALID_ARGUMENT;
     utilization->gpu = 0;
     utilization->memory = 0;
     return NVML_SUCCESS;
@@ -322,20 +319,14 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
                                                    nvmlTemperatureSensors_t sensorType,
                                                    unsigned int *temp)
 {
-    struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
-    if (res) return res;
-    if (!temp || sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
-    return NVML_ERROR_NOT_SUPPORTED;
+    nvmlReturn_t res = device_of(device, NULL, temp && sensorType == NVML_TEMPERATURE_GPU);
+    return res ? res : NVML_ERROR_NOT_SUPPORTED;
 }
 
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
 {
-    struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
-    if (res) return res;
-    if (!power) return NVML_ERROR_INVALID_ARGUMENT;
-    return NVML_ERROR_NOT_SUPPORTED;
+    nvmlReturn_t res = device_of(device, NULL, power != NULL);
+    return res ? res : NVML_ERROR_NOT_SUPPORTED;
 }
 
 /* The clocks the runtime reports (cudaDevAttrClockRate, MemoryClockRate, in
@@ -344,9 +335,8 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned 
 static nvmlReturn_t clock_of(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
 {
     struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
+    nvmlReturn_t res = device_of(device, &d, clock && (unsigned)type < NVML_CLOCK_COUNT);
     if (res) return res;
-    if (!clock || (unsigned)type >= NVML_CLOCK_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
     int khz;
     if (type == NVML_CLOCK_VIDEO) return NVML_ERROR_NOT_SUPPORTED;
     if (sim_device_attribute(type == NVML_CLOCK_MEM ? cudaDevAttrMemoryClockRate
@@ -373,10 +363,8 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClo
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device,
                                                           nvmlGpuVirtualizationMode_t *pVirtualMode)
 {
-    struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
+    nvmlReturn_t res = device_of(device, NULL, pVirtualMode != NULL);
     if (res) return res;
-    if (!pVirtualMode) return NVML_ERROR_INVALID_ARGUMENT;
     *pVirtualMode = NVML_GPU_VIRTUALIZATION_MODE_NONE;
     return NVML_SUCCESS;
 }
@@ -385,10 +373,8 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device,
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
                                                unsigned int *pendingMode)
 {
-    struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
+    nvmlReturn_t res = device_of(device, NULL, currentMode && pendingMode);
     if (res) return res;
-    if (!currentMode || !pendingMode) return NVML_ERROR_INVALID_ARGUMENT;
     *currentMode = NVML_DEVICE_MIG_DISABLE;
     *pendingMode = NVML_DEVICE_MIG_DISABLE;
     return NVML_SUCCESS;
@@ -398,11 +384,8 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int
  * has one; the sim's devices report no NUMA id (cudaDevAttrNumaId -1). */
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node)
 {
-    struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
-    if (res) return res;
-    if (!node) return NVML_ERROR_INVALID_ARGUMENT;
-    return NVML_ERROR_NOT_SUPPORTED;
+    nvmlReturn_t res = device_of(device, NULL, node != NULL);
+    return res ? res : NVML_ERROR_NOT_SUPPORTED;
 }
 
 /* An H100 outside an NVSwitch fabric: the query succeeds and says the
@@ -410,10 +393,8 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned 
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device,
                                                       nvmlGpuFabricInfoV_t *gpuFabricInfo)
 {
-    struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
+    nvmlReturn_t res = device_of(device, NULL, gpuFabricInfo != NULL);
     if (res) return res;
-    if (!gpuFabricInfo) return NVML_ERROR_INVALID_ARGUMENT;
     unsigned version = gpuFabricInfo->version;
     size_t size;
     if (version == nvmlGpuFabricInfo_v2)
@@ -433,11 +414,8 @@ SIM_NVML_API nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device,
  * with no NVLink: every link of a valid number is not supported. */
 static nvmlReturn_t nvlink_check(nvmlDevice_t device, unsigned int link, const void *out)
 {
-    struct sim_device *d;
-    nvmlReturn_t res = device_of(device, &d);
-    if (res) return res;
-    if (!out || link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
-    return NVML_ERROR_NOT_SUPPORTED;
+    nvmlReturn_t res = device_of(device, NULL, out && link < NVML_NVLINK_MAX_LINKS);
+    return res ? res : NVML_ERROR_NOT_SUPPORTED;
 }
 
 SIM_NVML_API nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(
