@@ -3,9 +3,7 @@
  * (sim/core/devmem.c), each reported to CUPTI's subscriber. */
 #include <stdlib.h>
 
-#include "sim.h"
-
-#include <cupti.h> /* the callback ids and params structs */
+#include "traced.h"
 
 static cudaError_t device_malloc(void **ptr, size_t size)
 {
@@ -25,11 +23,7 @@ static cudaError_t device_malloc(void **ptr, size_t size)
 
 SIM_API cudaError_t cudaMalloc(void **ptr, size_t size)
 {
-    cudaMalloc_v3020_params p = {ptr, size};
-    cudaError_t ret;
-    SIM_API_CALL(2, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc", &p, ret,
-                 device_malloc(ptr, size));
-    return ret;
+    return SIM_RT_TRACED(cudaMalloc, v3020, device_malloc(ptr, size), ptr, size);
 }
 
 static cudaError_t device_free(void *ptr)
@@ -45,10 +39,7 @@ static cudaError_t device_free(void *ptr)
 
 SIM_API cudaError_t cudaFree(void *ptr)
 {
-    cudaFree_v3020_params p = {ptr};
-    cudaError_t ret;
-    SIM_API_CALL(2, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, "cudaFree", &p, ret, device_free(ptr));
-    return ret;
+    return SIM_RT_TRACED(cudaFree, v3020, device_free(ptr), ptr);
 }
 
 SIM_API cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total)

@@ -4,51 +4,30 @@
  * Capture and its queries are stream_capture.c's. */
 #include <stdlib.h>
 
-#include "sim.h"
-
-#include <cupti.h> /* the callback ids and params structs */
-
-/* sim_stream_create as CUPTI sees it (sim.h, core/api_callback.c). */
-static cudaError_t stream_create_call(cudaStream_t *out, unsigned flags, int priority,
-                                      unsigned cbid, const char *name, const void *params)
-{
-    cudaError_t ret;
-    SIM_API_CALL(2, cbid, name, params, ret, sim_stream_create(out, flags, priority));
-    return ret;
-}
+#include "traced.h"
 
 SIM_API cudaError_t cudaStreamCreate(cudaStream_t *out)
 {
-    cudaStreamCreate_v3020_params p = {out};
-    return stream_create_call(out, cudaStreamDefault, 0,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreate_v3020, "cudaStreamCreate",
-                              &p);
+    return SIM_RT_TRACED(cudaStreamCreate, v3020, sim_stream_create(out, cudaStreamDefault, 0),
+                         out);
 }
 
 SIM_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *out, unsigned int flags)
 {
-    cudaStreamCreateWithFlags_v5000_params p = {out, flags};
-    return stream_create_call(out, flags, 0,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithFlags_v5000,
-                              "cudaStreamCreateWithFlags", &p);
+    return SIM_RT_TRACED(cudaStreamCreateWithFlags, v5000, sim_stream_create(out, flags, 0), out,
+                         flags);
 }
 
 SIM_API cudaError_t cudaStreamCreateWithPriority(cudaStream_t *out, unsigned int flags,
                                                  int priority)
 {
-    cudaStreamCreateWithPriority_v5050_params p = {out, flags, priority};
-    return stream_create_call(out, flags, priority,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithPriority_v5050,
-                              "cudaStreamCreateWithPriority", &p);
+    return SIM_RT_TRACED(cudaStreamCreateWithPriority, v5050,
+                         sim_stream_create(out, flags, priority), out, flags, priority);
 }
 
 SIM_API cudaError_t cudaStreamDestroy(cudaStream_t h)
 {
-    cudaStreamDestroy_v5050_params p = {h};
-    cudaError_t ret;
-    SIM_API_CALL(2, CUPTI_RUNTIME_TRACE_CBID_cudaStreamDestroy_v5050, "cudaStreamDestroy", &p, ret,
-                 sim_stream_destroy_checked(h));
-    return ret;
+    return SIM_RT_TRACED(cudaStreamDestroy, v5050, sim_stream_destroy_checked(h), h);
 }
 
 static cudaError_t stream_query(cudaStream_t h, int pt)

@@ -7,81 +7,44 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "sim.h"
-
-#include <cupti.h> /* the callback ids and params structs */
-
-/* What CUPTI is told of a stream-ordered allocation (sim.h, core/api_callback.c): the
- * params structs of the four entry points have one layout. */
-static cudaError_t malloc_async_call(void **ptr, size_t size, struct sim_mempool *pool,
-                                     cudaStream_t s, int pt, unsigned cbid, const char *name,
-                                     const void *params)
-{
-    cudaError_t ret;
-    SIM_API_CALL(2, cbid, name, params, ret,
-                 sim_record_error(sim_mempool_alloc(ptr, size, pool, s, pt)));
-    return ret;
-}
+#include "traced.h"
 
 SIM_API cudaError_t cudaMallocAsync(void **ptr, size_t size, cudaStream_t s)
 {
-    cudaMallocAsync_v11020_params p = {ptr, size, s};
-    return malloc_async_call(ptr, size, NULL, s, 0, CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
-                             "cudaMallocAsync", &p);
+    return SIM_RT_TRACED(cudaMallocAsync, v11020,
+                         sim_record_error(sim_mempool_alloc(ptr, size, NULL, s, 0)), ptr, size, s);
 }
 
 SIM_API cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size, cudaStream_t s)
 {
-    cudaMallocAsync_ptsz_v11020_params p = {ptr, size, s};
-    return malloc_async_call(ptr, size, NULL, s, 1,
-                             CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
-                             "cudaMallocAsync_ptsz", &p);
-}
-
-static cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_t h, cudaStream_t s,
-                                    int pt, unsigned cbid, const char *name)
-{
-    cudaMallocFromPoolAsync_v11020_params p = {ptr, size, h, s};
-    cudaError_t ret;
-    SIM_API_CALL(2, cbid, name, &p, ret, sim_mempool_alloc_from(ptr, size, h, s, pt));
-    return ret;
+    return SIM_RT_TRACED(cudaMallocAsync_ptsz, v11020,
+                         sim_record_error(sim_mempool_alloc(ptr, size, NULL, s, 1)), ptr, size, s);
 }
 
 SIM_API cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool,
                                             cudaStream_t s)
 {
-    return malloc_from_pool(ptr, size, pool, s, 0,
-                            CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020,
-                            "cudaMallocFromPoolAsync");
+    return SIM_RT_TRACED(cudaMallocFromPoolAsync, v11020,
+                         sim_mempool_alloc_from(ptr, size, pool, s, 0), ptr, size, pool, s);
 }
 
 SIM_API cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t pool,
                                                  cudaStream_t s)
 {
-    return malloc_from_pool(ptr, size, pool, s, 1,
-                            CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020,
-                            "cudaMallocFromPoolAsync_ptsz");
-}
-
-static cudaError_t free_async_call(void *ptr, cudaStream_t s, int pt, unsigned cbid,
-                                   const char *name)
-{
-    cudaFreeAsync_v11020_params p = {ptr, s};
-    cudaError_t ret;
-    SIM_API_CALL(2, cbid, name, &p, ret, sim_record_error(sim_mempool_free(ptr, s, pt)));
-    return ret;
+    return SIM_RT_TRACED(cudaMallocFromPoolAsync_ptsz, v11020,
+                         sim_mempool_alloc_from(ptr, size, pool, s, 1), ptr, size, pool, s);
 }
 
 SIM_API cudaError_t cudaFreeAsync(void *ptr, cudaStream_t s)
 {
-    return free_async_call(ptr, s, 0, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020,
-                           "cudaFreeAsync");
+    return SIM_RT_TRACED(cudaFreeAsync, v11020, sim_record_error(sim_mempool_free(ptr, s, 0)), ptr,
+                         s);
 }
 
 SIM_API cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t s)
 {
-    return free_async_call(ptr, s, 1, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020,
-                           "cudaFreeAsync_ptsz");
+    return SIM_RT_TRACED(cudaFreeAsync_ptsz, v11020, sim_record_error(sim_mempool_free(ptr, s, 1)),
+                         ptr, s);
 }
 
 /* A device's default pool, or (current) the pool cudaDeviceSetMemPool last
