@@ -1,0 +1,187 @@
+/* replayer.c - a trace's events replayed into live blocks and annotation
+ * ranges (replayer.h), for the commands' callbacks. */
+#include "replayer.h"
+
+#include "mem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A thread's annotation stack, as its latest event showed it */
+typedef struct thread {
+    uint32_t tid;
+    uint32_t annot; /* the innermost node; 0: none */
+    int depth;
+    uint32_t node[FS_READER_MAX_NESTING]; /* outermost first */
+    uint64_t since[FS_READER_MAX_NESTING];
+} thread;
+
+struct fs_replayer {
+    fs_replay_ops ops;
+    void *ctx;
+    bool ranges; /* stacks are followed */
+    fs_live live;
+    thread *threads; /* in the order first seen */
+    size_t nthreads, capthreads;
+    unsigned char *states; /* ops.thread_size bytes per thread, beside threads */
+    size_t capstates;
+    fs_u64map by_tid; /* tid -> index in threads */
+    size_t last;      /* the thread found last: events come in runs of one thread */
+};
+
+fs_replayer *fs_replay_create(const fs_replay_ops *ops, void *ctx)
+{
+    fs_replayer *rp = calloc(1, sizeof *rp);
+    if (!rp) fs_analysis_oom("analysis");
+    rp->ops = *ops;
+    rp->ctx = ctx;
+    rp->ranges = ops->opened || ops->closed;
+    fs_u64map_init(&rp->by_tid, sizeof(uint32_t));
+    return rp;
+}
+
+void fs_replay_free(fs_replayer *rp)
+{
+    if (!rp) return;
+    fs_live_free(&rp->live);
+    fs_u64map_free(&rp->by_tid);
+    free(rp->threads);
+    free(rp->states);
+    free(rp);
+}
+
+/* ---- threads ------------------------------------------------------------------------ */
+
+static size_t thread_index(fs_replayer *rp, uint32_t tid)
+{
+    if (rp->last < rp->nthreads && rp->threads[rp->last].tid == tid) return rp->last;
+    bool added;
+    uint32_t *at = fs_u64map_put(&rp->by_tid, tid, &added);
+    if (!at) fs_analysis_oom("analysis");
+    if (added) {
+        *at = (uint32_t)rp->nthreads;
+        rp->threads = fs_grow(rp->threads, &rp->capthreads, rp->nthreads + 1, sizeof *rp->threads);
+        rp->threads[rp->nthreads].tid = tid;
+        if (rp->ops.thread_size)
+            rp->states = fs_grow(rp->states, &rp->capstates, rp->nthreads + 1, rp->ops.thread_size);
+        rp->nthreads++;
+    }
+    return rp->last = *at;
+}
+
+void *fs_replay_thread(fs_replayer *rp, uint32_t tid)
+{
+    size_t i = thread_index(rp, tid);
+    return rp->ops.thread_size ? rp->states + i * rp->ops.thread_size : NULL;
+}
+
+bool fs_replay_thread_at(fs_replayer *rp, size_t i, uint32_t *tid, void **state)
+{
+    if (i >= rp->nthreads) return false;
+    *tid = rp->threads[i].tid;
+    *state = rp->ops.thread_size ? rp->states + i * rp->ops.thread_size : NULL;
+    return true;
+}
+
+/* ---- annotation ranges -------------------------------------------------------------- */
+
+static void close_from(fs_replayer *rp, fs_reader *t, thread *th, int keep, uint64_t ns)
+{
+    for (int i = th->depth - 1; i >= keep; i--) {
+        fs_replay_range r = {th->tid, i, th->node[i], th->since[i]};
+        if (rp->ops.closed) rp->ops.closed(rp->ctx, t, &r, ns);
+    }
+    if (th->depth > keep) th->depth = keep;
+}
+
+/* Thread i's stack becomes annot's at ns: the ranges it leaves close, the
+ * ones it enters open */
+static void stack_to(fs_replayer *rp, fs_reader *t, size_t i, uint32_t annot, uint64_t ns)
+{
+    uint32_t chain[FS_READER_MAX_NESTING];
+    int n = fs_reader_annot_chain(t, annot, chain), same = 0;
+    thread *th = &rp->threads[i];
+
+    while (same < n && same < th->depth && th->node[same] == chain[same])
+        same++;
+    close_from(rp, t, th, same, ns);
+    for (int d = same; d < n; d++) {
+        th = &rp->threads[i]; /* a callback may see a new thread */
+        th->node[d] = chain[d];
+        th->since[d] = ns;
+        th->depth = d + 1;
+        fs_replay_range r = {th->tid, d, chain[d], ns};
+        if (rp->ops.opened) rp->ops.opened(rp->ctx, t, &r);
+    }
+    rp->threads[i].annot = annot;
+}
+
+void fs_replay_end_thread(fs_replayer *rp, fs_reader *t, uint32_t tid, uint64_t end_ns)
+{
+    uint32_t *at = fs_u64map_get(&rp->by_tid, tid);
+    if (!at) return;
+    close_from(rp, t, &rp->threads[*at], 0, end_ns);
+    rp->threads[*at].annot = 0;
+}
+
+void fs_replay_end(fs_replayer *rp, fs_reader *t, uint64_t end_ns)
+{
+    for (size_t i = 0; i < rp->nthreads; i++) {
+        close_from(rp, t, &rp->threads[i], 0, end_ns);
+        rp->threads[i].annot = 0;
+    }
+}
+
+/* ---- blocks ------------------------------------------------------------------------- */
+
+static void block_event(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
+{
+    const fs_fmt_event *ev = &r->ev;
+    fs_live_block b;
+
+    if (rp->ops.devices > 0 && (ev->device < 0 || ev->device >= rp->ops.devices)) return;
+    if (r->kind == FS_REC_ALLOC) {
+        uint32_t site = rp->ops.site(rp->ctx, t, r, tid);
+        if (!site) return;
+        if (fs_live_replace(&rp->live, ev->addr, ev->size, site, ev->device, &b) && rp->ops.gone)
+            rp->ops.gone(rp->ctx, &b, r);
+        b = (fs_live_block){ev->addr, ev->size, site, ev->device};
+        if (rp->ops.added) rp->ops.added(rp->ctx, &b, r);
+    } else if (fs_live_take(&rp->live, ev->addr, &b) && rp->ops.gone) {
+        rp->ops.gone(rp->ctx, &b, r);
+    }
+}
+
+void fs_replay_see(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
+{
+    if (r->kind < FS_REC_ALLOC || r->kind > FS_REC_EVENT_LAST) return;
+    if (rp->ranges) {
+        size_t i = thread_index(rp, tid);
+        if (r->ev.annot != rp->threads[i].annot) stack_to(rp, t, i, r->ev.annot, r->ev.time_ns);
+    }
+    if (rp->ops.site && (r->kind == FS_REC_ALLOC || r->kind == FS_REC_FREE_REQUESTED))
+        block_event(rp, t, r, tid);
+}
+
+static int visit(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
+{
+    fs_replayer *rp = ctx;
+    fs_replay_see(rp, t, r, tid);
+    return rp->ops.record ? rp->ops.record(rp->ctx, t, r, tid) : 0;
+}
+
+static void warn(void *ctx, const char *line)
+{
+    fs_replayer *rp = ctx;
+    rp->ops.warn(rp->ctx, line);
+}
+
+uint64_t fs_replay_read(fs_replayer *rp, fs_reader *t)
+{
+    return fs_reader_read_ordered(t, visit, rp->ops.warn ? warn : NULL, rp);
+}
+
+const fs_live *fs_replay_live(const fs_replayer *rp)
+{
+    return &rp->live;
+}
