@@ -143,8 +143,10 @@ static void block_event(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, u
     if (r->kind == FS_REC_ALLOC) {
         uint32_t site = rp->ops.site(rp->ctx, t, r, tid);
         if (!site) return;
-        if (fs_live_replace(&rp->live, ev->addr, ev->size, site, ev->device, &b) && rp->ops.gone)
-            rp->ops.gone(rp->ctx, &b, r);
+        /* taken, then put: the table's order (take_peak in export --perfetto
+         * follows it) is the one the analyzer always had */
+        if (fs_live_take(&rp->live, ev->addr, &b) && rp->ops.gone) rp->ops.gone(rp->ctx, &b, r);
+        fs_live_put(&rp->live, ev->addr, ev->size, site, ev->device);
         b = (fs_live_block){ev->addr, ev->size, site, ev->device};
         if (rp->ops.added) rp->ops.added(rp->ctx, &b, r);
     } else if (fs_live_take(&rp->live, ev->addr, &b) && rp->ops.gone) {
