@@ -9,7 +9,6 @@
 
 /* A thread's annotation stack, as its latest event showed it */
 typedef struct thread {
-    uint32_t tid;
     uint32_t annot; /* the innermost node; 0: none */
     int depth;
     uint32_t node[FS_READER_MAX_NESTING]; /* outermost first */
@@ -21,11 +20,12 @@ struct fs_replayer {
     void *ctx;
     bool ranges; /* stacks are followed */
     fs_live live;
-    thread *threads; /* in the order first seen */
-    size_t nthreads, capthreads;
+    uint32_t *tids;  /* the threads, in the order first seen */
+    thread *threads; /* their stacks, beside them (when followed) */
+    size_t nthreads, captids, capthreads;
     unsigned char *states; /* ops.thread_size bytes per thread, beside threads */
     size_t capstates;
-    fs_u64map by_tid; /* tid -> index in threads */
+    fs_u64map by_tid; /* tid -> index in tids: used past SCANNED threads */
     size_t last;      /* the thread found last: events come in runs of one thread */
 };
 
@@ -45,6 +45,7 @@ void fs_replay_free(fs_replayer *rp)
     if (!rp) return;
     fs_live_free(&rp->live);
     fs_u64map_free(&rp->by_tid);
+    free(rp->tids);
     free(rp->threads);
     free(rp->states);
     free(rp);
@@ -52,21 +53,38 @@ void fs_replay_free(fs_replayer *rp)
 
 /* ---- threads ------------------------------------------------------------------------ */
 
-static size_t thread_index(fs_replayer *rp, uint32_t tid)
+/* A job's processes run a handful of threads that allocate: up to this
+ * many are found by a scan of tids, the rest through by_tid */
+#define SCANNED 16
+
+/* A thread not seen before: its index (off the hot path, so that the
+ * lookup below stays a leaf) */
+__attribute__((noinline, cold)) static size_t thread_new(fs_replayer *rp, uint32_t tid)
 {
-    if (rp->last < rp->nthreads && rp->threads[rp->last].tid == tid) return rp->last;
-    bool added;
-    uint32_t *at = fs_u64map_put(&rp->by_tid, tid, &added);
+    size_t n = rp->nthreads;
+    rp->tids = fs_grow(rp->tids, &rp->captids, n + 1, sizeof *rp->tids);
+    rp->tids[n] = tid;
+    if (rp->ranges) rp->threads = fs_grow(rp->threads, &rp->capthreads, n + 1, sizeof *rp->threads);
+    if (rp->ops.thread_size)
+        rp->states = fs_grow(rp->states, &rp->capstates, n + 1, rp->ops.thread_size);
+    uint32_t *at = fs_u64map_put(&rp->by_tid, tid, NULL); /* every thread: ready to be used */
     if (!at) fs_analysis_oom("analysis");
-    if (added) {
-        *at = (uint32_t)rp->nthreads;
-        rp->threads = fs_grow(rp->threads, &rp->capthreads, rp->nthreads + 1, sizeof *rp->threads);
-        rp->threads[rp->nthreads].tid = tid;
-        if (rp->ops.thread_size)
-            rp->states = fs_grow(rp->states, &rp->capstates, rp->nthreads + 1, rp->ops.thread_size);
-        rp->nthreads++;
+    *at = (uint32_t)n;
+    return rp->last = rp->nthreads++;
+}
+
+static inline size_t thread_index(fs_replayer *rp, uint32_t tid)
+{
+    size_t n = rp->nthreads;
+    if (rp->last < n && rp->tids[rp->last] == tid) return rp->last;
+    if (n <= SCANNED) {
+        for (size_t i = 0; i < n; i++)
+            if (rp->tids[i] == tid) return rp->last = i;
+    } else {
+        uint32_t *at = fs_u64map_get(&rp->by_tid, tid);
+        if (at) return rp->last = *at;
     }
-    return rp->last = *at;
+    return thread_new(rp, tid);
 }
 
 void *fs_replay_thread(fs_replayer *rp, uint32_t tid)
@@ -78,20 +96,22 @@ void *fs_replay_thread(fs_replayer *rp, uint32_t tid)
 bool fs_replay_thread_at(fs_replayer *rp, size_t i, uint32_t *tid, void **state)
 {
     if (i >= rp->nthreads) return false;
-    *tid = rp->threads[i].tid;
+    *tid = rp->tids[i];
     *state = rp->ops.thread_size ? rp->states + i * rp->ops.thread_size : NULL;
     return true;
 }
 
 /* ---- annotation ranges -------------------------------------------------------------- */
 
-static void close_from(fs_replayer *rp, fs_reader *t, thread *th, int keep, uint64_t ns)
+/* Thread i's ranges from depth `keep` in close, the innermost first */
+static void close_from(fs_replayer *rp, fs_reader *t, size_t i, int keep, uint64_t ns)
 {
-    for (int i = th->depth - 1; i >= keep; i--) {
-        fs_replay_range r = {th->tid, i, th->node[i], th->since[i]};
+    for (int d = rp->threads[i].depth - 1; d >= keep; d--) {
+        const thread *th = &rp->threads[i]; /* a callback may see a new thread */
+        fs_replay_range r = {rp->tids[i], d, th->node[d], th->since[d]};
+        rp->threads[i].depth = d;
         if (rp->ops.closed) rp->ops.closed(rp->ctx, t, &r, ns);
     }
-    if (th->depth > keep) th->depth = keep;
 }
 
 /* Thread i's stack becomes annot's at ns: the ranges it leaves close, the
@@ -104,13 +124,13 @@ static void stack_to(fs_replayer *rp, fs_reader *t, size_t i, uint32_t annot, ui
 
     while (same < n && same < th->depth && th->node[same] == chain[same])
         same++;
-    close_from(rp, t, th, same, ns);
+    close_from(rp, t, i, same, ns);
     for (int d = same; d < n; d++) {
         th = &rp->threads[i]; /* a callback may see a new thread */
         th->node[d] = chain[d];
         th->since[d] = ns;
         th->depth = d + 1;
-        fs_replay_range r = {th->tid, d, chain[d], ns};
+        fs_replay_range r = {rp->tids[i], d, chain[d], ns};
         if (rp->ops.opened) rp->ops.opened(rp->ctx, t, &r);
     }
     rp->threads[i].annot = annot;
@@ -119,15 +139,15 @@ static void stack_to(fs_replayer *rp, fs_reader *t, size_t i, uint32_t annot, ui
 void fs_replay_end_thread(fs_replayer *rp, fs_reader *t, uint32_t tid, uint64_t end_ns)
 {
     uint32_t *at = fs_u64map_get(&rp->by_tid, tid);
-    if (!at) return;
-    close_from(rp, t, &rp->threads[*at], 0, end_ns);
+    if (!at || !rp->ranges) return;
+    close_from(rp, t, *at, 0, end_ns);
     rp->threads[*at].annot = 0;
 }
 
 void fs_replay_end(fs_replayer *rp, fs_reader *t, uint64_t end_ns)
 {
-    for (size_t i = 0; i < rp->nthreads; i++) {
-        close_from(rp, t, &rp->threads[i], 0, end_ns);
+    for (size_t i = 0; rp->ranges && i < rp->nthreads; i++) {
+        close_from(rp, t, i, 0, end_ns);
         rp->threads[i].annot = 0;
     }
 }
@@ -143,10 +163,14 @@ static void block_event(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, u
     if (r->kind == FS_REC_ALLOC) {
         uint32_t site = rp->ops.site(rp->ctx, t, r, tid);
         if (!site) return;
-        /* taken, then put: the table's order (take_peak in export --perfetto
-         * follows it) is the one the analyzer always had */
-        if (fs_live_take(&rp->live, ev->addr, &b) && rp->ops.gone) rp->ops.gone(rp->ctx, &b, r);
-        fs_live_put(&rp->live, ev->addr, ev->size, site, ev->device);
+        if (fs_live_replace(&rp->live, ev->addr, ev->size, site, ev->device, &b)) {
+            if (rp->ops.gone) rp->ops.gone(rp->ctx, &b, r);
+            /* moved as if the old block had been taken before the new one
+             * was put: the table's order (export --perfetto's heap profile
+             * follows it) is the one the analyzer always had */
+            fs_live_take(&rp->live, ev->addr, &b);
+            fs_live_put(&rp->live, ev->addr, ev->size, site, ev->device);
+        }
         b = (fs_live_block){ev->addr, ev->size, site, ev->device};
         if (rp->ops.added) rp->ops.added(rp->ctx, &b, r);
     } else if (fs_live_take(&rp->live, ev->addr, &b) && rp->ops.gone) {
@@ -156,12 +180,11 @@ static void block_event(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, u
 
 void fs_replay_see(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
 {
-    if (r->kind < FS_REC_ALLOC || r->kind > FS_REC_EVENT_LAST) return;
-    if (rp->ranges) {
+    if (rp->ranges && r->kind >= FS_REC_ALLOC && r->kind <= FS_REC_EVENT_LAST) {
         size_t i = thread_index(rp, tid);
         if (r->ev.annot != rp->threads[i].annot) stack_to(rp, t, i, r->ev.annot, r->ev.time_ns);
     }
-    if (rp->ops.site && (r->kind == FS_REC_ALLOC || r->kind == FS_REC_FREE_REQUESTED))
+    if ((r->kind == FS_REC_ALLOC || r->kind == FS_REC_FREE_REQUESTED) && rp->ops.site)
         block_event(rp, t, r, tid);
 }
 
