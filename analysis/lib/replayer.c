@@ -162,16 +162,17 @@ static void block_event(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, u
     if (rp->ops.devices > 0 && (ev->device < 0 || ev->device >= rp->ops.devices)) return;
     if (r->kind == FS_REC_ALLOC) {
         uint32_t site = rp->ops.site(rp->ctx, t, r, tid);
+        uint64_t size = rp->ops.requested && ev->requested ? ev->requested : ev->size;
         if (!site) return;
-        if (fs_live_replace(&rp->live, ev->addr, ev->size, site, ev->device, &b)) {
+        if (fs_live_replace(&rp->live, ev->addr, size, site, ev->device, &b)) {
             if (rp->ops.gone) rp->ops.gone(rp->ctx, &b, r);
             /* moved as if the old block had been taken before the new one
              * was put: the table's order (export --perfetto's heap profile
              * follows it) is the one the analyzer always had */
             fs_live_take(&rp->live, ev->addr, &b);
-            fs_live_put(&rp->live, ev->addr, ev->size, site, ev->device);
+            fs_live_put(&rp->live, ev->addr, size, site, ev->device);
         }
-        b = (fs_live_block){ev->addr, ev->size, site, ev->device};
+        b = (fs_live_block){ev->addr, size, site, ev->device};
         if (rp->ops.added) rp->ops.added(rp->ctx, &b, r);
     } else if (fs_live_take(&rp->live, ev->addr, &b) && rp->ops.gone) {
         rp->ops.gone(rp->ctx, &b, r);

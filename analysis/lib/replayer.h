@@ -58,6 +58,9 @@ typedef struct fs_replay_ops {
     /* > 0: only events of devices 0 .. devices - 1 touch blocks (others
      * are the damage of a trace) */
     int devices;
+    /* a block's size is the bytes asked for (an allocation's `requested`,
+     * its size when the trace does not say), not the block's rounded size */
+    bool requested;
     /* bytes of the command's own state per thread (fs_replay_thread) */
     size_t thread_size;
 } fs_replay_ops;
