@@ -198,18 +198,18 @@ static void read_trace(void *ctx, size_t i)
     fs_sites_next_file(&f->sites);
     /* the blocks keep the bytes asked for, as LeakSanitizer counts (a
      * trace-only attach may know only the block's) */
-    fs_replay_ops ops = {.site = block_site, .warn = warn, .requested = true};
-    fs_replayer *rp = fs_replay_create(&ops, f);
-    fs_replay_read(rp, t);
+    fs_replayer_ops ops = {.site = block_site, .warn = warn, .requested = true};
+    fs_replayer *rp = fs_replayer_create(&ops, f);
+    fs_replayer_read(rp, t);
     fs_live_block l;
-    for (size_t pos = 0; fs_live_next(fs_replay_live(rp), &pos, &l);) {
+    for (size_t pos = 0; fs_live_next(fs_replayer_live(rp), &pos, &l);) {
         fs_site *site = &f->sites.all[l.site - 1];
         site->live++;
         site->live_bytes += l.size;
         f->blocks++;
         f->bytes += l.size;
     }
-    fs_replay_free(rp);
+    fs_replayer_free(rp);
     fs_human_bytes(f->bytes, bytes, sizeof bytes);
     int n = snprintf(f->line, sizeof f->line,
                      "%s: %s %d: %" PRIu64 " block%s, %s (%" PRIu64

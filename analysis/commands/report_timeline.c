@@ -378,12 +378,12 @@ static void paint(fs_tl_rank *r, int l, uint32_t name, uint64_t start, uint64_t 
 
 /* A range (replayer.h) is named when it opens, and painted in its depth's
  * lane when it closes, once the chart has begun */
-static void range_opened(void *ctx, fs_reader *t, const fs_replay_range *rg)
+static void range_opened(void *ctx, fs_reader *t, const fs_replayer_range *rg)
 {
     name_of(ctx, t, rg->node);
 }
 
-static void range_closed(void *ctx, fs_reader *t, const fs_replay_range *rg, uint64_t end_ns)
+static void range_closed(void *ctx, fs_reader *t, const fs_replayer_range *rg, uint64_t end_ns)
 {
     fs_timeline *tl = ctx;
     fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
@@ -401,13 +401,13 @@ void fs_tl_begin(fs_timeline *tl, fs_reader *t)
     tl->ranks[tl->nranks++] = (fs_tl_rank){.base = fs_reader_header(t)->clock_real_ns};
     tl->reading = alloc_or_die(1, sizeof *tl->reading);
     tl->reading->t = t;
-    fs_replay_ops ops = {.site = block_site,
-                         .gone = block_gone,
-                         .opened = range_opened,
-                         .closed = range_closed,
-                         .devices = FS_SITES_MAX_DEVICES,
-                         .thread_size = sizeof(thread_wait)};
-    tl->reading->rp = fs_replay_create(&ops, tl);
+    fs_replayer_ops ops = {.site = block_site,
+                           .gone = block_gone,
+                           .opened = range_opened,
+                           .closed = range_closed,
+                           .devices = FS_SITES_MAX_DEVICES,
+                           .thread_size = sizeof(thread_wait)};
+    tl->reading->rp = fs_replayer_create(&ops, tl);
     fs_u64map_init(&tl->reading->freed, sizeof(freed));
     tl->reading->wait_name = intern(tl, "rate-limiter wait", "rate-limiter wait");
 }
@@ -427,8 +427,8 @@ void fs_tl_record(fs_timeline *tl, fs_reader *t, const fs_fmt_record *rec, uint3
     size_t k = r->used || memory ? fit(r, ev->time_ns) : 0;
     if (memory) device_totals(tl, ev, k);
     tl->reading->k = k;
-    fs_replay_see(tl->reading->rp, t, rec, tid); /* ranges, allocations and frees */
-    thread_wait *th = fs_replay_thread(tl->reading->rp, tid);
+    fs_replayer_see(tl->reading->rp, t, rec, tid); /* ranges, allocations and frees */
+    thread_wait *th = fs_replayer_thread(tl->reading->rp, tid);
     if (rec->kind <= FS_REC_OOM) {
         if (memory) memory_event(tl, rec, k);
         return;
@@ -467,14 +467,14 @@ void fs_tl_end(fs_timeline *tl)
     fs_tl_reading *rd = tl->reading;
     fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
 
-    fs_replay_end(rd->rp, rd->t, r->last_ns); /* painted once the chart has begun */
+    fs_replayer_end(rd->rp, rd->t, r->last_ns); /* painted once the chart has begun */
     uint32_t tid;
     void *state;
-    for (size_t i = 0; r->used && fs_replay_thread_at(rd->rp, i, &tid, &state); i++) {
+    for (size_t i = 0; r->used && fs_replayer_thread_at(rd->rp, i, &tid, &state); i++) {
         thread_wait *th = state;
         if (th->waiting) paint(r, FS_TL_WAIT_LANE, rd->wait_name, th->wait_since, r->last_ns);
     }
-    fs_replay_free(rd->rp);
+    fs_replayer_free(rd->rp);
     fs_live_free(&rd->segments);
     fs_u64map_free(&rd->freed);
     free(rd->name_of);

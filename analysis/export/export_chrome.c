@@ -99,7 +99,7 @@ static void metadata(chrome *c, const char *what, uint32_t tid, const char *name
 
 /* The annotation ranges (replayer.h) as slices on their threads: a range's
  * name, its path from the outermost in its arguments */
-static void range_opened(void *ctx, fs_reader *t, const fs_replay_range *r)
+static void range_opened(void *ctx, fs_reader *t, const fs_replayer_range *r)
 {
     chrome *c = ctx;
     uint32_t parent, domain, name;
@@ -113,7 +113,7 @@ static void range_opened(void *ctx, fs_reader *t, const fs_replay_range *r)
     fputs("}}", c->f);
 }
 
-static void range_closed(void *ctx, fs_reader *t, const fs_replay_range *r, uint64_t end_ns)
+static void range_closed(void *ctx, fs_reader *t, const fs_replayer_range *r, uint64_t end_ns)
 {
     chrome *c = ctx;
     (void)t;
@@ -255,11 +255,11 @@ static void write_trace(chrome *c, fs_reader *t, int rank)
     else
         snprintf(name, sizeof name, "pid %u on %s", h->pid, h->host);
     metadata(c, "process_name", 0, name);
-    fs_replay_ops ops = {.opened = range_opened, .closed = range_closed, .record = write_event};
-    fs_replayer *rp = fs_replay_create(&ops, c);
-    fs_replay_read(rp, t);
-    fs_replay_end(rp, t, c->last_ns); /* ranges still open end with the trace */
-    fs_replay_free(rp);
+    fs_replayer_ops ops = {.opened = range_opened, .closed = range_closed, .record = write_event};
+    fs_replayer *rp = fs_replayer_create(&ops, c);
+    fs_replayer_read(rp, t);
+    fs_replayer_end(rp, t, c->last_ns); /* ranges still open end with the trace */
+    fs_replayer_free(rp);
 }
 
 int fs_export_chrome(const fs_export_opts *o, int ntraces, char **traces)

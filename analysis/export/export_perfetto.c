@@ -486,7 +486,7 @@ static void arg_text(perfetto *p, int name, const char *s)
 }
 
 /* The annotation ranges (replayer.h) as slices on their threads' tracks */
-static void range_opened(void *ctx, fs_reader *t, const fs_replay_range *r)
+static void range_opened(void *ctx, fs_reader *t, const fs_replayer_range *r)
 {
     perfetto *p = ctx;
     uint32_t parent, domain, name;
@@ -496,7 +496,7 @@ static void range_opened(void *ctx, fs_reader *t, const fs_replay_range *r)
     event_end(p);
 }
 
-static void range_closed(void *ctx, fs_reader *t, const fs_replay_range *r, uint64_t end_ns)
+static void range_closed(void *ctx, fs_reader *t, const fs_replayer_range *r, uint64_t end_ns)
 {
     perfetto *p = ctx;
     event_begin(p, t, thread_id(p, r->tid), SLICE_END, end_ns, 0, 0);
@@ -659,7 +659,7 @@ static uint32_t kind_id(perfetto *p, const fs_fmt_event *ev, uint32_t stream)
 static void take_peak(perfetto *p, int dn)
 {
     fs_live_block lb;
-    for (size_t pos = 0; fs_live_next(fs_replay_live(p->rp), &pos, &lb);) {
+    for (size_t pos = 0; fs_live_next(fs_replayer_live(p->rp), &pos, &lb);) {
         const fs_live_block *l = &lb;
         if (l->device != dn) continue;
         const block_kind *k = &p->kinds[l->site - 1];
@@ -766,7 +766,7 @@ static int write_event(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t
     /* allocations and frees are counted as the first pass counted them */
     if ((r->kind == FS_REC_ALLOC || r->kind == FS_REC_FREE_REQUESTED) && device_ok(ev->device))
         p->ordinal++;
-    fs_replay_see(p->rp, t, r, tid); /* ranges, then blocks */
+    fs_replayer_see(p->rp, t, r, tid); /* ranges, then blocks */
     if (is_memory(r->kind)) memory_event(p, r);
     thread_event(p, t, r, id);
     return 0;
@@ -973,7 +973,7 @@ static void trace_reset(perfetto *p)
     fs_pair_ids_free(&p->mapping_ids);
     fs_pair_ids_free(&p->pc_ids);
     fs_pair_ids_free(&p->pyframe_ids);
-    fs_replay_free(p->rp);
+    fs_replayer_free(p->rp);
     p->rp = NULL;
     free(p->threads);
     free(p->streams);
@@ -1040,18 +1040,18 @@ static bool export_one(perfetto *p, const char *path)
     p->clock = true;
     p->pid = process_id(p, t);
     describe_process(p, t, rank);
-    fs_replay_ops ops = {.site = block_site,
-                         .added = block_added,
-                         .gone = block_gone,
-                         .opened = range_opened,
-                         .closed = range_closed,
-                         .devices = MAX_DEVICES};
-    p->rp = fs_replay_create(&ops, p);
+    fs_replayer_ops ops = {.site = block_site,
+                           .added = block_added,
+                           .gone = block_gone,
+                           .opened = range_opened,
+                           .closed = range_closed,
+                           .devices = MAX_DEVICES};
+    p->rp = fs_replayer_create(&ops, p);
     fs_reader_read_ordered(t, write_event, NULL, p);
     /* what is still open ends with the trace */
     for (uint32_t id = 1; id <= fs_pair_ids_count(&p->thread_ids); id++) {
         wait_end(p, t, id, p->last_ns);
-        fs_replay_end_thread(p->rp, t, p->threads[id - 1].tid, p->last_ns);
+        fs_replayer_end_thread(p->rp, t, p->threads[id - 1].tid, p->last_ns);
     }
     write_profile(p, t);
     summary(p, path, t);

@@ -26,6 +26,12 @@ uint32_t fs_pair_id(fs_pair_ids *m, uint64_t a, uint64_t b, bool *added)
     return *newest = (uint32_t)++m->n;
 }
 
+void fs_pair_of(const fs_pair_ids *m, uint32_t id, uint64_t *a, uint64_t *b)
+{
+    *a = m->by_id[id - 1].a;
+    *b = m->by_id[id - 1].b;
+}
+
 void fs_pair_ids_free(fs_pair_ids *m)
 {
     if (m->first.stride) fs_u64map_free(&m->first);

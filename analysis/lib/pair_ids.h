@@ -24,6 +24,8 @@ typedef struct fs_pair_ids {
 /* The id of (a, b); *added true when the pair is new and got the next id.
  * Memory running out ends the command (mem.h). */
 uint32_t fs_pair_id(fs_pair_ids *m, uint64_t a, uint64_t b, bool *added);
+/* The pair that got id (1 .. count). */
+void fs_pair_of(const fs_pair_ids *m, uint32_t id, uint64_t *a, uint64_t *b);
 /* How many ids were given. */
 static inline size_t fs_pair_ids_count(const fs_pair_ids *m)
 {

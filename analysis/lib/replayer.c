@@ -16,7 +16,7 @@ typedef struct thread {
 } thread;
 
 struct fs_replayer {
-    fs_replay_ops ops;
+    fs_replayer_ops ops;
     void *ctx;
     bool ranges; /* stacks are followed */
     fs_live live;
@@ -29,7 +29,7 @@ struct fs_replayer {
     size_t last;      /* the thread found last: events come in runs of one thread */
 };
 
-fs_replayer *fs_replay_create(const fs_replay_ops *ops, void *ctx)
+fs_replayer *fs_replayer_create(const fs_replayer_ops *ops, void *ctx)
 {
     fs_replayer *rp = calloc(1, sizeof *rp);
     if (!rp) fs_analysis_oom("analysis");
@@ -40,7 +40,7 @@ fs_replayer *fs_replay_create(const fs_replay_ops *ops, void *ctx)
     return rp;
 }
 
-void fs_replay_free(fs_replayer *rp)
+void fs_replayer_free(fs_replayer *rp)
 {
     if (!rp) return;
     fs_live_free(&rp->live);
@@ -87,13 +87,13 @@ static inline size_t thread_index(fs_replayer *rp, uint32_t tid)
     return thread_new(rp, tid);
 }
 
-void *fs_replay_thread(fs_replayer *rp, uint32_t tid)
+void *fs_replayer_thread(fs_replayer *rp, uint32_t tid)
 {
     size_t i = thread_index(rp, tid);
     return rp->ops.thread_size ? rp->states + i * rp->ops.thread_size : NULL;
 }
 
-bool fs_replay_thread_at(fs_replayer *rp, size_t i, uint32_t *tid, void **state)
+bool fs_replayer_thread_at(fs_replayer *rp, size_t i, uint32_t *tid, void **state)
 {
     if (i >= rp->nthreads) return false;
     *tid = rp->tids[i];
@@ -108,7 +108,7 @@ static void close_from(fs_replayer *rp, fs_reader *t, size_t i, int keep, uint64
 {
     for (int d = rp->threads[i].depth - 1; d >= keep; d--) {
         const thread *th = &rp->threads[i]; /* a callback may see a new thread */
-        fs_replay_range r = {rp->tids[i], d, th->node[d], th->since[d]};
+        fs_replayer_range r = {rp->tids[i], d, th->node[d], th->since[d]};
         rp->threads[i].depth = d;
         if (rp->ops.closed) rp->ops.closed(rp->ctx, t, &r, ns);
     }
@@ -130,13 +130,13 @@ static void stack_to(fs_replayer *rp, fs_reader *t, size_t i, uint32_t annot, ui
         th->node[d] = chain[d];
         th->since[d] = ns;
         th->depth = d + 1;
-        fs_replay_range r = {rp->tids[i], d, chain[d], ns};
+        fs_replayer_range r = {rp->tids[i], d, chain[d], ns};
         if (rp->ops.opened) rp->ops.opened(rp->ctx, t, &r);
     }
     rp->threads[i].annot = annot;
 }
 
-void fs_replay_end_thread(fs_replayer *rp, fs_reader *t, uint32_t tid, uint64_t end_ns)
+void fs_replayer_end_thread(fs_replayer *rp, fs_reader *t, uint32_t tid, uint64_t end_ns)
 {
     uint32_t *at = fs_u64map_get(&rp->by_tid, tid);
     if (!at || !rp->ranges) return;
@@ -144,7 +144,7 @@ void fs_replay_end_thread(fs_replayer *rp, fs_reader *t, uint32_t tid, uint64_t 
     rp->threads[*at].annot = 0;
 }
 
-void fs_replay_end(fs_replayer *rp, fs_reader *t, uint64_t end_ns)
+void fs_replayer_end(fs_replayer *rp, fs_reader *t, uint64_t end_ns)
 {
     for (size_t i = 0; rp->ranges && i < rp->nthreads; i++) {
         close_from(rp, t, i, 0, end_ns);
@@ -160,7 +160,7 @@ static void block_event(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, u
     fs_live_block b;
 
     if (rp->ops.devices > 0 && (ev->device < 0 || ev->device >= rp->ops.devices)) return;
-    if (r->kind == FS_REC_ALLOC) {
+    if (r->kind != FS_REC_FREE_REQUESTED) { /* an allocation, or a snapshot's live block */
         uint32_t site = rp->ops.site(rp->ctx, t, r, tid);
         uint64_t size = rp->ops.requested && ev->requested ? ev->requested : ev->size;
         if (!site) return;
@@ -179,7 +179,7 @@ static void block_event(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, u
     }
 }
 
-void fs_replay_see(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
+void fs_replayer_see(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
 {
     if (rp->ranges && r->kind >= FS_REC_ALLOC && r->kind <= FS_REC_EVENT_LAST) {
         size_t i = thread_index(rp, tid);
@@ -187,12 +187,15 @@ void fs_replay_see(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, uint32
     }
     if ((r->kind == FS_REC_ALLOC || r->kind == FS_REC_FREE_REQUESTED) && rp->ops.site)
         block_event(rp, t, r, tid);
+    else if (r->kind == FS_REC_SNAP_BLOCK && r->ev.aux == FS_BLOCK_LIVE &&
+             rp->ops.snapshot_blocks && rp->ops.site)
+        block_event(rp, t, r, tid);
 }
 
 static int visit(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
 {
     fs_replayer *rp = ctx;
-    fs_replay_see(rp, t, r, tid);
+    fs_replayer_see(rp, t, r, tid);
     return rp->ops.record ? rp->ops.record(rp->ctx, t, r, tid) : 0;
 }
 
@@ -202,12 +205,12 @@ static void warn(void *ctx, const char *line)
     rp->ops.warn(rp->ctx, line);
 }
 
-uint64_t fs_replay_read(fs_replayer *rp, fs_reader *t)
+uint64_t fs_replayer_read(fs_replayer *rp, fs_reader *t)
 {
     return fs_reader_read_ordered(t, visit, rp->ops.warn ? warn : NULL, rp);
 }
 
-const fs_live *fs_replay_live(const fs_replayer *rp)
+const fs_live *fs_replayer_live(const fs_replayer *rp)
 {
     return &rp->live;
 }

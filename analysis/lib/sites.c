@@ -412,8 +412,8 @@ static int group_events(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint3
     if (r->also && r->also(r->also_ctx, t, rec, tid)) return 1;
     if (rec->kind != FS_REC_ALLOC && rec->kind != FS_REC_FREE_REQUESTED) return 0;
     r->ordinal++;
-    r->last = fs_replay_thread(r->rp, tid);
-    fs_replay_see(r->rp, t, rec, tid);
+    r->last = fs_replayer_thread(r->rp, tid);
+    fs_replayer_see(r->rp, t, rec, tid);
     if (rec->kind == FS_REC_FREE_REQUESTED) {
         *r->last = 0;
         return 0;
@@ -437,11 +437,11 @@ void fs_sites_read_trace(fs_sites *s, fs_reader *t, const char *command, fs_file
                          fs_reader_visit also, void *ctx)
 {
     reading r = {.sites = s, .peaks = peaks, .command = command, .also = also, .also_ctx = ctx};
-    fs_replay_ops ops = {.site = block_site,
-                         .added = block_added,
-                         .gone = block_gone,
-                         .thread_size = sizeof *r.last};
-    r.rp = fs_replay_create(&ops, &r);
+    fs_replayer_ops ops = {.site = block_site,
+                           .added = block_added,
+                           .gone = block_gone,
+                           .thread_size = sizeof *r.last};
+    r.rp = fs_replayer_create(&ops, &r);
     fs_u64map_init(&r.cell_index, sizeof(uint32_t));
 
     *peaks = (fs_file_peaks){.rank = -1};
@@ -454,13 +454,13 @@ void fs_sites_read_trace(fs_sites *s, fs_reader *t, const char *command, fs_file
     }
     fs_live_block l;
     for (size_t pos = 0;
-         fs_live_next(fs_replay_live(r.rp), &pos, &l);) { /* what the trace ended with */
+         fs_live_next(fs_replayer_live(r.rp), &pos, &l);) { /* what the trace ended with */
         s->all[l.site - 1].live++;
         s->all[l.site - 1].live_bytes += l.size;
     }
     peaks->rank = fs_reader_rank(t);
     peaks->pid = fs_reader_header(t)->pid;
-    fs_replay_free(r.rp);
+    fs_replayer_free(r.rp);
     fs_u64map_free(&r.cell_index);
     free(r.cells);
     free(r.last_cell);
