@@ -427,8 +427,7 @@ void fs_tl_record(fs_timeline *tl, fs_reader *t, const fs_fmt_record *rec, uint3
     size_t k = r->used || memory ? fit(r, ev->time_ns) : 0;
     if (memory) device_totals(tl, ev, k);
     tl->reading->k = k;
-    fs_replayer_see(tl->reading->rp, t, rec, tid); /* ranges, allocations and frees */
-    thread_wait *th = fs_replayer_thread(tl->reading->rp, tid);
+    thread_wait *th = fs_replayer_see(tl->reading->rp, t, rec, tid); /* ranges, blocks */
     if (rec->kind <= FS_REC_OOM) {
         if (memory) memory_event(tl, rec, k);
         return;

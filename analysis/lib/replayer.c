@@ -179,17 +179,21 @@ static void block_event(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, u
     }
 }
 
-void fs_replayer_see(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
+void *fs_replayer_see(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
 {
-    if (rp->ranges && r->kind >= FS_REC_ALLOC && r->kind <= FS_REC_EVENT_LAST) {
-        size_t i = thread_index(rp, tid);
-        if (r->ev.annot != rp->threads[i].annot) stack_to(rp, t, i, r->ev.annot, r->ev.time_ns);
+    bool event = r->kind >= FS_REC_ALLOC && r->kind <= FS_REC_EVENT_LAST;
+    size_t i = 0;
+    if (event && (rp->ranges || rp->ops.thread_size)) {
+        i = thread_index(rp, tid);
+        if (rp->ranges && r->ev.annot != rp->threads[i].annot)
+            stack_to(rp, t, i, r->ev.annot, r->ev.time_ns);
     }
-    if ((r->kind == FS_REC_ALLOC || r->kind == FS_REC_FREE_REQUESTED) && rp->ops.site)
-        block_event(rp, t, r, tid);
-    else if (r->kind == FS_REC_SNAP_BLOCK && r->ev.aux == FS_BLOCK_LIVE &&
-             rp->ops.snapshot_blocks && rp->ops.site)
-        block_event(rp, t, r, tid);
+    bool block =
+        r->kind == FS_REC_ALLOC || r->kind == FS_REC_FREE_REQUESTED ||
+        (r->kind == FS_REC_SNAP_BLOCK && r->ev.aux == FS_BLOCK_LIVE && rp->ops.snapshot_blocks);
+    if (block && rp->ops.site) block_event(rp, t, r, tid);
+    /* after the callbacks, which may have seen new threads */
+    return event && rp->ops.thread_size ? rp->states + i * rp->ops.thread_size : NULL;
 }
 
 static int visit(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)

@@ -74,8 +74,10 @@ fs_replayer *fs_replayer_create(const fs_replayer_ops *ops, void *ctx);
 void fs_replayer_free(fs_replayer *rp);
 
 /* Record r of thread tid: ranges and blocks follow it (definitions and
- * snapshot entries change nothing). */
-void fs_replayer_see(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, uint32_t tid);
+ * snapshot entries change nothing). Returns the thread's own state (as
+ * fs_replayer_thread) for an event when ops.thread_size is not 0, else
+ * NULL. */
+void *fs_replayer_see(fs_replayer *rp, fs_reader *t, const fs_fmt_record *r, uint32_t tid);
 /* Reads t in time order (fs_reader_read_ordered): each record seen, then
  * given to ops->record (nonzero from it stops). Returns the records read. */
 uint64_t fs_replayer_read(fs_replayer *rp, fs_reader *t);

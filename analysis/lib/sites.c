@@ -322,7 +322,7 @@ typedef struct reading {
     uint64_t peak_at[FS_SITES_MAX_DEVICES]; /* the ordinal of each device's peak; 0: none */
     fs_replayer *rp;  /* live blocks: site = index + 1; per thread, its last allocation's
                        * address while it is the last thing the thread did (0: none) */
-    uint64_t *last;   /* the thread of the event being read: its last allocation */
+    uint32_t freed;   /* the site of the block the event being read freed; 0: none */
     site_cell *cells; /* in the order made */
     size_t ncells, capcells;
     fs_u64map cell_index; /* (site, device) -> index into cells (uint32_t) */
@@ -384,24 +384,19 @@ static uint32_t block_site(void *ctx, fs_reader *t, const fs_fmt_record *rec, ui
     site->count++;
     site->total += rec->ev.size;
     r->peaks->allocs++;
+    /* its bytes counted before the block it replaces (if any) is taken
+     * back: both change at this ordinal, in either order the same */
+    cell_change(r, si, rec->ev.device, rec->ev.size);
     return si;
 }
 
-static void block_added(void *ctx, const fs_live_block *b, const fs_fmt_record *rec)
-{
-    (void)rec;
-    cell_change(ctx, b->site, b->device, b->size);
-}
-
 /* A block freed, or replaced by an allocation at its address (its free
- * lost with a damaged block); freed by the thread that allocated it as the
- * next thing it did, it was temporary */
+ * lost with a damaged block) */
 static void block_gone(void *ctx, const fs_live_block *b, const fs_fmt_record *rec)
 {
     reading *r = ctx;
     cell_change(r, b->site, b->device, -b->size);
-    if (rec->kind == FS_REC_FREE_REQUESTED && *r->last == b->addr)
-        r->sites->all[b->site - 1].temporary++;
+    if (rec->kind == FS_REC_FREE_REQUESTED) r->freed = b->site;
 }
 
 static int group_events(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
@@ -412,13 +407,15 @@ static int group_events(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint3
     if (r->also && r->also(r->also_ctx, t, rec, tid)) return 1;
     if (rec->kind != FS_REC_ALLOC && rec->kind != FS_REC_FREE_REQUESTED) return 0;
     r->ordinal++;
-    r->last = fs_replayer_thread(r->rp, tid);
-    fs_replayer_see(r->rp, t, rec, tid);
+    r->freed = 0;
+    uint64_t *last = fs_replayer_see(r->rp, t, rec, tid); /* the thread's last allocation */
     if (rec->kind == FS_REC_FREE_REQUESTED) {
-        *r->last = 0;
+        /* freed by the thread that allocated it as the next thing it did */
+        if (r->freed && *last == ev->addr) r->sites->all[r->freed - 1].temporary++;
+        *last = 0;
         return 0;
     }
-    *r->last = ev->addr;
+    *last = ev->addr;
     if (device_ok(ev->device) && ev->allocated > r->peaks->bytes[ev->device]) {
         r->peaks->bytes[ev->device] = ev->allocated;
         r->peaks->time_ns[ev->device] = ev->time_ns;
@@ -437,10 +434,7 @@ void fs_sites_read_trace(fs_sites *s, fs_reader *t, const char *command, fs_file
                          fs_reader_visit also, void *ctx)
 {
     reading r = {.sites = s, .peaks = peaks, .command = command, .also = also, .also_ctx = ctx};
-    fs_replayer_ops ops = {.site = block_site,
-                           .added = block_added,
-                           .gone = block_gone,
-                           .thread_size = sizeof *r.last};
+    fs_replayer_ops ops = {.site = block_site, .gone = block_gone, .thread_size = sizeof(uint64_t)};
     r.rp = fs_replayer_create(&ops, &r);
     fs_u64map_init(&r.cell_index, sizeof(uint32_t));
 
