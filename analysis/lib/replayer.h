@@ -14,8 +14,12 @@
  *
  * Live blocks: an allocation (and, when asked, a snapshot's live block)
  * puts its block in the table, numbered by the command (`site`); a free the
- * program requested (free_requested) takes it out. An address allocated again without a free (a
- * free lost with a damaged block) replaces the block there.
+ * program requested (free_requested) takes it out. An address allocated
+ * again without a free (a free lost with a damaged block) replaces the
+ * block there.
+ *
+ * Within one event: the ranges close and open first, then `site`, `gone`
+ * for a block it replaced or freed, `added` for the new one.
  *
  * A command either lets the replayer read (fs_replayer_read: time order, each
  * record to the command's `record` after the replayer saw it) or calls
