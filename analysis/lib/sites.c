@@ -7,7 +7,6 @@
 #include "cmdline.h"
 #include "fold.h"
 #include "render.h"
-#include "replayer.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -303,6 +302,11 @@ void fs_site_print_key(FILE *out, const fs_site *site)
 
 /* ---- one file's allocations into the sites ------------------------------------------ */
 
+typedef struct thread_last {
+    uint32_t tid;
+    uint64_t addr; /* its last allocation, still the last thing it did; 0: none */
+} thread_last;
+
 /* The bytes one site holds on one device. Which moment is the device's
  * peak is known only at the end, so a cell keeps, besides its bytes now,
  * what it held at the latest peak so far, saved when it first changes
@@ -320,14 +324,14 @@ typedef struct reading {
     const char *command;
     uint64_t ordinal;                       /* memory events so far */
     uint64_t peak_at[FS_SITES_MAX_DEVICES]; /* the ordinal of each device's peak; 0: none */
-    fs_replayer *rp;  /* live blocks: site = index + 1; per thread, its last allocation's
-                       * address while it is the last thing the thread did (0: none) */
-    uint32_t freed;   /* the site of the block the event being read freed; 0: none */
+    fs_live live;
     site_cell *cells; /* in the order made */
     size_t ncells, capcells;
     fs_u64map cell_index; /* (site, device) -> index into cells (uint32_t) */
     uint32_t *last_cell;  /* by site and device (CELL_WAYS): its cell last used */
     size_t last_cell_cap;
+    thread_last *threads;
+    size_t nthreads;
     fs_reader_visit also; /* the caller's visitor, in the same reading */
     void *also_ctx;
 } reading;
@@ -335,6 +339,17 @@ typedef struct reading {
 static bool device_ok(int d)
 {
     return d >= 0 && d < FS_SITES_MAX_DEVICES;
+}
+
+static thread_last *thread_of(reading *r, uint32_t tid)
+{
+    for (size_t i = 0; i < r->nthreads; i++)
+        if (r->threads[i].tid == tid) return &r->threads[i];
+    thread_last *more = realloc(r->threads, (r->nthreads + 1) * sizeof *more);
+    if (!more) fs_analysis_oom(r->command);
+    r->threads = more;
+    r->threads[r->nthreads] = (thread_last){tid, 0};
+    return &r->threads[r->nthreads++];
 }
 
 /* A site's cells on the devices it allocates on: the last one used per
@@ -375,52 +390,40 @@ static void cell_change(reading *r, uint32_t site, int device, uint64_t bytes)
     c->changed = r->ordinal;
 }
 
-/* An allocation (replayer.h): counted at its site, which its block keeps */
-static uint32_t block_site(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
-{
-    reading *r = ctx;
-    uint32_t si = fs_sites_of(r->sites, t, &rec->ev, tid);
-    fs_site *site = &r->sites->all[si - 1];
-    site->count++;
-    site->total += rec->ev.size;
-    r->peaks->allocs++;
-    /* its bytes counted before the block it replaces (if any) is taken
-     * back: both change at this ordinal, in either order the same */
-    cell_change(r, si, rec->ev.device, rec->ev.size);
-    return si;
-}
-
-/* A block freed, or replaced by an allocation at its address (its free
- * lost with a damaged block) */
-static void block_gone(void *ctx, const fs_live_block *b, const fs_fmt_record *rec)
-{
-    reading *r = ctx;
-    cell_change(r, b->site, b->device, -b->size);
-    if (rec->kind == FS_REC_FREE_REQUESTED) r->freed = b->site;
-}
-
 static int group_events(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
 {
     reading *r = ctx;
     const fs_fmt_event *ev = &rec->ev;
+    fs_live_block b;
 
     if (r->also && r->also(r->also_ctx, t, rec, tid)) return 1;
     if (rec->kind != FS_REC_ALLOC && rec->kind != FS_REC_FREE_REQUESTED) return 0;
     r->ordinal++;
-    r->freed = 0;
-    uint64_t *last = fs_replayer_see(r->rp, t, rec, tid); /* the thread's last allocation */
-    if (rec->kind == FS_REC_FREE_REQUESTED) {
-        /* freed by the thread that allocated it as the next thing it did */
-        if (r->freed && *last == ev->addr) r->sites->all[r->freed - 1].temporary++;
-        *last = 0;
+    thread_last *th = thread_of(r, tid);
+    if (rec->kind == FS_REC_ALLOC) {
+        uint32_t si = fs_sites_of(r->sites, t, ev, tid);
+        fs_site *site = &r->sites->all[si - 1];
+        site->count++;
+        site->total += ev->size;
+        r->peaks->allocs++;
+        /* an address allocated again without a free (a free lost with a
+         * damaged block): the new block replaces the old one */
+        if (fs_live_replace(&r->live, ev->addr, ev->size, si, ev->device, &b))
+            cell_change(r, b.site, b.device, -b.size);
+        cell_change(r, si, ev->device, ev->size);
+        th->addr = ev->addr;
+        if (device_ok(ev->device) && ev->allocated > r->peaks->bytes[ev->device]) {
+            r->peaks->bytes[ev->device] = ev->allocated;
+            r->peaks->time_ns[ev->device] = ev->time_ns;
+            r->peak_at[ev->device] = r->ordinal;
+        }
         return 0;
     }
-    *last = ev->addr;
-    if (device_ok(ev->device) && ev->allocated > r->peaks->bytes[ev->device]) {
-        r->peaks->bytes[ev->device] = ev->allocated;
-        r->peaks->time_ns[ev->device] = ev->time_ns;
-        r->peak_at[ev->device] = r->ordinal;
+    if (fs_live_take(&r->live, ev->addr, &b)) {
+        cell_change(r, b.site, b.device, -b.size);
+        if (th->addr == ev->addr) r->sites->all[b.site - 1].temporary++;
     }
+    th->addr = 0;
     return 0;
 }
 
@@ -434,8 +437,6 @@ void fs_sites_read_trace(fs_sites *s, fs_reader *t, const char *command, fs_file
                          fs_reader_visit also, void *ctx)
 {
     reading r = {.sites = s, .peaks = peaks, .command = command, .also = also, .also_ctx = ctx};
-    fs_replayer_ops ops = {.site = block_site, .gone = block_gone, .thread_size = sizeof(uint64_t)};
-    r.rp = fs_replayer_create(&ops, &r);
     fs_u64map_init(&r.cell_index, sizeof(uint32_t));
 
     *peaks = (fs_file_peaks){.rank = -1};
@@ -447,17 +448,17 @@ void fs_sites_read_trace(fs_sites *s, fs_reader *t, const char *command, fs_file
         if (peak) s->all[c->site - 1].peak += c->changed <= peak ? c->live : c->at_peak;
     }
     fs_live_block l;
-    for (size_t pos = 0;
-         fs_live_next(fs_replayer_live(r.rp), &pos, &l);) { /* what the trace ended with */
+    for (size_t pos = 0; fs_live_next(&r.live, &pos, &l);) { /* what the trace ended with */
         s->all[l.site - 1].live++;
         s->all[l.site - 1].live_bytes += l.size;
     }
     peaks->rank = fs_reader_rank(t);
     peaks->pid = fs_reader_header(t)->pid;
-    fs_replayer_free(r.rp);
+    fs_live_free(&r.live);
     fs_u64map_free(&r.cell_index);
     free(r.cells);
     free(r.last_cell);
+    free(r.threads);
 }
 
 bool fs_sites_read(fs_sites *s, const char *path, const char *command, fs_file_peaks *peaks)
