@@ -20,6 +20,7 @@
 #include "progress.h"
 #include "reader.h"
 #include "render.h"
+#include "replayer.h"
 #include "sites.h"
 
 #include <getopt.h>
@@ -155,7 +156,6 @@ static bool load_suppressions(leaks_run *r, const char *path)
 /* One trace: its sites, each with the blocks still live at its end */
 typedef struct leaks_file {
     fs_sites sites;
-    fs_live live;
     uint64_t blocks, bytes;
     char line[4400]; /* what it ended with, printed in the order named */
     bool read;
@@ -168,18 +168,11 @@ typedef struct leaks_job {
     size_t unread;
 } leaks_job;
 
-static int visit(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
+/* An allocation's block (replayer.h) keeps its site */
+static uint32_t block_site(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
 {
     leaks_file *f = ctx;
-    fs_live_block b;
-    /* the bytes asked for, as LeakSanitizer counts (a trace-only attach
-     * may know only the block's) */
-    if (rec->kind == FS_REC_ALLOC)
-        fs_live_put(&f->live, rec->ev.addr, rec->ev.requested ? rec->ev.requested : rec->ev.size,
-                    fs_sites_of(&f->sites, t, &rec->ev, tid), rec->ev.device);
-    else if (rec->kind == FS_REC_FREE_REQUESTED)
-        fs_live_take(&f->live, rec->ev.addr, &b);
-    return 0;
+    return fs_sites_of(&f->sites, t, &rec->ev, tid);
 }
 
 static void warn(void *ctx, const char *line)
@@ -203,16 +196,20 @@ static void read_trace(void *ctx, size_t i)
     f->sites = (fs_sites){
         .by = job->run->sites.by, .sym = job->run->sites.sym, .full = job->run->sites.full};
     fs_sites_next_file(&f->sites);
-    fs_reader_read_ordered(t, visit, warn, f);
+    /* the blocks keep the bytes asked for, as LeakSanitizer counts (a
+     * trace-only attach may know only the block's) */
+    fs_replayer_ops ops = {.site = block_site, .warn = warn, .requested = true};
+    fs_replayer *rp = fs_replayer_create(&ops, f);
+    fs_replayer_read(rp, t);
     fs_live_block l;
-    for (size_t pos = 0; fs_live_next(&f->live, &pos, &l);) {
+    for (size_t pos = 0; fs_live_next(fs_replayer_live(rp), &pos, &l);) {
         fs_site *site = &f->sites.all[l.site - 1];
         site->live++;
         site->live_bytes += l.size;
         f->blocks++;
         f->bytes += l.size;
     }
-    fs_live_free(&f->live);
+    fs_replayer_free(rp);
     fs_human_bytes(f->bytes, bytes, sizeof bytes);
     int n = snprintf(f->line, sizeof f->line,
                      "%s: %s %d: %" PRIu64 " block%s, %s (%" PRIu64

@@ -19,7 +19,9 @@
 
 #include "analysis.h"
 #include "oom_layout.h"
+#include "pair_ids.h"
 #include "replay.h"
+#include "replayer.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -77,7 +79,10 @@ typedef struct failure {
 typedef struct explain {
     const fs_oom_options *opt;
     fs_sites stacks, annots;
-    fs_live live_stack, live_annot;
+    /* live blocks (a snapshot's too); a block's site is the id of its pair
+     * (stack site, annotation site) in `holders` */
+    fs_replayer *rp;
+    fs_pair_ids holders;
     fs_live vmm; /* the program's own cuMemCreate handles, by handle */
     fs_oom_layout *layout;
     failure *f; /* the first `keep`: FS_OOM_EXPLAINED explained, the rest given a cause */
@@ -92,16 +97,22 @@ static int by_bytes(const void *x, const void *y)
     return a->bytes < b->bytes ? 1 : a->bytes > b->bytes ? -1 : 0;
 }
 
-/* The device's live bytes by site of s, the most first, at most `keep`. */
-static holder *rank(const fs_live *live, const fs_sites *s, int device, size_t keep, size_t *n)
+/* The device's live bytes by site of s (the stack sites, or the
+ * annotation ones: by_annot), the most first, at most `keep`. */
+static holder *rank(const explain *e, const fs_sites *s, bool by_annot, int device, size_t keep,
+                    size_t *n)
 {
     uint64_t *bytes = calloc(s->n + 1, sizeof *bytes);
     holder *h = NULL;
     size_t nh = 0;
     if (!bytes) fs_analysis_oom("report");
     fs_live_block b;
-    for (size_t pos = 0; fs_live_next(live, &pos, &b);)
-        if (b.device == device) bytes[b.site] += b.size;
+    uint64_t stack, annot;
+    for (size_t pos = 0; fs_live_next(fs_replayer_live(e->rp), &pos, &b);) {
+        if (b.device != device) continue;
+        fs_pair_of(&e->holders, b.site, &stack, &annot);
+        bytes[by_annot ? annot : stack] += b.size;
+    }
     for (size_t i = 1; i <= s->n; i++)
         if (bytes[i]) nh++;
     if (nh && !(h = malloc(nh * sizeof *h))) fs_analysis_oom("report");
@@ -119,16 +130,18 @@ static void take_holders(explain *e, failure *f)
     fs_live_block b;
     for (size_t pos = 0; fs_live_next(&e->vmm, &pos, &b);)
         if (b.device == f->ev.device) f->vmm_bytes += b.size;
-    f->by_stack = rank(&e->live_stack, &e->stacks, f->ev.device, e->opt->holders, &f->nstack);
-    f->by_annot = rank(&e->live_annot, &e->annots, f->ev.device, e->opt->holders, &f->nannot);
+    f->by_stack = rank(e, &e->stacks, false, f->ev.device, e->opt->holders, &f->nstack);
+    f->by_annot = rank(e, &e->annots, true, f->ev.device, e->opt->holders, &f->nannot);
 }
 
-static void block_live(explain *e, fs_reader *t, const fs_fmt_event *ev, uint32_t tid)
+/* A live block (replayer.h) of an allocation or a snapshot: its sites */
+static uint32_t block_site(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
 {
-    fs_live_put(&e->live_stack, ev->addr, ev->size, fs_sites_of(&e->stacks, t, ev, tid),
-                ev->device);
-    fs_live_put(&e->live_annot, ev->addr, ev->size, fs_sites_of(&e->annots, t, ev, tid),
-                ev->device);
+    explain *e = ctx;
+    bool added;
+    uint32_t stack = fs_sites_of(&e->stacks, t, &r->ev, tid);
+    uint32_t annot = fs_sites_of(&e->annots, t, &r->ev, tid);
+    return fs_pair_id(&e->holders, stack, annot, &added);
 }
 
 static int visit(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
@@ -137,17 +150,8 @@ static int visit(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
     const fs_fmt_event *ev = &r->ev;
     fs_live_block gone;
     fs_oom_layout_see(e->layout, r, e->api_recorded);
+    fs_replayer_see(e->rp, t, r, tid); /* allocations, a snapshot's blocks, frees */
     switch (r->kind) {
-    case FS_REC_ALLOC:
-        block_live(e, t, ev, tid);
-        break;
-    case FS_REC_SNAP_BLOCK:
-        if (ev->aux == FS_BLOCK_LIVE) block_live(e, t, ev, tid);
-        break;
-    case FS_REC_FREE_REQUESTED:
-        fs_live_take(&e->live_stack, ev->addr, &gone);
-        fs_live_take(&e->live_annot, ev->addr, &gone);
-        break;
     case FS_REC_VMM:
         if (ev->aux == FS_VMM_CREATE) fs_live_put(&e->vmm, ev->aux2, ev->size, 1, ev->device);
         if (ev->aux == FS_VMM_RELEASE) fs_live_take(&e->vmm, ev->aux2, &gone);
@@ -778,6 +782,8 @@ bool fs_oom_explain(FILE *out, const char *path, const fs_oom_options *opt)
     e->api_recorded = fs_reader_header(t)->version >= 2;
     fs_sites_next_file(&e->stacks);
     fs_sites_next_file(&e->annots);
+    fs_replayer_ops ops = {.site = block_site, .snapshot_blocks = true};
+    e->rp = fs_replayer_create(&ops, e);
     fs_reader_read_ordered(t, visit, NULL, e);
     for (size_t i = 0; e->snapshot && i < e->n; i++) {
         if (i < FS_OOM_EXPLAINED) take_holders(e, &e->f[i]);
@@ -807,8 +813,8 @@ bool fs_oom_explain(FILE *out, const char *path, const fs_oom_options *opt)
     }
     if (tr->ran) fs_replay_result_free(&tr->r);
     fs_oom_layout_free(e->layout);
-    fs_live_free(&e->live_stack);
-    fs_live_free(&e->live_annot);
+    fs_replayer_free(e->rp);
+    fs_pair_ids_free(&e->holders);
     fs_live_free(&e->vmm);
     fs_sites_free(&e->stacks);
     fs_sites_free(&e->annots);

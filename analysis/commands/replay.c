@@ -20,6 +20,7 @@
 #include "render.h"
 #include "sites.h"
 #include "size_parse.h"
+#include "u64map.h"
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -38,73 +39,37 @@
 
 /* ---- (device, address) -> value ------------------------------------------------ */
 
-typedef struct slot {
-    uint64_t addr, val;
-    int32_t device;
-    bool used;
-} slot;
-
-/* Open addressing, deletion by shifting back: millions of frees never
- * fill it with tombstones. */
+/* One u64map (u64map.h) per device: a zeroed map ({0}) is an empty one. */
 typedef struct addr_map {
-    slot *s;
-    size_t n, cap;
+    fs_u64map by_device[MAX_DEVICES];
 } addr_map;
 
-static size_t slot_of(const addr_map *m, int device, uint64_t addr)
+/* The value at (device, addr), NULL when there is none; valid until the
+ * next put or delete on that device. */
+static uint64_t *map_find(addr_map *m, int device, uint64_t addr)
 {
-    uint64_t h = (addr ^ (uint64_t)device << 58) * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h ^ h >> 31) & (m->cap - 1);
+    return fs_u64map_get(&m->by_device[device], addr);
 }
 
-static slot *map_find(addr_map *m, int device, uint64_t addr)
+static void map_put(addr_map *m, int device, uint64_t addr, uint64_t val)
 {
-    if (!m->cap) return NULL;
-    for (size_t i = slot_of(m, device, addr);; i = (i + 1) & (m->cap - 1)) {
-        slot *s = &m->s[i];
-        if (!s->used) return NULL;
-        if (s->addr == addr && s->device == device) return s;
-    }
+    fs_u64map *d = &m->by_device[device];
+    if (!d->stride) fs_u64map_init(d, sizeof(uint64_t));
+    uint64_t *v = fs_u64map_put(d, addr, NULL);
+    if (!v) fs_analysis_oom("replay");
+    *v = val;
 }
 
-static slot *map_put(addr_map *m, int device, uint64_t addr, uint64_t val)
+static void map_del(addr_map *m, int device, uint64_t addr)
 {
-    if (2 * (m->n + 1) > m->cap) {
-        addr_map bigger = {.cap = m->cap ? 2 * m->cap : 1024};
-        if (!(bigger.s = calloc(bigger.cap, sizeof *bigger.s))) fs_analysis_oom("replay");
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->s[i].used) map_put(&bigger, m->s[i].device, m->s[i].addr, m->s[i].val);
-        free(m->s);
-        *m = bigger;
-    }
-    slot *s = map_find(m, device, addr);
-    if (!s) {
-        size_t i = slot_of(m, device, addr);
-        while (m->s[i].used)
-            i = (i + 1) & (m->cap - 1);
-        s = &m->s[i];
-        *s = (slot){.addr = addr, .device = device, .used = true};
-        m->n++;
-    }
-    s->val = val;
-    return s;
+    fs_u64map_take(&m->by_device[device], addr, NULL);
 }
 
-static void map_del(addr_map *m, slot *gone)
+static void map_free(addr_map *m)
 {
-    size_t i = (size_t)(gone - m->s), j = i;
-    m->s[i].used = false;
-    m->n--;
-    for (;;) {
-        j = (j + 1) & (m->cap - 1);
-        if (!m->s[j].used) return;
-        size_t home = slot_of(m, m->s[j].device, m->s[j].addr);
-        /* moves back unless its home lies cyclically in (i, j] */
-        if (i <= j ? (home > i && home <= j) : (home > i || home <= j)) continue;
-        m->s[i] = m->s[j];
-        m->s[j].used = false;
-        i = j;
-    }
+    for (int d = 0; d < MAX_DEVICES; d++)
+        if (m->by_device[d].stride) fs_u64map_free(&m->by_device[d]);
+    *m = (addr_map){0};
 }
 
 /* ---- the replay device ------------------------------------------------------------- */
@@ -163,10 +128,10 @@ static fs_dev_status m_seg_free(void *ctx, int device, fs_seg_memory mem, void *
 {
     model *m = ctx;
     (void)mem;
-    slot *s = map_find(&m->segs, device, (uintptr_t)ptr);
-    if (!s) return FS_DEV_ERROR;
-    m->used[device] -= s->val;
-    map_del(&m->segs, s);
+    uint64_t *size = map_find(&m->segs, device, (uintptr_t)ptr);
+    if (!size) return FS_DEV_ERROR;
+    m->used[device] -= *size;
+    map_del(&m->segs, device, (uintptr_t)ptr);
     return FS_DEV_OK;
 }
 
@@ -408,25 +373,25 @@ static int classify(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t ti
     (void)t, (void)tid;
     if (r->kind > FS_REC_EVENT_LAST || !device_ok(ev->device)) return 0;
     if (r->kind <= FS_REC_OOM) note_recorded(o, r->kind, ev);
-    slot *s = map_find(&o->live, ev->device, ev->addr);
+    uint64_t *s = map_find(&o->live, ev->device, ev->addr);
     switch (r->kind) {
     case FS_REC_ALLOC:
-        if (s && s->val) vote(o, ev->device, s->val, false); /* reused without completing */
+        if (s && *s) vote(o, ev->device, *s, false); /* reused without completing */
         map_put(&o->live, ev->device, ev->addr, 0);
         break;
     case FS_REC_FREE_REQUESTED:
-        if (s) s->val = (o->nfree + 1) << 1 | (ev->stream == 0);
+        if (s) *s = (o->nfree + 1) << 1 | (ev->stream == 0);
         o->nfree++;
         break;
     case FS_REC_FREE_COMPLETED:
-        if (!s || !s->val) break;
+        if (!s || !*s) break;
         if (o->ndef == o->capdef) {
             o->capdef = o->capdef ? 2 * o->capdef : 1024;
             if (!(o->def = realloc(o->def, o->capdef * sizeof *o->def))) fs_analysis_oom("replay");
         }
-        o->def[o->ndef++] = (deferred){(s->val >> 1) - 1, ev->time_ns};
-        vote(o, ev->device, s->val, true);
-        map_del(&o->live, s);
+        o->def[o->ndef++] = (deferred){(*s >> 1) - 1, ev->time_ns};
+        vote(o, ev->device, *s, true);
+        map_del(&o->live, ev->device, ev->addr);
         break;
     }
     return 0;
@@ -565,11 +530,12 @@ static uint64_t block_new(run *o)
     return o->nblocks++;
 }
 
-static void block_drop(run *o, slot *s)
+/* The recorded block at (device, addr), block i, is no longer live */
+static void block_drop(run *o, int device, uint64_t addr, uint64_t i)
 {
-    o->blocks[s->val].ptr[0] = o->free_block;
-    o->free_block = s->val + 1;
-    map_del(&o->live, s);
+    o->blocks[i].ptr[0] = o->free_block;
+    o->free_block = i + 1;
+    map_del(&o->live, device, addr);
 }
 
 /* The program's free, as the recording made it: reusable at once on the
@@ -599,12 +565,12 @@ static void replay_alloc(run *o, fs_reader *t, const fs_fmt_event *ev)
     if (!size) return;
     see_stream(o, d, s, FS_STREAM_BLOCKING, false);
     catch_up(o, d);
-    slot *old = map_find(&o->live, d, ev->addr);
+    uint64_t *old = map_find(&o->live, d, ev->addr);
     if (old) { /* its free was lost (dropped events): gone now */
-        const block *b = &o->blocks[old->val];
+        const block *b = &o->blocks[*old];
         for (size_t c = 0; c < o->nrep; c++)
             if (b->ptr[c]) fs_free_async(o->rep[c].a, (void *)b->ptr[c], b->stream, NULL);
-        block_drop(o, old);
+        block_drop(o, d, ev->addr, *old);
     }
     uint64_t i = block_new(o);
     block *b = &o->blocks[i];
@@ -621,13 +587,14 @@ static void replay_free(run *o, const fs_fmt_event *ev)
     while (o->cursor < o->ndef && o->def[o->cursor].free < k)
         o->cursor++;
     bool held = o->cursor < o->ndef && o->def[o->cursor].free == k;
-    slot *s = map_find(&o->live, ev->device, ev->addr);
+    uint64_t *s = map_find(&o->live, ev->device, ev->addr);
     if (!s) return;
+    uint64_t i = *s;
     catch_up(o, ev->device);
-    const block *b = &o->blocks[s->val];
+    const block *b = &o->blocks[i];
     for (size_t c = 0; c < o->nrep; c++)
         if (b->ptr[c]) free_one(&o->rep[c], b, b->ptr[c], held, held ? o->def[o->cursor].done : 0);
-    block_drop(o, s);
+    block_drop(o, ev->device, ev->addr, i);
     o->out->frees++;
     o->out->deferred_frees += held;
 }
@@ -651,11 +618,11 @@ static void replay_probe(run *o, fs_reader *t, const fs_fmt_event *ev)
  * (SPEC section 7), so the replays do. */
 static void replay_use(run *o, const fs_fmt_event *ev)
 {
-    slot *s = map_find(&o->live, ev->device, ev->addr);
+    uint64_t *s = map_find(&o->live, ev->device, ev->addr);
     fs_stream_t use = stream_of(ev->stream);
     if (!s) return;
+    const block *b = &o->blocks[*s];
     see_stream(o, ev->device, use, FS_STREAM_BLOCKING, false);
-    const block *b = &o->blocks[s->val];
     for (size_t c = 0; c < o->nrep; c++)
         if (b->ptr[c]) fs_record_stream(o->rep[c].a, (void *)b->ptr[c], use);
 }
@@ -689,10 +656,10 @@ static int drive(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
                    ev->aux & 1 ? FS_STREAM_NONBLOCKING : FS_STREAM_BLOCKING, true);
         break;
     case FS_REC_STREAM_DESTROY: {
-        slot *s = map_find(&o->streams, ev->device, stream_of(ev->stream));
         for (size_t c = 0; c < o->nrep; c++)
             fs_alloc_stream_retire(o->rep[c].a, ev->device, stream_of(ev->stream));
-        if (s) map_del(&o->streams, s); /* a new stream may take its handle */
+        map_del(&o->streams, ev->device,
+                stream_of(ev->stream)); /* a new stream may take its handle */
         break;
     }
     }
@@ -704,13 +671,13 @@ static void run_free(run *o)
     for (size_t c = 0; c < o->nrep; c++) {
         if (o->rep[c].a) fs_allocator_destroy(o->rep[c].a);
         free(o->rep[c].m.ev);
-        free(o->rep[c].m.segs.s);
+        map_free(&o->rep[c].m.segs);
     }
     free(o->rep);
-    free(o->live.s);
+    map_free(&o->live);
     free(o->def);
     free(o->blocks);
-    free(o->streams.s);
+    map_free(&o->streams);
     if (o->sites_ready) {
         if (o->sites.sym) fs_symbols_destroy(o->sites.sym);
         fs_sites_free(&o->sites);
@@ -819,8 +786,7 @@ bool fs_replay_trace(const char *path, const char *const *confs, size_t nconfs,
     settle(&o, t, confs, nconfs, capacity);
     fs_reader_close(t);
     if (o.ndef) qsort(o.def, o.ndef, sizeof *o.def, by_free);
-    free(o.live.s);
-    o.live = (addr_map){0};
+    map_free(&o.live);
     o.nfree = 0;
     if (!(t = fs_reader_open(path, err, errlen))) {
         run_free(&o);

@@ -4,13 +4,10 @@
  * The devices' curves are the totals every memory event carries. A
  * stream's are followed block by block: an allocation adds its bytes to
  * its stream until the program frees it, a segment its bytes to its pool's
- * stream until it goes back. Annotation ranges come from each thread's
- * annotation stack, which every event names: the ranges that stack closed
- * end, the ones it opened begin (export_chrome.c follows them the same
- * way). A free the allocator held back until the block's streams passed
- * it is a free_requested followed by a free_completed at the same address;
- * a free reusable at once has no free_completed, so its entry goes when the
- * address is allocated again.
+ * stream until it goes back. The live blocks and the annotation ranges are
+ * the replayer's (replayer.h), as export's are. A free the allocator held back until the block's
+ * streams passed it is a free_requested followed by a free_completed at the same address; a free
+ * reusable at once has no free_completed, so its entry goes when the address is allocated again.
  *
  * Memory: the buckets (FS_TL_BUCKETS per series and lane, whatever the
  * trace's length), and while a trace is read its live blocks, segments and
@@ -18,6 +15,7 @@
 #include "report_timeline.h"
 
 #include "render.h"
+#include "replayer.h"
 #include "sites.h"
 
 #include <stdlib.h>
@@ -32,23 +30,18 @@ typedef struct freed {
     uint32_t series; /* index + 1 */
 } freed;
 
-/* A thread's annotation stack, as its latest event showed it */
-typedef struct thread_ranges {
-    uint32_t tid;
-    uint32_t annot; /* the innermost node; 0: none */
-    int depth;
-    uint32_t node[FS_READER_MAX_NESTING], name[FS_READER_MAX_NESTING]; /* outermost first */
-    uint64_t since[FS_READER_MAX_NESTING];
+/* A thread's rate-limiter wait (the replayer's per-thread state) */
+typedef struct thread_wait {
     bool waiting; /* in a rate-limiter wait, since wait_since */
     uint64_t wait_since;
-} thread_ranges;
+} thread_wait;
 
 typedef struct fs_tl_reading {
-    fs_live blocks;   /* live blocks: site = series index + 1 */
-    fs_live segments; /* segments by base: site = series index + 1 */
-    fs_u64map freed;  /* addr -> freed */
-    thread_ranges *threads;
-    size_t nthreads;
+    fs_reader *t;
+    fs_replayer *rp;   /* live blocks (site = series index + 1), annotation ranges */
+    size_t k;          /* the bucket of the event being read */
+    fs_live segments;  /* segments by base: site = series index + 1 */
+    fs_u64map freed;   /* addr -> freed */
     uint32_t *name_of; /* annotation id -> names index + 1, 0 not yet known */
     size_t capname_of;
     size_t last_series; /* the series found last: most events follow their neighbour's */
@@ -261,6 +254,66 @@ static void take_bytes(uint64_t *from, uint64_t n)
     *from -= n < *from ? n : *from;
 }
 
+/* Stream series s changed at bucket k: the first streams to hold memory
+ * get curves (not the first created: a stream pool creates many that may
+ * never allocate) */
+static void stream_note(fs_timeline *tl, size_t s, size_t k)
+{
+    fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
+    fs_tl_reading *rd = tl->reading;
+
+    if (!r->series[s].points && rd->stream_curves < FS_TL_STREAM_CURVES) {
+        r->series[s].points = new_points();
+        rd->stream_curves++;
+    }
+    note(&r->series[s], k);
+}
+
+/* The device's totals, as every memory event carries them */
+static void device_totals(fs_timeline *tl, const fs_fmt_event *ev, size_t k)
+{
+    fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
+    size_t s = series_of(tl, ev->device, false, 0);
+    r->series[s].allocated = ev->allocated;
+    r->series[s].reserved = ev->reserved;
+    note(&r->series[s], k);
+}
+
+/* An allocation (replayer.h): its bytes go to its stream until the program
+ * frees it; its block's site is the stream's series */
+static uint32_t block_site(void *ctx, fs_reader *t, const fs_fmt_record *rec, uint32_t tid)
+{
+    fs_timeline *tl = ctx;
+    fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
+    const fs_fmt_event *ev = &rec->ev;
+    freed f;
+    (void)t, (void)tid;
+
+    size_t s = series_of(tl, ev->device, true, ev->stream);
+    r->series[s].allocated += ev->size;
+    r->series[s].allocs++;
+    r->series[s].alloc_bytes += ev->size;
+    freed_take(tl->reading, ev->addr, &f); /* a free reusable at once: it was not held back */
+    stream_note(tl, s, tl->reading->k);
+    return (uint32_t)s + 1;
+}
+
+/* The program freed a live block: its stream's bytes go down, and the
+ * block waits in `freed` for the allocator's free_completed. A block an
+ * allocation replaced (its free lost) changes nothing. */
+static void block_gone(void *ctx, const fs_live_block *b, const fs_fmt_record *rec)
+{
+    fs_timeline *tl = ctx;
+    fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
+    size_t s = b->site - 1;
+
+    if (rec->kind != FS_REC_FREE_REQUESTED) return;
+    take_bytes(&r->series[s].allocated, b->size);
+    freed_put(tl->reading, (freed){b->addr, b->size, rec->ev.time_ns, (uint32_t)s + 1});
+    stream_note(tl, s, tl->reading->k);
+}
+
+/* The memory events other than allocations and frees */
 static void memory_event(fs_timeline *tl, const fs_fmt_record *rec, size_t k)
 {
     fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
@@ -270,26 +323,7 @@ static void memory_event(fs_timeline *tl, const fs_fmt_record *rec, size_t k)
     freed f;
     size_t s;
 
-    s = series_of(tl, ev->device, false, 0);
-    r->series[s].allocated = ev->allocated;
-    r->series[s].reserved = ev->reserved;
-    note(&r->series[s], k);
-
     switch (rec->kind) {
-    case FS_REC_ALLOC:
-        s = series_of(tl, ev->device, true, ev->stream);
-        r->series[s].allocated += ev->size;
-        r->series[s].allocs++;
-        r->series[s].alloc_bytes += ev->size;
-        freed_take(rd, ev->addr, &f); /* a free reusable at once: it was not held back */
-        fs_live_put(&rd->blocks, ev->addr, ev->size, (uint32_t)s + 1, ev->device);
-        break;
-    case FS_REC_FREE_REQUESTED:
-        if (!fs_live_take(&rd->blocks, ev->addr, &b)) return; /* allocated before the trace */
-        s = b.site - 1;
-        take_bytes(&r->series[s].allocated, b.size);
-        freed_put(rd, (freed){ev->addr, b.size, ev->time_ns, (uint32_t)s + 1});
-        break;
     case FS_REC_FREE_COMPLETED:
         if (freed_take(rd, ev->addr, &f)) {
             fs_tl_series *x = &r->series[f.series - 1];
@@ -320,16 +354,10 @@ static void memory_event(fs_timeline *tl, const fs_fmt_record *rec, size_t k)
         s = series_of(tl, ev->device, true, ev->stream);
         take_bytes(&r->series[s].reserved, ev->size);
         break;
-    default: /* an out-of-memory event changes nothing */
+    default: /* allocations and frees: the replayer's; an out-of-memory event changes nothing */
         return;
     }
-    /* the first streams to hold memory get curves (not the first created:
-     * a stream pool creates many that may never allocate) */
-    if (!r->series[s].points && rd->stream_curves < FS_TL_STREAM_CURVES) {
-        r->series[s].points = new_points();
-        rd->stream_curves++;
-    }
-    note(&r->series[s], k);
+    stream_note(tl, s, k);
 }
 
 /* ---- annotation ranges and waits ------------------------------------------------------- */
@@ -348,38 +376,19 @@ static void paint(fs_tl_rank *r, int l, uint32_t name, uint64_t start, uint64_t 
     }
 }
 
-static thread_ranges *thread_of(fs_tl_reading *rd, uint32_t tid)
+/* A range (replayer.h) is named when it opens, and painted in its depth's
+ * lane when it closes, once the chart has begun */
+static void range_opened(void *ctx, fs_reader *t, const fs_replayer_range *rg)
 {
-    for (size_t i = 0; i < rd->nthreads; i++)
-        if (rd->threads[i].tid == tid) return &rd->threads[i];
-    thread_ranges *more = realloc(rd->threads, (rd->nthreads + 1) * sizeof *more);
-    if (!more) fs_analysis_oom("report");
-    rd->threads = more;
-    memset(&rd->threads[rd->nthreads], 0, sizeof *more);
-    rd->threads[rd->nthreads].tid = tid;
-    return &rd->threads[rd->nthreads++];
+    name_of(ctx, t, rg->node);
 }
 
-/* The thread's stack becomes annot's at ns: the ranges it leaves end, the
- * ones it enters begin */
-static void ranges_to(fs_timeline *tl, const fs_reader *t, thread_ranges *th, uint32_t annot,
-                      uint64_t ns)
+static void range_closed(void *ctx, fs_reader *t, const fs_replayer_range *rg, uint64_t end_ns)
 {
+    fs_timeline *tl = ctx;
     fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
-    uint32_t chain[FS_READER_MAX_NESTING];
-    int n = fs_reader_annot_chain(t, annot, chain), same = 0;
-
-    while (same < n && same < th->depth && th->node[same] == chain[same])
-        same++;
-    for (int i = th->depth - 1; i >= same; i--)
-        if (i < FS_TL_LANES && r->used) paint(r, i, th->name[i], th->since[i], ns);
-    for (int i = same; i < n; i++) {
-        th->node[i] = chain[i];
-        th->name[i] = name_of(tl, t, th->node[i]);
-        th->since[i] = ns;
-    }
-    th->depth = n;
-    th->annot = annot;
+    if (rg->depth < FS_TL_LANES && r->used)
+        paint(r, rg->depth, name_of(tl, t, rg->node), rg->start_ns, end_ns);
 }
 
 /* ---- the reading ------------------------------------------------------------------------- */
@@ -391,6 +400,14 @@ void fs_tl_begin(fs_timeline *tl, fs_reader *t)
     tl->ranks = more;
     tl->ranks[tl->nranks++] = (fs_tl_rank){.base = fs_reader_header(t)->clock_real_ns};
     tl->reading = alloc_or_die(1, sizeof *tl->reading);
+    tl->reading->t = t;
+    fs_replayer_ops ops = {.site = block_site,
+                           .gone = block_gone,
+                           .opened = range_opened,
+                           .closed = range_closed,
+                           .devices = FS_SITES_MAX_DEVICES,
+                           .thread_size = sizeof(thread_wait)};
+    tl->reading->rp = fs_replayer_create(&ops, tl);
     fs_u64map_init(&tl->reading->freed, sizeof(freed));
     tl->reading->wait_name = intern(tl, "rate-limiter wait", "rate-limiter wait");
 }
@@ -408,8 +425,9 @@ void fs_tl_record(fs_timeline *tl, fs_reader *t, const fs_fmt_record *rec, uint3
      * resolution. Before it only the threads' ranges and waits are
      * followed, so that one still open is drawn from the chart's start. */
     size_t k = r->used || memory ? fit(r, ev->time_ns) : 0;
-    thread_ranges *th = thread_of(tl->reading, tid);
-    if (ev->annot != th->annot) ranges_to(tl, t, th, ev->annot, ev->time_ns);
+    if (memory) device_totals(tl, ev, k);
+    tl->reading->k = k;
+    thread_wait *th = fs_replayer_see(tl->reading->rp, t, rec, tid); /* ranges, blocks */
     if (rec->kind <= FS_REC_OOM) {
         if (memory) memory_event(tl, rec, k);
         return;
@@ -448,16 +466,16 @@ void fs_tl_end(fs_timeline *tl)
     fs_tl_reading *rd = tl->reading;
     fs_tl_rank *r = &tl->ranks[tl->nranks - 1];
 
-    for (size_t i = 0; i < rd->nthreads && r->used; i++) {
-        thread_ranges *th = &rd->threads[i];
-        for (int d = th->depth - 1; d >= 0; d--)
-            if (d < FS_TL_LANES) paint(r, d, th->name[d], th->since[d], r->last_ns);
+    fs_replayer_end(rd->rp, rd->t, r->last_ns); /* painted once the chart has begun */
+    uint32_t tid;
+    void *state;
+    for (size_t i = 0; r->used && fs_replayer_thread_at(rd->rp, i, &tid, &state); i++) {
+        thread_wait *th = state;
         if (th->waiting) paint(r, FS_TL_WAIT_LANE, rd->wait_name, th->wait_since, r->last_ns);
     }
-    fs_live_free(&rd->blocks);
+    fs_replayer_free(rd->rp);
     fs_live_free(&rd->segments);
     fs_u64map_free(&rd->freed);
-    free(rd->threads);
     free(rd->name_of);
     free(rd);
     tl->reading = NULL;

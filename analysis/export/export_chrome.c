@@ -20,6 +20,7 @@
 #include "exit_status.h"
 #include "progress.h"
 #include "render.h"
+#include "replayer.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -32,11 +33,6 @@ typedef struct wait_start {
     uint64_t time_ns, in_flight, bytes;
 } wait_start;
 
-typedef struct nesting {
-    uint32_t tid;
-    uint32_t annot; /* the annotation stack open on the thread, as its last event showed */
-} nesting;
-
 typedef struct chrome {
     FILE *f;
     bool first;      /* no event written yet: no comma */
@@ -47,8 +43,6 @@ typedef struct chrome {
     bool seen[MAX_DEVICES];
     wait_start *waits;
     size_t nwaits;
-    nesting *threads;
-    size_t nthreads;
     uint64_t events;  /* the first pass: the traces' events, as dump and report count them */
     uint64_t written; /* ... and the JSON events they become, threads' names included */
     uint64_t last_ns; /* this trace's latest event */
@@ -103,44 +97,28 @@ static void metadata(chrome *c, const char *what, uint32_t tid, const char *name
 
 /* ---- the events ------------------------------------------------------------------ */
 
-static nesting *thread_of(chrome *c, uint32_t tid)
+/* The annotation ranges (replayer.h) as slices on their threads: a range's
+ * name, its path from the outermost in its arguments */
+static void range_opened(void *ctx, fs_reader *t, const fs_replayer_range *r)
 {
-    for (size_t i = 0; i < c->nthreads; i++)
-        if (c->threads[i].tid == tid) return &c->threads[i];
-    nesting *more = realloc(c->threads, (c->nthreads + 1) * sizeof *more);
-    if (!more) fs_analysis_oom("export");
-    c->threads = more;
-    c->threads[c->nthreads] = (nesting){tid, 0};
-    return &c->threads[c->nthreads++];
-}
-
-/* Every event names its thread's annotation stack after it: the ranges
- * that stack closed end, the ones it opened begin. So ranges pushed before
- * the trace began (a program's first NVTX range often comes before its
- * first CUDA call) start at the first event that shows them, and pushes and
- * pops, themselves events, are exact. */
-static void ranges_to(chrome *c, const fs_reader *t, nesting *n, uint32_t annot, uint64_t time_ns)
-{
-    uint32_t from[FS_READER_MAX_NESTING], to[FS_READER_MAX_NESTING], parent, domain, name;
-    int nfrom = fs_reader_annot_chain(t, n->annot, from), nto = fs_reader_annot_chain(t, annot, to),
-        same = 0;
+    chrome *c = ctx;
+    uint32_t parent, domain, name;
     char path[4096];
 
-    while (same < nfrom && same < nto && from[same] == to[same])
-        same++;
-    for (int i = nfrom - 1; i >= same; i--) {
-        event(c, 'E', "", time_ns, n->tid);
-        fputc('}', c->f);
-    }
-    for (int i = same; i < nto; i++) {
-        fs_reader_annot(t, to[i], &parent, &domain, &name);
-        fs_render_annot(t, to[i], path, sizeof path);
-        event(c, 'B', fs_render_str(t, name), time_ns, n->tid);
-        fputs(",\"cat\":\"nvtx\",\"args\":{\"ranges\":", c->f);
-        json_str(c->f, path);
-        fputs("}}", c->f);
-    }
-    n->annot = annot;
+    fs_reader_annot(t, r->node, &parent, &domain, &name);
+    fs_render_annot(t, r->node, path, sizeof path);
+    event(c, 'B', fs_render_str(t, name), r->start_ns, r->tid);
+    fputs(",\"cat\":\"nvtx\",\"args\":{\"ranges\":", c->f);
+    json_str(c->f, path);
+    fputs("}}", c->f);
+}
+
+static void range_closed(void *ctx, fs_reader *t, const fs_replayer_range *r, uint64_t end_ns)
+{
+    chrome *c = ctx;
+    (void)t;
+    event(c, 'E', "", end_ns, r->tid);
+    fputc('}', c->f);
 }
 
 static void counters(chrome *c, const fs_fmt_event *ev)
@@ -204,7 +182,6 @@ static int write_event(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t
         return 0;
     }
     if (r->kind < FS_REC_ALLOC || r->kind > FS_REC_EVENT_LAST) return 0;
-    ranges_to(c, t, thread_of(c, tid), ev->annot, ev->time_ns);
     c->last_ns = ev->time_ns;
     switch (r->kind) {
     case FS_REC_ALLOC:
@@ -271,16 +248,18 @@ static void write_trace(chrome *c, fs_reader *t, int rank)
     c->offset = h->clock_real_ns - c->base;
     c->pid = rank >= 0 ? rank : (long)h->pid;
     memset(c->seen, 0, sizeof c->seen);
-    c->nwaits = c->nthreads = 0;
+    c->nwaits = 0;
     c->last_ns = 0;
     if (rank >= 0)
         snprintf(name, sizeof name, "rank %d (pid %u on %s)", rank, h->pid, h->host);
     else
         snprintf(name, sizeof name, "pid %u on %s", h->pid, h->host);
     metadata(c, "process_name", 0, name);
-    fs_reader_read_ordered(t, write_event, NULL, c);
-    for (size_t i = 0; i < c->nthreads; i++) /* ranges still open end with the trace */
-        ranges_to(c, t, &c->threads[i], 0, c->last_ns);
+    fs_replayer_ops ops = {.opened = range_opened, .closed = range_closed, .record = write_event};
+    fs_replayer *rp = fs_replayer_create(&ops, c);
+    fs_replayer_read(rp, t);
+    fs_replayer_end(rp, t, c->last_ns); /* ranges still open end with the trace */
+    fs_replayer_free(rp);
 }
 
 int fs_export_chrome(const fs_export_opts *o, int ntraces, char **traces)
@@ -333,7 +312,6 @@ int fs_export_chrome(const fs_export_opts *o, int ntraces, char **traces)
                            nread, fs_plural((uint64_t)nread), c.events, fs_plural(c.events),
                            path[0] ? path : "stdout");
     free(c.waits);
-    free(c.threads);
     free(ranks);
     return status;
 }

@@ -8,8 +8,8 @@
  *   allocator reported them with each event; per stream, the blocks the
  *   program allocated on it and has not freed, and the segments made for
  *   it; for a rank on several devices, their sums;
- * - a track per thread: the NVTX ranges as slices (followed through each
- *   event's annotation stack, as export_chrome.c does), the all-gather rate
+ * - a track per thread: the NVTX ranges as slices (the replayer's,
+ *   replayer.h, as export_chrome.c's), the all-gather rate
  *   limiter's waits as slices, and as instants the collectives (the trace
  *   records when one was enqueued, not how long it ran), marks, snapshots
  *   and out-of-memory events;
@@ -34,9 +34,11 @@
 #include "export.h"
 
 #include "exit_status.h"
+#include "pair_ids.h"
 #include "progress.h"
 #include "protobuf.h"
 #include "render.h"
+#include "replayer.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -163,66 +165,11 @@ static const char *const arg_names[ARG_END] = {
     "label",
 };
 
-/* ---- dense ids ------------------------------------------------------------------- */
-
-/* A key of two words to 1, 2, 3... in the order keys are first seen: the
- * index + 1 of the key's entry in a table beside the map */
-typedef struct id_slot {
-    uint64_t a, b;
-    uint32_t id; /* 0: an empty slot */
-} id_slot;
-
-typedef struct id_map {
-    id_slot *slots;
-    size_t n, cap;
-} id_map;
-
-static size_t home(uint64_t a, uint64_t b, size_t cap)
-{
-    return (size_t)fs_mix64(a ^ fs_mix64(b)) & (cap - 1);
-}
-
-/* The id of key (a, b); *added when it is new (the next id) */
-static uint32_t id_of(id_map *m, uint64_t a, uint64_t b, bool *added)
-{
-    if (2 * (m->n + 1) > m->cap) {
-        size_t cap = m->cap ? 2 * m->cap : 256;
-        id_slot *slots = calloc(cap, sizeof *slots);
-        if (!slots) fs_analysis_oom("export");
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->slots[i].id) continue;
-            size_t k = home(m->slots[i].a, m->slots[i].b, cap);
-            while (slots[k].id)
-                k = (k + 1) & (cap - 1);
-            slots[k] = m->slots[i];
-        }
-        free(m->slots);
-        m->slots = slots;
-        m->cap = cap;
-    }
-    size_t k = home(a, b, m->cap);
-    for (; m->slots[k].id; k = (k + 1) & (m->cap - 1))
-        if (m->slots[k].a == a && m->slots[k].b == b) {
-            *added = false;
-            return m->slots[k].id;
-        }
-    m->slots[k] = (id_slot){a, b, (uint32_t)++m->n};
-    *added = true;
-    return m->slots[k].id;
-}
-
-static void id_map_free(id_map *m)
-{
-    free(m->slots);
-    *m = (id_map){0};
-}
-
 /* ---- the state of one trace ------------------------------------------------------ */
 
 typedef struct thread {
     uint32_t tid;
     uint32_t name;  /* its thread record's string id; 0: none seen */
-    uint32_t annot; /* the annotation stack open on it, as its last event showed */
     bool described; /* its track is */
     bool waiting;   /* a rate-limiter wait's slice is open */
 } thread;
@@ -297,17 +244,17 @@ typedef struct perfetto {
     uint64_t ordinal;       /* allocations and frees so far */
     uint8_t *interned;      /* per string id: interned as an event name */
     size_t capinterned;
-    id_map thread_ids;
+    fs_pair_ids thread_ids;
     thread *threads;
     size_t capthreads;
-    id_map stream_ids;
+    fs_pair_ids stream_ids;
     stream *streams;
     size_t capstreams;
-    id_map kind_ids;
+    fs_pair_ids kind_ids;
     block_kind *kinds;
     size_t capkinds;
-    fs_live live; /* site: a block_kind id */
-    id_map sample_ids;
+    fs_replayer *rp; /* live blocks (site: a block_kind id), annotation ranges */
+    fs_pair_ids sample_ids;
     sample *samples;
     size_t capsamples;
 
@@ -315,11 +262,11 @@ typedef struct perfetto {
     fs_pb dump; /* the samples of the packet being written */
     uint64_t profile_index, profile_ns;
     uint32_t nstrings, nframes;
-    id_map mapping_ids; /* a module's address (or 0 and a stand-in's number) */
-    id_map pc_ids;
+    fs_pair_ids mapping_ids; /* a module's address (or 0 and a stand-in's number) */
+    fs_pair_ids pc_ids;
     pc_frames *pcs;
     size_t cappcs;
-    id_map pyframe_ids; /* (file << 32 | function, line) */
+    fs_pair_ids pyframe_ids; /* (file << 32 | function, line) */
     uint32_t *pyframes;
     size_t cappyframes;
     uint32_t no_stack; /* the frame of an allocation without a stack; 0: none yet */
@@ -460,7 +407,7 @@ static void counter(perfetto *p, uint64_t uuid, uint64_t time_ns, uint64_t value
 static uint32_t thread_id(perfetto *p, uint32_t tid)
 {
     bool added;
-    uint32_t id = id_of(&p->thread_ids, tid, 0, &added);
+    uint32_t id = fs_pair_id(&p->thread_ids, tid, 0, &added);
     if (added) {
         p->threads = fs_grow(p->threads, &p->capthreads, id, sizeof *p->threads);
         p->threads[id - 1].tid = tid;
@@ -538,29 +485,22 @@ static void arg_text(perfetto *p, int name, const char *s)
     fs_pb_end(&p->pkt);
 }
 
-/* Every event names its thread's annotation stack after it: the ranges
- * that stack closed end, the ones it opened begin (as export_chrome.c
- * follows them: a range pushed before the trace began starts at the first
- * event that shows it; pushes and pops, themselves events, are exact). */
-static void ranges_to(perfetto *p, const fs_reader *t, uint32_t id, uint32_t annot,
-                      uint64_t time_ns)
+/* The annotation ranges (replayer.h) as slices on their threads' tracks */
+static void range_opened(void *ctx, fs_reader *t, const fs_replayer_range *r)
 {
-    uint32_t from[FS_READER_MAX_NESTING], to[FS_READER_MAX_NESTING], parent, domain, name;
-    int nfrom = fs_reader_annot_chain(t, p->threads[id - 1].annot, from),
-        nto = fs_reader_annot_chain(t, annot, to), same = 0;
+    perfetto *p = ctx;
+    uint32_t parent, domain, name;
+    fs_reader_annot(t, r->node, &parent, &domain, &name);
+    event_begin(p, t, thread_id(p, r->tid), SLICE_BEGIN, r->start_ns, NAME_STRINGS + name,
+                CAT_NVTX);
+    event_end(p);
+}
 
-    while (same < nfrom && same < nto && from[same] == to[same])
-        same++;
-    for (int i = nfrom - 1; i >= same; i--) {
-        event_begin(p, t, id, SLICE_END, time_ns, 0, 0);
-        event_end(p);
-    }
-    for (int i = same; i < nto; i++) {
-        fs_reader_annot(t, to[i], &parent, &domain, &name);
-        event_begin(p, t, id, SLICE_BEGIN, time_ns, NAME_STRINGS + name, CAT_NVTX);
-        event_end(p);
-    }
-    p->threads[id - 1].annot = annot;
+static void range_closed(void *ctx, fs_reader *t, const fs_replayer_range *r, uint64_t end_ns)
+{
+    perfetto *p = ctx;
+    event_begin(p, t, thread_id(p, r->tid), SLICE_END, end_ns, 0, 0);
+    event_end(p);
 }
 
 /* A rate-limiter wait is a slice from its start to its end on its thread.
@@ -633,7 +573,7 @@ static bool device_ok(int d)
 static uint32_t stream_id(perfetto *p, int device, uint64_t handle)
 {
     bool added;
-    uint32_t id = id_of(&p->stream_ids, (uint64_t)device, handle, &added);
+    uint32_t id = fs_pair_id(&p->stream_ids, (uint64_t)device, handle, &added);
     if (added) {
         p->streams = fs_grow(p->streams, &p->capstreams, id, sizeof *p->streams);
         p->streams[id - 1].device = device;
@@ -707,7 +647,7 @@ static void device_counters(perfetto *p, const fs_fmt_event *ev)
 static uint32_t kind_id(perfetto *p, const fs_fmt_event *ev, uint32_t stream)
 {
     bool added;
-    uint32_t id = id_of(&p->kind_ids, (uint64_t)ev->stack << 32 | ev->pystack, stream, &added);
+    uint32_t id = fs_pair_id(&p->kind_ids, (uint64_t)ev->stack << 32 | ev->pystack, stream, &added);
     if (added) {
         p->kinds = fs_grow(p->kinds, &p->capkinds, id, sizeof *p->kinds);
         p->kinds[id - 1] = (block_kind){ev->stack, ev->pystack, stream};
@@ -719,12 +659,12 @@ static uint32_t kind_id(perfetto *p, const fs_fmt_event *ev, uint32_t stream)
 static void take_peak(perfetto *p, int dn)
 {
     fs_live_block lb;
-    for (size_t pos = 0; fs_live_next(&p->live, &pos, &lb);) {
+    for (size_t pos = 0; fs_live_next(fs_replayer_live(p->rp), &pos, &lb);) {
         const fs_live_block *l = &lb;
         if (l->device != dn) continue;
         const block_kind *k = &p->kinds[l->site - 1];
         bool added;
-        uint32_t id = id_of(&p->sample_ids, (uint64_t)k->stack << 32 | k->pystack, 0, &added);
+        uint32_t id = fs_pair_id(&p->sample_ids, (uint64_t)k->stack << 32 | k->pystack, 0, &added);
         p->samples = fs_grow(p->samples, &p->capsamples, id, sizeof *p->samples);
         sample *s = &p->samples[id - 1];
         s->stack = k->stack;
@@ -734,34 +674,39 @@ static void take_peak(perfetto *p, int dn)
     }
 }
 
-/* A block leaves the live table: its stream's allocated bytes go down */
-static void block_gone(perfetto *p, uint64_t addr, uint64_t time_ns)
+/* An allocation's block (replayer.h) is numbered by its kind */
+static uint32_t block_site(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t tid)
 {
-    fs_live_block b;
-    if (fs_live_take(&p->live, addr, &b))
-        stream_add(p, p->kinds[b.site - 1].stream, ALLOCATED, -(int64_t)b.size, time_ns);
+    perfetto *p = ctx;
+    (void)t, (void)tid;
+    return kind_id(p, &r->ev, stream_id(p, r->ev.device, r->ev.stream));
 }
 
+/* A block enters the live table: its stream's allocated bytes go up; the
+ * device's peak is taken after its allocation */
+static void block_added(void *ctx, const fs_live_block *b, const fs_fmt_record *r)
+{
+    perfetto *p = ctx;
+    stream_add(p, p->kinds[b->site - 1].stream, ALLOCATED, (int64_t)b->size, r->ev.time_ns);
+    if (p->ordinal == p->dev[b->device].peak_at) take_peak(p, b->device);
+}
+
+/* A block leaves the live table (freed, or its free lost and its address
+ * allocated again): its stream's allocated bytes go down */
+static void block_gone(void *ctx, const fs_live_block *b, const fs_fmt_record *r)
+{
+    perfetto *p = ctx;
+    stream_add(p, p->kinds[b->site - 1].stream, ALLOCATED, -(int64_t)b->size, r->ev.time_ns);
+}
+
+/* The memory event after the replayer saw it: segments, and the counters */
 static void memory_event(perfetto *p, const fs_fmt_record *r)
 {
     const fs_fmt_event *ev = &r->ev;
     int dn = ev->device;
-    uint32_t s;
 
     if (!device_ok(dn)) return;
     switch (r->kind) {
-    case FS_REC_ALLOC:
-        p->ordinal++;
-        s = stream_id(p, dn, ev->stream);
-        block_gone(p, ev->addr, ev->time_ns); /* a block whose free the trace lost */
-        fs_live_put(&p->live, ev->addr, ev->size, kind_id(p, ev, s), dn);
-        stream_add(p, s, ALLOCATED, (int64_t)ev->size, ev->time_ns);
-        if (p->ordinal == p->dev[dn].peak_at) take_peak(p, dn);
-        break;
-    case FS_REC_FREE_REQUESTED:
-        p->ordinal++;
-        block_gone(p, ev->addr, ev->time_ns);
-        break;
     case FS_REC_SEGMENT_ALLOC:
     case FS_REC_SEGMENT_MAP:
         stream_add(p, stream_id(p, dn, ev->stream), RESERVED, (int64_t)ev->size, ev->time_ns);
@@ -818,7 +763,10 @@ static int write_event(void *ctx, fs_reader *t, const fs_fmt_record *r, uint32_t
     uint32_t id = thread_id(p, tid);
     p->last_ns = ev->time_ns;
     if (r->kind != FS_REC_RL_WAIT_END) wait_end(p, t, id, ev->time_ns);
-    ranges_to(p, t, id, ev->annot, ev->time_ns);
+    /* allocations and frees are counted as the first pass counted them */
+    if ((r->kind == FS_REC_ALLOC || r->kind == FS_REC_FREE_REQUESTED) && device_ok(ev->device))
+        p->ordinal++;
+    fs_replayer_see(p->rp, t, r, tid); /* ranges, then blocks */
     if (is_memory(r->kind)) memory_event(p, r);
     thread_event(p, t, r, id);
     return 0;
@@ -844,7 +792,7 @@ static uint32_t mapping(perfetto *p, const fs_reader *t, const fs_reader_module 
                         enum standin what)
 {
     bool added;
-    uint32_t id = id_of(&p->mapping_ids, (uint64_t)(uintptr_t)mod, mod ? 0 : what, &added);
+    uint32_t id = fs_pair_id(&p->mapping_ids, (uint64_t)(uintptr_t)mod, mod ? 0 : what, &added);
     if (!added) return id;
     uint32_t build_id =
         mod && mod->build_id_len ? profile_string(p, mod->build_id, mod->build_id_len, false) : 0;
@@ -886,7 +834,7 @@ static void push_frame(perfetto *p, uint64_t id)
 static void native_frames(perfetto *p, const fs_reader *t, uint64_t pc)
 {
     bool added;
-    uint32_t id = id_of(&p->pc_ids, pc, 0, &added);
+    uint32_t id = fs_pair_id(&p->pc_ids, pc, 0, &added);
     p->pcs = fs_grow(p->pcs, &p->cappcs, id, sizeof *p->pcs);
     pc_frames *pf = &p->pcs[id - 1];
     if (added) {
@@ -909,7 +857,8 @@ static void native_frames(perfetto *p, const fs_reader *t, uint64_t pc)
 static void python_frame(perfetto *p, const fs_reader *t, const fs_fmt_pyframe *py)
 {
     bool added;
-    uint32_t id = id_of(&p->pyframe_ids, (uint64_t)py->file << 32 | py->function, py->line, &added);
+    uint32_t id =
+        fs_pair_id(&p->pyframe_ids, (uint64_t)py->file << 32 | py->function, py->line, &added);
     p->pyframes = fs_grow(p->pyframes, &p->cappyframes, id, sizeof *p->pyframes);
     if (added) {
         fs_render_pyframe(t, py, p->text, sizeof p->text);
@@ -989,9 +938,9 @@ static void write_profile(perfetto *p, const fs_reader *t)
             highest = p->dev[dn].peak;
             p->profile_ns = p->base + p->dev[dn].peak_ns;
         }
-    if (!p->sample_ids.n) return;
+    if (!fs_pair_ids_count(&p->sample_ids)) return;
     profile_begin(p);
-    for (uint32_t id = 1; id <= p->sample_ids.n; id++) {
+    for (uint32_t id = 1; id <= fs_pair_ids_count(&p->sample_ids); id++) {
         const sample *s = &p->samples[id - 1];
         frames_of(p, t, s->stack, s->pystack);
         fs_pb_begin(&p->pkt, PROFILE_CALLSTACKS);
@@ -1004,7 +953,7 @@ static void write_profile(perfetto *p, const fs_reader *t)
         fs_pb_uint(&p->dump, SAMPLE_SELF_MAX, s->bytes);
         fs_pb_uint(&p->dump, SAMPLE_SELF_MAX_COUNT, s->count);
         fs_pb_end(&p->dump);
-        if (id < p->sample_ids.n && p->pkt.len + p->dump.len > PROFILE_CHUNK) {
+        if (id < fs_pair_ids_count(&p->sample_ids) && p->pkt.len + p->dump.len > PROFILE_CHUNK) {
             profile_end(p, true);
             profile_begin(p);
         }
@@ -1017,14 +966,15 @@ static void write_profile(perfetto *p, const fs_reader *t)
 /* What one trace needed, freed for the next */
 static void trace_reset(perfetto *p)
 {
-    id_map_free(&p->thread_ids);
-    id_map_free(&p->stream_ids);
-    id_map_free(&p->kind_ids);
-    id_map_free(&p->sample_ids);
-    id_map_free(&p->mapping_ids);
-    id_map_free(&p->pc_ids);
-    id_map_free(&p->pyframe_ids);
-    fs_live_free(&p->live);
+    fs_pair_ids_free(&p->thread_ids);
+    fs_pair_ids_free(&p->stream_ids);
+    fs_pair_ids_free(&p->kind_ids);
+    fs_pair_ids_free(&p->sample_ids);
+    fs_pair_ids_free(&p->mapping_ids);
+    fs_pair_ids_free(&p->pc_ids);
+    fs_pair_ids_free(&p->pyframe_ids);
+    fs_replayer_free(p->rp);
+    p->rp = NULL;
     free(p->threads);
     free(p->streams);
     free(p->kinds);
@@ -1090,11 +1040,18 @@ static bool export_one(perfetto *p, const char *path)
     p->clock = true;
     p->pid = process_id(p, t);
     describe_process(p, t, rank);
+    fs_replayer_ops ops = {.site = block_site,
+                           .added = block_added,
+                           .gone = block_gone,
+                           .opened = range_opened,
+                           .closed = range_closed,
+                           .devices = MAX_DEVICES};
+    p->rp = fs_replayer_create(&ops, p);
     fs_reader_read_ordered(t, write_event, NULL, p);
     /* what is still open ends with the trace */
-    for (uint32_t id = 1; id <= p->thread_ids.n; id++) {
+    for (uint32_t id = 1; id <= fs_pair_ids_count(&p->thread_ids); id++) {
         wait_end(p, t, id, p->last_ns);
-        ranges_to(p, t, id, 0, p->last_ns);
+        fs_replayer_end_thread(p->rp, t, p->threads[id - 1].tid, p->last_ns);
     }
     write_profile(p, t);
     summary(p, path, t);

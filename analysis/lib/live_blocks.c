@@ -8,42 +8,21 @@
  * the analyzer has always had. */
 #define FIRST_SLOTS 4096
 
-struct live_value {
-    uint64_t size;
-    uint32_t site;
-    int device;
-};
-
-static void ready(fs_live *l)
+void fs_live_ready(fs_live *l)
 {
-    if (!l->map.stride) fs_u64map_init(&l->map, sizeof(struct live_value));
-    if (!l->map.cap && !fs_u64map_reserve(&l->map, FIRST_SLOTS)) fs_analysis_oom("analysis");
+    if (!l->map.stride) fs_u64map_init(&l->map, sizeof(struct fs_live_value));
+    if (!l->map.cap && !fs_u64map_reserve(&l->map, FIRST_SLOTS)) fs_live_oom();
 }
 
-bool fs_live_replace(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, int device,
-                     fs_live_block *old)
+void fs_live_oom(void)
 {
-    bool added;
-    ready(l);
-    struct live_value *v = fs_u64map_put(&l->map, addr, &added);
-    if (!v) fs_analysis_oom("analysis");
-    if (!added) *old = (fs_live_block){addr, v->size, v->site, v->device};
-    *v = (struct live_value){size, site, device};
-    return !added;
+    fs_analysis_oom("analysis");
 }
 
 void fs_live_put(fs_live *l, uint64_t addr, uint64_t size, uint32_t site, int device)
 {
     fs_live_block old;
     fs_live_replace(l, addr, size, site, device, &old);
-}
-
-bool fs_live_take(fs_live *l, uint64_t addr, fs_live_block *out)
-{
-    struct live_value v;
-    if (!l->map.stride || !fs_u64map_take(&l->map, addr, &v)) return false;
-    *out = (fs_live_block){addr, v.size, v.site, v.device};
-    return true;
 }
 
 size_t fs_live_count(const fs_live *l)
@@ -56,7 +35,7 @@ bool fs_live_next(const fs_live *l, size_t *pos, fs_live_block *out)
     uint64_t addr;
     void *p;
     if (!l->map.stride || !fs_u64map_next(&l->map, pos, &addr, &p)) return false;
-    const struct live_value *v = p;
+    const struct fs_live_value *v = p;
     *out = (fs_live_block){addr, v->size, v->site, v->device};
     return true;
 }

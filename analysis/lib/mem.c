@@ -28,8 +28,3 @@ void *fs_grow_at_most(void *items, size_t *cap, size_t need, size_t size, size_t
     *cap = c;
     return grown;
 }
-
-void *fs_grow(void *items, size_t *cap, size_t need, size_t size)
-{
-    return fs_grow_at_most(items, cap, need, size, 0);
-}
