@@ -163,7 +163,7 @@ cudaError_t sim_capture_begin(cudaStream_t h, int pt, cudaGraph_t graph,
     }
     pthread_mutex_unlock(&mu);
     if (err) {
-        if (c->own_graph) cudaGraphDestroy(c->graph);
+        if (c->own_graph) sim_graph_destroy(c->graph);
         free(c->members);
         free(c);
     }
@@ -216,7 +216,7 @@ cudaError_t sim_capture_end(cudaStream_t h, int pt, cudaGraph_t *graph_out)
         finish(c);
     }
     pthread_mutex_unlock(&mu);
-    if (drop) cudaGraphDestroy(drop);
+    if (drop) sim_graph_destroy(drop);
     return err;
 }
 

@@ -43,7 +43,7 @@ static void graph_unref(struct CUgraph_st *g)
         free(node);
     }
     for (size_t i = 0; i < g->nobjects; i++)
-        cudaUserObjectRelease(g->objects[i].obj, g->objects[i].count);
+        sim_user_object_release(g->objects[i].obj, g->objects[i].count);
     free(g->objects);
     free(g->nodes);
     pthread_mutex_destroy(&g->mu);

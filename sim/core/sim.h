@@ -343,6 +343,14 @@ struct CUgraphExec_st {
  * graph's launches still running keep it (and its graph) until they end. */
 cudaError_t sim_graph_destroy(cudaGraph_t g);
 cudaError_t sim_graph_exec_destroy(cudaGraphExec_t e);
+/* User objects (user_objects.c): made with `refcount` references; a retain
+ * or release of an object that is gone, or of more references than it
+ * holds, is cudaErrorInvalidValue; the last release starts the destructor
+ * on a thread of its own. The last error is left alone. */
+cudaError_t sim_user_object_create(cudaUserObject_t *out, void *ptr, cudaHostFn_t destroy,
+                                   unsigned refcount);
+cudaError_t sim_user_object_retain(cudaUserObject_t object, unsigned count);
+cudaError_t sim_user_object_release(cudaUserObject_t object, unsigned count);
 /* Adds a node doing w (its arg then belongs to the graph) after
  * deps[0..n) to g. */
 cudaError_t sim_graph_add(cudaGraph_t g, const struct sim_work *w, const cudaGraphNode_t *deps,
